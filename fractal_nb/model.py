@@ -1,0 +1,222 @@
+"""Vocabulary of the graph: statuses, budgets, checkpoint modes and the transition table.
+
+Every status change in the store is checked against ``GRAPH_TRANSITIONS`` or
+``QUESTION_TRANSITIONS`` here, in one place (DESIGN.md, rule 6).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from .errors import InvalidInputError, InvalidTransitionError
+
+
+class Intensity(StrEnum):
+    """How far an exploration may go (agents, depth, seed questions)."""
+
+    PULSE = "pulse"
+    EXPLORE = "explore"
+    DEEP = "deep"
+
+
+class NodeType(StrEnum):
+    """A node is a question or an answer to its parent question."""
+
+    QUESTION = "question"
+    ANSWER = "answer"
+
+
+class GraphStatus(StrEnum):
+    """Lifecycle of a graph; ``completed`` and ``error`` are terminal."""
+
+    ACTIVE = "active"
+    PAUSED = "paused"
+    COMPLETED = "completed"
+    ERROR = "error"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+
+
+class NodeStatus(StrEnum):
+    """Lifecycle of a question; answers are ``answered`` or ``saturated``."""
+
+    OPEN = "open"  # waiting for a worker
+    GATED = "gated"  # behind a depth:N checkpoint, waiting for a person's approval
+    CLAIMED = "claimed"  # a worker holds a lease on it
+    ANSWERED = "answered"  # has an answer; sub-questions may still be in progress
+    SYNTHESIZED = "synthesized"  # terminal: synthesis text in metadata["synthesis"]
+    SATURATED = "saturated"  # terminal: no further exploration (reason recorded)
+    ERROR = "error"  # processing failed; recovery reopens it
+
+
+class EdgeType(StrEnum):
+    """Tree edges and the two kinds of cross-branch link."""
+
+    PARENT_CHILD = "parent_child"
+    CONVERGENCE = "convergence"
+    CONTRADICTION = "contradiction"
+
+
+class SaturationReason(StrEnum):
+    """Why a branch needs no further exploration: the seed skill's six plus a person's prune."""
+
+    SEMANTIC_OVERLAP = "semantic_overlap"
+    DERIVABLE = "derivable"
+    ACTIONABLE = "actionable"
+    HOLLOW_QUESTIONS = "hollow_questions"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    ERROR = "error"
+    PRUNED = "pruned"
+
+
+TERMINAL_GRAPH = frozenset({GraphStatus.COMPLETED, GraphStatus.ERROR})
+DONE_QUESTION = frozenset({NodeStatus.SYNTHESIZED, NodeStatus.SATURATED})
+# A graph is done when no question is in one of these (DESIGN.md, statuses).
+PENDING_QUESTION = frozenset({NodeStatus.OPEN, NodeStatus.CLAIMED, NodeStatus.GATED})
+
+GRAPH_TRANSITIONS: dict[GraphStatus, frozenset[GraphStatus]] = {
+    GraphStatus.ACTIVE: frozenset(
+        {
+            GraphStatus.PAUSED,
+            GraphStatus.COMPLETED,
+            GraphStatus.ERROR,
+            GraphStatus.BUDGET_EXHAUSTED,
+        }
+    ),
+    GraphStatus.PAUSED: frozenset({GraphStatus.ACTIVE, GraphStatus.COMPLETED}),
+    GraphStatus.BUDGET_EXHAUSTED: frozenset({GraphStatus.ACTIVE, GraphStatus.COMPLETED}),
+    GraphStatus.COMPLETED: frozenset(),
+    GraphStatus.ERROR: frozenset(),
+}
+
+_S = NodeStatus
+QUESTION_TRANSITIONS: dict[NodeStatus, frozenset[NodeStatus]] = {
+    _S.OPEN: frozenset({_S.CLAIMED, _S.ANSWERED, _S.SATURATED, _S.ERROR}),
+    _S.GATED: frozenset({_S.OPEN, _S.SATURATED, _S.ERROR}),
+    _S.CLAIMED: frozenset({_S.ANSWERED, _S.OPEN, _S.SATURATED, _S.ERROR}),
+    _S.ANSWERED: frozenset({_S.SYNTHESIZED, _S.SATURATED, _S.ERROR}),
+    _S.ERROR: frozenset({_S.OPEN, _S.SATURATED}),
+    _S.SYNTHESIZED: frozenset(),
+    _S.SATURATED: frozenset(),
+}
+
+
+def check_graph_transition(graph_id: str, current: str, target: str) -> None:
+    """Raise unless the graph may move from ``current`` to ``target``."""
+    allowed = GRAPH_TRANSITIONS[GraphStatus(current)]
+    if GraphStatus(target) not in allowed:
+        raise InvalidTransitionError(
+            f"graph {graph_id} cannot go from {current!r} to {target!r}; "
+            f"from {current!r} it may go to: {_listing(allowed)}",
+            graph_id=graph_id,
+        )
+
+
+def check_question_transition(node_id: str, current: str, target: str) -> None:
+    """Raise unless the question may move from ``current`` to ``target``."""
+    allowed = QUESTION_TRANSITIONS[NodeStatus(current)]
+    if NodeStatus(target) not in allowed:
+        raise InvalidTransitionError(
+            f"question {node_id} is {current!r} and cannot become {target!r}; "
+            f"from {current!r} it may become: {_listing(allowed)}",
+            node_id=node_id,
+        )
+
+
+def _listing(values: frozenset[StrEnum] | list[str]) -> str:
+    names = sorted(str(v) for v in values)
+    return ", ".join(names) if names else "nothing (terminal)"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Hard ceilings of one intensity: workers, question levels, seed-question range."""
+
+    max_agents: int
+    max_depth: int
+    seed_questions: tuple[int, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form used in tool results."""
+        return {
+            "max_agents": self.max_agents,
+            "max_depth": self.max_depth,
+            "seed_questions": list(self.seed_questions),
+        }
+
+
+BUDGETS: dict[Intensity, Budget] = {
+    Intensity.PULSE: Budget(max_agents=3, max_depth=2, seed_questions=(3, 4)),
+    Intensity.EXPLORE: Budget(max_agents=8, max_depth=4, seed_questions=(5, 7)),
+    Intensity.DEEP: Budget(max_agents=15, max_depth=6, seed_questions=(8, 12)),
+}
+
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def parse_choice(enum: type[E], value: object, what: str) -> E:
+    """Return ``value`` as a member of ``enum`` or raise an error listing the valid values."""
+    try:
+        return enum(value)
+    except ValueError:
+        raise InvalidInputError(
+            f"invalid {what} {value!r}; valid values: {_listing([m.value for m in enum])}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class CheckpointMode:
+    """``autonomous``, ``convergence``, ``interactive`` or ``depth:N`` (gates every N levels)."""
+
+    kind: str
+    every: int | None = None
+
+    VALID = "autonomous, convergence, interactive, depth:N (N a positive integer)"
+
+    @classmethod
+    def parse(cls, value: object) -> CheckpointMode:
+        """Parse a checkpoint string, refusing anything outside the four modes."""
+        if isinstance(value, str):
+            if value in ("autonomous", "convergence", "interactive"):
+                return cls(value)
+            prefix, _, number = value.partition(":")
+            if prefix == "depth" and number.isdigit() and int(number) >= 1:
+                return cls("depth", int(number))
+        raise InvalidInputError(f"invalid checkpoint_mode {value!r}; valid values: {cls.VALID}")
+
+    def gates(self, depth: int) -> bool:
+        """Whether a question created at ``depth`` waits behind a gate."""
+        return self.every is not None and depth > 0 and depth % self.every == 0
+
+    def __str__(self) -> str:
+        return f"depth:{self.every}" if self.kind == "depth" else self.kind
+
+
+def parse_metadata(value: object, what: str = "metadata") -> dict[str, Any]:
+    """Accept a dict or a JSON-object string; refuse anything else (rule 7).
+
+    The result is a deep copy that survives a JSON round trip, so what is stored
+    is exactly what a later read returns.
+    """
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(f"{what} is not valid JSON ({exc.msg}); send a JSON object") from None
+    if not isinstance(value, dict):
+        raise InvalidInputError(
+            f"{what} must be a JSON object (a dict), not {type(value).__name__}"
+        )
+    if any(not isinstance(key, str) for key in value):
+        raise InvalidInputError(f"{what} keys must be strings")
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{what} is not JSON-serialisable: {exc}") from None
+    decoded: dict[str, Any] = json.loads(text)
+    return decoded

@@ -1,0 +1,5 @@
+"""The DuckDB graph store: the only package of fractal_nb that speaks SQL."""
+
+from .graph_store import GraphStore
+
+__all__ = ["GraphStore"]

@@ -1,0 +1,194 @@
+"""What every part of the store shares: the database, the clock, loading rows, events."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..errors import GraphNotActiveError, InvalidInputError, NotFoundError
+from ..model import BUDGETS, Budget, CheckpointMode, GraphStatus, Intensity, NodeType
+from .database import Database, Tracer
+from .rows import GRAPH_COLUMNS, NODE_COLUMNS, GraphRow, NodeRow
+
+DEFAULT_LEASE_S = 300.0
+
+
+class StoreBase:
+    """Shared state and row access for the parts of :class:`GraphStore`."""
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        read_only: bool = False,
+        lease_s: float = DEFAULT_LEASE_S,
+        clock: Callable[[], float] = time.time,
+        tracer: Tracer | None = None,
+    ) -> None:
+        if not isinstance(lease_s, int | float) or isinstance(lease_s, bool) or lease_s <= 0:
+            raise InvalidInputError(f"lease_s must be a positive number of seconds, not {lease_s!r}")
+        self.lease_s = float(lease_s)
+        self.clock = clock
+        self._db = Database(path, read_only=read_only, tracer=tracer)
+
+    @property
+    def path(self) -> str | None:
+        """The DuckDB file, or None for an in-memory store."""
+        return self._db.path
+
+    def close(self) -> None:
+        """Release the DuckDB file (idempotent)."""
+        self._db.close()
+
+    def __enter__(self) -> StoreBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = self.path or ":memory:"
+        mode = ", read_only" if self._db.read_only else ""
+        return f"<GraphStore {where}{mode}>"
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Run several calls as one transaction: all of them land, or none if the block raises."""
+        with self._db.write():
+            yield
+
+    # -- loading ------------------------------------------------------------------
+
+    def _graph(self, graph_id: object) -> GraphRow:
+        gid = require_id(graph_id, "graph_id")
+        row = self._db.fetchone(f"SELECT {GRAPH_COLUMNS} FROM graphs WHERE graph_id = ?", [gid])
+        if row is None:
+            raise NotFoundError(f"graph {gid!r} not found in this store", graph_id=gid)
+        return GraphRow(*row)
+
+    def _active_graph(self, graph_id: object) -> GraphRow:
+        graph = self._graph(graph_id)
+        if graph.status != GraphStatus.ACTIVE:
+            hint = (
+                "resume it first (resume_graph)"
+                if graph.status in (GraphStatus.PAUSED, GraphStatus.BUDGET_EXHAUSTED)
+                else "it is finished and takes no more writes"
+            )
+            raise GraphNotActiveError(
+                f"graph {graph.graph_id} is {graph.status!r}; writes need an active graph: {hint}",
+                graph_id=graph.graph_id,
+            )
+        return graph
+
+    def _node(self, graph_id: str, node_id: object, what: str = "node_id") -> NodeRow:
+        nid = require_id(node_id, what)
+        row = self._db.fetchone(
+            f"SELECT {NODE_COLUMNS} FROM nodes WHERE graph_id = ? AND node_id = ?", [graph_id, nid]
+        )
+        if row is None:
+            raise NotFoundError(f"node {nid!r} not found in graph {graph_id}", graph_id=graph_id, node_id=nid)
+        return NodeRow(*row)
+
+    def _nodes(self, where: str, params: list[Any]) -> list[NodeRow]:
+        rows = self._db.fetchall(f"SELECT {NODE_COLUMNS} FROM nodes WHERE {where} ORDER BY seq", params)
+        return [NodeRow(*r) for r in rows]
+
+    def _question_of(self, node: NodeRow) -> NodeRow:
+        """The node itself if a question, else the question it answers."""
+        if node.node_type == NodeType.QUESTION or node.question_id is None:
+            return node
+        return self._node(node.graph_id, node.question_id)
+
+    def _descendants(self, node_id: str) -> list[str]:
+        rows = self._db.fetchall(
+            """
+            WITH RECURSIVE sub(node_id) AS (
+                SELECT node_id FROM nodes WHERE parent_id = ?
+                UNION ALL
+                SELECT n.node_id FROM nodes n JOIN sub ON n.parent_id = sub.node_id
+            )
+            SELECT n.node_id FROM nodes n JOIN sub USING (node_id) ORDER BY n.seq
+            """,
+            [node_id],
+        )
+        return [r[0] for r in rows]
+
+    @staticmethod
+    def _budget(graph: GraphRow) -> Budget:
+        return BUDGETS[Intensity(graph.intensity)]
+
+    @staticmethod
+    def _checkpoint(graph: GraphRow) -> CheckpointMode:
+        return CheckpointMode.parse(graph.checkpoint_mode)
+
+    # -- writing ------------------------------------------------------------------
+
+    def _log(
+        self,
+        graph_id: str,
+        node_id: str | None,
+        kind: str,
+        actor: str | None,
+        payload: dict[str, Any],
+        at: float,
+    ) -> None:
+        """Append one event; call inside the write transaction of the mutation it records."""
+        self._db.execute(
+            "INSERT INTO events VALUES (nextval('event_seq'), ?, ?, ?, ?, ?, ?)",
+            [graph_id, node_id, kind, actor, at, json.dumps(payload)],
+        )
+
+    def _set_status(
+        self,
+        node: NodeRow,
+        status: str,
+        at: float,
+        *,
+        actor: str | None,
+        reason: str | None = None,
+        inherited_from: str | None = None,
+        kind: str = "status_changed",
+    ) -> None:
+        """Move one node to ``status`` (caller has checked the transition) and log it."""
+        self._db.execute(
+            "UPDATE nodes SET status = ?, status_reason = ?, inherited_from = ?, updated_at = ? "
+            "WHERE node_id = ?",
+            [status, reason, inherited_from, at, node.node_id],
+        )
+        payload: dict[str, Any] = {"from": node.status, "to": status}
+        if reason is not None:
+            payload["reason"] = reason
+        if inherited_from is not None:
+            payload["inherited_from"] = inherited_from
+        self._log(node.graph_id, node.node_id, kind, actor, payload, at)
+
+
+def new_id(prefix: str) -> str:
+    """A fresh random id such as ``n-3f9c0a1b2c4d5e6f``."""
+    return f"{prefix}-{uuid.uuid4().hex[:16]}"
+
+
+def require_id(value: object, what: str) -> str:
+    """An id argument must be a non-empty string."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(f"{what} must be a non-empty string id, not {value!r}")
+    return value
+
+
+def require_text(value: object, what: str) -> str:
+    """Free text (question, answer, synthesis, seed) must be a non-blank string."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(f"{what} must be a non-empty string, not {value!r}")
+    return value
+
+
+def optional_name(value: object, what: str) -> str | None:
+    """An optional actor name (owner, worker) is None or a non-empty string."""
+    if value is None:
+        return None
+    return require_id(value, what)

@@ -1,0 +1,198 @@
+"""One DuckDB database per store: a cursor per thread, one write lock, short transactions.
+
+The recipe measured in DESIGN.md ("Concurrency"): a single ``duckdb.connect()``
+per store, a cursor per thread, one process-wide write lock around short write
+transactions, and reads without the lock. DuckDB shares one database instance
+between connections to the same file in a process, so the lock is keyed by the
+file's real path and shared by every store on it.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from ..errors import InvalidInputError, StateError, StoreLockedError
+
+SCHEMA_VERSION = "1"
+
+_FILE_LOCKS: dict[str, threading.RLock] = {}
+_FILE_LOCKS_GUARD = threading.Lock()
+_HOLDER_PID = re.compile(r"PID (\d+)")
+
+Tracer = Callable[[str, tuple[Any, ...]], None]
+
+
+def _write_lock_for(path: str | None) -> threading.RLock:
+    if path is None:  # an in-memory database is private to its store
+        return threading.RLock()
+    with _FILE_LOCKS_GUARD:
+        return _FILE_LOCKS.setdefault(path, threading.RLock())
+
+
+class Database:
+    """DuckDB connection with per-thread cursors, a shared write lock and a tracer hook."""
+
+    def __init__(
+        self, path: str | Path | None, *, read_only: bool = False, tracer: Tracer | None = None
+    ) -> None:
+        self.path = None if path is None else str(Path(path).resolve())
+        self.read_only = read_only
+        self.tracer = tracer
+        if read_only and self.path is None:
+            raise InvalidInputError("read_only=True needs a path: an in-memory store starts empty")
+        self._conn = self._connect()
+        self._write_lock = _write_lock_for(self.path)
+        self._local = threading.local()
+        self._cursors: dict[int, duckdb.DuckDBPyConnection] = {}
+        self._cursors_guard = threading.Lock()
+        self._closed = False
+        if read_only:
+            self._check_schema()
+        else:
+            with self.write() as cur:
+                self._create_schema(cur)
+
+    # -- opening -----------------------------------------------------------------
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        if self.path is None:
+            return duckdb.connect(":memory:")
+        if not Path(self.path).parent.is_dir():
+            raise InvalidInputError(f"cannot open {self.path}: folder {Path(self.path).parent} does not exist")
+        if self.read_only and not Path(self.path).exists():
+            raise InvalidInputError(f"cannot open {self.path} read-only: the file does not exist")
+        try:
+            return duckdb.connect(self.path, read_only=self.read_only)
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower():
+                raise StateError(f"cannot open {self.path}: {exc}") from exc
+            match = _HOLDER_PID.search(str(exc))
+            pid = int(match.group(1)) if match else None
+            holder = f"process {pid}" if pid else "another process"
+            raise StoreLockedError(
+                f"{self.path} is in use by {holder}: DuckDB lets one process write a file. "
+                "Ways out: close the store in that process (store.close()), or connect to the "
+                "MCP server that process runs (fractal-nb serve-mcp / Exploration.serve_mcp()) "
+                "instead of opening the file here. read_only=True works only when no process "
+                "is writing the file.",
+                path=self.path,
+                holder_pid=pid,
+            ) from exc
+        except duckdb.Error as exc:
+            raise StateError(f"cannot open {self.path}: {exc}") from exc
+
+    def _create_schema(self, cur: duckdb.DuckDBPyConnection) -> None:
+        script = resources.files("fractal_nb.store").joinpath("schema.sql").read_text()
+        for statement in _split_sql(script):
+            cur.execute(statement)
+        cur.execute(
+            "INSERT INTO store_info VALUES ('schema_version', ?) ON CONFLICT DO NOTHING",
+            [SCHEMA_VERSION],
+        )
+
+    def _check_schema(self) -> None:
+        try:
+            self.cursor().execute("SELECT value FROM store_info WHERE key = 'schema_version'")
+        except duckdb.Error as exc:
+            raise StateError(f"{self.path} is not a fractal_nb store: {exc}") from exc
+
+    # -- cursors and transactions -----------------------------------------------------
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """This thread's cursor (DuckDB connections are not shared between threads)."""
+        if self._closed:
+            raise StateError("the store is closed; open a new GraphStore")
+        cur: duckdb.DuckDBPyConnection | None = getattr(self._local, "cursor", None)
+        if cur is None:
+            cur = self._conn.cursor()
+            self._local.cursor = cur
+            with self._cursors_guard:
+                alive = {t.ident for t in threading.enumerate()}
+                for ident in [i for i in self._cursors if i not in alive]:
+                    self._cursors.pop(ident).close()
+                self._cursors[threading.get_ident()] = cur
+        return cur
+
+    def execute(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> duckdb.DuckDBPyConnection:
+        """Run one statement on this thread's cursor, through the tracer when set."""
+        if self.tracer is not None:
+            self.tracer(sql, tuple(params))
+        return self.cursor().execute(sql, params)
+
+    def fetchall(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
+        """Rows of one query."""
+        return self.execute(sql, params).fetchall()
+
+    def fetchone(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> tuple[Any, ...] | None:
+        """First row of one query, or None."""
+        return self.execute(sql, params).fetchone()
+
+    @contextmanager
+    def write(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A write transaction under the write lock; nested calls join the outer one.
+
+        Everything inside commits together or not at all, so a refused call (or a
+        batch that raises) changes nothing.
+        """
+        if self.read_only:
+            raise StateError(f"{self.path} was opened read_only=True; open it without read_only to write")
+        with self._write_lock:
+            cur = self.cursor()
+            depth = getattr(self._local, "write_depth", 0)
+            if depth:  # joined an enclosing transaction (store.batch())
+                self._local.write_depth = depth + 1
+                try:
+                    yield cur
+                finally:
+                    self._local.write_depth = depth
+                return
+            self._local.write_depth = 1
+            self.execute("BEGIN TRANSACTION")
+            try:
+                yield cur
+            except BaseException:
+                self.execute("ROLLBACK")
+                raise
+            else:
+                self.execute("COMMIT")
+            finally:
+                self._local.write_depth = 0
+
+    @contextmanager
+    def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A consistent snapshot for several reads, without the write lock."""
+        cur = self.cursor()
+        if getattr(self._local, "write_depth", 0) or getattr(self._local, "reading", False):
+            yield cur  # inside a write or read transaction already: see its state
+            return
+        self._local.reading = True
+        self.execute("BEGIN TRANSACTION")
+        try:
+            yield cur
+        finally:
+            self._local.reading = False
+            self.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close every cursor and the connection; later calls raise StateError."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._cursors_guard:
+            for cur in self._cursors.values():
+                cur.close()
+            self._cursors.clear()
+        self._conn.close()
+
+
+def _split_sql(script: str) -> list[str]:
+    lines = [line.split("--", 1)[0] for line in script.splitlines()]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]

@@ -1,0 +1,117 @@
+"""Graph lifecycle: create, resume, change status, delete."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..errors import InvalidInputError, InvalidTransitionError
+from ..model import (
+    BUDGETS,
+    TERMINAL_GRAPH,
+    CheckpointMode,
+    GraphStatus,
+    Intensity,
+    NodeStatus,
+    NodeType,
+    check_graph_transition,
+    parse_choice,
+    parse_metadata,
+)
+from .base import StoreBase, new_id, require_text
+
+
+class GraphLifecycle(StoreBase):
+    """Create a graph with its root question and move it through its statuses."""
+
+    def create_graph(
+        self,
+        seed: str,
+        intensity: str = "explore",
+        checkpoint_mode: str = "autonomous",
+        metadata: dict[str, Any] | str | None = None,
+    ) -> dict[str, Any]:
+        """Create a graph whose root question is ``seed``; returns ids, budget and status."""
+        seed = require_text(seed, "seed")
+        level = parse_choice(Intensity, intensity, "intensity")
+        mode = CheckpointMode.parse(checkpoint_mode)
+        meta = parse_metadata(metadata)
+        graph_id, root_id = new_id("g"), new_id("n")
+        with self._db.write():
+            now = self.clock()
+            self._db.execute(
+                "INSERT INTO graphs VALUES (?, ?, ?, ?, 'active', NULL, ?, ?, ?, ?)",
+                [graph_id, seed, level.value, str(mode), root_id, json.dumps(meta), now, now],
+            )
+            self._db.execute(
+                "INSERT INTO nodes VALUES (?, ?, nextval('node_seq'), NULL, NULL, NULL, ?, ?, 0, "
+                "?, NULL, NULL, NULL, NULL, NULL, '{}', ?, ?)",
+                [root_id, graph_id, NodeType.QUESTION.value, seed, NodeStatus.OPEN.value, now, now],
+            )
+            self._log(
+                graph_id,
+                None,
+                "graph_created",
+                None,
+                {"seed": seed, "intensity": level.value, "checkpoint_mode": str(mode)},
+                now,
+            )
+            self._log(graph_id, root_id, "node_added", None, {"node_type": "question", "depth": 0}, now)
+        return {
+            "graph_id": graph_id,
+            "root_node_id": root_id,
+            "intensity": level.value,
+            "checkpoint_mode": str(mode),
+            "budget": BUDGETS[level].to_dict(),
+            "status": GraphStatus.ACTIVE.value,
+        }
+
+    def resume_graph(self, graph_id: str) -> dict[str, Any]:
+        """Reactivate a paused or budget-exhausted graph and return its snapshot.
+
+        An active graph is returned unchanged; a completed or errored one is refused.
+        """
+        with self._db.write():
+            graph = self._graph(graph_id)
+            if graph.status in TERMINAL_GRAPH:
+                raise InvalidTransitionError(
+                    f"graph {graph.graph_id} is {graph.status!r}, which is terminal; only paused, "
+                    "budget_exhausted or active graphs can be resumed",
+                    graph_id=graph.graph_id,
+                )
+            if graph.status != GraphStatus.ACTIVE:
+                self._change_graph_status(graph.graph_id, graph.status, GraphStatus.ACTIVE, "resumed")
+        snapshot: dict[str, Any] = self.get_snapshot(graph.graph_id)  # type: ignore[attr-defined]
+        return snapshot
+
+    def update_graph_status(
+        self, graph_id: str, status: str, reason: str | None = None
+    ) -> dict[str, Any]:
+        """Move the graph to ``status`` if the transition table allows it."""
+        target = parse_choice(GraphStatus, status, "status")
+        if reason is not None and not isinstance(reason, str):
+            raise InvalidInputError(f"reason must be a string or null, not {reason!r}")
+        with self._db.write():
+            graph = self._graph(graph_id)
+            check_graph_transition(graph.graph_id, graph.status, target)
+            self._change_graph_status(graph.graph_id, graph.status, target, reason)
+        return {"graph_id": graph.graph_id, "status": target.value, "previous_status": graph.status}
+
+    def delete_graph(self, graph_id: str) -> dict[str, Any]:
+        """Delete the graph with its nodes, edges and events."""
+        with self._db.write():
+            graph = self._graph(graph_id)
+            for table in ("events", "edges", "nodes", "graphs"):
+                self._db.execute(f"DELETE FROM {table} WHERE graph_id = ?", [graph.graph_id])
+        return {"graph_id": graph.graph_id, "deleted": True}
+
+    def _change_graph_status(
+        self, graph_id: str, previous: str, target: str, reason: str | None
+    ) -> None:
+        now = self.clock()
+        self._db.execute(
+            "UPDATE graphs SET status = ?, status_reason = ?, updated_at = ? WHERE graph_id = ?",
+            [target, reason, now, graph_id],
+        )
+        payload = {"from": previous, "to": str(target), "reason": reason}
+        self._log(graph_id, None, "graph_status_changed", None, payload, now)

@@ -1,0 +1,309 @@
+"""Node writes: add, update metadata (with edges), saturate, prune, open gates, mark errors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..errors import BudgetError, InvalidInputError, StateError
+from ..model import (
+    DONE_QUESTION,
+    EdgeType,
+    NodeStatus,
+    NodeType,
+    SaturationReason,
+    check_question_transition,
+    parse_choice,
+    parse_metadata,
+)
+from .base import StoreBase, new_id, optional_name, require_id, require_text
+from .rows import NodeRow
+
+# Metadata keys that create edges, and the key whose text becomes the edge's metadata.
+_LINK_KEYS = {
+    "convergence_with": (EdgeType.CONVERGENCE, "convergence_insight", "insight"),
+    "contradiction_with": (EdgeType.CONTRADICTION, "contradiction_tension", "tension"),
+}
+_TAKES_CHILDREN = frozenset({NodeStatus.OPEN, NodeStatus.CLAIMED, NodeStatus.ANSWERED})
+
+
+class NodeWrites(StoreBase):
+    """Everything that adds nodes or changes a node's status or metadata."""
+
+    def add_node(
+        self,
+        graph_id: str,
+        parent_id: str,
+        node_type: str,
+        text: str,
+        owner: str | None = None,
+        metadata: dict[str, Any] | str | None = None,
+    ) -> dict[str, Any]:
+        """Add an answer or a sub-question under ``parent_id``.
+
+        An answer (or a first sub-question directly under a question) moves that
+        question from open/claimed to answered. A question deeper than the budget
+        is refused; in a ``depth:N`` graph, questions at depth k·N start ``gated``.
+        """
+        kind = parse_choice(NodeType, node_type, "node_type")
+        text = require_text(text, "text")
+        owner = optional_name(owner, "owner")
+        meta = parse_metadata(metadata)
+        require_id(parent_id, "parent_id")
+        with self._db.write():
+            graph = self._active_graph(graph_id)
+            parent = self._node(graph.graph_id, parent_id, "parent_id")
+            if parent.node_type == NodeType.ANSWER:
+                if kind == NodeType.ANSWER:
+                    raise InvalidInputError(
+                        f"node {parent.node_id} is an answer; an answer's children are questions "
+                        f"(add another answer under question {parent.question_id} instead)",
+                        graph_id=graph.graph_id,
+                        node_id=parent.node_id,
+                    )
+                if parent.status == NodeStatus.SATURATED:
+                    raise StateError(
+                        f"answer {parent.node_id} is saturated ({parent.status_reason}); "
+                        "it takes no more sub-questions",
+                        graph_id=graph.graph_id,
+                        node_id=parent.node_id,
+                    )
+            question = self._question_of(parent)
+            self._check_takes_children(question, owner)
+            depth = question.depth + (1 if kind == NodeType.QUESTION else 0)
+            budget = self._budget(graph)
+            if kind == NodeType.QUESTION and depth >= budget.max_depth:
+                raise BudgetError(
+                    f"a question at depth {depth} exceeds the budget of graph {graph.graph_id}: "
+                    f"intensity {graph.intensity!r} has max_depth {budget.max_depth}, so questions "
+                    f"may sit at depths 0-{budget.max_depth - 1}; answer {question.node_id} "
+                    "without sub-questions or mark it saturated (budget_exhausted)",
+                    graph_id=graph.graph_id,
+                    node_id=question.node_id,
+                )
+            if kind == NodeType.ANSWER:
+                status = NodeStatus.ANSWERED
+            elif self._checkpoint(graph).gates(depth):
+                status = NodeStatus.GATED
+            else:
+                status = NodeStatus.OPEN
+            node_id = new_id("n")
+            if kind == NodeType.QUESTION and depth == 1:
+                branch_id: str | None = node_id
+            else:
+                branch_id = question.branch_id
+            now = self.clock()
+            self._db.execute(
+                "INSERT INTO nodes (node_id, graph_id, seq, parent_id, question_id, branch_id, "
+                "node_type, text, depth, status, owner, metadata, created_at, updated_at) "
+                "VALUES (?, ?, nextval('node_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [node_id, graph.graph_id, parent.node_id, question.node_id, branch_id,
+                 kind.value, text, depth, status.value, owner, json.dumps(meta), now, now],
+            )
+            self._insert_edge(graph.graph_id, parent.node_id, node_id, EdgeType.PARENT_CHILD, {}, now)
+            self._log(
+                graph.graph_id,
+                node_id,
+                "node_added",
+                owner,
+                {"node_type": kind.value, "parent_id": parent.node_id, "depth": depth,
+                 "status": status.value},
+                now,
+            )
+            if question.status in (NodeStatus.OPEN, NodeStatus.CLAIMED):
+                self._set_status(question, NodeStatus.ANSWERED, now, actor=owner)
+        return {
+            "node_id": node_id,
+            "graph_id": graph.graph_id,
+            "parent_id": parent.node_id,
+            "depth": depth,
+            "node_type": kind.value,
+            "status": status.value,
+        }
+
+    def update_node(
+        self, graph_id: str, node_id: str, metadata: dict[str, Any] | str
+    ) -> dict[str, Any]:
+        """Merge ``metadata`` into the node's (shallow); link keys create edges once.
+
+        ``convergence_with`` / ``contradiction_with`` (lists of node ids) create
+        convergence / contradiction edges carrying ``convergence_insight`` /
+        ``contradiction_tension``; an edge between the same pair is never doubled.
+        """
+        meta = parse_metadata(metadata)
+        if not meta:
+            raise InvalidInputError("metadata is empty; send a JSON object with at least one key")
+        with self._db.write():
+            graph = self._active_graph(graph_id)
+            node = self._node(graph.graph_id, node_id)
+            question = self._question_of(node)
+            if NodeStatus.SATURATED in (node.status, question.status):
+                raise StateError(
+                    f"node {node.node_id} is in a saturated branch "
+                    f"({question.status_reason or node.status_reason}); it takes no more writes",
+                    graph_id=graph.graph_id,
+                    node_id=node.node_id,
+                )
+            links = self._link_targets(graph.graph_id, node.node_id, meta)
+            merged = {**node.metadata, **meta}
+            now = self.clock()
+            self._db.execute(
+                "UPDATE nodes SET metadata = ?, updated_at = ? WHERE node_id = ?",
+                [json.dumps(merged), now, node.node_id],
+            )
+            self._log(graph.graph_id, node.node_id, "metadata_updated", None,
+                      {"keys": sorted(meta)}, now)
+            created = 0
+            for edge_type, target, edge_meta in links:
+                if not self._linked(node.node_id, target, edge_type):
+                    self._insert_edge(graph.graph_id, node.node_id, target, edge_type, edge_meta, now)
+                    created += 1
+        return {"node_id": node.node_id, "metadata": merged, "edges_created": created}
+
+    def mark_saturated(self, graph_id: str, node_id: str, reason: str) -> dict[str, Any]:
+        """Saturate a node and every unfinished question below it (the reason is inherited)."""
+        why = parse_choice(SaturationReason, reason, "saturation reason")
+        return self._saturate(graph_id, node_id, why, kind="saturated")
+
+    def prune_branch(self, graph_id: str, node_id: str) -> dict[str, Any]:
+        """A person's prune: saturate the node and its unfinished descendants as ``pruned``."""
+        return self._saturate(graph_id, node_id, SaturationReason.PRUNED, kind="pruned")
+
+    def approve_gate(self, graph_id: str, node_ids: list[str] | None = None) -> dict[str, Any]:
+        """Open gated questions: the given ones, or every gated question when None."""
+        if node_ids is not None and (
+            not isinstance(node_ids, list | tuple) or not all(isinstance(n, str) for n in node_ids)
+        ):
+            raise InvalidInputError(f"node_ids must be a list of node ids or null, not {node_ids!r}")
+        with self._db.write():
+            graph = self._active_graph(graph_id)
+            if node_ids is None:
+                gated = self._nodes("graph_id = ? AND status = ?", [graph.graph_id, NodeStatus.GATED])
+            else:
+                gated = [self._node(graph.graph_id, n) for n in dict.fromkeys(node_ids)]
+                for node in gated:
+                    if node.status != NodeStatus.GATED:
+                        raise StateError(
+                            f"node {node.node_id} is {node.status!r}, not gated; only gated "
+                            "questions can be approved",
+                            graph_id=graph.graph_id,
+                            node_id=node.node_id,
+                        )
+            now = self.clock()
+            for node in gated:
+                self._set_status(node, NodeStatus.OPEN, now, actor=None, kind="gate_approved")
+        approved = [n.node_id for n in gated]
+        return {"graph_id": graph.graph_id, "approved": approved, "count": len(approved)}
+
+    def mark_error(self, graph_id: str, node_id: str, message: str) -> dict[str, Any]:
+        """Mark an unfinished question as failed; ``recover_stuck(include_errors=True)`` reopens it."""
+        message = require_text(message, "message")
+        with self._db.write():
+            graph = self._active_graph(graph_id)
+            node = self._require_question(graph.graph_id, node_id)
+            check_question_transition(node.node_id, node.status, NodeStatus.ERROR)
+            self._set_status(node, NodeStatus.ERROR, self.clock(), actor=node.owner, reason=message)
+        return {"node_id": node.node_id, "status": NodeStatus.ERROR.value, "reason": message}
+
+    # -- internals ----------------------------------------------------------------
+
+    def _require_question(self, graph_id: str, node_id: object) -> NodeRow:
+        node = self._node(graph_id, node_id)
+        if node.node_type != NodeType.QUESTION:
+            raise InvalidInputError(
+                f"node {node.node_id} is an answer; this needs a question "
+                f"(its question is {node.question_id})",
+                graph_id=graph_id,
+                node_id=node.node_id,
+            )
+        return node
+
+    def _check_takes_children(self, question: NodeRow, owner: str | None) -> None:
+        if question.status not in _TAKES_CHILDREN:
+            hint = {
+                NodeStatus.GATED: "approve its gate first",
+                NodeStatus.ERROR: "recover it first (recover_stuck with include_errors)",
+            }.get(NodeStatus(question.status), "it is finished")
+            reason = f" ({question.status_reason})" if question.status_reason else ""
+            raise StateError(
+                f"question {question.node_id} is {question.status!r}{reason}; it takes no more "
+                f"answers or sub-questions: {hint}",
+                graph_id=question.graph_id,
+                node_id=question.node_id,
+            )
+        if question.status == NodeStatus.CLAIMED and owner and question.owner != owner:
+            raise StateError(
+                f"question {question.node_id} is claimed by {question.owner!r}, not {owner!r} "
+                "(a lease that ran out may have been taken over)",
+                graph_id=question.graph_id,
+                node_id=question.node_id,
+            )
+
+    def _saturate(self, graph_id: str, node_id: str, reason: SaturationReason, kind: str) -> dict[str, Any]:
+        with self._db.write():
+            graph = self._active_graph(graph_id)
+            node = self._node(graph.graph_id, node_id)
+            if node.node_type == NodeType.QUESTION:
+                check_question_transition(node.node_id, node.status, NodeStatus.SATURATED)
+            elif node.status == NodeStatus.SATURATED:
+                raise StateError(
+                    f"answer {node.node_id} is already saturated ({node.status_reason})",
+                    graph_id=graph.graph_id,
+                    node_id=node.node_id,
+                )
+            now = self.clock()
+            self._set_status(node, NodeStatus.SATURATED, now, actor=None, reason=reason, kind=kind)
+            below = self._descendants(node.node_id)
+            cascaded = []
+            if below:
+                marks = ", ".join("?" for _ in below)
+                for child in self._nodes(
+                    f"node_id IN ({marks}) AND node_type = 'question'", below
+                ):
+                    if child.status not in DONE_QUESTION:
+                        self._set_status(child, NodeStatus.SATURATED, now, actor=None,
+                                         reason=reason, inherited_from=node.node_id, kind=kind)
+                        cascaded.append(child.node_id)
+        return {"node_id": node.node_id, "status": NodeStatus.SATURATED.value,
+                "reason": reason.value, "cascaded": cascaded}
+
+    def _link_targets(
+        self, graph_id: str, node_id: str, meta: dict[str, Any]
+    ) -> list[tuple[EdgeType, str, dict[str, Any]]]:
+        """Validate link keys before anything is written; return the edges they ask for."""
+        links = []
+        for key, (edge_type, text_key, edge_key) in _LINK_KEYS.items():
+            if key not in meta:
+                continue
+            targets = meta[key]
+            if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
+                raise InvalidInputError(f"metadata[{key!r}] must be a list of node ids, not {targets!r}")
+            text = meta.get(text_key)
+            if text is not None and not isinstance(text, str):
+                raise InvalidInputError(f"metadata[{text_key!r}] must be a string, not {text!r}")
+            for target in dict.fromkeys(targets):
+                if target == node_id:
+                    raise InvalidInputError(f"metadata[{key!r}] names node {node_id} itself")
+                self._node(graph_id, target, f"metadata[{key!r}]")
+                links.append((edge_type, target, {edge_key: text} if text else {}))
+        return links
+
+    def _linked(self, a: str, b: str, edge_type: EdgeType) -> bool:
+        row = self._db.fetchone(
+            "SELECT 1 FROM edges WHERE edge_type = ? AND ((from_node = ? AND to_node = ?) "
+            "OR (from_node = ? AND to_node = ?))",
+            [edge_type, a, b, b, a],
+        )
+        return row is not None
+
+    def _insert_edge(
+        self, graph_id: str, from_node: str, to_node: str, edge_type: EdgeType,
+        meta: dict[str, Any], now: float,
+    ) -> None:
+        self._db.execute(
+            "INSERT INTO edges VALUES (nextval('edge_seq'), ?, ?, ?, ?, ?, ?)",
+            [graph_id, from_node, to_node, edge_type.value, json.dumps(meta), now],
+        )
+        if edge_type != EdgeType.PARENT_CHILD:  # tree edges are implied by node_added
+            self._log(graph_id, from_node, "edge_added",
+                      None, {"to_node": to_node, "edge_type": edge_type.value, **meta}, now)

@@ -1,0 +1,157 @@
+"""Read-only views of a graph: snapshot, branch, queues, links, saturation, events.
+
+Every listing is in creation order (rule 8), read inside one transaction so
+that nodes and edges come from the same moment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+
+from ..errors import InvalidInputError
+from ..model import DONE_QUESTION, EdgeType, NodeStatus
+from .base import StoreBase, optional_name
+from .rows import EDGE_COLUMNS, EVENT_COLUMNS, NodeRow, edge_dict, event_dict
+from .work import _CLAIMABLE
+
+
+class GraphQueries(StoreBase):
+    """Queries of the tool contract; none of them writes."""
+
+    def get_snapshot(self, graph_id: str) -> dict[str, Any]:
+        """The whole graph: its fields, nodes and edges in creation order."""
+        with self._db.read():
+            graph = self._graph(graph_id)
+            nodes = self._nodes("graph_id = ?", [graph.graph_id])
+            edges = self._edges("graph_id = ?", [graph.graph_id])
+        return {**graph.to_dict(), "nodes": [n.to_dict() for n in nodes], "edges": edges}
+
+    def get_branch(self, graph_id: str, node_id: str) -> dict[str, Any]:
+        """The subtree under ``node_id`` (itself included) and the edges inside it."""
+        with self._db.read():
+            graph = self._graph(graph_id)
+            root = self._node(graph.graph_id, node_id)
+            ids = [root.node_id, *self._descendants(root.node_id)]
+            marks = ", ".join("?" for _ in ids)
+            nodes = self._nodes(f"node_id IN ({marks})", ids)
+            edges = self._edges(f"from_node IN ({marks}) AND to_node IN ({marks})", ids + ids)
+        return {"graph_id": graph.graph_id, "root": root.node_id,
+                "nodes": [n.to_dict() for n in nodes], "edges": edges}
+
+    def get_open_questions(self, graph_id: str) -> dict[str, Any]:
+        """Questions waiting for a worker (status ``open``)."""
+        with self._db.read():
+            graph = self._graph(graph_id)
+            nodes = self._nodes("graph_id = ? AND node_type = 'question' AND status = 'open'",
+                                [graph.graph_id])
+        return {"graph_id": graph.graph_id, "open_questions": [n.to_dict() for n in nodes],
+                "count": len(nodes)}
+
+    def get_claimable_work(self, graph_id: str, worker_id: str | None = None) -> dict[str, Any]:
+        """What ``claim_work`` would hand out, in order (affinity to ``worker_id`` first)."""
+        worker = optional_name(worker_id, "worker_id")
+        with self._db.read():
+            graph = self._graph(graph_id)
+            rows = self._db.fetchall(_CLAIMABLE, [graph.graph_id, self.clock(), graph.graph_id, worker])
+        nodes = [NodeRow(*r).to_dict() for r in rows]
+        return {"graph_id": graph.graph_id, "claimable": nodes, "count": len(nodes)}
+
+    def get_ready_to_synthesize(self, graph_id: str) -> dict[str, Any]:
+        """Answered questions whose sub-questions all are synthesized or saturated, deepest first."""
+        with self._db.read():
+            graph = self._graph(graph_id)
+            nodes = self._nodes(
+                """graph_id = ? AND node_type = 'question' AND status = 'answered' AND node_id IN (
+                       SELECT question_id FROM nodes
+                       WHERE graph_id = ? AND node_type = 'question' AND question_id IS NOT NULL
+                       GROUP BY question_id
+                       HAVING bool_and(status IN ('synthesized', 'saturated')))""",
+                [graph.graph_id, graph.graph_id],
+            )
+        nodes.sort(key=lambda n: (-n.depth, n.seq))
+        return {"graph_id": graph.graph_id, "ready_nodes": [n.to_dict() for n in nodes],
+                "count": len(nodes)}
+
+    def query_convergence(self, graph_id: str) -> dict[str, Any]:
+        """Clusters of nodes joined by convergence edges; a cluster's insight joins its edges'."""
+        with self._db.read():
+            graph = self._graph(graph_id)
+            edges = self._edges("graph_id = ? AND edge_type = ?", [graph.graph_id, EdgeType.CONVERGENCE])
+            order = self._seq_of(graph.graph_id)
+        links: nx.Graph = nx.Graph()
+        for edge in edges:
+            links.add_edge(edge["from_node"], edge["to_node"])
+        clusters = []
+        for component in nx.connected_components(links):
+            members = sorted(component, key=order.__getitem__)
+            insights = [e["metadata"]["insight"] for e in edges
+                        if e["from_node"] in component and e["metadata"].get("insight")]
+            clusters.append({"nodes": members, "insight": "; ".join(dict.fromkeys(insights))})
+        clusters.sort(key=lambda c: order[c["nodes"][0]])
+        return {"graph_id": graph.graph_id, "convergence_points": clusters, "count": len(clusters)}
+
+    def query_contradictions(self, graph_id: str) -> dict[str, Any]:
+        """Contradiction edges as node pairs with their tension, in creation order."""
+        with self._db.read():
+            graph = self._graph(graph_id)
+            edges = self._edges("graph_id = ? AND edge_type = ?", [graph.graph_id, EdgeType.CONTRADICTION])
+        pairs = [{"nodes": [e["from_node"], e["to_node"]], "tension": e["metadata"].get("tension", "")}
+                 for e in edges]
+        return {"graph_id": graph.graph_id, "contradictions": pairs, "count": len(pairs)}
+
+    def get_saturation_status(self, graph_id: str) -> dict[str, Any]:
+        """Per seed-question branch: status counts and whether it is done.
+
+        ``all_saturated``: there are branches and every question in them is
+        synthesized or saturated. ``all_complete``: that, and the root is done too.
+        """
+        with self._db.read():
+            graph = self._graph(graph_id)
+            questions = self._nodes("graph_id = ? AND node_type = 'question'", [graph.graph_id])
+        by_branch: dict[str, list[NodeRow]] = {}
+        for q in questions:
+            if q.branch_id is not None:
+                by_branch.setdefault(q.branch_id, []).append(q)
+        branches = []
+        for q in questions:
+            if q.depth != 1:
+                continue
+            members = by_branch[q.node_id]
+            counts = {s.value: 0 for s in NodeStatus}
+            for m in members:
+                counts[m.status] += 1
+            done = all(m.status in DONE_QUESTION for m in members)
+            branches.append({"node_id": q.node_id, "text": q.text, "status": q.status,
+                             "status_reason": q.status_reason, "questions": len(members),
+                             "counts": counts, "done": done})
+        all_saturated = bool(branches) and all(b["done"] for b in branches)
+        root = next(q for q in questions if q.depth == 0)
+        return {"graph_id": graph.graph_id, "branches": branches, "all_saturated": all_saturated,
+                "all_complete": all(b["done"] for b in branches) and root.status in DONE_QUESTION}
+
+    def get_events(self, graph_id: str, since: int = 0, limit: int | None = None) -> dict[str, Any]:
+        """Events with ``event_id`` > ``since`` in order: the feed of the live view."""
+        for name, value in (("since", since), ("limit", limit)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise InvalidInputError(f"{name} must be an integer >= 0, not {value!r}")
+        with self._db.read():
+            graph = self._graph(graph_id)
+            sql = f"SELECT {EVENT_COLUMNS} FROM events WHERE graph_id = ? AND event_id > ? ORDER BY event_id"
+            params: list[Any] = [graph.graph_id, since]
+            if limit is not None:
+                sql, params = sql + " LIMIT ?", [*params, limit]
+            events = [event_dict(r) for r in self._db.fetchall(sql, params)]
+        last = events[-1]["event_id"] if events else since
+        return {"graph_id": graph.graph_id, "events": events, "last_event_id": last}
+
+    # -- internals ----------------------------------------------------------------
+
+    def _edges(self, where: str, params: list[Any]) -> list[dict[str, Any]]:
+        rows = self._db.fetchall(f"SELECT {EDGE_COLUMNS} FROM edges WHERE {where} ORDER BY edge_id", params)
+        return [edge_dict(r) for r in rows]
+
+    def _seq_of(self, graph_id: str) -> dict[str, int]:
+        rows = self._db.fetchall("SELECT node_id, seq FROM nodes WHERE graph_id = ?", [graph_id])
+        return dict(rows)

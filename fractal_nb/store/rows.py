@@ -1,0 +1,139 @@
+"""Row shapes: the columns the store selects and their JSON-ready dict forms."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ..model import BUDGETS, Intensity
+
+NODE_COLUMNS = (
+    "node_id, graph_id, parent_id, node_type, text, depth, status, status_reason, "
+    "inherited_from, owner, claimed_at, lease_s, metadata, created_at, updated_at, "
+    "seq, branch_id, question_id"
+)
+GRAPH_COLUMNS = (
+    "graph_id, seed, intensity, checkpoint_mode, status, status_reason, root_node_id, "
+    "metadata, created_at, updated_at"
+)
+EDGE_COLUMNS = "edge_id, from_node, to_node, edge_type, metadata, created_at"
+EVENT_COLUMNS = "event_id, graph_id, node_id, kind, actor, created_at, payload"
+
+
+def iso(seconds: float | None) -> str | None:
+    """Store-clock seconds as an ISO-8601 UTC string."""
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, UTC).isoformat()
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    """One row of ``nodes`` as the store reasons about it."""
+
+    node_id: str
+    graph_id: str
+    parent_id: str | None
+    node_type: str
+    text: str
+    depth: int
+    status: str
+    status_reason: str | None
+    inherited_from: str | None
+    owner: str | None
+    claimed_at: float | None
+    lease_s: float | None
+    metadata_json: str
+    created_at: float
+    updated_at: float
+    seq: int
+    branch_id: str | None
+    question_id: str | None
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """Metadata as a fresh dict."""
+        value: dict[str, Any] = json.loads(self.metadata_json)
+        return value
+
+    def to_dict(self) -> dict[str, Any]:
+        """The node dict of the tool contract (ids as strings, JSON-ready)."""
+        return {
+            "node_id": self.node_id,
+            "graph_id": self.graph_id,
+            "parent_id": self.parent_id,
+            "node_type": self.node_type,
+            "text": self.text,
+            "depth": self.depth,
+            "status": self.status,
+            "status_reason": self.status_reason,
+            "inherited_from": self.inherited_from,
+            "owner": self.owner,
+            "branch_id": self.branch_id,
+            "seq": self.seq,
+            "metadata": self.metadata,
+            "claimed_at": iso(self.claimed_at),
+            "created_at": iso(self.created_at),
+            "updated_at": iso(self.updated_at),
+        }
+
+
+@dataclass(frozen=True)
+class GraphRow:
+    """One row of ``graphs``."""
+
+    graph_id: str
+    seed: str
+    intensity: str
+    checkpoint_mode: str
+    status: str
+    status_reason: str | None
+    root_node_id: str
+    metadata_json: str
+    created_at: float
+    updated_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Graph fields shared by snapshots and status results."""
+        return {
+            "graph_id": self.graph_id,
+            "seed": self.seed,
+            "intensity": self.intensity,
+            "checkpoint_mode": self.checkpoint_mode,
+            "budget": BUDGETS[Intensity(self.intensity)].to_dict(),
+            "status": self.status,
+            "status_reason": self.status_reason,
+            "root_node_id": self.root_node_id,
+            "metadata": json.loads(self.metadata_json),
+            "created_at": iso(self.created_at),
+            "updated_at": iso(self.updated_at),
+        }
+
+
+def edge_dict(row: tuple[Any, ...]) -> dict[str, Any]:
+    """An ``edges`` row (EDGE_COLUMNS order) as the contract's edge dict."""
+    edge_id, from_node, to_node, edge_type, metadata, created_at = row
+    return {
+        "edge_id": str(edge_id),
+        "from_node": from_node,
+        "to_node": to_node,
+        "edge_type": edge_type,
+        "metadata": json.loads(metadata),
+        "created_at": iso(created_at),
+    }
+
+
+def event_dict(row: tuple[Any, ...]) -> dict[str, Any]:
+    """An ``events`` row (EVENT_COLUMNS order) as a JSON-ready dict."""
+    event_id, graph_id, node_id, kind, actor, created_at, payload = row
+    return {
+        "event_id": event_id,
+        "graph_id": graph_id,
+        "node_id": node_id,
+        "kind": kind,
+        "actor": actor,
+        "created_at": iso(created_at),
+        "payload": json.loads(payload),
+    }

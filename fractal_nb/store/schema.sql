@@ -1,0 +1,69 @@
+-- fractal_nb graph store schema (DuckDB). Statements are separated by ';'.
+-- Hot columns (status, owner, claimed_at) carry no secondary index: DuckDB turns
+-- updates of indexed columns into delete+insert (DESIGN.md, concurrency).
+
+CREATE TABLE IF NOT EXISTS store_info (
+    key VARCHAR PRIMARY KEY,
+    value VARCHAR NOT NULL
+);
+
+CREATE SEQUENCE IF NOT EXISTS node_seq START 1;
+CREATE SEQUENCE IF NOT EXISTS edge_seq START 1;
+CREATE SEQUENCE IF NOT EXISTS event_seq START 1;
+
+CREATE TABLE IF NOT EXISTS graphs (
+    graph_id VARCHAR PRIMARY KEY,
+    seed VARCHAR NOT NULL,
+    intensity VARCHAR NOT NULL,
+    checkpoint_mode VARCHAR NOT NULL,
+    status VARCHAR NOT NULL,
+    status_reason VARCHAR,
+    root_node_id VARCHAR NOT NULL,
+    metadata VARCHAR NOT NULL,          -- JSON object
+    created_at DOUBLE NOT NULL,         -- seconds since the epoch, store clock
+    updated_at DOUBLE NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS nodes (
+    node_id VARCHAR PRIMARY KEY,
+    graph_id VARCHAR NOT NULL,
+    seq BIGINT NOT NULL,                -- creation order, the order of every listing
+    parent_id VARCHAR,
+    question_id VARCHAR,                -- the question this node hangs under (answers:
+                                        -- their question; questions: parent question)
+    branch_id VARCHAR,                  -- the depth-1 question this node descends from
+    node_type VARCHAR NOT NULL,
+    text VARCHAR NOT NULL,
+    depth INTEGER NOT NULL,             -- question level; an answer has its question's
+    status VARCHAR NOT NULL,
+    status_reason VARCHAR,              -- saturation reason or error message
+    inherited_from VARCHAR,             -- node whose saturation cascaded here
+    owner VARCHAR,
+    claimed_at DOUBLE,                  -- lease start, store clock
+    lease_s DOUBLE,
+    metadata VARCHAR NOT NULL,          -- JSON object
+    created_at DOUBLE NOT NULL,
+    updated_at DOUBLE NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS edges (
+    edge_id BIGINT NOT NULL,            -- creation order
+    graph_id VARCHAR NOT NULL,
+    from_node VARCHAR NOT NULL,
+    to_node VARCHAR NOT NULL,
+    edge_type VARCHAR NOT NULL,
+    metadata VARCHAR NOT NULL,          -- JSON object: insight / tension
+    created_at DOUBLE NOT NULL
+);
+
+-- Append-only: one row per mutation. The live view reads it from the last id it
+-- has seen; nothing ever updates or deletes a row here.
+CREATE TABLE IF NOT EXISTS events (
+    event_id BIGINT NOT NULL,
+    graph_id VARCHAR NOT NULL,
+    node_id VARCHAR,
+    kind VARCHAR NOT NULL,
+    actor VARCHAR,
+    created_at DOUBLE NOT NULL,
+    payload VARCHAR NOT NULL            -- JSON object
+);
