@@ -100,7 +100,6 @@ class NodeWrites(StoreBase):
                 [node_id, graph.graph_id, parent.node_id, question.node_id, branch_id,
                  kind.value, text, depth, status.value, owner, json.dumps(meta), now, now],
             )
-            self._insert_edge(graph.graph_id, parent.node_id, node_id, EdgeType.PARENT_CHILD, {}, now)
             self._log(
                 graph.graph_id,
                 node_id,
@@ -301,9 +300,8 @@ class NodeWrites(StoreBase):
         meta: dict[str, Any], now: float,
     ) -> None:
         self._db.execute(
-            "INSERT INTO edges VALUES (nextval('edge_seq'), ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO edges VALUES (nextval('node_seq'), ?, ?, ?, ?, ?, ?)",
             [graph_id, from_node, to_node, edge_type.value, json.dumps(meta), now],
         )
-        if edge_type != EdgeType.PARENT_CHILD:  # tree edges are implied by node_added
-            self._log(graph_id, from_node, "edge_added",
-                      None, {"to_node": to_node, "edge_type": edge_type.value, **meta}, now)
+        self._log(graph_id, from_node, "edge_added",
+                  None, {"to_node": to_node, "edge_type": edge_type.value, **meta}, now)

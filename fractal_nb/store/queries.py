@@ -13,8 +13,11 @@ import networkx as nx
 from ..errors import InvalidInputError
 from ..model import DONE_QUESTION, EdgeType, NodeStatus
 from .base import StoreBase, optional_name
-from .rows import EDGE_COLUMNS, EVENT_COLUMNS, NodeRow, edge_dict, event_dict
+from .rows import EDGES_SQL, EVENT_COLUMNS, NodeRow, edge_dict, event_dict
 from .work import _CLAIMABLE
+
+_Filter = tuple[str, list[Any]]  # a WHERE fragment and its parameters
+_ALL: _Filter = ("TRUE", [])
 
 
 class GraphQueries(StoreBase):
@@ -25,7 +28,7 @@ class GraphQueries(StoreBase):
         with self._db.read():
             graph = self._graph(graph_id)
             nodes = self._nodes("graph_id = ?", [graph.graph_id])
-            edges = self._edges("graph_id = ?", [graph.graph_id])
+            edges = self._edges(graph.graph_id)
         return {**graph.to_dict(), "nodes": [n.to_dict() for n in nodes], "edges": edges}
 
     def get_branch(self, graph_id: str, node_id: str) -> dict[str, Any]:
@@ -36,7 +39,8 @@ class GraphQueries(StoreBase):
             ids = [root.node_id, *self._descendants(root.node_id)]
             marks = ", ".join("?" for _ in ids)
             nodes = self._nodes(f"node_id IN ({marks})", ids)
-            edges = self._edges(f"from_node IN ({marks}) AND to_node IN ({marks})", ids + ids)
+            edges = self._edges(graph.graph_id, tree=(f"node_id IN ({marks}) AND node_id != ?", [*ids, root.node_id]),
+                                links=(f"from_node IN ({marks}) AND to_node IN ({marks})", ids + ids))
         return {"graph_id": graph.graph_id, "root": root.node_id,
                 "nodes": [n.to_dict() for n in nodes], "edges": edges}
 
@@ -78,7 +82,7 @@ class GraphQueries(StoreBase):
         """Clusters of nodes joined by convergence edges; a cluster's insight joins its edges'."""
         with self._db.read():
             graph = self._graph(graph_id)
-            edges = self._edges("graph_id = ? AND edge_type = ?", [graph.graph_id, EdgeType.CONVERGENCE])
+            edges = self._edges(graph.graph_id, tree=None, links=("edge_type = ?", [EdgeType.CONVERGENCE]))
             order = self._seq_of(graph.graph_id)
         links: nx.Graph = nx.Graph()
         for edge in edges:
@@ -96,7 +100,7 @@ class GraphQueries(StoreBase):
         """Contradiction edges as node pairs with their tension, in creation order."""
         with self._db.read():
             graph = self._graph(graph_id)
-            edges = self._edges("graph_id = ? AND edge_type = ?", [graph.graph_id, EdgeType.CONTRADICTION])
+            edges = self._edges(graph.graph_id, tree=None, links=("edge_type = ?", [EdgeType.CONTRADICTION]))
         pairs = [{"nodes": [e["from_node"], e["to_node"]], "tension": e["metadata"].get("tension", "")}
                  for e in edges]
         return {"graph_id": graph.graph_id, "contradictions": pairs, "count": len(pairs)}
@@ -148,8 +152,17 @@ class GraphQueries(StoreBase):
 
     # -- internals ----------------------------------------------------------------
 
-    def _edges(self, where: str, params: list[Any]) -> list[dict[str, Any]]:
-        rows = self._db.fetchall(f"SELECT {EDGE_COLUMNS} FROM edges WHERE {where} ORDER BY edge_id", params)
+    def _edges(
+        self,
+        graph_id: str,
+        *,
+        tree: _Filter | None = _ALL,
+        links: _Filter = _ALL,
+    ) -> list[dict[str, Any]]:
+        """Tree edges (filtered on the child) and links, merged in creation order."""
+        tree_sql, tree_params = tree if tree is not None else ("FALSE", [])
+        sql = EDGES_SQL.format(tree=tree_sql, links=links[0])
+        rows = self._db.fetchall(sql, [graph_id, *tree_params, graph_id, *links[1]])
         return [edge_dict(r) for r in rows]
 
     def _seq_of(self, graph_id: str) -> dict[str, int]:

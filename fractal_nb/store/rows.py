@@ -18,7 +18,17 @@ GRAPH_COLUMNS = (
     "graph_id, seed, intensity, checkpoint_mode, status, status_reason, root_node_id, "
     "metadata, created_at, updated_at"
 )
-EDGE_COLUMNS = "edge_id, from_node, to_node, edge_type, metadata, created_at"
+# Tree edges come from nodes, links from edges; both carry a seq from node_seq.
+EDGES_SQL = """
+    SELECT * FROM (
+        SELECT seq, parent_id AS from_node, node_id AS to_node, 'parent_child' AS edge_type,
+               '{{}}' AS metadata, created_at
+        FROM nodes WHERE graph_id = ? AND parent_id IS NOT NULL AND {tree}
+        UNION ALL
+        SELECT seq, from_node, to_node, edge_type, metadata, created_at
+        FROM edges WHERE graph_id = ? AND {links}
+    ) ORDER BY seq
+"""
 EVENT_COLUMNS = "event_id, graph_id, node_id, kind, actor, created_at, payload"
 
 
@@ -113,10 +123,9 @@ class GraphRow:
 
 
 def edge_dict(row: tuple[Any, ...]) -> dict[str, Any]:
-    """An ``edges`` row (EDGE_COLUMNS order) as the contract's edge dict."""
-    edge_id, from_node, to_node, edge_type, metadata, created_at = row
+    """An EDGES_SQL row as the contract's edge dict."""
+    _seq, from_node, to_node, edge_type, metadata, created_at = row
     return {
-        "edge_id": str(edge_id),
         "from_node": from_node,
         "to_node": to_node,
         "edge_type": edge_type,

@@ -7,8 +7,7 @@ CREATE TABLE IF NOT EXISTS store_info (
     value VARCHAR NOT NULL
 );
 
-CREATE SEQUENCE IF NOT EXISTS node_seq START 1;
-CREATE SEQUENCE IF NOT EXISTS edge_seq START 1;
+CREATE SEQUENCE IF NOT EXISTS node_seq START 1;     -- creation order of nodes and links
 CREATE SEQUENCE IF NOT EXISTS event_seq START 1;
 
 CREATE TABLE IF NOT EXISTS graphs (
@@ -46,8 +45,9 @@ CREATE TABLE IF NOT EXISTS nodes (
     updated_at DOUBLE NOT NULL
 );
 
+-- Cross-branch links only: parent_child edges are read off nodes.parent_id.
 CREATE TABLE IF NOT EXISTS edges (
-    edge_id BIGINT NOT NULL,            -- creation order
+    seq BIGINT NOT NULL,                -- from node_seq, so links and nodes share one order
     graph_id VARCHAR NOT NULL,
     from_node VARCHAR NOT NULL,
     to_node VARCHAR NOT NULL,
