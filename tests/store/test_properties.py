@@ -665,21 +665,21 @@ class GraphMachine(RuleBasedStateMachine):
 
     # -- rules: the graph's own status, wrong graph ids ----------------------------------------
 
-    @rule(target=st.sampled_from(["paused", "budget_exhausted", "active", "resume"]))
-    def graph_status(self, target: str) -> None:
+    @rule(goal=st.sampled_from(["paused", "budget_exhausted", "active", "resume"]))
+    def graph_status(self, goal: str) -> None:
         current = self.view.status  # type: ignore[union-attr]
-        if target == "resume":
+        if goal == "resume":
             out = self.call("resume_graph", self.store.resume_graph, self.gid, expect_ok=True)
             assert out.after.status == "active" and out.result == out.after.snap
             if current == "active":
                 assert out.after.snap == out.before.snap
             return
-        ok = target in GRAPH_MOVES[current]
-        out = self.call("update_graph_status", self.store.update_graph_status, self.gid, target,
+        ok = goal in GRAPH_MOVES[current]
+        out = self.call("update_graph_status", self.store.update_graph_status, self.gid, goal,
                         expect_ok=ok)
         if out.ok:
-            assert out.result == {"graph_id": self.gid, "status": target, "previous_status": current}
-            assert out.after.status == target
+            assert out.result == {"graph_id": self.gid, "status": goal, "previous_status": current}
+            assert out.after.status == goal
             assert out.after.nodes == out.before.nodes
 
     @rule(data=st.data(), which=st.sampled_from(["missing", "foreign"]))

@@ -1,0 +1,98 @@
+"""Bad input gets a clear error and changes nothing, for every operation of the contract."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from fractal_nb import FractalError, GraphStore, InvalidInputError, NotFoundError, StateError
+from tests.conftest import Tree
+
+Call = Callable[[GraphStore, Tree], Any]
+
+BAD_CALLS: list[tuple[str, Call, type[FractalError], str]] = [
+    ("blank seed", lambda s, t: s.create_graph("  ", "pulse", "autonomous"), InvalidInputError, "seed"),
+    ("seed not text", lambda s, t: s.create_graph(42, "pulse", "autonomous"), InvalidInputError, "seed"),
+    ("depth:-1", lambda s, t: s.create_graph("x", "pulse", "depth:-1"), InvalidInputError, "depth:N"),
+    ("graph id int", lambda s, t: s.get_snapshot(7), InvalidInputError, "graph_id"),
+    ("graph id empty", lambda s, t: s.resume_graph(""), InvalidInputError, "graph_id"),
+    ("unknown graph", lambda s, t: s.delete_graph("g-unknown"), NotFoundError, "g-unknown"),
+    ("status bad", lambda s, t: s.update_graph_status(t.graph_id, "done"), InvalidInputError, "paused"),
+    ("reason not text", lambda s, t: s.update_graph_status(t.graph_id, "paused", reason=3),
+     InvalidInputError, "reason"),
+    ("parent None", lambda s, t: s.add_node(t.graph_id, None, "answer", "x"), InvalidInputError,
+     "parent_id"),
+    ("text empty", lambda s, t: s.add_node(t.graph_id, t.seeds[0], "answer", ""), InvalidInputError,
+     "text"),
+    ("owner int", lambda s, t: s.add_node(t.graph_id, t.seeds[0], "answer", "x", owner=5),
+     InvalidInputError, "owner"),
+    ("answer under answer", lambda s, t: s.add_node(t.graph_id, t.root_answer, "answer", "x"),
+     InvalidInputError, "answer's children are questions"),
+    ("node from other graph", lambda s, t: s.add_node(
+        s.create_graph("other", "pulse", "autonomous")["graph_id"], t.seeds[0], "answer", "x"),
+     NotFoundError, "not found in graph"),
+    ("empty metadata", lambda s, t: s.update_node(t.graph_id, t.seeds[0], {}), InvalidInputError,
+     "empty"),
+    ("links not list", lambda s, t: s.update_node(t.graph_id, t.seeds[0], {"convergence_with": "n-1"}),
+     InvalidInputError, "list of node ids"),
+    ("link to self", lambda s, t: s.update_node(t.graph_id, t.seeds[0],
+                                                {"contradiction_with": [t.seeds[0]]}),
+     InvalidInputError, "itself"),
+    ("insight not text", lambda s, t: s.update_node(
+        t.graph_id, t.seeds[0], {"convergence_with": [t.seeds[1]], "convergence_insight": 1}),
+     InvalidInputError, "convergence_insight"),
+    ("reason bad", lambda s, t: s.mark_saturated(t.graph_id, t.seeds[0], "done"), InvalidInputError,
+     "semantic_overlap"),
+    ("worker empty", lambda s, t: s.claim_work(t.graph_id, ""), InvalidInputError, "worker_id"),
+    ("worker None", lambda s, t: s.claim_work(t.graph_id, None), InvalidInputError, "worker_id"),
+    ("synthesis blank", lambda s, t: s.synthesize_node(t.graph_id, t.root, " "), InvalidInputError,
+     "synthesis_text"),
+    ("synthesize answer", lambda s, t: s.synthesize_node(t.graph_id, t.root_answer, "x"),
+     InvalidInputError, "is an answer"),
+    ("approve not list", lambda s, t: s.approve_gate(t.graph_id, "n-1"), InvalidInputError, "list"),
+    ("approve open node", lambda s, t: s.approve_gate(t.graph_id, [t.seeds[0]]), StateError,
+     "not gated"),
+    ("recover negative", lambda s, t: s.recover_stuck(t.graph_id, -1), InvalidInputError,
+     "older_than_s"),
+    ("error on answer", lambda s, t: s.mark_error(t.graph_id, t.root_answer, "boom"),
+     InvalidInputError, "needs a question"),
+    ("events since bad", lambda s, t: s.get_events(t.graph_id, since=-1), InvalidInputError, "since"),
+    ("claimable worker int", lambda s, t: s.get_claimable_work(t.graph_id, 3), InvalidInputError,
+     "worker_id"),
+    ("branch unknown", lambda s, t: s.get_branch(t.graph_id, "n-x"), NotFoundError, "n-x"),
+]
+
+
+@pytest.mark.parametrize(("name", "call", "error", "message"), BAD_CALLS, ids=[c[0] for c in BAD_CALLS])
+def test_bad_input_is_refused_and_changes_nothing(
+    tree: Tree, name: str, call: Call, error: type[FractalError], message: str
+) -> None:
+    store = tree.store
+    before = store.get_snapshot(tree.graph_id)
+    last_event = store.get_events(tree.graph_id)["last_event_id"]
+    with pytest.raises(error, match=message):
+        call(store, tree)
+    assert store.get_snapshot(tree.graph_id) == before
+    assert store.get_events(tree.graph_id)["last_event_id"] == last_event
+
+
+def test_store_options_are_checked(tmp_path) -> None:
+    with pytest.raises(InvalidInputError, match="lease_s"):
+        GraphStore(lease_s=0)
+    with pytest.raises(InvalidInputError, match="does not exist"):
+        GraphStore(tmp_path / "missing-folder" / "x.duckdb")
+    with pytest.raises(InvalidInputError, match="needs a path"):
+        GraphStore(read_only=True)
+    with pytest.raises(InvalidInputError, match="does not exist"):
+        GraphStore(tmp_path / "absent.duckdb", read_only=True)
+
+
+def test_a_file_that_is_not_a_store_is_refused(tmp_path) -> None:
+    import duckdb
+
+    path = tmp_path / "other.duckdb"
+    duckdb.connect(str(path)).close()
+    with pytest.raises(StateError, match="not a fractal_nb store"):
+        GraphStore(path, read_only=True)
