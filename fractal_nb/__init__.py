@@ -6,20 +6,37 @@ from .errors import (
     GraphNotActiveError,
     InvalidInputError,
     InvalidTransitionError,
+    LLMError,
+    LLMOutputError,
+    LLMTimeoutError,
     NotFoundError,
     StateError,
     StoreLockedError,
 )
+from .exploration import Exploration
+from .llm.cache import CachedLLM
+from .llm.protocol import LLM
+from .llm.simulated import SimulatedLLM
+from .results import FractalResult, StepRecord
 from .store import GraphStore
 
 __all__ = [
     "BudgetError",
+    "CachedLLM",
+    "Exploration",
     "FractalError",
+    "FractalResult",
     "GraphNotActiveError",
     "GraphStore",
     "InvalidInputError",
     "InvalidTransitionError",
+    "LLM",
+    "LLMError",
+    "LLMOutputError",
+    "LLMTimeoutError",
     "NotFoundError",
+    "SimulatedLLM",
     "StateError",
+    "StepRecord",
     "StoreLockedError",
 ]

@@ -9,7 +9,10 @@
     ├── StateError               the store, graph or node does not allow this now
     │   ├── InvalidTransitionError   status change not in the transition table
     │   └── GraphNotActiveError      a write to a graph that is not active
-    └── StoreLockedError         the DuckDB file is held by another process
+    ├── StoreLockedError         the DuckDB file is held by another process
+    └── LLMError                 a model call failed (recorded; the node stays recoverable)
+        ├── LLMTimeoutError          the call timed out
+        └── LLMOutputError           no schema-valid output after repair and retries
 
 A call that raises changes nothing in the store.
 """
@@ -62,3 +65,15 @@ class StoreLockedError(FractalError):
         super().__init__(message)
         self.path = path
         self.holder_pid = holder_pid
+
+
+class LLMError(FractalError):
+    """A model call failed; the engine records it and leaves the node recoverable."""
+
+
+class LLMTimeoutError(LLMError):
+    """A model call timed out."""
+
+
+class LLMOutputError(LLMError):
+    """The model's output could not be parsed into the schema, even after repair and retries."""

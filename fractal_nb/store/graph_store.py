@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from .context import NodeContext
 from .graphs import GraphLifecycle
+from .llm_log import LLMLog
 from .nodes import NodeWrites
 from .queries import GraphQueries
 from .work import WorkQueue
 
 
-class GraphStore(GraphLifecycle, NodeWrites, WorkQueue, GraphQueries):
+class GraphStore(GraphLifecycle, NodeWrites, WorkQueue, GraphQueries, NodeContext, LLMLog):
     """The graph contract on DuckDB; the only place in fractal_nb that speaks SQL.
 
     Every method returns a JSON-ready dict (ids are strings) and raises a

@@ -98,10 +98,10 @@ class GraphLifecycle(StoreBase):
         return {"graph_id": graph.graph_id, "status": target.value, "previous_status": graph.status}
 
     def delete_graph(self, graph_id: str) -> dict[str, Any]:
-        """Delete the graph with its nodes, edges and events."""
+        """Delete the graph with its nodes, edges, events and call log."""
         with self._db.write():
             graph = self._graph(graph_id)
-            for table in ("events", "edges", "nodes", "graphs"):
+            for table in ("events", "edges", "nodes", "llm_calls", "graphs"):
                 self._db.execute(f"DELETE FROM {table} WHERE graph_id = ?", [graph.graph_id])
         return {"graph_id": graph.graph_id, "deleted": True}
 

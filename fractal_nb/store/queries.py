@@ -13,7 +13,7 @@ import networkx as nx
 from ..errors import InvalidInputError
 from ..model import DONE_QUESTION, EdgeType, NodeStatus
 from .base import StoreBase, optional_name
-from .rows import EDGES_SQL, EVENT_COLUMNS, NodeRow, edge_dict, event_dict
+from .rows import EDGES_SQL, EVENT_COLUMNS, GRAPH_COLUMNS, GraphRow, NodeRow, edge_dict, event_dict
 from .work import _CLAIMABLE
 
 _Filter = tuple[str, list[Any]]  # a WHERE fragment and its parameters
@@ -30,6 +30,12 @@ class GraphQueries(StoreBase):
             nodes = self._nodes("graph_id = ?", [graph.graph_id])
             edges = self._edges(graph.graph_id)
         return {**graph.to_dict(), "nodes": [n.to_dict() for n in nodes], "edges": edges}
+
+    def list_graphs(self) -> dict[str, Any]:
+        """Every graph in the store (without nodes), oldest first."""
+        rows = self._db.fetchall(f"SELECT {GRAPH_COLUMNS} FROM graphs ORDER BY created_at, graph_id")
+        graphs = [GraphRow(*r).to_dict() for r in rows]
+        return {"graphs": graphs, "count": len(graphs)}
 
     def get_branch(self, graph_id: str, node_id: str) -> dict[str, Any]:
         """The subtree under ``node_id`` (itself included) and the edges inside it."""

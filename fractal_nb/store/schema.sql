@@ -9,6 +9,7 @@ CREATE TABLE IF NOT EXISTS store_info (
 
 CREATE SEQUENCE IF NOT EXISTS node_seq START 1;     -- creation order of nodes and links
 CREATE SEQUENCE IF NOT EXISTS event_seq START 1;
+CREATE SEQUENCE IF NOT EXISTS call_seq START 1;
 
 CREATE TABLE IF NOT EXISTS graphs (
     graph_id VARCHAR PRIMARY KEY,
@@ -66,4 +67,30 @@ CREATE TABLE IF NOT EXISTS events (
     actor VARCHAR,
     created_at DOUBLE NOT NULL,
     payload VARCHAR NOT NULL            -- JSON object
+);
+
+-- One row per model call, failed ones included: cost and failures as a DataFrame.
+CREATE TABLE IF NOT EXISTS llm_calls (
+    call_id BIGINT NOT NULL,
+    graph_id VARCHAR,
+    node_id VARCHAR,
+    worker VARCHAR,
+    role VARCHAR NOT NULL,
+    model VARCHAR NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    attempts INTEGER NOT NULL,
+    latency_s DOUBLE NOT NULL,
+    outcome VARCHAR NOT NULL,          -- ok | cached | error
+    error VARCHAR,
+    created_at DOUBLE NOT NULL
+);
+
+-- Record/replay cache of completions, keyed by a hash of model, schema and messages.
+CREATE TABLE IF NOT EXISTS llm_cache (
+    cache_key VARCHAR PRIMARY KEY,
+    model VARCHAR NOT NULL,
+    role VARCHAR NOT NULL,
+    response VARCHAR NOT NULL,         -- JSON object
+    created_at DOUBLE NOT NULL
 );

@@ -164,6 +164,40 @@ class WorkQueue(StoreBase):
         recovered = [n.node_id for n in stuck]
         return {"graph_id": graph.graph_id, "recovered": recovered, "count": len(recovered)}
 
+    def release_claim(
+        self, graph_id: str, node_id: str, worker_id: str, error: str, *, max_failures: int = 3
+    ) -> dict[str, Any]:
+        """Give back a claim after a failed attempt, recording why.
+
+        The question reopens for another try; after ``max_failures`` failed
+        attempts it is marked ``error`` instead (recoverable with
+        ``recover_stuck(include_errors=True)``), so a node that always fails
+        never holds the graph open.
+        """
+        worker = require_id(worker_id, "worker_id")
+        error = require_text(error, "error")
+        with self._db.write():
+            graph = self._active_graph(graph_id)
+            node = self._node(graph.graph_id, node_id)
+            if node.status != NodeStatus.CLAIMED or node.owner != worker:
+                raise StateError(
+                    f"question {node.node_id} is {node.status!r} (owner {node.owner!r}); only the "
+                    f"worker holding its claim can release it, not {worker!r}",
+                    graph_id=graph.graph_id, node_id=node.node_id,
+                )
+            meta = node.metadata
+            failures = int(meta.get("failures", 0)) + 1
+            meta.update(failures=failures, last_error=error)
+            target = NodeStatus.ERROR if failures >= max_failures else NodeStatus.OPEN
+            now = self.clock()
+            self._db.execute(
+                "UPDATE nodes SET metadata = ?, claimed_at = NULL, lease_s = NULL WHERE node_id = ?",
+                [json.dumps(meta), node.node_id],
+            )
+            self._set_status(node, target, now, actor=worker, kind="released",
+                             reason=error if target == NodeStatus.ERROR else None)
+        return {"node_id": node.node_id, "status": target.value, "failures": failures}
+
     def _graph_done(self, graph_id: str) -> bool:
         row = self._db.fetchone(
             "SELECT count(*) FROM nodes WHERE graph_id = ? AND node_type = 'question' "

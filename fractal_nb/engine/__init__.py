@@ -1,0 +1,1 @@
+"""The engine: seed, work (parallel workers on the store's queue) and harvest."""

@@ -1,0 +1,56 @@
+"""Every model call goes through here: metered, timed, validated and logged in the store."""
+
+from __future__ import annotations
+
+import time
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import LLMError, LLMOutputError
+from ..llm.protocol import LLM, Message, messages_tokens, metered
+from ..llm.schemas import ROLES
+from ..store import GraphStore
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class ModelCaller:
+    """Calls one model for one graph and writes a row per call to ``llm_calls``."""
+
+    def __init__(self, llm: LLM, store: GraphStore, graph_id: str) -> None:
+        self.llm = llm
+        self.store = store
+        self.graph_id = graph_id
+
+    def __call__(
+        self, schema: type[T], messages: list[Message], *, node_id: str | None, worker: str | None
+    ) -> T:
+        """Return the model's answer as ``schema``; a failure is logged, then raised as LLMError."""
+        started = time.perf_counter()
+        error: LLMError | None = None
+        result: T | None = None
+        with metered() as usage:
+            try:
+                result = schema.model_validate(self.llm.complete(messages, schema))
+            except ValidationError as exc:
+                error = LLMOutputError(f"{schema.__name__} output failed validation: {exc}")
+            except LLMError as exc:
+                error = exc
+        self.store.record_llm_call(
+            graph_id=self.graph_id,
+            node_id=node_id,
+            worker=worker,
+            role=ROLES.get(schema, schema.__name__),
+            model=getattr(self.llm, "model", type(self.llm).__name__),
+            prompt_tokens=usage.prompt_tokens or messages_tokens(messages),
+            completion_tokens=usage.completion_tokens,
+            attempts=max(1, usage.attempts),
+            latency_s=time.perf_counter() - started,
+            outcome="error" if error else ("cached" if usage.cached else "ok"),
+            error=None if error is None else f"{type(error).__name__}: {error}"[:2000],
+        )
+        if error is not None:
+            raise error
+        assert result is not None
+        return result

@@ -1,0 +1,198 @@
+"""The dispatcher: up to ``max_agents`` worker threads pulling from the graph, and when to stop.
+
+Workers follow seed 000: claim → primitive → repeat; with nothing to claim but
+work in flight they back off 2, 4, 8 s (woken early when new questions land)
+and exit after three empty tries; each stops at ``max_depth × 3`` nodes (the
+circuit breaker). After they exit, the dispatcher decides: paused (asked to, a
+checkpoint, or only gated work left), convergence found, budget exhausted
+(breakers fired with work left), another round for orphaned work, or done.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..model import GraphStatus
+from ..results import StepRecord
+from .primitive import RunState, process
+
+BACKOFF_S = (2.0, 4.0, 8.0)
+MAX_ROUNDS = 3  # re-dispatches for orphaned work before the run gives up for now
+
+
+class Clock(Protocol):
+    """Time as the engine sees it; tests swap in a faster one."""
+
+    def wait(self, condition: threading.Condition, seconds: float) -> None:
+        """Block up to ``seconds`` or until ``condition`` is notified."""
+        ...
+
+
+class RealClock:
+    """Wall-clock waits."""
+
+    def wait(self, condition: threading.Condition, seconds: float) -> None:
+        """Wait on the condition for up to ``seconds``."""
+        with condition:
+            condition.wait(seconds)
+
+
+@dataclass
+class ScaledClock:
+    """Waits ``scale`` times as long as asked (``ScaledClock(0.01)`` turns 8 s into 80 ms)."""
+
+    scale: float
+
+    def wait(self, condition: threading.Condition, seconds: float) -> None:
+        """Wait on the condition for a scaled ``seconds``."""
+        with condition:
+            condition.wait(seconds * self.scale)
+
+
+@dataclass
+class WorkerReport:
+    """A worker's final stats, as seed 000's worker reports them."""
+
+    worker: str
+    answered: int = 0
+    synthesized: int = 0
+    sub_questions: int = 0
+    failures: int = 0
+    exit_reason: str = ""
+
+
+@dataclass
+class Dispatcher:
+    """Runs the work phase of one graph with threads; ``stop`` asks it to pause."""
+
+    run_state: RunState
+    workers: int
+    clock: Clock = field(default_factory=RealClock)
+    on_step: Callable[[StepRecord], None] | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+    reports: list[WorkerReport] = field(default_factory=list)
+    _in_flight: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def run(self) -> str:
+        """Work until done, paused or out of budget; returns the seed-000 status.
+
+        ``all_complete``, ``paused``, ``convergence_detected`` or ``budget_exhausted``.
+        The graph's status follows (paused / budget_exhausted).
+        """
+        run, store = self.run_state, self.run_state.store
+        store.recover_stuck(run.graph_id)  # claims whose lease ran out
+        for _ in range(MAX_ROUNDS):
+            count = min(self.workers, run.budget.max_agents,
+                        store.get_claimable_work(run.graph_id)["count"])
+            if count == 0 or self.stop.is_set():
+                break
+            self._round(count)
+            if self.stop.is_set() or run.convergence_found.is_set() or any(
+                    r.exit_reason in ("circuit_breaker", "cycle") for r in self.reports[-count:]):
+                break
+        return self._settle()
+
+    def _round(self, count: int) -> None:
+        errors: list[BaseException] = []
+        reports = [WorkerReport(f"worker-{i + 1}") for i in range(count)]
+        self.reports.extend(reports)
+
+        def body(report: WorkerReport) -> None:
+            try:
+                self._work(report)
+            except BaseException as exc:  # a bug, not a model failure: surface it after the join
+                errors.append(exc)
+                report.exit_reason = "crashed"
+                self.run_state.store.recover_stuck(self.run_state.graph_id, worker_id=report.worker)
+
+        threads = [threading.Thread(target=body, args=(r,), name=f"fractal-{r.worker}", daemon=True)
+                   for r in reports]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+
+    def _work(self, report: WorkerReport) -> None:
+        run = self.run_state
+        breaker = run.budget.max_depth * 3
+        interactive = run.checkpoint.kind == "interactive"
+        tries = 0
+        while True:
+            if self.stop.is_set() or run.convergence_found.is_set():
+                report.exit_reason = "paused"
+                return
+            if report.answered + report.failures >= breaker:
+                report.exit_reason = "circuit_breaker"
+                return
+            claim = run.store.claim_work(run.graph_id, report.worker)
+            if claim["node_id"] is None:
+                if claim["graph_done"] or claim["graph_status"] != GraphStatus.ACTIVE:
+                    report.exit_reason = "graph_done"
+                    return
+                if tries == len(BACKOFF_S) or self._idle():
+                    report.exit_reason = "no_work_after_retries" if tries else "no_work"
+                    return
+                self.clock.wait(run.work_added, BACKOFF_S[tries])
+                tries += 1
+                continue
+            tries = 0
+            with self._lock:
+                self._in_flight += 1
+            try:
+                record = process(run, claim, report.worker)
+            finally:
+                with self._lock:
+                    self._in_flight -= 1
+                run.announce_work()
+            if record.ok:
+                report.answered += 1
+            else:
+                report.failures += 1
+            report.sub_questions += len(record.sub_questions)
+            report.synthesized += len(record.synthesized)
+            if self.on_step is not None:
+                self.on_step(record)
+            if interactive:
+                report.exit_reason = "cycle"
+                return
+
+    def _idle(self) -> bool:
+        """No node in flight here: waiting cannot bring new questions from this process."""
+        with self._lock:
+            return self._in_flight == 0
+
+    def _settle(self) -> str:
+        run, store, g = self.run_state, self.run_state.store, self.run_state.graph_id
+        snapshot = store.get_snapshot(g)
+        if snapshot["status"] != GraphStatus.ACTIVE:
+            return str(snapshot["status"])
+        pending = Counter(n["status"] for n in snapshot["nodes"] if n["node_type"] == "question"
+                          and n["status"] in ("open", "claimed", "gated"))
+        claimable = store.get_claimable_work(g)["count"]
+        if not pending:
+            return "all_complete"
+        if run.convergence_found.is_set():
+            outcome, reason = "convergence_detected", "convergence checkpoint"
+        elif self.stop.is_set():
+            outcome, reason = "paused", "paused"
+        elif run.checkpoint.kind == "interactive" and self.reports:
+            outcome, reason = "paused", "interactive checkpoint"
+        elif claimable:  # breakers fired (or rounds ran out) with work left: seed 000's protocol
+            for node in store.get_open_questions(g)["open_questions"]:
+                store.update_node(g, node["node_id"], {
+                    "budget_exhausted": True, "unexplored_reason": "budget limit reached"})
+            store.update_graph_status(g, GraphStatus.BUDGET_EXHAUSTED, reason="circuit breaker")
+            return "budget_exhausted"
+        elif pending["gated"] and not pending["claimed"]:
+            outcome, reason = "paused", f"{pending['gated']} gated question(s) await approval"
+        else:  # only claims held by other workers (another process, an MCP client)
+            return "waiting_on_claims"
+        store.update_graph_status(g, GraphStatus.PAUSED, reason=reason)
+        return outcome

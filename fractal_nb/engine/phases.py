@@ -1,0 +1,169 @@
+"""The phases around the work: seed (the root's decomposition) and harvest (the result)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import FractalError, LLMError
+from ..llm.schemas import HarvestSummary, SeedPlan
+from ..model import GraphStatus, NodeStatus
+from ..prompts import chat
+from ..results import ChainLink, FractalResult, StepRecord
+from .primitive import RunState, _clip, _norm, cascade
+
+SEED_ATTEMPTS = 3
+SEED_WORKER = "seed"
+
+
+def seed(run: RunState) -> StepRecord | None:
+    """Answer the root with the seed plan and hang the seed questions under it.
+
+    Returns None when the root is already answered (a resumed graph). The
+    number of questions is held to the intensity's range: extra ones are cut,
+    and too few trigger a retry that says so.
+    """
+    root = run.store.get_synthesis_inputs(run.graph_id, run.root_id)["node"]
+    if root["status"] != NodeStatus.OPEN:
+        return None
+    lo, hi = run.budget.seed_questions
+    plan: SeedPlan | None = None
+    error, note = "", ""
+    for _ in range(SEED_ATTEMPTS):
+        try:
+            plan = run.call(SeedPlan, chat("seed", seed=run.seed + note, lo=lo, hi=hi),
+                            node_id=root["node_id"], worker=SEED_WORKER)
+        except LLMError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            continue
+        count = len({_norm(q) for q in plan.questions} - {""})
+        if count >= lo:
+            break
+        note = f"\n(The previous attempt posed {count} questions; pose between {lo} and {hi}.)"
+    if plan is None:  # every attempt failed: the root stays open for the next run
+        return StepRecord(root["node_id"], SEED_WORKER, run.seed, error=error)
+    distinct: dict[str, str] = {}
+    for q in plan.questions:
+        if _norm(q):
+            distinct.setdefault(_norm(q), q.strip())
+    questions = list(distinct.values())[:hi]
+    with run.store.batch():
+        answer_id = run.store.add_node(
+            run.graph_id, root["node_id"], "answer", plan.decomposition, owner=SEED_WORKER,
+            metadata={"seed_kind": plan.seed_kind, "seed_questions": len(questions)},
+        )["node_id"]
+        ids = [run.store.add_node(run.graph_id, answer_id, "question", q, owner=SEED_WORKER)["node_id"]
+               for q in questions]
+    run.announce_work()
+    return StepRecord(root["node_id"], SEED_WORKER, run.seed, answer_id=answer_id,
+                      sub_questions=tuple(ids))
+
+
+def harvest(run: RunState) -> FractalResult:
+    """Finish the graph and build its result.
+
+    On an active or budget-exhausted graph, questions nobody will explore now
+    are saturated as ``budget_exhausted``, answered leaves left behind get their
+    answer as synthesis, the cascade runs to the root, and the graph moves to
+    ``completed``. A paused graph (gates waiting) is summarised as it stands.
+    """
+    store, g = run.store, run.graph_id
+    status = store.get_snapshot(g)["status"]
+    finishing = status in (GraphStatus.ACTIVE, GraphStatus.BUDGET_EXHAUSTED)
+    if status == GraphStatus.BUDGET_EXHAUSTED:
+        store.resume_graph(g)
+    if finishing:
+        _freeze_and_repair(run)
+    snapshot = store.get_snapshot(g)
+    nodes = snapshot["nodes"]
+    chain = _chain(nodes)
+    gaps = _gaps(nodes)
+    summary = HarvestSummary(summary=chain[0].synthesis if chain else "(no synthesis yet)")
+    chain_text = "\n".join(f"{'  ' * c.depth}- {_clip(c.question, 200)}: {_clip(c.synthesis, 600)}"
+                           for c in chain[:40])
+    try:
+        summary = run.call(HarvestSummary, chat("harvest", seed=_clip(run.seed, 500),
+                                                chain=chain_text or "(empty)",
+                                                gaps="\n".join(f"- {g_}" for g_ in gaps) or "(none)"),
+                           node_id=snapshot["root_node_id"], worker=None)
+    except LLMError as exc:  # logged; the root's synthesis stands in for the summary
+        gaps.append(f"harvest summary failed: {exc}")
+    if finishing:
+        store.update_graph_status(g, GraphStatus.COMPLETED, reason="harvested")
+    final = store.get_snapshot(g)
+    return FractalResult(
+        graph_id=g,
+        seed=run.seed,
+        status=final["status"],
+        summary=summary.summary,
+        node_count=len(final["nodes"]),
+        edge_count=len(final["edges"]),
+        max_depth=max(n["depth"] for n in final["nodes"]),
+        convergence_count=store.query_convergence(g)["count"],
+        contradiction_count=store.query_contradictions(g)["count"],
+        synthesis_chain=chain,
+        findings=[f.model_dump() for f in summary.findings],
+        gaps=list(dict.fromkeys(gaps + summary.gaps)),
+        depth_limited=[n["node_id"] for n in final["nodes"] if n["metadata"].get("depth_limited")],
+        stuck_nodes=[n["node_id"] for n in final["nodes"]
+                     if n["node_type"] == "question" and n["status"] in ("claimed", "error")],
+    )
+
+
+def _freeze_and_repair(run: RunState) -> None:
+    store, g = run.store, run.graph_id
+    for node in store.get_snapshot(g)["nodes"]:
+        if node["node_type"] != "question" or node["depth"] == 0:
+            continue
+        try:
+            if node["status"] == NodeStatus.ERROR:
+                store.mark_saturated(g, node["node_id"], "error")
+            elif node["status"] in (NodeStatus.OPEN, NodeStatus.GATED, NodeStatus.CLAIMED):
+                store.update_node(g, node["node_id"], {"budget_exhausted": True,
+                                                       "unexplored_reason": "budget limit reached"})
+                store.mark_saturated(g, node["node_id"], "budget_exhausted")
+        except FractalError:  # already saturated by an ancestor's cascade
+            pass
+    for node in store.get_snapshot(g)["nodes"]:
+        if node["node_type"] == "question" and node["status"] == NodeStatus.ANSWERED:
+            inputs = store.get_synthesis_inputs(g, node["node_id"])
+            if not inputs["sub_questions"] and inputs["answers"]:  # an answered leaf left behind
+                store.synthesize_node(g, node["node_id"], inputs["answers"][0]["text"])
+    cascade(run, worker="harvest")
+
+
+def _chain(nodes: list[dict[str, Any]]) -> list[ChainLink]:
+    """Synthesized questions in tree order (depth-first from the root)."""
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    by_id = {n["node_id"]: n for n in nodes}
+    for n in nodes:
+        if n["node_type"] == "question":
+            parent = by_id.get(n["parent_id"]) if n["parent_id"] else None
+            key = parent["parent_id"] if parent and parent["node_type"] == "answer" else n["parent_id"]
+            children.setdefault(key, []).append(n)
+    chain: list[ChainLink] = []
+
+    def walk(question: dict[str, Any]) -> None:
+        if question["status"] == NodeStatus.SYNTHESIZED:
+            chain.append(ChainLink(question["node_id"], question["depth"], question["text"],
+                                   question["metadata"]["synthesis"]))
+        for child in children.get(question["node_id"], []):
+            walk(child)
+
+    for root in children.get(None, []):
+        walk(root)
+    return chain
+
+
+def _gaps(nodes: list[dict[str, Any]]) -> list[str]:
+    gaps = []
+    for n in nodes:
+        if n["node_type"] != "question":
+            continue
+        failure = n["metadata"].get("last_error") or n["status_reason"] or ""
+        if n["status"] == NodeStatus.ERROR or n["status_reason"] == "error":
+            gaps.append(f"failed: {_clip(n['text'], 160)} ({_clip(failure, 160)})")
+        elif n["status_reason"] == "budget_exhausted" and not n["inherited_from"]:
+            gaps.append(f"unexplored (budget_exhausted): {_clip(n['text'], 160)}")
+        elif n["status"] in (NodeStatus.GATED, NodeStatus.OPEN):
+            gaps.append(f"waiting ({n['status']}): {_clip(n['text'], 160)}")
+    return gaps

@@ -1,0 +1,235 @@
+"""The recursive primitive on one claimed question: answer, decompose, connect, synthesize.
+
+One loop readable in one sitting (seed 000): the model answers and proposes
+sub-questions; the answer is compared with nearby answers of other branches;
+then everything is written in one transaction (answer, sub-questions under the
+depth budget, links, boundary questions, and the leaf's own synthesis); last,
+the synthesis cascade runs deepest first. Model failures are data: the claim is
+released for another try and the failure is logged.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import FractalError, LLMError
+from ..llm.schemas import Answer, Connections, Synthesis
+from ..model import Budget, CheckpointMode
+from ..prompts import chat, render
+from ..results import StepRecord
+from ..store import GraphStore
+from .calls import ModelCaller
+
+MAX_LINKS = 2  # links kept per answer and kind: a few strong ones beat many weak ones
+
+
+@dataclass
+class RunState:
+    """What the workers of one graph share: store, model, budget, and in-process signals."""
+
+    store: GraphStore
+    graph_id: str
+    root_id: str
+    seed: str
+    budget: Budget
+    checkpoint: CheckpointMode
+    call: ModelCaller
+    work_added: threading.Condition = field(default_factory=threading.Condition)
+    convergence_found: threading.Event = field(default_factory=threading.Event)
+    _synthesizing: set[str] = field(default_factory=set)
+    _guard: threading.Lock = field(default_factory=threading.Lock)
+
+    def announce_work(self) -> None:
+        """Wake workers waiting for new questions."""
+        with self.work_added:
+            self.work_added.notify_all()
+
+    def take_synthesis(self, node_id: str) -> bool:
+        """Reserve a ready node so two workers never pay for the same synthesis."""
+        with self._guard:
+            if node_id in self._synthesizing:
+                return False
+            self._synthesizing.add(node_id)
+            return True
+
+    def drop_synthesis(self, node_id: str) -> None:
+        """Release a reservation made by :meth:`take_synthesis`."""
+        with self._guard:
+            self._synthesizing.discard(node_id)
+
+
+def process(run: RunState, claim: dict[str, Any], worker: str) -> StepRecord:
+    """Run the primitive on a claimed question and return what it did."""
+    node_id, question = claim["node_id"], claim["text"]
+    context = run.store.get_context(run.graph_id, node_id)
+    try:
+        answer = run.call(Answer, chat("answer", **_answer_prompt(run, context)),
+                          node_id=node_id, worker=worker)
+    except LLMError as exc:
+        return _release(run, node_id, question, worker, exc)
+    subs, depth_limited = _sub_questions(run, context, answer)
+    links = _connect(run, context, answer, worker) if context["candidates"] else Connections()
+    try:
+        written = _write(run, claim, worker, answer, subs, depth_limited, links)
+    except FractalError as exc:  # pruned or saturated meanwhile: the write is refused whole
+        return StepRecord(node_id, worker, question, error=f"write refused: {exc}")
+    if written["questions"]:
+        run.announce_work()
+    synthesized = tuple(written["synthesized"]) + cascade(run, worker)
+    return StepRecord(
+        node_id, worker, question, answer_id=written["answer_id"],
+        sub_questions=tuple(written["questions"]), synthesized=synthesized,
+        links=written["links"], depth_limited=depth_limited,
+    )
+
+
+def cascade(run: RunState, worker: str) -> tuple[str, ...]:
+    """Synthesize ready questions, deepest first, until none is left that this worker can take."""
+    done: list[str] = []
+    failed: set[str] = set()
+    while True:
+        ready = run.store.get_ready_to_synthesize(run.graph_id)["ready_nodes"]
+        node = next((n for n in ready if n["node_id"] not in failed
+                     and run.take_synthesis(n["node_id"])), None)
+        if node is None:
+            return tuple(done)
+        try:
+            synthesize(run, node["node_id"], worker)
+            done.append(node["node_id"])
+        except (LLMError, FractalError):  # logged; harvest repairs what is left behind
+            failed.add(node["node_id"])
+        finally:
+            run.drop_synthesis(node["node_id"])
+
+
+def synthesize(run: RunState, node_id: str, worker: str | None) -> None:
+    """Compose a question's synthesis from its sub-questions' syntheses only, and store it."""
+    inputs = run.store.get_synthesis_inputs(run.graph_id, node_id)
+    children = "\n".join(
+        f"- {c['text']}\n  {c['synthesis'] or 'saturated (' + str(c['status_reason']) + '): not explored further'}"
+        for c in inputs["sub_questions"]
+    )
+    answer = " ".join(a["text"] for a in inputs["answers"]) or "(none)"
+    result = run.call(Synthesis, chat("synthesize", question=inputs["node"]["text"],
+                                      answer=_clip(answer, 1200), children=children),
+                      node_id=node_id, worker=worker)
+    text = result.synthesis
+    if result.tensions:
+        text += "\nTensions: " + "; ".join(result.tensions)
+    run.store.synthesize_node(run.graph_id, node_id, text)
+
+
+# -- the steps of process() ---------------------------------------------------------------
+
+
+def _answer_prompt(run: RunState, context: dict[str, Any]) -> dict[str, Any]:
+    node = context["node"]
+    ancestry = "\n".join(
+        f"{'  ' * a['depth']}- Q: {_clip(a['question'], 300)}\n{'  ' * a['depth']}  A: "
+        f"{_clip(a['answer'] or '(not yet answered)', 500)}" for a in context["ancestry"]
+    )
+    siblings = "\n".join(f"- {_clip(s['text'], 200)} ({s['status']})" for s in context["siblings"])
+    syntheses = "\n".join(f"- {_clip(s['text'], 150)}: {_clip(s['synthesis'] or '', 400)}"
+                          for s in context["syntheses"])
+    return {"seed": _clip(run.seed, 500), "ancestry": ancestry or "(this is a seed question)",
+            "depth": node["depth"], "max_depth": run.budget.max_depth, "question": node["text"],
+            "siblings": siblings or "(none)", "syntheses": syntheses or "(none yet)"}
+
+
+def _sub_questions(run: RunState, context: dict[str, Any], answer: Answer) -> tuple[list[Any], bool]:
+    """Keep distinct sub-questions under the depth budget; flag the answer if the budget cut any."""
+    if not answer.sub_questions:
+        return [], False
+    if context["node"]["depth"] + 1 >= run.budget.max_depth:
+        return [], True
+    known = {_norm(a["question"]) for a in context["ancestry"]} | {_norm(context["node"]["text"])}
+    known |= {_norm(s["text"]) for s in context["siblings"]}
+    kept = []
+    for sub in answer.sub_questions:
+        if _norm(sub.text) not in known:
+            known.add(_norm(sub.text))
+            kept.append(sub)
+    return kept, False
+
+
+def _connect(run: RunState, context: dict[str, Any], answer: Answer, worker: str) -> Connections:
+    candidates = "\n".join(f"- [{c['node_id']}] {_clip(c['text'], 300)}" for c in context["candidates"])
+    try:
+        found = run.call(Connections, chat("connect", question=context["node"]["text"],
+                                           node_id="new", answer=_clip(answer.answer, 1500),
+                                           candidates=candidates),
+                         node_id=context["node"]["node_id"], worker=worker)
+    except LLMError:  # logged; links are a bonus, the answer still lands
+        return Connections()
+    valid = {c["node_id"] for c in context["candidates"]}
+    return Connections(
+        convergences=[link for link in found.convergences if link.node_id in valid][:MAX_LINKS],
+        contradictions=[link for link in found.contradictions if link.node_id in valid][:MAX_LINKS],
+    )
+
+
+def _write(
+    run: RunState, claim: dict[str, Any], worker: str, answer: Answer, subs: list[Any],
+    depth_limited: bool, links: Connections,
+) -> dict[str, Any]:
+    """Write the node's results in one transaction; a refusal rolls all of it back."""
+    store, g, q = run.store, run.graph_id, claim["node_id"]
+    meta: dict[str, Any] = {"confidence": answer.confidence}
+    if answer.saturation:
+        meta["saturation"] = answer.saturation
+    if depth_limited:
+        meta["depth_limited"] = True
+    questions: list[str] = []
+    synthesized: list[str] = []
+    with store.batch():
+        answer_id = store.add_node(g, q, "answer", answer.answer, owner=worker, metadata=meta)["node_id"]
+        for sub in subs:
+            questions.append(store.add_node(g, answer_id, "question", sub.text, owner=worker,
+                                            metadata={"proxy_signal": sub.proxy_signal})["node_id"])
+        link_meta: dict[str, Any] = {}
+        if links.convergences:
+            link_meta["convergence_with"] = [link.node_id for link in links.convergences]
+            link_meta["convergence_insight"] = "; ".join(link.note for link in links.convergences)
+        if links.contradictions:
+            link_meta["contradiction_with"] = [link.node_id for link in links.contradictions]
+            link_meta["contradiction_tension"] = "; ".join(link.note for link in links.contradictions)
+        created = store.update_node(g, answer_id, link_meta)["edges_created"] if link_meta else 0
+        if links.convergences and claim["depth"] + 1 < run.budget.max_depth:
+            first = links.convergences[0]
+            text = render("boundary", first=answer_id, second=first.node_id, insight=first.note)
+            # add_node checks everything before it writes, so a refusal here leaves
+            # the batch intact: the boundary question is simply skipped.
+            try:
+                questions.append(store.add_node(
+                    g, answer_id, "question", text, owner=worker,
+                    metadata={"boundary": True, "converging_nodes": [answer_id, first.node_id]},
+                )["node_id"])
+            except FractalError:
+                pass
+        if not questions:  # a leaf: its answer is its synthesis
+            store.synthesize_node(g, q, answer.answer)
+            synthesized.append(q)
+    if links.convergences and run.checkpoint.kind == "convergence":
+        run.convergence_found.set()
+    return {"answer_id": answer_id, "questions": questions, "synthesized": synthesized,
+            "links": created}
+
+
+def _release(run: RunState, node_id: str, question: str, worker: str, exc: LLMError) -> StepRecord:
+    try:
+        run.store.release_claim(run.graph_id, node_id, worker, f"{type(exc).__name__}: {exc}")
+    except FractalError:  # pruned or taken over meanwhile: nothing of ours to release
+        pass
+    run.announce_work()
+    return StepRecord(node_id, worker, question, error=f"{type(exc).__name__}: {exc}")
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split()).rstrip("?.! ")

@@ -1,0 +1,262 @@
+"""``Exploration``: the object a person holds in a notebook — create, run, step, steer, export."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from .engine.calls import ModelCaller
+from .engine.dispatcher import Clock, Dispatcher, RealClock
+from .engine.phases import harvest, seed
+from .engine.primitive import RunState, process
+from .errors import InvalidInputError, StateError
+from .llm.protocol import LLM
+from .model import BUDGETS, CheckpointMode, GraphStatus, Intensity
+from .results import FractalResult, StepRecord
+from .store import GraphStore
+
+STEP_WORKER = "stepper"
+
+
+class Exploration:
+    """One fractal exploration: a graph in a store, a model, and the controls.
+
+    Examples
+    --------
+    >>> from fractal_nb import Exploration, SimulatedLLM
+    >>> ex = Exploration.create("Why do cities grow?", intensity="pulse", llm=SimulatedLLM())
+    >>> ex.run(progress=False)
+    'all_complete'
+    >>> ex.harvest().status
+    'completed'
+    """
+
+    def __init__(self, store: GraphStore, graph_id: str, llm: LLM, *, clock: Clock | None = None,
+                 owns_store: bool = False) -> None:
+        snapshot = store.get_snapshot(graph_id)
+        self.store = store
+        self.graph_id = graph_id
+        self.llm = llm
+        self._owns_store = owns_store
+        self._state = RunState(
+            store=store, graph_id=graph_id, root_id=snapshot["root_node_id"], seed=snapshot["seed"],
+            budget=BUDGETS[Intensity(snapshot["intensity"])],
+            checkpoint=CheckpointMode.parse(snapshot["checkpoint_mode"]),
+            call=ModelCaller(llm, store, graph_id),
+        )
+        self._clock = clock or RealClock()
+        self._dispatcher: Dispatcher | None = None
+        self._running = threading.Lock()
+
+    # -- opening --------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, seed: str, *, intensity: str = "explore", checkpoint: str = "autonomous",
+               llm: LLM, path: str | Path | None = None, clock: Clock | None = None) -> Exploration:
+        """Start a new exploration of ``seed`` in a new or existing DuckDB file (None: in memory)."""
+        _check_llm(llm)
+        store = GraphStore(path)
+        try:
+            graph = store.create_graph(seed, intensity, checkpoint)
+        except BaseException:
+            store.close()
+            raise
+        return cls(store, graph["graph_id"], llm, clock=clock, owns_store=True)
+
+    @classmethod
+    def open(cls, path: str | Path, graph_id: str | None = None, *, llm: LLM,
+             clock: Clock | None = None) -> Exploration:
+        """Reopen an exploration from its file; claims left by a dead run go back to open.
+
+        ``graph_id`` may be omitted when the file holds a single graph.
+        """
+        _check_llm(llm)
+        if not Path(path).exists():
+            raise InvalidInputError(f"no exploration file at {path}")
+        store = GraphStore(path)
+        try:
+            if graph_id is None:
+                graph_id = _only_graph(store)
+            # This process holds the file, so no other worker can be alive on it.
+            store.recover_stuck(graph_id, older_than_s=0)
+        except BaseException:
+            store.close()
+            raise
+        return cls(store, graph_id, llm, clock=clock, owns_store=True)
+
+    def close(self) -> None:
+        """Release the DuckDB file (when this exploration opened it)."""
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> Exploration:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Exploration {self.graph_id} {self._state.seed[:60]!r} in {self.store.path or ':memory:'}>"
+
+    # -- running --------------------------------------------------------------------
+
+    @property
+    def status(self) -> str:
+        """The graph's status: active, paused, completed, error or budget_exhausted."""
+        return str(self.store.get_snapshot(self.graph_id)["status"])
+
+    def run(self, max_workers: int | None = None, *, progress: bool = True) -> str:
+        """Seed if needed, then work with up to ``max_workers`` threads until done or paused.
+
+        Returns ``all_complete``, ``paused``, ``convergence_detected``,
+        ``budget_exhausted`` or ``waiting_on_claims``. A paused graph is resumed first.
+        """
+        budget = self._state.budget
+        workers = budget.max_agents if max_workers is None else max_workers
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise InvalidInputError(f"max_workers must be an integer >= 1, not {max_workers!r}")
+        if not self._running.acquire(blocking=False):
+            raise StateError("this exploration is already running; pause() it first")
+        try:
+            self._activate()
+            self._state.convergence_found.clear()
+            bar = tqdm(desc="fractal", unit="node", disable=not progress, leave=True)
+            with bar:
+                first = seed(self._state)
+                if first is not None and not first.ok:
+                    return "seed_failed"
+                self._dispatcher = Dispatcher(self._state, workers=min(workers, budget.max_agents),
+                                              clock=self._clock, on_step=lambda r: bar.update(1))
+                return self._dispatcher.run()
+        finally:
+            self._dispatcher = None
+            self._running.release()
+
+    def step(self, n: int = 1) -> list[StepRecord]:
+        """Process exactly ``n`` nodes in this thread (the seed phase counts as one); returns them.
+
+        Stops early when nothing is claimable.
+        """
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise InvalidInputError(f"n must be an integer >= 1, not {n!r}")
+        if not self._running.acquire(blocking=False):
+            raise StateError("this exploration is running; pause() it before stepping")
+        try:
+            self._activate()
+            records: list[StepRecord] = []
+            first = seed(self._state)
+            if first is not None:
+                records.append(first)
+            while len(records) < n:
+                claim = self.store.claim_work(self.graph_id, STEP_WORKER)
+                if claim["node_id"] is None:
+                    break
+                records.append(process(self._state, claim, STEP_WORKER))
+            return records
+        finally:
+            self._running.release()
+
+    def pause(self) -> None:
+        """Ask a running ``run()`` to stop: nodes in flight finish, no new claims are made."""
+        if self._dispatcher is not None:
+            self._dispatcher.stop.set()
+
+    def approve(self, node_ids: list[str] | None = None) -> dict[str, Any]:
+        """Open gated questions (all when None); a paused graph becomes active again."""
+        self._activate()
+        return self.store.approve_gate(self.graph_id, node_ids)
+
+    def prune(self, node_id: str) -> dict[str, Any]:
+        """Cut a branch: the node and its unfinished questions become saturated (``pruned``)."""
+        self._activate()
+        return self.store.prune_branch(self.graph_id, node_id)
+
+    def harvest(self) -> FractalResult:
+        """Finish (freeze what is left, synthesize up to the root) and return the result."""
+        with self._running:
+            return harvest(self._state)
+
+    @property
+    def gates(self) -> pd.DataFrame:
+        """Gated questions awaiting approval."""
+        nodes = self.nodes()
+        return nodes[nodes["status"] == "gated"].reset_index(drop=True)
+
+    # -- data frames ------------------------------------------------------------------
+
+    def nodes(self) -> pd.DataFrame:
+        """Every node, in creation order, metadata flattened into ``meta_*`` columns."""
+        nodes = self.store.get_snapshot(self.graph_id)["nodes"]
+        frame = pd.DataFrame(nodes, columns=_NODE_COLUMNS)
+        meta = pd.json_normalize([n["metadata"] for n in nodes], max_level=0)
+        frame = pd.concat([frame, meta.add_prefix("meta_")], axis=1) if len(meta.columns) else frame
+        return _timestamps(frame, ["claimed_at", "created_at", "updated_at"])
+
+    def edges(self) -> pd.DataFrame:
+        """Every edge (tree and links), in creation order."""
+        edges = self.store.get_snapshot(self.graph_id)["edges"]
+        frame = pd.DataFrame(edges, columns=["from_node", "to_node", "edge_type", "metadata", "created_at"])
+        return _timestamps(frame, ["created_at"])
+
+    def syntheses(self) -> pd.DataFrame:
+        """Synthesized questions with their synthesis text, root first, deepest last."""
+        nodes = self.store.get_snapshot(self.graph_id)["nodes"]
+        rows = [{"node_id": n["node_id"], "depth": n["depth"], "question": n["text"],
+                 "synthesis": n["metadata"]["synthesis"], "parent_id": n["parent_id"]}
+                for n in nodes if n["status"] == "synthesized"]
+        frame = pd.DataFrame(rows, columns=["node_id", "depth", "question", "synthesis", "parent_id"])
+        return frame.sort_values("depth", kind="stable").reset_index(drop=True)
+
+    def events(self, since: int = 0) -> pd.DataFrame:
+        """The event log (one row per mutation) after ``since``."""
+        events = self.store.get_events(self.graph_id, since=since)["events"]
+        frame = pd.DataFrame(events, columns=["event_id", "node_id", "kind", "actor", "created_at", "payload"])
+        return _timestamps(frame, ["created_at"])
+
+    def llm_calls(self) -> pd.DataFrame:
+        """Every model call: role, node, worker, model, tokens, latency, outcome, error."""
+        calls = self.store.get_llm_calls(self.graph_id)["calls"]
+        frame = pd.DataFrame(calls, columns=["call_id", "node_id", "worker", "role", "model",
+                                             "prompt_tokens", "completion_tokens", "attempts",
+                                             "latency_s", "outcome", "error", "created_at"])
+        return _timestamps(frame, ["created_at"])
+
+    # -- internals --------------------------------------------------------------------
+
+    def _activate(self) -> None:
+        """Resume a paused or budget-exhausted graph; refuse a finished one."""
+        status = self.status
+        if status in (GraphStatus.COMPLETED, GraphStatus.ERROR):
+            raise StateError(f"graph {self.graph_id} is {status!r}: it is finished; harvest() reads it")
+        if status != GraphStatus.ACTIVE:
+            self.store.resume_graph(self.graph_id)
+
+
+_NODE_COLUMNS = ["node_id", "parent_id", "node_type", "depth", "status", "status_reason",
+                 "inherited_from", "owner", "branch_id", "seq", "text", "claimed_at",
+                 "created_at", "updated_at"]
+
+
+def _timestamps(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    for column in columns:
+        frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
+    return frame
+
+
+def _check_llm(llm: object) -> None:
+    if not callable(getattr(llm, "complete", None)):
+        raise InvalidInputError(
+            f"llm must be a model with complete(messages, schema), such as SimulatedLLM() or "
+            f"OpenAILLM(...), not {llm!r}")
+
+
+def _only_graph(store: GraphStore) -> str:
+    graphs = store.list_graphs()["graphs"]
+    if len(graphs) != 1:
+        ids = ", ".join(g["graph_id"] for g in graphs) or "none"
+        raise InvalidInputError(f"the file holds {len(graphs)} graphs ({ids}); pass graph_id")
+    return str(graphs[0]["graph_id"])

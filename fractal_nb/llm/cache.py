@@ -1,0 +1,86 @@
+"""``CachedLLM``: record completions into the store, or replay them without a model.
+
+Node ids in prompts differ from run to run, so the key and the recorded
+response use positional stand-ins (``[id1]``, ``[id2]``…) that a replay maps
+back to the ids of the prompt at hand. Replay therefore works whenever a run
+asks the same questions in the same words, e.g. a step-by-step run, or a demo
+recorded once with a real model and replayed on Binder without an API key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from ..errors import InvalidInputError, LLMError
+from ..store import GraphStore
+from .protocol import LLM, Message, estimate_tokens, messages_tokens, report_usage
+from .schemas import ROLES
+
+CacheMode = Literal["record", "replay", "off"]
+_NODE_ID = re.compile(r"n-[0-9a-f]{16}")
+
+
+class CachedLLM:
+    """Wrap a model with a record/replay cache kept in a :class:`GraphStore`.
+
+    ``record`` calls the model and stores every completion; ``replay`` answers
+    only from the store and raises :class:`~fractal_nb.LLMError` on a miss;
+    ``off`` passes calls straight through.
+    """
+
+    def __init__(self, inner: LLM | None, store: GraphStore, mode: CacheMode = "record") -> None:
+        if mode not in ("record", "replay", "off"):
+            raise InvalidInputError(f"invalid cache mode {mode!r}; valid values: off, record, replay")
+        if inner is None and mode != "replay":
+            raise InvalidInputError(f"cache mode {mode!r} needs a model to call; only replay runs without one")
+        self.inner = inner
+        self.store = store
+        self.mode = mode
+        self.model = inner.model if inner is not None else "replay"
+
+    def __repr__(self) -> str:
+        return f"CachedLLM({self.inner!r}, mode={self.mode!r})"
+
+    def complete(self, messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:
+        """Answer from the cache or the model, as the mode says."""
+        if self.mode == "off":
+            return self._call(messages, schema)
+        ids = list(dict.fromkeys(_NODE_ID.findall("".join(m["content"] for m in messages))))
+        key = self._key(messages, schema, ids)
+        if self.mode == "replay":
+            recorded = self.store.cache_get(key)
+            if recorded is None:
+                raise LLMError(f"no recorded {schema.__name__} completion for this prompt (replay mode)")
+            output = json.loads(_restore(json.dumps(recorded), ids))
+            report_usage(messages_tokens(messages), estimate_tokens(json.dumps(output)), cached=True)
+            return schema.model_validate(output).model_dump(mode="json")
+        output = self._call(messages, schema)
+        self.store.cache_put(key, model=self.model, role=ROLES.get(schema, schema.__name__),
+                             response=json.loads(_standin(json.dumps(output), ids)))
+        return output
+
+    def _call(self, messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:
+        if self.inner is None:  # the constructor refuses this; kept for type checkers
+            raise LLMError("no model to call in replay-only mode")
+        return self.inner.complete(messages, schema)
+
+    def _key(self, messages: list[Message], schema: type[BaseModel], ids: list[str]) -> str:
+        text = json.dumps([schema.__name__, [_standin(m["content"], ids) for m in messages]])
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _standin(text: str, ids: list[str]) -> str:
+    for k, node_id in enumerate(ids, start=1):
+        text = text.replace(node_id, f"[id{k}]")
+    return text
+
+
+def _restore(text: str, ids: list[str]) -> str:
+    for k, node_id in reversed(list(enumerate(ids, start=1))):
+        text = text.replace(f"[id{k}]", node_id)
+    return text

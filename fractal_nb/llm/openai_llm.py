@@ -1,0 +1,257 @@
+"""``OpenAILLM``: the OpenAI API, or any OpenAI-compatible server (llama.cpp, vLLM, Ollama).
+
+Structured output falls back, per instance, through three modes and remembers the
+first one the server accepts:
+
+1. ``response_format={"type": "json_schema", ...}`` (OpenAI, vLLM, Ollama);
+2. ``response_format={"type": "json_object", "schema": ...}`` with the schema in the
+   system message (llama.cpp's server, which answers HTTP 500 to ``json_schema``);
+3. no ``response_format``: the schema in the system message, the reply parsed as text.
+
+Every reply is repaired with ``json_repair`` and validated against the schema; a bad
+reply is sent back with a correction, ``output_retries`` times. Transport retries
+(429, 5xx, timeouts) are the client's own ``max_retries``. This is the only module
+that sees ``openai``; its errors leave as :class:`~fractal_nb.errors.LLMError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Any, cast
+
+import json_repair
+import openai
+from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+from pydantic import BaseModel, ValidationError
+
+from ..errors import InvalidInputError, LLMError, LLMOutputError, LLMTimeoutError
+from .protocol import Message, estimate_tokens, messages_tokens, report_usage
+
+_MODES = ("json_schema", "json_object", "text")
+_REJECTS_FORMAT = {400, 422, 500}  # what servers answer to a response_format they lack
+_PLACEHOLDER_KEY = "not-needed"  # local servers ignore the key, the client insists on one
+_SNIPPET = 300
+
+
+class _BadBody(Exception):
+    """The server answered 200 with something that is not a chat completion."""
+
+
+class OpenAILLM:
+    """A model behind the OpenAI chat completions API.
+
+    Parameters
+    ----------
+    model
+        Model name; else ``FRACTAL_NB_MODEL``, then ``OPENAI_MODEL``.
+    base_url
+        Server URL, e.g. ``"http://localhost:8080/v1"``; else ``OPENAI_BASE_URL``, else OpenAI.
+    api_key
+        Else ``OPENAI_API_KEY``; with a ``base_url`` and no key, a placeholder is sent.
+    client
+        A pre-built ``openai.OpenAI`` (tests, custom transports); then ``base_url``,
+        ``api_key``, ``timeout`` and ``max_retries`` are the client's own.
+    timeout
+        Seconds per HTTP request.
+    max_retries
+        The client's retries of 429, 5xx and timeouts, with backoff.
+    output_retries
+        Further attempts after a reply that is not valid against the schema.
+    temperature
+        Sampling temperature; None leaves it out (some reasoning models reject it).
+
+    Examples
+    --------
+    >>> llm = OpenAILLM("qwen2.5-7b", base_url="http://localhost:8080/v1")  # doctest: +SKIP
+    >>> llm.complete([{"role": "user", "content": "Why?"}], Answer)  # doctest: +SKIP
+    {'answer': '...', 'confidence': 0.7, 'sub_questions': [], 'saturation': None}
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        client: openai.OpenAI | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        output_retries: int = 2,
+        temperature: float | None = 0.2,
+    ) -> None:
+        model = model or os.environ.get("FRACTAL_NB_MODEL") or os.environ.get("OPENAI_MODEL")
+        if not model:
+            raise InvalidInputError(
+                "OpenAILLM needs a model: pass model=... or set FRACTAL_NB_MODEL (or OPENAI_MODEL)"
+            )
+        if output_retries < 0:
+            raise InvalidInputError(f"output_retries must be 0 or more, not {output_retries}")
+        if client is None:
+            base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+            api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
+            if api_key is None and base_url is None:
+                raise InvalidInputError(
+                    "OpenAILLM needs an API key for OpenAI: pass api_key=... or set "
+                    "OPENAI_API_KEY (or pass base_url=... for a local server, which needs none)"
+                )
+            client = openai.OpenAI(
+                api_key=api_key or _PLACEHOLDER_KEY,
+                base_url=base_url,
+                timeout=timeout,
+                max_retries=max_retries,
+            )
+        self.model = model
+        self.base_url = str(client.base_url)
+        self.output_retries = output_retries
+        self.temperature = temperature
+        self._client = client
+        self._mode = 0  # index into _MODES of the first mode to try
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"OpenAILLM(model={self.model!r}, base_url={self.base_url!r})"
+
+    def complete(self, messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:
+        """Return the model's answer to ``messages`` as a dict valid against ``schema``.
+
+        Raises
+        ------
+        LLMTimeoutError
+            The request timed out, after the client's retries.
+        LLMOutputError
+            No schema-valid reply after repair and ``output_retries`` corrections.
+        LLMError
+            Any other failure of the server or the connection.
+        """
+        with self._lock:
+            start = self._mode
+        index = start
+        while True:
+            try:
+                return self._complete_in(index, messages, schema)
+            except openai.OpenAIError as exc:
+                if index + 1 == len(_MODES) or not _rejects_format(exc):
+                    raise _translate(exc, self.model) from exc
+                index += 1
+
+    def _complete_in(
+        self, index: int, messages: list[Message], schema: type[BaseModel]
+    ) -> dict[str, Any]:
+        """Ask in one structured-output mode, correcting bad replies; openai errors propagate."""
+        mode = _MODES[index]
+        convo = _with_schema_note(messages, schema) if mode != "json_schema" else list(messages)
+        problem = ""
+        for _ in range(self.output_retries + 1):
+            try:
+                text = self._request(mode, convo, schema)
+            except _BadBody as exc:
+                problem = str(exc)
+                continue
+            with self._lock:
+                self._mode = index  # the server accepted this mode: later calls start here
+            try:
+                return _parse(text, schema)
+            except ValueError as exc:  # pydantic's ValidationError is a ValueError
+                problem = _describe(exc)
+                if text:
+                    convo = [*convo, {"role": "assistant", "content": text}]
+                correction = (
+                    f"That reply was not a valid {schema.__name__}: {problem}. "
+                    "Reply again with only the corrected JSON object."
+                )
+                convo = [*convo, {"role": "user", "content": correction}]
+        raise LLMOutputError(
+            f"{self.model} gave no valid {schema.__name__} in {self.output_retries + 1} "
+            f"attempts ({mode} mode); last error: {problem}"
+        )
+
+    def _request(self, mode: str, convo: list[Message], schema: type[BaseModel]) -> str:
+        """Send one chat completion request and return the reply text ('' if none)."""
+        options: dict[str, Any] = {}
+        if self.temperature is not None:
+            options["temperature"] = self.temperature
+        json_schema = schema.model_json_schema()
+        if mode == "json_schema":
+            options["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": schema.__name__, "schema": json_schema, "strict": False},
+            }
+        elif mode == "json_object":
+            options["response_format"] = {"type": "json_object", "schema": json_schema}
+        try:
+            response = self._client.chat.completions.create(
+                model=self.model,
+                messages=cast("list[ChatCompletionMessageParam]", convo),
+                **options,
+            )
+        except json.JSONDecodeError as exc:  # the client parses a 200 body without wrapping
+            raise _BadBody(f"the server's body was not JSON ({exc})") from exc
+        if not isinstance(response, ChatCompletion):  # a non-JSON content type gives a str
+            raise _BadBody(f"the server's body was not a chat completion: {_short(response)}")
+        choices = getattr(response, "choices", None) or [None]
+        text = getattr(getattr(choices[0], "message", None), "content", None) or ""
+        usage = getattr(response, "usage", None)
+        prompt = getattr(usage, "prompt_tokens", None)
+        completion = getattr(usage, "completion_tokens", None)
+        report_usage(
+            prompt if isinstance(prompt, int) else messages_tokens(convo),
+            completion if isinstance(completion, int) else estimate_tokens(text),
+        )
+        return text
+
+
+def _with_schema_note(messages: list[Message], schema: type[BaseModel]) -> list[Message]:
+    """Describe the schema in the system message, for servers that cannot enforce it."""
+    note = (
+        "Reply with only a JSON object, no prose and no code fences, valid against this "
+        f"JSON schema:\n{json.dumps(schema.model_json_schema())}"
+    )
+    if messages and messages[0]["role"] == "system":
+        first = messages[0]["content"] + "\n\n" + note
+        return [{"role": "system", "content": first}, *messages[1:]]
+    return [{"role": "system", "content": note}, *messages]
+
+
+def _parse(text: str, schema: type[BaseModel]) -> dict[str, Any]:
+    """Repair the reply's JSON (prose, fences, trailing commas, raw newlines) and validate it."""
+    if not text.strip():
+        raise ValueError("the reply was empty")
+    data = json_repair.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError(f"the reply held no JSON object: {_short(text)}")
+    return schema.model_validate(data).model_dump(mode="json")
+
+
+def _describe(exc: ValueError) -> str:
+    """Say briefly why a reply failed: each validation error's field and message."""
+    if isinstance(exc, ValidationError):
+        errors = exc.errors(include_url=False, include_input=False)
+        text = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in errors)
+    else:
+        text = str(exc)
+    return _short(text)
+
+
+def _rejects_format(exc: openai.OpenAIError) -> bool:
+    """Whether the server refused the request for its response_format (so fall back)."""
+    if not isinstance(exc, openai.APIStatusError):
+        return False
+    return exc.status_code in _REJECTS_FORMAT or "response_format" in f"{exc.message} {exc.body}"
+
+
+def _translate(exc: openai.OpenAIError, model: str) -> LLMError:
+    """Our error for an openai one: timeout, HTTP status with a short body, or connection."""
+    if isinstance(exc, openai.APITimeoutError):
+        return LLMTimeoutError(f"{model}: the request timed out, after the client's retries")
+    if isinstance(exc, openai.APIStatusError):
+        body = exc.body if exc.body is not None else exc.message
+        return LLMError(f"{model}: HTTP {exc.status_code}: {_short(body)}")
+    return LLMError(f"{model}: {type(exc).__name__}: {_short(exc)}")
+
+
+def _short(value: object) -> str:
+    """``value`` as one line of at most a few hundred characters."""
+    text = " ".join(str(value).split())
+    return text if len(text) <= _SNIPPET else text[: _SNIPPET - 1] + "…"

@@ -1,0 +1,77 @@
+"""The one seam between the engine and a model: ``complete(messages, schema) -> dict``.
+
+Backends report token usage to the caller's meter (a context variable, so each
+worker thread has its own) instead of changing the return type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Protocol, TypedDict, runtime_checkable
+
+from pydantic import BaseModel
+
+
+class Message(TypedDict):
+    """A chat message as the OpenAI API takes it."""
+
+    role: str
+    content: str
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """A model that answers chat messages with a dict valid against a pydantic schema."""
+
+    model: str
+
+    def complete(self, messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:
+        """Return the model's structured answer, validated against ``schema``."""
+        ...
+
+
+@dataclass
+class Usage:
+    """What one metered call cost; backends add to it through :func:`report_usage`."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    attempts: int = 0
+    cached: bool = False
+
+
+_meter: ContextVar[Usage | None] = ContextVar("fractal_nb_llm_meter", default=None)
+
+
+@contextmanager
+def metered() -> Iterator[Usage]:
+    """Collect the usage that backends report while the block runs (in this thread)."""
+    usage = Usage()
+    token = _meter.set(usage)
+    try:
+        yield usage
+    finally:
+        _meter.reset(token)
+
+
+def report_usage(prompt_tokens: int, completion_tokens: int, *, cached: bool = False) -> None:
+    """Add one request's tokens to the current meter, if someone is metering."""
+    usage = _meter.get()
+    if usage is not None:
+        usage.prompt_tokens += prompt_tokens
+        usage.completion_tokens += completion_tokens
+        usage.attempts += 1
+        usage.cached = usage.cached or cached
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count (4 characters a token) for backends that report none."""
+    return max(1, len(text) // 4)
+
+
+def messages_tokens(messages: list[Message]) -> int:
+    """Estimated prompt tokens of a message list."""
+    return sum(estimate_tokens(m["content"]) + 4 for m in messages)

@@ -1,0 +1,207 @@
+"""``SimulatedLLM``: a deterministic stand-in model for demos, tests and benchmarks.
+
+It reads the same prompts a real model gets and answers every role with
+schema-valid JSON whose text says plainly that it is simulated. Outputs depend
+only on the seed and the id-free text of the prompt, so a single-worker run
+repeats exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..errors import InvalidInputError, LLMError
+from .protocol import Message, estimate_tokens, messages_tokens, report_usage
+from .schemas import ROLES, Answer, Connections, HarvestSummary, ProxySignal, SeedPlan, Synthesis
+
+_ANGLES = [
+    "What are the main causes behind {topic}?",
+    "What evidence would settle {topic} one way or the other?",
+    "Who gains and who loses from {topic}?",
+    "How has {topic} changed over the last decades?",
+    "What is the strongest argument against the usual view of {topic}?",
+    "How could {topic} be measured reliably?",
+    "What are the risks if the common assumptions about {topic} are wrong?",
+    "What does {topic} cost, and who pays?",
+    "Which alternatives to {topic} exist, and how do they compare?",
+    "What mechanism links the parts of {topic}?",
+    "How does {topic} differ at small and at large scale?",
+    "What would have to happen for {topic} to change within five years?",
+]
+_FOLLOW_UPS = [
+    ("Does the answer to {q} hold only under specific conditions?", ProxySignal.QUALIFIERS),
+    ("Which of the competing options for {q} fits best?", ProxySignal.ALTERNATIVES),
+    ("Is the assumption behind {q} actually true?", ProxySignal.ASSUMPTIONS),
+    ("What does a neighbouring field say about {q}?", ProxySignal.NEW_DOMAIN),
+    ("How does {q} change the other lines of inquiry?", ProxySignal.HIGH_BLAST_RADIUS),
+]
+_HEDGES = ["probably", "it depends on the setting, but", "in most cases", "assuming the data hold,"]
+_NODE_ID = re.compile(r"\[(n-[0-9a-f]+)\]")
+
+
+class SimulatedLLM:
+    """A deterministic, schema-valid model; every text it writes starts with "[simulated]".
+
+    Parameters
+    ----------
+    seed:
+        Changes every choice it makes; the same seed and prompt give the same output.
+    branching:
+        Mean number of sub-questions proposed for a depth-1 question; it shrinks
+        by ``decay`` per level below.
+    latency_s:
+        Seconds each call sleeps, to stand in for a real model's latency.
+    failure_rate:
+        Share of calls that raise :class:`~fractal_nb.LLMError` (a retried call
+        may succeed: the draw includes how often the prompt was seen).
+    link_rate:
+        Chance that a new answer converges with a candidate answer shown to it.
+
+    Examples
+    --------
+    >>> from fractal_nb.llm.schemas import SeedPlan
+    >>> llm = SimulatedLLM(seed=1)
+    >>> messages = [{"role": "user", "content": "Seed: Why?\\nPose between 3 and 4 seed questions."}]
+    >>> 3 <= len(llm.complete(messages, SeedPlan)["questions"]) <= 4
+    True
+    """
+
+    def __init__(
+        self,
+        seed: int = 0,
+        *,
+        branching: float = 1.5,
+        decay: float = 0.6,
+        latency_s: float = 0.0,
+        failure_rate: float = 0.0,
+        link_rate: float = 0.1,
+    ) -> None:
+        for name, value in (("branching", branching), ("latency_s", latency_s)):
+            if value < 0:
+                raise InvalidInputError(f"{name} must be >= 0, not {value!r}")
+        for name, value in (("decay", decay), ("failure_rate", failure_rate), ("link_rate", link_rate)):
+            if not 0 <= value <= 1:
+                raise InvalidInputError(f"{name} must be between 0 and 1, not {value!r}")
+        self.seed = seed
+        self.branching = branching
+        self.decay = decay
+        self.latency_s = latency_s
+        self.failure_rate = failure_rate
+        self.link_rate = link_rate
+        self.model = f"simulated-{seed}"
+        self._seen: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"SimulatedLLM(seed={self.seed}, branching={self.branching}, latency_s={self.latency_s})"
+
+    def complete(self, messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:
+        """Answer ``messages`` with a dict valid against ``schema``."""
+        role = ROLES.get(schema)
+        if role is None:
+            raise InvalidInputError(
+                f"SimulatedLLM knows the schemas {sorted(m.__name__ for m in ROLES)}, not {schema.__name__}")
+        prompt = messages[-1]["content"]
+        key = f"{self.seed}:{role}:{_NODE_ID.sub('[id]', prompt)}"
+        with self._lock:
+            self._seen[key] += 1
+            attempt = self._seen[key]
+        rng = random.Random(hashlib.sha256(f"{key}:{attempt}".encode()).hexdigest())
+        if self.latency_s:
+            time.sleep(self.latency_s)
+        if rng.random() < self.failure_rate:
+            report_usage(messages_tokens(messages), 0)
+            raise LLMError(f"simulated failure of a {role} call (failure_rate={self.failure_rate})")
+        build = {"seed": self._seed, "answer": self._answer, "synthesize": self._synthesize,
+                 "connect": self._connect, "harvest": self._harvest}[role]
+        output = schema.model_validate(build(prompt, rng)).model_dump(mode="json")
+        report_usage(messages_tokens(messages), estimate_tokens(json.dumps(output)))
+        return output
+
+    # -- one builder per role ---------------------------------------------------------
+
+    def _seed(self, prompt: str, rng: random.Random) -> dict[str, Any]:
+        seed = _field(prompt, r"Seed: (.+)") or "the seed"
+        bounds = re.search(r"between (\d+) and (\d+)", prompt)
+        lo, hi = (int(bounds.group(1)), int(bounds.group(2))) if bounds else (3, 4)
+        topic = _topic(seed)
+        angles = rng.sample(_ANGLES, k=min(len(_ANGLES), rng.randint(lo, hi)))
+        kind = "question" if seed.rstrip().endswith("?") else rng.choice(["claim", "goal", "fact"])
+        return {
+            "seed_kind": kind,
+            "decomposition": f"[simulated] {seed!r} splits into {len(angles)} independent "
+                             "dimensions: causes, evidence, stakes and alternatives.",
+            "questions": [a.format(topic=topic) for a in angles],
+        }
+
+    def _answer(self, prompt: str, rng: random.Random) -> dict[str, Any]:
+        question = _field(prompt, r"Question to answer now[^\n]*:\n(.+)") or "the question"
+        depth = int(_field(prompt, r"\(depth (\d+)") or 1)
+        mean = self.branching * self.decay ** max(0, depth - 1)
+        count = int(mean) + (1 if rng.random() < mean - int(mean) else 0)
+        follow_ups = rng.sample(_FOLLOW_UPS, k=min(count, len(_FOLLOW_UPS)))
+        hedge = rng.choice(_HEDGES) if follow_ups else "clearly"
+        short = _topic(question)
+        return {
+            "answer": f"[simulated] On {short}: {hedge} the answer turns on a few concrete "
+                      f"factors; this text stands in for a real model's answer (depth {depth}).",
+            "confidence": round(rng.uniform(0.45, 0.95), 2),
+            "sub_questions": [{"text": t.format(q=short), "proxy_signal": s} for t, s in follow_ups],
+            "saturation": None if follow_ups else rng.choice(["actionable", "derivable"]),
+        }
+
+    def _synthesize(self, prompt: str, rng: random.Random) -> dict[str, Any]:
+        question = _field(prompt, r"Question: (.+)") or "the question"
+        children = prompt.count("\n- ")
+        tensions = ["[simulated] two sub-findings pull in different directions"] \
+            if "contradict" in prompt.lower() else []
+        return {
+            "synthesis": f"[simulated] Synthesis of {_topic(question)} from {children} sub-findings: "
+                         "they agree on the main drivers and leave the details open.",
+            "tensions": tensions,
+        }
+
+    def _connect(self, prompt: str, rng: random.Random) -> dict[str, Any]:
+        links: dict[str, list[dict[str, str]]] = {"convergences": [], "contradictions": []}
+        for node_id in _NODE_ID.findall(prompt.split("Answers from other branches", 1)[-1]):
+            draw = rng.random()
+            if draw < self.link_rate and not links["convergences"]:
+                links["convergences"].append(
+                    {"node_id": node_id, "note": "[simulated] both point to the same driver"})
+            elif draw > 1 - self.link_rate / 3 and not links["contradictions"]:
+                links["contradictions"].append(
+                    {"node_id": node_id, "note": "[simulated] they disagree on the direction"})
+        return links
+
+    def _harvest(self, prompt: str, rng: random.Random) -> dict[str, Any]:
+        seed = _field(prompt, r"Seed: (.+)") or "the seed"
+        steps = prompt.count("\n- ") or 1
+        gaps = [line[2:] for line in prompt.split("Open gaps", 1)[-1].splitlines()
+                if line.startswith("- ")][:5]
+        return {
+            "summary": f"[simulated] A simulated exploration of {seed!r} across {steps} syntheses. "
+                       "Connect a real model (OpenAILLM) for real answers.",
+            "findings": [{"finding": f"[simulated] finding {i + 1} about {_topic(seed)}",
+                          "confidence": rng.choice(["high", "medium", "low"])}
+                         for i in range(min(3, steps))],
+            "gaps": gaps,
+        }
+
+
+def _field(prompt: str, pattern: str) -> str | None:
+    match = re.search(pattern, prompt)
+    return match.group(1).strip() if match else None
+
+
+def _topic(text: str) -> str:
+    text = text.strip().rstrip("?.!")
+    return f"'{text[:80]}'"

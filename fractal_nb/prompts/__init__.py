@@ -1,0 +1,31 @@
+"""Prompt templates: text files beside this module, rendered strictly (a missing value is an error)."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from string import Template
+
+from ..llm.protocol import Message
+
+
+@cache
+def template(name: str) -> Template:
+    """The template ``<name>.txt`` from this package."""
+    return Template(resources.files(__package__).joinpath(f"{name}.txt").read_text())
+
+
+def render(name: str, **values: object) -> str:
+    """Fill ``<name>.txt``; raise ``KeyError`` naming the first missing placeholder."""
+    try:
+        return template(name).substitute({k: str(v) for k, v in values.items()}).strip()
+    except KeyError as exc:
+        raise KeyError(f"prompt {name!r} needs a value for ${exc.args[0]}") from None
+
+
+def chat(name: str, **values: object) -> list[Message]:
+    """The system prompt and ``<name>.txt`` as chat messages."""
+    return [
+        Message(role="system", content=render("system")),
+        Message(role="user", content=render(name, **values)),
+    ]

@@ -1,0 +1,113 @@
+"""What the engine hands back: one record per processed node, and the harvest's result."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One run of the recursive primitive on one claimed question (or the seed phase)."""
+
+    node_id: str
+    worker: str
+    question: str
+    answer_id: str | None = None
+    sub_questions: tuple[str, ...] = ()
+    synthesized: tuple[str, ...] = ()
+    links: int = 0
+    depth_limited: bool = False
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the node was answered (an error leaves it recoverable instead)."""
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class ChainLink:
+    """A synthesized question of the chain from the root down."""
+
+    node_id: str
+    depth: int
+    question: str
+    synthesis: str
+
+
+@dataclass(frozen=True)
+class FractalResult:
+    """The harvest of an exploration: the root's synthesis, findings, gaps and counts."""
+
+    graph_id: str
+    seed: str
+    status: str
+    summary: str
+    node_count: int
+    edge_count: int
+    max_depth: int
+    convergence_count: int
+    contradiction_count: int
+    synthesis_chain: list[ChainLink] = field(default_factory=list)
+    findings: list[dict[str, str]] = field(default_factory=list)
+    gaps: list[str] = field(default_factory=list)
+    depth_limited: list[str] = field(default_factory=list)
+    stuck_nodes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
+
+    def _repr_markdown_(self) -> str:
+        lines = [
+            f"### {_md(self.seed)}",
+            "",
+            f"**Status:** {self.status} · {self.node_count} nodes · {self.edge_count} edges · "
+            f"depth {self.max_depth} · {self.convergence_count} convergences · "
+            f"{self.contradiction_count} contradictions",
+            "",
+            _md(self.summary),
+        ]
+        if self.findings:
+            lines += ["", "**Findings**", ""]
+            lines += [f"- {_md(f['finding'])} *({f['confidence']})*" for f in self.findings]
+        if self.gaps:
+            lines += ["", "**Gaps**", ""] + [f"- {_md(g)}" for g in self.gaps]
+        if self.synthesis_chain:
+            lines += ["", "**Synthesis chain**", ""]
+            lines += [f"{'  ' * link.depth}- **{_md(link.question)}** {_md(link.synthesis)}"
+                      for link in self.synthesis_chain]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        def items(values: list[str]) -> str:
+            return "".join(f"<li>{html.escape(v)}</li>" for v in values)
+
+        findings = [f"{f['finding']} ({f['confidence']})" for f in self.findings]
+        chain = "".join(
+            f"<li style='margin-left:{link.depth * 1.2}em'><b>{html.escape(link.question)}</b> "
+            f"{html.escape(link.synthesis)}</li>" for link in self.synthesis_chain)
+        return (
+            f"<div class='fractal-result'><h3>{html.escape(self.seed)}</h3>"
+            f"<p><b>Status:</b> {html.escape(self.status)} · {self.node_count} nodes · "
+            f"{self.edge_count} edges · depth {self.max_depth} · {self.convergence_count} "
+            f"convergences · {self.contradiction_count} contradictions</p>"
+            f"<p>{html.escape(self.summary)}</p>"
+            + (f"<p><b>Findings</b></p><ul>{items(findings)}</ul>" if findings else "")
+            + (f"<p><b>Gaps</b></p><ul>{items(self.gaps)}</ul>" if self.gaps else "")
+            + (f"<details><summary>Synthesis chain</summary><ul>{chain}</ul></details>" if chain else "")
+            + "</div>"
+        )
+
+    def __str__(self) -> str:
+        return self._repr_markdown_()
+
+
+def _md(text: str) -> str:
+    """Model text inside Markdown: no raw HTML, no accidental emphasis or headings."""
+    escaped = html.escape(" ".join(text.split()))
+    for ch in "\\`*_[]#|":
+        escaped = escaped.replace(ch, "\\" + ch)
+    return escaped

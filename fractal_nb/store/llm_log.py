@@ -1,0 +1,75 @@
+"""Model calls kept in the store: the call log (cost, failures) and the record/replay cache."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..errors import InvalidInputError
+from .base import StoreBase, require_id
+from .rows import iso
+
+_CALL_COLUMNS = (
+    "call_id, graph_id, node_id, worker, role, model, prompt_tokens, completion_tokens, "
+    "attempts, latency_s, outcome, error, created_at"
+)
+OUTCOMES = ("ok", "cached", "error")
+
+
+class LLMLog(StoreBase):
+    """Append-only log of model calls and a completion cache."""
+
+    def record_llm_call(
+        self,
+        *,
+        graph_id: str | None,
+        node_id: str | None,
+        worker: str | None,
+        role: str,
+        model: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        attempts: int,
+        latency_s: float,
+        outcome: str,
+        error: str | None = None,
+    ) -> dict[str, Any]:
+        """Append one call to the log (failed calls too: ``outcome="error"``)."""
+        if outcome not in OUTCOMES:
+            raise InvalidInputError(f"invalid outcome {outcome!r}; valid values: {', '.join(OUTCOMES)}")
+        with self._db.write():
+            now = self.clock()
+            self._db.execute(
+                f"INSERT INTO llm_calls ({_CALL_COLUMNS}) "
+                "VALUES (nextval('call_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [graph_id, node_id, worker, role, model, prompt_tokens, completion_tokens,
+                 attempts, latency_s, outcome, error, now],
+            )
+        return {"graph_id": graph_id, "node_id": node_id, "role": role, "outcome": outcome}
+
+    def get_llm_calls(self, graph_id: str) -> dict[str, Any]:
+        """Every logged call of a graph, in order."""
+        gid = require_id(graph_id, "graph_id")
+        rows = self._db.fetchall(
+            f"SELECT {_CALL_COLUMNS} FROM llm_calls WHERE graph_id = ? ORDER BY call_id", [gid])
+        names = [c.strip() for c in _CALL_COLUMNS.split(",")]
+        calls = [dict(zip(names, row, strict=True)) for row in rows]
+        for call in calls:
+            call["created_at"] = iso(call["created_at"])
+        return {"graph_id": gid, "calls": calls, "count": len(calls)}
+
+    def cache_get(self, cache_key: str) -> dict[str, Any] | None:
+        """A recorded completion, or None."""
+        row = self._db.fetchone("SELECT response FROM llm_cache WHERE cache_key = ?", [cache_key])
+        if row is None:
+            return None
+        value: dict[str, Any] = json.loads(row[0])
+        return value
+
+    def cache_put(self, cache_key: str, *, model: str, role: str, response: dict[str, Any]) -> None:
+        """Record (or re-record) a completion."""
+        with self._db.write():
+            self._db.execute(
+                "INSERT OR REPLACE INTO llm_cache VALUES (?, ?, ?, ?, ?)",
+                [cache_key, model, role, json.dumps(response), self.clock()],
+            )

@@ -1,0 +1,326 @@
+"""OpenAILLM with the real openai client against a local fake OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import json_repair
+import openai
+import pytest
+
+from fractal_nb.errors import InvalidInputError, LLMError, LLMOutputError, LLMTimeoutError
+from fractal_nb.llm.openai_llm import OpenAILLM
+from fractal_nb.llm.protocol import LLM, Message, estimate_tokens, messages_tokens, metered
+from fractal_nb.llm.schemas import ROLES, Answer, SeedPlan
+
+from .fake_openai import FakeOpenAI, _junk, schema_responder
+
+MESSAGES: list[Message] = [
+    {"role": "system", "content": "You answer questions."},
+    {"role": "user", "content": "Why is the sky blue?"},
+]
+GOOD = {"answer": "Rayleigh scattering.", "confidence": 0.8}
+GOOD_FULL = {**GOOD, "sub_questions": [], "saturation": None}
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("FRACTAL_NB_MODEL", "OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def make_llm(server: FakeOpenAI, **kw: Any) -> OpenAILLM:
+    options: dict[str, Any] = {"timeout": 0.5, "max_retries": 0, **kw}
+    return OpenAILLM(model="fake", base_url=server.base_url, api_key="x", **options)
+
+
+def formats(server: FakeOpenAI) -> list[str | None]:
+    return [(r.get("response_format") or {}).get("type") for r in server.requests]
+
+
+def scripted(*answers: dict[str, Any] | str | None) -> Any:
+    """A responder that gives the answers in order, then repeats the last."""
+    queue = list(answers)
+    return lambda body: queue.pop(0) if len(queue) > 1 else queue[0]
+
+
+# --- structured-output modes -------------------------------------------------------------
+
+
+def test_json_schema_mode_is_sent_first_and_works() -> None:
+    with FakeOpenAI("ok") as server:
+        llm = make_llm(server)
+        result = llm.complete(MESSAGES, Answer)
+    assert result == {
+        "answer": "fake text",
+        "confidence": 0.5,
+        "sub_questions": [],
+        "saturation": None,
+    }
+    [body] = server.requests
+    assert body["model"] == "fake"
+    assert body["temperature"] == 0.2
+    assert body["messages"] == MESSAGES  # the schema travels in response_format only
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "Answer", "schema": Answer.model_json_schema(), "strict": False},
+    }
+    assert isinstance(llm, LLM)
+
+
+def test_llama_cpp_falls_back_to_json_object_and_remembers() -> None:
+    with FakeOpenAI("llama_cpp") as server:
+        llm = make_llm(server)
+        assert llm.complete(MESSAGES, Answer)["confidence"] == 0.5
+        assert llm.complete(MESSAGES, SeedPlan)["seed_kind"] == "question"
+    assert formats(server) == ["json_schema", "json_object", "json_object"]
+    fallback = server.requests[1]
+    assert fallback["response_format"]["schema"] == Answer.model_json_schema()
+    system = [m for m in fallback["messages"] if m["role"] == "system"]
+    assert len(system) == 1  # the schema note joins the caller's system message
+    assert system[0]["content"].startswith("You answer questions.")
+    assert json.dumps(Answer.model_json_schema()) in system[0]["content"]
+    assert fallback["messages"][1:] == MESSAGES[1:]
+
+
+def test_server_rejecting_both_formats_falls_to_text() -> None:
+    with FakeOpenAI("text_only", responder=lambda body: GOOD) as server:
+        llm = make_llm(server)
+        assert llm.complete([MESSAGES[1]], Answer) == GOOD_FULL
+        assert llm.complete([MESSAGES[1]], Answer) == GOOD_FULL
+    assert formats(server) == ["json_schema", "json_object", None, None]
+    text_body = server.requests[2]
+    assert "response_format" not in text_body
+    assert text_body["messages"][0]["role"] == "system"  # a system message is added
+    assert "only a JSON object" in text_body["messages"][0]["content"]
+
+
+def test_concurrent_calls_share_the_remembered_mode() -> None:
+    with FakeOpenAI("llama_cpp") as server:
+        llm = make_llm(server)
+        llm.complete(MESSAGES, Answer)
+        with ThreadPoolExecutor(4) as pool:
+            results = list(pool.map(lambda _: llm.complete(MESSAGES, Answer), range(8)))
+    assert all(r["confidence"] == 0.5 for r in results)
+    assert formats(server)[2:] == ["json_object"] * 8
+
+
+# --- output repair and correction --------------------------------------------------------
+
+
+def test_junk_wrapped_json_is_repaired() -> None:
+    answer = {
+        **GOOD,
+        "sub_questions": [{"text": "Why not violet?", "proxy_signal": "alternatives"}],
+    }
+    junk = _junk(answer)
+    assert "```" in junk and ",\n}" in junk
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(junk)
+    with FakeOpenAI("junk", responder=lambda body: answer) as server:
+        result = make_llm(server).complete(MESSAGES, Answer)
+    assert result == {**answer, "saturation": None}
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [({"confidence": 0.5}, "answer"), ({"answer": "x", "confidence": 1.7}, "confidence")],
+)
+def test_invalid_output_is_corrected_then_raises(bad: dict[str, Any], field: str) -> None:
+    with FakeOpenAI("ok", responder=lambda body: bad) as server:
+        llm = make_llm(server, output_retries=2)
+        with pytest.raises(LLMOutputError) as info:
+            llm.complete(MESSAGES, Answer)
+    assert "Answer" in str(info.value) and field in str(info.value)
+    assert len(server.requests) == 3
+    *_, reply, correction = server.requests[1]["messages"]
+    assert reply == {"role": "assistant", "content": json.dumps(bad)}
+    assert correction["role"] == "user" and field in correction["content"]
+    assert len(server.requests[2]["messages"]) == len(MESSAGES) + 4
+
+
+def test_a_corrected_reply_is_accepted() -> None:
+    responder = scripted({"answer": "x", "confidence": 7}, GOOD)
+    with FakeOpenAI("ok", responder=responder) as server, metered() as usage:
+        assert make_llm(server).complete(MESSAGES, Answer) == GOOD_FULL
+    assert len(server.requests) == 2
+    assert usage.attempts == 2
+
+
+def test_empty_and_prose_replies_count_as_output_failures() -> None:
+    responder = scripted(None, "I'd rather not.", GOOD)
+    with FakeOpenAI("ok", responder=responder) as server:
+        assert make_llm(server, output_retries=2).complete(MESSAGES, Answer) == GOOD_FULL
+    second, third = server.requests[1]["messages"], server.requests[2]["messages"]
+    assert [m["role"] for m in second] == ["system", "user", "user"]  # no empty assistant turn
+    assert "empty" in second[-1]["content"]
+    assert third[-2] == {"role": "assistant", "content": "I'd rather not."}
+
+
+@pytest.mark.parametrize(
+    ("fault", "expected"), [("malformed_body", "not JSON"), ("not_json", "no JSON object")]
+)
+def test_bodies_that_are_not_completions_raise_output_error(fault: str, expected: str) -> None:
+    with FakeOpenAI("flaky", failure_rate=1.0, faults=[fault]) as server:
+        with pytest.raises(LLMOutputError, match=expected):
+            make_llm(server, output_retries=1).complete(MESSAGES, Answer)
+    assert len(server.requests) == 2
+
+
+def test_output_retries_zero_means_one_attempt() -> None:
+    with FakeOpenAI("ok", responder=lambda body: {"answer": ""}) as server:
+        with pytest.raises(LLMOutputError, match="1 attempts"):
+            make_llm(server, output_retries=0).complete(MESSAGES, Answer)
+    assert len(server.requests) == 1
+
+
+# --- transport errors --------------------------------------------------------------------
+
+
+def test_flaky_server_gives_valid_answers_or_llm_errors() -> None:
+    outcomes: list[dict[str, Any] | LLMError] = []
+    with FakeOpenAI("flaky", seed=2, slow_s=1.0) as server:  # seed 2 meets all five faults
+        llm = make_llm(server, max_retries=2)
+        for _ in range(20):
+            try:
+                outcomes.append(llm.complete(MESSAGES, Answer))
+            except LLMError as exc:
+                outcomes.append(exc)
+    successes = [o for o in outcomes if isinstance(o, dict)]
+    assert all(Answer.model_validate(o) for o in successes)
+    assert len(successes) >= 17
+    assert len(set(server.faults)) >= 4  # several kinds of fault were met and survived
+    assert len(server.requests) > 20  # thanks to retries
+
+
+def test_timeout_raises_llm_timeout_error() -> None:
+    def sleepy(body: dict[str, Any]) -> dict[str, Any]:
+        time.sleep(1.0)
+        return GOOD
+
+    with FakeOpenAI("ok", responder=sleepy) as server:
+        with pytest.raises(LLMTimeoutError, match="timed out") as info:
+            make_llm(server, max_retries=0).complete(MESSAGES, Answer)
+    assert isinstance(info.value.__cause__, openai.APITimeoutError)
+    assert len(server.requests) == 1  # a timeout is not a format rejection
+
+
+def test_rate_limit_after_client_retries_is_an_llm_error() -> None:
+    with FakeOpenAI("flaky", failure_rate=1.0, faults=["rate_limit"]) as server:
+        with pytest.raises(LLMError, match="HTTP 429") as info:
+            make_llm(server, max_retries=1).complete(MESSAGES, Answer)
+    assert type(info.value) is LLMError
+    assert isinstance(info.value.__cause__, openai.RateLimitError)
+    assert len(server.requests) == 2  # the client retried once; no format fallback
+
+
+def test_other_http_errors_do_not_fall_back() -> None:
+    with FakeOpenAI("ok") as server:
+        llm = OpenAILLM("fake", server.base_url.replace("/v1", "/nowhere"), "x", max_retries=0)
+        with pytest.raises(LLMError, match="HTTP 404"):
+            llm.complete(MESSAGES, Answer)
+
+
+def test_connection_refused_is_an_llm_error() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    llm = OpenAILLM("fake", f"http://127.0.0.1:{port}/v1", "x", max_retries=0, timeout=0.5)
+    with pytest.raises(LLMError, match="APIConnectionError") as info:
+        llm.complete(MESSAGES, Answer)
+    assert isinstance(info.value.__cause__, openai.APIConnectionError)
+
+
+# --- usage -------------------------------------------------------------------------------
+
+
+def test_usage_is_reported_once_per_completion() -> None:
+    with FakeOpenAI("llama_cpp") as server, metered() as usage:
+        make_llm(server).complete(MESSAGES, Answer)
+    assert usage.attempts == 1  # the rejected json_schema request returned no completion
+    prompt = sum(len(m["content"]) for m in server.requests[1]["messages"]) // 4
+    assert usage.prompt_tokens == prompt
+    assert usage.completion_tokens == len(json.dumps(schema_responder(server.requests[1]))) // 4
+
+
+def test_usage_is_estimated_when_the_server_sends_none() -> None:
+    with FakeOpenAI("ok", responder=lambda body: GOOD, usage=False) as server, metered() as usage:
+        make_llm(server).complete(MESSAGES, Answer)
+    assert usage.attempts == 1
+    assert usage.prompt_tokens == messages_tokens(MESSAGES)
+    assert usage.completion_tokens == estimate_tokens(json.dumps(GOOD))
+
+
+# --- configuration -----------------------------------------------------------------------
+
+
+def test_environment_configures_model_url_and_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeOpenAI("ok") as server:
+        monkeypatch.setenv("OPENAI_MODEL", "from-openai-model")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+        assert OpenAILLM().model == "from-openai-model"
+        monkeypatch.setenv("FRACTAL_NB_MODEL", "from-fractal")
+        llm = OpenAILLM(max_retries=0)
+        assert llm.model == "from-fractal"
+        llm.complete(MESSAGES, Answer)
+    assert server.requests[0]["model"] == "from-fractal"
+    assert server.headers[0]["authorization"] == "Bearer sk-env"
+
+
+def test_local_server_needs_no_key() -> None:
+    with FakeOpenAI("ok") as server:
+        OpenAILLM("fake", server.base_url, max_retries=0).complete(MESSAGES, Answer)
+    assert server.headers[0]["authorization"].startswith("Bearer ")
+
+
+def test_missing_model_or_key_raise_invalid_input() -> None:
+    with pytest.raises(InvalidInputError, match="FRACTAL_NB_MODEL"):
+        OpenAILLM(base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(InvalidInputError, match="OPENAI_API_KEY"):
+        OpenAILLM("gpt-4o-mini")
+    with pytest.raises(InvalidInputError, match="output_retries"):
+        OpenAILLM("fake", "http://127.0.0.1:9/v1", output_retries=-1)
+
+
+def test_a_prebuilt_client_is_used() -> None:
+    with FakeOpenAI("ok") as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0)
+        with client:
+            llm = OpenAILLM("fake", client=client, temperature=None)
+            assert llm.complete(MESSAGES, Answer)["answer"] == "fake text"
+    assert "temperature" not in server.requests[0]
+    assert llm.base_url.startswith(server.base_url)
+
+
+def test_repr_shows_model_and_url_but_never_the_key() -> None:
+    llm = OpenAILLM("gpt-4o-mini", "http://127.0.0.1:9/v1", "sk-very-secret")
+    text = repr(llm)
+    assert "gpt-4o-mini" in text and "127.0.0.1:9" in text
+    assert "secret" not in text
+
+
+# --- the fake itself ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("schema", list(ROLES), ids=lambda s: s.__name__)
+def test_schema_responder_builds_valid_instances(schema: Any) -> None:
+    for fmt in (
+        {"type": "json_schema", "json_schema": {"name": "x", "schema": schema.model_json_schema()}},
+        {"type": "json_object", "schema": schema.model_json_schema()},
+    ):
+        schema.model_validate(schema_responder({"response_format": fmt}))
+    with pytest.raises(ValueError, match="no JSON schema"):
+        schema_responder({"messages": []})
+
+
+def test_junk_is_repairable() -> None:
+    answer = {"answer": "two\nlines", "confidence": 0.3}
+    assert Answer.model_validate(json_repair.loads(_junk(answer))).answer == "two\nlines"
