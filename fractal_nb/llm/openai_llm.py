@@ -126,8 +126,7 @@ class OpenAILLM:
             Any other failure of the server or the connection.
         """
         with self._lock:
-            start = self._mode
-        index = start
+            index = self._mode
         while True:
             try:
                 return self._complete_in(index, messages, schema)

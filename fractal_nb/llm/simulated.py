@@ -184,7 +184,8 @@ class SimulatedLLM:
 
     def _harvest(self, prompt: str, rng: random.Random) -> dict[str, Any]:
         seed = _field(prompt, r"Seed: (.+)") or "the seed"
-        steps = prompt.count("\n- ") or 1
+        chain = prompt.split("synthesis chain", 1)[-1].split("Open gaps", 1)[0]
+        steps = max(1, len(re.findall(r"^\s*- ", chain, flags=re.MULTILINE)))
         gaps = [line[2:] for line in prompt.split("Open gaps", 1)[-1].splitlines()
                 if line.startswith("- ")][:5]
         return {
