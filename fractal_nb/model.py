@@ -7,6 +7,7 @@ Every status change in the store is checked against ``GRAPH_TRANSITIONS`` or
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, TypeVar
@@ -182,9 +183,9 @@ class CheckpointMode:
         if isinstance(value, str):
             if value in ("autonomous", "convergence", "interactive"):
                 return cls(value)
-            prefix, _, number = value.partition(":")
-            if prefix == "depth" and number.isdigit() and int(number) >= 1:
-                return cls("depth", int(number))
+            match = re.fullmatch(r"depth:([0-9]+)", value)
+            if match and int(match.group(1)) >= 1:
+                return cls("depth", int(match.group(1)))
         raise InvalidInputError(f"invalid checkpoint_mode {value!r}; valid values: {cls.VALID}")
 
     def gates(self, depth: int) -> bool:

@@ -13,6 +13,7 @@ from .primitive import RunState, _clip, _norm, cascade
 
 SEED_ATTEMPTS = 3
 SEED_WORKER = "seed"
+HARVEST_PASSES = 3
 
 
 def seed(run: RunState) -> StepRecord | None:
@@ -46,16 +47,13 @@ def seed(run: RunState) -> StepRecord | None:
         if _norm(q):
             distinct.setdefault(_norm(q), q.strip())
     questions = list(distinct.values())[:hi]
-    with run.store.batch():
-        answer_id = run.store.add_node(
-            run.graph_id, root["node_id"], "answer", plan.decomposition, owner=SEED_WORKER,
-            metadata={"seed_kind": plan.seed_kind, "seed_questions": len(questions)},
-        )["node_id"]
-        ids = [run.store.add_node(run.graph_id, answer_id, "question", q, owner=SEED_WORKER)["node_id"]
-               for q in questions]
+    written = run.store.add_answer(
+        run.graph_id, root["node_id"], plan.decomposition, owner=SEED_WORKER,
+        metadata={"seed_kind": plan.seed_kind, "seed_questions": len(questions)},
+        sub_questions=list(questions))
     run.announce_work()
-    return StepRecord(root["node_id"], SEED_WORKER, run.seed, answer_id=answer_id,
-                      sub_questions=tuple(ids))
+    return StepRecord(root["node_id"], SEED_WORKER, run.seed, answer_id=written["answer"]["node_id"],
+                      sub_questions=tuple(q["node_id"] for q in written["sub_questions"]))
 
 
 def harvest(run: RunState) -> FractalResult:
@@ -128,7 +126,17 @@ def _freeze_and_repair(run: RunState) -> None:
             inputs = store.get_synthesis_inputs(g, node["node_id"])
             if not inputs["sub_questions"] and inputs["answers"]:  # an answered leaf left behind
                 store.synthesize_node(g, node["node_id"], inputs["answers"][0]["text"])
-    cascade(run, worker="harvest")
+    for _ in range(HARVEST_PASSES):  # a failed synthesis call may succeed on another try
+        cascade(run, worker="harvest")
+        if not store.get_ready_to_synthesize(g)["count"]:
+            return
+    # Degrade visibly (seed 004): join the children's syntheses, marked as such.
+    while ready := store.get_ready_to_synthesize(g)["ready_nodes"]:
+        node = ready[0]  # deepest first; its parent may become ready next
+        inputs = store.get_synthesis_inputs(g, node["node_id"])
+        joined = " | ".join(c["synthesis"] or f"({c['status_reason']})" for c in inputs["sub_questions"])
+        store.update_node(g, node["node_id"], {"synthesis_failed": True})
+        store.synthesize_node(g, node["node_id"], f"[model synthesis failed; sub-findings joined] {joined}")
 
 
 def _chain(nodes: list[dict[str, Any]]) -> list[ChainLink]:
@@ -160,6 +168,8 @@ def _gaps(nodes: list[dict[str, Any]]) -> list[str]:
         if n["node_type"] != "question":
             continue
         failure = n["metadata"].get("last_error") or n["status_reason"] or ""
+        if n["metadata"].get("synthesis_failed"):
+            gaps.append(f"synthesis failed, sub-findings joined instead: {_clip(n['text'], 160)}")
         if n["status"] == NodeStatus.ERROR or n["status_reason"] == "error":
             gaps.append(f"failed: {_clip(n['text'], 160)} ({_clip(failure, 160)})")
         elif n["status_reason"] == "budget_exhausted" and not n["inherited_from"]:

@@ -181,13 +181,14 @@ def _write(
         meta["saturation"] = answer.saturation
     if depth_limited:
         meta["depth_limited"] = True
-    questions: list[str] = []
     synthesized: list[str] = []
     with store.batch():
-        answer_id = store.add_node(g, q, "answer", answer.answer, owner=worker, metadata=meta)["node_id"]
-        for sub in subs:
-            questions.append(store.add_node(g, answer_id, "question", sub.text, owner=worker,
-                                            metadata={"proxy_signal": sub.proxy_signal})["node_id"])
+        written = store.add_answer(
+            g, q, answer.answer, owner=worker, metadata=meta,
+            sub_questions=[{"text": sub.text, "metadata": {"proxy_signal": sub.proxy_signal}}
+                           for sub in subs])
+        answer_id = written["answer"]["node_id"]
+        questions = [sub["node_id"] for sub in written["sub_questions"]]
         link_meta: dict[str, Any] = {}
         if links.convergences:
             link_meta["convergence_with"] = [link.node_id for link in links.convergences]

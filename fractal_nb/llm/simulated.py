@@ -145,7 +145,7 @@ class SimulatedLLM:
 
     def _answer(self, prompt: str, rng: random.Random) -> dict[str, Any]:
         question = _field(prompt, r"Question to answer now[^\n]*:\n(.+)") or "the question"
-        depth = int(_field(prompt, r"\(depth (\d+)") or 1)
+        depth = int(_field(prompt, r"Question to answer now \(depth (\d+)") or 1)
         mean = self.branching * self.decay ** max(0, depth - 1)
         count = int(mean) + (1 if rng.random() < mean - int(mean) else 0)
         follow_ups = rng.sample(_FOLLOW_UPS, k=min(count, len(_FOLLOW_UPS)))
@@ -153,7 +153,7 @@ class SimulatedLLM:
         short = _topic(question)
         return {
             "answer": f"[simulated] On {short}: {hedge} the answer turns on a few concrete "
-                      f"factors; this text stands in for a real model's answer (depth {depth}).",
+                      "factors; this text stands in for a real model's answer.",
             "confidence": round(rng.uniform(0.45, 0.95), 2),
             "sub_questions": [{"text": t.format(q=short), "proxy_signal": s} for t, s in follow_ups],
             "saturation": None if follow_ups else rng.choice(["actionable", "derivable"]),

@@ -65,11 +65,25 @@ class StoreBase:
     # -- loading ------------------------------------------------------------------
 
     def _graph(self, graph_id: object) -> GraphRow:
+        """The graph's row as it is now (status included)."""
         gid = require_id(graph_id, "graph_id")
         row = self._db.fetchone(f"SELECT {GRAPH_COLUMNS} FROM graphs WHERE graph_id = ?", [gid])
         if row is None:
+            self._db.graphs.pop(gid, None)
             raise NotFoundError(f"graph {gid!r} not found in this store", graph_id=gid)
-        return GraphRow(*row)
+        graph = GraphRow(*row)
+        self._db.graphs[gid] = graph
+        return graph
+
+    def _known_graph(self, graph_id: object) -> GraphRow:
+        """The graph's row for reads that need only its id, seed, intensity or mode.
+
+        Served from memory once seen (those fields never change), which spares hot
+        reads a query; its ``status`` may be stale, so never decide on it here.
+        """
+        gid = require_id(graph_id, "graph_id")
+        graph: GraphRow | None = self._db.graphs.get(gid)
+        return graph if graph is not None else self._graph(gid)
 
     def _active_graph(self, graph_id: object) -> GraphRow:
         graph = self._graph(graph_id)
@@ -143,6 +157,19 @@ class StoreBase:
             [graph_id, node_id, kind, actor, at, json.dumps(payload)],
         )
 
+    def _log_many(
+        self, graph_id: str, events: list[tuple[str | None, str, str | None, dict[str, Any]]], at: float
+    ) -> None:
+        """Append several events (node_id, kind, actor, payload) in one statement."""
+        if not events:
+            return
+        rows = ", ".join("(nextval('event_seq'), ?, ?, ?, ?, ?, ?)" for _ in events)
+        self._db.execute(
+            f"INSERT INTO events VALUES {rows}",
+            [v for node_id, kind, actor, payload in events
+             for v in (graph_id, node_id, kind, actor, at, json.dumps(payload))],
+        )
+
     def _set_status(
         self,
         node: NodeRow,
@@ -177,13 +204,22 @@ def require_id(value: object, what: str) -> str:
     """An id argument must be a non-empty string."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidInputError(f"{what} must be a non-empty string id, not {value!r}")
-    return value
+    return _utf8(value, what)
 
 
 def require_text(value: object, what: str) -> str:
     """Free text (question, answer, synthesis, seed) must be a non-blank string."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidInputError(f"{what} must be a non-empty string, not {value!r}")
+    return _utf8(value, what)
+
+
+def _utf8(value: str, what: str) -> str:
+    """DuckDB stores UTF-8: refuse strings that cannot be encoded (lone surrogates)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(f"{what} is not valid Unicode text ({exc.reason} at {exc.start})") from None
     return value
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..errors import InvalidInputError
 from .base import StoreBase
-from .rows import NODE_COLUMNS, NodeRow
+from .rows import NodeRow
 
 
 class NodeContext(StoreBase):
@@ -25,60 +26,62 @@ class NodeContext(StoreBase):
         for name, value in (("limit", limit), ("candidates", candidates)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InvalidInputError(f"{name} must be an integer >= 0, not {value!r}")
-        with self._db.read():
-            graph = self._graph(graph_id)
-            node = self._node(graph.graph_id, node_id)
-            question = self._question_of(node)
-            chain = self._rows(
-                """WITH RECURSIVE up(node_id, hops) AS (
-                       SELECT question_id, 1 FROM nodes WHERE node_id = ?
-                       UNION ALL
-                       SELECT n.question_id, hops + 1 FROM nodes n JOIN up USING (node_id)
-                       WHERE n.question_id IS NOT NULL)
-                   SELECT {cols} FROM nodes JOIN up USING (node_id) ORDER BY hops DESC""",
-                [question.node_id],
-            )
-            ids = [q.node_id for q in chain]
-            answers: dict[str, NodeRow] = {}
-            if ids:
-                marks = ", ".join("?" for _ in ids)
-                for a in self._nodes(f"node_type = 'answer' AND question_id IN ({marks})", ids):
-                    answers.setdefault(a.question_id or "", a)
-            siblings = self._rows(
-                "SELECT {cols} FROM nodes WHERE graph_id = ? AND node_type = 'question' "
-                "AND question_id = ? AND node_id != ? ORDER BY seq LIMIT ?",
-                [graph.graph_id, question.question_id, question.node_id, limit],
-            ) if question.question_id else []
-            syntheses = self._rows(
-                "SELECT {cols} FROM nodes WHERE graph_id = ? AND branch_id IS NOT DISTINCT FROM ? "
-                "AND node_type = 'question' AND status = 'synthesized' AND node_id != ? "
-                "ORDER BY seq DESC LIMIT ?",
-                [graph.graph_id, question.branch_id, question.node_id, limit],
-            )
-            others = self._rows(
-                "SELECT {cols} FROM nodes WHERE graph_id = ? AND node_type = 'answer' "
-                "AND branch_id IS NOT NULL AND branch_id IS DISTINCT FROM ? "
-                "ORDER BY seq DESC LIMIT ?",
-                [graph.graph_id, question.branch_id, candidates],
-            )
+        graph = self._known_graph(graph_id)
+        question = self._question_of(self._node(graph.graph_id, node_id))
+        # The path up, each question with its first answer: one recursive query.
+        chain = self._db.fetchall(
+            """WITH RECURSIVE up(node_id, hops) AS (
+                   SELECT question_id, 1 FROM nodes WHERE node_id = ?
+                   UNION ALL
+                   SELECT n.question_id, hops + 1 FROM nodes n JOIN up USING (node_id)
+                   WHERE n.question_id IS NOT NULL)
+               SELECT q.node_id, q.depth, q.text,
+                      (SELECT a.text FROM nodes a WHERE a.question_id = q.node_id
+                       AND a.node_type = 'answer' ORDER BY a.seq LIMIT 1)
+               FROM nodes q JOIN up USING (node_id) ORDER BY hops DESC""",
+            [question.node_id],
+        )
+        # Siblings, nearby syntheses and link candidates: one query, three capped parts.
+        near = self._db.fetchall(
+            """SELECT * FROM (
+                   (SELECT 'sibling' AS part, node_id, text, status, metadata, seq FROM nodes
+                    WHERE graph_id = ? AND node_type = 'question' AND question_id = ?
+                      AND node_id != ? ORDER BY seq LIMIT ?)
+                   UNION ALL
+                   (SELECT 'synthesis', node_id, text, status, metadata, seq FROM nodes
+                    WHERE graph_id = ? AND branch_id IS NOT DISTINCT FROM ?
+                      AND node_type = 'question' AND status = 'synthesized' AND node_id != ?
+                    ORDER BY seq DESC LIMIT ?)
+                   UNION ALL
+                   (SELECT 'candidate', node_id, text, status, metadata, seq FROM nodes
+                    WHERE graph_id = ? AND node_type = 'answer' AND branch_id IS NOT NULL
+                      AND branch_id IS DISTINCT FROM ? ORDER BY seq DESC LIMIT ?)
+               ) ORDER BY seq""",
+            [graph.graph_id, question.question_id, question.node_id, limit,
+             graph.graph_id, question.branch_id, question.node_id, limit,
+             graph.graph_id, question.branch_id, candidates],
+        )
+        parts: dict[str, list[dict[str, Any]]] = {"sibling": [], "synthesis": [], "candidate": []}
+        for part, nid, text, status, metadata, _seq in near:
+            entry = {"node_id": nid, "text": text}
+            if part != "candidate":
+                entry |= {"status": status, "synthesis": json.loads(metadata).get("synthesis")}
+            parts[part].append(entry)
         return {
             "graph_id": graph.graph_id,
             "seed": graph.seed,
             "node": question.to_dict(),
-            "ancestry": [
-                {"node_id": q.node_id, "depth": q.depth, "question": q.text,
-                 "answer": answers[q.node_id].text if q.node_id in answers else None}
-                for q in chain
-            ],
-            "siblings": [_brief(s) for s in siblings],
-            "syntheses": [_brief(s) for s in reversed(syntheses)],
-            "candidates": [{"node_id": a.node_id, "text": a.text} for a in reversed(others)],
+            "ancestry": [{"node_id": nid, "depth": depth, "question": text, "answer": answer}
+                         for nid, depth, text, answer in chain],
+            "siblings": parts["sibling"],
+            "syntheses": parts["synthesis"],
+            "candidates": parts["candidate"],
         }
 
     def get_synthesis_inputs(self, graph_id: str, node_id: str) -> dict[str, Any]:
         """A question, its answers and its sub-questions with their syntheses: all a synthesis reads."""
         with self._db.read():
-            graph = self._graph(graph_id)
+            graph = self._known_graph(graph_id)
             question = self._question_of(self._node(graph.graph_id, node_id))
             below = self._nodes("graph_id = ? AND question_id = ?", [graph.graph_id, question.node_id])
         return {
@@ -91,10 +94,6 @@ class NodeContext(StoreBase):
                 if q.node_type == "question"
             ],
         }
-
-    def _rows(self, sql: str, params: list[Any]) -> list[NodeRow]:
-        columns = ", ".join(f"nodes.{c.strip()}" for c in NODE_COLUMNS.split(","))
-        return [NodeRow(*r) for r in self._db.fetchall(sql.format(cols=columns), params)]
 
 
 def _brief(node: NodeRow) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -23,18 +24,28 @@ from ..errors import InvalidInputError, StateError, StoreLockedError
 
 SCHEMA_VERSION = "1"
 
-_FILE_LOCKS: dict[str, threading.RLock] = {}
-_FILE_LOCKS_GUARD = threading.Lock()
 _HOLDER_PID = re.compile(r"PID (\d+)")
 
 Tracer = Callable[[str, tuple[Any, ...]], None]
 
 
-def _write_lock_for(path: str | None) -> threading.RLock:
+@dataclass
+class _Shared:
+    """What every store on one file in this process shares: the write lock, known graphs."""
+
+    write_lock: threading.RLock = field(default_factory=threading.RLock)
+    graphs: dict[str, Any] = field(default_factory=dict)  # graph_id -> GraphRow (static fields)
+
+
+_SHARED: dict[str, _Shared] = {}
+_SHARED_GUARD = threading.Lock()
+
+
+def _shared_for(path: str | None) -> _Shared:
     if path is None:  # an in-memory database is private to its store
-        return threading.RLock()
-    with _FILE_LOCKS_GUARD:
-        return _FILE_LOCKS.setdefault(path, threading.RLock())
+        return _Shared()
+    with _SHARED_GUARD:
+        return _SHARED.setdefault(path, _Shared())
 
 
 class Database:
@@ -49,7 +60,9 @@ class Database:
         if read_only and self.path is None:
             raise InvalidInputError("read_only=True needs a path: an in-memory store starts empty")
         self._conn = self._connect()
-        self._write_lock = _write_lock_for(self.path)
+        shared = _shared_for(self.path)
+        self._write_lock = shared.write_lock
+        self.graphs = shared.graphs
         self._local = threading.local()
         self._cursors: dict[int, duckdb.DuckDBPyConnection] = {}
         self._cursors_guard = threading.Lock()
@@ -165,6 +178,13 @@ class Database:
                 self.execute("COMMIT")
             finally:
                 self._local.write_depth = 0
+
+    def write_one(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> None:
+        """One statement under the write lock, committed on its own (or joining a batch)."""
+        if self.read_only:
+            raise StateError(f"{self.path} was opened read_only=True; open it without read_only to write")
+        with self._write_lock:
+            self.execute(sql, params)
 
     @contextmanager
     def read(self) -> Iterator[duckdb.DuckDBPyConnection]:

@@ -103,6 +103,7 @@ class GraphLifecycle(StoreBase):
             graph = self._graph(graph_id)
             for table in ("events", "edges", "nodes", "llm_calls", "graphs"):
                 self._db.execute(f"DELETE FROM {table} WHERE graph_id = ?", [graph.graph_id])
+        self._db.graphs.pop(graph.graph_id, None)
         return {"graph_id": graph.graph_id, "deleted": True}
 
     def _change_graph_status(

@@ -37,14 +37,12 @@ class LLMLog(StoreBase):
         """Append one call to the log (failed calls too: ``outcome="error"``)."""
         if outcome not in OUTCOMES:
             raise InvalidInputError(f"invalid outcome {outcome!r}; valid values: {', '.join(OUTCOMES)}")
-        with self._db.write():
-            now = self.clock()
-            self._db.execute(
-                f"INSERT INTO llm_calls ({_CALL_COLUMNS}) "
-                "VALUES (nextval('call_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [graph_id, node_id, worker, role, model, prompt_tokens, completion_tokens,
-                 attempts, latency_s, outcome, error, now],
-            )
+        self._db.write_one(
+            f"INSERT INTO llm_calls ({_CALL_COLUMNS}) "
+            "VALUES (nextval('call_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [graph_id, node_id, worker, role, model, prompt_tokens, completion_tokens,
+             attempts, latency_s, outcome, error, self.clock()],
+        )
         return {"graph_id": graph_id, "node_id": node_id, "role": role, "outcome": outcome}
 
     def get_llm_calls(self, graph_id: str) -> dict[str, Any]:
@@ -68,8 +66,7 @@ class LLMLog(StoreBase):
 
     def cache_put(self, cache_key: str, *, model: str, role: str, response: dict[str, Any]) -> None:
         """Record (or re-record) a completion."""
-        with self._db.write():
-            self._db.execute(
-                "INSERT OR REPLACE INTO llm_cache VALUES (?, ?, ?, ?, ?)",
-                [cache_key, model, role, json.dumps(response), self.clock()],
-            )
+        self._db.write_one(
+            "INSERT OR REPLACE INTO llm_cache VALUES (?, ?, ?, ?, ?)",
+            [cache_key, model, role, json.dumps(response), self.clock()],
+        )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from ..errors import BudgetError, InvalidInputError, StateError
@@ -17,7 +18,7 @@ from ..model import (
     parse_metadata,
 )
 from .base import StoreBase, new_id, optional_name, require_id, require_text
-from .rows import NodeRow
+from .rows import GraphRow, NodeRow
 
 # Metadata keys that create edges, and the key whose text becomes the edge's metadata.
 _LINK_KEYS = {
@@ -53,72 +54,41 @@ class NodeWrites(StoreBase):
         with self._db.write():
             graph = self._active_graph(graph_id)
             parent = self._node(graph.graph_id, parent_id, "parent_id")
-            if parent.node_type == NodeType.ANSWER:
-                if kind == NodeType.ANSWER:
-                    raise InvalidInputError(
-                        f"node {parent.node_id} is an answer; an answer's children are questions "
-                        f"(add another answer under question {parent.question_id} instead)",
-                        graph_id=graph.graph_id,
-                        node_id=parent.node_id,
-                    )
-                if parent.status == NodeStatus.SATURATED:
-                    raise StateError(
-                        f"answer {parent.node_id} is saturated ({parent.status_reason}); "
-                        "it takes no more sub-questions",
-                        graph_id=graph.graph_id,
-                        node_id=parent.node_id,
-                    )
-            question = self._question_of(parent)
-            self._check_takes_children(question, owner)
-            depth = question.depth + (1 if kind == NodeType.QUESTION else 0)
-            budget = self._budget(graph)
-            if kind == NodeType.QUESTION and depth >= budget.max_depth:
-                raise BudgetError(
-                    f"a question at depth {depth} exceeds the budget of graph {graph.graph_id}: "
-                    f"intensity {graph.intensity!r} has max_depth {budget.max_depth}, so questions "
-                    f"may sit at depths 0-{budget.max_depth - 1}; answer {question.node_id} "
-                    "without sub-questions or mark it saturated (budget_exhausted)",
-                    graph_id=graph.graph_id,
-                    node_id=question.node_id,
-                )
-            if kind == NodeType.ANSWER:
-                status = NodeStatus.ANSWERED
-            elif self._checkpoint(graph).gates(depth):
-                status = NodeStatus.GATED
-            else:
-                status = NodeStatus.OPEN
-            node_id = new_id("n")
-            if kind == NodeType.QUESTION and depth == 1:
-                branch_id: str | None = node_id
-            else:
-                branch_id = question.branch_id
-            now = self.clock()
-            self._db.execute(
-                "INSERT INTO nodes (node_id, graph_id, seq, parent_id, question_id, branch_id, "
-                "node_type, text, depth, status, owner, metadata, created_at, updated_at) "
-                "VALUES (?, ?, nextval('node_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [node_id, graph.graph_id, parent.node_id, question.node_id, branch_id,
-                 kind.value, text, depth, status.value, owner, json.dumps(meta), now, now],
-            )
-            self._log(
-                graph.graph_id,
-                node_id,
-                "node_added",
-                owner,
-                {"node_type": kind.value, "parent_id": parent.node_id, "depth": depth,
-                 "status": status.value},
-                now,
-            )
-            if question.status in (NodeStatus.OPEN, NodeStatus.CLAIMED):
-                self._set_status(question, NodeStatus.ANSWERED, now, actor=owner)
-        return {
-            "node_id": node_id,
-            "graph_id": graph.graph_id,
-            "parent_id": parent.node_id,
-            "depth": depth,
-            "node_type": kind.value,
-            "status": status.value,
-        }
+            node = self._add_children(graph, parent, kind, [(text, meta)], owner)[0]
+        return _added(node)
+
+    def add_answer(
+        self,
+        graph_id: str,
+        question_id: str,
+        text: str,
+        *,
+        owner: str | None = None,
+        metadata: dict[str, Any] | str | None = None,
+        sub_questions: list[str | dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """Add an answer and its sub-questions in one transaction (what a worker writes).
+
+        The same rules as :meth:`add_node` for each node, in far fewer statements.
+        A sub-question is its text or ``{"text": ..., "metadata": {...}}``.
+        Returns ``{"answer": <add_node result>, "sub_questions": [<add_node result>, ...]}``.
+        """
+        text = require_text(text, "text")
+        owner = optional_name(owner, "owner")
+        meta = parse_metadata(metadata)
+        subs = [_sub_question(item, i) for i, item in enumerate(sub_questions or [])]
+        with self._db.write():
+            graph = self._active_graph(graph_id)
+            question = self._node(graph.graph_id, question_id, "question_id")
+            if question.node_type != NodeType.QUESTION:
+                raise InvalidInputError(
+                    f"node {question.node_id} is an answer; add_answer needs a question",
+                    graph_id=graph.graph_id, node_id=question.node_id)
+            answer = self._add_children(graph, question, NodeType.ANSWER, [(text, meta)], owner)[0]
+            answered = replace(question, status=NodeStatus.ANSWERED)
+            children = self._add_children(graph, answer, NodeType.QUESTION, subs, owner,
+                                          question=answered) if subs else []
+        return {"answer": _added(answer), "sub_questions": [_added(c) for c in children]}
 
     def update_node(
         self, graph_id: str, node_id: str, metadata: dict[str, Any] | str
@@ -217,6 +187,71 @@ class NodeWrites(StoreBase):
             )
         return node
 
+    def _add_children(
+        self,
+        graph: GraphRow,
+        parent: NodeRow,
+        kind: NodeType,
+        items: list[tuple[str, dict[str, Any]]],
+        owner: str | None,
+        *,
+        question: NodeRow | None = None,
+    ) -> list[NodeRow]:
+        """Check and insert nodes of one kind under ``parent`` (one INSERT, one event INSERT).
+
+        ``question`` is the question ``parent`` belongs to when the caller already
+        holds it. Everything is checked before the first write.
+        """
+        if parent.node_type == NodeType.ANSWER:
+            if kind == NodeType.ANSWER:
+                raise InvalidInputError(
+                    f"node {parent.node_id} is an answer; an answer's children are questions "
+                    f"(add another answer under question {parent.question_id} instead)",
+                    graph_id=graph.graph_id, node_id=parent.node_id)
+            if parent.status == NodeStatus.SATURATED:
+                raise StateError(
+                    f"answer {parent.node_id} is saturated ({parent.status_reason}); "
+                    "it takes no more sub-questions", graph_id=graph.graph_id, node_id=parent.node_id)
+        question = question or self._question_of(parent)
+        self._check_takes_children(question, owner)
+        depth = question.depth + (1 if kind == NodeType.QUESTION else 0)
+        budget = self._budget(graph)
+        if kind == NodeType.QUESTION and depth >= budget.max_depth:
+            raise BudgetError(
+                f"a question at depth {depth} exceeds the budget of graph {graph.graph_id}: "
+                f"intensity {graph.intensity!r} has max_depth {budget.max_depth}, so questions "
+                f"may sit at depths 0-{budget.max_depth - 1}; answer {question.node_id} "
+                "without sub-questions or mark it saturated (budget_exhausted)",
+                graph_id=graph.graph_id, node_id=question.node_id)
+        if kind == NodeType.ANSWER:
+            status = NodeStatus.ANSWERED
+        elif self._checkpoint(graph).gates(depth):
+            status = NodeStatus.GATED
+        else:
+            status = NodeStatus.OPEN
+        now = self.clock()
+        nodes = []
+        for text, meta in items:
+            node_id = new_id("n")
+            branch = node_id if kind == NodeType.QUESTION and depth == 1 else question.branch_id
+            nodes.append(NodeRow(node_id, graph.graph_id, parent.node_id, kind.value, text, depth,
+                                 status.value, None, None, owner, None, None, json.dumps(meta),
+                                 now, now, -1, branch, question.node_id))
+        rows = ", ".join("(?, ?, nextval('node_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in nodes)
+        self._db.execute(
+            "INSERT INTO nodes (node_id, graph_id, seq, parent_id, question_id, branch_id, "
+            f"node_type, text, depth, status, owner, metadata, created_at, updated_at) VALUES {rows}",
+            [v for n in nodes for v in (n.node_id, n.graph_id, n.parent_id, n.question_id,
+                                        n.branch_id, n.node_type, n.text, n.depth, n.status,
+                                        n.owner, n.metadata_json, now, now)],
+        )
+        payload = {"node_type": kind.value, "parent_id": parent.node_id, "depth": depth,
+                   "status": status.value}
+        self._log_many(graph.graph_id, [(n.node_id, "node_added", owner, payload) for n in nodes], now)
+        if question.status in (NodeStatus.OPEN, NodeStatus.CLAIMED):
+            self._set_status(question, NodeStatus.ANSWERED, now, actor=owner)
+        return nodes
+
     def _check_takes_children(self, question: NodeRow, owner: str | None) -> None:
         if question.status not in _TAKES_CHILDREN:
             hint = {
@@ -305,3 +340,20 @@ class NodeWrites(StoreBase):
         )
         self._log(graph_id, from_node, "edge_added",
                   None, {"to_node": to_node, "edge_type": edge_type.value, **meta}, now)
+
+
+def _added(node: NodeRow) -> dict[str, Any]:
+    """The add_node result for a freshly inserted node."""
+    return {"node_id": node.node_id, "graph_id": node.graph_id, "parent_id": node.parent_id,
+            "depth": node.depth, "node_type": node.node_type, "status": node.status}
+
+
+def _sub_question(item: object, index: int) -> tuple[str, dict[str, Any]]:
+    what = f"sub_questions[{index}]"
+    if isinstance(item, str):
+        return require_text(item, what), {}
+    if isinstance(item, dict) and set(item) <= {"text", "metadata"}:
+        return require_text(item.get("text"), f"{what}.text"), parse_metadata(
+            item.get("metadata"), f"{what}.metadata")
+    raise InvalidInputError(f"{what} must be a question text or {{'text': ..., 'metadata': {{...}}}}, "
+                            f"not {item!r}")

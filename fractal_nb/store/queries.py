@@ -40,7 +40,7 @@ class GraphQueries(StoreBase):
     def get_branch(self, graph_id: str, node_id: str) -> dict[str, Any]:
         """The subtree under ``node_id`` (itself included) and the edges inside it."""
         with self._db.read():
-            graph = self._graph(graph_id)
+            graph = self._known_graph(graph_id)
             root = self._node(graph.graph_id, node_id)
             ids = [root.node_id, *self._descendants(root.node_id)]
             marks = ", ".join("?" for _ in ids)
@@ -52,34 +52,31 @@ class GraphQueries(StoreBase):
 
     def get_open_questions(self, graph_id: str) -> dict[str, Any]:
         """Questions waiting for a worker (status ``open``)."""
-        with self._db.read():
-            graph = self._graph(graph_id)
-            nodes = self._nodes("graph_id = ? AND node_type = 'question' AND status = 'open'",
-                                [graph.graph_id])
+        graph = self._known_graph(graph_id)
+        nodes = self._nodes("graph_id = ? AND node_type = 'question' AND status = 'open'",
+                            [graph.graph_id])
         return {"graph_id": graph.graph_id, "open_questions": [n.to_dict() for n in nodes],
                 "count": len(nodes)}
 
     def get_claimable_work(self, graph_id: str, worker_id: str | None = None) -> dict[str, Any]:
         """What ``claim_work`` would hand out, in order (affinity to ``worker_id`` first)."""
         worker = optional_name(worker_id, "worker_id")
-        with self._db.read():
-            graph = self._graph(graph_id)
-            rows = self._db.fetchall(_CLAIMABLE, [graph.graph_id, self.clock(), graph.graph_id, worker])
+        graph = self._known_graph(graph_id)
+        rows = self._db.fetchall(_CLAIMABLE, [graph.graph_id, self.clock(), graph.graph_id, worker])
         nodes = [NodeRow(*r).to_dict() for r in rows]
         return {"graph_id": graph.graph_id, "claimable": nodes, "count": len(nodes)}
 
     def get_ready_to_synthesize(self, graph_id: str) -> dict[str, Any]:
         """Answered questions whose sub-questions all are synthesized or saturated, deepest first."""
-        with self._db.read():
-            graph = self._graph(graph_id)
-            nodes = self._nodes(
-                """graph_id = ? AND node_type = 'question' AND status = 'answered' AND node_id IN (
-                       SELECT question_id FROM nodes
-                       WHERE graph_id = ? AND node_type = 'question' AND question_id IS NOT NULL
-                       GROUP BY question_id
-                       HAVING bool_and(status IN ('synthesized', 'saturated')))""",
-                [graph.graph_id, graph.graph_id],
-            )
+        graph = self._known_graph(graph_id)
+        nodes = self._nodes(
+            """graph_id = ? AND node_type = 'question' AND status = 'answered' AND node_id IN (
+                   SELECT question_id FROM nodes
+                   WHERE graph_id = ? AND node_type = 'question' AND question_id IS NOT NULL
+                   GROUP BY question_id
+                   HAVING bool_and(status IN ('synthesized', 'saturated')))""",
+            [graph.graph_id, graph.graph_id],
+        )
         nodes.sort(key=lambda n: (-n.depth, n.seq))
         return {"graph_id": graph.graph_id, "ready_nodes": [n.to_dict() for n in nodes],
                 "count": len(nodes)}
@@ -87,7 +84,7 @@ class GraphQueries(StoreBase):
     def query_convergence(self, graph_id: str) -> dict[str, Any]:
         """Clusters of nodes joined by convergence edges; a cluster's insight joins its edges'."""
         with self._db.read():
-            graph = self._graph(graph_id)
+            graph = self._known_graph(graph_id)
             edges = self._edges(graph.graph_id, tree=None, links=("edge_type = ?", [EdgeType.CONVERGENCE]))
             order = self._seq_of(graph.graph_id)
         links: nx.Graph = nx.Graph()
@@ -104,9 +101,8 @@ class GraphQueries(StoreBase):
 
     def query_contradictions(self, graph_id: str) -> dict[str, Any]:
         """Contradiction edges as node pairs with their tension, in creation order."""
-        with self._db.read():
-            graph = self._graph(graph_id)
-            edges = self._edges(graph.graph_id, tree=None, links=("edge_type = ?", [EdgeType.CONTRADICTION]))
+        graph = self._known_graph(graph_id)
+        edges = self._edges(graph.graph_id, tree=None, links=("edge_type = ?", [EdgeType.CONTRADICTION]))
         pairs = [{"nodes": [e["from_node"], e["to_node"]], "tension": e["metadata"].get("tension", "")}
                  for e in edges]
         return {"graph_id": graph.graph_id, "contradictions": pairs, "count": len(pairs)}
@@ -117,9 +113,8 @@ class GraphQueries(StoreBase):
         ``all_saturated``: there are branches and every question in them is
         synthesized or saturated. ``all_complete``: that, and the root is done too.
         """
-        with self._db.read():
-            graph = self._graph(graph_id)
-            questions = self._nodes("graph_id = ? AND node_type = 'question'", [graph.graph_id])
+        graph = self._known_graph(graph_id)
+        questions = self._nodes("graph_id = ? AND node_type = 'question'", [graph.graph_id])
         by_branch: dict[str, list[NodeRow]] = {}
         for q in questions:
             if q.branch_id is not None:
@@ -146,13 +141,12 @@ class GraphQueries(StoreBase):
         for name, value in (("since", since), ("limit", limit)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 raise InvalidInputError(f"{name} must be an integer >= 0, not {value!r}")
-        with self._db.read():
-            graph = self._graph(graph_id)
-            sql = f"SELECT {EVENT_COLUMNS} FROM events WHERE graph_id = ? AND event_id > ? ORDER BY event_id"
-            params: list[Any] = [graph.graph_id, since]
-            if limit is not None:
-                sql, params = sql + " LIMIT ?", [*params, limit]
-            events = [event_dict(r) for r in self._db.fetchall(sql, params)]
+        graph = self._known_graph(graph_id)
+        sql = f"SELECT {EVENT_COLUMNS} FROM events WHERE graph_id = ? AND event_id > ? ORDER BY event_id"
+        params: list[Any] = [graph.graph_id, since]
+        if limit is not None:
+            sql, params = sql + " LIMIT ?", [*params, limit]
+        events = [event_dict(r) for r in self._db.fetchall(sql, params)]
         last = events[-1]["event_id"] if events else since
         return {"graph_id": graph.graph_id, "events": events, "last_event_id": last}
 
