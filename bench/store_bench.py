@@ -3,7 +3,7 @@
 Run from the repository root::
 
     python bench/store_bench.py            # 2000 questions per claim run, snapshots at 1k / 10k
-    python bench/store_bench.py --quick    # a smoke run: 300 questions, snapshots at 500 / 5k
+    python bench/store_bench.py --quick    # a smoke run: 200 questions, snapshots at 200 / 2k
 
 Claims: for each store (in memory; a DuckDB file in a temporary folder) and each
 thread count, a fresh graph gets N open questions (built in one ``store.batch()``);
@@ -141,8 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a short smoke run")
     args = parser.parse_args(argv)
-    n_claims = 300 if args.quick else 2000
-    sizes = (500, 5000) if args.quick else (1000, 10000)
+    n_claims = 200 if args.quick else 2000
+    sizes = (200, 2000) if args.quick else (1000, 10000)
     runs = 3 if args.quick else 7
     thread_counts = (1, 8)
 
@@ -175,8 +175,10 @@ def main(argv: list[str] | None = None) -> int:
     total = time.perf_counter() - t_all
 
     print()
-    print(f"Claims: {n_claims} open questions per run; each thread loops claim_work until none left")
-    header = f"| {'store':6} | {'threads':>7} | {'claims':>6} | {'seconds':>8} | {'claims/s':>9} | {'vs 1 thread':>11} |"
+    print(f"Claims: {n_claims} open questions per run; "
+          "each thread loops claim_work until none left")
+    header = (f"| {'store':6} | {'threads':>7} | {'claims':>6} | {'seconds':>8} | "
+              f"{'claims/s':>9} | {'vs 1 thread':>11} |")
     print(header)
     print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
     for run in claim_runs:

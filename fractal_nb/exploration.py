@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -109,11 +110,14 @@ class Exploration:
         """The graph's status: active, paused, completed, error or budget_exhausted."""
         return str(self.store.get_snapshot(self.graph_id)["status"])
 
-    def run(self, max_workers: int | None = None, *, progress: bool = True) -> str:
+    def run(self, max_workers: int | None = None, *, progress: bool = True,
+            on_step: Callable[[StepRecord], None] | None = None) -> str:
         """Seed if needed, then work with up to ``max_workers`` threads until done or paused.
 
         Returns ``all_complete``, ``paused``, ``convergence_detected``,
-        ``budget_exhausted`` or ``waiting_on_claims``. A paused graph is resumed first.
+        ``budget_exhausted`` or ``waiting_on_claims``. A paused graph is resumed
+        first. ``on_step`` is called (from worker threads) after each node, once
+        its writes are committed.
         """
         budget = self._state.budget
         workers = budget.max_agents if max_workers is None else max_workers
@@ -125,12 +129,19 @@ class Exploration:
             self._activate()
             self._state.convergence_found.clear()
             bar = tqdm(desc="fractal", unit="node", disable=not progress, leave=True)
+            def stepped(record: StepRecord) -> None:
+                bar.update(1)
+                if on_step is not None:
+                    on_step(record)
+
             with bar:
                 first = seed(self._state)
-                if first is not None and not first.ok:
-                    return "seed_failed"
+                if first is not None:
+                    stepped(first)
+                    if not first.ok:
+                        return "seed_failed"
                 self._dispatcher = Dispatcher(self._state, workers=min(workers, budget.max_agents),
-                                              clock=self._clock, on_step=lambda r: bar.update(1))
+                                              clock=self._clock, on_step=stepped)
                 return self._dispatcher.run()
         finally:
             self._dispatcher = None

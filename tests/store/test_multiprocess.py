@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from fractal_nb import GraphStore, StateError, StoreLockedError
+from fractal_nb import GraphStore, NotFoundError, StateError, StoreLockedError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S = 30.0
@@ -67,7 +67,8 @@ while True:
 # A child that writes batches of questions: it prints each id as add_node
 # returns inside the batch (PENDING, not yet committed), then BATCH_DONE k once
 # the batch's transaction has committed.
-BATCH_WRITER = r"""
+BATCH_SIZE = 10
+BATCH_WRITER = f"BATCH = {BATCH_SIZE}\n" + r"""
 import sys
 from fractal_nb import GraphStore
 
@@ -79,7 +80,7 @@ print("READY", gid, g["root_node_id"], answer, flush=True)
 k = 0
 while True:
     with store.batch():
-        for i in range(25):
+        for i in range(BATCH):
             node = store.add_node(gid, answer, "question", f"batch {k} question {i}",
                                   metadata={"batch": k})
             print("PENDING", k, node["node_id"], flush=True)
@@ -216,7 +217,8 @@ def assert_consistent(store: GraphStore, graph_id: str) -> dict[str, Any]:
     tree_edges = {(e["from_node"], e["to_node"]) for e in snap["edges"]
                   if e["edge_type"] == "parent_child"}
     assert tree_edges == {(n["parent_id"], n["node_id"]) for n in nodes if n["parent_id"]}
-    added = [e["node_id"] for e in store.get_events(graph_id)["events"] if e["kind"] == "node_added"]
+    events = store.get_events(graph_id)["events"]
+    added = [e["node_id"] for e in events if e["kind"] == "node_added"]
     assert sorted(added) == sorted(ids), "node_added events and nodes disagree"
     return snap
 
@@ -345,6 +347,39 @@ sys.stdin.read()
     assert info.value.holder_pid == child.pid and str(child.pid) in str(info.value)
 
 
+@pytest.mark.xfail(
+    reason="store bug: the process-wide graph cache (_known_graph) outlives close() and is "
+    "never checked against the file, so reads of a graph another process deleted answer "
+    "empty results (get_saturation_status: StopIteration) instead of NotFoundError",
+    strict=False,
+)
+def test_a_graph_deleted_by_another_process_is_not_found_after_reopening(
+    tmp_path: Path, children: list[Child]
+) -> None:
+    db = tmp_path / "deleted.duckdb"
+    with GraphStore(db) as store:
+        graph_id = store.create_graph("Deleted elsewhere?", "pulse", "autonomous")["graph_id"]
+        assert store.get_open_questions(graph_id)["count"] == 0  # read it here once
+    deleter = r"""
+import sys
+from fractal_nb import GraphStore
+with GraphStore(sys.argv[1]) as store:
+    store.delete_graph(sys.argv[2])
+print("DELETED", flush=True)
+"""
+    child = spawn(children, tmp_path, "deleter", deleter, str(db), graph_id)
+    child.expect("DELETED")
+    assert child.finish() == 0
+    with GraphStore(db) as store:
+        with pytest.raises(NotFoundError, match=graph_id):
+            store.get_snapshot(graph_id)
+        for read in (store.get_open_questions, store.get_claimable_work,
+                     store.get_ready_to_synthesize, store.query_convergence,
+                     store.get_saturation_status, store.get_events):
+            with pytest.raises(NotFoundError, match=graph_id):
+                read(graph_id)
+
+
 # -- a writer killed mid-way ---------------------------------------------------------
 
 
@@ -364,13 +399,14 @@ def _kill_after(child: Child, lines_wanted: int, prefix: str) -> list[str]:
     return seen + child.remaining_lines()  # lines printed before the kill
 
 
+@pytest.mark.slow
 def test_sigkill_mid_writes_loses_no_committed_node(tmp_path: Path, children: list[Child]) -> None:
     db = tmp_path / "killed.duckdb"
     child = spawn(children, tmp_path, "writer", WRITER, str(db))
     _, graph_id, root, answer = child.expect("READY")
-    lines = _kill_after(child, 60, "COMMITTED")
+    lines = _kill_after(child, 40, "COMMITTED")
     committed = [line.split()[1] for line in lines if line.startswith("COMMITTED")]
-    assert len(committed) >= 60
+    assert len(committed) >= 40
 
     with GraphStore(db) as store:  # the lock died with the process
         snap = assert_consistent(store, graph_id)
@@ -381,7 +417,8 @@ def test_sigkill_mid_writes_loses_no_committed_node(tmp_path: Path, children: li
         assert len(ids) - 2 - len(committed) in (0, 1)
         assert ids[:2] == [root, answer] and ids[2:2 + len(committed)] == committed
         by_id = {n["node_id"]: n for n in snap["nodes"]}
-        assert all(by_id[c]["status"] == "open" and by_id[c]["owner"] == "writer" for c in committed)
+        assert all(by_id[c]["status"] == "open" for c in committed)
+        assert all(by_id[c]["owner"] == "writer" for c in committed)
         assert [by_id[c]["metadata"]["i"] for c in committed] == list(range(len(committed)))
 
         claimed = claim_all(store, graph_id, "after-crash")
@@ -391,6 +428,7 @@ def test_sigkill_mid_writes_loses_no_committed_node(tmp_path: Path, children: li
         assert_consistent(store, graph_id)
 
 
+@pytest.mark.slow
 def test_sigkill_inside_a_batch_keeps_batches_all_or_nothing(
     tmp_path: Path, children: list[Child]
 ) -> None:
@@ -398,7 +436,7 @@ def test_sigkill_inside_a_batch_keeps_batches_all_or_nothing(
     child = spawn(children, tmp_path, "batch_writer", BATCH_WRITER, str(db))
     _, graph_id, _root, _answer = child.expect("READY")
     # kill a little after the 4th batch began, most likely inside a batch
-    lines = _kill_after(child, 80 + 7, "PENDING")
+    lines = _kill_after(child, 3 * BATCH_SIZE + 4, "PENDING")
     pending: dict[int, list[str]] = {}
     done: set[int] = set()
     for line in lines:
@@ -420,15 +458,16 @@ def test_sigkill_inside_a_batch_keeps_batches_all_or_nothing(
         for k, landed in by_batch.items():
             # all or nothing: a batch that landed is whole, even one killed before
             # its BATCH_DONE line was printed
-            assert len(landed) == 25, f"batch {k} landed {len(landed)} of 25 nodes"
+            assert len(landed) == BATCH_SIZE, f"batch {k} landed {len(landed)} nodes, not all"
             assert landed == pending[k]
         assert set(by_batch) - done <= {max(pending)}, "only the batch in flight may be unreported"
-        assert len(claim_all(store, graph_id)) == 25 * len(by_batch)
+        assert len(claim_all(store, graph_id)) == BATCH_SIZE * len(by_batch)
 
 
 # -- two stores on one file in one process ------------------------------------------
 
 
+@pytest.mark.slow
 def test_two_stores_in_one_process_share_the_write_lock(tmp_path: Path) -> None:
     db = tmp_path / "twice.duckdb"
     with GraphStore(db) as first, GraphStore(db) as second:
@@ -476,7 +515,8 @@ def test_two_stores_in_one_process_share_the_write_lock(tmp_path: Path) -> None:
         owner = {n["node_id"]: n["owner"] for n in snap["nodes"]}
         for worker, mine in claims.items():
             assert all(owner[n] == worker for n in mine)
-        assert all(n["status"] == "claimed" for n in snap["nodes"] if n["node_id"] in set(questions))
+        wanted = set(questions)
+        assert all(n["status"] == "claimed" for n in snap["nodes"] if n["node_id"] in wanted)
 
     # and the file is free again once both are closed
     with GraphStore(db, read_only=True) as ro:

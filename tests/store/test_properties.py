@@ -957,7 +957,7 @@ class GraphMachine(RuleBasedStateMachine):
 TestGraphMachine = GraphMachine.TestCase
 TestGraphMachine.settings = settings(
     max_examples=40,
-    stateful_step_count=30,
+    stateful_step_count=25,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

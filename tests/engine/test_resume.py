@@ -1,0 +1,93 @@
+"""Nothing is lost: a killed run resumes from the DuckDB file with every committed node."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from fractal_nb import Exploration, SimulatedLLM
+from tests.engine.test_runs import FAST, check_finished_graph
+
+CHILD = textwrap.dedent("""
+    import json, sys
+    from fractal_nb import Exploration, SimulatedLLM
+    ex = Exploration.create("How should a library digitise its archive?", intensity="deep",
+                            llm=SimulatedLLM(seed=8, latency_s=0.02), path=sys.argv[1])
+    print(json.dumps({"graph_id": ex.graph_id}), flush=True)
+
+    def committed(record):
+        ids = [record.answer_id, *record.sub_questions] if record.answer_id else []
+        print(json.dumps({"node": record.node_id, "ids": ids}), flush=True)
+
+    ex.run(progress=False, on_step=committed)
+""")
+
+
+@pytest.mark.slow
+def test_killed_process_resumes_with_every_committed_node(tmp_path) -> None:
+    path = tmp_path / "killed.duckdb"
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(path)], stdout=subprocess.PIPE,
+                             text=True, cwd=os.getcwd())
+    committed: list[str] = []
+    try:
+        assert child.stdout is not None
+        graph_id = json.loads(child.stdout.readline())["graph_id"]
+        for line in child.stdout:
+            committed += json.loads(line)["ids"]
+            if len(committed) >= 40:
+                break
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(30)
+        if child.stdout is not None:
+            child.stdout.close()
+    assert child.returncode == -signal.SIGKILL
+
+    with Exploration.open(path, graph_id, llm=SimulatedLLM(seed=8), clock=FAST) as ex:
+        nodes = ex.nodes()
+        assert set(committed) <= set(nodes["node_id"]), "a committed node was lost"
+        assert not (nodes["status"] == "claimed").any(), "claims of the dead run were not recovered"
+        recovered = ex.events().query("kind == 'recovered'")
+        assert len(recovered) >= 1, "the killed run held claims in flight"
+        ex.run(progress=False)
+        assert ex.harvest().status == "completed"
+        check_finished_graph(ex)
+
+
+def test_stopped_run_resumes_from_the_file(tmp_path) -> None:
+    path = tmp_path / "stopped.duckdb"
+    with Exploration.create("How should a library digitise its archive?", intensity="explore",
+                            llm=SimulatedLLM(seed=9), path=path, clock=FAST) as ex:
+        ex.step(5)
+        graph_id = ex.graph_id
+        before = ex.nodes()
+        claim = ex.store.claim_work(graph_id, "worker-that-dies")["node_id"]  # then the kernel dies
+    with Exploration.open(path, llm=SimulatedLLM(seed=9), clock=FAST) as ex:
+        assert ex.graph_id == graph_id  # the only graph in the file
+        after = ex.nodes().set_index("node_id")
+        assert set(before["node_id"]) <= set(after.index)
+        assert after.loc[claim, "status"] == "open"
+        assert ex.run(progress=False) in ("all_complete", "budget_exhausted")
+        ex.harvest()
+        check_finished_graph(ex)
+
+
+def test_open_refuses_ambiguous_or_missing_files(tmp_path) -> None:
+    path = tmp_path / "two.duckdb"
+    for seed in ("one?", "two?"):
+        Exploration.create(seed, intensity="pulse", llm=SimulatedLLM(), path=path).close()
+    with pytest.raises(ValueError, match="holds 2 graphs"):
+        Exploration.open(path, llm=SimulatedLLM())
+    with pytest.raises(ValueError, match="no exploration file"):
+        Exploration.open(tmp_path / "absent.duckdb", llm=SimulatedLLM())
+    with pytest.raises(ValueError, match="llm must be a model"):
+        Exploration.open(path, llm="gpt")  # type: ignore[arg-type]

@@ -1,0 +1,287 @@
+"""SimulatedLLM: schema-valid, deterministic, honest about being simulated, and configurable."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from fractal_nb import InvalidInputError, LLMError, SimulatedLLM
+from fractal_nb.llm.protocol import LLM, Message, estimate_tokens, messages_tokens, metered
+from fractal_nb.llm.schemas import (
+    ROLES,
+    Answer,
+    Connections,
+    HarvestSummary,
+    SeedPlan,
+    Synthesis,
+)
+from fractal_nb.prompts import chat
+
+A = "n-00000000000000a1"
+B = "n-00000000000000b2"
+C = "n-00000000000000c3"
+
+# The engine's real prompts, one per role, filled with plausible values.
+PROMPTS: dict[type[BaseModel], list[Message]] = {
+    SeedPlan: chat("seed", seed="Why do some cities grow faster than others?", lo=5, hi=7),
+    Answer: chat(
+        "answer", seed="Why do cities grow?", ancestry="- Q: Why do cities grow?\n  A: Jobs.",
+        depth=1, max_depth=4, question="What are the main causes behind urban growth?",
+        siblings="- Who gains from growth? (open)", syntheses="(none yet)"),
+    Synthesis: chat(
+        "synthesize", question="What drives growth?", answer="Jobs and land.",
+        children="- Which jobs?\n  Services.\n- Which land?\n  Cheap land at the edge."),
+    Connections: chat(
+        "connect", question="What drives growth?", node_id="new", answer="Jobs.",
+        candidates="\n".join(f"- [{n}] an answer from another branch" for n in (A, B, C))),
+    HarvestSummary: chat(
+        "harvest", seed="Why do cities grow?",
+        chain="- Why do cities grow?: jobs\n  - Which jobs?: services",
+        gaps="- failed: Which land? (LLMError: boom)"),
+}
+# The prose fields each role writes (questions are questions, not labelled text).
+PROSE = {
+    SeedPlan: lambda o: [o["decomposition"]],
+    Answer: lambda o: [o["answer"]],
+    Synthesis: lambda o: [o["synthesis"], *o["tensions"]],
+    Connections: lambda o: [link["note"] for link in o["convergences"] + o["contradictions"]],
+    HarvestSummary: lambda o: [o["summary"], *(f["finding"] for f in o["findings"])],
+}
+
+
+def seed_messages(lo: int, hi: int, seed: str = "Why do cities grow?") -> list[Message]:
+    return chat("seed", seed=seed, lo=lo, hi=hi)
+
+
+def answer_messages(question: str, depth: int = 1) -> list[Message]:
+    return chat("answer", seed="Why do cities grow?", ancestry="(this is a seed question)",
+                depth=depth, max_depth=6, question=question, siblings="(none)",
+                syntheses="(none yet)")
+
+
+def test_prompts_cover_every_role() -> None:
+    assert set(PROMPTS) == set(ROLES)
+
+
+@pytest.mark.parametrize("schema", list(ROLES), ids=lambda s: s.__name__)
+def test_every_role_gets_a_schema_valid_labelled_answer(schema: type[BaseModel]) -> None:
+    llm = SimulatedLLM(seed=4, link_rate=1.0)
+    output = llm.complete(PROMPTS[schema], schema)
+    assert isinstance(output, dict)
+    assert schema.model_validate(output).model_dump(mode="json") == output
+    json.dumps(output)  # JSON-ready
+    texts = PROSE[schema](output)
+    assert texts, f"{schema.__name__} wrote no prose"
+    assert all(t.startswith("[simulated]") for t in texts), texts
+    assert isinstance(llm, LLM)
+
+
+@pytest.mark.parametrize("schema", list(ROLES), ids=lambda s: s.__name__)
+def test_a_bare_prompt_still_gets_a_valid_answer(schema: type[BaseModel]) -> None:
+    output = SimulatedLLM(seed=1).complete([{"role": "user", "content": "Hello?"}], schema)
+    schema.model_validate(output)
+
+
+def test_connect_links_only_to_candidate_ids_shown() -> None:
+    linked: set[str] = set()
+    for seed in range(30):
+        output = SimulatedLLM(seed=seed, link_rate=1.0).complete(PROMPTS[Connections], Connections)
+        ids = {link["node_id"] for link in output["convergences"] + output["contradictions"]}
+        assert ids <= {A, B, C}
+        linked |= ids
+    assert linked, "link_rate=1.0 never linked anything"
+    quiet = SimulatedLLM(seed=0, link_rate=0.0).complete(PROMPTS[Connections], Connections)
+    assert quiet == {"convergences": [], "contradictions": []}
+
+
+def test_harvest_carries_the_prompt_gaps() -> None:
+    output = SimulatedLLM().complete(PROMPTS[HarvestSummary], HarvestSummary)
+    assert output["gaps"] == ["failed: Which land? (LLMError: boom)"]
+
+
+# --- determinism ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("schema", list(ROLES), ids=lambda s: s.__name__)
+def test_same_seed_and_prompt_give_the_same_output(schema: type[BaseModel]) -> None:
+    first = SimulatedLLM(seed=9, link_rate=0.5).complete(PROMPTS[schema], schema)
+    second = SimulatedLLM(seed=9, link_rate=0.5).complete(PROMPTS[schema], schema)
+    assert first == second
+
+
+def test_node_ids_do_not_change_the_output() -> None:
+    one = answer_messages("Does [n-0000000000000001] hold?")
+    other = answer_messages("Does [n-00000000000000ff] hold?")
+    def normalized(messages: list[Message]) -> str:
+        output = json.dumps(SimulatedLLM(seed=2).complete(messages, Answer))
+        return re.sub(r"n-[0-9a-f]{16}", "n-ID", output)
+
+    # The draws ignore the ids: only the quoted question text differs.
+    assert normalized(one) == normalized(other)
+    assert normalized(one) != normalized(answer_messages("Does [n-0000000000000001] fail?"))
+
+
+def test_different_seeds_usually_differ() -> None:
+    messages = seed_messages(5, 7)
+    outputs = {json.dumps(SimulatedLLM(seed=s).complete(messages, SeedPlan)) for s in range(8)}
+    assert len(outputs) >= 4
+    answers = {json.dumps(SimulatedLLM(seed=s).complete(answer_messages("Why?"), Answer))
+               for s in range(8)}
+    assert len(answers) >= 4
+    assert SimulatedLLM(seed=3).model != SimulatedLLM(seed=4).model
+
+
+def test_different_prompts_usually_differ() -> None:
+    llm = SimulatedLLM(seed=0)
+    answers = {json.dumps(llm.complete(answer_messages(f"Question {i}?"), Answer)) for i in range(6)}
+    assert len(answers) == 6  # the question's text is quoted in the answer
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(3, 4), (5, 7), (8, 12), (1, 1), (2, 2)])
+def test_seed_question_count_respects_the_bounds(lo: int, hi: int) -> None:
+    counts = set()
+    for seed in range(12):
+        plan = SimulatedLLM(seed=seed).complete(seed_messages(lo, hi), SeedPlan)
+        questions = plan["questions"]
+        assert lo <= len(questions) <= hi
+        assert len(set(questions)) == len(questions)
+        counts.add(len(questions))
+    if hi - lo >= 2:
+        assert len(counts) > 1, "the count never varies inside the range"
+
+
+def test_seed_kind_follows_the_seed() -> None:
+    question = SimulatedLLM().complete(seed_messages(3, 4, "Why do cities grow?"), SeedPlan)
+    assert question["seed_kind"] == "question"
+    kinds = {SimulatedLLM(seed=s).complete(seed_messages(3, 4, "Cities grow."), SeedPlan)["seed_kind"]
+             for s in range(10)}
+    assert kinds and "question" not in kinds
+
+
+def test_branching_zero_proposes_no_sub_questions() -> None:
+    for seed in range(5):
+        output = SimulatedLLM(seed=seed, branching=0).complete(answer_messages("Why?"), Answer)
+        assert output["sub_questions"] == [] and output["saturation"] is not None
+
+
+def test_branching_shrinks_with_depth() -> None:
+    def mean_subs(depth: int) -> float:
+        llm = SimulatedLLM(seed=0, branching=3, decay=0.3)
+        counts = [len(llm.complete(answer_messages(f"Q{i}?", depth), Answer)["sub_questions"])
+                  for i in range(20)]
+        return sum(counts) / len(counts)
+
+    assert mean_subs(1) == 3
+    assert mean_subs(3) < 1
+
+
+# --- failures ------------------------------------------------------------------------------
+
+
+def test_failure_rate_one_always_raises() -> None:
+    llm = SimulatedLLM(seed=1, failure_rate=1.0)
+    for schema in ROLES:
+        for _ in range(3):
+            with pytest.raises(LLMError, match="simulated failure"):
+                llm.complete(PROMPTS[schema], schema)
+
+
+def test_failure_rate_zero_never_raises() -> None:
+    llm = SimulatedLLM(seed=1, failure_rate=0.0)
+    for i in range(40):
+        llm.complete(answer_messages(f"Q{i}?"), Answer)
+        llm.complete(answer_messages("the same question"), Answer)
+
+
+def test_a_retried_prompt_can_succeed_after_failing() -> None:
+    def outcomes(llm: SimulatedLLM) -> list[bool]:
+        results = []
+        for _ in range(30):
+            try:
+                llm.complete(answer_messages("Flaky?"), Answer)
+                results.append(True)
+            except LLMError:
+                results.append(False)
+        return results
+
+    first = outcomes(SimulatedLLM(seed=5, failure_rate=0.5))
+    assert False in first and True in first
+    assert any(not a and b for a, b in zip(first, first[1:], strict=False)), \
+        "no failure was followed by a success of the same prompt"
+    assert outcomes(SimulatedLLM(seed=5, failure_rate=0.5)) == first  # the attempt counter is deterministic
+
+
+def test_failures_report_the_prompt_tokens() -> None:
+    messages = answer_messages("Fail?")
+    with metered() as usage, pytest.raises(LLMError):
+        SimulatedLLM(failure_rate=1.0).complete(messages, Answer)
+    assert usage.attempts == 1
+    assert usage.prompt_tokens == messages_tokens(messages)
+    assert usage.completion_tokens == 0
+
+
+# --- arguments -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"branching": -1}, {"latency_s": -0.1}, {"decay": 1.5}, {"decay": -0.1},
+    {"failure_rate": 1.01}, {"failure_rate": -0.5}, {"link_rate": 2}, {"link_rate": -1},
+], ids=lambda kw: next(iter(kw)))
+def test_invalid_arguments_raise_invalid_input(kwargs: dict[str, Any]) -> None:
+    name = next(iter(kwargs))
+    with pytest.raises(InvalidInputError, match=name):
+        SimulatedLLM(**kwargs)
+
+
+def test_an_unknown_schema_raises_invalid_input() -> None:
+    class Poem(BaseModel):
+        verse: str
+
+    with pytest.raises(InvalidInputError, match="Poem"):
+        SimulatedLLM().complete([{"role": "user", "content": "Write a poem."}], Poem)
+
+
+def test_repr_and_model_name_say_simulated() -> None:
+    llm = SimulatedLLM(seed=12, latency_s=0.5)
+    assert llm.model == "simulated-12"
+    assert "SimulatedLLM" in repr(llm) and "seed=12" in repr(llm) and "0.5" in repr(llm)
+
+
+# --- latency and usage ---------------------------------------------------------------------
+
+
+def test_latency_is_honoured() -> None:
+    llm = SimulatedLLM(latency_s=0.05)
+    started = time.perf_counter()
+    llm.complete(PROMPTS[Synthesis], Synthesis)
+    assert time.perf_counter() - started >= 0.05
+    failing = SimulatedLLM(latency_s=0.05, failure_rate=1.0)
+    started = time.perf_counter()
+    with pytest.raises(LLMError):
+        failing.complete(PROMPTS[Synthesis], Synthesis)
+    assert time.perf_counter() - started >= 0.05
+
+
+@pytest.mark.parametrize("schema", list(ROLES), ids=lambda s: s.__name__)
+def test_usage_is_reported_to_the_meter(schema: type[BaseModel]) -> None:
+    messages = PROMPTS[schema]
+    with metered() as usage:
+        output = SimulatedLLM(seed=2).complete(messages, schema)
+    assert usage.attempts == 1 and not usage.cached
+    assert usage.prompt_tokens == messages_tokens(messages) > 0
+    assert usage.completion_tokens == estimate_tokens(json.dumps(output)) > 0
+
+
+def test_usage_accumulates_and_needs_no_meter() -> None:
+    llm = SimulatedLLM()
+    llm.complete(PROMPTS[Answer], Answer)  # no meter: nothing to report to, no error
+    with metered() as usage:
+        llm.complete(PROMPTS[Answer], Answer)
+        llm.complete(PROMPTS[Synthesis], Synthesis)
+    assert usage.attempts == 2
+    assert usage.prompt_tokens == messages_tokens(PROMPTS[Answer]) + messages_tokens(PROMPTS[Synthesis])
