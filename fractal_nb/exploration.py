@@ -83,7 +83,8 @@ class Exploration:
             if graph_id is None:
                 graph_id = _only_graph(store)
             # This process holds the file, so no other worker can be alive on it.
-            store.recover_stuck(graph_id, older_than_s=0)
+            if store.get_snapshot(graph_id)["status"] not in (GraphStatus.COMPLETED, GraphStatus.ERROR):
+                store.recover_stuck(graph_id, older_than_s=0)
         except BaseException:
             store.close()
             raise

@@ -2,8 +2,9 @@
 
 It reads the same prompts a real model gets and answers every role with
 schema-valid JSON whose text says plainly that it is simulated. Outputs depend
-only on the seed and the id-free text of the prompt, so a single-worker run
-repeats exactly.
+only on the seed and the id-free text of the prompt (for answers: the question
+alone), so a run repeats exactly, and a run without links (``link_rate=0``)
+has the same shape whatever the number of workers.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ class SimulatedLLM:
             raise InvalidInputError(
                 f"SimulatedLLM knows the schemas {sorted(m.__name__ for m in ROLES)}, not {schema.__name__}")
         prompt = messages[-1]["content"]
-        key = f"{self.seed}:{role}:{_NODE_ID.sub('[id]', prompt)}"
+        key = f"{self.seed}:{role}:{_decisive(role, prompt)}"
         with self._lock:
             self._seen[key] += 1
             attempt = self._seen[key]
@@ -196,6 +197,18 @@ class SimulatedLLM:
                          for i in range(min(3, steps))],
             "gaps": gaps,
         }
+
+
+def _decisive(role: str, prompt: str) -> str:
+    """The part of a prompt the simulated choices depend on.
+
+    An answer depends on its question alone, not on what other workers happen
+    to have written by then, so a simulated tree has the same shape with one
+    worker or eight. Node ids (new every run) never count.
+    """
+    if role == "answer":
+        prompt = _field(prompt, r"(Question to answer now[^\n]*\n[^\n]*)") or prompt
+    return _NODE_ID.sub("[id]", prompt)
 
 
 def _field(prompt: str, pattern: str) -> str | None:

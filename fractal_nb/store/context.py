@@ -28,19 +28,21 @@ class NodeContext(StoreBase):
                 raise InvalidInputError(f"{name} must be an integer >= 0, not {value!r}")
         graph = self._known_graph(graph_id)
         question = self._question_of(self._node(graph.graph_id, node_id))
-        # The path up, each question with its first answer: one recursive query.
-        chain = self._db.fetchall(
-            """WITH RECURSIVE up(node_id, hops) AS (
-                   SELECT question_id, 1 FROM nodes WHERE node_id = ?
-                   UNION ALL
-                   SELECT n.question_id, hops + 1 FROM nodes n JOIN up USING (node_id)
-                   WHERE n.question_id IS NOT NULL)
-               SELECT q.node_id, q.depth, q.text,
-                      (SELECT a.text FROM nodes a WHERE a.question_id = q.node_id
-                       AND a.node_type = 'answer' ORDER BY a.seq LIMIT 1)
-               FROM nodes q JOIN up USING (node_id) ORDER BY hops DESC""",
-            [question.node_id],
-        )
+        # The path down from the root (kept on each node), each question with its first answer.
+        above = question.ancestors
+        chain: list[tuple[str, int, str, str | None]] = []
+        if above:
+            marks = ", ".join("?" for _ in above)
+            rows = self._db.fetchall(
+                f"SELECT node_id, node_type, question_id, depth, text FROM nodes WHERE graph_id = ? "
+                f"AND (node_id IN ({marks}) OR (node_type = 'answer' AND question_id IN ({marks}))) "
+                "ORDER BY seq", [graph.graph_id, *above, *above])
+            first_answer: dict[str, str] = {}
+            for _nid, kind, qid, _depth, text in rows:
+                if kind == "answer":
+                    first_answer.setdefault(qid, text)
+            chain = [(nid, depth, text, first_answer.get(nid))
+                     for nid, kind, _qid, depth, text in rows if kind == "question"]
         # Siblings, nearby syntheses and link candidates: one query, three capped parts.
         near = self._db.fetchall(
             """SELECT * FROM (

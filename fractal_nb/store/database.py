@@ -35,6 +35,7 @@ class _Shared:
 
     write_lock: threading.RLock = field(default_factory=threading.RLock)
     graphs: dict[str, Any] = field(default_factory=dict)  # graph_id -> GraphRow (static fields)
+    open_stores: int = 0  # when none is open, another process may change the file
 
 
 _SHARED: dict[str, _Shared] = {}
@@ -60,18 +61,26 @@ class Database:
         if read_only and self.path is None:
             raise InvalidInputError("read_only=True needs a path: an in-memory store starts empty")
         self._conn = self._connect()
-        shared = _shared_for(self.path)
-        self._write_lock = shared.write_lock
-        self.graphs = shared.graphs
+        self._shared = _shared_for(self.path)
+        self._write_lock = self._shared.write_lock
+        self.graphs = self._shared.graphs
+        with _SHARED_GUARD:
+            if self._shared.open_stores == 0:  # the file may have changed while no one held it
+                self.graphs.clear()
+            self._shared.open_stores += 1
         self._local = threading.local()
         self._cursors: dict[int, duckdb.DuckDBPyConnection] = {}
         self._cursors_guard = threading.Lock()
         self._closed = False
-        if read_only:
-            self._check_schema()
-        else:
-            with self.write() as cur:
-                self._create_schema(cur)
+        try:
+            if read_only:
+                self._check_schema()
+            else:
+                with self.write() as cur:
+                    self._create_schema(cur)
+        except BaseException:
+            self.close()
+            raise
 
     # -- opening -----------------------------------------------------------------
 
@@ -206,6 +215,8 @@ class Database:
         if self._closed:
             return
         self._closed = True
+        with _SHARED_GUARD:
+            self._shared.open_stores -= 1
         with self._cursors_guard:
             for cur in self._cursors.values():
                 cur.close()

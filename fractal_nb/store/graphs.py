@@ -44,8 +44,9 @@ class GraphLifecycle(StoreBase):
                 [graph_id, seed, level.value, str(mode), root_id, json.dumps(meta), now, now],
             )
             self._db.execute(
-                "INSERT INTO nodes VALUES (?, ?, nextval('node_seq'), NULL, NULL, NULL, ?, ?, 0, "
-                "?, NULL, NULL, NULL, NULL, NULL, '{}', ?, ?)",
+                "INSERT INTO nodes (node_id, graph_id, seq, node_type, text, depth, status, path, "
+                "metadata, created_at, updated_at) "
+                "VALUES (?, ?, nextval('node_seq'), ?, ?, 0, ?, '', '{}', ?, ?)",
                 [root_id, graph_id, NodeType.QUESTION.value, seed, NodeStatus.OPEN.value, now, now],
             )
             self._log(

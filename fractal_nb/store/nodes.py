@@ -230,19 +230,20 @@ class NodeWrites(StoreBase):
         else:
             status = NodeStatus.OPEN
         now = self.clock()
+        path = "/".join([*question.ancestors, question.node_id])
         nodes = []
         for text, meta in items:
             node_id = new_id("n")
             branch = node_id if kind == NodeType.QUESTION and depth == 1 else question.branch_id
             nodes.append(NodeRow(node_id, graph.graph_id, parent.node_id, kind.value, text, depth,
                                  status.value, None, None, owner, None, None, json.dumps(meta),
-                                 now, now, -1, branch, question.node_id))
-        rows = ", ".join("(?, ?, nextval('node_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in nodes)
+                                 now, now, -1, branch, question.node_id, path))
+        rows = ", ".join("(?, ?, nextval('node_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in nodes)
         self._db.execute(
-            "INSERT INTO nodes (node_id, graph_id, seq, parent_id, question_id, branch_id, "
+            "INSERT INTO nodes (node_id, graph_id, seq, parent_id, question_id, branch_id, path, "
             f"node_type, text, depth, status, owner, metadata, created_at, updated_at) VALUES {rows}",
             [v for n in nodes for v in (n.node_id, n.graph_id, n.parent_id, n.question_id,
-                                        n.branch_id, n.node_type, n.text, n.depth, n.status,
+                                        n.branch_id, n.path, n.node_type, n.text, n.depth, n.status,
                                         n.owner, n.metadata_json, now, now)],
         )
         payload = {"node_type": kind.value, "parent_id": parent.node_id, "depth": depth,

@@ -12,7 +12,7 @@ from ..model import BUDGETS, Intensity
 NODE_COLUMNS = (
     "node_id, graph_id, parent_id, node_type, text, depth, status, status_reason, "
     "inherited_from, owner, claimed_at, lease_s, metadata, created_at, updated_at, "
-    "seq, branch_id, question_id"
+    "seq, branch_id, question_id, path"
 )
 GRAPH_COLUMNS = (
     "graph_id, seed, intensity, checkpoint_mode, status, status_reason, root_node_id, "
@@ -61,6 +61,12 @@ class NodeRow:
     seq: int
     branch_id: str | None
     question_id: str | None
+    path: str
+
+    @property
+    def ancestors(self) -> list[str]:
+        """Ids of the questions above this node, root first (an answer's include its question)."""
+        return self.path.split("/") if self.path else []
 
     @property
     def metadata(self) -> dict[str, Any]:

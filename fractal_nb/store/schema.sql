@@ -32,6 +32,7 @@ CREATE TABLE IF NOT EXISTS nodes (
     question_id VARCHAR,                -- the question this node hangs under (answers:
                                         -- their question; questions: parent question)
     branch_id VARCHAR,                  -- the depth-1 question this node descends from
+    path VARCHAR NOT NULL,              -- ids of the questions above, root first, '/'-joined
     node_type VARCHAR NOT NULL,
     text VARCHAR NOT NULL,
     depth INTEGER NOT NULL,             -- question level; an answer has its question's

@@ -138,7 +138,8 @@ def test_different_seeds_usually_differ() -> None:
 
 def test_different_prompts_usually_differ() -> None:
     llm = SimulatedLLM(seed=0)
-    answers = {json.dumps(llm.complete(answer_messages(f"Question {i}?"), Answer)) for i in range(6)}
+    answers = {json.dumps(llm.complete(answer_messages(f"Question {i}?"), Answer))
+               for i in range(6)}
     assert len(answers) == 6  # the question's text is quoted in the answer
 
 
@@ -158,8 +159,8 @@ def test_seed_question_count_respects_the_bounds(lo: int, hi: int) -> None:
 def test_seed_kind_follows_the_seed() -> None:
     question = SimulatedLLM().complete(seed_messages(3, 4, "Why do cities grow?"), SeedPlan)
     assert question["seed_kind"] == "question"
-    kinds = {SimulatedLLM(seed=s).complete(seed_messages(3, 4, "Cities grow."), SeedPlan)["seed_kind"]
-             for s in range(10)}
+    claim = seed_messages(3, 4, "Cities grow.")
+    kinds = {SimulatedLLM(seed=s).complete(claim, SeedPlan)["seed_kind"] for s in range(10)}
     assert kinds and "question" not in kinds
 
 
@@ -213,7 +214,8 @@ def test_a_retried_prompt_can_succeed_after_failing() -> None:
     assert False in first and True in first
     assert any(not a and b for a, b in zip(first, first[1:], strict=False)), \
         "no failure was followed by a success of the same prompt"
-    assert outcomes(SimulatedLLM(seed=5, failure_rate=0.5)) == first  # the attempt counter is deterministic
+    # The attempt counter is deterministic: a fresh model with the same seed repeats it.
+    assert outcomes(SimulatedLLM(seed=5, failure_rate=0.5)) == first
 
 
 def test_failures_report_the_prompt_tokens() -> None:
@@ -284,4 +286,5 @@ def test_usage_accumulates_and_needs_no_meter() -> None:
         llm.complete(PROMPTS[Answer], Answer)
         llm.complete(PROMPTS[Synthesis], Synthesis)
     assert usage.attempts == 2
-    assert usage.prompt_tokens == messages_tokens(PROMPTS[Answer]) + messages_tokens(PROMPTS[Synthesis])
+    expected = messages_tokens(PROMPTS[Answer]) + messages_tokens(PROMPTS[Synthesis])
+    assert usage.prompt_tokens == expected

@@ -257,6 +257,8 @@ class GraphMachine(RuleBasedStateMachine):
         try:
             if self.gid is not None and self.view is not None:
                 assert self._state(self.foreign_gid) == self.foreign_state, "foreign graph changed"
+                everything = self.store.get_events(self.gid)["events"]
+                assert everything == self.view.events, "the event log was rewritten"
                 self._finish()
         finally:
             self.store.close()
@@ -282,11 +284,13 @@ class GraphMachine(RuleBasedStateMachine):
     # -- setup ---------------------------------------------------------------------------
 
     @initialize(
+        data=st.data(),
         intensity=st.sampled_from(["pulse", "explore", "deep"]),
         checkpoint=st.sampled_from(["autonomous", "depth:1", "depth:2"]),
-        seeds=st.integers(0, 3),
+        seeds=st.sampled_from([0, 1, 2, 3, 3]),
     )
-    def create(self, intensity: str, checkpoint: str, seeds: int) -> None:
+    def create(self, data: st.DataObject, intensity: str, checkpoint: str, seeds: int) -> None:
+        """Create the graph; unless ``seeds`` is 0, run a seed phase and grow a random tree."""
         g = self.store.create_graph("Why do cities grow?", intensity, checkpoint, metadata={"t": 1})
         assert g["intensity"] == intensity and g["checkpoint_mode"] == checkpoint
         assert g["budget"] == BUDGETS[intensity] and g["status"] == "active"
@@ -299,18 +303,39 @@ class GraphMachine(RuleBasedStateMachine):
         assert self.view.snap["checkpoint_mode"] == checkpoint
         assert self.view.snap["metadata"] == {"t": 1}
         assert self.view.events, "create_graph logged nothing"
-        if seeds:  # the seed phase: the root's answer with seed questions under it
-            answer = self.store.add_node(self.gid, self.root, "answer", "Decomposition.")
+        if not seeds:
+            return
+        # The seed phase (the root's answer, seed questions under it), then some
+        # questions answered and decomposed further, so deep rules have material.
+        frontier = [(self.root, 0)]
+        while frontier and len(self.created) < 16:
+            qid, depth = frontier.pop(0)
+            answer = self.store.add_node(self.gid, qid, "answer", "An answer.")
             self.created.append(answer["node_id"])
-            for i in range(seeds):
-                q = self.store.add_node(self.gid, answer["node_id"], "question", f"Seed {i}")
+            width = seeds if depth == 0 else data.draw(st.integers(0, 2), label="width")
+            for i in range(width if depth + 1 < self.max_depth else 0):
+                q = self.store.add_node(self.gid, answer["node_id"], "question", f"Q{depth + 1}.{i}")
+                assert q["status"] == ("gated" if self.gates(depth + 1) else "open"), q
                 self.created.append(q["node_id"])
-            self.view = View(*self._state(self.gid))
+                if q["status"] == "open" and data.draw(st.booleans(), label="answer it?"):
+                    frontier.append((q["node_id"], depth + 1))
+        self.view = View(*self._state(self.gid))
 
     # -- plumbing ------------------------------------------------------------------------
 
     def _state(self, gid: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         return self.store.get_snapshot(gid), self.store.get_events(gid)["events"]
+
+    def _read(self) -> View:
+        """The graph now: a fresh snapshot, and the events logged since the last read.
+
+        Reading only new events keeps each step cheap; teardown reads the whole log
+        once and checks it against what was gathered here (nothing rewritten).
+        """
+        assert self.view is not None
+        last = self.view.events[-1]["event_id"] if self.view.events else 0
+        fresh = self.store.get_events(self.gid, since=last)["events"]  # type: ignore[arg-type]
+        return View(self.store.get_snapshot(self.gid), self.view.events + fresh)  # type: ignore[arg-type]
 
     def gates(self, depth: int) -> bool:
         return self.every is not None and depth > 0 and depth % self.every == 0
@@ -323,7 +348,7 @@ class GraphMachine(RuleBasedStateMachine):
         try:
             result = fn(*args, **kw)
         except FractalError as exc:
-            after = View(*self._state(self.gid))  # type: ignore[arg-type]
+            after = self._read()
             assert after.snap == before.snap, f"refused {name} ({exc}) changed the snapshot"
             assert after.events == before.events, f"refused {name} ({exc}) logged events"
             assert str(exc).strip(), f"{name} refused without a message"
@@ -331,7 +356,7 @@ class GraphMachine(RuleBasedStateMachine):
             note(f"  refused: {type(exc).__name__}: {exc}")
             return Outcome(None, exc, before, after)
         # Not a FractalError: any other exception propagates and fails the test.
-        after = View(*self._state(self.gid))  # type: ignore[arg-type]
+        after = self._read()
         assert expect_ok is not False, f"{name} was accepted but the contract refuses it: {result!r}"
         assert isinstance(result, dict), f"{name} returned {type(result).__name__}, not a dict"
         json.dumps(result)  # JSON-ready
@@ -350,6 +375,13 @@ class GraphMachine(RuleBasedStateMachine):
         if not ids or (bad and data.draw(st.integers(0, 7), label="invalid?") == 0):
             return self.bad_id(data)
         return data.draw(st.sampled_from(ids), label="node")
+
+    def below_root(self, data: st.DataObject) -> list[str] | None:
+        """Every node but the root, or (one time in six) every node: saturating the root ends the walk."""
+        assert self.view is not None
+        if data.draw(st.integers(0, 5), label="root too?") == 0:
+            return None
+        return [n["node_id"] for n in self.view.nodes[1:]]
 
     def bad_id(self, data: st.DataObject) -> Any:
         """An id that names no node of this graph: unknown, blank, not a string, or foreign."""
@@ -453,9 +485,11 @@ class GraphMachine(RuleBasedStateMachine):
 
     # -- rules: the work queue -----------------------------------------------------------
 
-    @rule(worker=st.sampled_from([*WORKERS, ""]))
-    def claim_work(self, worker: str) -> None:
+    @rule(worker=st.sampled_from([*WORKERS, ""]), wait=st.sampled_from([0.0, LEASE_S - 0.5, LEASE_S]))
+    def claim_work(self, worker: str, wait: float) -> None:
+        """Claim, then maybe let the lease run to just before or exactly its end (rule 5)."""
         self._claim(worker)
+        self.now += wait
 
     @rule(data=st.data(), worker=st.sampled_from(WORKERS), subs=st.integers(0, 2),
           finish=st.booleans())
@@ -469,7 +503,7 @@ class GraphMachine(RuleBasedStateMachine):
         if answer.ok:
             for _ in range(subs):
                 self._add(data, answer.result["node_id"], "question", None, owner=worker)
-        if finish:
+        if finish or not subs:
             self._synthesize(nid, "A leaf synthesis.")
 
     def _claim(self, worker: str) -> Outcome:
@@ -537,6 +571,16 @@ class GraphMachine(RuleBasedStateMachine):
             q["node_id"] for q in v.questions()
             if q["status"] == "answered" and not v.sub_questions(q["node_id"])]
         self._synthesize(self.pick(data, pool, bad=False), "A synthesis.")
+
+    @rule(rounds=st.integers(1, 3))
+    def harvest(self, rounds: int) -> None:
+        """Synthesize what is ready, deepest first, a few rounds up the tree (rule 3's cascade)."""
+        for _ in range(rounds):
+            assert self.view is not None
+            ready = sorted(self.view.ready(), key=lambda q: (-q["depth"], q["seq"]))
+            if not ready:
+                return
+            self._synthesize(ready[0]["node_id"], "A synthesis of the parts.")
 
     @rule(
         older=st.sampled_from([None, None, 0, 5, 20, -1, True, "5"]),
@@ -619,11 +663,11 @@ class GraphMachine(RuleBasedStateMachine):
 
     @rule(data=st.data(), reason=st.sampled_from([*REASONS, "bogus"]))
     def mark_saturated(self, data: st.DataObject, reason: str) -> None:
-        self._saturate(self.pick(data), reason, prune=False)
+        self._saturate(self.pick(data, self.below_root(data)), reason, prune=False)
 
     @rule(data=st.data())
     def prune_branch(self, data: st.DataObject) -> None:
-        self._saturate(self.pick(data), "pruned", prune=True)
+        self._saturate(self.pick(data, self.below_root(data)), "pruned", prune=True)
 
     @rule(data=st.data(), how=st.sampled_from(["all", "none", "gated", "any", "not a list"]))
     def approve_gate(self, data: st.DataObject, how: str) -> None:
@@ -689,8 +733,10 @@ class GraphMachine(RuleBasedStateMachine):
         form = data.draw(st.sampled_from(valid if data.draw(st.integers(0, 2)) else invalid),
                          label="form")
 
+        others = [n["node_id"] for n in v.nodes if n["node_id"] != node_id]
+
         def targets() -> list[Any]:
-            return [self.pick(data) for _ in range(data.draw(st.integers(1, 3), label="links"))]
+            return [self.pick(data, others) for _ in range(data.draw(st.integers(1, 3), label="links"))]
 
         meta: Any
         if form == "note":

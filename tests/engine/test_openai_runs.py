@@ -1,0 +1,301 @@
+"""Whole explorations through the real openai client against a local fake OpenAI-compatible server.
+
+The fake plays a model that answers every role sensibly (a tree actually grows),
+while the server misbehaves the way real ones do: llama.cpp's HTTP 500 to
+``json_schema``, replies wrapped in prose and fences, and a flaky transport.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from fractal_nb import Exploration
+from fractal_nb.engine.dispatcher import ScaledClock
+from fractal_nb.llm.openai_llm import OpenAILLM
+from fractal_nb.llm.schemas import ROLES, Answer, Connections, HarvestSummary, SeedPlan, Synthesis
+from fractal_nb.prompts import chat
+from tests.engine.test_runs import check_finished_graph
+from tests.llm.fake_openai import FakeOpenAI, schema_responder
+
+FAST = ScaledClock(0.001)  # the dispatcher's 2/4/8 s backoff becomes 2/4/8 ms
+SEED = "Why do some cities grow faster than others?"
+POISON = "unanswerable"  # a seed question with this word always gets an invalid answer
+NODE_ID = re.compile(r"\[(n-[0-9a-f]{16})\]")
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("FRACTAL_NB_MODEL", "OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY",
+                 "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+                 "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+
+# --- a fake model that plays every role ----------------------------------------------------
+
+
+def schema_name(body: dict[str, Any]) -> str:
+    """The schema the request asks for: from response_format, else from the system message."""
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        return str(fmt["json_schema"]["name"])
+    if fmt.get("type") == "json_object" and fmt.get("schema"):
+        return str(fmt["schema"]["title"])
+    system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
+    _, _, schema = system.partition("valid against this JSON schema:\n")
+    if not schema:
+        raise ValueError("the request names no schema")
+    return str(json.loads(schema)["title"])
+
+
+def first_user(body: dict[str, Any]) -> str:
+    """The prompt itself (later user messages are the client's corrections)."""
+    return next(str(m["content"]) for m in body["messages"] if m["role"] == "user")
+
+
+def digest(text: str) -> int:
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+
+
+def _field(prompt: str, pattern: str, default: str = "") -> str:
+    match = re.search(pattern, prompt)
+    return match.group(1).strip() if match else default
+
+
+def seed_plan(prompt: str, poison: bool) -> dict[str, Any]:
+    bounds = re.search(r"between (\d+) and (\d+)", prompt)
+    assert bounds is not None, "the seed prompt says how many questions to pose"
+    lo, hi = int(bounds.group(1)), int(bounds.group(2))
+    count = lo + digest(prompt) % (hi - lo + 1)
+    angles = ["causes", "evidence", "winners and losers", "history", "measurement", "risks",
+              "costs", "alternatives", "mechanisms", "scale", "future", "policy"]
+    questions = [f"What do we know about the {angles[i % len(angles)]} of urban growth "
+                 f"(part {i + 1})?" for i in range(count)]
+    if poison:
+        questions[-1] = f"Which {POISON} question breaks every model?"
+    return {"seed_kind": "question",
+            "decomposition": f"The seed splits into {count} dimensions.",
+            "questions": questions}
+
+
+def sub_count(question: str) -> int:
+    """How many sub-questions the fake proposes for a question: 0, 1 or 2."""
+    return digest("subs:" + question) % 3
+
+
+def answer(prompt: str) -> dict[str, Any]:
+    question = _field(prompt, r"Question to answer now[^\n]*:\n([^\n]+)", "the question")
+    depth = int(_field(prompt, r"Question to answer now \(depth (\d+)", "1"))
+    if POISON in question:
+        return {"answer": "", "confidence": 2.0}  # invalid however often it is corrected
+    h = digest(question)
+    subs = [{"text": f"Follow-up {h % 10_000:04d}.{k} at depth {depth + 1}: what qualifies it?",
+             "proxy_signal": ["qualifiers", "alternatives", "assumptions"][(h + k) % 3]}
+            for k in range(sub_count(question))]
+    return {"answer": f"A grounded answer to: {question[:120]}",
+            "confidence": round(0.5 + (h % 40) / 100, 2),
+            "sub_questions": subs,
+            "saturation": None if subs else "actionable"}
+
+
+def connections(prompt: str) -> dict[str, Any]:
+    candidates = NODE_ID.findall(prompt.split("Answers from other branches", 1)[-1])
+    h = digest(prompt)
+    found: dict[str, list[dict[str, str]]] = {"convergences": [], "contradictions": []}
+    if candidates and h % 3 == 0:
+        found["convergences"].append({"node_id": candidates[0], "note": "both point to jobs"})
+    if len(candidates) > 1 and h % 5 == 0:
+        found["contradictions"].append({"node_id": candidates[-1], "note": "opposite directions"})
+    return found
+
+
+def synthesis(prompt: str) -> dict[str, Any]:
+    question = _field(prompt, r"Question: ([^\n]+)", "the question")
+    children = prompt.count("\n- ")
+    return {"synthesis": f"Synthesis of '{question[:100]}' from {children} sub-findings.",
+            "tensions": []}
+
+
+def harvest_summary(prompt: str) -> dict[str, Any]:
+    seed = _field(prompt, r"Seed: ([^\n]+)")
+    return {"summary": f"Cities grow where jobs cluster; seed: {seed}",
+            "findings": [{"finding": "Jobs drive growth.", "confidence": "high"},
+                         {"finding": "Land supply limits it.", "confidence": "medium"}],
+            "gaps": []}
+
+
+def role_responder(*, poison: bool = False) -> Any:
+    """A responder that answers each schema sensibly from the prompt it is shown."""
+    builders = {"SeedPlan": lambda p: seed_plan(p, poison), "Answer": answer,
+                "Connections": connections, "Synthesis": synthesis,
+                "HarvestSummary": harvest_summary}
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        name = schema_name(body)
+        if name not in builders:
+            return schema_responder(body)
+        return builders[name](first_user(body))
+
+    return respond
+
+
+def test_the_fake_model_answers_every_role_validly() -> None:
+    prompts = {
+        SeedPlan: chat("seed", seed=SEED, lo=5, hi=7),
+        Answer: chat("answer", seed=SEED, ancestry="-", depth=1, max_depth=4,
+                     question="Why jobs?", siblings="(none)", syntheses="(none yet)"),
+        Synthesis: chat("synthesize", question="Why jobs?", answer="x", children="- a\n  b"),
+        Connections: chat("connect", question="Why?", node_id="new", answer="x",
+                          candidates="- [n-00000000000000a1] y\n- [n-00000000000000b2] z"),
+        HarvestSummary: chat("harvest", seed=SEED, chain="- x", gaps="(none)"),
+    }
+    respond = role_responder()
+    for schema in ROLES:
+        for fmt in ({"type": "json_schema", "json_schema": {"name": schema.__name__}},
+                    {"type": "json_object", "schema": schema.model_json_schema()}, None):
+            body: dict[str, Any] = {"messages": list(prompts[schema])}
+            if fmt is None:
+                note = f"valid against this JSON schema:\n{json.dumps(schema.model_json_schema())}"
+                body["messages"][0] = {"role": "system", "content": "Be good.\n\n" + note}
+            else:
+                body["response_format"] = fmt
+            schema.model_validate(respond(body))
+    plan = respond({"messages": prompts[SeedPlan], "response_format": {
+        "type": "json_schema", "json_schema": {"name": "SeedPlan"}}})
+    assert 5 <= len(plan["questions"]) <= 7
+    many = [answer(chat("answer", seed=SEED, ancestry="-", depth=1, max_depth=4, question=f"Q{i}?",
+                        siblings="-", syntheses="-")[1]["content"]) for i in range(30)]
+    assert {len(a["sub_questions"]) for a in many} == {0, 1, 2}
+
+
+# --- whole runs ----------------------------------------------------------------------------
+
+
+def run_through(server: FakeOpenAI, intensity: str,
+                **llm_options: Any) -> tuple[Exploration, Any, str]:
+    options: dict[str, Any] = {"timeout": 5.0, "max_retries": 1, **llm_options}
+    llm = OpenAILLM(model="fake", base_url=server.base_url, api_key="x", **options)
+    ex = Exploration.create(SEED, intensity=intensity, llm=llm, clock=FAST)
+    status = ex.run(progress=False)
+    assert status == "all_complete", status
+    result = ex.harvest()
+    return ex, result, status
+
+
+def check_result(ex: Exploration, result: Any, server: FakeOpenAI) -> None:
+    """What every run here must show: a finished tree built from the fake's answers."""
+    assert result.status == "completed" and ex.status == "completed"
+    check_finished_graph(ex)
+    assert not result.stuck_nodes
+    nodes = ex.nodes()
+    root = nodes[nodes["depth"] == 0].iloc[0]
+    assert root["status"] == "synthesized"
+    assert result.synthesis_chain[0].node_id == root["node_id"]
+    assert result.synthesis_chain[0].synthesis.startswith("Synthesis of ")
+    answers = nodes[nodes["node_type"] == "answer"]
+    assert answers["text"].str.startswith(("A grounded answer", "The seed splits")).all()
+    calls = ex.llm_calls()
+    assert {"seed", "answer", "synthesize", "harvest"} <= set(calls["role"])
+    assert (calls["model"] == "fake").all()
+    ok = calls[calls["outcome"] == "ok"]
+    assert (ok["prompt_tokens"] > 0).all() and (ok["completion_tokens"] > 0).all()
+    assert len(server.requests) >= len(ok)
+    assert result.node_count == len(nodes) and result.edge_count == len(ex.edges())
+
+
+def test_llama_cpp_run_falls_back_to_json_object_once() -> None:
+    with FakeOpenAI("llama_cpp", responder=role_responder()) as server:
+        ex, result, _ = run_through(server, "pulse")
+        with ex:
+            check_result(ex, result, server)
+            formats = [(r.get("response_format") or {}).get("type") for r in server.requests]
+            # json_schema is tried in the first call only (the client itself retries the
+            # HTTP 500 max_retries times), then json_object is remembered for every call.
+            tried = 1 + 1  # max_retries=1
+            assert formats[:tried] == ["json_schema"] * tried
+            assert set(formats[tried:]) == {"json_object"} and len(formats) > 5 + tried
+            assert server.requests[0]["response_format"]["json_schema"]["name"] == "SeedPlan"
+            assert server.requests[tried]["response_format"]["schema"]["title"] == "SeedPlan"
+            assert {r["response_format"]["schema"]["title"] for r in server.requests[tried:]} == {
+                "SeedPlan", "Answer", "Synthesis", "HarvestSummary"} | (
+                {"Connections"} if "connect" in set(ex.llm_calls()["role"]) else set())
+            # Every completion that landed was a json_object one; no call failed.
+            calls = ex.llm_calls()
+            assert set(calls["outcome"]) == {"ok"}
+            assert calls["attempts"].sum() == len(server.requests) - tried
+            assert result.summary.startswith("Cities grow where jobs cluster")
+            assert [f["finding"] for f in result.findings] == ["Jobs drive growth.",
+                                                                "Land supply limits it."]
+            nodes = ex.nodes()
+            questions = nodes.query("node_type == 'question'")
+            assert 3 <= (questions["depth"] == 1).sum() <= 4
+            assert questions["depth"].max() == 1  # pulse: no sub-questions below the seed ones
+            # Exactly the answers whose fake reply proposed sub-questions are depth-limited.
+            branching = {q.node_id for q in questions.itertuples()
+                         if q.depth == 1 and sub_count(q.text)}
+            answers = nodes.query("node_type == 'answer'").set_index("node_id")
+            limited = {answers.loc[a, "parent_id"] for a in result.depth_limited}
+            assert branching and limited == branching
+
+
+def test_junk_replies_are_repaired_through_a_whole_explore_run() -> None:
+    with FakeOpenAI("junk", responder=role_responder()) as server:
+        ex, result, _ = run_through(server, "explore")
+        with ex:
+            check_result(ex, result, server)
+            calls = ex.llm_calls()
+            assert set(calls["outcome"]) == {"ok"}
+            assert (calls["attempts"] == 1).all()  # repaired, never sent back for correction
+            assert len(server.requests) == len(calls)
+            nodes = ex.nodes()
+            questions = nodes[nodes["node_type"] == "question"]
+            assert questions["depth"].max() >= 2, "the fake's sub-questions never branched"
+            # The raw newline the junk adds to the first string field is stripped again.
+            assert not nodes["text"].str.endswith("\n").any()
+            assert not ex.syntheses()["synthesis"].str.contains("```").any()
+            sub = questions[questions["text"].str.startswith("Follow-up")]
+            assert len(sub) and sub["meta_proxy_signal"].isin(
+                ["qualifiers", "alternatives", "assumptions"]).all()
+            assert result.convergence_count + result.contradiction_count > 0
+            assert ex.edges()["edge_type"].isin(["convergence", "contradiction"]).any()
+
+
+def test_a_flaky_server_slows_the_run_but_it_completes() -> None:
+    with FakeOpenAI("flaky", responder=role_responder(poison=True), seed=7, failure_rate=0.3,
+                    slow_s=0.8) as server:
+        ex, result, _ = run_through(server, "explore", timeout=0.5, max_retries=1, output_retries=2)
+        with ex:
+            check_result(ex, result, server)
+            faults = Counter(server.faults)
+            assert sum(faults.values()) >= 5 and len(faults) >= 3, faults
+            calls = ex.llm_calls()
+            failed = calls[calls["outcome"] == "error"]
+            assert len(failed) or (calls["attempts"] > 1).any()
+            assert failed["error"].str.match(r"LLM(Output|Timeout)?Error: ").all()
+            assert (calls["attempts"] > 1).any()  # junk bodies were sent back for correction
+
+            nodes = ex.nodes().set_index("node_id")
+            questions = nodes[nodes["node_type"] == "question"]
+            # The poisoned question failed for good: three failed claims, an error, a gap.
+            [poison_id] = questions.index[questions["text"].str.contains(POISON)]
+            assert questions.loc[poison_id, "status"] == "saturated"
+            assert questions.loc[poison_id, "status_reason"] == "error"
+            assert questions.loc[poison_id, "meta_failures"] == 3
+            poison_calls = calls[(calls["node_id"] == poison_id) & (calls["role"] == "answer")]
+            assert len(poison_calls) == 3 and (poison_calls["outcome"] == "error").all()
+            assert any(g.startswith("failed: ") and POISON in g for g in result.gaps)
+            # Any node that failed for good is a gap; any that failed and recovered is not.
+            for _, node in questions[questions["status_reason"] == "error"].iterrows():
+                assert any(g.startswith("failed: ") and node["text"][:60] in g for g in result.gaps)
+            recovered = questions[(questions["status"] == "synthesized")
+                                  & questions.get("meta_failures", 0).fillna(0).gt(0)]
+            for _, node in recovered.iterrows():
+                assert not any(node["text"][:60] in g for g in result.gaps)
+            released = ex.events().query("kind == 'released'")
+            assert poison_id in set(released["node_id"])

@@ -1,0 +1,243 @@
+"""The ``fractal-nb`` command line: demo, run, errors, help, and the installed console script."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fractal_nb import Exploration, GraphStore, SimulatedLLM
+from fractal_nb.cli import DEMO_DB, DEMO_SEED, build_parser, main
+from fractal_nb.errors import StateError
+
+SUBCOMMANDS = ["run", "demo"]
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+
+def check_completed(path: Path, seed: str) -> None:
+    """The file holds one completed, fully synthesized exploration of ``seed``."""
+    with Exploration.open(path, llm=SimulatedLLM()) as ex:
+        assert ex.status == "completed"
+        nodes = ex.nodes()
+        questions = nodes[nodes["node_type"] == "question"]
+        root = questions[questions["depth"] == 0].iloc[0]
+        assert root["text"] == seed and root["status"] == "synthesized"
+        assert set(questions["status"]) <= {"synthesized", "saturated"}
+        assert (questions["depth"] == 1).sum() >= 3
+        assert len(ex.llm_calls()) > 0
+
+
+def test_demo_runs_offline_into_a_duckdb_file(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--db", "demo.duckdb", "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert f"Seed: {DEMO_SEED}" in out
+    assert "Summary:" in out and "[simulated]" in out
+    assert "demo.duckdb" in out and "model calls (0 failed)" in out
+    assert "fractal" not in err  # --quiet: no progress bar
+    assert (tmp_path / "demo.duckdb").is_file()
+    check_completed(tmp_path / "demo.duckdb", DEMO_SEED)
+
+
+def test_run_explores_the_given_seed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    seed = "Why do bees dance?"
+    assert main(["run", seed, "--intensity", "pulse", "--db", "bees.duckdb", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert f"Seed: {seed}" in out and "Summary:" in out and "is completed in bees.duckdb" in out
+    check_completed(tmp_path / "bees.duckdb", seed)
+    with GraphStore(tmp_path / "bees.duckdb") as store:
+        [graph] = store.list_graphs()["graphs"]
+        snapshot = store.get_snapshot(graph["graph_id"])
+        assert snapshot["intensity"] == "pulse"
+        assert max(n["depth"] for n in snapshot["nodes"]) <= 1  # pulse: max_depth 2
+
+
+def test_a_finished_run_reopens_with_exploration_open(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--db", "again.duckdb", "--quiet"]) == 0
+    assert "Exploration.open('again.duckdb'" in capsys.readouterr().out  # what the CLI advises
+    with Exploration.open(tmp_path / "again.duckdb", llm=SimulatedLLM()) as ex:
+        assert ex.status == "completed"
+        assert ex.nodes().query("depth == 0 and node_type == 'question'")["status"].tolist() == [
+            "synthesized"]
+        result = ex.harvest()  # a finished graph is summarised as it stands
+        assert result.status == "completed" and result.seed == DEMO_SEED
+        assert result.synthesis_chain and result.synthesis_chain[0].depth == 0
+        with pytest.raises(StateError, match="finished"):
+            ex.run(progress=False)
+
+
+def test_run_with_one_worker_and_a_seed_value(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["run", "Why?", "--intensity", "pulse", "--workers", "1", "--seed-value", "3", "--quiet"]
+    assert main([*args, "--db", "a.duckdb"]) == 0
+    first = capsys.readouterr().out
+    assert main([*args, "--db", "b.duckdb"]) == 0
+    second = capsys.readouterr().out
+    assert "SimulatedLLM(seed=3" in first
+    # One worker and one seed repeat exactly (ids and file names aside).
+    strip = lambda text: [line for line in text.splitlines()  # noqa: E731
+                          if "graph g-" not in line and "Exploration.open" not in line]
+    assert strip(first) == strip(second)
+
+
+def test_the_default_database_is_created_in_the_working_directory(tmp_path: Path) -> None:
+    assert main(["run", "Why is the sea salty?", "--intensity", "pulse", "--quiet"]) == 0
+    assert (tmp_path / "exploration.duckdb").is_file()
+    assert not (tmp_path / DEMO_DB).exists()
+
+
+def test_a_second_run_adds_a_graph_to_the_same_file(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    for seed in ("First?", "Second?"):
+        assert main(["run", seed, "--intensity", "pulse", "--db", "x.duckdb", "--quiet"]) == 0
+    capsys.readouterr()
+    with GraphStore(tmp_path / "x.duckdb") as store:
+        seeds = sorted(g["seed"] for g in store.list_graphs()["graphs"])
+    assert seeds == ["First?", "Second?"]
+    with pytest.raises(ValueError, match="2 graphs"):  # open() needs to be told which
+        Exploration.open(tmp_path / "x.duckdb", llm=SimulatedLLM())
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "Why?", "--intensity", "extreme"],
+    ["demo", "--intensity", "PULSE"],
+    ["run"],
+    [],
+    ["fly"],
+    ["run", "Why?", "--llm", "gpt"],
+    ["run", "Why?", "--workers", "many"],
+])
+def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    assert "usage: fractal-nb" in capsys.readouterr().err
+
+
+def test_bad_values_the_library_refuses_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "Why?", "--checkpoint", "sometimes", "--db", "c.duckdb", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("fractal-nb: error:") and "sometimes" in err
+    assert main(["run", "Why?", "--db", "no/such/folder/x.duckdb", "--quiet"]) == 1
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_openai_without_a_model_exits_1(monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("FRACTAL_NB_MODEL", "OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["run", "Why?", "--llm", "openai", "--db", "o.duckdb", "--quiet"]) == 1
+    assert "FRACTAL_NB_MODEL" in capsys.readouterr().err
+
+
+HOLDER = textwrap.dedent("""
+    import sys
+    from fractal_nb import GraphStore
+    store = GraphStore(sys.argv[1])
+    print("ready", flush=True)
+    sys.stdin.readline()
+    store.close()
+""")
+
+
+def test_a_file_locked_by_another_process_exits_1_naming_the_holder(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "held.duckdb"
+    child = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready", \
+            child.stderr.read() if child.stderr else ""
+        assert main(["run", "Why?", "--db", str(path), "--quiet"]) == 1
+        out, err = capsys.readouterr()
+        assert err.startswith("fractal-nb: error:")
+        assert f"process {child.pid}" in err
+        assert "Summary:" not in out
+    finally:
+        child.communicate("\n", timeout=60)
+    assert child.returncode == 0
+    # Once the holder is gone the same file works.
+    assert main(["run", "Why?", "--intensity", "pulse", "--db", str(path), "--quiet"]) == 0
+
+
+# --- help: docs are tests ------------------------------------------------------------------
+
+
+def subparsers() -> dict[str, object]:
+    parser = build_parser()
+    action = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    return {name: sub for name, sub in action.choices.items()}  # type: ignore[attr-defined]
+
+
+def test_the_subcommands_are_the_ones_tested_here() -> None:
+    assert sorted(subparsers()) == sorted(SUBCOMMANDS)
+
+
+def test_top_level_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: fractal-nb")
+    parser = build_parser()
+    action = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    helps = {c.dest: c.help for c in action._choices_actions}
+    for name in SUBCOMMANDS:
+        assert helps.get(name), f"subcommand {name} has no help text"
+        assert name in out and helps[name] in out
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS)
+def test_every_subcommand_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main([command, "--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: fractal-nb {command}")
+    sub = subparsers()[command]
+    assert sub.description  # type: ignore[attr-defined]
+    for action in sub._actions:  # type: ignore[attr-defined]
+        if action.dest == "help":
+            continue
+        assert action.help, f"{command}: {action.dest} has no help text"
+        flag = action.option_strings[-1] if action.option_strings else action.dest
+        assert flag in out
+    for flag in ("--intensity", "--db", "--quiet", "--workers", "--checkpoint"):
+        assert flag in out
+
+
+# --- the installed console script ----------------------------------------------------------
+
+
+def console_script() -> list[str]:
+    venv_script = Path(sys.executable).with_name("fractal-nb")
+    if venv_script.exists():
+        return [str(venv_script)]
+    found = shutil.which("fractal-nb")
+    return [found] if found else [sys.executable, "-m", "fractal_nb.cli"]
+
+
+def test_the_console_script_runs_the_demo(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "FRACTAL_NB_"))}
+    done = subprocess.run([*console_script(), "demo", "--quiet", "--db", "script.duckdb"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"Seed: {DEMO_SEED}" in done.stdout and "Summary:" in done.stdout
+    assert (tmp_path / "script.duckdb").is_file()
+    check_completed(tmp_path / "script.duckdb", DEMO_SEED)
+
+
+def test_the_module_runs_with_python_dash_m(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "fractal_nb.cli", "run", "--help"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: fractal-nb run")
