@@ -181,41 +181,33 @@ def _write(
         meta["saturation"] = answer.saturation
     if depth_limited:
         meta["depth_limited"] = True
-    synthesized: list[str] = []
+    questions = [{"text": sub.text, "metadata": {"proxy_signal": sub.proxy_signal}} for sub in subs]
+    if links.convergences and claim["depth"] + 1 < run.budget.max_depth:
+        first = links.convergences[0]  # a boundary question on the strongest convergence
+        questions.append({"text": render("boundary", other=first.node_id, insight=first.note),
+                          "metadata": {"boundary": True, "converging_with": first.node_id}})
     with store.batch():
-        written = store.add_answer(
-            g, q, answer.answer, owner=worker, metadata=meta,
-            sub_questions=[{"text": sub.text, "metadata": {"proxy_signal": sub.proxy_signal}}
-                           for sub in subs])
+        written = store.add_answer(g, q, answer.answer, owner=worker, metadata=meta,
+                                   sub_questions=questions, synthesize=True)
         answer_id = written["answer"]["node_id"]
-        questions = [sub["node_id"] for sub in written["sub_questions"]]
-        link_meta: dict[str, Any] = {}
-        if links.convergences:
-            link_meta["convergence_with"] = [link.node_id for link in links.convergences]
-            link_meta["convergence_insight"] = "; ".join(link.note for link in links.convergences)
-        if links.contradictions:
-            link_meta["contradiction_with"] = [link.node_id for link in links.contradictions]
-            link_meta["contradiction_tension"] = "; ".join(link.note for link in links.contradictions)
-        created = store.update_node(g, answer_id, link_meta)["edges_created"] if link_meta else 0
-        if links.convergences and claim["depth"] + 1 < run.budget.max_depth:
-            first = links.convergences[0]
-            text = render("boundary", first=answer_id, second=first.node_id, insight=first.note)
-            # add_node checks everything before it writes, so a refusal here leaves
-            # the batch intact: the boundary question is simply skipped.
-            try:
-                questions.append(store.add_node(
-                    g, answer_id, "question", text, owner=worker,
-                    metadata={"boundary": True, "converging_nodes": [answer_id, first.node_id]},
-                )["node_id"])
-            except FractalError:
-                pass
-        if not questions:  # a leaf: its answer is its synthesis
-            store.synthesize_node(g, q, answer.answer)
-            synthesized.append(q)
+        created = 0
+        if links.convergences or links.contradictions:
+            created = store.update_node(g, answer_id, _link_metadata(links))["edges_created"]
     if links.convergences and run.checkpoint.kind == "convergence":
         run.convergence_found.set()
-    return {"answer_id": answer_id, "questions": questions, "synthesized": synthesized,
-            "links": created}
+    return {"answer_id": answer_id, "questions": [q_["node_id"] for q_ in written["sub_questions"]],
+            "synthesized": [q] if written["status"] == "synthesized" else [], "links": created}
+
+
+def _link_metadata(links: Connections) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    if links.convergences:
+        meta["convergence_with"] = [link.node_id for link in links.convergences]
+        meta["convergence_insight"] = "; ".join(link.note for link in links.convergences)
+    if links.contradictions:
+        meta["contradiction_with"] = [link.node_id for link in links.contradictions]
+        meta["contradiction_tension"] = "; ".join(link.note for link in links.contradictions)
+    return meta
 
 
 def _release(run: RunState, node_id: str, question: str, worker: str, exc: LLMError) -> StepRecord:

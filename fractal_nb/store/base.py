@@ -180,13 +180,17 @@ class StoreBase:
         reason: str | None = None,
         inherited_from: str | None = None,
         kind: str = "status_changed",
+        metadata: dict[str, Any] | None = None,
     ) -> None:
-        """Move one node to ``status`` (caller has checked the transition) and log it."""
-        self._db.execute(
-            "UPDATE nodes SET status = ?, status_reason = ?, inherited_from = ?, updated_at = ? "
-            "WHERE node_id = ?",
-            [status, reason, inherited_from, at, node.node_id],
-        )
+        """Move one node to ``status`` (caller has checked the transition) and log it.
+
+        ``metadata``, when given, replaces the node's metadata in the same statement.
+        """
+        sets, params = "status = ?, status_reason = ?, inherited_from = ?, updated_at = ?", [
+            status, reason, inherited_from, at]
+        if metadata is not None:
+            sets, params = sets + ", metadata = ?", [*params, json.dumps(metadata)]
+        self._db.execute(f"UPDATE nodes SET {sets} WHERE node_id = ?", [*params, node.node_id])
         payload: dict[str, Any] = {"from": node.status, "to": status}
         if reason is not None:
             payload["reason"] = reason

@@ -66,12 +66,15 @@ class NodeWrites(StoreBase):
         owner: str | None = None,
         metadata: dict[str, Any] | str | None = None,
         sub_questions: list[str | dict[str, Any]] | None = None,
+        synthesize: bool = False,
     ) -> dict[str, Any]:
         """Add an answer and its sub-questions in one transaction (what a worker writes).
 
         The same rules as :meth:`add_node` for each node, in far fewer statements.
-        A sub-question is its text or ``{"text": ..., "metadata": {...}}``.
-        Returns ``{"answer": <add_node result>, "sub_questions": [<add_node result>, ...]}``.
+        A sub-question is its text or ``{"text": ..., "metadata": {...}}``. With
+        ``synthesize=True``, no sub-questions and no earlier answer, the question is
+        a leaf: its answer becomes its synthesis at once. Returns ``{"answer": <add_node result>,
+        "sub_questions": [<add_node result>, ...], "status": <the question's status>}``.
         """
         text = require_text(text, "text")
         owner = optional_name(owner, "owner")
@@ -84,11 +87,16 @@ class NodeWrites(StoreBase):
                 raise InvalidInputError(
                     f"node {question.node_id} is an answer; add_answer needs a question",
                     graph_id=graph.graph_id, node_id=question.node_id)
-            answer = self._add_children(graph, question, NodeType.ANSWER, [(text, meta)], owner)[0]
-            answered = replace(question, status=NodeStatus.ANSWERED)
+            # Only a question answered for the first time is surely a leaf; one answered
+            # before may have sub-questions elsewhere (synthesize_node checks those).
+            leaf = synthesize and not subs and question.status in (NodeStatus.OPEN, NodeStatus.CLAIMED)
+            answer = self._add_children(graph, question, NodeType.ANSWER, [(text, meta)], owner,
+                                        synthesis=text if leaf else None)[0]
+            status = NodeStatus.SYNTHESIZED if leaf else NodeStatus.ANSWERED
             children = self._add_children(graph, answer, NodeType.QUESTION, subs, owner,
-                                          question=answered) if subs else []
-        return {"answer": _added(answer), "sub_questions": [_added(c) for c in children]}
+                                          question=replace(question, status=status)) if subs else []
+        return {"answer": _added(answer), "sub_questions": [_added(c) for c in children],
+                "status": status.value}
 
     def update_node(
         self, graph_id: str, node_id: str, metadata: dict[str, Any] | str
@@ -196,11 +204,13 @@ class NodeWrites(StoreBase):
         owner: str | None,
         *,
         question: NodeRow | None = None,
+        synthesis: str | None = None,
     ) -> list[NodeRow]:
         """Check and insert nodes of one kind under ``parent`` (one INSERT, one event INSERT).
 
         ``question`` is the question ``parent`` belongs to when the caller already
-        holds it. Everything is checked before the first write.
+        holds it; ``synthesis`` synthesizes that question in the same update that
+        marks it answered (a leaf). Everything is checked before the first write.
         """
         if parent.node_type == NodeType.ANSWER:
             if kind == NodeType.ANSWER:
@@ -249,7 +259,14 @@ class NodeWrites(StoreBase):
         payload = {"node_type": kind.value, "parent_id": parent.node_id, "depth": depth,
                    "status": status.value}
         self._log_many(graph.graph_id, [(n.node_id, "node_added", owner, payload) for n in nodes], now)
-        if question.status in (NodeStatus.OPEN, NodeStatus.CLAIMED):
+        if synthesis is not None:  # open/claimed -> answered -> synthesized, in one update
+            if question.status != NodeStatus.ANSWERED:
+                self._log(graph.graph_id, question.node_id, "status_changed", owner,
+                          {"from": question.status, "to": NodeStatus.ANSWERED.value}, now)
+            self._set_status(replace(question, status=NodeStatus.ANSWERED), NodeStatus.SYNTHESIZED,
+                             now, actor=owner, kind="synthesized",
+                             metadata={**question.metadata, "synthesis": synthesis})
+        elif question.status in (NodeStatus.OPEN, NodeStatus.CLAIMED):
             self._set_status(question, NodeStatus.ANSWERED, now, actor=owner)
         return nodes
 

@@ -112,11 +112,8 @@ class WorkQueue(StoreBase):
                     f"synthesized or saturated: {listed}{more}",
                     graph_id=graph.graph_id, node_id=node.node_id,
                 )
-            now = self.clock()
-            meta = {**node.metadata, "synthesis": text}
-            self._db.execute("UPDATE nodes SET metadata = ? WHERE node_id = ?",
-                             [json.dumps(meta), node.node_id])
-            self._set_status(node, NodeStatus.SYNTHESIZED, now, actor=node.owner, kind="synthesized")
+            self._set_status(node, NodeStatus.SYNTHESIZED, self.clock(), actor=node.owner,
+                             kind="synthesized", metadata={**node.metadata, "synthesis": text})
         return {"node_id": node.node_id, "status": NodeStatus.SYNTHESIZED.value}
 
     def recover_stuck(

@@ -30,7 +30,6 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from fractal_nb import (
     FractalError,
-    GraphNotActiveError,
     GraphStore,
     InvalidInputError,
     NotFoundError,
@@ -63,6 +62,17 @@ GRAPH_MOVES = {  # the graph transitions this machine exercises (terminal ones e
     "active": {"paused", "budget_exhausted", "completed", "error"},
     "paused": {"active", "completed"},
     "budget_exhausted": {"active", "completed"},
+}
+# Calls that change the graph whenever they succeed (claim, approve and recover may
+# find nothing to do; their rules check the events themselves).
+ALWAYS_WRITES = {
+    "add_node",
+    "update_node",
+    "synthesize_node",
+    "mark_saturated",
+    "prune_branch",
+    "mark_error",
+    "update_graph_status",
 }
 WORKERS = ["w1", "w2", "w3"]
 LEASE_S = 10.0
@@ -244,10 +254,12 @@ class GraphMachine(RuleBasedStateMachine):
         # test, and nothing done to the graph under test may touch it.
         foreign = self.store.create_graph("A foreign graph", "explore", "autonomous")
         self.foreign_gid = foreign["graph_id"]
-        answer = self.store.add_node(self.foreign_gid, foreign["root_node_id"], "answer", "Elsewhere.")
+        answer = self.store.add_node(
+            self.foreign_gid, foreign["root_node_id"], "answer", "Elsewhere."
+        )
         self.foreign_ids = [foreign["root_node_id"], answer["node_id"]]
         self.foreign_state = self._state(self.foreign_gid)
-        self.gid: str | None = None
+        self.gid = ""  # set by create(); self.view stays None until then
         self.view: View | None = None
         self.checked: tuple[float, dict[str, Any]] | None = None
         self.checked_links: dict[str, Any] | None = None
@@ -255,7 +267,7 @@ class GraphMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         try:
-            if self.gid is not None and self.view is not None:
+            if self.view is not None:
                 assert self._state(self.foreign_gid) == self.foreign_state, "foreign graph changed"
                 everything = self.store.get_events(self.gid)["events"]
                 assert everything == self.view.events, "the event log was rewritten"
@@ -266,8 +278,14 @@ class GraphMachine(RuleBasedStateMachine):
     def _finish(self) -> None:
         """Complete the graph: terminal, so every write and every way back is refused."""
         goal = "completed" if self.now % 1 == 0 else "error"
-        out = self.call("update_graph_status", self.store.update_graph_status, self.gid, goal,
-                        "done", expect_ok=True)
+        out = self.call(
+            "update_graph_status",
+            self.store.update_graph_status,
+            self.gid,
+            goal,
+            "done",
+            expect_ok=True,
+        )
         assert out.after.status == goal and out.after.nodes == out.before.nodes
         claim = self.call("claim_work", self.store.claim_work, self.gid, "w1", expect_ok=True)
         assert claim.result["node_id"] is None and claim.result["graph_done"] is True
@@ -314,7 +332,9 @@ class GraphMachine(RuleBasedStateMachine):
             self.created.append(answer["node_id"])
             width = seeds if depth == 0 else data.draw(st.integers(0, 2), label="width")
             for i in range(width if depth + 1 < self.max_depth else 0):
-                q = self.store.add_node(self.gid, answer["node_id"], "question", f"Q{depth + 1}.{i}")
+                q = self.store.add_node(
+                    self.gid, answer["node_id"], "question", f"Q{depth + 1}.{i}"
+                )
                 assert q["status"] == ("gated" if self.gates(depth + 1) else "open"), q
                 self.created.append(q["node_id"])
                 if q["status"] == "open" and data.draw(st.booleans(), label="answer it?"):
@@ -334,14 +354,16 @@ class GraphMachine(RuleBasedStateMachine):
         """
         assert self.view is not None
         last = self.view.events[-1]["event_id"] if self.view.events else 0
-        fresh = self.store.get_events(self.gid, since=last)["events"]  # type: ignore[arg-type]
-        return View(self.store.get_snapshot(self.gid), self.view.events + fresh)  # type: ignore[arg-type]
+        fresh = self.store.get_events(self.gid, since=last)["events"]
+        return View(self.store.get_snapshot(self.gid), self.view.events + fresh)
 
     def gates(self, depth: int) -> bool:
         return self.every is not None and depth > 0 and depth % self.every == 0
 
-    def call(self, name: str, fn: Any, *args: Any, expect_ok: bool | None = None, **kw: Any) -> Outcome:
-        """Run one store call; a refusal must change nothing; anything else is checked by the caller."""
+    def call(
+        self, name: str, fn: Any, *args: Any, expect_ok: bool | None = None, **kw: Any
+    ) -> Outcome:
+        """Run one store call; a refusal must change nothing; the caller checks the rest."""
         assert self.view is not None
         before = self.view
         note(f"{name}{args[1:] if args else ''} {kw or ''} -> expect_ok={expect_ok}")
@@ -357,14 +379,20 @@ class GraphMachine(RuleBasedStateMachine):
             return Outcome(None, exc, before, after)
         # Not a FractalError: any other exception propagates and fails the test.
         after = self._read()
-        assert expect_ok is not False, f"{name} was accepted but the contract refuses it: {result!r}"
+        assert expect_ok is not False, (
+            f"{name} was accepted but the contract refuses it: {result!r}"
+        )
         assert isinstance(result, dict), f"{name} returned {type(result).__name__}, not a dict"
         json.dumps(result)  # JSON-ready
         n = len(before.events)
         assert after.events[:n] == before.events, f"{name} rewrote past events"
         new_events = after.events[n:]
-        if after.snap != before.snap:
-            assert new_events, f"{name} changed the graph but logged no event"
+        if after.snap != before.snap or name in ALWAYS_WRITES:
+            assert new_events, f"{name} succeeded but logged no event"
+        for e in new_events:
+            assert e["graph_id"] == self.gid and (
+                e["node_id"] is None or e["node_id"] in after.by_id
+            )
         self.view = after
         return Outcome(result, None, before, after, new_events)
 
@@ -377,7 +405,7 @@ class GraphMachine(RuleBasedStateMachine):
         return data.draw(st.sampled_from(ids), label="node")
 
     def below_root(self, data: st.DataObject) -> list[str] | None:
-        """Every node but the root, or (one time in six) every node: saturating the root ends the walk."""
+        """Every node but the root, or (one time in six) all: saturating the root ends the walk."""
         assert self.view is not None
         if data.draw(st.integers(0, 5), label="root too?") == 0:
             return None
@@ -391,7 +419,9 @@ class GraphMachine(RuleBasedStateMachine):
         """Every node not in ``changed`` is exactly as before; nodes are only ever added."""
         for n in out.before.nodes:
             if n["node_id"] not in changed:
-                assert out.after.by_id[n["node_id"]] == n, f"node {n['node_id']} changed unexpectedly"
+                assert out.after.by_id[n["node_id"]] == n, (
+                    f"node {n['node_id']} changed unexpectedly"
+                )
 
     @property
     def active(self) -> bool:
@@ -412,7 +442,8 @@ class GraphMachine(RuleBasedStateMachine):
         v = self.view
         assert v is not None
         pool = [
-            n["node_id"] for n in v.nodes
+            n["node_id"]
+            for n in v.nodes
             if v.question_of(n)["status"] in TAKES_CHILDREN
             and (kind == "question" or n["node_type"] == "question")
             and (kind == "answer" or v.question_of(n)["depth"] + 1 < self.max_depth)
@@ -420,8 +451,9 @@ class GraphMachine(RuleBasedStateMachine):
         ]
         self._add(data, self.pick(data, pool, bad=False), kind, None)
 
-    def _add(self, data: st.DataObject, parent_id: Any, kind: str, flaw: str | None,
-             owner: Any = ...) -> Outcome:
+    def _add(
+        self, data: st.DataObject, parent_id: Any, kind: str, flaw: str | None, owner: Any = ...
+    ) -> Outcome:
         v = self.view
         assert v is not None
         kind = "bogus" if flaw == "kind" else kind
@@ -430,8 +462,9 @@ class GraphMachine(RuleBasedStateMachine):
             owner = ""
         elif owner is ...:
             owner = data.draw(st.sampled_from(OWNERS), label="owner")
-        metadata = data.draw(st.sampled_from(BAD_METADATA if flaw == "metadata" else GOOD_METADATA),
-                             label="metadata")
+        metadata = data.draw(
+            st.sampled_from(BAD_METADATA if flaw == "metadata" else GOOD_METADATA), label="metadata"
+        )
         meta = parsed_metadata(metadata)
         ok = (
             self.active
@@ -439,10 +472,14 @@ class GraphMachine(RuleBasedStateMachine):
             and good_text(text)
             and good_name(owner)
             and meta is not None
-            and (parent := v.get(parent_id)) is not None
         )
-        if ok:
-            if parent["node_type"] == "answer" and (kind == "answer" or parent["status"] == "saturated"):
+        parent = v.get(parent_id)
+        if parent is None:
+            ok = False
+        elif ok:
+            if parent["node_type"] == "answer" and (
+                kind == "answer" or parent["status"] == "saturated"
+            ):
                 ok = False
             else:
                 q = v.question_of(parent)
@@ -454,10 +491,27 @@ class GraphMachine(RuleBasedStateMachine):
                 )
         return self._checked_add(parent_id, kind, text, owner, metadata, meta, ok)
 
-    def _checked_add(self, parent_id: Any, kind: str, text: Any, owner: Any, metadata: Any,
-                     meta: dict[str, Any] | None, ok: bool) -> Outcome:
-        out = self.call("add_node", self.store.add_node, self.gid, parent_id, kind, text,
-                        owner=owner, metadata=metadata, expect_ok=ok)
+    def _checked_add(
+        self,
+        parent_id: Any,
+        kind: str,
+        text: Any,
+        owner: Any,
+        metadata: Any,
+        meta: dict[str, Any] | None,
+        ok: bool,
+    ) -> Outcome:
+        out = self.call(
+            "add_node",
+            self.store.add_node,
+            self.gid,
+            parent_id,
+            kind,
+            text,
+            owner=owner,
+            metadata=metadata,
+            expect_ok=ok,
+        )
         if not out.ok:
             return out
         r = out.result
@@ -468,10 +522,20 @@ class GraphMachine(RuleBasedStateMachine):
         q = out.before.question_of(parent)
         depth = q["depth"] + (1 if kind == "question" else 0)
         status = "answered" if kind == "answer" else ("gated" if self.gates(depth) else "open")
-        assert r == {"node_id": new["node_id"], "graph_id": self.gid, "parent_id": parent_id,
-                     "depth": depth, "node_type": kind, "status": status}
+        assert r == {
+            "node_id": new["node_id"],
+            "graph_id": self.gid,
+            "parent_id": parent_id,
+            "depth": depth,
+            "node_type": kind,
+            "status": status,
+        }
         assert (new["parent_id"], new["depth"], new["node_type"], new["status"]) == (
-            parent_id, depth, kind, status)
+            parent_id,
+            depth,
+            kind,
+            status,
+        )
         assert new["text"] == text and new["owner"] == owner and new["metadata"] == meta
         # Rule 2: an answer, or a sub-question directly under a question, answers that question.
         q_after = out.after.by_id[q["node_id"]]
@@ -480,19 +544,27 @@ class GraphMachine(RuleBasedStateMachine):
         else:
             assert q_after["status"] == q["status"]
         self.unchanged_except(out, {q["node_id"]})
-        assert any(e["kind"] == "node_added" and e["node_id"] == new["node_id"] for e in out.new_events)
+        assert any(
+            e["kind"] == "node_added" and e["node_id"] == new["node_id"] for e in out.new_events
+        )
         return out
 
     # -- rules: the work queue -----------------------------------------------------------
 
-    @rule(worker=st.sampled_from([*WORKERS, ""]), wait=st.sampled_from([0.0, LEASE_S - 0.5, LEASE_S]))
+    @rule(
+        worker=st.sampled_from([*WORKERS, ""]), wait=st.sampled_from([0.0, LEASE_S - 0.5, LEASE_S])
+    )
     def claim_work(self, worker: str, wait: float) -> None:
         """Claim, then maybe let the lease run to just before or exactly its end (rule 5)."""
         self._claim(worker)
         self.now += wait
 
-    @rule(data=st.data(), worker=st.sampled_from(WORKERS), subs=st.integers(0, 2),
-          finish=st.booleans())
+    @rule(
+        data=st.data(),
+        worker=st.sampled_from(WORKERS),
+        subs=st.integers(0, 2),
+        finish=st.booleans(),
+    )
     def work(self, data: st.DataObject, worker: str, subs: int, finish: bool) -> None:
         """What a worker does: claim, answer as the owner, decompose, synthesize a leaf."""
         out = self._claim(worker)
@@ -510,8 +582,9 @@ class GraphMachine(RuleBasedStateMachine):
         assert self.view is not None
         was_active = self.active
         candidates = {q["node_id"] for q in self.view.claimable(self.now)}
-        out = self.call("claim_work", self.store.claim_work, self.gid, worker,
-                        expect_ok=good_text(worker))
+        out = self.call(
+            "claim_work", self.store.claim_work, self.gid, worker, expect_ok=good_text(worker)
+        )
         if not out.ok:
             return out
         r = out.result
@@ -520,7 +593,9 @@ class GraphMachine(RuleBasedStateMachine):
             assert out.after.snap == out.before.snap and not out.new_events
             return out
         if r["node_id"] is None:
-            assert not candidates, f"claim returned nothing while {sorted(candidates)} were claimable"
+            assert not candidates, (
+                f"claim returned nothing while {sorted(candidates)} were claimable"
+            )
             assert r["graph_done"] == out.before.graph_done(), "graph_done disagrees with the nodes"
             assert out.after.snap == out.before.snap
             return out
@@ -532,7 +607,11 @@ class GraphMachine(RuleBasedStateMachine):
         assert node["status"] == "claimed" and node["owner"] == worker
         assert epoch(node["claimed_at"]) == self.now
         assert (r["text"], r["depth"], r["parent_id"], r["metadata"]) == (
-            node["text"], node["depth"], node["parent_id"], node["metadata"])
+            node["text"],
+            node["depth"],
+            node["parent_id"],
+            node["metadata"],
+        )
         self.unchanged_except(out, {nid})
         assert out.new_events
         return out
@@ -549,8 +628,9 @@ class GraphMachine(RuleBasedStateMachine):
             and node["status"] == "answered"
             and all(s["status"] in DONE for s in v.sub_questions(node_id))
         )
-        out = self.call("synthesize_node", self.store.synthesize_node, self.gid, node_id, text,
-                        expect_ok=ok)
+        out = self.call(
+            "synthesize_node", self.store.synthesize_node, self.gid, node_id, text, expect_ok=ok
+        )
         if out.ok:
             after = out.after.by_id[node_id]
             assert out.result == {"node_id": node_id, "status": "synthesized"}
@@ -568,8 +648,10 @@ class GraphMachine(RuleBasedStateMachine):
         v = self.view
         assert v is not None
         pool = [q["node_id"] for q in v.ready()] + [
-            q["node_id"] for q in v.questions()
-            if q["status"] == "answered" and not v.sub_questions(q["node_id"])]
+            q["node_id"]
+            for q in v.questions()
+            if q["status"] == "answered" and not v.sub_questions(q["node_id"])
+        ]
         self._synthesize(self.pick(data, pool, bad=False), "A synthesis.")
 
     @rule(rounds=st.integers(1, 3))
@@ -608,8 +690,15 @@ class GraphMachine(RuleBasedStateMachine):
                     expected.add(q["node_id"])
             elif q["status"] == "error" and include_errors:
                 expected.add(q["node_id"])
-        out = self.call("recover_stuck", self.store.recover_stuck, self.gid, older,
-                        include_errors=include_errors, worker_id=worker, expect_ok=ok)
+        out = self.call(
+            "recover_stuck",
+            self.store.recover_stuck,
+            self.gid,
+            older,
+            include_errors=include_errors,
+            worker_id=worker,
+            expect_ok=ok,
+        )
         if not out.ok:
             return
         assert set(out.result["recovered"]) == expected
@@ -618,8 +707,7 @@ class GraphMachine(RuleBasedStateMachine):
             node = out.after.by_id[nid]
             assert node["status"] == "open" and node["claimed_at"] is None
         self.unchanged_except(out, expected)
-        if not expected:
-            assert not out.new_events
+        assert bool(out.new_events) == bool(expected)
 
     @rule(seconds=st.sampled_from([0.5, 3.0, 9.5, 10.0, 30.0]))
     def advance_clock(self, seconds: float) -> None:
@@ -639,10 +727,13 @@ class GraphMachine(RuleBasedStateMachine):
             and not (node["node_type"] == "question" and node["status"] in DONE)
         )
         if prune:
-            out = self.call("prune_branch", self.store.prune_branch, self.gid, node_id, expect_ok=ok)
+            out = self.call(
+                "prune_branch", self.store.prune_branch, self.gid, node_id, expect_ok=ok
+            )
         else:
-            out = self.call("mark_saturated", self.store.mark_saturated, self.gid, node_id, reason,
-                            expect_ok=ok)
+            out = self.call(
+                "mark_saturated", self.store.mark_saturated, self.gid, node_id, reason, expect_ok=ok
+            )
         if not out.ok:
             return
         assert node is not None
@@ -650,7 +741,8 @@ class GraphMachine(RuleBasedStateMachine):
         assert head["status"] == "saturated" and head["status_reason"] == reason
         # Rule 4: every unfinished question below takes the same reason, as inherited.
         cascade = [
-            d for d in v.descendants(node_id)
+            d
+            for d in v.descendants(node_id)
             if v.by_id[d]["node_type"] == "question" and v.by_id[d]["status"] not in DONE
         ]
         for d in cascade:
@@ -689,7 +781,10 @@ class GraphMachine(RuleBasedStateMachine):
             ids, expected = gated[0] if gated else "n-x", []
         ok = self.active and (
             ids is None
-            or (isinstance(ids, list) and all((n := v.get(i)) and n["status"] == "gated" for i in ids))
+            or (
+                isinstance(ids, list)
+                and all((n := v.get(i)) and n["status"] == "gated" for i in ids)
+            )
         )
         out = self.call("approve_gate", self.store.approve_gate, self.gid, ids, expect_ok=ok)
         if not out.ok:
@@ -698,12 +793,15 @@ class GraphMachine(RuleBasedStateMachine):
         for nid in expected:
             assert out.after.by_id[nid]["status"] == "open"
         self.unchanged_except(out, set(expected))
+        assert bool(out.new_events) == bool(expected)
 
     @rule(data=st.data(), message=st.sampled_from(["boom", "boom", ""]))
     def mark_error(self, data: st.DataObject, message: str) -> None:
         v = self.view
         assert v is not None
-        node_id = self.pick(data, [q["node_id"] for q in v.questions()] if data.draw(st.booleans()) else None)
+        node_id = self.pick(
+            data, [q["node_id"] for q in v.questions()] if data.draw(st.booleans()) else None
+        )
         node = v.get(node_id)
         ok = (
             self.active
@@ -712,7 +810,9 @@ class GraphMachine(RuleBasedStateMachine):
             and node["node_type"] == "question"
             and node["status"] in {"open", "gated", "claimed", "answered"}
         )
-        out = self.call("mark_error", self.store.mark_error, self.gid, node_id, message, expect_ok=ok)
+        out = self.call(
+            "mark_error", self.store.mark_error, self.gid, node_id, message, expect_ok=ok
+        )
         if out.ok:
             after = out.after.by_id[node_id]
             assert after["status"] == "error" and after["status_reason"] == message
@@ -724,26 +824,41 @@ class GraphMachine(RuleBasedStateMachine):
     def update_node(self, data: st.DataObject) -> None:
         v = self.view
         assert v is not None
-        live = [n["node_id"] for n in v.nodes
-                if "saturated" not in (n["status"], v.question_of(n)["status"])]
+        live = [
+            n["node_id"]
+            for n in v.nodes
+            if "saturated" not in (n["status"], v.question_of(n)["status"])
+        ]
         node_id = self.pick(data, live if data.draw(st.booleans()) else None)
         valid = ["note", "converge", "contradict", "both", "json"]
-        invalid = ["list json", "not json", "int", "empty", "link not a list", "self link",
-                   "insight not text"]
-        form = data.draw(st.sampled_from(valid if data.draw(st.integers(0, 2)) else invalid),
-                         label="form")
+        invalid = [
+            "list json",
+            "not json",
+            "int",
+            "empty",
+            "link not a list",
+            "self link",
+            "insight not text",
+        ]
+        form = data.draw(
+            st.sampled_from(valid if data.draw(st.integers(0, 2)) else invalid), label="form"
+        )
 
         others = [n["node_id"] for n in v.nodes if n["node_id"] != node_id]
 
         def targets() -> list[Any]:
-            return [self.pick(data, others) for _ in range(data.draw(st.integers(1, 3), label="links"))]
+            return [
+                self.pick(data, others) for _ in range(data.draw(st.integers(1, 3), label="links"))
+            ]
 
         meta: Any
         if form == "note":
             meta = {"note": data.draw(st.sampled_from(["a", "b", 1, None]))}
         elif form == "converge":
-            meta = {"convergence_with": targets(),
-                    "convergence_insight": data.draw(st.sampled_from(["same root cause", "", None]))}
+            meta = {
+                "convergence_with": targets(),
+                "convergence_insight": data.draw(st.sampled_from(["same root cause", "", None])),
+            }
         elif form == "contradict":
             meta = {"contradiction_with": targets(), "contradiction_tension": "they disagree"}
         elif form == "both":
@@ -788,7 +903,9 @@ class GraphMachine(RuleBasedStateMachine):
                     if t == node_id or t not in v.by_id:
                         ok = False
                     links.append((edge_type, t, {edge_key: text} if text else {}))
-        out = self.call("update_node", self.store.update_node, self.gid, node_id, meta, expect_ok=ok)
+        out = self.call(
+            "update_node", self.store.update_node, self.gid, node_id, meta, expect_ok=ok
+        )
         if not out.ok:
             return
         assert node is not None and parsed is not None
@@ -796,7 +913,7 @@ class GraphMachine(RuleBasedStateMachine):
         assert out.result["metadata"] == merged == out.after.by_id[node_id]["metadata"]
         fresh = [(t, o, m) for (t, o, m) in links if not v.linked(node_id, o, t)]
         assert out.result["edges_created"] == len(fresh)
-        new_edges = out.after.snap["edges"][len(v.snap["edges"]):]
+        new_edges = out.after.snap["edges"][len(v.snap["edges"]) :]
         assert out.after.snap["edges"][: len(v.snap["edges"])] == v.snap["edges"]
         assert [(e["edge_type"], e["to_node"], e["metadata"]) for e in new_edges] == fresh
         assert all(e["from_node"] == node_id for e in new_edges)
@@ -804,8 +921,11 @@ class GraphMachine(RuleBasedStateMachine):
 
     # -- rules: the graph's own status, wrong graph ids ----------------------------------------
 
-    @rule(data=st.data(), goal=st.sampled_from(["paused", "budget_exhausted", "active"]),
-          back=st.sampled_from(["resume", "update"]))
+    @rule(
+        data=st.data(),
+        goal=st.sampled_from(["paused", "budget_exhausted", "active"]),
+        back=st.sampled_from(["resume", "update"]),
+    )
     def graph_status(self, data: st.DataObject, goal: str, back: str) -> None:
         """Leave ``active`` (or try to), probe the writes a non-active graph refuses, come back."""
         current = self.view.status  # type: ignore[union-attr]
@@ -813,16 +933,21 @@ class GraphMachine(RuleBasedStateMachine):
         out = self.call("resume_graph", self.store.resume_graph, self.gid, expect_ok=True)
         assert out.result == out.after.snap and out.after.snap == out.before.snap
         ok = goal in GRAPH_MOVES[current]
-        out = self.call("update_graph_status", self.store.update_graph_status, self.gid, goal,
-                        expect_ok=ok)
+        out = self.call(
+            "update_graph_status", self.store.update_graph_status, self.gid, goal, expect_ok=ok
+        )
         if not out.ok:
             return
         assert out.result == {"graph_id": self.gid, "status": goal, "previous_status": current}
         assert out.after.status == goal and out.after.nodes == out.before.nodes
         # A claim claims nothing and the graph is not done; every write is refused.
         self._claim(data.draw(st.sampled_from(WORKERS)))
-        write = data.draw(st.sampled_from(["add", "saturate", "synthesize", "approve", "update",
-                                           "error", "self"]), label="write while not active")
+        write = data.draw(
+            st.sampled_from(
+                ["add", "saturate", "synthesize", "approve", "update", "error", "self"]
+            ),
+            label="write while not active",
+        )
         if write == "add":
             self._add(data, self.pick(data, bad=False), "answer", None)
         elif write == "saturate":
@@ -832,20 +957,37 @@ class GraphMachine(RuleBasedStateMachine):
         elif write == "approve":
             self.call("approve_gate", self.store.approve_gate, self.gid, None, expect_ok=False)
         elif write == "update":
-            self.call("update_node", self.store.update_node, self.gid, self.root, {"k": 1},
-                      expect_ok=False)
+            self.call(
+                "update_node",
+                self.store.update_node,
+                self.gid,
+                self.root,
+                {"k": 1},
+                expect_ok=False,
+            )
         elif write == "error":
-            self.call("mark_error", self.store.mark_error, self.gid, self.root, "boom",
-                      expect_ok=False)
+            self.call(
+                "mark_error", self.store.mark_error, self.gid, self.root, "boom", expect_ok=False
+            )
         else:  # a move to itself is not in the table
-            self.call("update_graph_status", self.store.update_graph_status, self.gid, goal,
-                      expect_ok=False)
+            self.call(
+                "update_graph_status",
+                self.store.update_graph_status,
+                self.gid,
+                goal,
+                expect_ok=False,
+            )
         if back == "resume":
             out = self.call("resume_graph", self.store.resume_graph, self.gid, expect_ok=True)
             assert out.result == out.after.snap
         else:
-            out = self.call("update_graph_status", self.store.update_graph_status, self.gid,
-                            "active", expect_ok=True)
+            out = self.call(
+                "update_graph_status",
+                self.store.update_graph_status,
+                self.gid,
+                "active",
+                expect_ok=True,
+            )
             assert out.result["previous_status"] == goal
         assert out.after.status == "active" and out.after.nodes == out.before.nodes
 
@@ -854,8 +996,9 @@ class GraphMachine(RuleBasedStateMachine):
         """A node of this graph named under another graph id is not found there."""
         gid = "g-0000000000000000" if which == "missing" else self.foreign_gid
         node_id = self.pick(data, bad=False)
-        out = self.call("add_node", self.store.add_node, gid, node_id, "question", "Where?",
-                        expect_ok=False)
+        out = self.call(
+            "add_node", self.store.add_node, gid, node_id, "question", "Where?", expect_ok=False
+        )
         assert isinstance(out.error, NotFoundError), out.error
 
     # -- invariants --------------------------------------------------------------------------
@@ -919,7 +1062,9 @@ class GraphMachine(RuleBasedStateMachine):
                 for d in v.descendants(n["node_id"]):
                     dn = v.by_id[d]
                     if dn["node_type"] == "question":
-                        assert dn["status"] in DONE, f"{d} is {dn['status']} under saturated {n['node_id']}"
+                        assert dn["status"] in DONE, (
+                            f"{d} is {dn['status']} under saturated {n['node_id']}"
+                        )
 
     @invariant()
     def derived_queries(self) -> None:
@@ -939,9 +1084,13 @@ class GraphMachine(RuleBasedStateMachine):
         self.checked = (self.now, v.snap)
         # Claimable work and open questions agree with the statuses and the clock.
         claimable = self.store.get_claimable_work(self.gid)["claimable"]
-        assert sorted(n["node_id"] for n in claimable) == sorted(q["node_id"] for q in v.claimable(self.now))
+        assert sorted(n["node_id"] for n in claimable) == sorted(
+            q["node_id"] for q in v.claimable(self.now)
+        )
         opened = self.store.get_open_questions(self.gid)["open_questions"]
-        assert [n["node_id"] for n in opened] == [q["node_id"] for q in v.questions() if q["status"] == "open"]
+        assert [n["node_id"] for n in opened] == [
+            q["node_id"] for q in v.questions() if q["status"] == "open"
+        ]
 
     @invariant()
     def links_and_branches(self) -> None:
@@ -950,7 +1099,8 @@ class GraphMachine(RuleBasedStateMachine):
             return
         tree = [e for e in v.snap["edges"] if e["edge_type"] == "parent_child"]
         assert sorted((e["from_node"], e["to_node"]) for e in tree) == sorted(
-            (n["parent_id"], n["node_id"]) for n in v.nodes[1:])
+            (n["parent_id"], n["node_id"]) for n in v.nodes[1:]
+        )
         seen: set[tuple[str, frozenset[str]]] = set()
         components: dict[str, set[str]] = {}
         for e in v.snap["edges"]:
@@ -970,22 +1120,36 @@ class GraphMachine(RuleBasedStateMachine):
         clusters = {frozenset(c) for c in components.values()}
         expected = []
         for c in sorted(clusters, key=lambda c: min(v.by_id[x]["seq"] for x in c)):
-            insights = [e["metadata"]["insight"] for e in conv_edges
-                        if e["from_node"] in c and e["metadata"].get("insight")]
-            expected.append({"nodes": sorted(c, key=lambda x: v.by_id[x]["seq"]),
-                             "insight": "; ".join(dict.fromkeys(insights))})
+            insights = [
+                e["metadata"]["insight"]
+                for e in conv_edges
+                if e["from_node"] in c and e["metadata"].get("insight")
+            ]
+            expected.append(
+                {
+                    "nodes": sorted(c, key=lambda x: v.by_id[x]["seq"]),
+                    "insight": "; ".join(dict.fromkeys(insights)),
+                }
+            )
         if self.checked_links == v.snap:
             return
         self.checked_links = v.snap
         assert self.store.query_convergence(self.gid)["convergence_points"] == expected
-        contradictions = [{"nodes": [e["from_node"], e["to_node"]], "tension": e["metadata"].get("tension", "")}
-                          for e in v.snap["edges"] if e["edge_type"] == "contradiction"]
+        contradictions = [
+            {"nodes": [e["from_node"], e["to_node"]], "tension": e["metadata"].get("tension", "")}
+            for e in v.snap["edges"]
+            if e["edge_type"] == "contradiction"
+        ]
         assert self.store.query_contradictions(self.gid)["contradictions"] == contradictions
         # Saturation status per seed-question branch.
         status = self.store.get_saturation_status(self.gid)
         branches = [q for q in v.questions() if q["depth"] == 1]
-        done = {b["node_id"]: all(q["status"] in DONE for q in v.questions() if q["branch_id"] == b["node_id"])
-                for b in branches}
+        done = {
+            b["node_id"]: all(
+                q["status"] in DONE for q in v.questions() if q["branch_id"] == b["node_id"]
+            )
+            for b in branches
+        }
         assert [(b["node_id"], b["done"]) for b in status["branches"]] == list(done.items())
         assert status["all_saturated"] == (bool(done) and all(done.values()))
         assert status["all_complete"] == (all(done.values()) and v.nodes[0]["status"] in DONE)
@@ -1013,12 +1177,17 @@ TestGraphMachine.settings = settings(
 
 
 JSON_LEAVES = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False, allow_infinity=False),
     st.text(max_size=8),
 )
 JSON_VALUES = st.recursive(
     JSON_LEAVES,
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 METADATA_VALUES = st.one_of(
@@ -1028,25 +1197,57 @@ METADATA_VALUES = st.one_of(
     JSON_VALUES,
     st.text(max_size=10),
     st.dictionaries(st.integers(), st.integers(), min_size=1, max_size=2),
-    st.dictionaries(st.text(max_size=3), st.sampled_from([math.nan, math.inf, -math.inf]), min_size=1, max_size=2),
-    st.dictionaries(st.text(max_size=3), st.sets(st.integers(), max_size=2), min_size=1, max_size=2),
+    st.dictionaries(
+        st.text(max_size=3),
+        st.sampled_from([math.nan, math.inf, -math.inf]),
+        min_size=1,
+        max_size=2,
+    ),
+    st.dictionaries(
+        st.text(max_size=3), st.sets(st.integers(), max_size=2), min_size=1, max_size=2
+    ),
     st.sampled_from([b"{}", ("a", 1), object(), 1.5, True]),
 )
 CHECKPOINT_VALUES = st.one_of(
-    st.sampled_from([
-        "autonomous", "convergence", "interactive", "depth:1", "depth:2", "depth:12", "depth:01",
-        "depth:0", "depth:-1", "depth:", "depth", "depth:1.5", "depth: 1", "depth:1 ", " autonomous",
-        "Autonomous", "AUTONOMOUS", "depth:1:2", "breadth:2", "", "depth:0x2",
-    ]),
+    st.sampled_from(
+        [
+            "autonomous",
+            "convergence",
+            "interactive",
+            "depth:1",
+            "depth:2",
+            "depth:12",
+            "depth:01",
+            "depth:0",
+            "depth:-1",
+            "depth:",
+            "depth",
+            "depth:1.5",
+            "depth: 1",
+            "depth:1 ",
+            " autonomous",
+            "Autonomous",
+            "AUTONOMOUS",
+            "depth:1:2",
+            "breadth:2",
+            "",
+            "depth:0x2",
+        ]
+    ),
     st.builds(lambda n: f"depth:{n}", st.integers(-3, 10**12)),
-    st.builds(lambda s: "depth:" + s, st.text(st.characters(categories=("Nd", "No", "Nl")), max_size=3)),
+    st.builds(
+        lambda s: "depth:" + s, st.text(st.characters(categories=("Nd", "No", "Nl")), max_size=3)
+    ),
     st.text(max_size=12),
-    st.none(), st.integers(), st.booleans(), st.lists(st.text(max_size=3), max_size=2),
+    st.none(),
+    st.integers(),
+    st.booleans(),
+    st.lists(st.text(max_size=3), max_size=2),
 )
 
 
 def _expected_checkpoint(value: Any) -> str | None | bool:
-    """The canonical mode for an ASCII value, None when it must be refused, True when either is fine."""
+    """The canonical mode of an ASCII value, None if it must be refused, True if either is fine."""
     if not isinstance(value, str):
         return None
     if value in ("autonomous", "convergence", "interactive"):
@@ -1072,7 +1273,7 @@ def shared_store() -> Iterator[GraphStore]:
 def test_door_accepts_or_refuses_with_invalid_input(
     shared_store: GraphStore, checkpoint: Any, metadata: Any
 ) -> None:
-    """Checkpoint strings and metadata are either accepted as the contract says or refused cleanly."""
+    """Checkpoint strings and metadata are accepted as the contract says or refused cleanly."""
     store = shared_store
     # checkpoint_mode at create_graph
     want = _expected_checkpoint(checkpoint)
@@ -1086,7 +1287,8 @@ def test_door_accepts_or_refuses_with_invalid_input(
         if want is not True:
             assert mode == want
         assert mode in ("autonomous", "convergence", "interactive") or (
-            mode.startswith("depth:") and mode[6:].isascii() and int(mode[6:]) >= 1)
+            mode.startswith("depth:") and mode[6:].isascii() and int(mode[6:]) >= 1
+        )
         assert store.get_snapshot(g["graph_id"])["checkpoint_mode"] == mode
 
     # metadata wherever it is taken: create_graph, add_node, update_node
@@ -1126,12 +1328,14 @@ def test_door_accepts_or_refuses_with_invalid_input(
 
 
 @settings(max_examples=40, deadline=None)
-@given(text=st.one_of(st.text(max_size=10), st.none(), st.integers()),
-       name=st.one_of(st.text(max_size=6), st.none()))
+@given(
+    text=st.one_of(st.text(max_size=10), st.none(), st.integers()),
+    name=st.one_of(st.text(max_size=6), st.none()),
+)
 def test_free_text_and_names_round_trip_or_are_refused(
     shared_store: GraphStore, text: Any, name: Any
 ) -> None:
-    """Seed, node text, owner and worker names: stored exactly, or refused with InvalidInputError."""
+    """Seed, node text, owner and worker names: stored exactly or refused (InvalidInputError)."""
     store = shared_store
     try:
         g = store.create_graph(text, "explore", "autonomous")
