@@ -15,6 +15,7 @@ from .errors import (
 )
 from .exploration import Exploration
 from .llm.cache import CachedLLM
+from .llm.openai_llm import OpenAILLM
 from .llm.protocol import LLM
 from .llm.simulated import SimulatedLLM
 from .results import FractalResult, StepRecord
@@ -35,6 +36,7 @@ __all__ = [
     "LLMOutputError",
     "LLMTimeoutError",
     "NotFoundError",
+    "OpenAILLM",
     "SimulatedLLM",
     "StateError",
     "StepRecord",

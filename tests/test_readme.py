@@ -22,6 +22,7 @@ def test_readme_opens_with_the_two_setup_commands() -> None:
 @pytest.mark.parametrize("block", python_blocks())
 def test_readme_python_runs(block: str, tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-placeholder")  # clients are built, never called
     namespace: dict[str, object] = {}
     exec(compile(block, str(README), "exec"), namespace)
     store = namespace.get("store")
