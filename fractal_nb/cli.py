@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     args = build_parser().parse_args(argv)
     try:
+        llm: LLM
         if args.command == "demo":
             seed, llm = DEMO_SEED, SimulatedLLM(seed=7)
         else:

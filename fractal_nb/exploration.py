@@ -226,7 +226,8 @@ class Exploration:
     def events(self, since: int = 0) -> pd.DataFrame:
         """The event log (one row per mutation) after ``since``."""
         events = self.store.get_events(self.graph_id, since=since)["events"]
-        frame = pd.DataFrame(events, columns=["event_id", "node_id", "kind", "actor", "created_at", "payload"])
+        columns = ["event_id", "node_id", "kind", "actor", "created_at", "payload"]
+        frame = pd.DataFrame(events, columns=columns)
         return _timestamps(frame, ["created_at"])
 
     def llm_calls(self) -> pd.DataFrame:

@@ -160,12 +160,12 @@ E = TypeVar("E", bound=StrEnum)
 
 def parse_choice(enum: type[E], value: object, what: str) -> E:
     """Return ``value`` as a member of ``enum`` or raise an error listing the valid values."""
-    try:
-        return enum(value)
-    except ValueError:
-        raise InvalidInputError(
-            f"invalid {what} {value!r}; valid values: {_listing([m.value for m in enum])}"
-        ) from None
+    if isinstance(value, str):
+        try:
+            return enum(value)
+        except ValueError:
+            pass
+    raise InvalidInputError(f"invalid {what} {value!r}; valid values: {_listing([m.value for m in enum])}")
 
 
 @dataclass(frozen=True)

@@ -107,10 +107,7 @@ def cascade(run: RunState, worker: str) -> tuple[str, ...]:
 def synthesize(run: RunState, node_id: str, worker: str | None) -> None:
     """Compose a question's synthesis from its sub-questions' syntheses only, and store it."""
     inputs = run.store.get_synthesis_inputs(run.graph_id, node_id)
-    children = "\n".join(
-        f"- {c['text']}\n  {c['synthesis'] or 'saturated (' + str(c['status_reason']) + '): not explored further'}"
-        for c in inputs["sub_questions"]
-    )
+    children = "\n".join(f"- {c['text']}\n  {_finding(c)}" for c in inputs["sub_questions"])
     answer = " ".join(a["text"] for a in inputs["answers"]) or "(none)"
     result = run.call(Synthesis, chat("synthesize", question=inputs["node"]["text"],
                                       answer=_clip(answer, 1200), children=children),
@@ -217,6 +214,11 @@ def _release(run: RunState, node_id: str, question: str, worker: str, exc: LLMEr
         pass
     run.announce_work()
     return StepRecord(node_id, worker, question, error=f"{type(exc).__name__}: {exc}")
+
+
+def _finding(child: dict[str, Any]) -> str:
+    """A sub-question's synthesis, or why it has none."""
+    return str(child["synthesis"] or f"saturated ({child['status_reason']}): not explored further")
 
 
 def _clip(text: str, limit: int) -> str:

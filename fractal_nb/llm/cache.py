@@ -37,7 +37,8 @@ class CachedLLM:
         if mode not in ("record", "replay", "off"):
             raise InvalidInputError(f"invalid cache mode {mode!r}; valid values: off, record, replay")
         if inner is None and mode != "replay":
-            raise InvalidInputError(f"cache mode {mode!r} needs a model to call; only replay runs without one")
+            raise InvalidInputError(
+                f"cache mode {mode!r} needs a model to call; only replay runs without one")
         self.inner = inner
         self.store = store
         self.mode = mode

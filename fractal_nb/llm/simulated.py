@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from ..errors import InvalidInputError, LLMError
 from .protocol import Message, estimate_tokens, messages_tokens, report_usage
-from .schemas import ROLES, Answer, Connections, HarvestSummary, ProxySignal, SeedPlan, Synthesis
+from .schemas import ROLES, ProxySignal
 
 _ANGLES = [
     "What are the main causes behind {topic}?",
@@ -50,7 +50,7 @@ _NODE_ID = re.compile(r"\[(n-[0-9a-f]+)\]")
 
 
 class SimulatedLLM:
-    """A deterministic, schema-valid model; every text it writes starts with "[simulated]".
+    r"""A deterministic, schema-valid model; every text it writes starts with "[simulated]".
 
     Parameters
     ----------
@@ -71,7 +71,7 @@ class SimulatedLLM:
     --------
     >>> from fractal_nb.llm.schemas import SeedPlan
     >>> llm = SimulatedLLM(seed=1)
-    >>> messages = [{"role": "user", "content": "Seed: Why?\\nPose between 3 and 4 seed questions."}]
+    >>> messages = [{"role": "user", "content": "Seed: Why?\nPose between 3 and 4 seed questions."}]
     >>> 3 <= len(llm.complete(messages, SeedPlan)["questions"]) <= 4
     True
     """

@@ -88,7 +88,8 @@ class Database:
         if self.path is None:
             return duckdb.connect(":memory:")
         if not Path(self.path).parent.is_dir():
-            raise InvalidInputError(f"cannot open {self.path}: folder {Path(self.path).parent} does not exist")
+            folder = Path(self.path).parent
+            raise InvalidInputError(f"cannot open {self.path}: folder {folder} does not exist")
         if self.read_only and not Path(self.path).exists():
             raise InvalidInputError(f"cannot open {self.path} read-only: the file does not exist")
         try:
@@ -129,7 +130,7 @@ class Database:
     # -- cursors and transactions -----------------------------------------------------
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
-        """This thread's cursor (DuckDB connections are not shared between threads)."""
+        """The calling thread's cursor (DuckDB connections are not shared between threads)."""
         if self._closed:
             raise StateError("the store is closed; open a new GraphStore")
         cur: duckdb.DuckDBPyConnection | None = getattr(self._local, "cursor", None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -65,7 +66,7 @@ class NodeWrites(StoreBase):
         *,
         owner: str | None = None,
         metadata: dict[str, Any] | str | None = None,
-        sub_questions: list[str | dict[str, Any]] | None = None,
+        sub_questions: Sequence[str | dict[str, Any]] | None = None,
         synthesize: bool = False,
     ) -> dict[str, Any]:
         """Add an answer and its sub-questions in one transaction (what a worker writes).

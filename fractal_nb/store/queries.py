@@ -45,8 +45,10 @@ class GraphQueries(StoreBase):
             ids = [root.node_id, *self._descendants(root.node_id)]
             marks = ", ".join("?" for _ in ids)
             nodes = self._nodes(f"node_id IN ({marks})", ids)
-            edges = self._edges(graph.graph_id, tree=(f"node_id IN ({marks}) AND node_id != ?", [*ids, root.node_id]),
-                                links=(f"from_node IN ({marks}) AND to_node IN ({marks})", ids + ids))
+            edges = self._edges(
+                graph.graph_id,
+                tree=(f"node_id IN ({marks}) AND node_id != ?", [*ids, root.node_id]),
+                links=(f"from_node IN ({marks}) AND to_node IN ({marks})", ids + ids))
         return {"graph_id": graph.graph_id, "root": root.node_id,
                 "nodes": [n.to_dict() for n in nodes], "edges": edges}
 

@@ -144,7 +144,8 @@ class WorkQueue(StoreBase):
                     graph_id=graph.graph_id,
                 )
             now = self.clock()
-            where, params = "graph_id = ? AND status = 'claimed'", [graph.graph_id]
+            where = "graph_id = ? AND status = 'claimed'"
+            params: list[Any] = [graph.graph_id]
             if older_than_s is not None:
                 where, params = where + " AND claimed_at <= ?", [*params, now - older_than_s]
             elif worker is None:  # default: claims past their own lease

@@ -1268,7 +1268,7 @@ def shared_store() -> Iterator[GraphStore]:
         yield store
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(checkpoint=CHECKPOINT_VALUES, metadata=METADATA_VALUES)
 def test_door_accepts_or_refuses_with_invalid_input(
     shared_store: GraphStore, checkpoint: Any, metadata: Any
