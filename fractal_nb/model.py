@@ -95,7 +95,9 @@ GRAPH_TRANSITIONS: dict[GraphStatus, frozenset[GraphStatus]] = {
 _S = NodeStatus
 QUESTION_TRANSITIONS: dict[NodeStatus, frozenset[NodeStatus]] = {
     _S.OPEN: frozenset({_S.CLAIMED, _S.ANSWERED, _S.SATURATED, _S.ERROR}),
-    _S.GATED: frozenset({_S.OPEN, _S.SATURATED, _S.ERROR}),
+    # A gated question is not being worked on, so it cannot fail; allowing gated -> error
+    # would let error -> open (recovery) slip past the gate without an approval.
+    _S.GATED: frozenset({_S.OPEN, _S.SATURATED}),
     _S.CLAIMED: frozenset({_S.ANSWERED, _S.OPEN, _S.SATURATED, _S.ERROR}),
     _S.ANSWERED: frozenset({_S.SYNTHESIZED, _S.SATURATED, _S.ERROR}),
     _S.ERROR: frozenset({_S.OPEN, _S.SATURATED}),
@@ -107,6 +109,7 @@ QUESTION_TRANSITIONS: dict[NodeStatus, frozenset[NodeStatus]] = {
 def check_graph_transition(graph_id: str, current: str, target: str) -> None:
     """Raise unless the graph may move from ``current`` to ``target``."""
     allowed = GRAPH_TRANSITIONS[GraphStatus(current)]
+    current, target = str(current), str(target)
     if GraphStatus(target) not in allowed:
         raise InvalidTransitionError(
             f"graph {graph_id} cannot go from {current!r} to {target!r}; "
@@ -118,6 +121,7 @@ def check_graph_transition(graph_id: str, current: str, target: str) -> None:
 def check_question_transition(node_id: str, current: str, target: str) -> None:
     """Raise unless the question may move from ``current`` to ``target``."""
     allowed = QUESTION_TRANSITIONS[NodeStatus(current)]
+    current, target = str(current), str(target)
     if NodeStatus(target) not in allowed:
         raise InvalidTransitionError(
             f"question {node_id} is {current!r} and cannot become {target!r}; "

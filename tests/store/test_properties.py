@@ -808,7 +808,7 @@ class GraphMachine(RuleBasedStateMachine):
             and good_text(message)
             and node is not None
             and node["node_type"] == "question"
-            and node["status"] in {"open", "gated", "claimed", "answered"}
+            and node["status"] in {"open", "claimed", "answered"}
         )
         out = self.call(
             "mark_error", self.store.mark_error, self.gid, node_id, message, expect_ok=ok

@@ -453,3 +453,11 @@ def test_bad_node_type_and_reason_list_valid_ones(tree: Tree) -> None:
         tree.store.mark_saturated(tree.graph_id, tree.seeds[0], "bored")
     with pytest.raises(InvalidInputError, match="active, budget_exhausted, completed"):
         tree.store.update_graph_status(tree.graph_id, "finished")
+
+
+def test_a_gate_cannot_be_bypassed_through_error_recovery(fresh_store: GraphStore) -> None:
+    t = make_tree(fresh_store, "pulse", "depth:1", seeds=1)
+    with pytest.raises(InvalidTransitionError, match="'gated' and cannot become 'error'"):
+        fresh_store.mark_error(t.graph_id, t.seeds[0], "boom")
+    assert fresh_store.recover_stuck(t.graph_id, include_errors=True)["count"] == 0
+    assert fresh_store.claim_work(t.graph_id, "w1")["node_id"] is None
