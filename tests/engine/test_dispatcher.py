@@ -1,0 +1,57 @@
+"""The dispatcher's termination protocol: backoff 2/4/8 s through the injected clock."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from fractal_nb import Exploration, SimulatedLLM
+from fractal_nb.engine.dispatcher import BACKOFF_S, Dispatcher
+
+
+@dataclass
+class RecordingClock:
+    """Waits a thousandth of what it is asked, and remembers what it was asked."""
+
+    asked: list[float] = field(default_factory=list)
+
+    def wait(self, condition: threading.Condition, seconds: float) -> None:
+        self.asked.append(seconds)
+        with condition:
+            condition.wait(seconds / 1000)
+
+
+class SlowOnOneQuestion(SimulatedLLM):
+    """The simulator, but answers mentioning "slow" take half a second."""
+
+    def complete(self, messages, schema):  # type: ignore[no-untyped-def]
+        asked = messages[-1]["content"].split("Question to answer now", 1)[-1].split("\n")[1]
+        if schema.__name__ == "Answer" and "slow" in asked:
+            time.sleep(0.5)
+        return super().complete(messages, schema)
+
+
+def test_idle_workers_back_off_2_4_8_while_work_is_in_flight() -> None:
+    clock = RecordingClock()
+    # Two questions, two workers: the fast one's worker finds nothing to claim while
+    # the slow one is in flight, so it backs off (2, 4, 8 s, scaled) instead of leaving.
+    with Exploration.create("Two questions?", intensity="pulse", llm=SlowOnOneQuestion(branching=0),
+                            clock=clock) as ex:
+        g, root = ex.graph_id, ex.store.get_snapshot(ex.graph_id)["root_node_id"]
+        ex.store.add_answer(g, root, "Two sides.", sub_questions=["A fast question?", "A slow question?"])
+        dispatcher = Dispatcher(ex._state, workers=2, clock=clock)
+        assert dispatcher.run() == "all_complete"
+        # The scaled waits (2, 4, 8 ms) run out long before the slow answer lands.
+        assert clock.asked == [2.0, 4.0, 8.0] == list(BACKOFF_S)
+        reasons = sorted(r.exit_reason for r in dispatcher.reports)
+        assert reasons == ["graph_done", "no_work_after_retries"]
+        assert ex.nodes().query("depth == 0").iloc[0]["status"] == "synthesized"
+
+
+def test_a_worker_with_nothing_in_flight_anywhere_exits_at_once() -> None:
+    clock = RecordingClock()
+    with Exploration.create("Gated?", intensity="pulse", checkpoint="depth:1",
+                            llm=SimulatedLLM(seed=1), clock=clock) as ex:
+        assert ex.run(progress=False) == "paused"
+        assert clock.asked == [], "workers waited although no node was in flight"
