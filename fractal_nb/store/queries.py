@@ -64,7 +64,8 @@ class GraphQueries(StoreBase):
         """What ``claim_work`` would hand out, in order (affinity to ``worker_id`` first)."""
         worker = optional_name(worker_id, "worker_id")
         graph = self._known_graph(graph_id)
-        rows = self._db.fetchall(_CLAIMABLE, [graph.graph_id, self.clock(), graph.graph_id, worker])
+        rows = self._db.fetchall(_CLAIMABLE.format(active=""),
+                                 [graph.graph_id, self.clock(), graph.graph_id, worker])
         nodes = [NodeRow(*r).to_dict() for r in rows]
         return {"graph_id": graph.graph_id, "claimable": nodes, "count": len(nodes)}
 

@@ -19,16 +19,17 @@ from .rows import NODE_COLUMNS, NodeRow
 
 # Claimable: an open question below the root, or a claim whose lease ran out
 # (rule 5). Affinity first (branches this worker has owned nodes in), then
-# creation order. Parameters: graph_id, now, worker_id, graph_id.
+# creation order. Parameters: graph_id, (graph_id for _IF_ACTIVE), now, graph_id, worker_id.
 _CLAIMABLE = f"""
     SELECT {NODE_COLUMNS} FROM nodes
-    WHERE graph_id = ? AND node_type = 'question' AND depth > 0
+    WHERE graph_id = ? AND node_type = 'question' AND depth > 0 {{active}}
       AND (status = 'open' OR (status = 'claimed' AND claimed_at + lease_s <= ?))
     ORDER BY (branch_id IN (
                 SELECT DISTINCT branch_id FROM nodes
                 WHERE graph_id = ? AND owner = ? AND branch_id IS NOT NULL)) IS TRUE DESC,
              seq
 """
+_IF_ACTIVE = "AND EXISTS (SELECT 1 FROM graphs WHERE graph_id = ? AND status = 'active')"
 
 
 class WorkQueue(StoreBase):
@@ -41,17 +42,19 @@ class WorkQueue(StoreBase):
         question open, claimed or gated; on a graph that is not active, true only
         when it is terminal) and ``graph_status``.
         """
+        gid = require_id(graph_id, "graph_id")
         worker = require_id(worker_id, "worker_id")
         with self._db.write():
-            graph = self._graph(graph_id)
-            if graph.status != GraphStatus.ACTIVE:
-                return {"node_id": None, "graph_done": graph.status in TERMINAL_GRAPH,
-                        "graph_status": graph.status}
             now = self.clock()
-            row = self._db.fetchone(_CLAIMABLE + " LIMIT 1",
-                                    [graph.graph_id, now, graph.graph_id, worker])
+            # The hot path asks once: a candidate, only if the graph is active.
+            row = self._db.fetchone(_CLAIMABLE.format(active=_IF_ACTIVE) + " LIMIT 1",
+                                    [gid, gid, now, gid, worker])
             if row is None:
-                return {"node_id": None, "graph_done": self._graph_done(graph.graph_id),
+                graph = self._graph(gid)
+                if graph.status != GraphStatus.ACTIVE:
+                    return {"node_id": None, "graph_done": graph.status in TERMINAL_GRAPH,
+                            "graph_status": graph.status}
+                return {"node_id": None, "graph_done": self._graph_done(gid),
                         "graph_status": graph.status}
             node = NodeRow(*row)
             # The guard on status/claimed_at keeps the update honest even if the
@@ -65,17 +68,17 @@ class WorkQueue(StoreBase):
             payload: dict[str, Any] = {"from": node.status, "to": "claimed", "lease_s": self.lease_s}
             if node.status == NodeStatus.CLAIMED:
                 payload["lease_expired_for"] = node.owner
-            self._log(graph.graph_id, node.node_id, "claimed", worker, payload, now)
+            self._log(gid, node.node_id, "claimed", worker, payload, now)
         return {
             "node_id": node.node_id,
-            "graph_id": graph.graph_id,
+            "graph_id": gid,
             "text": node.text,
             "depth": node.depth,
             "parent_id": node.parent_id,
             "metadata": node.metadata,
             "lease_s": self.lease_s,
             "graph_done": False,
-            "graph_status": graph.status,
+            "graph_status": GraphStatus.ACTIVE.value,
         }
 
     def synthesize_node(self, graph_id: str, node_id: str, synthesis_text: str) -> dict[str, Any]:
