@@ -185,10 +185,11 @@ class Dispatcher:
         elif run.checkpoint.kind == "interactive" and self.reports:
             outcome, reason = "paused", "interactive checkpoint"
         elif claimable:  # breakers fired (or rounds ran out) with work left: seed 000's protocol
-            for node in store.get_open_questions(g)["open_questions"]:
-                store.update_node(g, node["node_id"], {
-                    "budget_exhausted": True, "unexplored_reason": "budget limit reached"})
-            store.update_graph_status(g, GraphStatus.BUDGET_EXHAUSTED, reason="circuit breaker")
+            with store.batch():
+                for node in store.get_open_questions(g)["open_questions"]:
+                    store.update_node(g, node["node_id"], {
+                        "budget_exhausted": True, "unexplored_reason": "budget limit reached"})
+                store.update_graph_status(g, GraphStatus.BUDGET_EXHAUSTED, reason="circuit breaker")
             return "budget_exhausted"
         elif pending["gated"] and not pending["claimed"]:
             outcome, reason = "paused", f"{pending['gated']} gated question(s) await approval"

@@ -105,3 +105,15 @@ def test_pause_lets_nodes_in_flight_finish() -> None:
         claimed_then = len(ex.events().query("kind == 'claimed'"))
         assert ex.run(max_workers=4, progress=False) in ("all_complete", "budget_exhausted")
         assert len(ex.events().query("kind == 'claimed'")) > claimed_then
+
+
+def test_harvest_of_a_paused_graph_leaves_it_paused_with_gates_as_gaps() -> None:
+    with Exploration.create(SEED, intensity="pulse", checkpoint="depth:1", llm=SimulatedLLM(seed=7),
+                            clock=FAST) as ex:
+        ex.run(progress=False)
+        result = ex.harvest()
+        assert result.status == "paused" and ex.status == "paused"
+        assert sum(gap.startswith("waiting (gated)") for gap in result.gaps) == len(ex.gates)
+        ex.approve()
+        ex.run(progress=False)
+        assert ex.harvest().status == "completed"
