@@ -76,8 +76,12 @@ def process(run: RunState, claim: dict[str, Any], worker: str) -> StepRecord:
     except FractalError as exc:  # pruned or saturated meanwhile: the write is refused whole
         return StepRecord(node_id, worker, question, error=f"write refused: {exc}")
     if written["questions"]:
+        # New sub-questions: this node now waits on them, and nothing else got closer
+        # to synthesis, so the cascade has nothing new to do.
         run.announce_work()
-    synthesized = tuple(written["synthesized"]) + cascade(run, worker)
+        synthesized: tuple[str, ...] = ()
+    else:
+        synthesized = tuple(written["synthesized"]) + cascade(run, worker)
     return StepRecord(
         node_id, worker, question, answer_id=written["answer_id"],
         sub_questions=tuple(written["questions"]), synthesized=synthesized,
