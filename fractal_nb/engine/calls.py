@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -24,9 +24,14 @@ class ModelCaller:
         self.graph_id = graph_id
 
     def __call__(
-        self, schema: type[T], messages: list[Message], *, node_id: str | None, worker: str | None
+        self, schema: type[T], messages: list[Message], *, node_id: str | None, worker: str | None,
+        defer: list[dict[str, Any]] | None = None,
     ) -> T:
-        """Return the model's answer as ``schema``; a failure is logged, then raised as LLMError."""
+        """Return the model's answer as ``schema``; a failure is logged, then raised as LLMError.
+
+        With ``defer``, the log row of a successful call is appended there for the
+        caller to write with its own transaction (one statement fewer per call).
+        """
         started = time.perf_counter()
         error: LLMError | None = None
         result: T | None = None
@@ -37,20 +42,27 @@ class ModelCaller:
                 error = LLMOutputError(f"{schema.__name__} output failed validation: {exc}")
             except LLMError as exc:
                 error = exc
-        self.store.record_llm_call(
-            graph_id=self.graph_id,
-            node_id=node_id,
-            worker=worker,
-            role=ROLES.get(schema, schema.__name__),
-            model=getattr(self.llm, "model", type(self.llm).__name__),
-            prompt_tokens=usage.prompt_tokens or messages_tokens(messages),
-            completion_tokens=usage.completion_tokens,
-            attempts=max(1, usage.attempts),
-            latency_s=time.perf_counter() - started,
-            outcome="error" if error else ("cached" if usage.cached else "ok"),
-            error=None if error is None else f"{type(error).__name__}: {error}"[:2000],
-        )
+        call = {
+            "graph_id": self.graph_id,
+            "node_id": node_id,
+            "worker": worker,
+            "role": ROLES.get(schema, schema.__name__),
+            "model": getattr(self.llm, "model", type(self.llm).__name__),
+            "prompt_tokens": usage.prompt_tokens or messages_tokens(messages),
+            "completion_tokens": usage.completion_tokens,
+            "attempts": max(1, usage.attempts),
+            "latency_s": time.perf_counter() - started,
+            "outcome": "error" if error else ("cached" if usage.cached else "ok"),
+            "error": None if error is None else f"{type(error).__name__}: {error}"[:2000],
+        }
         if error is not None:
+            self.store.record_llm_calls([*(defer or []), call])
+            if defer:
+                defer.clear()
             raise error
+        if defer is not None:
+            defer.append(call)
+        else:
+            self.store.record_llm_calls([call])
         assert result is not None
         return result

@@ -64,17 +64,21 @@ def process(run: RunState, claim: dict[str, Any], worker: str) -> StepRecord:
     """Run the primitive on a claimed question and return what it did."""
     node_id, question = claim["node_id"], claim["text"]
     context = run.store.get_context(run.graph_id, node_id)
+    calls: list[dict[str, Any]] = []  # call logs, written with the node's transaction
     try:
-        answer = run.call(Answer, chat("answer", **_answer_prompt(run, context)),
-                          node_id=node_id, worker=worker)
-    except LLMError as exc:
-        return _release(run, node_id, question, worker, exc)
-    subs, depth_limited = _sub_questions(run, context, answer)
-    links = _connect(run, context, answer, worker) if context["candidates"] else Connections()
-    try:
-        written = _write(run, claim, worker, answer, subs, depth_limited, links)
-    except FractalError as exc:  # pruned or saturated meanwhile: the write is refused whole
-        return StepRecord(node_id, worker, question, error=f"write refused: {exc}")
+        try:
+            answer = run.call(Answer, chat("answer", **_answer_prompt(run, context)),
+                              node_id=node_id, worker=worker, defer=calls)
+        except LLMError as exc:
+            return _release(run, node_id, question, worker, exc)
+        subs, depth_limited = _sub_questions(run, context, answer)
+        links = _connect(run, context, answer, worker, calls) if context["candidates"] else Connections()
+        try:
+            written = _write(run, claim, worker, answer, subs, depth_limited, links, calls)
+        except FractalError as exc:  # pruned or saturated meanwhile: the write is refused whole
+            return StepRecord(node_id, worker, question, error=f"write refused: {exc}")
+    finally:
+        run.store.record_llm_calls(calls)  # whatever did not land with the node
     if written["questions"]:
         # New sub-questions: this node now waits on them, and nothing else got closer
         # to synthesis, so the cascade has nothing new to do.
@@ -155,13 +159,15 @@ def _sub_questions(run: RunState, context: dict[str, Any], answer: Answer) -> tu
     return kept, False
 
 
-def _connect(run: RunState, context: dict[str, Any], answer: Answer, worker: str) -> Connections:
+def _connect(
+    run: RunState, context: dict[str, Any], answer: Answer, worker: str, calls: list[dict[str, Any]]
+) -> Connections:
     candidates = "\n".join(f"- [{c['node_id']}] {_clip(c['text'], 300)}" for c in context["candidates"])
     try:
         found = run.call(Connections, chat("connect", question=context["node"]["text"],
                                            node_id="new", answer=_clip(answer.answer, 1500),
                                            candidates=candidates),
-                         node_id=context["node"]["node_id"], worker=worker)
+                         node_id=context["node"]["node_id"], worker=worker, defer=calls)
     except LLMError:  # logged; links are a bonus, the answer still lands
         return Connections()
     valid = {c["node_id"] for c in context["candidates"]}
@@ -173,7 +179,7 @@ def _connect(run: RunState, context: dict[str, Any], answer: Answer, worker: str
 
 def _write(
     run: RunState, claim: dict[str, Any], worker: str, answer: Answer, subs: list[Any],
-    depth_limited: bool, links: Connections,
+    depth_limited: bool, links: Connections, calls: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """Write the node's results in one transaction; a refusal rolls all of it back."""
     store, g, q = run.store, run.graph_id, claim["node_id"]
@@ -194,6 +200,8 @@ def _write(
         created = 0
         if links.convergences or links.contradictions:
             created = store.update_node(g, answer_id, _link_metadata(links))["edges_created"]
+        store.record_llm_calls(calls)
+    calls.clear()  # landed with the node
     if links.convergences and run.checkpoint.kind == "convergence":
         run.convergence_found.set()
     return {"answer_id": answer_id, "questions": [q_["node_id"] for q_ in written["sub_questions"]],

@@ -7,6 +7,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,19 @@ class StoreBase:
                 graph_id=graph.graph_id,
             )
         return graph
+
+    def _active_node(
+        self, graph_id: object, node_id: object, what: str = "node_id"
+    ) -> tuple[GraphRow, NodeRow]:
+        """The active graph and one of its nodes in one query: the first step of hot writes."""
+        gid, nid = require_id(graph_id, "graph_id"), require_id(node_id, what)
+        row = self._db.fetchone(
+            f"SELECT {NODE_COLUMNS}, (SELECT status FROM graphs WHERE graph_id = ?) FROM nodes "
+            "WHERE graph_id = ? AND node_id = ?", [gid, gid, nid])
+        if row is None or row[-1] != GraphStatus.ACTIVE:  # say precisely what is wrong
+            graph = self._active_graph(gid)
+            return graph, self._node(gid, nid, what)
+        return replace(self._known_graph(gid), status=GraphStatus.ACTIVE.value), NodeRow(*row[:-1])
 
     def _node(self, graph_id: str, node_id: object, what: str = "node_id") -> NodeRow:
         nid = require_id(node_id, what)

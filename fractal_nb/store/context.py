@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ..errors import InvalidInputError
-from .base import StoreBase
+from .base import StoreBase, require_id
 from .rows import NodeRow
 
 
@@ -82,10 +82,16 @@ class NodeContext(StoreBase):
 
     def get_synthesis_inputs(self, graph_id: str, node_id: str) -> dict[str, Any]:
         """A question, its answers and its sub-questions with their syntheses: all a synthesis reads."""
-        with self._db.read():
-            graph = self._known_graph(graph_id)
-            question = self._question_of(self._node(graph.graph_id, node_id))
-            below = self._nodes("graph_id = ? AND question_id = ?", [graph.graph_id, question.node_id])
+        graph = self._known_graph(graph_id)
+        nid = require_id(node_id, "node_id")
+        # The node and what hangs under it, in one read (a synthesis runs on every cascade).
+        rows = self._nodes("graph_id = ? AND (node_id = ? OR question_id = ?)", [graph.graph_id, nid, nid])
+        question = next((r for r in rows if r.node_id == nid), None)
+        if question is None or question.node_type != "question":  # unknown id, or an answer
+            with self._db.read():
+                question = self._question_of(self._node(graph.graph_id, nid))
+                rows = self._nodes("graph_id = ? AND question_id = ?", [graph.graph_id, question.node_id])
+        below = [r for r in rows if r.question_id == question.node_id]
         return {
             "graph_id": graph.graph_id,
             "node": question.to_dict(),

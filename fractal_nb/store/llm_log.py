@@ -35,15 +35,32 @@ class LLMLog(StoreBase):
         error: str | None = None,
     ) -> dict[str, Any]:
         """Append one call to the log (failed calls too: ``outcome="error"``)."""
-        if outcome not in OUTCOMES:
-            raise InvalidInputError(f"invalid outcome {outcome!r}; valid values: {', '.join(OUTCOMES)}")
-        self._db.write_one(
-            f"INSERT INTO llm_calls ({_CALL_COLUMNS}) "
-            "VALUES (nextval('call_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [graph_id, node_id, worker, role, model, prompt_tokens, completion_tokens,
-             attempts, latency_s, outcome, error, self.clock()],
-        )
+        call = {"graph_id": graph_id, "node_id": node_id, "worker": worker, "role": role,
+                "model": model, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                "attempts": attempts, "latency_s": latency_s, "outcome": outcome, "error": error}
+        self.record_llm_calls([call])
         return {"graph_id": graph_id, "node_id": node_id, "role": role, "outcome": outcome}
+
+    def record_llm_calls(self, calls: list[dict[str, Any]]) -> int:
+        """Append several calls (dicts of :meth:`record_llm_call`'s fields) in one statement.
+
+        Inside :meth:`batch` they land with the node's other writes.
+        """
+        for call in calls:
+            if call.get("outcome") not in OUTCOMES:
+                raise InvalidInputError(
+                    f"invalid outcome {call.get('outcome')!r}; valid values: {', '.join(OUTCOMES)}")
+        if not calls:
+            return 0
+        now = self.clock()
+        rows = ", ".join("(nextval('call_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in calls)
+        self._db.write_one(
+            f"INSERT INTO llm_calls ({_CALL_COLUMNS}) VALUES {rows}",
+            [v for c in calls for v in (c["graph_id"], c["node_id"], c["worker"], c["role"], c["model"],
+                                        c["prompt_tokens"], c["completion_tokens"], c["attempts"],
+                                        c["latency_s"], c["outcome"], c.get("error"), now)],
+        )
+        return len(calls)
 
     def get_llm_calls(self, graph_id: str) -> dict[str, Any]:
         """Every logged call of a graph, in order."""

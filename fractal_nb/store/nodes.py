@@ -53,8 +53,7 @@ class NodeWrites(StoreBase):
         meta = parse_metadata(metadata)
         require_id(parent_id, "parent_id")
         with self._db.write():
-            graph = self._active_graph(graph_id)
-            parent = self._node(graph.graph_id, parent_id, "parent_id")
+            graph, parent = self._active_node(graph_id, parent_id, "parent_id")
             node = self._add_children(graph, parent, kind, [(text, meta)], owner)[0]
         return _added(node)
 
@@ -82,8 +81,7 @@ class NodeWrites(StoreBase):
         meta = parse_metadata(metadata)
         subs = [_sub_question(item, i) for i, item in enumerate(sub_questions or [])]
         with self._db.write():
-            graph = self._active_graph(graph_id)
-            question = self._node(graph.graph_id, question_id, "question_id")
+            graph, question = self._active_node(graph_id, question_id, "question_id")
             if question.node_type != NodeType.QUESTION:
                 raise InvalidInputError(
                     f"node {question.node_id} is an answer; add_answer needs a question",
@@ -112,8 +110,7 @@ class NodeWrites(StoreBase):
         if not meta:
             raise InvalidInputError("metadata is empty; send a JSON object with at least one key")
         with self._db.write():
-            graph = self._active_graph(graph_id)
-            node = self._node(graph.graph_id, node_id)
+            graph, node = self._active_node(graph_id, node_id)
             question = self._question_of(node)
             if NodeStatus.SATURATED in (node.status, question.status):
                 raise StateError(

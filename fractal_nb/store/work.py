@@ -89,8 +89,7 @@ class WorkQueue(StoreBase):
         """
         text = require_text(synthesis_text, "synthesis_text")
         with self._db.write():
-            graph = self._active_graph(graph_id)
-            node = self._node(graph.graph_id, node_id)
+            graph, node = self._active_node(graph_id, node_id)
             if node.node_type != NodeType.QUESTION:
                 raise InvalidInputError(
                     f"node {node.node_id} is an answer; synthesize its question {node.question_id}",
