@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
 import pandas as pd
 from tqdm.auto import tqdm
 
@@ -15,6 +16,7 @@ from .engine.dispatcher import Clock, Dispatcher, RealClock
 from .engine.phases import harvest, seed
 from .engine.primitive import RunState, process
 from .errors import InvalidInputError, StateError
+from .export import to_networkx
 from .llm.protocol import LLM
 from .model import BUDGETS, CheckpointMode, GraphStatus, Intensity
 from .results import FractalResult, StepRecord
@@ -237,6 +239,10 @@ class Exploration:
                                              "prompt_tokens", "completion_tokens", "attempts",
                                              "latency_s", "outcome", "error", "created_at"])
         return _timestamps(frame, ["created_at"])
+
+    def to_networkx(self) -> nx.MultiDiGraph:
+        """The graph for networkx: node and edge fields as attributes, edges keyed by type."""
+        return to_networkx(self.store.get_snapshot(self.graph_id))
 
     # -- internals --------------------------------------------------------------------
 
