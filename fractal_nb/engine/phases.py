@@ -65,7 +65,11 @@ def harvest(run: RunState) -> FractalResult:
     ``completed``. A paused graph (gates waiting) is summarised as it stands.
     """
     store, g = run.store, run.graph_id
-    status = store.get_snapshot(g)["status"]
+    snapshot = store.get_snapshot(g)
+    status = snapshot["status"]
+    if "harvest" in snapshot["metadata"] and status == GraphStatus.COMPLETED:  # harvested before
+        stored = HarvestSummary.model_validate(snapshot["metadata"]["harvest"])
+        return _result(run, snapshot, stored, _gaps(snapshot["nodes"]))
     finishing = status in (GraphStatus.ACTIVE, GraphStatus.BUDGET_EXHAUSTED)
     if status == GraphStatus.BUDGET_EXHAUSTED:
         store.resume_graph(g)
@@ -85,24 +89,31 @@ def harvest(run: RunState) -> FractalResult:
                            node_id=snapshot["root_node_id"], worker=None)
     except LLMError as exc:  # logged; the root's synthesis stands in for the summary
         gaps.append(f"harvest summary failed: {exc}")
-    if finishing:
-        store.update_graph_status(g, GraphStatus.COMPLETED, reason="harvested")
-    final = store.get_snapshot(g)
+    summary = summary.model_copy(update={"gaps": list(dict.fromkeys(gaps + summary.gaps))})
+    if finishing:  # kept with the graph, so a reopened file gives the same result without a model
+        with store.batch():
+            store.update_graph_metadata(g, {"harvest": summary.model_dump(mode="json")})
+            store.update_graph_status(g, GraphStatus.COMPLETED, reason="harvested")
+    return _result(run, store.get_snapshot(g), summary, gaps)
+
+
+def _result(run: RunState, final: dict[str, Any], summary: HarvestSummary, gaps: list[str]) -> FractalResult:
+    nodes = final["nodes"]
     return FractalResult(
-        graph_id=g,
+        graph_id=run.graph_id,
         seed=run.seed,
         status=final["status"],
         summary=summary.summary,
-        node_count=len(final["nodes"]),
+        node_count=len(nodes),
         edge_count=len(final["edges"]),
-        max_depth=max(n["depth"] for n in final["nodes"]),
-        convergence_count=store.query_convergence(g)["count"],
-        contradiction_count=store.query_contradictions(g)["count"],
-        synthesis_chain=chain,
+        max_depth=max(n["depth"] for n in nodes),
+        convergence_count=run.store.query_convergence(run.graph_id)["count"],
+        contradiction_count=run.store.query_contradictions(run.graph_id)["count"],
+        synthesis_chain=_chain(nodes),
         findings=[f.model_dump() for f in summary.findings],
         gaps=list(dict.fromkeys(gaps + summary.gaps)),
-        depth_limited=[n["node_id"] for n in final["nodes"] if n["metadata"].get("depth_limited")],
-        stuck_nodes=[n["node_id"] for n in final["nodes"]
+        depth_limited=[n["node_id"] for n in nodes if n["metadata"].get("depth_limited")],
+        stuck_nodes=[n["node_id"] for n in nodes
                      if n["node_type"] == "question" and n["status"] in ("claimed", "error")],
     )
 

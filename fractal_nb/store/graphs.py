@@ -98,6 +98,22 @@ class GraphLifecycle(StoreBase):
             self._change_graph_status(graph.graph_id, graph.status, target, reason)
         return {"graph_id": graph.graph_id, "status": target.value, "previous_status": graph.status}
 
+    def update_graph_metadata(
+        self, graph_id: str, metadata: dict[str, Any] | str
+    ) -> dict[str, Any]:
+        """Merge ``metadata`` into the graph's (shallow), e.g. the harvest's summary."""
+        meta = parse_metadata(metadata)
+        if not meta:
+            raise InvalidInputError("metadata is empty; send a JSON object with at least one key")
+        with self._db.write():
+            graph = self._active_graph(graph_id)
+            merged = {**json.loads(graph.metadata_json), **meta}
+            now = self.clock()
+            self._db.execute("UPDATE graphs SET metadata = ?, updated_at = ? WHERE graph_id = ?",
+                             [json.dumps(merged), now, graph.graph_id])
+            self._log(graph.graph_id, None, "graph_metadata_updated", None, {"keys": sorted(meta)}, now)
+        return {"graph_id": graph.graph_id, "metadata": merged}
+
     def delete_graph(self, graph_id: str) -> dict[str, Any]:
         """Delete the graph with its nodes, edges, events and call log."""
         with self._db.write():

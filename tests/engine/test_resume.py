@@ -91,3 +91,18 @@ def test_open_refuses_ambiguous_or_missing_files(tmp_path) -> None:
         Exploration.open(tmp_path / "absent.duckdb", llm=SimulatedLLM())
     with pytest.raises(ValueError, match="llm must be a model"):
         Exploration.open(path, llm="gpt")  # type: ignore[arg-type]
+
+
+def test_the_harvest_is_kept_with_the_graph(tmp_path) -> None:
+    path = tmp_path / "kept.duckdb"
+    with Exploration.create("How should a library digitise its archive?", intensity="pulse",
+                            llm=SimulatedLLM(seed=10), path=path, clock=FAST) as ex:
+        ex.run(progress=False)
+        first = ex.harvest()
+        calls = len(ex.llm_calls())
+        assert ex.harvest() == first
+        assert len(ex.llm_calls()) == calls, "a second harvest called the model again"
+        graph_id = ex.graph_id
+    with Exploration.open(path, graph_id, llm=SimulatedLLM(seed=99), clock=FAST) as ex:
+        again = ex.harvest()
+        assert again == first and len(ex.llm_calls()) == calls

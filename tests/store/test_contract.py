@@ -157,3 +157,18 @@ def test_closed_store_refuses_calls(tmp_path) -> None:
         with pytest.raises(StateError, match="read_only"):
             reader.create_graph("y", "pulse", "autonomous")
     assert repr(GraphStore()) == "<GraphStore :memory:>"
+
+
+def test_update_graph_metadata_merges_and_needs_an_active_graph(tree: Tree) -> None:
+    result = tree.store.update_graph_metadata(tree.graph_id, {"harvest": {"summary": "s"}})
+    assert result["metadata"] == {"harvest": {"summary": "s"}}
+    tree.store.update_graph_metadata(tree.graph_id, '{"note": 1}')
+    assert tree.store.get_snapshot(tree.graph_id)["metadata"] == {"harvest": {"summary": "s"}, "note": 1}
+    before = tree.store.get_snapshot(tree.graph_id)
+    for bad in ("[1]", {}, 3):
+        with pytest.raises(ValueError, match="metadata"):
+            tree.store.update_graph_metadata(tree.graph_id, bad)  # type: ignore[arg-type]
+    tree.store.update_graph_status(tree.graph_id, "completed")
+    with pytest.raises(StateError, match="is 'completed'"):
+        tree.store.update_graph_metadata(tree.graph_id, {"late": True})
+    assert tree.store.get_snapshot(tree.graph_id)["metadata"] == before["metadata"]
