@@ -74,8 +74,6 @@ class SaturationReason(StrEnum):
 
 TERMINAL_GRAPH = frozenset({GraphStatus.COMPLETED, GraphStatus.ERROR})
 DONE_QUESTION = frozenset({NodeStatus.SYNTHESIZED, NodeStatus.SATURATED})
-# A graph is done when no question is in one of these (DESIGN.md, statuses).
-PENDING_QUESTION = frozenset({NodeStatus.OPEN, NodeStatus.CLAIMED, NodeStatus.GATED})
 
 GRAPH_TRANSITIONS: dict[GraphStatus, frozenset[GraphStatus]] = {
     GraphStatus.ACTIVE: frozenset(
