@@ -40,15 +40,15 @@ class Exploration:
 
     def __init__(self, store: GraphStore, graph_id: str, llm: LLM, *, clock: Clock | None = None,
                  owns_store: bool = False) -> None:
-        snapshot = store.get_snapshot(graph_id)
+        graph = store.get_graph(graph_id)
         self.store = store
         self.graph_id = graph_id
         self.llm = llm
         self._owns_store = owns_store
         self._state = RunState(
-            store=store, graph_id=graph_id, root_id=snapshot["root_node_id"], seed=snapshot["seed"],
-            budget=BUDGETS[Intensity(snapshot["intensity"])],
-            checkpoint=CheckpointMode.parse(snapshot["checkpoint_mode"]),
+            store=store, graph_id=graph_id, root_id=graph["root_node_id"], seed=graph["seed"],
+            budget=BUDGETS[Intensity(graph["intensity"])],
+            checkpoint=CheckpointMode.parse(graph["checkpoint_mode"]),
             call=ModelCaller(llm, store, graph_id),
         )
         self._clock = clock or RealClock()
@@ -85,7 +85,7 @@ class Exploration:
             if graph_id is None:
                 graph_id = _only_graph(store)
             # This process holds the file, so no other worker can be alive on it.
-            if store.get_snapshot(graph_id)["status"] not in (GraphStatus.COMPLETED, GraphStatus.ERROR):
+            if store.get_graph(graph_id)["status"] not in (GraphStatus.COMPLETED, GraphStatus.ERROR):
                 store.recover_stuck(graph_id, older_than_s=0)
         except BaseException:
             store.close()
@@ -111,7 +111,7 @@ class Exploration:
     @property
     def status(self) -> str:
         """The graph's status: active, paused, completed, error or budget_exhausted."""
-        return str(self.store.get_snapshot(self.graph_id)["status"])
+        return str(self.store.get_graph(self.graph_id)["status"])
 
     def run(self, max_workers: int | None = None, *, progress: bool = True,
             on_step: Callable[[StepRecord], None] | None = None) -> str:

@@ -31,6 +31,10 @@ class GraphQueries(StoreBase):
             edges = self._edges(graph.graph_id)
         return {**graph.to_dict(), "nodes": [n.to_dict() for n in nodes], "edges": edges}
 
+    def get_graph(self, graph_id: str) -> dict[str, Any]:
+        """The graph's own fields (status, seed, budget, metadata) without its nodes."""
+        return self._graph(graph_id).to_dict()
+
     def list_graphs(self) -> dict[str, Any]:
         """Every graph in the store (without nodes), oldest first."""
         rows = self._db.fetchall(f"SELECT {GRAPH_COLUMNS} FROM graphs ORDER BY created_at, graph_id")

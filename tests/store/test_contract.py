@@ -172,3 +172,11 @@ def test_update_graph_metadata_merges_and_needs_an_active_graph(tree: Tree) -> N
     with pytest.raises(StateError, match="is 'completed'"):
         tree.store.update_graph_metadata(tree.graph_id, {"late": True})
     assert tree.store.get_snapshot(tree.graph_id)["metadata"] == before["metadata"]
+
+
+def test_get_graph_is_the_snapshot_without_nodes(tree: Tree) -> None:
+    snapshot = tree.store.get_snapshot(tree.graph_id)
+    graph = tree.store.get_graph(tree.graph_id)
+    assert graph == {k: v for k, v in snapshot.items() if k not in ("nodes", "edges")}
+    with pytest.raises(NotFoundError, match="g-none"):
+        tree.store.get_graph("g-none")
