@@ -69,7 +69,7 @@ def harvest(run: RunState) -> FractalResult:
     status = snapshot["status"]
     if "harvest" in snapshot["metadata"] and status == GraphStatus.COMPLETED:  # harvested before
         stored = HarvestSummary.model_validate(snapshot["metadata"]["harvest"])
-        return _result(run, snapshot, stored, _gaps(snapshot["nodes"]))
+        return _result(run, snapshot, _chain(snapshot["nodes"]), stored)
     finishing = status in (GraphStatus.ACTIVE, GraphStatus.BUDGET_EXHAUSTED)
     if status == GraphStatus.BUDGET_EXHAUSTED:
         store.resume_graph(g)
@@ -94,10 +94,13 @@ def harvest(run: RunState) -> FractalResult:
         with store.batch():
             store.update_graph_metadata(g, {"harvest": summary.model_dump(mode="json")})
             store.update_graph_status(g, GraphStatus.COMPLETED, reason="harvested")
-    return _result(run, store.get_snapshot(g), summary, gaps)
+    return _result(run, store.get_snapshot(g), chain, summary)
 
 
-def _result(run: RunState, final: dict[str, Any], summary: HarvestSummary, gaps: list[str]) -> FractalResult:
+def _result(
+    run: RunState, final: dict[str, Any], chain: list[ChainLink], summary: HarvestSummary
+) -> FractalResult:
+    """The result of a finished or paused graph; ``summary.gaps`` already holds every gap."""
     nodes = final["nodes"]
     return FractalResult(
         graph_id=run.graph_id,
@@ -109,9 +112,9 @@ def _result(run: RunState, final: dict[str, Any], summary: HarvestSummary, gaps:
         max_depth=max(n["depth"] for n in nodes),
         convergence_count=run.store.query_convergence(run.graph_id)["count"],
         contradiction_count=run.store.query_contradictions(run.graph_id)["count"],
-        synthesis_chain=_chain(nodes),
+        synthesis_chain=chain,
         findings=[f.model_dump() for f in summary.findings],
-        gaps=list(dict.fromkeys(gaps + summary.gaps)),
+        gaps=summary.gaps,
         depth_limited=[n["node_id"] for n in nodes if n["metadata"].get("depth_limited")],
         stuck_nodes=[n["node_id"] for n in nodes
                      if n["node_type"] == "question" and n["status"] in ("claimed", "error")],
