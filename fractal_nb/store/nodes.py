@@ -256,11 +256,13 @@ class NodeWrites(StoreBase):
         )
         payload = {"node_type": kind.value, "parent_id": parent.node_id, "depth": depth,
                    "status": status.value}
-        self._log_many(graph.graph_id, [(n.node_id, "node_added", owner, payload) for n in nodes], now)
+        events: list[tuple[str | None, str, str | None, dict[str, Any]]] = [
+            (n.node_id, "node_added", owner, payload) for n in nodes]
+        if synthesis is not None and question.status != NodeStatus.ANSWERED:
+            events.append((question.node_id, "status_changed", owner,
+                           {"from": question.status, "to": NodeStatus.ANSWERED.value}))
+        self._log_many(graph.graph_id, events, now)
         if synthesis is not None:  # open/claimed -> answered -> synthesized, in one update
-            if question.status != NodeStatus.ANSWERED:
-                self._log(graph.graph_id, question.node_id, "status_changed", owner,
-                          {"from": question.status, "to": NodeStatus.ANSWERED.value}, now)
             self._set_status(replace(question, status=NodeStatus.ANSWERED), NodeStatus.SYNTHESIZED,
                              now, actor=owner, kind="synthesized",
                              metadata={**question.metadata, "synthesis": synthesis})
