@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -126,12 +127,10 @@ class Exploration:
         workers = budget.max_agents if max_workers is None else max_workers
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise InvalidInputError(f"max_workers must be an integer >= 1, not {max_workers!r}")
-        if not self._running.acquire(blocking=False):
-            raise StateError("this exploration is already running; pause() it first")
-        try:
-            self._activate()
+        with self._exclusive("already running; pause() it first"):
             self._state.convergence_found.clear()
             bar = tqdm(desc="fractal", unit="node", disable=not progress, leave=True)
+
             def stepped(record: StepRecord) -> None:
                 bar.update(1)
                 if on_step is not None:
@@ -145,10 +144,10 @@ class Exploration:
                         return "seed_failed"
                 self._dispatcher = Dispatcher(self._state, workers=min(workers, budget.max_agents),
                                               clock=self._clock, on_step=stepped)
-                return self._dispatcher.run()
-        finally:
-            self._dispatcher = None
-            self._running.release()
+                try:
+                    return self._dispatcher.run()
+                finally:
+                    self._dispatcher = None
 
     def step(self, n: int = 1) -> list[StepRecord]:
         """Process exactly ``n`` nodes in this thread (the seed phase counts as one); returns them.
@@ -157,10 +156,7 @@ class Exploration:
         """
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise InvalidInputError(f"n must be an integer >= 1, not {n!r}")
-        if not self._running.acquire(blocking=False):
-            raise StateError("this exploration is running; pause() it before stepping")
-        try:
-            self._activate()
+        with self._exclusive("running; pause() it before stepping"):
             records: list[StepRecord] = []
             first = seed(self._state)
             if first is not None:
@@ -171,8 +167,6 @@ class Exploration:
                     break
                 records.append(process(self._state, claim, STEP_WORKER))
             return records
-        finally:
-            self._running.release()
 
     def pause(self) -> None:
         """Ask a running ``run()`` to stop: nodes in flight finish, no new claims are made."""
@@ -245,6 +239,17 @@ class Exploration:
         return to_networkx(self.store.get_snapshot(self.graph_id))
 
     # -- internals --------------------------------------------------------------------
+
+    @contextmanager
+    def _exclusive(self, busy: str) -> Iterator[None]:
+        """Hold the run lock (refusing, not waiting, if taken) on an active graph."""
+        if not self._running.acquire(blocking=False):
+            raise StateError(f"this exploration is {busy}")
+        try:
+            self._activate()
+            yield
+        finally:
+            self._running.release()
 
     def _activate(self) -> None:
         """Resume a paused or budget-exhausted graph; refuse a finished one."""

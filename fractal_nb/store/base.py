@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from ..errors import GraphNotActiveError, InvalidInputError, NotFoundError
 from ..model import BUDGETS, Budget, CheckpointMode, GraphStatus, Intensity, NodeType
@@ -46,7 +46,7 @@ class StoreBase:
         """Release the DuckDB file (idempotent)."""
         self._db.close()
 
-    def __enter__(self) -> StoreBase:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -39,6 +39,3 @@ class GraphStore(GraphLifecycle, NodeWrites, WorkQueue, GraphQueries, NodeContex
     >>> store.claim_work(g["graph_id"], "worker-1")["node_id"] == q["node_id"]
     True
     """
-
-    def __enter__(self) -> GraphStore:
-        return self
