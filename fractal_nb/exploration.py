@@ -19,9 +19,11 @@ from .engine.primitive import RunState, process
 from .errors import InvalidInputError, StateError
 from .export import to_networkx
 from .llm.protocol import LLM
-from .model import BUDGETS, CheckpointMode, GraphStatus, Intensity
-from .results import FractalResult, StepRecord
+from .model import BUDGETS, Budget, CheckpointMode, GraphStatus, Intensity
+from .results import FractalResult, MarkdownText, StepRecord
 from .store import GraphStore
+from .views import ExplorationView
+from .views.html_export import write_html
 
 STEP_WORKER = "stepper"
 
@@ -188,6 +190,14 @@ class Exploration:
         with self._running:
             return harvest(self._state)
 
+    def report(self) -> MarkdownText:
+        """The harvest as Markdown: summary, findings, gaps and the synthesis chain.
+
+        Harvests first when needed (which finishes the exploration); a harvested
+        graph is read back without calling the model.
+        """
+        return MarkdownText(self.harvest().to_markdown())
+
     @property
     def gates(self) -> pd.DataFrame:
         """Gated questions awaiting approval."""
@@ -229,14 +239,33 @@ class Exploration:
     def llm_calls(self) -> pd.DataFrame:
         """Every model call: role, node, worker, model, tokens, latency, outcome, error."""
         calls = self.store.get_llm_calls(self.graph_id)["calls"]
-        frame = pd.DataFrame(calls, columns=["call_id", "node_id", "worker", "role", "model",
-                                             "prompt_tokens", "completion_tokens", "attempts",
-                                             "latency_s", "outcome", "error", "created_at"])
-        return _timestamps(frame, ["created_at"])
+        return _timestamps(pd.DataFrame(calls, columns=_CALL_COLUMNS), ["created_at"])
+
+    def inspect(self, node_id: str) -> dict[str, Any]:
+        """One node: its fields, direct children, links, and the model calls made for it."""
+        details = self.store.get_node(self.graph_id, node_id)
+        calls = self.store.get_llm_calls(self.graph_id, node_id=details["node"]["node_id"])["calls"]
+        details["llm_calls"] = _timestamps(pd.DataFrame(calls, columns=_CALL_COLUMNS), ["created_at"])
+        return details
 
     def to_networkx(self) -> nx.MultiDiGraph:
         """The graph for networkx: node and edge fields as attributes, edges keyed by type."""
         return to_networkx(self.store.get_snapshot(self.graph_id))
+
+    def to_html(self, path: str | Path) -> Path:
+        """Write the graph as one self-contained HTML file (pyvis, vis-network inlined, offline)."""
+        return write_html(self.store.get_changes(self.graph_id), path, heading=self._state.seed)
+
+    # -- the notebook face ------------------------------------------------------------
+
+    @property
+    def budget(self) -> Budget:
+        """The intensity's ceilings: workers, depth, seed-question range."""
+        return self._state.budget
+
+    def view(self, *, height: str = "520px") -> ExplorationView:
+        """The live graph with its controls (step, run, pause, gates, inspector, export)."""
+        return ExplorationView(self, height=height)
 
     # -- internals --------------------------------------------------------------------
 
@@ -263,6 +292,8 @@ class Exploration:
 _NODE_COLUMNS = ["node_id", "parent_id", "node_type", "depth", "status", "status_reason",
                  "inherited_from", "owner", "branch_id", "seq", "text", "claimed_at",
                  "created_at", "updated_at"]
+_CALL_COLUMNS = ["call_id", "node_id", "worker", "role", "model", "prompt_tokens", "completion_tokens",
+                 "attempts", "latency_s", "outcome", "error", "created_at"]
 
 
 def _timestamps(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:

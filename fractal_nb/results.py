@@ -60,7 +60,8 @@ class FractalResult:
         """JSON-ready form."""
         return asdict(self)
 
-    def _repr_markdown_(self) -> str:
+    def to_markdown(self) -> str:
+        """The result as Markdown: summary, findings, gaps and the synthesis chain (text escaped)."""
         lines = [
             f"### {_md(self.seed)}",
             "",
@@ -80,6 +81,9 @@ class FractalResult:
             lines += [f"{'  ' * link.depth}- **{_md(link.question)}** {_md(link.synthesis)}"
                       for link in self.synthesis_chain]
         return "\n".join(lines)
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
 
     def _repr_html_(self) -> str:
         def items(values: list[str]) -> str:
@@ -102,12 +106,21 @@ class FractalResult:
         )
 
     def __str__(self) -> str:
-        return self._repr_markdown_()
+        return self.to_markdown()
+
+
+class MarkdownText(str):
+    """A string of Markdown that Jupyter renders as Markdown."""
+
+    __slots__ = ()
+
+    def _repr_markdown_(self) -> str:
+        return str(self)
 
 
 def _md(text: str) -> str:
     """Model text inside Markdown: no raw HTML, no accidental emphasis or headings."""
-    escaped = html.escape(" ".join(text.split()))
+    escaped = html.escape(" ".join(text.split()), quote=False)
     for ch in "\\`*_[]#|":
         escaped = escaped.replace(ch, "\\" + ch)
     return escaped

@@ -62,11 +62,14 @@ class LLMLog(StoreBase):
         )
         return len(calls)
 
-    def get_llm_calls(self, graph_id: str) -> dict[str, Any]:
-        """Every logged call of a graph, in order."""
+    def get_llm_calls(self, graph_id: str, node_id: str | None = None) -> dict[str, Any]:
+        """Every logged call of a graph (or of one of its nodes), in order."""
         gid = require_id(graph_id, "graph_id")
+        where, params = "graph_id = ?", [gid]
+        if node_id is not None:
+            where, params = where + " AND node_id = ?", [gid, require_id(node_id, "node_id")]
         rows = self._db.fetchall(
-            f"SELECT {_CALL_COLUMNS} FROM llm_calls WHERE graph_id = ? ORDER BY call_id", [gid])
+            f"SELECT {_CALL_COLUMNS} FROM llm_calls WHERE {where} ORDER BY call_id", params)
         names = [c.strip() for c in _CALL_COLUMNS.split(",")]
         calls = [dict(zip(names, row, strict=True)) for row in rows]
         for call in calls:

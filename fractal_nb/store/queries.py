@@ -6,6 +6,7 @@ that nodes and edges come from the same moment.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import networkx as nx
@@ -18,6 +19,8 @@ from .work import _CLAIMABLE
 
 _Filter = tuple[str, list[Any]]  # a WHERE fragment and its parameters
 _ALL: _Filter = ("TRUE", [])
+# Node fields the live view and the HTML export draw from.
+_FEED_COLUMNS = "node_id, parent_id, node_type, text, depth, status, status_reason, owner, seq"
 
 
 class GraphQueries(StoreBase):
@@ -34,6 +37,17 @@ class GraphQueries(StoreBase):
     def get_graph(self, graph_id: str) -> dict[str, Any]:
         """The graph's own fields (status, seed, budget, metadata) without its nodes."""
         return self._graph(graph_id).to_dict()
+
+    def get_node(self, graph_id: str, node_id: str) -> dict[str, Any]:
+        """One node with its direct children and the links touching it: what an inspector shows."""
+        with self._db.read():
+            graph = self._known_graph(graph_id)
+            node = self._node(graph.graph_id, node_id)
+            children = self._nodes("graph_id = ? AND parent_id = ?", [graph.graph_id, node.node_id])
+            links = self._edges(graph.graph_id, tree=None,
+                                links=("(from_node = ? OR to_node = ?)", [node.node_id, node.node_id]))
+        return {"graph_id": graph.graph_id, "node": node.to_dict(),
+                "children": [c.to_dict() for c in children], "links": links}
 
     def list_graphs(self) -> dict[str, Any]:
         """Every graph in the store (without nodes), oldest first."""
@@ -156,6 +170,42 @@ class GraphQueries(StoreBase):
         events = [event_dict(r) for r in self._db.fetchall(sql, params)]
         last = events[-1]["event_id"] if events else since
         return {"graph_id": graph.graph_id, "events": events, "last_event_id": last}
+
+    def get_changes(self, graph_id: str, since: int = 0) -> dict[str, Any]:
+        """What changed after event ``since`` (everything when 0), lean: the live view's feed.
+
+        Nodes touched by those events in their current state (synthesis text pulled
+        out of the metadata in SQL, nothing else of it), links added by them, the
+        graph's status and the last event id, all read at one moment.
+        """
+        if isinstance(since, bool) or not isinstance(since, int) or since < 0:
+            raise InvalidInputError(f"since must be an integer >= 0, not {since!r}")
+        with self._db.read():
+            graph = self._graph(graph_id)
+            gid = graph.graph_id
+            row = self._db.fetchone("SELECT max(event_id) FROM events WHERE graph_id = ?", [gid])
+            last = max(since, row[0] or 0) if row else since
+            if since == 0:
+                node_filter, link_filter, params = "TRUE", "TRUE", []
+            else:
+                touched = "SELECT node_id FROM events WHERE graph_id = ? AND event_id > ? AND event_id <= ?"
+                node_filter = f"node_id IN ({touched})"
+                link_filter = f"from_node IN ({touched} AND kind = 'edge_added')"
+                params = [gid, since, last]
+            nodes = self._db.fetchall(
+                f"SELECT {_FEED_COLUMNS}, json_extract_string(metadata, '$.synthesis') FROM nodes "
+                f"WHERE graph_id = ? AND {node_filter} ORDER BY seq", [gid, *params])
+            links = self._db.fetchall(
+                f"SELECT from_node, to_node, edge_type, metadata FROM edges "
+                f"WHERE graph_id = ? AND {link_filter} ORDER BY seq", [gid, *params])
+        names = [*_FEED_COLUMNS.split(", "), "synthesis"]
+        return {
+            "graph_id": gid, "status": graph.status, "root_node_id": graph.root_node_id,
+            "since": since, "last_event_id": last,
+            "nodes": [dict(zip(names, r, strict=True)) for r in nodes],
+            "links": [{"from_node": f, "to_node": t, "edge_type": e, "metadata": json.loads(m)}
+                      for f, t, e, m in links],
+        }
 
     # -- internals ----------------------------------------------------------------
 

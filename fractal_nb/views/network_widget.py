@@ -1,0 +1,77 @@
+"""``NetworkWidget``: the live graph, an anywidget drawing with pyvis's own vis-network build."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import pyvis
+import traitlets
+
+from ..store import GraphStore
+from .graph_feed import GraphFeed
+
+STATIC = Path(__file__).parent / "static"
+VIS_NETWORK_JS = Path(pyvis.__file__).parent / "lib" / "vis-9.1.2" / "vis-network.min.js"
+
+
+@cache
+def vis_network_source() -> str:
+    """The vis-network build installed with pyvis (read once; never copied into this repo)."""
+    return VIS_NETWORK_JS.read_text(encoding="utf-8")
+
+
+class NetworkWidget(anywidget.AnyWidget):
+    """A live, incremental view of one graph.
+
+    Call :meth:`refresh` (from the kernel's thread; ``ExplorationView`` and
+    :meth:`live` do it for you) to send what changed. A view that opens, or
+    that sees a gap in the deltas, asks for a full snapshot. Clicking a node
+    sets :attr:`selected`.
+    """
+
+    _esm = STATIC / "network.js"
+    _css = STATIC / "network.css"
+    selected = traitlets.Unicode("", help="Id of the node clicked in the view ('' for none).").tag(sync=True)
+    height = traitlets.Unicode("520px").tag(sync=True)
+
+    def __init__(self, store: GraphStore, graph_id: str, *, height: str = "520px") -> None:
+        super().__init__(height=height)
+        self.feed = GraphFeed(store, graph_id)
+        self.sent: int = 0  # messages sent, for tests and benchmarks
+        self._pump: Any = None
+        self.on_msg(self._on_view_message)
+
+    def refresh(self) -> dict[str, Any] | None:
+        """Send views what changed since the last refresh; returns the delta (None: nothing did)."""
+        delta = self.feed.delta()
+        if delta is not None:
+            self._emit(delta)
+        return delta
+
+    def live(self, interval_s: float = 0.5) -> NetworkWidget:
+        """Keep refreshing from the kernel's event loop (changes by other processes included)."""
+        from .kernel_pump import KernelPump
+
+        if self._pump is None:
+            self._pump = KernelPump(self.refresh, interval_s=interval_s)
+        self._pump.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop :meth:`live` refreshing."""
+        if self._pump is not None:
+            self._pump.stop()
+
+    def _on_view_message(self, _widget: object, content: dict[str, Any], _buffers: object) -> None:
+        if not isinstance(content, dict) or content.get("type") != "hello":
+            return
+        if content.get("need_vis"):
+            self._emit({"type": "vis", "source": vis_network_source()})
+        self._emit(self.feed.snapshot())
+
+    def _emit(self, message: dict[str, Any]) -> None:
+        self.send(message)
+        self.sent += 1

@@ -1,0 +1,168 @@
+"""The control panel drives the facade from background threads and reports every outcome."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fractal_nb import Exploration, SimulatedLLM
+from fractal_nb.views import ExplorationView
+from tests.engine.test_runs import FAST
+
+
+@pytest.fixture
+def gated() -> Iterator[Exploration]:
+    with Exploration.create("Why do cities grow?", intensity="pulse", checkpoint="depth:1",
+                            llm=SimulatedLLM(seed=2), clock=FAST) as ex:
+        yield ex
+
+
+def settle(view: ExplorationView) -> None:
+    """Wait for the background job, then do what the kernel task would do."""
+    if view._job is not None:
+        view._job.join(timeout=60)
+    view.refresh()
+
+
+def test_step_then_gate_approval_then_run_to_the_end(gated: Exploration) -> None:
+    view = gated.view()
+    assert view.counts.value.count("1 open") == 1 and view.gate_note.value == "No gated questions."
+    view.step_button.click()
+    assert view._job is not None and view._job.name == "step", "the click returns; work is in a thread"
+    settle(view)
+    assert "1 node(s) processed" in view.message.value
+    assert len(view.gate_list.options) >= 3 and not view.approve_all_button.disabled
+    view.gate_list.value = (view.gate_list.options[0][1],)
+    view.approve_button.click()
+    settle(view)
+    assert "approved 1 gated question(s)" in view.message.value
+    view.approve_all_button.click()
+    settle(view)
+    assert view.gate_list.options == () and view.approve_all_button.disabled
+    view.run_button.click()
+    settle(view)
+    assert "run: all_complete" in view.message.value
+    assert view.progress.value == view.progress.max == view.network.feed.counts()["synthesized"]
+    assert not view.run_button.disabled and view.pause_button.disabled
+
+
+def test_step_n_processes_n_nodes_and_pause_stops_it(gated: Exploration) -> None:
+    gated.step(1)
+    gated.approve()
+    view = gated.view()
+    view.step_count.value = 3
+    view.step_n_button.click()
+    settle(view)
+    assert "3 node(s) processed" in view.message.value
+    assert len(gated.llm_calls()) >= 4
+
+    slow = threading.Event()
+    original = gated.step
+
+    def held_step(n: int = 1):  # type: ignore[no-untyped-def]
+        slow.wait(5)
+        return original(n)
+
+    gated.step = held_step  # type: ignore[method-assign]
+    view.step_count.value = 50
+    view.step_n_button.click()
+    view.refresh()
+    assert view.step_button.disabled and not view.pause_button.disabled
+    view.step_button.click()  # busy: refused with a message, nothing started
+    view.refresh()
+    assert "busy" in view.message.value
+    view.pause_button.click()
+    slow.set()
+    settle(view)
+    assert "(paused)" in view.message.value and "1 node(s) processed" in view.message.value
+
+
+def test_inspector_shows_the_selected_node_and_prunes_its_branch(gated: Exploration) -> None:
+    gated.step(1)
+    view = gated.view()
+    gate = view.gate_list.options[0][1]
+    view.network.selected = gate
+    view.refresh()
+    assert "gated" in view.inspector.value and not view.prune_branch_button.disabled
+    root = gated.nodes().node_id[0]
+    view.network.selected = root
+    view.refresh()
+    assert "LLM calls (" in view.inspector.value and "<td>seed</td>" in view.inspector.value
+    view.network.selected = gate
+    view.prune_branch_button.click()
+    settle(view)
+    assert "pruned the branch" in view.message.value
+    assert gate not in dict(view.gate_list.options).values()
+    assert gated.nodes().set_index("node_id").status[gate] == "saturated"
+
+
+def test_inspector_escapes_model_text() -> None:
+    hostile = "<script>window.__pwned = 1</script>"
+    with Exploration.create(hostile, intensity="pulse", llm=SimulatedLLM(), clock=FAST) as ex:
+        ex.step(1)
+        view = ex.view()
+        view.network.selected = ex.nodes().node_id[0]
+        view.refresh()
+        assert "<script>" not in view.inspector.value and "&lt;script&gt;" in view.inspector.value
+
+
+def test_export_to_a_variable_and_files(gated: Exploration, tmp_path: Path) -> None:
+    gated.step(1)
+    gated.approve()
+    gated.run(progress=False)
+    view = gated.view()
+    view.export_name.value = "found"
+    view.export_path.value = str(tmp_path / "syntheses.parquet")
+    view.export_button.click()
+    view.refresh()
+    import __main__
+
+    frame = __main__.__dict__.pop("found")
+    assert isinstance(frame, pd.DataFrame) and len(frame) == 5 and frame is view.exported
+    assert pd.read_parquet(tmp_path / "syntheses.parquet").equals(frame)
+    view.export_name.value = ""
+    view.export_path.value = str(tmp_path / "syntheses.csv")
+    view.export_button.click()
+    assert len(pd.read_csv(tmp_path / "syntheses.csv")) == 5
+
+
+@pytest.mark.parametrize(("name", "path", "error"), [
+    ("1abc", "", "not a Python variable name"),
+    ("class", "", "not a Python variable name"),
+    ("ok", "out.xlsx", "must end in .csv or .parquet"),
+])
+def test_bad_export_input_is_reported_and_writes_nothing(
+        gated: Exploration, tmp_path: Path, name: str, path: str, error: str) -> None:
+    view = gated.view()
+    view.export_name.value = name
+    view.export_path.value = str(tmp_path / path) if path else ""
+    view.export_button.click()
+    view.refresh()
+    assert error in view.message.value and "color:#b42323" in view.message.value
+    assert list(tmp_path.iterdir()) == [] and view.exported is None
+
+
+def test_buttons_with_nothing_selected_explain_themselves(gated: Exploration) -> None:
+    gated.step(1)
+    view = gated.view()
+    before = gated.events()
+    for button, text in ((view.approve_button, "select gated questions to approve"),
+                         (view.prune_gate_button, "select gated questions to prune"),
+                         (view.prune_branch_button, "click a node in the graph first")):
+        button.click()
+        view.refresh()
+        assert text in view.message.value
+    assert gated.events().equals(before)
+
+
+def test_a_failing_model_shows_in_the_panel_and_leaves_the_node_recoverable() -> None:
+    with Exploration.create("Why?", intensity="pulse", llm=SimulatedLLM(failure_rate=1.0), clock=FAST) as ex:
+        view = ex.view()
+        view.step_button.click()
+        settle(view)
+        assert "error" in view.message.value
+        assert set(ex.nodes().status) <= {"open", "error"}

@@ -1,0 +1,138 @@
+"""The widget's protocol: hello → vis build + snapshot, deltas with sequence numbers, escaping."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fractal_nb import GraphStore
+from fractal_nb.views import NetworkWidget
+from fractal_nb.views.kernel_pump import KernelPump
+from fractal_nb.views.network_widget import STATIC, VIS_NETWORK_JS, vis_network_source
+
+HOSTILE = '<img src=x onerror="window.__pwned=1"> see href="javascript:alert(1)"'
+
+
+def capture(widget: NetworkWidget) -> list[dict[str, Any]]:
+    sent: list[dict[str, Any]] = []
+    widget.send = sent.append  # the comm has no kernel on the other end here
+    return sent
+
+
+def test_a_view_that_says_hello_gets_vis_once_then_a_snapshot(fresh_store: GraphStore) -> None:
+    g = fresh_store.create_graph("Why do tides turn?", "pulse", "autonomous")
+    widget = NetworkWidget(fresh_store, g["graph_id"])
+    sent = capture(widget)
+    widget._on_view_message(widget, {"type": "hello", "need_vis": True}, [])
+    assert [m["type"] for m in sent] == ["vis", "snapshot"]
+    assert sent[0]["source"] == vis_network_source() and "vis-network" in sent[0]["source"][:200]
+    widget._on_view_message(widget, {"type": "hello", "need_vis": False}, [])
+    assert [m["type"] for m in sent] == ["vis", "snapshot", "snapshot"]
+    widget._on_view_message(widget, {"type": "nonsense"}, [])
+    widget._on_view_message(widget, "not a dict", [])
+    assert len(sent) == 3
+
+
+def test_refresh_sends_ordered_deltas_only_when_something_changed(fresh_store: GraphStore) -> None:
+    g = fresh_store.create_graph("Why do tides turn?", "pulse", "autonomous")
+    widget = NetworkWidget(fresh_store, g["graph_id"])
+    sent = capture(widget)
+    first = widget.refresh()
+    assert first is not None and first["since"] == 0
+    assert widget.refresh() is None and len(sent) == 1
+    fresh_store.add_answer(g["graph_id"], g["root_node_id"], "The moon.", sub_questions=["Which moon?"])
+    delta = widget.refresh()
+    assert delta is not None and delta["since"] == first["seq"] and delta["seq"] > first["seq"]
+    assert {n["status"] for n in delta["nodes"]} == {"answered", "open"}
+    assert {e["edge_type"] for e in delta["edges"]} == {"parent_child"}
+    assert delta["counts"]["total"] == 3 and delta["counts"]["open"] == 1
+
+
+def test_model_text_stays_text(fresh_store: GraphStore) -> None:
+    g = fresh_store.create_graph(HOSTILE, "pulse", "autonomous")
+    widget = NetworkWidget(fresh_store, g["graph_id"])
+    node = widget.feed.snapshot()["nodes"][0]
+    assert HOSTILE in node["title"], "a plain-text title, shown by vis-network with innerText"
+    script = (STATIC / "network.js").read_text()
+    assert "innerHTML" not in script and "insertAdjacentHTML" not in script
+
+
+def test_the_vis_build_comes_from_the_installed_pyvis_not_from_this_repo() -> None:
+    import pyvis
+
+    assert VIS_NETWORK_JS.is_relative_to(Path(pyvis.__file__).parent)
+    assert vis_network_source() == VIS_NETWORK_JS.read_text()
+    repo = Path(__file__).parents[2]
+    committed_js = list((repo / "fractal_nb").rglob("*.js"))
+    assert committed_js == [STATIC / "network.js"]
+    assert all(p.stat().st_size < 20_000 for p in committed_js)
+    assert all("https://" not in p.read_text() for p in committed_js)
+
+
+def test_the_pump_runs_ticks_on_its_loop_thread_when_woken_from_other_threads() -> None:
+    ticks: list[str] = []
+
+    async def scenario() -> None:
+        pump = KernelPump(lambda: ticks.append(threading.current_thread().name), interval_s=30)
+        assert pump.start()
+        await asyncio.sleep(0.05)
+        wakers = [threading.Thread(target=pump.wake, name=f"worker-{i}") for i in range(4)]
+        for t in wakers:
+            t.start()
+        for t in wakers:
+            t.join()
+        for _ in range(50):
+            if ticks:
+                break
+            await asyncio.sleep(0.01)
+        pump.stop()
+        await asyncio.sleep(0.01)
+        assert not pump.running
+
+    asyncio.run(scenario())
+    assert ticks and set(ticks) == {"MainThread"}, "ticks happen only on the loop's own thread"
+
+
+def test_the_pump_stops_and_keeps_the_error_when_a_tick_fails() -> None:
+    def broken() -> None:
+        raise RuntimeError("store closed")
+
+    async def scenario() -> KernelPump:
+        pump = KernelPump(broken, interval_s=0.01)
+        pump.start()
+        await asyncio.sleep(0.1)
+        return pump
+
+    pump = asyncio.run(scenario())
+    assert not pump.running and isinstance(pump.error, RuntimeError)
+
+
+def test_without_a_running_loop_the_pump_does_not_start() -> None:
+    pump = KernelPump(lambda: None)
+    assert pump.start() is False and not pump.running
+    pump.wake()  # harmless
+
+
+@pytest.mark.parametrize("interval", [0.05])
+def test_live_widget_refreshes_from_the_loop(fresh_store: GraphStore, interval: float) -> None:
+    g = fresh_store.create_graph("Why do tides turn?", "pulse", "autonomous")
+    widget = NetworkWidget(fresh_store, g["graph_id"])
+    sent = capture(widget)
+
+    async def scenario() -> None:
+        widget.live(interval_s=interval)
+        await asyncio.sleep(interval * 3)
+        writer = threading.Thread(target=lambda: fresh_store.add_node(
+            g["graph_id"], g["root_node_id"], "answer", "The moon."))
+        writer.start()
+        writer.join()
+        await asyncio.sleep(interval * 4)
+        widget.stop()
+
+    asyncio.run(scenario())
+    assert [m["type"] for m in sent] == ["delta", "delta"]
+    assert sent[1]["counts"]["answers"] == 1
