@@ -1,0 +1,61 @@
+"""Debian's Chromium, headless, driven by Playwright; every request off this machine is refused."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+
+CHROMIUM = os.environ.get("FRACTAL_NB_CHROMIUM", "/usr/bin/chromium")
+LOCAL_HOSTS = {"127.0.0.1", "localhost", ""}
+
+
+@dataclass
+class Traffic:
+    """What a page asked for that did not work."""
+
+    aborted: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not shutil.which(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); "
+                    ".ci/run does this", pytrace=False)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
+                  "--no-first-run", "--disable-component-update", "--disable-sync"])
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[tuple[Any, Traffic]]:
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    traffic = Traffic()
+
+    def guard(route: Any) -> None:
+        url = urlparse(route.request.url)
+        if url.scheme in ("file", "data", "blob") or url.hostname in LOCAL_HOSTS:
+            route.continue_()
+        else:
+            traffic.aborted.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", guard)
+    page = context.new_page()
+    page.on("requestfailed", lambda request: traffic.failed.append(request.url))
+    page.on("pageerror", lambda error: traffic.errors.append(str(error)))
+    yield page, traffic
+    context.close()
