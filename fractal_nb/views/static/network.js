@@ -82,6 +82,7 @@ function render({ model, el }) {
     edges = new vis.DataSet(message.edges);
     network = new vis.Network(canvas, { nodes, edges }, message.options);
     physicsOn = message.options.physics.enabled;
+    el.visNetwork = network; // for the browser console (and the browser tests)
     network.once("afterDrawing", () => {
       el.dataset.drawn = "1";
     });

@@ -1,0 +1,120 @@
+"""The live view in Voila, in a real browser: Step and Run grow the graph, a gate gets approved."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+pytestmark = pytest.mark.browser
+
+APP = """\
+from fractal_nb import Exploration, SimulatedLLM
+
+ex = Exploration.create("Why do some cities grow faster than others?", intensity="pulse",
+                        checkpoint="depth:1", llm=SimulatedLLM(seed=4, latency_s=0.05))
+ex.view(height="420px")
+"""
+NETWORK = ".fractal-network"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def voila_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    folder = tmp_path_factory.mktemp("voila")
+    notebook = new_notebook(cells=[new_code_cell(APP)])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, folder / "app.ipynb")
+    port = free_port()
+    log = (folder / "voila.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "voila", "app.ipynb", "--no-browser", f"--port={port}",
+         "--Voila.ip=127.0.0.1", "--show_tracebacks=True"],
+        cwd=folder, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(url, timeout=2).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("voila did not start:\n" + Path(log.name).read_text()) from None
+                time.sleep(0.3)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+        log.close()
+
+
+def button(tab: Any, label: str) -> Any:
+    """An ipywidgets button by its exact label (its icon is an empty <i>)."""
+    return tab.locator("button.widget-button", has_text=re.compile(rf"^\s*{re.escape(label)}\s*$"))
+
+
+def attr(tab: Any, name: str) -> str:
+    return str(tab.get_attribute(NETWORK, f"data-{name}"))
+
+
+def wait_for(tab: Any, condition: str, timeout_s: float = 60) -> None:
+    tab.wait_for_function(f"() => {{ const el = document.querySelector('{NETWORK}');"
+                          f" return el && ({condition}); }}", timeout=timeout_s * 1000)
+
+
+def test_step_run_and_approve_in_voila(voila_app: str, page: tuple[Any, Any]) -> None:
+    tab, traffic = page
+    tab.goto(voila_app, timeout=90_000)
+    wait_for(tab, "el.dataset.drawn === '1'", timeout_s=90)
+    assert attr(tab, "node-count") == "1" and attr(tab, "status") == "active"
+
+    # A click selects, and Python's inspector then shows the node.
+    at = tab.evaluate(f"""() => {{
+        const el = document.querySelector('{NETWORK}'), net = el.visNetwork;
+        const id = Object.keys(net.getPositions())[0];
+        const p = net.canvasToDOM(net.getPositions([id])[id]);
+        const box = el.querySelector('canvas').getBoundingClientRect();
+        return {{x: box.left + p.x, y: box.top + p.y}}; }}""")
+    tab.mouse.click(at["x"], at["y"])
+    wait_for(tab, "el.dataset.selected.startsWith('n-')")
+    tab.get_by_text("Inspector", exact=True).click()
+    tab.wait_for_selector("text=Why do some cities grow faster than others?", timeout=30_000)
+    assert tab.locator(".widget-html", has_text="Question:").count() == 1
+
+    button(tab, "Step").click()
+    wait_for(tab, "Number(el.dataset.nodeCount) > 1 && Number(el.dataset.gatedCount) > 0")
+    after_step = int(attr(tab, "node-count"))
+    assert int(attr(tab, "gated-count")) >= 3, "the seed questions wait behind the depth:1 gate"
+
+    tab.get_by_text("Gates", exact=True).click()
+    button(tab, "Approve all").click()
+    wait_for(tab, "el.dataset.gatedCount === '0'")
+
+    button(tab, "Run").click()
+    wait_for(tab, f"Number(el.dataset.nodeCount) > {after_step + 2}")
+    wait_for(tab, "JSON.parse(el.dataset.counts).open === 0 && JSON.parse(el.dataset.counts).claimed === 0",
+             timeout_s=120)
+    counts = tab.evaluate(f"() => JSON.parse(document.querySelector('{NETWORK}').dataset.counts)")
+    assert counts["synthesized"] > 0 and counts["total"] > after_step
+
+    drawn = tab.evaluate(f"() => document.querySelector('{NETWORK} canvas').width")
+    assert drawn > 0
+    local_failures = [u for u in traffic.failed if u not in traffic.aborted]
+    assert local_failures == [] and traffic.errors == []
