@@ -22,8 +22,10 @@ STATUS_COLORS: dict[str, tuple[str, str]] = {
     "error": ("#f29a9a", "#b42323"),
 }
 SHAPES = {"root": "star", "question": "dot", "answer": "diamond"}
+SIZES = {"root": 22, "question": 14, "answer": 10}
+TREE_EDGE = {"color": {"color": "#a8b3bf"}, "width": 1, "arrows": "to"}  # the default edge style
 EDGE_STYLES: dict[str, dict[str, Any]] = {
-    "parent_child": {"color": {"color": "#a8b3bf"}, "width": 1, "arrows": "to"},
+    "parent_child": {},
     "convergence": {"color": {"color": "#2f9e44"}, "width": 2.5, "dashes": [8, 4], "arrows": ""},
     "contradiction": {"color": {"color": "#e03131"}, "width": 2.5, "dashes": [2, 5], "arrows": ""},
 }
@@ -40,10 +42,19 @@ def clip(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def status_groups() -> dict[str, dict[str, Any]]:
+    """vis-network groups, one per status: the colours, and the gated questions' dashed border."""
+    return {status: {"color": {"background": fill, "border": border,
+                               "highlight": {"background": fill, "border": "#111111"},
+                               "hover": {"background": fill, "border": "#111111"}},
+                     "borderWidth": 4 if status == "gated" else 1.5,
+                     "shapeProperties": {"borderDashes": [6, 3] if status == "gated" else False}}
+            for status, (fill, border) in STATUS_COLORS.items()}
+
+
 def vis_node(row: dict[str, Any], root_id: str) -> dict[str, Any]:
-    """A feed row as a vis-network node: colour by status, shape by type, worker on claims."""
+    """A feed row as a vis-network node: group (colour) by status, shape by type, worker on claims."""
     status = row["status"]
-    fill, border = STATUS_COLORS.get(status, STATUS_COLORS["open"])
     kind = "root" if row["node_id"] == root_id else row["node_type"]
     label = clip(row["text"], LABEL_CHARS)
     if status == "claimed" and row["owner"]:
@@ -56,21 +67,8 @@ def vis_node(row: dict[str, Any], root_id: str) -> dict[str, Any]:
     title += "\n\n" + row["text"]
     if row.get("synthesis"):
         title += "\n\nSynthesis: " + row["synthesis"]
-    item: dict[str, Any] = {
-        "id": row["node_id"],
-        "label": label,
-        "title": clip_lines(title, TITLE_CHARS),
-        "shape": SHAPES[kind],
-        "size": 22 if kind == "root" else (14 if kind == "question" else 10),
-        "color": {"background": fill, "border": border,
-                  "highlight": {"background": fill, "border": "#111111"}},
-        "borderWidth": 4 if status == "gated" else 1.5,
-        "shapeProperties": {"borderDashes": [6, 3] if status == "gated" else False},
-        "status": status,
-        "node_type": row["node_type"],
-        "depth": row["depth"],
-    }
-    return item
+    return {"id": row["node_id"], "label": label, "title": clip_lines(title, TITLE_CHARS), "group": status,
+            "shape": SHAPES[kind], "size": SIZES[kind]}
 
 
 def clip_lines(text: str, limit: int) -> str:
@@ -117,7 +115,8 @@ def network_options(node_count: int, *, physics_limit: int) -> dict[str, Any]:
         "physics": physics,
         "interaction": {"hover": True, "tooltipDelay": 150, "hideEdgesOnDrag": node_count > physics_limit},
         "nodes": {"font": {"size": 12, "face": "sans-serif"}},
-        "edges": {"smooth": node_count <= physics_limit},
+        "groups": status_groups(),
+        "edges": {**TREE_EDGE, "smooth": node_count <= physics_limit},
         "layout": {"improvedLayout": node_count <= 200},
     }
 

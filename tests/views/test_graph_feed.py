@@ -14,7 +14,7 @@ from tests.graph_builder import grow_graph
 
 
 def visible_state(nodes: dict[str, dict], edges: dict[str, dict]) -> tuple[dict, set]:
-    return {k: (v["status"], v["label"], v["title"]) for k, v in nodes.items()}, set(edges)
+    return {k: (v["group"], v["label"], v["title"]) for k, v in nodes.items()}, set(edges)
 
 
 def test_get_changes_since_zero_is_everything_and_later_only_what_moved(fresh_store: GraphStore) -> None:

@@ -47,7 +47,7 @@ def test_refresh_sends_ordered_deltas_only_when_something_changed(fresh_store: G
     fresh_store.add_answer(g["graph_id"], g["root_node_id"], "The moon.", sub_questions=["Which moon?"])
     delta = widget.refresh()
     assert delta is not None and delta["since"] == first["seq"] and delta["seq"] > first["seq"]
-    assert {n["status"] for n in delta["nodes"]} == {"answered", "open"}
+    assert {n["group"] for n in delta["nodes"]} == {"answered", "open"}
     assert {e["edge_type"] for e in delta["edges"]} == {"parent_child"}
     assert delta["counts"]["total"] == 3 and delta["counts"]["open"] == 1
 
