@@ -24,7 +24,9 @@ class Traffic:
     errors: list[str] = field(default_factory=list)
 
 
-@pytest.fixture(scope="session")
+# Module scope: Playwright's sync API runs an event loop in this thread, which must be gone
+# before other tests (asyncio.run, the views' kernel pump) run here.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not shutil.which(CHROMIUM):
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); "
