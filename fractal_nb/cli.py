@@ -11,6 +11,7 @@ from .exploration import Exploration
 from .llm.protocol import LLM
 from .llm.simulated import SimulatedLLM
 from .results import FractalResult
+from .store import GraphStore
 
 DEMO_SEED = "Should a mid-sized city build a tram line or expand its bus network?"
 DEMO_DB = "fractal-demo.duckdb"
@@ -39,6 +40,16 @@ def build_parser() -> argparse.ArgumentParser:
         description="Explore a sample question with the simulated model (no network, no API key) "
                     "into a DuckDB file, and print the harvest.")
     _add_run_options(demo, db_default=DEMO_DB, intensity="explore")
+
+    serve = commands.add_parser(
+        "serve-mcp", help="serve a DuckDB file's graphs as MCP tools (stdio, or HTTP with --http)",
+        description="Serve the fractal tool contract (fractal_create_graph, fractal_claim_work, ...) "
+                    "from a DuckDB file, so MCP agents and worker processes share its graphs. This "
+                    "process owns the file while it runs.")
+    serve.add_argument("--db", required=True, help="DuckDB file (created if missing)")
+    serve.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     return parser
 
 
@@ -58,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         llm: LLM
+        if args.command == "serve-mcp":
+            return _serve(args)
         if args.command == "demo":
             seed, llm = DEMO_SEED, SimulatedLLM(seed=7)
         else:
@@ -66,6 +79,20 @@ def main(argv: list[str] | None = None) -> int:
     except FractalError as exc:
         print(f"fractal-nb: error: {exc}", file=sys.stderr)
         return 1
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .mcp_server import build_server
+
+    with GraphStore(Path(args.db)) as store:
+        server = build_server(store)
+        if args.http:
+            print(f"fractal-nb: MCP over HTTP at http://{args.host}:{args.port}/mcp for {args.db}",
+                  file=sys.stderr, flush=True)
+            server.run("streamable-http", host=args.host, port=args.port)
+        else:
+            server.run("stdio")
+    return 0
 
 
 def _model(args: argparse.Namespace) -> LLM:

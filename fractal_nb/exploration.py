@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 import pandas as pd
@@ -24,6 +24,9 @@ from .results import FractalResult, MarkdownText, StepRecord
 from .store import GraphStore
 from .views import ExplorationView
 from .views.html_export import write_html
+
+if TYPE_CHECKING:
+    from .mcp_server import BackgroundServer
 
 STEP_WORKER = "stepper"
 
@@ -57,6 +60,7 @@ class Exploration:
         self._clock = clock or RealClock()
         self._dispatcher: Dispatcher | None = None
         self._running = threading.Lock()
+        self._mcp: BackgroundServer | None = None
 
     # -- opening --------------------------------------------------------------------
 
@@ -96,7 +100,8 @@ class Exploration:
         return cls(store, graph_id, llm, clock=clock, owns_store=True)
 
     def close(self) -> None:
-        """Release the DuckDB file (when this exploration opened it)."""
+        """Stop the MCP server if one runs, and release the DuckDB file (when this exploration opened it)."""
+        self.stop_mcp()
         if self._owns_store:
             self.store.close()
 
@@ -266,6 +271,28 @@ class Exploration:
     def view(self, *, height: str = "520px") -> ExplorationView:
         """The live graph with its controls (step, run, pause, gates, inspector, export)."""
         return ExplorationView(self, height=height)
+
+    def serve_mcp(self, port: int = 0, *, host: str = "127.0.0.1") -> str:
+        """Serve this store's graphs as MCP tools over HTTP from a background thread; returns the URL.
+
+        The server runs on its own thread and event loop (not the kernel's), in this
+        process, which owns the DuckDB file: worker processes and agents connect to
+        the URL while the notebook watches. ``stop_mcp()`` ends it.
+        """
+        from .mcp_server import BackgroundServer
+
+        if self._mcp is not None:
+            return self._mcp.url
+        server = BackgroundServer(self.store, host=host, port=port)
+        url = server.start()
+        self._mcp = server
+        return url
+
+    def stop_mcp(self) -> None:
+        """Stop the server ``serve_mcp()`` started (no-op when none runs)."""
+        if self._mcp is not None:
+            self._mcp.stop()
+            self._mcp = None
 
     # -- internals --------------------------------------------------------------------
 

@@ -1,0 +1,136 @@
+"""The server over real transports: stdio and HTTP from the CLI, HTTP in-process, 4 concurrent workers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from fractal_nb import Exploration, GraphStore, SimulatedLLM
+from fractal_nb.mcp_server import BackgroundServer
+from tests.mcp.seed_worker import call, seed_worker
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_stdio_from_the_cli(tmp_path: Path) -> None:
+    db = tmp_path / "stdio.duckdb"
+    params = StdioServerParameters(command=sys.executable, args=["-m", "fractal_nb.cli", "serve-mcp", "--db",
+                                                                  str(db)], env=dict(os.environ))
+
+    async def scenario() -> tuple[int, dict[str, Any], dict[str, Any]]:
+        async with Client(params) as client:
+            tools = (await client.list_tools()).tools
+            g = await call(client, "fractal_create_graph", seed="Why do tides turn?", intensity="pulse")
+            open_questions = await call(client, "fractal_get_open_questions", graph_id=g["graph_id"])
+            return len(tools), g, open_questions
+
+    count, g, open_questions = asyncio.run(scenario())
+    assert count == 20 and open_questions["count"] == 1
+    with GraphStore(db, read_only=True) as store:  # the server process has exited: the file is ours
+        assert store.get_graph(g["graph_id"])["seed"] == "Why do tides turn?"
+
+
+def test_http_from_the_cli_binds_loopback(tmp_path: Path) -> None:
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "fractal_nb.cli", "serve-mcp", "--db", str(tmp_path / "http.duckdb"), "--http",
+         "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                assert server.poll() is None, server.stdout.read() if server.stdout else ""
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.2)
+
+        async def scenario() -> dict[str, Any]:
+            async with Client(url) as client:
+                return await call(client, "fractal_create_graph", seed="Why?", intensity="pulse")
+
+        assert asyncio.run(scenario())["status"] == "active"
+        listening = subprocess.run(["ss", "-ltn", f"sport = :{port}"], capture_output=True, text=True).stdout
+        if listening:  # where ss exists: bound to loopback only
+            assert f"127.0.0.1:{port}" in listening
+            assert f"0.0.0.0:{port}" not in listening and f"*:{port}" not in listening
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+        if server.stdout:
+            server.stdout.close()
+
+
+def test_in_kernel_server_starts_serves_and_stops(tmp_path: Path) -> None:
+    with Exploration.create("Why do tides turn?", intensity="pulse", llm=SimulatedLLM(),
+                            path=tmp_path / "kernel.duckdb") as ex:
+        url = ex.serve_mcp(port=0)
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+        assert ex.serve_mcp() == url, "a second call returns the running server"
+
+        async def scenario() -> dict[str, Any]:
+            async with Client(url) as client:
+                return await call(client, "fractal_get_snapshot", graph_id=ex.graph_id)
+
+        assert asyncio.run(scenario())["graph_id"] == ex.graph_id
+        ex.stop_mcp()
+        port = int(url.split(":")[2].split("/")[0])
+        with pytest.raises(OSError):
+            urllib.request.urlopen(url, timeout=2)
+        assert not any(t.name == "fractal-nb mcp" for t in threading.enumerate())
+        again = ex.serve_mcp(port=port)  # restartable on the same port
+        assert again == url
+    assert not any(t.name == "fractal-nb mcp" for t in threading.enumerate()), "close() stops it"
+
+
+def test_four_concurrent_mcp_workers_share_one_graph(tmp_path: Path) -> None:
+    """Four real clients run the seed-000 loop over HTTP until graph_done: each question claimed once."""
+    with GraphStore(tmp_path / "shared.duckdb", lease_s=120) as store:
+        g = store.create_graph("How do four agents split a question?", "explore", "autonomous")
+        gid = g["graph_id"]
+        answer = store.add_node(gid, g["root_node_id"], "answer", "Into seed questions.")
+        for i in range(5):
+            store.add_node(gid, answer["node_id"], "question", f"Seed question {i}")
+        server = BackgroundServer(store)
+        url = server.start()
+        claimed: list[str] = []
+        try:
+            async def scenario() -> None:
+                async def one(name: str) -> None:
+                    async with Client(url) as client:
+                        await seed_worker(client, gid, name, fanout=2, max_depth=3, claimed=claimed)
+
+                await asyncio.gather(*(one(f"mcp-worker-{i}") for i in range(4)))
+
+            asyncio.run(scenario())
+            assert store.get_ready_to_synthesize(gid)["count"] == 0, "the cascade reached the root"
+        finally:
+            server.stop()
+        snapshot = store.get_snapshot(gid)
+        questions = [n for n in snapshot["nodes"] if n["node_type"] == "question"]
+        assert len(questions) == 1 + 5 + 5 * 2, "root, 5 seed questions, 2 sub-questions each"
+        assert Counter(claimed) == Counter({q["node_id"]: 1 for q in questions if q["depth"] > 0}), \
+            "every question claimed exactly once"
+        claims = [e for e in store.get_events(gid)["events"] if e["kind"] == "claimed"]
+        assert len(claims) == len(questions) - 1
+        assert len({e["actor"] for e in claims}) > 1, "the work was shared"
+        assert all(q["status"] == "synthesized" for q in questions), "root included"
+        assert snapshot["nodes"][0]["metadata"]["synthesis"].startswith("mcp-worker-")
