@@ -29,11 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
                               description="Explore SEED and print the harvest summary.")
     run.add_argument("seed", help="the question, claim, goal or fact to explore")
     _add_run_options(run, db_default="exploration.duckdb")
-    run.add_argument("--llm", choices=["simulated", "openai"], default="simulated",
-                     help="simulated (offline, deterministic) or openai (any OpenAI-compatible server)")
-    run.add_argument("--model", help="model name for --llm openai (or env FRACTAL_NB_MODEL)")
-    run.add_argument("--base-url", help="server URL for --llm openai (or env OPENAI_BASE_URL)")
-    run.add_argument("--seed-value", type=int, default=0, help="seed of the simulated model")
+    _add_model_options(run)
 
     demo = commands.add_parser(
         "demo", help="run an offline exploration with the simulated model",
@@ -50,7 +46,25 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+
+    worker = commands.add_parser(
+        "worker", help="work a graph served over MCP (another process owns the file)",
+        description="Run the engine's worker loop against a graph served by `fractal-nb serve-mcp --http` "
+                    "or Exploration.serve_mcp(): claim, answer, synthesize until no work is left.")
+    worker.add_argument("--mcp-url", required=True, help="the server's URL, e.g. http://127.0.0.1:8765/mcp")
+    worker.add_argument("--graph-id", help="the graph to work (default: the server's only active graph)")
+    worker.add_argument("--worker-id", default="remote", help="worker name prefix (default remote)")
+    worker.add_argument("--threads", type=int, default=1, help="worker threads in this process (default 1)")
+    _add_model_options(worker)
     return parser
+
+
+def _add_model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--llm", choices=["simulated", "openai"], default="simulated",
+                        help="simulated (offline, deterministic) or openai (any OpenAI-compatible server)")
+    parser.add_argument("--model", help="model name for --llm openai (or env FRACTAL_NB_MODEL)")
+    parser.add_argument("--base-url", help="server URL for --llm openai (or env OPENAI_BASE_URL)")
+    parser.add_argument("--seed-value", type=int, default=0, help="seed of the simulated model")
 
 
 def _add_run_options(parser: argparse.ArgumentParser, *, db_default: str,
@@ -71,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         llm: LLM
         if args.command == "serve-mcp":
             return _serve(args)
+        if args.command == "worker":
+            return _work(args)
         if args.command == "demo":
             seed, llm = DEMO_SEED, SimulatedLLM(seed=7)
         else:
@@ -92,6 +108,20 @@ def _serve(args: argparse.Namespace) -> int:
             server.run("streamable-http", host=args.host, port=args.port)
         else:
             server.run("stdio")
+    return 0
+
+
+def _work(args: argparse.Namespace) -> int:
+    from .engine.remote import work_remotely
+    from .remote_store import RemoteStore
+
+    llm = _model(args)
+    with RemoteStore(args.mcp_url) as store:
+        reports = work_remotely(store, llm, worker_id=args.worker_id, graph_id=args.graph_id,
+                                threads=args.threads)
+    for report in reports:
+        print(f"{report.worker}: {report.answered} answered, {report.synthesized} synthesized, "
+              f"{report.failures} failed; exit: {report.exit_reason}")
     return 0
 
 

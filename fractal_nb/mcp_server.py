@@ -19,7 +19,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from .errors import FractalError
+from .errors import FractalError, InvalidInputError
 from .store import GraphStore
 
 INSTRUCTIONS = """\
@@ -67,6 +67,17 @@ def _result(call: Callable[[], dict[str, Any]]) -> CallToolResult:
         value, failed = {"error": str(exc), "error_type": type(exc).__name__}, True
     return CallToolResult(content=[TextContent(type="text", text=json.dumps(value))],
                           structured_content=value, is_error=failed)
+
+
+def _json_list(text: str, what: str) -> list[Any]:
+    """A JSON-list parameter, or a clear error."""
+    try:
+        value = json.loads(text or "[]")
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"{what} must be a JSON list: {exc}") from exc
+    if not isinstance(value, list):
+        raise InvalidInputError(f"{what} must be a JSON list, not {type(value).__name__}")
+    return value
 
 
 def build_server(store: GraphStore, *, name: str = "fractal-nb") -> MCPServer:
@@ -218,6 +229,71 @@ def build_server(store: GraphStore, *, name: str = "fractal-nb") -> MCPServer:
     def prune_branch(graph_id: GraphId, node_id: NodeId) -> CallToolResult:
         """Cut a branch: the question and its unfinished questions below become saturated ('pruned')."""
         return _result(lambda: store.prune_branch(graph_id, node_id))
+
+    # -- for fractal-nb worker processes (fractal-nb worker --mcp-url) ------------------------
+
+    @tool(name="fractal_get_graph")
+    def get_graph(graph_id: GraphId) -> CallToolResult:
+        """The graph's own fields (seed, intensity, budget, checkpoint mode, status) without its nodes."""
+        return _result(lambda: store.get_graph(graph_id))
+
+    @tool(name="fractal_list_graphs")
+    def list_graphs() -> CallToolResult:
+        """Every graph this server holds (without nodes), oldest first."""
+        return _result(store.list_graphs)
+
+    @tool(name="fractal_get_context")
+    def get_context(graph_id: GraphId, node_id: NodeId) -> CallToolResult:
+        """What a worker needs to answer a claimed question, each part capped.
+
+        Ancestry with answers, siblings, recent syntheses in the branch, and answers
+        from other branches to link to.
+        """
+        return _result(lambda: store.get_context(graph_id, node_id))
+
+    @tool(name="fractal_submit_answer")
+    def submit_answer(
+        graph_id: GraphId, node_id: NodeId, owner: WorkerId,
+        text: Annotated[str, Field(description="The answer to the claimed question.")],
+        metadata: Metadata = "",
+        sub_questions: Annotated[str, Field(description=(
+            "JSON list of sub-questions: texts, or {\"text\": ..., \"metadata\": {...}} objects. "
+            "None (\"[]\") makes the question a leaf, synthesized from its answer."))] = "[]",
+        links: Metadata = "",
+        calls: Annotated[str, Field(description="JSON list of model-call log records behind the answer.")]
+        = "[]",
+    ) -> CallToolResult:
+        """A worker's whole write for a claimed question, in one transaction.
+
+        The answer, its sub-questions (or the leaf's synthesis), the answer's links
+        and its call log: all of it lands or none does.
+        """
+        def submit() -> dict[str, Any]:
+            subs, records = _json_list(sub_questions, "sub_questions"), _json_list(calls, "calls")
+            return store.submit_answer(graph_id, node_id, text, owner=owner, metadata=metadata or None,
+                                       sub_questions=subs, links=links or None, calls=records)
+
+        return _result(submit)
+
+    @tool(name="fractal_get_synthesis_inputs")
+    def get_synthesis_inputs(graph_id: GraphId, node_id: NodeId) -> CallToolResult:
+        """A question, its answers and its sub-questions with their syntheses: what a synthesis reads."""
+        return _result(lambda: store.get_synthesis_inputs(graph_id, node_id))
+
+    @tool(name="fractal_release_claim")
+    def release_claim(
+        graph_id: GraphId, node_id: NodeId, worker_id: WorkerId,
+        error: Annotated[str, Field(description="Why the attempt failed.")],
+    ) -> CallToolResult:
+        """Give back a claim after a failed attempt (the third failure marks the question error)."""
+        return _result(lambda: store.release_claim(graph_id, node_id, worker_id, error))
+
+    @tool(name="fractal_record_llm_calls")
+    def record_llm_calls(
+        calls: Annotated[str, Field(description="JSON list of model-call log records.")],
+    ) -> CallToolResult:
+        """Append model-call log records (role, node, worker, model, tokens, latency, outcome, error)."""
+        return _result(lambda: {"recorded": store.record_llm_calls(_json_list(calls, "calls"))})
 
     return server
 

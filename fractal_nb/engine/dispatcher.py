@@ -73,6 +73,10 @@ class Dispatcher:
     workers: int
     clock: Clock = field(default_factory=RealClock)
     on_step: Callable[[StepRecord], None] | None = None
+    worker_prefix: str = "worker"
+    # Another process may hold claims that add work: keep backing off instead of
+    # leaving as soon as nothing is in flight here (remote workers).
+    patient: bool = False
     stop: threading.Event = field(default_factory=threading.Event)
     reports: list[WorkerReport] = field(default_factory=list)
     _in_flight: int = 0
@@ -91,15 +95,19 @@ class Dispatcher:
                         store.get_claimable_work(run.graph_id)["count"])
             if count == 0 or self.stop.is_set():
                 break
-            self._round(count)
+            self.work(count)
             if self.stop.is_set() or run.convergence_found.is_set() or any(
                     r.exit_reason in ("circuit_breaker", "cycle") for r in self.reports[-count:]):
                 break
         return self._settle()
 
-    def _round(self, count: int) -> None:
+    def work(self, count: int) -> list[WorkerReport]:
+        """One round: ``count`` worker threads run the seed-000 loop until each exits; their reports.
+
+        Settles nothing: :meth:`run` decides the graph's status afterwards.
+        """
         errors: list[BaseException] = []
-        reports = [WorkerReport(f"worker-{i + 1}") for i in range(count)]
+        reports = [WorkerReport(f"{self.worker_prefix}-{i + 1}") for i in range(count)]
         self.reports.extend(reports)
 
         def body(report: WorkerReport) -> None:
@@ -118,6 +126,7 @@ class Dispatcher:
             t.join()
         if errors:
             raise errors[0]
+        return reports
 
     def _work(self, report: WorkerReport) -> None:
         run = self.run_state
@@ -136,7 +145,7 @@ class Dispatcher:
                 if claim["graph_done"] or claim["graph_status"] != GraphStatus.ACTIVE:
                     report.exit_reason = "graph_done"
                     return
-                if tries == len(BACKOFF_S) or self._idle():
+                if tries == len(BACKOFF_S) or (self._idle() and not self.patient):
                     report.exit_reason = "no_work_after_retries" if tries else "no_work"
                     return
                 self.clock.wait(run.work_added, BACKOFF_S[tries])

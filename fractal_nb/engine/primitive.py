@@ -193,14 +193,9 @@ def _write(
         first = links.convergences[0]  # a boundary question on the strongest convergence
         questions.append({"text": render("boundary", other=first.node_id, insight=first.note),
                           "metadata": {"boundary": True, "converging_with": first.node_id}})
-    with store.batch():
-        written = store.add_answer(g, q, answer.answer, owner=worker, metadata=meta,
-                                   sub_questions=questions, synthesize=True)
-        answer_id = written["answer"]["node_id"]
-        created = 0
-        if links.convergences or links.contradictions:
-            created = store.update_node(g, answer_id, _link_metadata(links))["edges_created"]
-        store.record_llm_calls(calls)
+    written = store.submit_answer(g, q, answer.answer, owner=worker, metadata=meta, sub_questions=questions,
+                                  links=_link_metadata(links) or None, calls=calls)
+    answer_id, created = written["answer"]["node_id"], written["edges_created"]
     calls.clear()  # landed with the node
     if links.convergences and run.checkpoint.kind == "convergence":
         run.convergence_found.set()

@@ -97,6 +97,35 @@ class NodeWrites(StoreBase):
         return {"answer": _added(answer), "sub_questions": [_added(c) for c in children],
                 "status": status.value}
 
+    def submit_answer(
+        self,
+        graph_id: str,
+        question_id: str,
+        text: str,
+        *,
+        owner: str | None = None,
+        metadata: dict[str, Any] | str | None = None,
+        sub_questions: Sequence[str | dict[str, Any]] | None = None,
+        links: dict[str, Any] | str | None = None,
+        calls: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """Everything a worker writes for a claimed question, in one transaction.
+
+        The answer with its sub-questions (or, for a leaf, its synthesis), the
+        answer's links (``update_node`` link keys) and the model calls behind it:
+        all of it lands, or none does. Returns :meth:`add_answer`'s result plus
+        ``edges_created``.
+        """
+        with self._db.write():
+            written = self.add_answer(graph_id, question_id, text, owner=owner, metadata=metadata,
+                                      sub_questions=sub_questions, synthesize=True)
+            created = 0
+            if links:
+                created = self.update_node(graph_id, written["answer"]["node_id"], links)["edges_created"]
+            if calls:
+                self.record_llm_calls(calls)  # type: ignore[attr-defined]
+        return {**written, "edges_created": created}
+
     def update_node(
         self, graph_id: str, node_id: str, metadata: dict[str, Any] | str
     ) -> dict[str, Any]:

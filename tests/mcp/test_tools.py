@@ -22,6 +22,8 @@ CONTRACT = {
     "fractal_get_claimable_work", "fractal_get_ready_to_synthesize",
 }
 EXTRA = {"fractal_recover_stuck", "fractal_approve_gate", "fractal_prune_branch"}
+WORKER_SUPPORT = {"fractal_get_graph", "fractal_list_graphs", "fractal_get_context", "fractal_submit_answer",
+                  "fractal_get_synthesis_inputs", "fractal_release_claim", "fractal_record_llm_calls"}
 
 
 @pytest.fixture
@@ -43,7 +45,7 @@ def test_the_tools_are_the_contract_and_describe_themselves(store: GraphStore) -
         return (await client.list_tools()).tools
 
     tools = run(store, scenario)
-    assert {t.name for t in tools} == CONTRACT | EXTRA
+    assert {t.name for t in tools} == CONTRACT | EXTRA | WORKER_SUPPORT
     for tool in tools:
         assert tool.description and len(tool.description) > 30, tool.name
         for name, spec in tool.input_schema["properties"].items():

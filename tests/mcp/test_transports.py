@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -41,7 +42,7 @@ def test_stdio_from_the_cli(tmp_path: Path) -> None:
             return len(tools), g, open_questions
 
     count, g, open_questions = asyncio.run(scenario())
-    assert count == 20 and open_questions["count"] == 1
+    assert count == 27 and open_questions["count"] == 1
     with GraphStore(db, read_only=True) as store:  # the server process has exited: the file is ours
         assert store.get_graph(g["graph_id"])["seed"] == "Why do tides turn?"
 
@@ -134,3 +135,45 @@ def test_four_concurrent_mcp_workers_share_one_graph(tmp_path: Path) -> None:
         assert len({e["actor"] for e in claims}) > 1, "the work was shared"
         assert all(q["status"] == "synthesized" for q in questions), "root included"
         assert snapshot["nodes"][0]["metadata"]["synthesis"].startswith("mcp-worker-")
+
+
+def test_worker_processes_complete_a_graph_the_notebook_owns(tmp_path: Path) -> None:
+    """Two `fractal-nb worker` processes (2 threads each) work a graph served from this process."""
+    with Exploration.create("Why do cities grow?", intensity="explore", llm=SimulatedLLM(seed=2),
+                            path=tmp_path / "owned.duckdb") as ex:
+        ex.step(1)  # the seed phase, here; the work phase over MCP
+        url = ex.serve_mcp()
+        workers = [subprocess.Popen(
+            [sys.executable, "-m", "fractal_nb.cli", "worker", "--mcp-url", url, "--worker-id", f"proc{i}",
+             "--threads", "2", "--llm", "simulated", "--seed-value", "2"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(2)]
+        outputs = [w.communicate(timeout=300)[0] for w in workers]
+        assert [w.returncode for w in workers] == [0, 0], outputs
+        exits = re.findall(r"exit: (\w+)", "".join(outputs))
+        assert len(exits) == 4 and set(exits) <= {"graph_done", "circuit_breaker"}, outputs
+        nodes = ex.nodes()
+        questions = nodes[nodes.node_type == "question"]
+        assert set(questions.status) == {"synthesized"}, "root included: the cascade ran remotely"
+        claims = ex.events().query("kind == 'claimed'")
+        assert claims.node_id.is_unique, "no question claimed twice"
+        assert {actor.split("-")[0] for actor in claims.actor} == {"proc0", "proc1"}
+        calls = ex.llm_calls()
+        assert len(calls) > len(questions) and set(calls.outcome) == {"ok"}, "call logs landed remotely"
+        assert ex.harvest().status == "completed"
+
+
+def test_a_remote_refusal_raises_the_local_error_type(tmp_path: Path) -> None:
+    from fractal_nb import NotFoundError
+    from fractal_nb.remote_store import RemoteStore
+
+    with GraphStore(tmp_path / "r.duckdb") as store:
+        g = store.create_graph("Why?", "pulse", "autonomous")
+        server = BackgroundServer(store)
+        url = server.start()
+        try:
+            with RemoteStore(url) as remote:
+                with pytest.raises(NotFoundError, match="n-missing"):
+                    remote.get_context(g["graph_id"], "n-missing")
+                assert remote.get_graph(g["graph_id"])["seed"] == "Why?"
+        finally:
+            server.stop()
