@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(demo, db_default=DEMO_DB, intensity="explore")
 
     serve = commands.add_parser(
-        "serve-mcp", help="serve a DuckDB file's graphs as MCP tools (stdio, or HTTP with --http)",
+        "serve-mcp", help="serve a DuckDB file as MCP tools (stdio or HTTP)",
         description="Serve the fractal tool contract (fractal_create_graph, fractal_claim_work, ...) "
                     "from a DuckDB file, so MCP agents and worker processes share its graphs. This "
                     "process owns the file while it runs.")
@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
 
     worker = commands.add_parser(
-        "worker", help="work a graph served over MCP (another process owns the file)",
+        "worker", help="work a graph served over MCP",
         description="Run the engine's worker loop against a graph served by `fractal-nb serve-mcp --http` "
                     "or Exploration.serve_mcp(): claim, answer, synthesize until no work is left.")
     worker.add_argument("--mcp-url", required=True, help="the server's URL, e.g. http://127.0.0.1:8765/mcp")

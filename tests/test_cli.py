@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
@@ -15,7 +16,7 @@ from fractal_nb import Exploration, GraphStore, SimulatedLLM
 from fractal_nb.cli import DEMO_DB, DEMO_SEED, build_parser, main
 from fractal_nb.errors import StateError
 
-SUBCOMMANDS = ["run", "demo"]
+SUBCOMMANDS = ["run", "demo", "serve-mcp", "worker"]
 
 
 @pytest.fixture(autouse=True)
@@ -211,8 +212,24 @@ def test_every_subcommand_has_help(command: str, capsys: pytest.CaptureFixture[s
         assert action.help, f"{command}: {action.dest} has no help text"
         flag = action.option_strings[-1] if action.option_strings else action.dest
         assert flag in out
-    for flag in ("--intensity", "--db", "--quiet", "--workers", "--checkpoint"):
-        assert flag in out
+    if command in ("run", "demo"):
+        for flag in ("--intensity", "--db", "--quiet", "--workers", "--checkpoint"):
+            assert flag in out
+
+
+def test_a_worker_without_a_server_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    assert main(["worker", "--mcp-url", f"http://127.0.0.1:{port}/mcp"]) == 1
+    err = capsys.readouterr().err
+    assert "cannot reach the MCP server" in err and str(port) in err
+
+
+def test_serve_mcp_needs_a_file(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["serve-mcp"])
+    assert info.value.code == 2 and "--db" in capsys.readouterr().err
 
 
 # --- the installed console script ----------------------------------------------------------

@@ -1,6 +1,7 @@
 """The README's Python examples run as written (docs are tests)."""
 
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -28,3 +29,30 @@ def test_readme_python_runs(block: str, tmp_path, monkeypatch) -> None:
     store = namespace.get("store")
     if store is not None:
         store.close()  # type: ignore[attr-defined]
+
+
+def test_readme_mcp_configurations_are_valid_json_for_our_cli() -> None:
+    import json
+
+    from fractal_nb.cli import build_parser
+
+    configs = [json.loads(block) for block in
+               re.findall(r"```json\n(.*?)```", README.read_text(), flags=re.DOTALL)]
+    servers = [c["mcpServers"]["fractal"] for c in configs]
+    stdio = next(s for s in servers if "command" in s)
+    assert stdio["command"] == "fractal-nb"
+    assert build_parser().parse_args(stdio["args"]).command == "serve-mcp"
+    http = next(s for s in servers if "url" in s)
+    assert http["url"].startswith("http://127.0.0.1:") and http["url"].endswith("/mcp")
+
+
+def test_readme_shell_commands_parse() -> None:
+    from fractal_nb.cli import build_parser
+
+    lines = [line.split("#")[0].strip() for block in
+             re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.DOTALL)
+             for line in block.splitlines()]
+    commands = [shlex.split(line)[1:] for line in lines if line.startswith("fractal-nb ")]
+    assert any(c[0] == "worker" for c in commands) and any(c[0] == "serve-mcp" for c in commands)
+    for command in commands:
+        build_parser().parse_args(command)
