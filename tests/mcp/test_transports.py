@@ -138,22 +138,26 @@ def test_four_concurrent_mcp_workers_share_one_graph(tmp_path: Path) -> None:
 
 
 def test_worker_processes_complete_a_graph_the_notebook_owns(tmp_path: Path) -> None:
-    """Two `fractal-nb worker` processes (2 threads each) work a graph served from this process."""
+    """Two `fractal-nb worker` processes (4 threads each) work a graph served from this process.
+
+    Each thread stops after max_depth × 3 = 12 nodes (the seed's circuit breaker),
+    so 8 threads have room for the ~40-60 questions this graph grows to.
+    """
     with Exploration.create("Why do cities grow?", intensity="explore", llm=SimulatedLLM(seed=2),
                             path=tmp_path / "owned.duckdb") as ex:
         ex.step(1)  # the seed phase, here; the work phase over MCP
         url = ex.serve_mcp()
         workers = [subprocess.Popen(
             [sys.executable, "-m", "fractal_nb.cli", "worker", "--mcp-url", url, "--worker-id", f"proc{i}",
-             "--threads", "2", "--llm", "simulated", "--seed-value", "2"],
+             "--threads", "4", "--llm", "simulated", "--seed-value", "2"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(2)]
         outputs = [w.communicate(timeout=300)[0] for w in workers]
         assert [w.returncode for w in workers] == [0, 0], outputs
         exits = re.findall(r"exit: (\w+)", "".join(outputs))
-        assert len(exits) == 4 and set(exits) <= {"graph_done", "circuit_breaker"}, outputs
+        assert len(exits) == 8 and set(exits) <= {"graph_done", "circuit_breaker"}, outputs
         nodes = ex.nodes()
         questions = nodes[nodes.node_type == "question"]
-        assert set(questions.status) == {"synthesized"}, "root included: the cascade ran remotely"
+        assert set(questions.status) == {"synthesized"}, ("root included: the cascade ran remotely", outputs)
         claims = ex.events().query("kind == 'claimed'")
         assert claims.node_id.is_unique, "no question claimed twice"
         assert {actor.split("-")[0] for actor in claims.actor} == {"proc0", "proc1"}
