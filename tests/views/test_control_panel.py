@@ -60,10 +60,11 @@ def test_step_n_processes_n_nodes_and_pause_stops_it(gated: Exploration) -> None
     assert "3 node(s) processed" in view.message.value
     assert len(gated.llm_calls()) >= 4
 
-    slow = threading.Event()
+    slow, entered = threading.Event(), threading.Event()
     original = gated.step
 
     def held_step(n: int = 1):  # type: ignore[no-untyped-def]
+        entered.set()
         slow.wait(5)
         return original(n)
 
@@ -75,6 +76,7 @@ def test_step_n_processes_n_nodes_and_pause_stops_it(gated: Exploration) -> None
     view.step_button.click()  # busy: refused with a message, nothing started
     view.refresh()
     assert "busy" in view.message.value
+    assert entered.wait(5), "the job is inside its first step"
     view.pause_button.click()
     slow.set()
     settle(view)
