@@ -113,6 +113,16 @@ class OpenAILLM:
     def __repr__(self) -> str:
         return f"OpenAILLM(model={self.model!r}, base_url={self.base_url!r})"
 
+    def close(self) -> None:
+        """Close the HTTP connections the client keeps open (idempotent)."""
+        self._client.close()
+
+    def __enter__(self) -> OpenAILLM:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def complete(self, messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:
         """Return the model's answer to ``messages`` as a dict valid against ``schema``.
 

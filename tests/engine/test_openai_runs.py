@@ -11,6 +11,7 @@ import hashlib
 import json
 import re
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -177,10 +178,21 @@ def test_the_fake_model_answers_every_role_validly() -> None:
 # --- whole runs ----------------------------------------------------------------------------
 
 
+_OPENED: list[OpenAILLM] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    yield
+    while _OPENED:
+        _OPENED.pop().close()
+
+
 def run_through(server: FakeOpenAI, intensity: str,
                 **llm_options: Any) -> tuple[Exploration, Any, str]:
     options: dict[str, Any] = {"timeout": 5.0, "max_retries": 1, **llm_options}
     llm = OpenAILLM(model="fake", base_url=server.base_url, api_key="x", **options)
+    _OPENED.append(llm)
     ex = Exploration.create(SEED, intensity=intensity, llm=llm, clock=FAST)
     status = ex.run(progress=False)
     assert status == "all_complete", status

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -35,9 +36,21 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+_OPENED: list[OpenAILLM] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    yield
+    while _OPENED:
+        _OPENED.pop().close()
+
+
 def make_llm(server: FakeOpenAI, **kw: Any) -> OpenAILLM:
     options: dict[str, Any] = {"timeout": 0.5, "max_retries": 0, **kw}
-    return OpenAILLM(model="fake", base_url=server.base_url, api_key="x", **options)
+    llm = OpenAILLM(model="fake", base_url=server.base_url, api_key="x", **options)
+    _OPENED.append(llm)
+    return llm
 
 
 def formats(server: FakeOpenAI) -> list[str | None]:
@@ -223,8 +236,8 @@ def test_rate_limit_after_client_retries_is_an_llm_error() -> None:
 
 def test_other_http_errors_do_not_fall_back() -> None:
     with FakeOpenAI("ok") as server:
-        llm = OpenAILLM("fake", server.base_url.replace("/v1", "/nowhere"), "x", max_retries=0)
-        with pytest.raises(LLMError, match="HTTP 404"):
+        with OpenAILLM("fake", server.base_url.replace("/v1", "/nowhere"), "x", max_retries=0) as llm, \
+                pytest.raises(LLMError, match="HTTP 404"):
             llm.complete(MESSAGES, Answer)
 
 
@@ -277,7 +290,8 @@ def test_environment_configures_model_url_and_key(monkeypatch: pytest.MonkeyPatc
 
 def test_local_server_needs_no_key() -> None:
     with FakeOpenAI("ok") as server:
-        OpenAILLM("fake", server.base_url, max_retries=0).complete(MESSAGES, Answer)
+        with OpenAILLM("fake", server.base_url, max_retries=0) as llm:
+            llm.complete(MESSAGES, Answer)
     assert server.headers[0]["authorization"].startswith("Bearer ")
 
 
