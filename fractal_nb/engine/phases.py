@@ -9,7 +9,7 @@ from ..llm.schemas import HarvestSummary, SeedPlan
 from ..model import GraphStatus, NodeStatus
 from ..prompts import chat
 from ..results import ChainLink, FractalResult, StepRecord
-from .primitive import RunState, _clip, _norm, cascade
+from .primitive import RunState, _norm, cascade, clip
 
 SEED_ATTEMPTS = 3
 SEED_WORKER = "seed"
@@ -80,10 +80,10 @@ def harvest(run: RunState) -> FractalResult:
     chain = _chain(nodes)
     gaps = _gaps(nodes)
     summary = HarvestSummary(summary=chain[0].synthesis if chain else "(no synthesis yet)")
-    chain_text = "\n".join(f"{'  ' * c.depth}- {_clip(c.question, 200)}: {_clip(c.synthesis, 600)}"
+    chain_text = "\n".join(f"{'  ' * c.depth}- {clip(c.question, 200)}: {clip(c.synthesis, 600)}"
                            for c in chain[:40])
     try:
-        summary = run.call(HarvestSummary, chat("harvest", seed=_clip(run.seed, 500),
+        summary = run.call(HarvestSummary, chat("harvest", seed=clip(run.seed, 500),
                                                 chain=chain_text or "(empty)",
                                                 gaps="\n".join(f"- {g_}" for g_ in gaps) or "(none)"),
                            node_id=snapshot["root_node_id"], worker=None)
@@ -183,11 +183,11 @@ def _gaps(nodes: list[dict[str, Any]]) -> list[str]:
             continue
         failure = n["metadata"].get("last_error") or n["status_reason"] or ""
         if n["metadata"].get("synthesis_failed"):
-            gaps.append(f"synthesis failed, sub-findings joined instead: {_clip(n['text'], 160)}")
+            gaps.append(f"synthesis failed, sub-findings joined instead: {clip(n['text'], 160)}")
         if n["status"] == NodeStatus.ERROR or n["status_reason"] == "error":
-            gaps.append(f"failed: {_clip(n['text'], 160)} ({_clip(failure, 160)})")
+            gaps.append(f"failed: {clip(n['text'], 160)} ({clip(failure, 160)})")
         elif n["status_reason"] == "budget_exhausted" and not n["inherited_from"]:
-            gaps.append(f"unexplored (budget_exhausted): {_clip(n['text'], 160)}")
+            gaps.append(f"unexplored (budget_exhausted): {clip(n['text'], 160)}")
         elif n["status"] in (NodeStatus.GATED, NodeStatus.OPEN):
-            gaps.append(f"waiting ({n['status']}): {_clip(n['text'], 160)}")
+            gaps.append(f"waiting ({n['status']}): {clip(n['text'], 160)}")
     return gaps

@@ -118,7 +118,7 @@ def synthesize(run: RunState, node_id: str, worker: str | None) -> None:
     children = "\n".join(f"- {c['text']}\n  {_finding(c)}" for c in inputs["sub_questions"])
     answer = " ".join(a["text"] for a in inputs["answers"]) or "(none)"
     result = run.call(Synthesis, chat("synthesize", question=inputs["node"]["text"],
-                                      answer=_clip(answer, 1200), children=children),
+                                      answer=clip(answer, 1200), children=children),
                       node_id=node_id, worker=worker)
     text = result.synthesis
     if result.tensions:
@@ -132,13 +132,13 @@ def synthesize(run: RunState, node_id: str, worker: str | None) -> None:
 def _answer_prompt(run: RunState, context: dict[str, Any]) -> dict[str, Any]:
     node = context["node"]
     ancestry = "\n".join(
-        f"{'  ' * a['depth']}- Q: {_clip(a['question'], 300)}\n{'  ' * a['depth']}  A: "
-        f"{_clip(a['answer'] or '(not yet answered)', 500)}" for a in context["ancestry"]
+        f"{'  ' * a['depth']}- Q: {clip(a['question'], 300)}\n{'  ' * a['depth']}  A: "
+        f"{clip(a['answer'] or '(not yet answered)', 500)}" for a in context["ancestry"]
     )
-    siblings = "\n".join(f"- {_clip(s['text'], 200)} ({s['status']})" for s in context["siblings"])
-    syntheses = "\n".join(f"- {_clip(s['text'], 150)}: {_clip(s['synthesis'] or '', 400)}"
+    siblings = "\n".join(f"- {clip(s['text'], 200)} ({s['status']})" for s in context["siblings"])
+    syntheses = "\n".join(f"- {clip(s['text'], 150)}: {clip(s['synthesis'] or '', 400)}"
                           for s in context["syntheses"])
-    return {"seed": _clip(run.seed, 500), "ancestry": ancestry or "(this is a seed question)",
+    return {"seed": clip(run.seed, 500), "ancestry": ancestry or "(this is a seed question)",
             "depth": node["depth"], "max_depth": run.budget.max_depth, "question": node["text"],
             "siblings": siblings or "(none)", "syntheses": syntheses or "(none yet)"}
 
@@ -162,10 +162,10 @@ def _sub_questions(run: RunState, context: dict[str, Any], answer: Answer) -> tu
 def _connect(
     run: RunState, context: dict[str, Any], answer: Answer, worker: str, calls: list[dict[str, Any]]
 ) -> Connections:
-    candidates = "\n".join(f"- [{c['node_id']}] {_clip(c['text'], 300)}" for c in context["candidates"])
+    candidates = "\n".join(f"- [{c['node_id']}] {clip(c['text'], 300)}" for c in context["candidates"])
     try:
         found = run.call(Connections, chat("connect", question=context["node"]["text"],
-                                           node_id="new", answer=_clip(answer.answer, 1500),
+                                           node_id="new", answer=clip(answer.answer, 1500),
                                            candidates=candidates),
                          node_id=context["node"]["node_id"], worker=worker, defer=calls)
     except LLMError:  # logged; links are a bonus, the answer still lands
@@ -228,7 +228,8 @@ def _finding(child: dict[str, Any]) -> str:
     return str(child["synthesis"] or f"saturated ({child['status_reason']}): not explored further")
 
 
-def _clip(text: str, limit: int) -> str:
+def clip(text: str, limit: int) -> str:
+    """Whitespace collapsed, cut to ``limit`` characters with an ellipsis (prompts and views)."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from ..engine.primitive import clip
 from ..results import StepRecord
 from .kernel_pump import KernelPump
-from .network_style import clip
 from .network_widget import NetworkWidget
 
 if TYPE_CHECKING:

@@ -11,6 +11,8 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from ..engine.primitive import clip
+
 # Node fill and border by status; gated questions stand out with a thick dashed border.
 STATUS_COLORS: dict[str, tuple[str, str]] = {
     "open": ("#d8e2f0", "#6b7f99"),
@@ -34,12 +36,6 @@ TITLE_CHARS = 1200
 # Above these sizes physics is stabilised once and switched off (live) or not used (export).
 LIVE_PHYSICS_LIMIT = 1000
 EXPORT_PHYSICS_LIMIT = 2000
-
-
-def clip(text: str, limit: int) -> str:
-    """Whitespace collapsed, cut to ``limit`` characters with an ellipsis."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def status_groups() -> dict[str, dict[str, Any]]:
