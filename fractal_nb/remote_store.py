@@ -23,7 +23,6 @@ class RemoteStore:
 
     def __init__(self, url: str, *, timeout_s: float = 120.0) -> None:
         self.url = url
-        self.path = url
         self._stack = ExitStack()
         try:
             self._portal: BlockingPortal = self._stack.enter_context(start_blocking_portal())

@@ -13,7 +13,7 @@ import networkx as nx
 
 from ..errors import InvalidInputError
 from ..model import DONE_QUESTION, EdgeType, NodeStatus
-from .base import StoreBase, optional_name
+from .base import StoreBase, optional_name, require_id
 from .rows import EDGES_SQL, EVENT_COLUMNS, GRAPH_COLUMNS, GraphRow, NodeRow, edge_dict, event_dict
 from .work import _CLAIMABLE
 
@@ -21,6 +21,7 @@ _Filter = tuple[str, list[Any]]  # a WHERE fragment and its parameters
 _ALL: _Filter = ("TRUE", [])
 # Node fields the live view and the HTML export draw from.
 _FEED_COLUMNS = "node_id, parent_id, node_type, text, depth, status, status_reason, owner, seq"
+_TOUCHED = "SELECT node_id FROM events WHERE graph_id = ? AND event_id > ? AND event_id <= ?"
 
 
 class GraphQueries(StoreBase):
@@ -180,22 +181,27 @@ class GraphQueries(StoreBase):
         """
         if isinstance(since, bool) or not isinstance(since, int) or since < 0:
             raise InvalidInputError(f"since must be an integer >= 0, not {since!r}")
+        gid = require_id(graph_id, "graph_id")
         with self._db.read():
-            graph = self._graph(graph_id)
-            gid = graph.graph_id
-            row = self._db.fetchone("SELECT max(event_id) FROM events WHERE graph_id = ?", [gid])
-            last = max(since, row[0] or 0) if row else since
+            # The graph and its last event in one query: a quiet poll stops here.
+            row = self._db.fetchone(
+                f"SELECT {GRAPH_COLUMNS}, (SELECT max(event_id) FROM events WHERE graph_id = ?) "
+                "FROM graphs WHERE graph_id = ?", [gid, gid])
+            if row is None:
+                self._graph(gid)  # raises NotFoundError
+            assert row is not None
+            graph, last = GraphRow(*row[:-1]), max(since, row[-1] or 0)
             if since == 0:
                 node_filter, link_filter, params = "TRUE", "TRUE", []
             else:
-                touched = "SELECT node_id FROM events WHERE graph_id = ? AND event_id > ? AND event_id <= ?"
-                node_filter = f"node_id IN ({touched})"
-                link_filter = f"from_node IN ({touched} AND kind = 'edge_added')"
+                node_filter = f"node_id IN ({_TOUCHED})"
+                link_filter = f"from_node IN ({_TOUCHED} AND kind = 'edge_added')"
                 params = [gid, since, last]
-            nodes = self._db.fetchall(
+            quiet = since > 0 and last == since
+            nodes = [] if quiet else self._db.fetchall(
                 f"SELECT {_FEED_COLUMNS}, json_extract_string(metadata, '$.synthesis') FROM nodes "
                 f"WHERE graph_id = ? AND {node_filter} ORDER BY seq", [gid, *params])
-            links = self._db.fetchall(
+            links = [] if quiet else self._db.fetchall(
                 f"SELECT from_node, to_node, edge_type, metadata FROM edges "
                 f"WHERE graph_id = ? AND {link_filter} ORDER BY seq", [gid, *params])
         names = [*_FEED_COLUMNS.split(", "), "synthesis"]

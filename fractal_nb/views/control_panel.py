@@ -163,7 +163,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                 action()
             except Exception as exc:  # shown to the person, never lost in the kernel log
                 self._post("error", f"{type(exc).__name__}: {exc}")
-            self._wake()
+            self._pump.wake()
 
         return on_click
 
@@ -178,7 +178,6 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                 self._post("note", f"{name}: {work()}")
             except Exception as exc:
                 self._post("error", f"{name} failed: {type(exc).__name__}: {exc}")
-            self._wake()
 
         self._job = threading.Thread(target=target, name=name, daemon=True)
         self._job.start()
@@ -248,10 +247,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
     # -- widget writing (kernel task only) ------------------------------------------------
 
     def _post(self, kind: str, value: Any) -> None:
+        """Queue news for the kernel task and wake it (from any thread)."""
         self._inbox.put((kind, value))
-        self._wake()
-
-    def _wake(self) -> None:
         self._pump.wake()
 
     def _say(self) -> None:

@@ -40,7 +40,6 @@ class NetworkWidget(anywidget.AnyWidget):
     def __init__(self, store: GraphStore, graph_id: str, *, height: str = "520px") -> None:
         super().__init__(height=height)
         self.feed = GraphFeed(store, graph_id)
-        self.sent: int = 0  # messages sent, for tests and benchmarks
         self._pump: Any = None
         self.on_msg(self._on_view_message)
 
@@ -74,4 +73,3 @@ class NetworkWidget(anywidget.AnyWidget):
 
     def _emit(self, message: dict[str, Any]) -> None:
         self.send(message)
-        self.sent += 1
