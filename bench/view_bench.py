@@ -36,8 +36,6 @@ Nothing here is a test: numbers depend on the machine and its load.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -46,9 +44,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+
+from machine import print_header  # noqa: E402  (bench/machine.py, beside this script)
 
 from fractal_nb import GraphStore  # noqa: E402
 from fractal_nb.model import BUDGETS, Intensity  # noqa: E402
@@ -234,13 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     delta_sizes = (100, 1000) if args.quick else (100, 1000, 5000)
     html_sizes = (1000, 5000) if args.quick else (1000, 5000, 20000)
 
-    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    load = " / ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
-    print("fractal_nb view benchmark" + (" (--quick)" if args.quick else ""))
-    print(f"  DuckDB {duckdb.__version__}, Python {platform.python_version()}, "
-          f"{platform.system()} {platform.machine()}")
-    print(f"  CPUs: os.cpu_count()={os.cpu_count()}, usable={affinity}; load average {load}")
-    print()
+    print_header("fractal_nb view benchmark" + (" (--quick)" if args.quick else ""))
 
     deltas: list[DeltaRun] = []
     pages: list[HtmlRun] = []

@@ -11,14 +11,12 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from fractal_nb import Exploration
 from fractal_nb.engine.dispatcher import ScaledClock
-from fractal_nb.llm.openai_llm import OpenAILLM
 from fractal_nb.llm.schemas import ROLES, Answer, Connections, HarvestSummary, SeedPlan, Synthesis
 from fractal_nb.prompts import chat
 from tests.engine.test_runs import check_finished_graph
@@ -178,21 +176,10 @@ def test_the_fake_model_answers_every_role_validly() -> None:
 # --- whole runs ----------------------------------------------------------------------------
 
 
-_OPENED: list[OpenAILLM] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_clients() -> Iterator[None]:
-    yield
-    while _OPENED:
-        _OPENED.pop().close()
-
-
 def run_through(server: FakeOpenAI, intensity: str,
                 **llm_options: Any) -> tuple[Exploration, Any, str]:
     options: dict[str, Any] = {"timeout": 5.0, "max_retries": 1, **llm_options}
-    llm = OpenAILLM(model="fake", base_url=server.base_url, api_key="x", **options)
-    _OPENED.append(llm)
+    llm = server.llm(**options)
     ex = Exploration.create(SEED, intensity=intensity, llm=llm, clock=FAST)
     status = ex.run(progress=False)
     assert status == "all_complete", status

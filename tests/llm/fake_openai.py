@@ -30,6 +30,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from fractal_nb.llm.openai_llm import OpenAILLM
+
 Responder = Callable[[dict[str, Any]], "dict[str, Any] | str | None"]
 
 MODES = ("ok", "llama_cpp", "text_only", "junk", "flaky")
@@ -151,6 +153,7 @@ class FakeOpenAI:
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._closing = threading.Event()
+        self._clients: list[OpenAILLM] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(
@@ -163,6 +166,12 @@ class FakeOpenAI:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}/v1"
 
+    def llm(self, **options: Any) -> OpenAILLM:
+        """An ``OpenAILLM`` on this server (model "fake"); closed when the server stops."""
+        client = OpenAILLM(model="fake", base_url=self.base_url, api_key="x", **options)
+        self._clients.append(client)
+        return client
+
     def __enter__(self) -> FakeOpenAI:
         self._thread.start()
         return self
@@ -173,6 +182,8 @@ class FakeOpenAI:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        while self._clients:  # their pooled connections, before the server goes
+            self._clients.pop().close()
         self._closing.set()  # wakes stalled "slow" handlers
         self._server.shutdown()
         self._server.server_close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -36,21 +35,8 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-_OPENED: list[OpenAILLM] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_clients() -> Iterator[None]:
-    yield
-    while _OPENED:
-        _OPENED.pop().close()
-
-
 def make_llm(server: FakeOpenAI, **kw: Any) -> OpenAILLM:
-    options: dict[str, Any] = {"timeout": 0.5, "max_retries": 0, **kw}
-    llm = OpenAILLM(model="fake", base_url=server.base_url, api_key="x", **options)
-    _OPENED.append(llm)
-    return llm
+    return server.llm(**{"timeout": 0.5, "max_retries": 0, **kw})
 
 
 def formats(server: FakeOpenAI) -> list[str | None]:
