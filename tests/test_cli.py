@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
@@ -15,6 +14,7 @@ import pytest
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
 from fractal_nb.cli import DEMO_DB, DEMO_SEED, build_parser, main
 from fractal_nb.errors import StateError
+from tests.local_port import free_port
 
 SUBCOMMANDS = ["run", "demo", "serve-mcp", "worker"]
 
@@ -218,9 +218,7 @@ def test_every_subcommand_has_help(command: str, capsys: pytest.CaptureFixture[s
 
 
 def test_a_worker_without_a_server_says_so(capsys: pytest.CaptureFixture[str]) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed again: nothing listens there
+    port = free_port()
     assert main(["worker", "--mcp-url", f"http://127.0.0.1:{port}/mcp"]) == 1
     err = capsys.readouterr().err
     assert "cannot reach the MCP server" in err and str(port) in err

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
+from tests.local_port import free_port
+
 pytestmark = pytest.mark.browser
 
 APP = """\
@@ -28,12 +29,6 @@ ex = Exploration.create("Why do some cities grow faster than others?", intensity
 ex.view(height="420px")
 """
 NETWORK = ".fractal-network"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 BIG_APP = """\

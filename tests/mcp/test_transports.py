@@ -21,13 +21,8 @@ from mcp import Client, StdioServerParameters
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
 from fractal_nb.mcp_server import BackgroundServer
+from tests.local_port import free_port
 from tests.mcp.seed_worker import call, seed_worker
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_stdio_from_the_cli(tmp_path: Path) -> None:
