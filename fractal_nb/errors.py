@@ -8,10 +8,12 @@
     ├── NotFoundError            unknown graph or node id
     ├── StateError               the store, graph or node does not allow this now
     │   ├── InvalidTransitionError   status change not in the transition table
-    │   └── GraphNotActiveError      a write to a graph that is not active
+    │   ├── GraphNotActiveError      a write to a graph that is not active
+    │   └── StoreUnreachableError    the MCP server behind a RemoteStore cannot be reached
     ├── StoreLockedError         the DuckDB file is held by another process
     └── LLMError                 a model call failed (recorded; the node stays recoverable)
         ├── LLMTimeoutError          the call timed out
+        ├── LLMUnavailableError      the model cannot be reached or refuses every request
         └── LLMOutputError           no schema-valid output after repair and retries
 
 A call that raises changes nothing in the store.
@@ -58,6 +60,10 @@ class GraphNotActiveError(StateError):
     """A write to a graph whose status is not ``active``."""
 
 
+class StoreUnreachableError(StateError):
+    """The MCP server behind a :class:`~fractal_nb.remote_store.RemoteStore` cannot be reached."""
+
+
 class StoreLockedError(FractalError):
     """The DuckDB file is open for writing in another process."""
 
@@ -73,6 +79,14 @@ class LLMError(FractalError):
 
 class LLMTimeoutError(LLMError):
     """A model call timed out."""
+
+
+class LLMUnavailableError(LLMError):
+    """The model cannot be reached or refuses every request (connection, key, model name, server down).
+
+    Not the node's fault: a run that meets it keeps going only while calls still
+    succeed, and pauses the graph when the model looks down (README, "Exit codes").
+    """
 
 
 class LLMOutputError(LLMError):

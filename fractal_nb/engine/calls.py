@@ -1,18 +1,29 @@
-"""Every model call goes through here: metered, timed, validated and logged in the store."""
+"""Every model call goes through here: metered, timed, validated and logged in the store.
+
+The caller also watches the model's health across the workers of a run: after
+``UNAVAILABLE_AFTER`` calls in a row that could not reach it (or
+``FAILING_AFTER`` failed calls in a row of any kind) it declares an outage, and
+the run stops with the graph paused and resumable instead of burning the rest
+of its questions (README, "Exit codes").
+"""
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import LLMError, LLMOutputError
+from ..errors import LLMError, LLMOutputError, LLMUnavailableError
 from ..llm.protocol import LLM, Message, messages_tokens, metered
 from ..llm.schemas import ROLES
 from ..store import GraphStore
 
 T = TypeVar("T", bound=BaseModel)
+
+UNAVAILABLE_AFTER = 3  # calls in a row that could not reach the model (each after the client's retries)
+FAILING_AFTER = 8  # failed calls in a row of any kind: the model fails every call
 
 
 class ModelCaller:
@@ -22,6 +33,29 @@ class ModelCaller:
         self.llm = llm
         self.store = store
         self.graph_id = graph_id
+        self.outage: str | None = None  # why the model looks down, once it does
+        self._failed_in_row = 0
+        self._unavailable_in_row = 0
+        self._health = threading.Lock()
+
+    def reset_health(self) -> None:
+        """Forget an outage (a new run: the model may be back)."""
+        with self._health:
+            self.outage, self._failed_in_row, self._unavailable_in_row = None, 0, 0
+
+    def _observe(self, error: LLMError | None) -> None:
+        with self._health:
+            if error is None:
+                self._failed_in_row = self._unavailable_in_row = 0
+                return
+            self._failed_in_row += 1
+            self._unavailable_in_row = self._unavailable_in_row + 1 if isinstance(
+                error, LLMUnavailableError) else 0
+            if self.outage is None and self._unavailable_in_row >= UNAVAILABLE_AFTER:
+                self.outage = f"model unreachable: {error}"
+            elif self.outage is None and self._failed_in_row >= FAILING_AFTER:
+                self.outage = (f"model failed {self._failed_in_row} calls in a row; the last: "
+                               f"{type(error).__name__}: {error}")
 
     def __call__(
         self, schema: type[T], messages: list[Message], *, node_id: str | None, worker: str | None,
@@ -55,6 +89,7 @@ class ModelCaller:
             "outcome": "error" if error else ("cached" if usage.cached else "ok"),
             "error": None if error is None else f"{type(error).__name__}: {error}"[:2000],
         }
+        self._observe(error)
         if error is not None:
             self.store.record_llm_calls([*(defer or []), call])
             if defer:

@@ -3,8 +3,11 @@
 Workers follow seed 000: claim → primitive → repeat; with nothing to claim but
 work in flight they back off 2, 4, 8 s (woken early when new questions land)
 and exit after three empty tries; each stops at ``max_depth × 3`` nodes (the
-circuit breaker). After they exit, the dispatcher decides: paused (asked to, a
-checkpoint, or only gated work left), convergence found, budget exhausted
+circuit breaker). While they work, a heartbeat renews the leases of the claims
+they hold, so a slow model never loses a claim to the lease. When the model is
+down (:mod:`.calls`), every worker stops. After they exit, the dispatcher decides:
+model unavailable (the graph paused with the reason, resumable), paused (asked
+to, a checkpoint, or only gated work left), convergence found, budget exhausted
 (breakers fired with work left), another round for orphaned work, or done.
 """
 
@@ -16,12 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ..errors import StoreUnreachableError
 from ..model import GraphStatus
 from ..results import StepRecord
 from .primitive import RunState, process
 
 BACKOFF_S = (2.0, 4.0, 8.0)
 MAX_ROUNDS = 3  # re-dispatches for orphaned work before the run gives up for now
+HEARTBEATS_PER_LEASE = 3  # a live holder renews its claims three times per lease
 
 
 class Clock(Protocol):
@@ -89,14 +94,14 @@ class Dispatcher:
         The graph's status follows (paused / budget_exhausted).
         """
         run, store = self.run_state, self.run_state.store
-        store.recover_stuck(run.graph_id)  # claims whose lease ran out
+        store.recover_stuck(run.graph_id)  # claims past their lease or of holders that are gone
         for _ in range(MAX_ROUNDS):
             count = min(self.workers, run.budget.max_agents,
                         store.get_claimable_work(run.graph_id)["count"])
-            if count == 0 or self.stop.is_set():
+            if count == 0 or self.stop.is_set() or run.call.outage:
                 break
             self.work(count)
-            if self.stop.is_set() or run.convergence_found.is_set() or any(
+            if self.stop.is_set() or run.convergence_found.is_set() or run.call.outage or any(
                     r.exit_reason in ("circuit_breaker", "cycle") for r in self.reports[-count:]):
                 break
         return self._settle()
@@ -113,6 +118,10 @@ class Dispatcher:
         def body(report: WorkerReport) -> None:
             try:
                 self._work(report)
+            except StoreUnreachableError as exc:  # the server is gone: so is every worker here
+                errors.append(exc)
+                report.exit_reason = "store_unreachable"
+                self.stop.set()
             except BaseException as exc:  # a bug, not a model failure: surface it after the join
                 errors.append(exc)
                 report.exit_reason = "crashed"
@@ -120,13 +129,31 @@ class Dispatcher:
 
         threads = [threading.Thread(target=body, args=(r,), name=f"fractal-{r.worker}", daemon=True)
                    for r in reports]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        beating = threading.Event()
+        heart = threading.Thread(target=self._heartbeat, args=(beating,), name="fractal-heartbeat",
+                                 daemon=True)
+        heart.start()
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        finally:
+            beating.set()
+            heart.join()
         if errors:
             raise errors[0]
         return reports
+
+    def _heartbeat(self, done: threading.Event) -> None:
+        """Renew the leases of this run's claims until the workers are done (a live holder's)."""
+        store, holder = self.run_state.store, self.run_state.holder["holder_id"]
+        interval = float(getattr(store, "lease_s", 300.0)) / HEARTBEATS_PER_LEASE
+        while not done.wait(interval):
+            try:
+                interval = float(store.heartbeat(holder).get("lease_s", interval * 3)) / HEARTBEATS_PER_LEASE
+            except Exception:  # noqa: BLE001 - a missed beat is retried; the workers see the real error
+                continue
 
     def _work(self, report: WorkerReport) -> None:
         run = self.run_state
@@ -134,13 +161,16 @@ class Dispatcher:
         interactive = run.checkpoint.kind == "interactive"
         tries = 0
         while True:
+            if run.call.outage:
+                report.exit_reason = "model_unavailable"
+                return
             if self.stop.is_set() or run.convergence_found.is_set():
                 report.exit_reason = "paused"
                 return
             if report.answered + report.failures >= breaker:
                 report.exit_reason = "circuit_breaker"
                 return
-            claim = run.store.claim_work(run.graph_id, report.worker)
+            claim = run.store.claim_work(run.graph_id, report.worker, holder=run.holder)
             if claim["node_id"] is None:
                 if claim["graph_done"] or claim["graph_status"] != GraphStatus.ACTIVE:
                     report.exit_reason = "graph_done"
@@ -185,6 +215,9 @@ class Dispatcher:
         pending = Counter(n["status"] for n in snapshot["nodes"] if n["node_type"] == "question"
                           and n["status"] in ("open", "claimed", "gated"))
         claimable = store.get_claimable_work(g)["count"]
+        if run.call.outage:  # not finished, not a budget: resumable when the model is back
+            store.update_graph_status(g, GraphStatus.PAUSED, reason=run.call.outage)
+            return "model_unavailable"
         if not pending:
             return "all_complete"
         if run.convergence_found.is_set():

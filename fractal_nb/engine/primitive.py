@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import FractalError, LLMError
+from ..errors import FractalError, LLMError, LLMUnavailableError
 from ..llm.schemas import Answer, Connections, Synthesis
 from ..model import Budget, CheckpointMode
 from ..prompts import chat, render
@@ -38,26 +38,16 @@ class RunState:
     call: ModelCaller
     work_added: threading.Condition = field(default_factory=threading.Condition)
     convergence_found: threading.Event = field(default_factory=threading.Event)
-    _synthesizing: set[str] = field(default_factory=set)
-    _guard: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def holder(self) -> dict[str, Any]:
+        """Who holds this run's claims: the store's process (local) or the worker process (remote)."""
+        return dict(self.store.holder)
 
     def announce_work(self) -> None:
         """Wake workers waiting for new questions."""
         with self.work_added:
             self.work_added.notify_all()
-
-    def take_synthesis(self, node_id: str) -> bool:
-        """Reserve a ready node so two workers never pay for the same synthesis."""
-        with self._guard:
-            if node_id in self._synthesizing:
-                return False
-            self._synthesizing.add(node_id)
-            return True
-
-    def drop_synthesis(self, node_id: str) -> None:
-        """Release a reservation made by :meth:`take_synthesis`."""
-        with self._guard:
-            self._synthesizing.discard(node_id)
 
 
 def process(run: RunState, claim: dict[str, Any], worker: str) -> StepRecord:
@@ -76,6 +66,7 @@ def process(run: RunState, claim: dict[str, Any], worker: str) -> StepRecord:
         try:
             written = _write(run, claim, worker, answer, subs, depth_limited, links, calls)
         except FractalError as exc:  # pruned or saturated meanwhile: the write is refused whole
+            discard(calls)
             return StepRecord(node_id, worker, question, error=f"write refused: {exc}")
     finally:
         run.store.record_llm_calls(calls)  # whatever did not land with the node
@@ -94,36 +85,55 @@ def process(run: RunState, claim: dict[str, Any], worker: str) -> StepRecord:
 
 
 def cascade(run: RunState, worker: str) -> tuple[str, ...]:
-    """Synthesize ready questions, deepest first, until none is left that this worker can take."""
+    """Synthesize ready questions, deepest first, until the store hands this worker no more.
+
+    The store hands each synthesis to one worker (``claim_synthesis``), whatever the
+    process, so the model is paid once per synthesis.
+    """
     done: list[str] = []
-    failed: set[str] = set()
-    while True:
-        ready = run.store.get_ready_to_synthesize(run.graph_id)["ready_nodes"]
-        node = next((n for n in ready if n["node_id"] not in failed
-                     and run.take_synthesis(n["node_id"])), None)
-        if node is None:
-            return tuple(done)
+    failed: list[str] = []
+    while run.call.outage is None:
+        claim = run.store.claim_synthesis(run.graph_id, worker, holder=run.holder, skip=failed)
+        node_id = claim["node_id"]
+        if node_id is None:
+            break
         try:
-            synthesize(run, node["node_id"], worker)
-            done.append(node["node_id"])
+            synthesize(run, node_id, worker)
+            done.append(node_id)
         except (LLMError, FractalError):  # logged; harvest repairs what is left behind
-            failed.add(node["node_id"])
-        finally:
-            run.drop_synthesis(node["node_id"])
+            failed.append(node_id)
+            try:
+                run.store.release_synthesis(run.graph_id, node_id, worker)
+            except FractalError:  # taken over or finished meanwhile
+                pass
+    return tuple(done)
 
 
-def synthesize(run: RunState, node_id: str, worker: str | None) -> None:
-    """Compose a question's synthesis from its sub-questions' syntheses only, and store it."""
+def synthesize(run: RunState, node_id: str, worker: str) -> None:
+    """Compose a held question's synthesis from its sub-questions' syntheses only, and store it."""
     inputs = run.store.get_synthesis_inputs(run.graph_id, node_id)
     children = "\n".join(f"- {c['text']}\n  {_finding(c)}" for c in inputs["sub_questions"])
     answer = " ".join(a["text"] for a in inputs["answers"]) or "(none)"
+    calls: list[dict[str, Any]] = []
     result = run.call(Synthesis, chat("synthesize", question=inputs["node"]["text"],
                                       answer=clip(answer, 1200), children=children),
-                      node_id=node_id, worker=worker)
+                      node_id=node_id, worker=worker, defer=calls)
     text = result.synthesis
     if result.tensions:
         text += "\nTensions: " + "; ".join(result.tensions)
-    run.store.synthesize_node(run.graph_id, node_id, text)
+    try:
+        run.store.submit_synthesis(run.graph_id, node_id, text, worker_id=worker, calls=calls)
+    except FractalError:
+        discard(calls)
+        run.store.record_llm_calls(calls)
+        raise
+
+
+def discard(calls: list[dict[str, Any]]) -> None:
+    """Mark the log rows of calls whose result the store refused: paid for, not used."""
+    for call in calls:
+        if call["outcome"] == "ok":
+            call["outcome"] = "discarded"
 
 
 # -- the steps of process() ---------------------------------------------------------------
@@ -215,8 +225,10 @@ def _link_metadata(links: Connections) -> dict[str, Any]:
 
 
 def _release(run: RunState, node_id: str, question: str, worker: str, exc: LLMError) -> StepRecord:
+    # A model that cannot be reached is not the question's fault: it keeps its tries.
+    failed = not isinstance(exc, LLMUnavailableError)
     try:
-        run.store.release_claim(run.graph_id, node_id, worker, f"{type(exc).__name__}: {exc}")
+        run.store.release_claim(run.graph_id, node_id, worker, f"{type(exc).__name__}: {exc}", failed=failed)
     except FractalError:  # pruned or taken over meanwhile: nothing of ours to release
         pass
     run.announce_work()

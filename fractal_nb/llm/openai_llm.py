@@ -26,7 +26,7 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from pydantic import BaseModel, ValidationError
 
-from ..errors import InvalidInputError, LLMError, LLMOutputError, LLMTimeoutError
+from ..errors import InvalidInputError, LLMError, LLMOutputError, LLMTimeoutError, LLMUnavailableError
 from .protocol import Message, estimate_tokens, messages_tokens, report_usage
 
 _MODES = ("json_schema", "json_object", "text")
@@ -130,6 +130,8 @@ class OpenAILLM:
         ------
         LLMTimeoutError
             The request timed out, after the client's retries.
+        LLMUnavailableError
+            The server cannot be reached, refuses the key, lacks the model, or fails (5xx).
         LLMOutputError
             No schema-valid reply after repair and ``output_retries`` corrections.
         LLMError
@@ -142,7 +144,7 @@ class OpenAILLM:
                 return self._complete_in(index, messages, schema)
             except openai.OpenAIError as exc:
                 if index + 1 == len(_MODES) or not _rejects_format(exc):
-                    raise _translate(exc, self.model) from exc
+                    raise _translate(exc, self.model, self.base_url) from exc
                 index += 1
 
     def _complete_in(
@@ -250,14 +252,47 @@ def _rejects_format(exc: openai.OpenAIError) -> bool:
     return exc.status_code in _REJECTS_FORMAT or "response_format" in f"{exc.message} {exc.body}"
 
 
-def _translate(exc: openai.OpenAIError, model: str) -> LLMError:
-    """Our error for an openai one: timeout, HTTP status with a short body, or connection."""
+def _translate(exc: openai.OpenAIError, model: str, base_url: str) -> LLMError:
+    """Our error for an openai one, in plain words: timeout, unreachable or refusing server, HTTP error."""
     if isinstance(exc, openai.APITimeoutError):
-        return LLMTimeoutError(f"{model}: the request timed out, after the client's retries")
+        return LLMTimeoutError(f"{model}: the request to {base_url} timed out, after the client's retries")
+    if isinstance(exc, openai.APIConnectionError):
+        return LLMUnavailableError(f"cannot reach the model server at {base_url}: {connection_problem(exc)}")
     if isinstance(exc, openai.APIStatusError):
-        body = exc.body if exc.body is not None else exc.message
-        return LLMError(f"{model}: HTTP {exc.status_code}: {_short(body)}")
+        body = _short(exc.body if exc.body is not None else exc.message)
+        status = exc.status_code
+        if status in (401, 403):
+            return LLMUnavailableError(f"the model server at {base_url} refused the API key "
+                                       f"(HTTP {status}): {body}")
+        if status == 404:
+            return LLMUnavailableError(f"the model server at {base_url} has no model {model!r} "
+                                       f"(HTTP 404): {body}")
+        if status >= 500:
+            return LLMUnavailableError(f"the model server at {base_url} failed (HTTP {status}, after "
+                                       f"the client's retries): {body}")
+        return LLMError(f"{model}: HTTP {status}: {body}")
     return LLMError(f"{model}: {type(exc).__name__}: {_short(exc)}")
+
+
+def connection_problem(exc: BaseException) -> str:
+    """What went wrong on the wire, in plain words ("connection refused", "host not found", …)."""
+    seen: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and cause not in seen:
+        seen.append(cause)
+        if isinstance(cause, BaseExceptionGroup) and cause.exceptions:
+            cause = cause.exceptions[0]
+            continue
+        cause = cause.__cause__ or cause.__context__
+    text = " ".join(str(e) for e in seen).lower()
+    for needle, words in (("refused", "connection refused"), ("name or service not known", "host not found"),
+                          ("nodename nor servname", "host not found"), ("temporary failure in name",
+                                                                         "host not found"),
+                          ("timed out", "connection timed out"), ("unreachable", "network unreachable"),
+                          ("reset by peer", "connection reset"), ("disconnected", "server disconnected")):
+        if needle in text:
+            return words
+    return _short(seen[-1]) or type(seen[-1]).__name__
 
 
 def _short(value: object) -> str:

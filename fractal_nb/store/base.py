@@ -14,6 +14,7 @@ from typing import Any, Self
 from ..errors import GraphNotActiveError, InvalidInputError, NotFoundError
 from ..model import BUDGETS, Budget, CheckpointMode, GraphStatus, Intensity, NodeType
 from .database import Database, Tracer
+from .holders import HolderInfo, hold, let_go, new_holder
 from .rows import GRAPH_COLUMNS, NODE_COLUMNS, GraphRow, NodeRow
 
 DEFAULT_LEASE_S = 300.0
@@ -36,6 +37,9 @@ class StoreBase:
         self.lease_s = float(lease_s)
         self.clock = clock
         self._db = Database(path, read_only=read_only, tracer=tracer)
+        # This store's claims are held by this process while the store is open.
+        self.holder: HolderInfo = new_holder("store")
+        hold(self.holder)
 
     @property
     def path(self) -> str | None:
@@ -43,7 +47,8 @@ class StoreBase:
         return self._db.path
 
     def close(self) -> None:
-        """Release the DuckDB file (idempotent)."""
+        """Release the DuckDB file (idempotent); claims still held here become recoverable at once."""
+        let_go(self.holder)
         self._db.close()
 
     def __enter__(self) -> Self:

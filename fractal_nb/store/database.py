@@ -22,7 +22,10 @@ import duckdb
 
 from ..errors import InvalidInputError, StateError, StoreLockedError
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: claim holders, synthesis claims (schema.sql migrates a file of 1)
+# The tables schema.sql makes; a file holding any other is another application's.
+OWN_TABLES = frozenset({"store_info", "graphs", "nodes", "edges", "events", "llm_calls", "llm_cache",
+                        "holders", "synthesis_claims"})
 
 _HOLDER_PID = re.compile(r"PID (\d+)")
 
@@ -35,6 +38,7 @@ class _Shared:
 
     write_lock: threading.RLock = field(default_factory=threading.RLock)
     graphs: dict[str, Any] = field(default_factory=dict)  # graph_id -> GraphRow (static fields)
+    holders: set[str] = field(default_factory=set)  # holder ids known to be in the holders table
     open_stores: int = 0  # when none is open, another process may change the file
 
 
@@ -64,9 +68,11 @@ class Database:
         self._shared = _shared_for(self.path)
         self._write_lock = self._shared.write_lock
         self.graphs = self._shared.graphs
+        self.holders = self._shared.holders
         with _SHARED_GUARD:
             if self._shared.open_stores == 0:  # the file may have changed while no one held it
                 self.graphs.clear()
+                self.holders.clear()
             self._shared.open_stores += 1
         self._local = threading.local()
         self._cursors: dict[int, duckdb.DuckDBPyConnection] = {}
@@ -113,13 +119,30 @@ class Database:
             raise StateError(f"cannot open {self.path}: {exc}") from exc
 
     def _create_schema(self, cur: duckdb.DuckDBPyConnection) -> None:
+        self._refuse_foreign_file(cur)
         script = resources.files("fractal_nb.store").joinpath("schema.sql").read_text()
         for statement in _split_sql(script):
             cur.execute(statement)
-        cur.execute(
-            "INSERT INTO store_info VALUES ('schema_version', ?) ON CONFLICT DO NOTHING",
-            [SCHEMA_VERSION],
-        )
+        cur.execute("INSERT OR REPLACE INTO store_info VALUES ('schema_version', ?)", [SCHEMA_VERSION])
+
+    def _refuse_foreign_file(self, cur: duckdb.DuckDBPyConnection) -> None:
+        """Leave another application's DuckDB file as it is (README, "One file per exploration store").
+
+        The store shares a file with no one: DuckDB lets one process write a file, so
+        an analyst's application could not write its own tables while a run holds it.
+        """
+        rows = cur.execute(
+            "SELECT table_schema, table_name FROM information_schema.tables "
+            "WHERE table_catalog = current_database() ORDER BY table_schema, table_name").fetchall()
+        tables = {name for schema, name in rows if schema == "main"}
+        foreign = sorted(f"{schema}.{name}" if schema != "main" else name for schema, name in rows
+                         if schema != "main" or name not in OWN_TABLES)
+        if foreign or (tables and "store_info" not in tables):
+            listed = ", ".join((foreign or sorted(tables))[:8])
+            raise InvalidInputError(
+                f"{self.path} is not a fractal_nb store: it holds other tables ({listed}). fractal_nb "
+                "keeps its graphs in a file of its own and left this one unchanged; pass another path "
+                "(a new file is created)")
 
     def _check_schema(self) -> None:
         try:

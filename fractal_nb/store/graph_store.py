@@ -7,10 +7,10 @@ from .graphs import GraphLifecycle
 from .llm_log import LLMLog
 from .nodes import NodeWrites
 from .queries import GraphQueries
-from .work import WorkQueue
+from .synthesis import SynthesisQueue
 
 
-class GraphStore(GraphLifecycle, NodeWrites, WorkQueue, GraphQueries, NodeContext, LLMLog):
+class GraphStore(GraphLifecycle, NodeWrites, SynthesisQueue, GraphQueries, NodeContext, LLMLog):
     """The graph contract on DuckDB; the only place in fractal_nb that speaks SQL.
 
     Every method returns a JSON-ready dict (ids are strings) and raises a

@@ -118,7 +118,7 @@ class GraphLifecycle(StoreBase):
         """Delete the graph with its nodes, edges, events and call log."""
         with self._db.write():
             graph = self._graph(graph_id)
-            for table in ("events", "edges", "nodes", "llm_calls", "graphs"):
+            for table in ("events", "edges", "synthesis_claims", "nodes", "llm_calls", "graphs"):
                 self._db.execute(f"DELETE FROM {table} WHERE graph_id = ?", [graph.graph_id])
         self._db.graphs.pop(graph.graph_id, None)
         return {"graph_id": graph.graph_id, "deleted": True}

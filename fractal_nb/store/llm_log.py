@@ -13,7 +13,7 @@ _CALL_COLUMNS = (
     "call_id, graph_id, node_id, worker, role, model, prompt_tokens, completion_tokens, "
     "attempts, latency_s, outcome, error, created_at"
 )
-OUTCOMES = ("ok", "cached", "error")
+OUTCOMES = ("ok", "cached", "error", "discarded")  # discarded: paid for, then refused by the store
 
 
 class LLMLog(StoreBase):

@@ -15,7 +15,7 @@ from ..errors import InvalidInputError
 from ..model import DONE_QUESTION, EdgeType, NodeStatus
 from .base import StoreBase, optional_name, require_id
 from .rows import EDGES_SQL, EVENT_COLUMNS, GRAPH_COLUMNS, GraphRow, NodeRow, edge_dict, event_dict
-from .work import _CLAIMABLE
+from .work import _CLAIMABLE, READY
 
 _Filter = tuple[str, list[Any]]  # a WHERE fragment and its parameters
 _ALL: _Filter = ("TRUE", [])
@@ -91,14 +91,7 @@ class GraphQueries(StoreBase):
     def get_ready_to_synthesize(self, graph_id: str) -> dict[str, Any]:
         """Answered questions whose sub-questions all are synthesized or saturated, deepest first."""
         graph = self._known_graph(graph_id)
-        nodes = self._nodes(
-            """graph_id = ? AND node_type = 'question' AND status = 'answered' AND node_id IN (
-                   SELECT question_id FROM nodes
-                   WHERE graph_id = ? AND node_type = 'question' AND question_id IS NOT NULL
-                   GROUP BY question_id
-                   HAVING bool_and(status IN ('synthesized', 'saturated')))""",
-            [graph.graph_id, graph.graph_id],
-        )
+        nodes = self._nodes(READY, [graph.graph_id, graph.graph_id])
         nodes.sort(key=lambda n: (-n.depth, n.seq))
         return {"graph_id": graph.graph_id, "ready_nodes": [n.to_dict() for n in nodes],
                 "count": len(nodes)}

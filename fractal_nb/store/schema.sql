@@ -46,6 +46,30 @@ CREATE TABLE IF NOT EXISTS nodes (
     created_at DOUBLE NOT NULL,
     updated_at DOUBLE NOT NULL
 );
+-- Schema 2: the holder of a claim (holders.holder_id); files of schema 1 gain the column.
+ALTER TABLE nodes ADD COLUMN IF NOT EXISTS holder VARCHAR;
+
+-- Who holds claims: a process (host, pid, start time) and one store or remote worker in it.
+-- A live holder renews its claims' leases (heartbeat); a gone one's claims are recovered.
+CREATE TABLE IF NOT EXISTS holders (
+    holder_id VARCHAR PRIMARY KEY,
+    host VARCHAR NOT NULL,
+    pid INTEGER NOT NULL,
+    proc_start VARCHAR,                 -- tells a reused pid apart
+    label VARCHAR NOT NULL,             -- what it is: an exploration's store, a remote worker
+    seen_at DOUBLE NOT NULL             -- last heartbeat, store clock
+);
+
+-- A synthesis handed to one worker at a time (across processes), so each is paid once.
+-- A row lives while the worker composes it; a synthesized node's row is deleted.
+CREATE TABLE IF NOT EXISTS synthesis_claims (
+    node_id VARCHAR PRIMARY KEY,
+    graph_id VARCHAR NOT NULL,
+    worker VARCHAR NOT NULL,
+    holder VARCHAR,
+    claimed_at DOUBLE NOT NULL,         -- lease start, renewed by the holder's heartbeat
+    lease_s DOUBLE NOT NULL
+);
 
 -- Cross-branch links only: parent_child edges are read off nodes.parent_id.
 CREATE TABLE IF NOT EXISTS edges (
@@ -82,7 +106,7 @@ CREATE TABLE IF NOT EXISTS llm_calls (
     completion_tokens INTEGER NOT NULL,
     attempts INTEGER NOT NULL,
     latency_s DOUBLE NOT NULL,
-    outcome VARCHAR NOT NULL,          -- ok | cached | error
+    outcome VARCHAR NOT NULL,          -- ok | cached | error | discarded (paid, then refused)
     error VARCHAR,
     created_at DOUBLE NOT NULL
 );

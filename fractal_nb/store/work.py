@@ -1,9 +1,13 @@
-"""The work queue: atomic claims with leases and branch affinity, synthesis, recovery."""
+"""The work queue: atomic claims with leases and branch affinity, synthesis, recovery.
+
+A claim is a lease held by a holder (:mod:`.holders`); the holder's heartbeat
+renews it, and recovery returns only the claims of holders that are gone.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import InvalidInputError, StateError
 from ..model import (
@@ -15,6 +19,7 @@ from ..model import (
     check_question_transition,
 )
 from .base import StoreBase, optional_name, require_id, require_text
+from .holders import HolderInfo, is_gone, parse_holder
 from .rows import NODE_COLUMNS, NodeRow
 
 # Claimable: an open question below the root, or a claim whose lease ran out
@@ -30,25 +35,49 @@ _CLAIMABLE = f"""
              seq
 """
 _IF_ACTIVE = "AND EXISTS (SELECT 1 FROM graphs WHERE graph_id = ? AND status = 'active')"
+# Ready to synthesize (rule 3): answered questions whose sub-questions are all done.
+# Parameters: graph_id, graph_id.
+READY = """graph_id = ? AND node_type = 'question' AND status = 'answered' AND node_id IN (
+               SELECT question_id FROM nodes
+               WHERE graph_id = ? AND node_type = 'question' AND question_id IS NOT NULL
+               GROUP BY question_id
+               HAVING bool_and(status IN ('synthesized', 'saturated')))"""
+# Holders of a graph's claims (questions and syntheses), to tell which are gone. Parameters: gid, gid.
+_CLAIM_HOLDERS = """
+    SELECT holder_id, host, pid, proc_start FROM holders WHERE holder_id IN (
+        SELECT holder FROM nodes WHERE graph_id = ? AND status = 'claimed'
+        UNION SELECT holder FROM synthesis_claims WHERE graph_id = ?)
+"""
 
 
 class WorkQueue(StoreBase):
     """Claiming questions, synthesizing them, and getting stuck claims back."""
 
-    def claim_work(self, graph_id: str, worker_id: str) -> dict[str, Any]:
+    def claim_work(
+        self, graph_id: str, worker_id: str, *,
+        holder: HolderInfo | dict[str, Any] | Literal["store"] | None = "store",
+    ) -> dict[str, Any]:
         """Atomically claim the next question for ``worker_id`` (rule 1).
 
         Returns the claimed node, or ``node_id: null`` with ``graph_done`` (no
         question open, claimed or gated; on a graph that is not active, true only
-        when it is terminal) and ``graph_status``.
+        when it is terminal) and ``graph_status``. The claim records its holder:
+        by default this store (this process, while the store is open), or a remote
+        worker's :class:`HolderInfo`; a holder's heartbeat renews its claims, and
+        they come back at once when it is gone. ``holder=None`` makes a plain lease
+        (MCP agents that send no holder). With nothing to claim, claims of holders
+        that are gone are recovered first.
         """
         gid = require_id(graph_id, "graph_id")
         worker = require_id(worker_id, "worker_id")
+        held = None if holder is None else self.holder if holder == "store" else parse_holder(holder)
         with self._db.write():
             now = self.clock()
             # The hot path asks once: a candidate, only if the graph is active.
-            row = self._db.fetchone(_CLAIMABLE.format(active=_IF_ACTIVE) + " LIMIT 1",
-                                    [gid, gid, now, gid, worker])
+            claimable = _CLAIMABLE.format(active=_IF_ACTIVE) + " LIMIT 1"
+            row = self._db.fetchone(claimable, [gid, gid, now, gid, worker])
+            if row is None and self._recover_gone(gid, now):  # a dead worker's claims come back
+                row = self._db.fetchone(claimable, [gid, gid, now, gid, worker])
             if row is None:
                 graph = self._graph(gid)
                 if graph.status != GraphStatus.ACTIVE:
@@ -57,18 +86,23 @@ class WorkQueue(StoreBase):
                 return {"node_id": None, "graph_done": self._graph_done(gid),
                         "graph_status": graph.status}
             node = NodeRow(*row)
+            if held is not None:
+                self._register(held, now)
             # The guard on status/claimed_at keeps the update honest even if the
             # candidate changed; under the write lock it cannot have.
             self._db.execute(
-                "UPDATE nodes SET status = 'claimed', owner = ?, claimed_at = ?, lease_s = ?, "
+                "UPDATE nodes SET status = 'claimed', owner = ?, holder = ?, claimed_at = ?, lease_s = ?, "
                 "updated_at = ? WHERE node_id = ? AND status = ? "
                 "AND claimed_at IS NOT DISTINCT FROM ?",
-                [worker, now, self.lease_s, now, node.node_id, node.status, node.claimed_at],
+                [worker, held and held["holder_id"], now, self.lease_s, now, node.node_id, node.status,
+                 node.claimed_at],
             )
             payload: dict[str, Any] = {"from": node.status, "to": "claimed", "lease_s": self.lease_s}
             if node.status == NodeStatus.CLAIMED:
                 payload["lease_expired_for"] = node.owner
             self._log(gid, node.node_id, "claimed", worker, payload, now)
+        if held is not None:
+            self._db.holders.add(held["holder_id"])  # registered, now that it committed
         return {
             "node_id": node.node_id,
             "graph_id": gid,
@@ -116,6 +150,7 @@ class WorkQueue(StoreBase):
                 )
             self._set_status(node, NodeStatus.SYNTHESIZED, self.clock(), actor=node.owner,
                              kind="synthesized", metadata={**node.metadata, "synthesis": text})
+            self._db.execute("DELETE FROM synthesis_claims WHERE node_id = ?", [node.node_id])
         return {"node_id": node.node_id, "status": NodeStatus.SYNTHESIZED.value}
 
     def recover_stuck(
@@ -126,11 +161,14 @@ class WorkQueue(StoreBase):
         include_errors: bool = False,
         worker_id: str | None = None,
     ) -> dict[str, Any]:
-        """Return claims at least ``older_than_s`` old (default: past their lease) to open.
+        """Return stuck claims to open: by default those past their lease and those of gone holders.
 
-        ``include_errors`` also reopens questions marked ``error``;
-        ``worker_id`` limits recovery to that worker's claims and, without
-        ``older_than_s``, takes all of them whatever their lease (a worker that crashed).
+        A live holder's claims are never taken: its heartbeat renews them.
+        ``older_than_s`` also takes claims at least that old (since claimed or last
+        renewed) unless their holder is known to be alive; ``worker_id`` limits
+        recovery to that worker's claims and, without ``older_than_s``, takes all of
+        them (a worker thread that crashed); ``include_errors`` also reopens
+        questions marked ``error``.
         """
         if older_than_s is not None and (
             isinstance(older_than_s, bool) or not isinstance(older_than_s, int | float)
@@ -146,33 +184,53 @@ class WorkQueue(StoreBase):
                     graph_id=graph.graph_id,
                 )
             now = self.clock()
-            where = "graph_id = ? AND status = 'claimed'"
-            params: list[Any] = [graph.graph_id]
+            gid = graph.graph_id
+            stuck = self._recover_gone(gid, now) if worker is None else []
+            where, params = "graph_id = ? AND status = 'claimed'", [gid]
             if older_than_s is not None:
                 where, params = where + " AND claimed_at <= ?", [*params, now - older_than_s]
+                if worker is None:  # never a claim whose holder is known to be alive
+                    live = [h for h, host, pid, start in self._db.fetchall(_CLAIM_HOLDERS, [gid, gid])
+                            if host == self.holder["host"] and not is_gone(h, host, pid, start)]
+                    if live:
+                        marks = ", ".join("?" for _ in live)
+                        where, params = where + f" AND holder NOT IN ({marks})", [*params, *live]
             elif worker is None:  # default: claims past their own lease
                 where, params = where + " AND claimed_at + lease_s <= ?", [*params, now]
             if worker is not None:
                 where, params = where + " AND owner = ?", [*params, worker]
-            stuck = self._nodes(where, params)
+            nodes = self._nodes(where, params)
             if include_errors:
-                stuck += self._nodes("graph_id = ? AND status = 'error'", [graph.graph_id])
-            for node in stuck:
-                self._db.execute("UPDATE nodes SET claimed_at = NULL, lease_s = NULL WHERE node_id = ?",
-                                 [node.node_id])
-                self._set_status(node, NodeStatus.OPEN, now, actor=None, kind="recovered")
-        recovered = [n.node_id for n in stuck]
-        return {"graph_id": graph.graph_id, "recovered": recovered, "count": len(recovered)}
+                nodes += self._nodes("graph_id = ? AND status = 'error'", [gid])
+            self._reopen(nodes, now)
+            if worker is not None:
+                self._db.execute("DELETE FROM synthesis_claims WHERE graph_id = ? AND worker = ?",
+                                 [gid, worker])
+        recovered = stuck + [n.node_id for n in nodes]
+        return {"graph_id": gid, "recovered": recovered, "count": len(recovered)}
+
+    def heartbeat(self, holder_id: str) -> dict[str, Any]:
+        """A live holder renews the leases of all its claims (questions and syntheses), in every graph."""
+        hid = require_id(holder_id, "holder_id")
+        with self._db.write():
+            now = self.clock()
+            self._db.execute("UPDATE holders SET seen_at = ? WHERE holder_id = ?", [now, hid])
+            row = self._db.fetchone(
+                "UPDATE nodes SET claimed_at = ? WHERE holder = ? AND status = 'claimed'", [now, hid])
+            self._db.execute("UPDATE synthesis_claims SET claimed_at = ? WHERE holder = ?", [now, hid])
+        return {"holder_id": hid, "renewed": int(row[0]) if row else 0, "lease_s": self.lease_s}
 
     def release_claim(
-        self, graph_id: str, node_id: str, worker_id: str, error: str, *, max_failures: int = 3
+        self, graph_id: str, node_id: str, worker_id: str, error: str, *, max_failures: int = 3,
+        failed: bool = True,
     ) -> dict[str, Any]:
         """Give back a claim after a failed attempt, recording why.
 
         The question reopens for another try; after ``max_failures`` failed
         attempts it is marked ``error`` instead (recoverable with
         ``recover_stuck(include_errors=True)``), so a node that always fails
-        never holds the graph open.
+        never holds the graph open. ``failed=False`` gives it back without
+        counting an attempt (the model was unreachable: not the question's fault).
         """
         worker = require_id(worker_id, "worker_id")
         error = require_text(error, "error")
@@ -186,17 +244,48 @@ class WorkQueue(StoreBase):
                     graph_id=graph.graph_id, node_id=node.node_id,
                 )
             meta = node.metadata
-            failures = int(meta.get("failures", 0)) + 1
+            failures = int(meta.get("failures", 0)) + (1 if failed else 0)
             meta.update(failures=failures, last_error=error)
             target = NodeStatus.ERROR if failures >= max_failures else NodeStatus.OPEN
             now = self.clock()
             self._db.execute(
-                "UPDATE nodes SET metadata = ?, claimed_at = NULL, lease_s = NULL WHERE node_id = ?",
+                "UPDATE nodes SET metadata = ?, holder = NULL, claimed_at = NULL, lease_s = NULL "
+                "WHERE node_id = ?",
                 [json.dumps(meta), node.node_id],
             )
             self._set_status(node, target, now, actor=worker, kind="released",
                              reason=error if target == NodeStatus.ERROR else None)
         return {"node_id": node.node_id, "status": target.value, "failures": failures}
+
+    def _register(self, holder: HolderInfo, now: float) -> None:
+        """Record a holder once (inside the caller's write transaction)."""
+        if holder["holder_id"] in self._db.holders:
+            return
+        self._db.execute(
+            "INSERT INTO holders VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (holder_id) DO UPDATE SET seen_at = ?",
+            [holder["holder_id"], holder["host"], holder["pid"], holder["proc_start"], holder["label"],
+             now, now])
+
+    def _recover_gone(self, graph_id: str, now: float) -> list[str]:
+        """Reopen the claims of holders that are gone, drop their syntheses; the reopened ids."""
+        gone = [h for h, *where in self._db.fetchall(_CLAIM_HOLDERS, [graph_id, graph_id])
+                if is_gone(h, *where)]
+        if not gone:
+            return []
+        marks = ", ".join("?" for _ in gone)
+        nodes = self._nodes(f"graph_id = ? AND status = 'claimed' AND holder IN ({marks})",
+                            [graph_id, *gone])
+        self._reopen(nodes, now)
+        self._db.execute(f"DELETE FROM synthesis_claims WHERE graph_id = ? AND holder IN ({marks})",
+                         [graph_id, *gone])
+        return [n.node_id for n in nodes]
+
+    def _reopen(self, nodes: list[NodeRow], now: float) -> None:
+        """Claimed or failed questions back to open, their lease and holder cleared."""
+        for node in nodes:
+            self._db.execute("UPDATE nodes SET holder = NULL, claimed_at = NULL, lease_s = NULL "
+                             "WHERE node_id = ?", [node.node_id])
+            self._set_status(node, NodeStatus.OPEN, now, actor=None, kind="recovered")
 
     def _graph_done(self, graph_id: str) -> bool:
         row = self._db.fetchone(

@@ -91,11 +91,13 @@ def test_model_failures_are_recorded_and_nothing_is_stuck() -> None:
             assert "failures" in ex.nodes().columns.str.replace("meta_", "").tolist()
 
 
-def test_a_node_that_always_fails_ends_as_a_gap() -> None:
+def test_a_seed_that_always_fails_pauses_the_graph_with_the_reason() -> None:
     with explore("pulse", SimulatedLLM(seed=5, failure_rate=1.0)) as ex:
         assert ex.run(progress=False) == "seed_failed"
-        result = ex.harvest()
-        assert result.status == "completed"
+        graph = ex.store.get_graph(ex.graph_id)
+        assert graph["status"] == "paused" and "the seed phase failed" in graph["status_reason"]
+        result = ex.harvest()  # on request: the state as it stands, not finished
+        assert result.status == "paused"
         assert any("failed" in gap for gap in result.gaps)
         assert (ex.llm_calls()["outcome"] == "error").all()
 

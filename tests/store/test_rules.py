@@ -5,6 +5,8 @@ Rule 1 (atomic claims) under real threads lives in test_concurrency.py.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from fractal_nb import (
@@ -171,13 +173,41 @@ def test_expired_lease_is_claimable_again(tree: Tree, clock: FakeClock) -> None:
 
 
 def test_recover_stuck_returns_old_claims_to_open(tree: Tree, clock: FakeClock) -> None:
-    old = tree.store.claim_work(tree.graph_id, "w1")["node_id"]
+    # Plain leases (holder=None, as an MCP agent that sends no holder makes them).
+    old = tree.store.claim_work(tree.graph_id, "w1", holder=None)["node_id"]
     clock.advance(30)
-    young = tree.store.claim_work(tree.graph_id, "w2")["node_id"]
+    young = tree.store.claim_work(tree.graph_id, "w2", holder=None)["node_id"]
     assert tree.store.recover_stuck(tree.graph_id)["recovered"] == []  # nothing past its lease
     result = tree.store.recover_stuck(tree.graph_id, older_than_s=30)
     assert result["recovered"] == [old]
     assert tree.status(old) == "open" and tree.status(young) == "claimed"
+
+
+def test_a_live_holders_claims_are_never_recovered_and_its_heartbeat_renews_them(
+    tree: Tree, clock: FakeClock
+) -> None:
+    held = tree.store.claim_work(tree.graph_id, "w1")["node_id"]  # held by this open store
+    clock.advance(50)
+    assert tree.store.recover_stuck(tree.graph_id, older_than_s=0)["recovered"] == []
+    beat = tree.store.heartbeat(tree.store.holder["holder_id"])
+    assert beat["renewed"] == 1 and beat["lease_s"] == 60
+    clock.advance(50)  # 100 s after the claim, 50 s after the renewal: the lease of 60 s holds
+    assert tree.store.recover_stuck(tree.graph_id)["recovered"] == []
+    assert tree.store.get_claimable_work(tree.graph_id)["count"] == len(tree.seeds) - 1
+    clock.advance(11)  # a holder that stops beating loses the claim when the lease runs out
+    assert held in [n["node_id"] for n in tree.store.get_claimable_work(tree.graph_id)["claimable"]]
+
+
+def test_claims_of_a_closed_store_in_this_process_come_back_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "closed.duckdb"
+    with GraphStore(path) as first:
+        t = make_tree(first)
+        held = first.claim_work(t.graph_id, "w1")["node_id"]
+        with GraphStore(path) as second:  # the same file, still open in this process
+            assert second.recover_stuck(t.graph_id)["recovered"] == []
+            first.close()  # its holder is gone: no lease to wait out
+            assert second.recover_stuck(t.graph_id)["recovered"] == [held]
+            assert second.claim_work(t.graph_id, "w2")["node_id"] == held
 
 
 def test_recover_stuck_by_worker_and_errors(tree: Tree) -> None:

@@ -1,0 +1,101 @@
+"""Who holds a claim: a process (host, pid, start time) and one open store or remote worker in it.
+
+A claim records its holder. A live holder renews its claims' leases with a
+heartbeat; recovery gives back only the claims of holders that are gone: at once
+for a process on this host that has exited (or a store of this process that was
+closed), after the lease for a holder on another host that has gone silent
+(README, "How claims recover").
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import uuid
+from pathlib import Path
+from typing import Any, TypedDict
+
+from ..errors import InvalidInputError
+
+HOST = socket.gethostname()
+
+
+class HolderInfo(TypedDict):
+    """A claim's holder as stored and as sent over MCP by a remote worker."""
+
+    holder_id: str
+    host: str
+    pid: int
+    proc_start: str | None  # the process's start time as the OS tells it (tells a reused pid apart)
+    label: str
+
+
+_LIVE: set[str] = set()  # holders of stores open in this process
+_LIVE_GUARD = threading.Lock()
+
+
+def new_holder(label: str) -> HolderInfo:
+    """A fresh holder for this process; :func:`hold` marks it live, :func:`let_go` ends it."""
+    pid = os.getpid()
+    return HolderInfo(holder_id=f"{HOST}/{pid}/{uuid.uuid4().hex[:12]}", host=HOST, pid=pid,
+                      proc_start=process_start(pid), label=label)
+
+
+def hold(holder: HolderInfo) -> None:
+    """Mark a holder of this process live (its store is open)."""
+    with _LIVE_GUARD:
+        _LIVE.add(holder["holder_id"])
+
+
+def let_go(holder: HolderInfo) -> None:
+    """Mark a holder of this process gone (its store closed): its claims may be recovered at once."""
+    with _LIVE_GUARD:
+        _LIVE.discard(holder["holder_id"])
+
+
+def process_start(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (Linux), or None where it cannot be read."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: count from its closing one.
+    fields = stat[stat.rindex(")") + 2:].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def is_gone(holder_id: str, host: str, pid: int, proc_start: str | None) -> bool:
+    """Whether the holder is certainly gone; a holder on another host never is (its lease decides)."""
+    if host != HOST:
+        return False
+    if pid == os.getpid():
+        with _LIVE_GUARD:
+            return holder_id not in _LIVE
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, someone else's
+        pass
+    start = process_start(pid)
+    return proc_start is not None and start is not None and start != proc_start
+
+
+def parse_holder(value: object) -> HolderInfo:
+    """A holder sent by a client: a dict with the fields of :class:`HolderInfo`, checked."""
+    if not isinstance(value, dict):
+        raise InvalidInputError(f"holder must be an object with holder_id, host, pid, not {value!r}")
+    fields: dict[str, Any] = value
+    for key in ("holder_id", "host", "label"):
+        text = fields.get(key, "" if key == "label" else None)
+        if not isinstance(text, str) or (key != "label" and not text.strip()) or len(text) > 300:
+            raise InvalidInputError(f"holder[{key!r}] must be a non-empty string of at most 300 "
+                                    f"characters, not {text!r}")
+    pid, start = fields.get("pid"), fields.get("proc_start")
+    if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid < 2**31:
+        raise InvalidInputError(f"holder['pid'] must be a positive process id, not {pid!r}")
+    if start is not None and (not isinstance(start, str) or len(start) > 40):
+        raise InvalidInputError(f"holder['proc_start'] must be a short string or null, not {start!r}")
+    return HolderInfo(holder_id=fields["holder_id"], host=fields["host"], pid=pid, proc_start=start,
+                      label=fields.get("label", ""))

@@ -1,0 +1,98 @@
+"""Synthesis handed out like claims: one worker composes a ready question's synthesis at a time.
+
+Workers in any number of processes ask :meth:`SynthesisQueue.claim_synthesis`
+for the next ready question (deepest first); the store records the hand-out in
+``synthesis_claims`` under the write lock, so two workers never pay the model
+for the same synthesis. The claim is a lease like a question's, renewed by its
+holder's heartbeat and dropped when the holder is gone.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from ..errors import StateError
+from ..model import GraphStatus
+from .base import require_id
+from .holders import HolderInfo, parse_holder
+from .work import READY, WorkQueue
+
+
+class SynthesisQueue(WorkQueue):
+    """Claiming, submitting and releasing syntheses of ready questions."""
+
+    def claim_synthesis(
+        self, graph_id: str, worker_id: str, *,
+        holder: HolderInfo | dict[str, Any] | Literal["store"] | None = "store", skip: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Hand the deepest ready question no one is synthesizing to ``worker_id``.
+
+        Returns ``{node_id, graph_id, text, depth, lease_s}``, or ``node_id: null``
+        when nothing is ready (or the graph is not active: ``graph_status`` says).
+        ``skip`` lists questions this worker failed to synthesize already.
+        """
+        gid = require_id(graph_id, "graph_id")
+        worker = require_id(worker_id, "worker_id")
+        held = None if holder is None else self.holder if holder == "store" else parse_holder(holder)
+        skipped = [require_id(n, "skip[]") for n in (skip or [])]
+        with self._db.write():
+            graph = self._graph(gid)
+            if graph.status != GraphStatus.ACTIVE:
+                return {"node_id": None, "graph_id": gid, "graph_status": graph.status}
+            now = self.clock()
+            self._db.execute("DELETE FROM synthesis_claims WHERE graph_id = ? AND claimed_at + lease_s <= ?",
+                             [gid, now])
+            self._recover_gone(gid, now)
+            where = READY + " AND node_id NOT IN (SELECT node_id FROM synthesis_claims WHERE graph_id = ?)"
+            params: list[Any] = [gid, gid, gid]
+            if skipped:
+                where += f" AND node_id NOT IN ({', '.join('?' for _ in skipped)})"
+                params += skipped
+            ready = sorted(self._nodes(where, params), key=lambda n: (-n.depth, n.seq))
+            if not ready:
+                return {"node_id": None, "graph_id": gid, "graph_status": graph.status}
+            node = ready[0]
+            if held is not None:
+                self._register(held, now)
+            self._db.execute("INSERT INTO synthesis_claims VALUES (?, ?, ?, ?, ?, ?)",
+                             [node.node_id, gid, worker, held and held["holder_id"], now, self.lease_s])
+            self._log(gid, node.node_id, "synthesis_claimed", worker, {"lease_s": self.lease_s}, now)
+        if held is not None:
+            self._db.holders.add(held["holder_id"])
+        return {"node_id": node.node_id, "graph_id": gid, "text": node.text, "depth": node.depth,
+                "lease_s": self.lease_s, "graph_status": graph.status}
+
+    def submit_synthesis(
+        self, graph_id: str, node_id: str, synthesis_text: str, *, worker_id: str,
+        calls: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """Synthesize a question this worker holds the synthesis of, with the calls behind it, at once.
+
+        Refused (and nothing written) when the worker no longer holds it: its lease
+        ran out and another worker took it, or the claim was dropped.
+        """
+        worker = require_id(worker_id, "worker_id")
+        nid = require_id(node_id, "node_id")
+        with self._db.write():
+            row = self._db.fetchone("SELECT worker FROM synthesis_claims WHERE node_id = ?", [nid])
+            if row is None or row[0] != worker:
+                holder = f"is held by {row[0]!r}" if row else "is not held by anyone"
+                raise StateError(
+                    f"the synthesis of {nid} {holder}, not by {worker!r} (a lease that ran out may have "
+                    "been taken over); this synthesis is discarded", graph_id=graph_id, node_id=nid)
+            result = self.synthesize_node(graph_id, nid, synthesis_text)
+            if calls:
+                self.record_llm_calls(calls)  # type: ignore[attr-defined]
+        return dict(result)
+
+    def release_synthesis(self, graph_id: str, node_id: str, worker_id: str) -> dict[str, Any]:
+        """Give back a synthesis claim (after a failed call), so another worker may take it."""
+        gid, nid = require_id(graph_id, "graph_id"), require_id(node_id, "node_id")
+        worker = require_id(worker_id, "worker_id")
+        with self._db.write():
+            row = self._db.fetchone("SELECT worker FROM synthesis_claims WHERE node_id = ? AND graph_id = ?",
+                                    [nid, gid])
+            released = row is not None and row[0] == worker
+            if released:
+                self._db.execute("DELETE FROM synthesis_claims WHERE node_id = ?", [nid])
+        return {"node_id": nid, "released": released}
