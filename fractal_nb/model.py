@@ -157,6 +157,11 @@ BUDGETS: dict[Intensity, Budget] = {
 }
 
 
+# Limits on what the store takes (README, "Limits"): a refused value changes nothing.
+MAX_TEXT_CHARS = 100_000  # a question, answer, synthesis or seed
+MAX_METADATA_BYTES = 1_000_000  # a node's or graph's metadata as JSON
+MAX_METADATA_DEPTH = 32  # nesting of objects and lists in metadata
+
 E = TypeVar("E", bound=StrEnum)
 
 
@@ -180,15 +185,30 @@ class CheckpointMode:
     VALID = "autonomous, convergence, interactive, depth:N (N a positive integer)"
 
     @classmethod
-    def parse(cls, value: object) -> CheckpointMode:
-        """Parse a checkpoint string, refusing anything outside the four modes."""
+    def parse(cls, value: object, intensity: Intensity | str | None = None) -> CheckpointMode:
+        """Parse a checkpoint string, refusing anything outside the four modes.
+
+        With ``intensity``, ``depth:N`` must also gate a level that exists: N below
+        the intensity's ``max_depth`` (questions sit at depths 0 to max_depth - 1).
+        """
         if isinstance(value, str):
             if value in ("autonomous", "convergence", "interactive"):
                 return cls(value)
-            match = re.fullmatch(r"depth:([0-9]+)", value)
+            match = re.fullmatch(r"depth:([0-9]{1,9})", value)
             if match and int(match.group(1)) >= 1:
-                return cls("depth", int(match.group(1)))
+                mode = cls("depth", int(match.group(1)))
+                if intensity is not None:
+                    mode.check_depth(Intensity(intensity))
+                return mode
         raise InvalidInputError(f"invalid checkpoint_mode {value!r}; valid values: {cls.VALID}")
+
+    def check_depth(self, intensity: Intensity) -> None:
+        """Refuse ``depth:N`` when no question of ``intensity`` could sit at depth N."""
+        deepest = BUDGETS[intensity].max_depth - 1
+        if self.every is not None and self.every > deepest:
+            raise InvalidInputError(
+                f"checkpoint_mode {str(self)!r} would never gate: intensity {intensity.value!r} has "
+                f"questions at depths 0-{deepest}, so N may be 1-{deepest}")
 
     def gates(self, depth: int) -> bool:
         """Whether a question created at ``depth`` waits behind a gate."""
@@ -207,19 +227,41 @@ def parse_metadata(value: object, what: str = "metadata") -> dict[str, Any]:
     if value is None:
         return {}
     if isinstance(value, str):
+        if len(value) > MAX_METADATA_BYTES:
+            raise InvalidInputError(f"{what} is {len(value):,} characters of JSON; the limit is "
+                                    f"{MAX_METADATA_BYTES:,}")
         try:
             value = json.loads(value)
         except json.JSONDecodeError as exc:
             raise InvalidInputError(f"{what} is not valid JSON ({exc.msg}); send a JSON object") from None
+        except RecursionError:
+            raise InvalidInputError(f"{what} is nested too deeply; the limit is {MAX_METADATA_DEPTH} "
+                                    "levels") from None
     if not isinstance(value, dict):
         raise InvalidInputError(
             f"{what} must be a JSON object (a dict), not {type(value).__name__}"
         )
     if any(not isinstance(key, str) for key in value):
         raise InvalidInputError(f"{what} keys must be strings")
+    _check_nesting(value, what)
     try:
         text = json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"{what} is not JSON-serialisable: {exc}") from None
+    if len(text) > MAX_METADATA_BYTES:
+        raise InvalidInputError(f"{what} is {len(text):,} characters as JSON; the limit is "
+                                f"{MAX_METADATA_BYTES:,}")
     decoded: dict[str, Any] = json.loads(text)
     return decoded
+
+
+def _check_nesting(value: dict[str, Any], what: str) -> None:
+    """Refuse metadata nested deeper than ``MAX_METADATA_DEPTH`` (walked without recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_METADATA_DEPTH:
+            raise InvalidInputError(f"{what} is nested more than {MAX_METADATA_DEPTH} levels deep; "
+                                    "flatten it")
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list | tuple) else ()
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list | tuple))

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from ..errors import GraphNotActiveError, InvalidInputError, NotFoundError
-from ..model import BUDGETS, Budget, CheckpointMode, GraphStatus, Intensity, NodeType
+from ..model import BUDGETS, MAX_TEXT_CHARS, Budget, CheckpointMode, GraphStatus, Intensity, NodeType
 from .database import Database, Tracer
 from .holders import HolderInfo, hold, let_go, new_holder
 from .rows import GRAPH_COLUMNS, NODE_COLUMNS, GraphRow, NodeRow
@@ -224,21 +224,28 @@ def new_id(prefix: str) -> str:
 
 
 def require_id(value: object, what: str) -> str:
-    """An id argument must be a non-empty string."""
+    """An id argument must be a non-empty string of at most 300 characters."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidInputError(f"{what} must be a non-empty string id, not {value!r}")
+    if len(value) > 300:
+        raise InvalidInputError(f"{what} is {len(value):,} characters; an id has at most 300")
     return _utf8(value, what)
 
 
 def require_text(value: object, what: str) -> str:
-    """Free text (question, answer, synthesis, seed) must be a non-blank string."""
+    """Free text (question, answer, synthesis, seed): a non-blank string within ``MAX_TEXT_CHARS``."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidInputError(f"{what} must be a non-empty string, not {value!r}")
+    if len(value) > MAX_TEXT_CHARS:
+        raise InvalidInputError(f"{what} is {len(value):,} characters; the limit is {MAX_TEXT_CHARS:,} "
+                                "(README, Limits)")
     return _utf8(value, what)
 
 
 def _utf8(value: str, what: str) -> str:
-    """DuckDB stores UTF-8: refuse strings that cannot be encoded (lone surrogates)."""
+    """DuckDB stores UTF-8: refuse NUL characters and strings that cannot be encoded (lone surrogates)."""
+    if "\x00" in value:
+        raise InvalidInputError(f"{what} contains a NUL character (\\x00); send text without it")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:

@@ -34,7 +34,7 @@ class GraphLifecycle(StoreBase):
         """Create a graph whose root question is ``seed``; returns ids, budget and status."""
         seed = require_text(seed, "seed")
         level = parse_choice(Intensity, intensity, "intensity")
-        mode = CheckpointMode.parse(checkpoint_mode)
+        mode = CheckpointMode.parse(checkpoint_mode, level)
         meta = parse_metadata(metadata)
         graph_id, root_id = new_id("g"), new_id("n")
         with self._db.write():

@@ -62,7 +62,43 @@ BAD_CALLS: list[tuple[str, Call, type[FractalError], str]] = [
     ("claimable worker int", lambda s, t: s.get_claimable_work(t.graph_id, 3), InvalidInputError,
      "worker_id"),
     ("branch unknown", lambda s, t: s.get_branch(t.graph_id, "n-x"), NotFoundError, "n-x"),
+    # The edges a first attack found (issue "Safe at the edges").
+    ("prune the root", lambda s, t: s.prune_branch(t.graph_id, t.root), InvalidInputError, "is the root"),
+    ("prune the root's answer", lambda s, t: s.prune_branch(t.graph_id, t.root_answer), InvalidInputError,
+     "root's answer"),
+    ("saturate the root", lambda s, t: s.mark_saturated(t.graph_id, t.root, "actionable"),
+     InvalidInputError, "is the root"),
+    ("metadata 50k deep", lambda s, t: s.update_node(t.graph_id, t.seeds[0], _nested(50_000)),
+     InvalidInputError, "nested more than 32"),
+    ("metadata JSON 50k deep", lambda s, t: s.update_node(t.graph_id, t.seeds[0],
+                                                           '{"a":' * 50_000 + "1" + "}" * 50_000),
+     InvalidInputError, "nested"),
+    ("metadata 33 deep", lambda s, t: s.update_node(t.graph_id, t.seeds[0], _nested(33)),
+     InvalidInputError, "nested more than 32"),
+    ("metadata too big", lambda s, t: s.update_node(t.graph_id, t.seeds[0], {"x": "y" * 1_000_001}),
+     InvalidInputError, "limit is 1,000,000"),
+    ("NUL in text", lambda s, t: s.add_node(t.graph_id, t.seeds[0], "answer", "a\x00b"), InvalidInputError,
+     "NUL"),
+    ("NUL in an id", lambda s, t: s.claim_work(t.graph_id, "w\x00"), InvalidInputError, "NUL"),
+    ("text too long", lambda s, t: s.add_node(t.graph_id, t.seeds[0], "answer", "x" * 100_001),
+     InvalidInputError, "limit is 100,000"),
+    ("50 MB text", lambda s, t: s.add_node(t.graph_id, t.seeds[0], "answer", "x" * 50_000_000),
+     InvalidInputError, "limit is 100,000"),
+    ("id too long", lambda s, t: s.get_node(t.graph_id, "n-" + "0" * 400), InvalidInputError, "at most 300"),
+    ("depth:huge", lambda s, t: s.create_graph("x", "explore", "depth:99999999999999999999"),
+     InvalidInputError, "depth:N"),
+    ("depth:N beyond the levels", lambda s, t: s.create_graph("x", "pulse", "depth:2"), InvalidInputError,
+     "would never gate.*N may be 1-1"),
+    ("depth:4 on explore", lambda s, t: s.create_graph("x", "explore", "depth:4"), InvalidInputError,
+     "depths 0-3"),
 ]
+
+
+def _nested(levels: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(levels - 1):
+        value = {"a": value}
+    return value
 
 
 @pytest.mark.parametrize(("name", "call", "error", "message"), BAD_CALLS, ids=[c[0] for c in BAD_CALLS])
@@ -72,10 +108,12 @@ def test_bad_input_is_refused_and_changes_nothing(
     store = tree.store
     before = store.get_snapshot(tree.graph_id)
     last_event = store.get_events(tree.graph_id)["last_event_id"]
+    graphs = store.list_graphs()["count"]
     with pytest.raises(error, match=message):
         call(store, tree)
     assert store.get_snapshot(tree.graph_id) == before
     assert store.get_events(tree.graph_id)["last_event_id"] == last_event
+    assert store.list_graphs()["count"] == graphs or name == "node from other graph"
 
 
 def test_store_options_are_checked(tmp_path) -> None:
@@ -96,3 +134,44 @@ def test_a_file_that_is_not_a_store_is_refused(tmp_path) -> None:
     duckdb.connect(str(path)).close()
     with pytest.raises(StateError, match="not a fractal_nb store"):
         GraphStore(path, read_only=True)
+
+
+def test_another_applications_duckdb_file_is_refused_unchanged(tmp_path) -> None:
+    import hashlib
+
+    import duckdb
+
+    path = tmp_path / "sales.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE customers (id INTEGER, name VARCHAR)")
+        con.execute("INSERT INTO customers VALUES (1, 'Ada')")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(InvalidInputError, match=r"not a fractal_nb store: it holds other tables \(customers\)"):
+        GraphStore(path)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
+    with duckdb.connect(str(path)) as con:
+        assert [r[0] for r in con.execute("SHOW TABLES").fetchall()] == ["customers"]
+    # A table named like ours in a file without the store's own table is not ours either.
+    lookalike = tmp_path / "lookalike.duckdb"
+    with duckdb.connect(str(lookalike)) as con:
+        con.execute("CREATE TABLE nodes (id INTEGER)")
+    with pytest.raises(InvalidInputError, match="not a fractal_nb store"):
+        GraphStore(lookalike)
+
+
+def test_a_store_file_of_schema_1_gains_the_holder_column(tmp_path) -> None:
+    import duckdb
+
+    path = tmp_path / "old.duckdb"
+    with GraphStore(path) as store:
+        g = store.create_graph("An old file", "pulse", "autonomous")
+    with duckdb.connect(str(path)) as con:  # as schema 1 left it
+        con.execute("ALTER TABLE nodes DROP COLUMN holder")
+        con.execute("DROP TABLE holders")
+        con.execute("DROP TABLE synthesis_claims")
+        con.execute("UPDATE store_info SET value = '1' WHERE key = 'schema_version'")
+    with GraphStore(path) as store:
+        assert store.get_graph(g["graph_id"])["seed"] == "An old file"
+        answer = store.add_node(g["graph_id"], g["root_node_id"], "answer", "Yes.")["node_id"]
+        store.add_node(g["graph_id"], answer, "question", "Why?")
+        assert store.claim_work(g["graph_id"], "w1")["node_id"] is not None

@@ -53,6 +53,8 @@ def test_bad_paths_are_refused_and_write_nothing(tmp_path: Path) -> None:
     with Exploration.create("Why?", intensity="pulse", llm=SimulatedLLM(), clock=FAST) as ex:
         with pytest.raises(InvalidInputError, match=".html"):
             ex.to_html(tmp_path / "graph.png")
+        with pytest.raises(InvalidInputError, match="folder .*missing does not exist"):
+            ex.to_html(tmp_path / "missing" / "graph.html")
     assert list(tmp_path.iterdir()) == []
 
 
