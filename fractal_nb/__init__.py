@@ -9,9 +9,11 @@ from .errors import (
     LLMError,
     LLMOutputError,
     LLMTimeoutError,
+    LLMUnavailableError,
     NotFoundError,
     StateError,
     StoreLockedError,
+    StoreUnreachableError,
 )
 from .exploration import Exploration
 from .llm.cache import CachedLLM
@@ -35,10 +37,12 @@ __all__ = [
     "LLMError",
     "LLMOutputError",
     "LLMTimeoutError",
+    "LLMUnavailableError",
     "NotFoundError",
     "OpenAILLM",
     "SimulatedLLM",
     "StateError",
     "StepRecord",
     "StoreLockedError",
+    "StoreUnreachableError",
 ]

@@ -12,11 +12,22 @@ from pathlib import Path
 import pytest
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
-from fractal_nb.cli import DEMO_DB, DEMO_SEED, build_parser, main
+from fractal_nb.cli import (
+    DEMO_DB,
+    DEMO_SEED,
+    EXIT_CODES,
+    EXIT_ERROR,
+    EXIT_MODEL,
+    EXIT_OK,
+    EXIT_STOPPED,
+    EXIT_USAGE,
+    build_parser,
+    main,
+)
 from fractal_nb.errors import StateError
 from tests.local_port import free_port
 
-SUBCOMMANDS = ["run", "demo", "serve-mcp", "worker"]
+SUBCOMMANDS = ["run", "demo", "resume", "harvest", "serve-mcp", "worker"]
 
 
 @pytest.fixture(autouse=True)
@@ -124,20 +135,115 @@ def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str
     assert "usage: fractal-nb" in capsys.readouterr().err
 
 
-def test_bad_values_the_library_refuses_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "Why?", "--checkpoint", "sometimes", "--db", "c.duckdb", "--quiet"]) == 1
-    err = capsys.readouterr().err
-    assert err.startswith("fractal-nb: error:") and "sometimes" in err
-    assert main(["run", "Why?", "--db", "no/such/folder/x.duckdb", "--quiet"]) == 1
-    assert "does not exist" in capsys.readouterr().err
-
-
-def test_openai_without_a_model_exits_1(monkeypatch: pytest.MonkeyPatch,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("argv", [
+    ["run", "Why?", "--workers", "0"],
+    ["run", "Why?", "--checkpoint", "depth:x"],
+    ["run", "Why?", "--checkpoint", "sometimes"],
+    ["run", "Why?", "--checkpoint", "depth:99999999999999999999"],
+    ["run", "Why?", "--checkpoint", "depth:2"],  # pulse has levels 0-1
+    ["demo", "--checkpoint", "depth:4"],  # explore has levels 0-3
+    ["run", "Why?", "--db", "no/such/folder/x.duckdb"],
+    ["run", "Why?", "--llm", "openai"],  # no model named anywhere
+    ["resume", "--db", "absent.duckdb"],
+    ["harvest", "--db", "absent.duckdb"],
+    ["resume", "--db", "x.duckdb", "--workers", "-1"],
+    ["worker", "--mcp-url", "ftp://127.0.0.1/mcp"],
+    ["worker", "--mcp-url", "http://127.0.0.1:1/mcp", "--threads", "0"],
+    ["serve-mcp", "--db", "x.duckdb", "--http", "--port", "70000"],
+])
+def test_bad_options_exit_2_before_any_file_is_opened(
+    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     for name in ("FRACTAL_NB_MODEL", "OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-    assert main(["run", "Why?", "--llm", "openai", "--db", "o.duckdb", "--quiet"]) == 1
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--quiet"] if argv[0] in ("run", "demo") else argv)
+    assert info.value.code == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "usage: fractal-nb" in err and "error:" in err
+    assert list(tmp_path.iterdir()) == []  # no store file, no empty file, nothing
+
+
+def test_version_and_the_exit_code_table_in_help(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0 and capsys.readouterr().out.strip() == f"fractal-nb {version('fractal-nb')}"
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "exit codes:" in out
+    for code in EXIT_CODES:
+        assert f"  {code}  " in out
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for code, text in EXIT_CODES.items():
+        assert f"| {code} | {text} |" in readme, f"the README's exit-code table lacks {code}"
+
+
+def test_openai_without_a_model_is_a_usage_error(monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("FRACTAL_NB_MODEL", "OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(SystemExit) as info:
+        main(["run", "Why?", "--llm", "openai", "--db", "o.duckdb", "--quiet"])
+    assert info.value.code == EXIT_USAGE
     assert "FRACTAL_NB_MODEL" in capsys.readouterr().err
+
+
+def test_another_applications_duckdb_file_is_refused_unchanged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import duckdb
+
+    with duckdb.connect(str(tmp_path / "sales.duckdb")) as con:
+        con.execute("CREATE TABLE orders (id INTEGER)")
+    before = (tmp_path / "sales.duckdb").read_bytes()
+    assert main(["run", "Why?", "--db", "sales.duckdb", "--quiet"]) == EXIT_ERROR
+    assert "holds other tables (orders)" in capsys.readouterr().err
+    assert (tmp_path / "sales.duckdb").read_bytes() == before
+
+
+def test_a_model_that_is_down_exits_3_with_the_graph_paused_and_resume_runs_it_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    code = main(["run", "Why do rivers bend?", "--llm", "openai", "--model", "m", "--base-url", url,
+                 "--db", "down.duckdb", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == EXIT_MODEL
+    assert "Run: model_unavailable" in out and "is paused in down.duckdb" in out
+    assert f"cannot reach the model server at {url}" in out and "connection refused" in out
+    assert "Nothing was harvested" in out and "fractal-nb resume --db down.duckdb" in out
+    with GraphStore(tmp_path / "down.duckdb") as store:
+        [graph] = store.list_graphs()["graphs"]
+        assert graph["status"] == "paused" and "connection refused" in graph["status_reason"]
+    # The model is back (here: the simulator): the same graph runs on to the end.
+    assert main(["resume", "--db", "down.duckdb", "--quiet"]) == EXIT_OK
+    assert f"graph {graph['graph_id']} is completed" in capsys.readouterr().out
+    check_completed(tmp_path / "down.duckdb", "Why do rivers bend?")
+
+
+def test_gates_exit_4_unharvested_and_resume_approve_goes_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "Why?", "--checkpoint", "depth:1", "--db", "g.duckdb", "--quiet"]) == EXIT_STOPPED
+    out = capsys.readouterr().out
+    assert "Run: paused" in out and "gated question(s) await approval" in out and "--approve" in out
+    assert main(["resume", "--db", "g.duckdb", "--approve", "--quiet"]) == EXIT_OK
+    assert "Approved" in capsys.readouterr().out
+
+
+def test_a_budget_cut_run_exits_4_with_its_gaps(capsys: pytest.CaptureFixture[str]) -> None:
+    # One explore worker stops at max_depth x 3 = 12 nodes (the circuit breaker): a budget.
+    assert main(["demo", "--workers", "1", "--db", "cut.duckdb", "--quiet"]) == EXIT_STOPPED
+    out = capsys.readouterr().out
+    assert "Run: budget_exhausted" in out and "unexplored (budget_exhausted)" in out
+
+
+def test_harvest_finishes_a_paused_graph_on_request(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["run", "Why?", "--checkpoint", "depth:1", "--db", "h.duckdb", "--quiet"])
+    capsys.readouterr()
+    assert main(["harvest", "--db", "h.duckdb"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "Run: harvested" in out and "is completed" in out and "unexplored" in out
 
 
 HOLDER = textwrap.dedent("""
@@ -158,7 +264,7 @@ def test_a_file_locked_by_another_process_exits_1_naming_the_holder(
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "ready", \
             child.stderr.read() if child.stderr else ""
-        assert main(["run", "Why?", "--db", str(path), "--quiet"]) == 1
+        assert main(["run", "Why?", "--db", str(path), "--quiet"]) == EXIT_ERROR
         out, err = capsys.readouterr()
         assert err.startswith("fractal-nb: error:")
         assert f"process {child.pid}" in err
@@ -167,7 +273,7 @@ def test_a_file_locked_by_another_process_exits_1_naming_the_holder(
         child.communicate("\n", timeout=60)
     assert child.returncode == 0
     # Once the holder is gone the same file works.
-    assert main(["run", "Why?", "--intensity", "pulse", "--db", str(path), "--quiet"]) == 0
+    assert main(["run", "Why?", "--intensity", "pulse", "--db", str(path), "--quiet"]) == EXIT_OK
 
 
 # --- help: docs are tests ------------------------------------------------------------------

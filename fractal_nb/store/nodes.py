@@ -324,8 +324,9 @@ class NodeWrites(StoreBase):
         with self._db.write():
             graph = self._active_graph(graph_id)
             node = self._node(graph.graph_id, node_id)
-            if graph.root_node_id in (node.node_id, node.question_id):
-                what = "the root" if node.node_id == graph.root_node_id else "the root's answer"
+            root_answer = node.node_type == NodeType.ANSWER and node.question_id == graph.root_node_id
+            if node.node_id == graph.root_node_id or root_answer:
+                what = "the root's answer" if root_answer else "the root"
                 raise InvalidInputError(
                     f"node {node.node_id} is {what}: saturating or pruning it would end the exploration "
                     "with no result. To stop, pause or harvest it; to drop the work below, prune its seed "

@@ -15,6 +15,10 @@ Modes:
 - ``"junk"``: the JSON wrapped in prose and fences, a trailing comma, a raw newline in a string.
 - ``"flaky"``: a seeded share of requests fail (see :data:`FAULTS`); the rest are ``"ok"``.
 
+``down_after=N`` (any mode) answers HTTP 503 to every request after the first N, as a
+server whose model died; set ``fake.down_after = None`` to bring it back. ``port`` binds
+a given port (a test can start the server where a client already points).
+
 A responder takes the request body and returns the answer: a dict (sent as JSON), a
 str (sent verbatim as the message content) or None (null content).
 """
@@ -136,6 +140,8 @@ class FakeOpenAI:
         faults: Sequence[str] = FAULTS,
         slow_s: float = 2.0,
         usage: bool = True,
+        down_after: int | None = None,
+        port: int = 0,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}, should be one of {MODES}")
@@ -147,6 +153,7 @@ class FakeOpenAI:
         self.fault_kinds = tuple(faults)
         self.slow_s = slow_s
         self.usage = usage
+        self.down_after = down_after
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.faults: list[str] = []
@@ -154,7 +161,7 @@ class FakeOpenAI:
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._clients: list[OpenAILLM] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
@@ -203,6 +210,9 @@ class FakeOpenAI:
             if self.mode == "flaky" and self._rng.random() < self.failure_rate:
                 fault = self._rng.choice(self.fault_kinds)
                 self.faults.append(fault)
+            down = self.down_after is not None and len(self.requests) > self.down_after
+        if down:
+            return _json(503, {"error": {"message": "the model is not loaded", "type": "unavailable"}})
         fmt_type = (body.get("response_format") or {}).get("type")
         if self.mode == "llama_cpp" and fmt_type == "json_schema":
             return _json(500, LLAMA_CPP_500)

@@ -1,0 +1,95 @@
+"""A model that is down, or dies mid-run, pauses the run with the reason; when it is back the graph runs on.
+
+Through the real openai client: a closed port on 127.0.0.1 (nothing listens), then
+the local fake server started on that very port; and a fake server whose model
+answers HTTP 503 after some requests, then recovers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fractal_nb import Exploration, LLMError, LLMOutputError, LLMUnavailableError, SimulatedLLM
+from fractal_nb.engine.calls import FAILING_AFTER, UNAVAILABLE_AFTER, ModelCaller
+from fractal_nb.llm.openai_llm import OpenAILLM
+from fractal_nb.store import GraphStore
+from tests.engine.test_openai_runs import FAST, SEED, role_responder
+from tests.llm.fake_openai import FakeOpenAI
+from tests.local_port import free_port
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def paused_reason(ex: Exploration) -> str:
+    graph = ex.store.get_graph(ex.graph_id)
+    assert graph["status"] == "paused", graph
+    return str(graph["status_reason"])
+
+
+def test_a_model_that_is_down_pauses_the_graph_and_it_runs_on_when_the_model_is_back(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    llm = OpenAILLM(model="fake", base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0)
+    with llm, Exploration.create(SEED, intensity="pulse", llm=llm, path=tmp_path / "down.duckdb",
+                                 clock=FAST) as ex:
+        assert ex.run(progress=False) == "model_unavailable"
+        reason = paused_reason(ex)
+        assert reason.startswith("model unreachable: cannot reach the model server at "
+                                 f"http://127.0.0.1:{port}/v1") and reason.endswith("connection refused")
+        calls = ex.llm_calls()
+        assert len(calls) == UNAVAILABLE_AFTER and (calls["outcome"] == "error").all()
+        assert calls["error"].str.startswith("LLMUnavailableError: cannot reach").all()
+        assert len(ex.nodes()) == 1  # nothing harvested, nothing frozen: the root waits, open
+        assert ex.nodes()["status"].tolist() == ["open"]
+        with FakeOpenAI(responder=role_responder(), port=port):  # the model is back, same address
+            assert ex.run(progress=False) == "all_complete"
+            result = ex.harvest()
+        assert result.status == "completed" and not result.gaps
+
+
+def test_a_model_that_dies_mid_run_is_reported_as_such_not_as_a_budget(tmp_path: Path) -> None:
+    with FakeOpenAI(responder=role_responder(), down_after=12) as server:
+        llm = server.llm(max_retries=0)
+        with Exploration.create(SEED, intensity="explore", llm=llm, path=tmp_path / "dies.duckdb",
+                                clock=FAST) as ex:
+            assert ex.run(progress=False) == "model_unavailable"
+            assert paused_reason(ex).startswith("model unreachable: the model server at ")
+            assert "HTTP 503" in paused_reason(ex)
+            nodes = ex.nodes()
+            questions = nodes[nodes["node_type"] == "question"]
+            assert (questions["status"] != "claimed").all()  # every claim given back
+            assert not (questions["status"] == "error").any()  # the outage is not the questions' fault
+            assert "meta_failures" not in nodes or nodes["meta_failures"].fillna(0).eq(0).all()
+            assert ex.events().query("kind == 'graph_status_changed'")["payload"].map(
+                lambda p: p["to"]).tolist() == ["paused"]
+            server.down_after = None  # back
+            assert ex.run(progress=False) == "all_complete"
+            assert ex.harvest().status == "completed"
+
+
+def test_the_caller_declares_an_outage_after_failures_in_a_row_and_a_success_resets_it() -> None:
+    store = GraphStore()
+    caller = ModelCaller(SimulatedLLM(), store, "g-none")
+    for _ in range(UNAVAILABLE_AFTER - 1):
+        caller._observe(LLMUnavailableError("cannot reach"))
+    caller._observe(None)  # one call got through
+    for _ in range(UNAVAILABLE_AFTER - 1):
+        caller._observe(LLMUnavailableError("cannot reach"))
+    assert caller.outage is None
+    caller._observe(LLMUnavailableError("cannot reach the model server at X: connection refused"))
+    assert caller.outage == "model unreachable: cannot reach the model server at X: connection refused"
+    caller.reset_health()
+    assert caller.outage is None
+    for _ in range(FAILING_AFTER - 1):
+        caller._observe(LLMOutputError("junk"))
+    assert caller.outage is None
+    caller._observe(LLMError("HTTP 400"))
+    assert caller.outage is not None and caller.outage.startswith(f"model failed {FAILING_AFTER} calls in a row")
+    store.close()
