@@ -3,8 +3,12 @@
 It reads the same prompts a real model gets and answers every role with
 schema-valid JSON whose text says plainly that it is simulated. Outputs depend
 only on the seed and the id-free text of the prompt (for answers: the question
-alone), so a run repeats exactly, and a run without links (``link_rate=0``)
-has the same shape whatever the number of workers.
+alone). So a run with one worker (``run(1)``, ``step()``) repeats exactly: the
+same graph, text and token counts. With several workers every question gets the
+same answer, but what the connect step is shown, the links and boundary
+questions that follow, and the prompts' context (so their token counts) depend
+on which nodes finished first; without links (``link_rate=0``) the graph has
+the same shape and text whatever the number of workers.
 """
 
 from __future__ import annotations
@@ -47,10 +51,14 @@ _FOLLOW_UPS = [
 ]
 _HEDGES = ["probably", "it depends on the setting, but", "in most cases", "assuming the data hold,"]
 _NODE_ID = re.compile(r"\[(n-[0-9a-f]+)\]")
+_ANY_ID = re.compile(r"n-[0-9a-f]{4,16}")  # a node id, whole or cut short by a clipped text
 
 
 class SimulatedLLM:
-    r"""A deterministic, schema-valid model; every text it writes starts with "[simulated]".
+    r"""A schema-valid model, deterministic per prompt; every text it writes starts with "[simulated]".
+
+    One worker repeats a run exactly; several workers give the same answers but
+    timing-dependent links and prompt sizes (see the module docstring).
 
     Parameters
     ----------
@@ -208,7 +216,7 @@ def _decisive(role: str, prompt: str) -> str:
     """
     if role == "answer":
         prompt = _field(prompt, r"(Question to answer now[^\n]*\n[^\n]*)") or prompt
-    return _NODE_ID.sub("[id]", prompt)
+    return _ANY_ID.sub("n-id", prompt)
 
 
 def _field(prompt: str, pattern: str) -> str | None:
@@ -217,5 +225,5 @@ def _field(prompt: str, pattern: str) -> str | None:
 
 
 def _topic(text: str) -> str:
-    text = text.strip().rstrip("?.!")
+    text = _ANY_ID.sub("n-id", text).strip().rstrip("?.!")  # ids differ between runs; topics must not
     return f"'{text[:80]}'"

@@ -143,3 +143,25 @@ def test_run_refuses_a_finished_graph_and_bad_arguments() -> None:
         ex.harvest()
         with pytest.raises(StateError, match="finished"):
             ex.run(progress=False)
+
+
+def test_one_worker_repeats_a_run_exactly_tokens_included() -> None:
+    def run_once() -> tuple[list[str], dict[str, list[int]]]:
+        with explore("explore", SimulatedLLM(seed=11)) as ex:
+            while ex.run(max_workers=1, progress=False) == "budget_exhausted":
+                pass
+            texts = ex.nodes()["text"].str.replace(r"n-[0-9a-f]{16}", "n-ID", regex=True).tolist()
+            calls = ex.llm_calls().groupby("role")[["prompt_tokens", "completion_tokens"]].sum()
+            return texts, {role: [int(v) for v in row] for role, row in calls.iterrows()}
+
+    assert run_once() == run_once()
+
+
+def test_several_workers_without_links_grow_the_same_graph() -> None:
+    def graph() -> list[tuple[str, int, str]]:
+        with explore("explore", SimulatedLLM(seed=11, link_rate=0.0)) as ex:
+            assert ex.run(progress=False) in ("all_complete", "budget_exhausted")
+            nodes = ex.nodes()
+            return sorted(zip(nodes["node_type"], nodes["depth"], nodes["text"], strict=True))
+
+    assert graph() == graph()
