@@ -1,20 +1,39 @@
-"""``fractal-nb``: run an exploration from the shell; ``demo`` runs one offline."""
+"""``fractal-nb``: run an exploration from the shell; ``demo`` runs one offline.
+
+Every option is checked before a file is opened or created, and the exit code
+says how the work ended (``EXIT_CODES``, printed by ``--help``).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
-from .errors import FractalError
+from .errors import FractalError, InvalidInputError
 from .exploration import Exploration
 from .llm.protocol import LLM
 from .llm.simulated import SimulatedLLM
+from .model import CheckpointMode, Intensity
 from .results import FractalResult
 from .store import GraphStore
 
 DEMO_SEED = "Should a mid-sized city build a tram line or expand its bus network?"
 DEMO_DB = "fractal-demo.duckdb"
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MODEL, EXIT_STOPPED = 0, 1, 2, 3, 4
+EXIT_CODES = {
+    EXIT_OK: "finished: the exploration is complete and harvested (or the command did its work)",
+    EXIT_ERROR: "failed: a file in use or not a store, an unknown graph, a lost MCP server",
+    EXIT_USAGE: "usage error: a bad option or argument (nothing was opened or written)",
+    EXIT_MODEL: "the model failed: unreachable or failing every call (the graph is paused with the "
+                "reason and resumes with `fractal-nb resume`), or the run finished degraded (failed "
+                "questions are listed as gaps)",
+    EXIT_STOPPED: "stopped early: a budget ran out (unexplored questions are gaps), gated questions "
+                  "await approval, a checkpoint or pause (resume with `fractal-nb resume`)",
+}
+_UNFINISHED = {"model_unavailable": EXIT_MODEL, "seed_failed": EXIT_MODEL}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,7 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fractal-nb",
         description="Fractal thinking: LLM workers decompose a question recursively into a DuckDB graph.",
+        epilog="exit codes:\n" + "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('fractal-nb')}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = commands.add_parser("run", help="explore a seed and print the harvest",
@@ -37,6 +59,23 @@ def build_parser() -> argparse.ArgumentParser:
                     "into a DuckDB file, and print the harvest.")
     _add_run_options(demo, db_default=DEMO_DB, intensity="explore")
 
+    resume = commands.add_parser(
+        "resume", help="run a stopped or paused exploration on from its file",
+        description="Reopen an exploration (paused by a model outage, gates, a checkpoint or a budget) "
+                    "and run it on; claims of a dead run come back first.")
+    _add_graph_options(resume)
+    resume.add_argument("--approve", action="store_true", help="approve every gated question first")
+    resume.add_argument("--workers", type=_positive, default=None, help="worker threads (default: budget)")
+    resume.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_model_options(resume)
+
+    harvest = commands.add_parser(
+        "harvest", help="finish an exploration now and print its result",
+        description="Finish an exploration as it stands: questions not yet explored become gaps, "
+                    "the syntheses are completed up to the root, and the result is printed.")
+    _add_graph_options(harvest)
+    _add_model_options(harvest)
+
     serve = commands.add_parser(
         "serve-mcp", help="serve a DuckDB file as MCP tools (stdio or HTTP)",
         description="Serve the fractal tool contract (fractal_create_graph, fractal_claim_work, ...) "
@@ -46,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    serve.add_argument("--token", help="bearer token every HTTP request must carry (else env "
+                                       "FRACTAL_NB_TOKEN; beyond loopback, one is generated and printed)")
+    serve.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                       help="another Host name to answer to beyond loopback (NAME: any port, NAME:PORT: that "
+                            "one; repeatable); '*' turns the Host check off")
 
     worker = commands.add_parser(
         "worker", help="work a graph served over MCP",
@@ -55,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--graph-id", help="the graph to work (default: the server's only active graph)")
     worker.add_argument("--worker-id", default="remote", help="worker name prefix (default remote)")
     worker.add_argument("--threads", type=int, default=1, help="worker threads in this process (default 1)")
+    worker.add_argument("--token", help="the server's bearer token (else env FRACTAL_NB_TOKEN)")
     _add_model_options(worker)
     return parser
 
@@ -72,57 +117,129 @@ def _add_run_options(parser: argparse.ArgumentParser, *, db_default: str,
     parser.add_argument("--intensity", choices=["pulse", "explore", "deep"], default=intensity,
                         help=f"budget: agents, depth, seed questions (default {intensity})")
     parser.add_argument("--checkpoint", default="autonomous",
-                        help="autonomous (default), convergence, interactive or depth:N")
-    parser.add_argument("--db", default=db_default, help=f"DuckDB file (default {db_default})")
-    parser.add_argument("--workers", type=int, default=None, help="worker threads (default: budget)")
+                        help="autonomous (default), convergence, interactive or depth:N "
+                             "(N below the intensity's depth: pulse 1, explore 1-3, deep 1-5)")
+    parser.add_argument("--db", default=db_default,
+                        help=f"DuckDB file, new or a fractal_nb store (default {db_default})")
+    parser.add_argument("--workers", type=_positive, default=None, help="worker threads (default: budget)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the process exit code."""
-    args = build_parser().parse_args(argv)
+def _add_graph_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", required=True, help="the exploration's DuckDB file")
+    parser.add_argument("--graph-id", help="the graph (default: the file's only graph)")
+
+
+def _positive(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
     try:
-        llm: LLM
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the process exit code (``EXIT_CODES``)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    llm = _checked(parser, args)  # every option, before any file is touched
+    try:
         if args.command == "serve-mcp":
             return _serve(args)
         if args.command == "worker":
-            return _work(args)
-        if args.command == "demo":
-            seed, llm = DEMO_SEED, SimulatedLLM(seed=7)
-        else:
-            seed, llm = args.seed, _model(args)
-        return _explore(seed, llm, args)
+            return _work(args, llm)
+        if args.command == "resume":
+            return _resume(args, llm)
+        if args.command == "harvest":
+            return _harvest(args, llm)
+        return _explore(DEMO_SEED if args.command == "demo" else args.seed, llm, args)
     except FractalError as exc:
         print(f"fractal-nb: error: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_ERROR
+
+
+def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM:
+    """Check what argparse cannot, exiting 2 (usage) before anything is opened; the model to use."""
+    def refuse(message: str) -> None:
+        parser.error(f"{args.command}: {message}")
+
+    db = getattr(args, "db", None)
+    if db is not None:
+        path = Path(db)
+        if not path.parent.is_dir():
+            refuse(f"--db {db}: folder {path.parent} does not exist")
+        if args.command in ("resume", "harvest") and not path.is_file():
+            refuse(f"--db {db}: no such file")
+    if args.command in ("run", "demo"):
+        try:
+            CheckpointMode.parse(args.checkpoint, Intensity(args.intensity))
+        except InvalidInputError as exc:
+            refuse(f"--checkpoint: {exc}")
+    if args.command == "worker":
+        if not args.mcp_url.startswith(("http://", "https://")):
+            refuse(f"--mcp-url must be an http:// or https:// URL, not {args.mcp_url!r}")
+        if args.threads < 1:
+            refuse(f"--threads must be 1 or more, not {args.threads}")
+    if args.command == "serve-mcp" and not 0 <= args.port <= 65535:
+        refuse(f"--port must be 0-65535, not {args.port}")
+    if args.command == "demo":
+        return SimulatedLLM(seed=7)
+    if args.command == "serve-mcp":
+        return SimulatedLLM()  # unused: the server calls no model
+    try:
+        return _model(args)
+    except InvalidInputError as exc:
+        refuse(str(exc))
+        raise  # parser.error exits; this satisfies the type checker
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from . import mcp_auth
     from .mcp_server import build_server
 
+    if not args.http:
+        with GraphStore(Path(args.db)) as store:
+            build_server(store).run("stdio")
+        return 0
+    import uvicorn
+
+    token, generated = mcp_auth.resolve_token(args.token, host=args.host)
+    security = mcp_auth.transport_security(args.host, allow_hosts=args.allow_host)
     with GraphStore(Path(args.db)) as store:
-        server = build_server(store)
-        if args.http:
-            print(f"fractal-nb: MCP over HTTP at http://{args.host}:{args.port}/mcp for {args.db}",
-                  file=sys.stderr, flush=True)
-            server.run("streamable-http", host=args.host, port=args.port)
-        else:
-            server.run("stdio")
+        app = mcp_auth.http_app(build_server(store, token=token), host=args.host, security=security)
+        if not mcp_auth.is_loopback(args.host):
+            hint = "generated, printed below" if generated else "the one given or $FRACTAL_NB_TOKEN"
+            print(mcp_auth.beyond_loopback_warning(args.host, args.port, security=security, token_hint=hint),
+                  file=sys.stderr)
+        if generated:
+            print(f"fractal-nb: token (pass it to workers with --token or FRACTAL_NB_TOKEN): {token}",
+                  file=sys.stderr)
+        print(f"fractal-nb: MCP over HTTP at {mcp_auth.client_url(args.host, args.port)} for {args.db}"
+              f"{' (bearer token required)' if token else ''}", file=sys.stderr, flush=True)
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 
 
-def _work(args: argparse.Namespace) -> int:
+def _work(args: argparse.Namespace, llm: LLM) -> int:
     from .engine.remote import work_remotely
+    from .mcp_auth import client_token
     from .remote_store import RemoteStore
 
-    llm = _model(args)
-    with RemoteStore(args.mcp_url) as store:
+    with RemoteStore(args.mcp_url, token=client_token(args.token)) as store:
         reports = work_remotely(store, llm, worker_id=args.worker_id, graph_id=args.graph_id,
                                 threads=args.threads)
     for report in reports:
         print(f"{report.worker}: {report.answered} answered, {report.synthesized} synthesized, "
               f"{report.failures} failed; exit: {report.exit_reason}")
-    return 0
+    outage = getattr(llm, "outage", None)
+    if any(r.exit_reason == "model_unavailable" for r in reports):
+        print(f"fractal-nb: the model failed: {outage or 'unreachable'}; its claims were given back",
+              file=sys.stderr)
+        return EXIT_MODEL
+    return EXIT_OK
 
 
 def _model(args: argparse.Namespace) -> LLM:
@@ -137,14 +254,73 @@ def _explore(seed: str, llm: LLM, args: argparse.Namespace) -> int:
     with Exploration.create(seed, intensity=args.intensity, checkpoint=args.checkpoint,
                             llm=llm, path=Path(args.db)) as exploration:
         status = exploration.run(max_workers=args.workers, progress=not args.quiet)
+        return _report(exploration, status, llm, args.db)
+
+
+def _resume(args: argparse.Namespace, llm: LLM) -> int:
+    with Exploration.open(Path(args.db), args.graph_id, llm=llm) as exploration:
+        if args.approve and len(exploration.gates):
+            print(f"Approved {exploration.approve()['count']} gated question(s).")
+        status = exploration.run(max_workers=args.workers, progress=not args.quiet)
+        return _report(exploration, status, llm, args.db)
+
+
+def _harvest(args: argparse.Namespace, llm: LLM) -> int:
+    with Exploration.open(Path(args.db), args.graph_id, llm=llm) as exploration:
+        if exploration.status == "paused":  # a person asks to finish it as it stands
+            exploration.store.resume_graph(exploration.graph_id)
         result = exploration.harvest()
-        print(render(result, run_status=status, path=args.db))
-        calls = exploration.llm_calls()
+        print(render(result, run_status="harvested", path=args.db))
+        return EXIT_MODEL if _degraded(exploration) else EXIT_OK
+
+
+def _report(exploration: Exploration, status: str, llm: LLM, db: str) -> int:
+    """Print how the run ended and choose the exit code; harvest only a run that ended by itself.
+
+    ``all_complete`` and ``budget_exhausted`` are harvested (seed 001: a budget
+    freezes the rest as gaps); a graph paused by the model, gates or a checkpoint
+    is left resumable, never harvested into ``completed`` on its own.
+    """
+    if status in ("all_complete", "budget_exhausted"):
+        result = exploration.harvest()
+        print(render(result, run_status=status, path=db))
+        code = EXIT_MODEL if _degraded(exploration) else EXIT_OK if status == "all_complete" else EXIT_STOPPED
+    else:
+        print(_render_unfinished(exploration, status, db))
+        code = _UNFINISHED.get(status, EXIT_STOPPED)
+    calls = exploration.llm_calls()
     failed = int((calls["outcome"] == "error").sum())
     print(f"\n{len(calls)} model calls ({failed} failed), "
           f"{int(calls['prompt_tokens'].sum())} prompt tokens; model: {llm!r}")
-    print(f"Open it in a notebook: Exploration.open({args.db!r}, {result.graph_id!r}, llm=...)")
-    return 0
+    print(f"Open it in a notebook: Exploration.open({db!r}, {exploration.graph_id!r}, llm=...)")
+    return code
+
+
+def _degraded(exploration: Exploration) -> bool:
+    """Whether questions failed (kept as gaps) or a synthesis had to be joined without the model."""
+    nodes = exploration.store.get_snapshot(exploration.graph_id)["nodes"]
+    return any(n["status"] == "error" or n["status_reason"] == "error"
+               or n["metadata"].get("synthesis_failed") for n in nodes if n["node_type"] == "question")
+
+
+def _render_unfinished(exploration: Exploration, status: str, db: str) -> str:
+    """A run that stopped before the end: why, what is left, and the commands that go on."""
+    graph = exploration.store.get_graph(exploration.graph_id)
+    counts = exploration.nodes().query("node_type == 'question'")["status"].value_counts()
+    where = f"--db {db} --graph-id {exploration.graph_id}"
+    lines = [
+        f"Seed: {graph['seed']}",
+        f"Run: {status}; graph {exploration.graph_id} is {graph['status']} in {db}",
+        f"Why: {graph['status_reason'] or status}",
+        "Questions: " + ", ".join(f"{count} {name}" for name, count in counts.items()),
+        "",
+        "Nothing was harvested: the graph keeps its work and runs on from the file.",
+    ]
+    if counts.get("gated", 0):
+        lines.append(f"  approve the gates and go on:  fractal-nb resume {where} --approve")
+    lines += [f"  go on (e.g. when the model is back):  fractal-nb resume {where} [--llm …]",
+              f"  finish it now, the rest as gaps:  fractal-nb harvest {where}"]
+    return "\n".join(lines)
 
 
 def render(result: FractalResult, *, run_status: str, path: str) -> str:

@@ -59,7 +59,9 @@ class Exploration:
         )
         self._clock = clock or RealClock()
         self._dispatcher: Dispatcher | None = None
-        self._running = threading.Lock()
+        # One run per graph in this process, whichever Exploration object asks (a notebook
+        # may open the same file again while a Run goes on).
+        self._running = _run_lock(store.path or f"memory:{id(store)}", graph_id)
         self._mcp: BackgroundServer | None = None
 
     # -- opening --------------------------------------------------------------------
@@ -82,7 +84,9 @@ class Exploration:
              clock: Clock | None = None) -> Exploration:
         """Reopen an exploration from its file; claims left by a dead run go back to open.
 
-        ``graph_id`` may be omitted when the file holds a single graph.
+        ``graph_id`` may be omitted when the file holds a single graph. Opening a
+        file whose graph is running in this process is safe: the running claims
+        stay with their run, and ``run()`` / ``step()`` here are refused until it stops.
         """
         _check_llm(llm)
         if not Path(path).exists():
@@ -91,9 +95,9 @@ class Exploration:
         try:
             if graph_id is None:
                 graph_id = _only_graph(store)
-            # This process holds the file, so no other worker can be alive on it.
+            # Claims of a dead run come back at once; a live run's (this process's) never do.
             if store.get_graph(graph_id)["status"] not in (GraphStatus.COMPLETED, GraphStatus.ERROR):
-                store.recover_stuck(graph_id, older_than_s=0)
+                store.recover_stuck(graph_id)
         except BaseException:
             store.close()
             raise
@@ -126,16 +130,19 @@ class Exploration:
         """Seed if needed, then work with up to ``max_workers`` threads until done or paused.
 
         Returns ``all_complete``, ``paused``, ``convergence_detected``,
-        ``budget_exhausted`` or ``waiting_on_claims``. A paused graph is resumed
-        first. ``on_step`` is called (from worker threads) after each node, once
-        its writes are committed.
+        ``budget_exhausted``, ``waiting_on_claims``, or, with the graph paused and
+        its reason recorded, ``model_unavailable`` (the model could not be reached
+        or failed every call) or ``seed_failed``. A paused graph is resumed first.
+        ``on_step`` is called (from worker threads) after each node, once its
+        writes are committed.
         """
         budget = self._state.budget
         workers = budget.max_agents if max_workers is None else max_workers
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise InvalidInputError(f"max_workers must be an integer >= 1, not {max_workers!r}")
-        with self._exclusive("already running; pause() it first"):
+        with self._exclusive("pause() it first"):
             self._state.convergence_found.clear()
+            self._state.call.reset_health()  # the model may be back
             bar = tqdm(desc="fractal", unit="node", disable=not progress, leave=True)
 
             def stepped(record: StepRecord) -> None:
@@ -147,8 +154,12 @@ class Exploration:
                 first = seed(self._state)
                 if first is not None:
                     stepped(first)
-                    if not first.ok:
-                        return "seed_failed"
+                    if not first.ok:  # nothing to work on: paused with the reason, resumable
+                        outage = self._state.call.outage
+                        self.store.update_graph_status(
+                            self.graph_id, GraphStatus.PAUSED,
+                            reason=outage or f"the seed phase failed: {first.error}")
+                        return "model_unavailable" if outage else "seed_failed"
                 self._dispatcher = Dispatcher(self._state, workers=min(workers, budget.max_agents),
                                               clock=self._clock, on_step=stepped)
                 try:
@@ -163,13 +174,13 @@ class Exploration:
         """
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise InvalidInputError(f"n must be an integer >= 1, not {n!r}")
-        with self._exclusive("running; pause() it before stepping"):
+        with self._exclusive("pause() it before stepping"):
             records: list[StepRecord] = []
             first = seed(self._state)
             if first is not None:
                 records.append(first)
             while len(records) < n:
-                claim = self.store.claim_work(self.graph_id, STEP_WORKER)
+                claim = self.store.claim_work(self.graph_id, STEP_WORKER, holder=self._state.holder)
                 if claim["node_id"] is None:
                     break
                 records.append(process(self._state, claim, STEP_WORKER))
@@ -272,21 +283,31 @@ class Exploration:
         """The live graph with its controls (step, run, pause, gates, inspector, export)."""
         return ExplorationView(self, height=height)
 
-    def serve_mcp(self, port: int = 0, *, host: str = "127.0.0.1") -> str:
+    def serve_mcp(self, port: int = 0, *, host: str = "127.0.0.1", token: str | None = None) -> str:
         """Serve this store's graphs as MCP tools over HTTP from a background thread; returns the URL.
 
         The server runs on its own thread and event loop (not the kernel's), in this
         process, which owns the DuckDB file: worker processes and agents connect to
         the URL while the notebook watches. ``stop_mcp()`` ends it.
+
+        Bound beyond loopback (e.g. ``host="0.0.0.0"``), every request needs the
+        bearer token: ``token``, else ``$FRACTAL_NB_TOKEN``, else a generated one;
+        :attr:`mcp_token` holds it for ``fractal-nb worker --token``. On loopback a
+        token is optional (given, it is required all the same).
         """
         from .mcp_server import BackgroundServer
 
         if self._mcp is not None:
             return self._mcp.url
-        server = BackgroundServer(self.store, host=host, port=port)
+        server = BackgroundServer(self.store, host=host, port=port, token=token)
         url = server.start()
         self._mcp = server
         return url
+
+    @property
+    def mcp_token(self) -> str | None:
+        """The bearer token the ``serve_mcp()`` server requires (None: none, or no server runs)."""
+        return self._mcp.token if self._mcp is not None else None
 
     def stop_mcp(self) -> None:
         """Stop the server ``serve_mcp()`` started (no-op when none runs)."""
@@ -300,7 +321,9 @@ class Exploration:
     def _exclusive(self, busy: str) -> Iterator[None]:
         """Hold the run lock (refusing, not waiting, if taken) on an active graph."""
         if not self._running.acquire(blocking=False):
-            raise StateError(f"this exploration is {busy}")
+            raise StateError(
+                f"graph {self.graph_id} is already running in this process (in this Exploration or "
+                f"another one opened on the same file); {busy}")
         try:
             self._activate()
             yield
@@ -321,6 +344,16 @@ _NODE_COLUMNS = ["node_id", "parent_id", "node_type", "depth", "status", "status
                  "created_at", "updated_at"]
 _CALL_COLUMNS = ["call_id", "node_id", "worker", "role", "model", "prompt_tokens", "completion_tokens",
                  "attempts", "latency_s", "outcome", "error", "created_at"]
+
+
+_RUN_LOCKS: dict[tuple[str, str], threading.Lock] = {}
+_RUN_LOCKS_GUARD = threading.Lock()
+
+
+def _run_lock(where: str, graph_id: str) -> threading.Lock:
+    """The lock that lets one run or step at a time work a graph in this process."""
+    with _RUN_LOCKS_GUARD:
+        return _RUN_LOCKS.setdefault((where, graph_id), threading.Lock())
 
 
 def _timestamps(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:

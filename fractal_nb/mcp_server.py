@@ -9,9 +9,10 @@ nothing, as in the store itself.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Annotated, Any
 
 import uvicorn
@@ -20,6 +21,16 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from .errors import FractalError, InvalidInputError
+from .mcp_auth import (
+    auth_settings,
+    beyond_loopback_warning,
+    client_url,
+    http_app,
+    is_loopback,
+    resolve_token,
+    token_verifier,
+    transport_security,
+)
 from .store import GraphStore
 
 INSTRUCTIONS = """\
@@ -33,6 +44,10 @@ that answer for each sub-question worth asking, or, for a leaf,
 fractal_synthesize_node on the question → then cascade: call
 fractal_get_ready_to_synthesize and synthesize what it lists, deepest first, until
 it lists nothing. Stop when fractal_claim_work returns graph_done: true.
+With several workers, take each synthesis with fractal_claim_synthesis (it hands a
+ready question to one worker at a time, so each is paid for once) and write it with
+fractal_submit_synthesis. A claim is a lease: send a holder with fractal_claim_work
+and call fractal_heartbeat a few times per lease to keep long work.
 Errors come back as {"error": "..."} and change nothing."""
 
 GraphId = Annotated[str, Field(
@@ -46,6 +61,10 @@ Metadata = Annotated[str, Field(description=(
     "convergence_with / contradiction_with (lists of node ids), with convergence_insight / "
     "contradiction_tension (text)."))]
 
+HolderArg = Annotated[str, Field(description=(
+    "Optional JSON object naming the claiming process: {\"holder_id\", \"host\", \"pid\", \"proc_start\", "
+    "\"label\"}. The server gives its claims back at once when that process exits (same host), and "
+    "fractal_heartbeat renews them."))]
 IntensityArg = Annotated[str, Field(description=(
     "pulse | explore | deep: workers, depth and seed-question budget (3/2/3-4, 8/4/5-7, 15/6/8-12)."))]
 CheckpointArg = Annotated[str, Field(description=(
@@ -69,6 +88,19 @@ def _result(call: Callable[[], dict[str, Any]]) -> CallToolResult:
                           structured_content=value, is_error=failed)
 
 
+def _holder(text: str) -> dict[str, Any] | None:
+    """The optional holder parameter: a JSON object, or None when empty."""
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"holder must be a JSON object: {exc}") from exc
+    if not isinstance(value, dict):
+        raise InvalidInputError(f"holder must be a JSON object, not {type(value).__name__}")
+    return value
+
+
 def _json_list(text: str, what: str) -> list[Any]:
     """A JSON-list parameter, or a clear error."""
     try:
@@ -80,9 +112,24 @@ def _json_list(text: str, what: str) -> list[Any]:
     return value
 
 
-def build_server(store: GraphStore, *, name: str = "fractal-nb") -> MCPServer:
-    """An MCP server whose tools are the store's contract (the store stays the caller's to close)."""
-    server = MCPServer(name, instructions=INSTRUCTIONS, log_level="WARNING")
+def recover_claims(store: GraphStore) -> int:
+    """Return to open the claims of gone holders (and expired leases) in every unfinished graph."""
+    return sum(store.recover_stuck(g["graph_id"])["count"] for g in store.list_graphs()["graphs"]
+               if g["status"] not in ("completed", "error"))
+
+
+def build_server(store: GraphStore, *, name: str = "fractal-nb", token: str | None = None) -> MCPServer:
+    """An MCP server whose tools are the store's contract (the store stays the caller's to close).
+
+    A server that starts first gives back the claims of holders that are gone (a
+    restarted server's dead workers: at once on this host).
+
+    With a ``token``, its HTTP app answers 401 to any request without
+    ``Authorization: Bearer <token>`` (stdio is unaffected).
+    """
+    server = MCPServer(name, instructions=INSTRUCTIONS, log_level="WARNING",
+                       token_verifier=token_verifier(token), auth=auth_settings(token))
+    recover_claims(store)
     tool = server.tool
 
     @tool(name="fractal_create_graph")
@@ -145,13 +192,14 @@ def build_server(store: GraphStore, *, name: str = "fractal-nb") -> MCPServer:
         return _result(lambda: store.mark_saturated(graph_id, node_id, reason))
 
     @tool(name="fractal_claim_work")
-    def claim_work(graph_id: GraphId, worker_id: WorkerId) -> CallToolResult:
+    def claim_work(graph_id: GraphId, worker_id: WorkerId, holder: HolderArg = "") -> CallToolResult:
         """Atomically claim the next open question (branch affinity first); no two workers get the same one.
 
         Returns the claimed node, or node_id null with graph_done true when nothing is left
-        and no one holds a claim (stop then), or graph_done false (wait and retry).
+        and no one holds a claim (stop then), or graph_done false (wait and retry). A claim
+        is a lease (lease_s): finish within it, or send a holder and renew with fractal_heartbeat.
         """
-        return _result(lambda: store.claim_work(graph_id, worker_id))
+        return _result(lambda: store.claim_work(graph_id, worker_id, holder=_holder(holder)))
 
     @tool(name="fractal_synthesize_node")
     def synthesize_node(
@@ -284,9 +332,45 @@ def build_server(store: GraphStore, *, name: str = "fractal-nb") -> MCPServer:
     def release_claim(
         graph_id: GraphId, node_id: NodeId, worker_id: WorkerId,
         error: Annotated[str, Field(description="Why the attempt failed.")],
+        failed: Annotated[bool, Field(description="Count it as a failed attempt (false: the model "
+                                                  "was unreachable, not the question's fault).")] = True,
     ) -> CallToolResult:
         """Give back a claim after a failed attempt (the third failure marks the question error)."""
-        return _result(lambda: store.release_claim(graph_id, node_id, worker_id, error))
+        return _result(lambda: store.release_claim(graph_id, node_id, worker_id, error, failed=failed))
+
+    @tool(name="fractal_claim_synthesis")
+    def claim_synthesis(
+        graph_id: GraphId, worker_id: WorkerId, holder: HolderArg = "",
+        skip: Annotated[str, Field(description="JSON list of node ids not to hand out (already failed "
+                                               "here).")] = "[]",
+    ) -> CallToolResult:
+        """Take the deepest ready question no other worker is synthesizing; node_id null when none.
+
+        Each synthesis goes to one worker at a time, so the model is paid once for it.
+        """
+        return _result(lambda: store.claim_synthesis(graph_id, worker_id, holder=_holder(holder),
+                                                     skip=_json_list(skip, "skip")))
+
+    @tool(name="fractal_submit_synthesis")
+    def submit_synthesis(
+        graph_id: GraphId, node_id: NodeId, worker_id: WorkerId,
+        synthesis_text: Annotated[str, Field(description="The question's synthesis.")],
+        calls: Annotated[str, Field(description="JSON list of model-call log records behind it.")] = "[]",
+    ) -> CallToolResult:
+        """Synthesize a question whose synthesis this worker holds, with its call log, in one transaction."""
+        return _result(lambda: store.submit_synthesis(graph_id, node_id, synthesis_text, worker_id=worker_id,
+                                                      calls=_json_list(calls, "calls")))
+
+    @tool(name="fractal_release_synthesis")
+    def release_synthesis(graph_id: GraphId, node_id: NodeId, worker_id: WorkerId) -> CallToolResult:
+        """Give back a synthesis this worker could not compose, so another worker may take it."""
+        return _result(lambda: store.release_synthesis(graph_id, node_id, worker_id))
+
+    @tool(name="fractal_heartbeat")
+    def heartbeat(holder_id: Annotated[str, Field(description="The holder_id sent with the claims.")]
+                  ) -> CallToolResult:
+        """Renew the leases of every claim of a holder (send it a few times per lease_s)."""
+        return _result(lambda: store.heartbeat(holder_id))
 
     @tool(name="fractal_record_llm_calls")
     def record_llm_calls(
@@ -299,10 +383,37 @@ def build_server(store: GraphStore, *, name: str = "fractal-nb") -> MCPServer:
 
 
 class BackgroundServer:
-    """Streamable HTTP on a thread with its own event loop: never the notebook kernel's loop."""
+    """Streamable HTTP on a thread with its own event loop: never the notebook kernel's loop.
 
-    def __init__(self, store: GraphStore, *, host: str = "127.0.0.1", port: int = 0) -> None:
-        app = build_server(store).streamable_http_app(host=host)
+    Parameters
+    ----------
+    store : GraphStore
+        The store served (it stays the caller's to close).
+    host : str
+        The address to bind (default loopback). Beyond loopback every request
+        needs the bearer token, and starting prints a warning line to stderr.
+    port : int
+        The port (0: one the system picks; see :attr:`port` after :meth:`start`).
+    token : str, optional
+        The bearer token every request must carry; else ``$FRACTAL_NB_TOKEN``;
+        else, beyond loopback only, a generated one (see :attr:`token`).
+    allow_hosts : Iterable[str]
+        Extra Host names to answer to beyond loopback, e.g. ``["myhost.example.org"]``;
+        ``"*"`` turns the Host check off (see :func:`fractal_nb.mcp_auth.transport_security`).
+
+    Attributes
+    ----------
+    token : str or None
+        The token required (None: none is, on loopback).
+    token_generated : bool
+        Whether :attr:`token` was generated here, for the caller to hand out.
+    """
+
+    def __init__(self, store: GraphStore, *, host: str = "127.0.0.1", port: int = 0,
+                 token: str | None = None, allow_hosts: Iterable[str] = ()) -> None:
+        self.token, self.token_generated = resolve_token(token, host=host)
+        self._security = transport_security(host, allow_hosts=allow_hosts)
+        app = http_app(build_server(store, token=self.token), host=host, security=self._security)
         self._server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
                                                      lifespan="on"))
         self._thread = threading.Thread(target=self._server.run, name="fractal-nb mcp", daemon=True)
@@ -311,8 +422,8 @@ class BackgroundServer:
 
     @property
     def url(self) -> str:
-        """The MCP endpoint, e.g. ``http://127.0.0.1:8765/mcp``."""
-        return f"http://{self.host}:{self.port}/mcp"
+        """The MCP endpoint, e.g. ``http://127.0.0.1:8765/mcp`` (loopback for a 0.0.0.0 bind)."""
+        return client_url(self.host, self.port)
 
     def start(self, timeout_s: float = 15.0) -> str:
         """Start serving; returns the URL (the port chosen by the system when 0 was asked)."""
@@ -324,6 +435,11 @@ class BackgroundServer:
                 raise RuntimeError(f"the MCP server did not start on {self.host}:{self.port}")
             time.sleep(0.01)
         self.port = int(self._server.servers[0].sockets[0].getsockname()[1])
+        if not is_loopback(self.host):
+            hint = ("generated: read it from the server's .token, ex.mcp_token in a notebook"
+                    if self.token_generated else "the one given or $FRACTAL_NB_TOKEN")
+            print(beyond_loopback_warning(self.host, self.port, security=self._security, token_hint=hint),
+                  file=sys.stderr, flush=True)
         return self.url
 
     def stop(self, timeout_s: float = 15.0) -> None:

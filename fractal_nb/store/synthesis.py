@@ -23,7 +23,8 @@ class SynthesisQueue(WorkQueue):
 
     def claim_synthesis(
         self, graph_id: str, worker_id: str, *,
-        holder: HolderInfo | dict[str, Any] | Literal["store"] | None = "store", skip: list[str] | None = None,
+        holder: HolderInfo | dict[str, Any] | Literal["store"] | None = "store",
+        skip: list[str] | None = None,
     ) -> dict[str, Any]:
         """Hand the deepest ready question no one is synthesizing to ``worker_id``.
 

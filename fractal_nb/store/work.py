@@ -186,7 +186,7 @@ class WorkQueue(StoreBase):
             now = self.clock()
             gid = graph.graph_id
             stuck = self._recover_gone(gid, now) if worker is None else []
-            where, params = "graph_id = ? AND status = 'claimed'", [gid]
+            where, params = "graph_id = ? AND status = 'claimed'", list[Any]([gid])
             if older_than_s is not None:
                 where, params = where + " AND claimed_at <= ?", [*params, now - older_than_s]
                 if worker is None:  # never a claim whose holder is known to be alive

@@ -62,6 +62,7 @@ def write_html(changes: dict[str, Any], path: str | Path, *, heading: str) -> Pa
     if target.suffix.lower() not in (".html", ".htm"):
         raise InvalidInputError(f"the HTML export path must end in .html, not {str(path)!r}")
     if not target.parent.is_dir():
-        raise InvalidInputError(f"cannot write {target}: folder {target.parent} does not exist (create it first)")
+        raise InvalidInputError(
+            f"cannot write {target}: folder {target.parent} does not exist (create it first)")
     target.write_text(render_html(changes, heading=heading), encoding="utf-8")
     return target

@@ -91,5 +91,6 @@ def test_the_caller_declares_an_outage_after_failures_in_a_row_and_a_success_res
         caller._observe(LLMOutputError("junk"))
     assert caller.outage is None
     caller._observe(LLMError("HTTP 400"))
-    assert caller.outage is not None and caller.outage.startswith(f"model failed {FAILING_AFTER} calls in a row")
+    assert caller.outage is not None
+    assert caller.outage.startswith(f"model failed {FAILING_AFTER} calls in a row")
     store.close()

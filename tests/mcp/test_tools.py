@@ -23,7 +23,9 @@ CONTRACT = {
 }
 EXTRA = {"fractal_recover_stuck", "fractal_approve_gate", "fractal_prune_branch"}
 WORKER_SUPPORT = {"fractal_get_graph", "fractal_list_graphs", "fractal_get_context", "fractal_submit_answer",
-                  "fractal_get_synthesis_inputs", "fractal_release_claim", "fractal_record_llm_calls"}
+                  "fractal_get_synthesis_inputs", "fractal_release_claim", "fractal_record_llm_calls",
+                  "fractal_claim_synthesis", "fractal_submit_synthesis", "fractal_release_synthesis",
+                  "fractal_heartbeat"}
 
 
 @pytest.fixture

@@ -146,7 +146,7 @@ def test_another_applications_duckdb_file_is_refused_unchanged(tmp_path) -> None
         con.execute("CREATE TABLE customers (id INTEGER, name VARCHAR)")
         con.execute("INSERT INTO customers VALUES (1, 'Ada')")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    with pytest.raises(InvalidInputError, match=r"not a fractal_nb store: it holds other tables \(customers\)"):
+    with pytest.raises(InvalidInputError, match=r"not a fractal_nb store: it holds other tables \(customers"):
         GraphStore(path)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
     with duckdb.connect(str(path)) as con:
