@@ -289,7 +289,8 @@ def connection_problem(exc: BaseException) -> str:
                           ("nodename nor servname", "host not found"), ("temporary failure in name",
                                                                          "host not found"),
                           ("timed out", "connection timed out"), ("unreachable", "network unreachable"),
-                          ("reset by peer", "connection reset"), ("disconnected", "server disconnected")):
+                          ("reset by peer", "connection reset"), ("disconnected", "server disconnected"),
+                          ("connection closed", "connection closed")):
         if needle in text:
             return words
     return _short(seen[-1]) or type(seen[-1]).__name__

@@ -8,10 +8,12 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import pytest
 
-from fractal_nb import Exploration, SimulatedLLM
+from fractal_nb import Exploration, GraphStore, SimulatedLLM, StateError
 from tests.engine.test_runs import FAST, check_finished_graph
 
 CHILD = textwrap.dedent("""
@@ -52,12 +54,14 @@ def test_killed_process_resumes_with_every_committed_node(tmp_path) -> None:
             child.stdout.close()
     assert child.returncode == -signal.SIGKILL
 
+    with GraphStore(path, read_only=True) as store:  # as the killed run left it
+        in_flight = {n["node_id"] for n in store.get_snapshot(graph_id)["nodes"] if n["status"] == "claimed"}
     with Exploration.open(path, graph_id, llm=SimulatedLLM(seed=8), clock=FAST) as ex:
         nodes = ex.nodes()
         assert set(committed) <= set(nodes["node_id"]), "a committed node was lost"
         assert not (nodes["status"] == "claimed").any(), "claims of the dead run were not recovered"
         recovered = ex.events().query("kind == 'recovered'")
-        assert len(recovered) >= 1, "the killed run held claims in flight"
+        assert set(recovered["node_id"]) == in_flight, "its holder is dead: back at once, no lease waited"
         ex.run(progress=False)
         assert ex.harvest().status == "completed"
         check_finished_graph(ex)
@@ -106,3 +110,63 @@ def test_the_harvest_is_kept_with_the_graph(tmp_path) -> None:
     with Exploration.open(path, graph_id, llm=SimulatedLLM(seed=99), clock=FAST) as ex:
         again = ex.harvest()
         assert again == first and len(ex.llm_calls()) == calls
+
+
+def test_a_second_open_in_the_running_process_takes_no_live_claim(tmp_path) -> None:
+    """A notebook re-runs Exploration.open(path) while a Run of the same file goes on."""
+    path = tmp_path / "live.duckdb"
+    with Exploration.create("How should a library digitise its archive?", intensity="explore",
+                            llm=SimulatedLLM(seed=8, latency_s=0.05), path=path, clock=FAST) as ex:
+        outcome: list[str] = []
+        runner = threading.Thread(target=lambda: outcome.append(ex.run(progress=False)))
+        runner.start()
+        try:
+            deadline = time.monotonic() + 60
+            while not (ex.nodes()["status"] == "claimed").any():  # wait for live claims
+                assert time.monotonic() < deadline, "the run never held a claim"
+                time.sleep(0.01)
+            with Exploration.open(path, llm=SimulatedLLM(seed=8), clock=FAST) as again:
+                with pytest.raises(StateError, match="already running in this process"):
+                    again.run(progress=False)
+                with pytest.raises(StateError, match="already running in this process"):
+                    again.step()
+                assert again.events().query("kind == 'recovered'").empty, "a live claim was taken"
+        finally:
+            runner.join(120)
+        assert outcome and outcome[0] in ("all_complete", "budget_exhausted")
+        events = ex.events()
+        assert events.query("kind == 'recovered'").empty
+        claims = events.query("kind == 'claimed'")
+        assert claims["node_id"].is_unique, "a question was claimed twice"
+        answers = ex.nodes().query("node_type == 'answer'")
+        assert answers["parent_id"].is_unique, "a question was answered twice"
+
+
+SECOND_PROCESS = textwrap.dedent("""
+    import sys
+    from fractal_nb import Exploration, SimulatedLLM, StoreLockedError
+    try:
+        Exploration.open(sys.argv[1], llm=SimulatedLLM())
+    except StoreLockedError as exc:
+        print("LOCKED", exc, flush=True)
+""")
+
+
+def test_a_second_process_opening_a_running_file_is_refused_and_changes_nothing(tmp_path) -> None:
+    path = tmp_path / "held.duckdb"
+    with Exploration.create("Why?", intensity="explore", llm=SimulatedLLM(seed=8, latency_s=0.05),
+                            path=path, clock=FAST) as ex:
+        runner = threading.Thread(target=lambda: ex.run(progress=False))
+        runner.start()
+        try:
+            deadline = time.monotonic() + 60
+            while not (ex.nodes()["status"] == "claimed").any():
+                assert time.monotonic() < deadline, "the run never held a claim"
+                time.sleep(0.01)
+            done = subprocess.run([sys.executable, "-c", SECOND_PROCESS, str(path)], capture_output=True,
+                                  text=True, timeout=120)
+            assert done.stdout.startswith("LOCKED") and f"process {os.getpid()}" in done.stdout, done
+        finally:
+            runner.join(120)
+        assert ex.events().query("kind == 'recovered'").empty
+        assert ex.events().query("kind == 'claimed'")["node_id"].is_unique

@@ -1,0 +1,218 @@
+"""Claims belong to a live holder, across real processes and a real MCP server over HTTP.
+
+- 4 ``fractal-nb worker`` processes x 2 threads on one server: each synthesis is paid once.
+- A worker process killed while it holds claims: they come back at once, no lease to wait out.
+- The server killed under a worker: the worker exits saying so; the restarted server
+  recovers the dead worker's claims at once.
+
+Every wait is on a condition (a claim visible in the store, a process gone), with a deadline.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fractal_nb import Exploration, GraphStore, SimulatedLLM
+from fractal_nb.mcp_server import BackgroundServer
+from fractal_nb.remote_store import RemoteStore
+from tests.engine.test_openai_runs import role_responder
+from tests.llm.fake_openai import FakeOpenAI
+from tests.local_port import free_port
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEADLINE_S = 120.0
+
+
+def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = DEADLINE_S) -> Any:
+    """Poll ``condition`` until it is truthy; fail naming ``what`` at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def env() -> dict[str, str]:
+    path = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path, "OPENAI_API_KEY": "x"}
+
+
+@pytest.fixture
+def procs() -> Iterator[list[subprocess.Popen[str]]]:
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=30)
+
+
+def seeded(path: Path, intensity: str = "explore") -> str:
+    """A graph with its seed phase done, in a file no process holds afterwards; its id."""
+    with Exploration.create("Why do some cities grow faster than others?", intensity=intensity,
+                            llm=SimulatedLLM(seed=2), path=path) as ex:
+        ex.step(1)
+        return ex.graph_id
+
+
+def claimed_by(remote: RemoteStore, graph_id: str) -> list[dict[str, Any]]:
+    nodes = remote.call("fractal_get_snapshot", graph_id=graph_id)["nodes"]
+    return [n for n in nodes if n["status"] == "claimed"]
+
+
+def two_claims(remote: RemoteStore, graph_id: str) -> list[dict[str, Any]]:
+    claims = claimed_by(remote, graph_id)
+    return claims if len(claims) == 2 else []
+
+
+def test_four_worker_processes_pay_once_per_synthesis(
+    tmp_path: Path, procs: list[subprocess.Popen[str]]
+) -> None:
+    with Exploration.create("Why do some cities grow faster than others?", intensity="explore",
+                            llm=SimulatedLLM(seed=2), path=tmp_path / "paid.duckdb") as ex:
+        ex.step(1)
+        url = ex.serve_mcp()
+        for i in range(4):
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "fractal_nb.cli", "worker", "--mcp-url", url, "--worker-id", f"p{i}",
+                 "--threads", "2", "--llm", "simulated", "--seed-value", "2"],
+                env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        outputs = [p.communicate(timeout=300)[0] for p in procs]
+        assert [p.returncode for p in procs] == [0, 0, 0, 0], outputs
+        calls = ex.llm_calls()
+        synth = calls[calls["role"] == "synthesize"]
+        paid = synth[synth["outcome"] == "ok"].groupby("node_id").size()
+        assert len(paid) > 5, "the cascade ran in the worker processes"
+        assert paid.max() == 1, f"synthesis paid more than once: {paid[paid > 1].to_dict()}"
+        assert set(synth["outcome"]) <= {"ok", "discarded", "error"}
+        claims = ex.events().query("kind == 'claimed'")
+        assert claims["node_id"].is_unique, "no question claimed twice"
+        assert {actor[:2] for actor in claims["actor"]} == {"p0", "p1", "p2", "p3"}
+        nodes = ex.nodes()
+        assert set(nodes.query("node_type == 'question'")["status"]) == {"synthesized"}, outputs
+
+
+# A worker process whose model takes long: it holds its claims while the test kills it.
+SLOW_WORKER = r"""
+import sys
+from fractal_nb import SimulatedLLM
+from fractal_nb.engine.remote import work_remotely
+from fractal_nb.remote_store import RemoteStore
+
+with RemoteStore(sys.argv[1]) as store:
+    work_remotely(store, SimulatedLLM(seed=2, latency_s=600), worker_id="doomed", threads=2)
+"""
+
+
+def test_a_killed_worker_process_gives_its_claims_back_at_once(
+    tmp_path: Path, procs: list[subprocess.Popen[str]]
+) -> None:
+    path = tmp_path / "killed.duckdb"
+    graph_id = seeded(path)
+    with GraphStore(path) as store:  # lease 300 s: recovery must not wait for it
+        server = BackgroundServer(store)
+        url = server.start()
+        try:
+            procs.append(subprocess.Popen([sys.executable, "-c", SLOW_WORKER, url], env=env(),
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+            with RemoteStore(url) as remote:
+                held = wait_for(lambda: two_claims(remote, graph_id),
+                                "the worker process to hold two claims")
+            assert store.recover_stuck(graph_id)["recovered"] == [], "a live holder keeps its claims"
+            procs[0].send_signal(signal.SIGKILL)
+            procs[0].wait(timeout=30)
+            recovered = store.recover_stuck(graph_id)["recovered"]
+            assert sorted(recovered) == sorted(n["node_id"] for n in held)
+            again = store.claim_work(graph_id, "survivor")["node_id"]
+            assert again in recovered
+        finally:
+            server.stop()
+
+
+def test_a_new_worker_finds_a_killed_workers_claims_without_recover(
+    tmp_path: Path, procs: list[subprocess.Popen[str]]
+) -> None:
+    path = tmp_path / "orphans.duckdb"
+    graph_id = seeded(path, intensity="pulse")
+    with GraphStore(path) as store:
+        server = BackgroundServer(store)
+        url = server.start()
+        try:
+            procs.append(subprocess.Popen([sys.executable, "-c", SLOW_WORKER, url], env=env(),
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+            with RemoteStore(url) as remote:
+                held = wait_for(lambda: two_claims(remote, graph_id),
+                                "two claims")
+                procs[0].send_signal(signal.SIGKILL)
+                procs[0].wait(timeout=30)
+                # A new worker claims until nothing is left: the dead worker's questions come back
+                # on the way (a claim that finds nothing open recovers gone holders' claims first).
+                got = []
+                while (claim := remote.claim_work(graph_id, "next", holder=remote.holder))["node_id"]:
+                    got.append(claim["node_id"])
+                assert {n["node_id"] for n in held} <= set(got)
+                assert all(n["owner"] == "next" for n in claimed_by(remote, graph_id))
+        finally:
+            server.stop()
+
+
+def slow(body: dict[str, Any]) -> Any:
+    time.sleep(0.3)  # long enough that a claim is held when the server dies
+    return role_responder()(body)
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_a_worker_whose_server_died_says_so_and_the_restarted_server_recovers_its_claims(
+    tmp_path: Path, procs: list[subprocess.Popen[str]]
+) -> None:
+    path = tmp_path / "served.duckdb"
+    graph_id = seeded(path)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    serve = [sys.executable, "-m", "fractal_nb.cli", "serve-mcp", "--db", str(path), "--http",
+             "--port", str(port)]
+    with FakeOpenAI(responder=slow) as model:
+        procs.append(subprocess.Popen(serve, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True))
+        wait_for(lambda: port_open(port), "the server to listen")
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "fractal_nb.cli", "worker", "--mcp-url", url, "--worker-id", "orphan",
+             "--threads", "2", "--llm", "openai", "--model", "fake", "--base-url", model.base_url],
+            env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        procs.append(worker)
+        with RemoteStore(url) as remote:
+            wait_for(lambda: claimed_by(remote, graph_id), "the worker to hold a claim")
+            procs[0].send_signal(signal.SIGKILL)  # the server dies under the worker
+            procs[0].wait(timeout=30)
+        out, err = worker.communicate(timeout=DEADLINE_S)
+        assert worker.returncode == 1, (out, err)
+        assert f"lost the MCP server at {url}" in err, err
+        assert "connection refused" in err or "connection closed" in err, err  # as the server died
+        assert "Traceback" not in err and "TaskGroup" not in err, err
+        with GraphStore(path) as store:  # the file as the dead server left it
+            left = [n["node_id"] for n in store.get_snapshot(graph_id)["nodes"] if n["status"] == "claimed"]
+        assert left, "the dead server left the worker's claims behind"
+        procs.append(subprocess.Popen(serve, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True))
+        wait_for(lambda: port_open(port), "the restarted server to listen")
+        with RemoteStore(url) as remote:
+            assert claimed_by(remote, graph_id) == [], "recovered at once on start (lease is 300 s)"
+            events = remote.call("fractal_get_snapshot", graph_id=graph_id)["nodes"]
+            assert {n["node_id"] for n in events if n["node_id"] in left} == set(left)
+            assert all(n["status"] == "open" for n in events if n["node_id"] in left)
