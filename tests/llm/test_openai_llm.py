@@ -12,7 +12,13 @@ import json_repair
 import openai
 import pytest
 
-from fractal_nb.errors import InvalidInputError, LLMError, LLMOutputError, LLMTimeoutError
+from fractal_nb.errors import (
+    InvalidInputError,
+    LLMError,
+    LLMOutputError,
+    LLMTimeoutError,
+    LLMUnavailableError,
+)
 from fractal_nb.llm.openai_llm import OpenAILLM
 from fractal_nb.llm.protocol import LLM, Message, estimate_tokens, messages_tokens, metered
 from fractal_nb.llm.schemas import ROLES, Answer, SeedPlan
@@ -232,8 +238,10 @@ def test_connection_refused_is_an_llm_error() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     llm = OpenAILLM("fake", f"http://127.0.0.1:{port}/v1", "x", max_retries=0, timeout=0.5)
-    with pytest.raises(LLMError, match="APIConnectionError") as info:
+    with pytest.raises(LLMUnavailableError, match=f"cannot reach the model server at http://127.0.0.1:{port}/v1"
+                       r"/?: connection refused") as info:
         llm.complete(MESSAGES, Answer)
+    assert isinstance(info.value, LLMError)
     assert isinstance(info.value.__cause__, openai.APIConnectionError)
 
 

@@ -19,9 +19,9 @@ from tests.conftest import FakeClock, Tree, make_tree
     ],
 )
 def test_create_graph_shape_and_budgets(fresh_store: GraphStore, intensity: str, budget: dict) -> None:
-    g = fresh_store.create_graph("Is remote work here to stay?", intensity, "depth:2", {"who": "me"})
+    g = fresh_store.create_graph("Is remote work here to stay?", intensity, "depth:1", {"who": "me"})
     assert set(g) == {"graph_id", "root_node_id", "intensity", "checkpoint_mode", "budget", "status"}
-    assert (g["intensity"], g["checkpoint_mode"], g["status"]) == (intensity, "depth:2", "active")
+    assert (g["intensity"], g["checkpoint_mode"], g["status"]) == (intensity, "depth:1", "active")
     assert g["budget"] == budget
     snap = fresh_store.get_snapshot(g["graph_id"])
     assert snap["seed"] == "Is remote work here to stay?" and snap["metadata"] == {"who": "me"}

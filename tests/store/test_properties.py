@@ -34,6 +34,7 @@ from fractal_nb import (
     InvalidInputError,
     NotFoundError,
 )
+from fractal_nb.model import MAX_TEXT_CHARS
 
 # -- the contract, written out independently of fractal_nb.model ---------------------
 
@@ -103,12 +104,14 @@ def parsed_metadata(value: Any) -> dict[str, Any] | None:
 
 
 def good_text(value: Any) -> bool:
-    return isinstance(value, str) and bool(value.strip())
+    """Free text the store takes: a non-blank string without NUL, within the size limit."""
+    return (isinstance(value, str) and bool(value.strip()) and "\x00" not in value
+            and len(value) <= MAX_TEXT_CHARS)
 
 
 def good_name(value: Any) -> bool:
-    """Optional actor names: None or a non-blank string."""
-    return value is None or good_text(value)
+    """Optional actor names: None or a non-blank string without NUL of at most 300 characters."""
+    return value is None or (good_text(value) and len(value) <= 300)
 
 
 # -- an independent reading of a snapshot ------------------------------------------------
@@ -264,6 +267,8 @@ class GraphMachine(RuleBasedStateMachine):
         self.checked: tuple[float, dict[str, Any]] | None = None
         self.checked_links: dict[str, Any] | None = None
         self.checked_ready: dict[str, Any] | None = None
+        self.plain: set[str] = set()  # questions claimed with holder=None (a plain lease)
+        self.synth: dict[str, tuple[str, float]] = {}  # synthesis claims: node -> (worker, claimed at)
 
     def teardown(self) -> None:
         try:
@@ -309,6 +314,10 @@ class GraphMachine(RuleBasedStateMachine):
     )
     def create(self, data: st.DataObject, intensity: str, checkpoint: str, seeds: int) -> None:
         """Create the graph; unless ``seeds`` is 0, run a seed phase and grow a random tree."""
+        if intensity == "pulse" and checkpoint == "depth:2":  # no question sits at depth 2 in pulse
+            with pytest.raises(InvalidInputError, match="would never gate"):
+                self.store.create_graph("Why do cities grow?", intensity, checkpoint)
+            checkpoint = "depth:1"
         g = self.store.create_graph("Why do cities grow?", intensity, checkpoint, metadata={"t": 1})
         assert g["intensity"] == intensity and g["checkpoint_mode"] == checkpoint
         assert g["budget"] == BUDGETS[intensity] and g["status"] == "active"
@@ -552,12 +561,54 @@ class GraphMachine(RuleBasedStateMachine):
     # -- rules: the work queue -----------------------------------------------------------
 
     @rule(
-        worker=st.sampled_from([*WORKERS, ""]), wait=st.sampled_from([0.0, LEASE_S - 0.5, LEASE_S])
+        worker=st.sampled_from([*WORKERS, ""]),
+        wait=st.sampled_from([0.0, LEASE_S - 0.5, LEASE_S]),
+        plain=st.booleans(),
     )
-    def claim_work(self, worker: str, wait: float) -> None:
-        """Claim, then maybe let the lease run to just before or exactly its end (rule 5)."""
-        self._claim(worker)
+    def claim_work(self, worker: str, wait: float, plain: bool) -> None:
+        """Claim (held by this open store, or a plain lease), then maybe let the lease run (rule 5)."""
+        self._claim(worker, plain=plain)
         self.now += wait
+
+    @rule(worker=st.sampled_from(WORKERS))
+    def claim_synthesis(self, worker: str) -> None:
+        """The store hands the deepest ready question no one holds to one worker at a time."""
+        v = self.view
+        assert v is not None
+        was_active = self.active
+        live = {n: held for n, held in self.synth.items() if held[1] + LEASE_S > self.now}
+        candidates = sorted((q for q in v.ready() if q["node_id"] not in live),
+                            key=lambda q: (-q["depth"], q["seq"]))
+        out = self.call("claim_synthesis", self.store.claim_synthesis, self.gid, worker, expect_ok=True)
+        assert out.after.snap == out.before.snap, "a synthesis claim changed the graph"
+        if not was_active:
+            assert out.result["node_id"] is None and not out.new_events
+            return
+        self.synth = live  # expired synthesis claims were dropped
+        if not candidates:
+            assert out.result["node_id"] is None and not out.new_events
+            return
+        nid = out.result["node_id"]
+        assert nid == candidates[0]["node_id"], "not the deepest ready question no one holds"
+        assert [e["kind"] for e in out.new_events] == ["synthesis_claimed"]
+        self.synth[nid] = (worker, self.now)
+
+    @rule(data=st.data(), worker=st.sampled_from(WORKERS))
+    def submit_synthesis(self, data: st.DataObject, worker: str) -> None:
+        """Only the worker holding a synthesis may write it (and only while it may be synthesized)."""
+        v = self.view
+        assert v is not None
+        nid = self.pick(data, list(self.synth), bad=False) if self.synth else self.root
+        node = v.get(nid)
+        holds = nid in self.synth and self.synth[nid][0] == worker
+        ok = (holds and self.active and node is not None and node["status"] == "answered"
+              and all(q["status"] in DONE for q in v.sub_questions(nid)))
+        out = self.call("submit_synthesis", lambda: self.store.submit_synthesis(
+            self.gid, nid, "A held synthesis.", worker_id=worker), expect_ok=ok)
+        if out.ok:
+            assert out.after.by_id[nid]["status"] == "synthesized"
+            self.unchanged_except(out, {nid})
+            self.synth.pop(nid)
 
     @rule(
         data=st.data(),
@@ -578,12 +629,14 @@ class GraphMachine(RuleBasedStateMachine):
         if finish or not subs:
             self._synthesize(nid, "A leaf synthesis.")
 
-    def _claim(self, worker: str) -> Outcome:
+    def _claim(self, worker: str, *, plain: bool = False) -> Outcome:
         assert self.view is not None
         was_active = self.active
         candidates = {q["node_id"] for q in self.view.claimable(self.now)}
+        holder = None if plain else "store"
         out = self.call(
-            "claim_work", self.store.claim_work, self.gid, worker, expect_ok=good_text(worker)
+            "claim_work", lambda *a: self.store.claim_work(*a, holder=holder), self.gid, worker,
+            expect_ok=good_text(worker)
         )
         if not out.ok:
             return out
@@ -600,6 +653,7 @@ class GraphMachine(RuleBasedStateMachine):
             assert out.after.snap == out.before.snap
             return out
         nid = r["node_id"]
+        (self.plain.add if plain else self.plain.discard)(nid)
         assert nid != self.root, "claim_work handed out the root"
         assert nid in candidates, f"claimed {nid}, which was not claimable"
         assert r["graph_done"] is False
@@ -632,6 +686,7 @@ class GraphMachine(RuleBasedStateMachine):
             "synthesize_node", self.store.synthesize_node, self.gid, node_id, text, expect_ok=ok
         )
         if out.ok:
+            self.synth.pop(node_id, None)  # synthesize_node drops a synthesis claim
             after = out.after.by_id[node_id]
             assert out.result == {"node_id": node_id, "status": "synthesized"}
             assert after["status"] == "synthesized"
@@ -684,7 +739,9 @@ class GraphMachine(RuleBasedStateMachine):
                 if worker is not None and q["owner"] != worker:
                     continue
                 if older is not None:
-                    if good_older and at <= self.now - older:
+                    # A claim of a live holder (this open store) goes only for a named worker.
+                    live = q["node_id"] not in self.plain and worker is None
+                    if good_older and at <= self.now - older and not live:
                         expected.add(q["node_id"])
                 elif worker is not None or at + LEASE_S <= self.now:
                     expected.add(q["node_id"])
@@ -702,6 +759,8 @@ class GraphMachine(RuleBasedStateMachine):
         if not out.ok:
             return
         assert set(out.result["recovered"]) == expected
+        if worker is not None:  # that worker's synthesis claims go too
+            self.synth = {n: held for n, held in self.synth.items() if held[0] != worker}
         assert out.result["count"] == len(expected) == len(out.result["recovered"])
         for nid in expected:
             node = out.after.by_id[nid]
@@ -725,6 +784,8 @@ class GraphMachine(RuleBasedStateMachine):
             and node is not None
             and node["status"] != "saturated"
             and not (node["node_type"] == "question" and node["status"] in DONE)
+            and node_id != self.root  # the root and its answer: the exploration's result
+            and not (node["node_type"] == "answer" and node["parent_id"] == self.root)
         )
         if prune:
             out = self.call(
@@ -1247,7 +1308,10 @@ CHECKPOINT_VALUES = st.one_of(
 
 
 def _expected_checkpoint(value: Any) -> str | None | bool:
-    """The canonical mode of an ASCII value, None if it must be refused, True if either is fine."""
+    """The canonical mode of an ASCII value for a pulse graph; None: refused; True: either is fine.
+
+    Pulse has questions at depths 0-1, so ``depth:N`` gates something only for N = 1.
+    """
     if not isinstance(value, str):
         return None
     if value in ("autonomous", "convergence", "interactive"):
@@ -1256,7 +1320,7 @@ def _expected_checkpoint(value: Any) -> str | None | bool:
     if prefix != "depth" or not number:
         return None
     if number.isascii():
-        return f"depth:{int(number)}" if number.isdigit() and int(number) >= 1 else None
+        return f"depth:{int(number)}" if number.isdigit() and len(number) <= 9 and int(number) == 1 else None
     return True  # non-ASCII decimal digits: reading them as a number or refusing are both fine
 
 

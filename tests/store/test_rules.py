@@ -131,7 +131,7 @@ def test_saturation_cascades_to_unfinished_descendants(tree: Tree) -> None:
 
 def test_worker_holding_claim_in_pruned_branch_is_refused(tree: Tree) -> None:
     claim = tree.store.claim_work(tree.graph_id, "w1")["node_id"]
-    tree.store.prune_branch(tree.graph_id, tree.root_answer)
+    tree.store.prune_branch(tree.graph_id, claim)
     assert tree.status(claim) == "saturated"
     assert tree.node(claim)["status_reason"] == "pruned"
     with pytest.raises(StateError, match="saturated"):
