@@ -15,6 +15,7 @@ from ..errors import StateError
 from ..model import GraphStatus
 from .base import require_id
 from .holders import HolderInfo, parse_holder
+from .rows import NODE_COLUMNS, NodeRow
 from .work import READY, WorkQueue
 
 
@@ -43,16 +44,18 @@ class SynthesisQueue(WorkQueue):
             now = self.clock()
             self._db.execute("DELETE FROM synthesis_claims WHERE graph_id = ? AND claimed_at + lease_s <= ?",
                              [gid, now])
-            self._recover_gone(gid, now)
             where = READY + " AND node_id NOT IN (SELECT node_id FROM synthesis_claims WHERE graph_id = ?)"
             params: list[Any] = [gid, gid, gid]
             if skipped:
                 where += f" AND node_id NOT IN ({', '.join('?' for _ in skipped)})"
                 params += skipped
-            ready = sorted(self._nodes(where, params), key=lambda n: (-n.depth, n.seq))
-            if not ready:
+            deepest = f"SELECT {NODE_COLUMNS} FROM nodes WHERE {where} ORDER BY depth DESC, seq LIMIT 1"
+            row = self._db.fetchone(deepest, params)
+            if row is None and self._recover_gone(gid, now):  # a dead worker's syntheses come back
+                row = self._db.fetchone(deepest, params)
+            if row is None:
                 return {"node_id": None, "graph_id": gid, "graph_status": graph.status}
-            node = ready[0]
+            node = NodeRow(*row)
             if held is not None:
                 self._register(held, now)
             self._db.execute("INSERT INTO synthesis_claims VALUES (?, ?, ?, ?, ?, ?)",
