@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -116,11 +117,11 @@ with RemoteStore(sys.argv[1]) as store:
 """
 
 
-def test_a_killed_worker_process_gives_its_claims_back_at_once(
-    tmp_path: Path, procs: list[subprocess.Popen[str]]
-) -> None:
-    path = tmp_path / "killed.duckdb"
-    graph_id = seeded(path)
+@contextmanager
+def a_killed_worker(
+    path: Path, graph_id: str, procs: list[subprocess.Popen[str]]
+) -> Iterator[tuple[GraphStore, RemoteStore, list[dict[str, Any]]]]:
+    """A server on the file; a worker process holding two claims, killed: (store, client, its claims)."""
     with GraphStore(path) as store:  # lease 300 s: recovery must not wait for it
         server = BackgroundServer(store)
         url = server.start()
@@ -128,17 +129,24 @@ def test_a_killed_worker_process_gives_its_claims_back_at_once(
             procs.append(subprocess.Popen([sys.executable, "-c", SLOW_WORKER, url], env=env(),
                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
             with RemoteStore(url) as remote:
-                held = wait_for(lambda: two_claims(remote, graph_id),
-                                "the worker process to hold two claims")
-            assert store.recover_stuck(graph_id)["recovered"] == [], "a live holder keeps its claims"
-            procs[0].send_signal(signal.SIGKILL)
-            procs[0].wait(timeout=30)
-            recovered = store.recover_stuck(graph_id)["recovered"]
-            assert sorted(recovered) == sorted(n["node_id"] for n in held)
-            again = store.claim_work(graph_id, "survivor")["node_id"]
-            assert again in recovered
+                held = wait_for(lambda: two_claims(remote, graph_id), "the worker process to hold two claims")
+                assert store.recover_stuck(graph_id)["recovered"] == [], "a live holder keeps its claims"
+                procs[0].send_signal(signal.SIGKILL)
+                procs[0].wait(timeout=30)
+                yield store, remote, held
         finally:
             server.stop()
+
+
+def test_a_killed_worker_process_gives_its_claims_back_at_once(
+    tmp_path: Path, procs: list[subprocess.Popen[str]]
+) -> None:
+    path = tmp_path / "killed.duckdb"
+    graph_id = seeded(path)
+    with a_killed_worker(path, graph_id, procs) as (store, _, held):
+        recovered = store.recover_stuck(graph_id)["recovered"]
+        assert sorted(recovered) == sorted(n["node_id"] for n in held)
+        assert store.claim_work(graph_id, "survivor")["node_id"] in recovered
 
 
 def test_a_new_worker_finds_a_killed_workers_claims_without_recover(
@@ -146,26 +154,14 @@ def test_a_new_worker_finds_a_killed_workers_claims_without_recover(
 ) -> None:
     path = tmp_path / "orphans.duckdb"
     graph_id = seeded(path, intensity="pulse")
-    with GraphStore(path) as store:
-        server = BackgroundServer(store)
-        url = server.start()
-        try:
-            procs.append(subprocess.Popen([sys.executable, "-c", SLOW_WORKER, url], env=env(),
-                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-            with RemoteStore(url) as remote:
-                held = wait_for(lambda: two_claims(remote, graph_id),
-                                "two claims")
-                procs[0].send_signal(signal.SIGKILL)
-                procs[0].wait(timeout=30)
-                # A new worker claims until nothing is left: the dead worker's questions come back
-                # on the way (a claim that finds nothing open recovers gone holders' claims first).
-                got = []
-                while (claim := remote.claim_work(graph_id, "next", holder=remote.holder))["node_id"]:
-                    got.append(claim["node_id"])
-                assert {n["node_id"] for n in held} <= set(got)
-                assert all(n["owner"] == "next" for n in claimed_by(remote, graph_id))
-        finally:
-            server.stop()
+    with a_killed_worker(path, graph_id, procs) as (_, remote, held):
+        # A new worker claims until nothing is left: the dead worker's questions come back on
+        # the way (a claim that finds nothing open recovers gone holders' claims first).
+        got = []
+        while (claim := remote.claim_work(graph_id, "next", holder=remote.holder))["node_id"]:
+            got.append(claim["node_id"])
+        assert {n["node_id"] for n in held} <= set(got)
+        assert all(n["owner"] == "next" for n in claimed_by(remote, graph_id))
 
 
 def slow(body: dict[str, Any]) -> Any:
