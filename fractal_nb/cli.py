@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     llm = _checked(parser, args)  # every option, before any file is touched
     try:
-        if args.command == "serve-mcp":
+        if llm is None:
             return _serve(args)
         if args.command == "worker":
             return _work(args, llm)
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
 
 
-def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM:
+def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM | None:
     """Check what argparse cannot, exiting 2 (usage) before anything is opened; the model to use."""
     def refuse(message: str) -> None:
         parser.error(f"{args.command}: {message}")
@@ -188,7 +188,7 @@ def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM:
     if args.command == "demo":
         return SimulatedLLM(seed=7)
     if args.command == "serve-mcp":
-        return SimulatedLLM()  # unused: the server calls no model
+        return None  # the server calls no model
     try:
         return _model(args)
     except InvalidInputError as exc:
@@ -234,10 +234,8 @@ def _work(args: argparse.Namespace, llm: LLM) -> int:
     for report in reports:
         print(f"{report.worker}: {report.answered} answered, {report.synthesized} synthesized, "
               f"{report.failures} failed; exit: {report.exit_reason}")
-    outage = getattr(llm, "outage", None)
-    if any(r.exit_reason == "model_unavailable" for r in reports):
-        print(f"fractal-nb: the model failed: {outage or 'unreachable'}; its claims were given back",
-              file=sys.stderr)
+    if down := next((r for r in reports if r.exit_reason == "model_unavailable"), None):
+        print(f"fractal-nb: {down.detail}; this worker's claims were given back", file=sys.stderr)
         return EXIT_MODEL
     return EXIT_OK
 

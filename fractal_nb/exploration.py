@@ -204,6 +204,7 @@ class Exploration:
     def harvest(self) -> FractalResult:
         """Finish (freeze what is left, synthesize up to the root) and return the result."""
         with self._running:
+            self._state.call.reset_health()  # the model may be back for the summary and syntheses
             return harvest(self._state)
 
     def report(self) -> MarkdownText:

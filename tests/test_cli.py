@@ -328,6 +328,30 @@ def test_a_worker_without_a_server_says_so(capsys: pytest.CaptureFixture[str]) -
     assert main(["worker", "--mcp-url", f"http://127.0.0.1:{port}/mcp"]) == 1
     err = capsys.readouterr().err
     assert "cannot reach the MCP server" in err and str(port) in err
+    assert "connection refused" in err and "TaskGroup" not in err
+
+
+def test_a_worker_whose_model_is_down_exits_3_and_gives_its_claims_back(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from fractal_nb.mcp_server import BackgroundServer
+
+    model_url = f"http://127.0.0.1:{free_port()}/v1"
+    with Exploration.create("Why?", intensity="pulse", llm=SimulatedLLM(), path=tmp_path / "w.duckdb") as ex:
+        ex.step(1)  # the seed phase here; the worker's model is down
+        server = BackgroundServer(ex.store)
+        url = server.start()
+        try:
+            code = main(["worker", "--mcp-url", url, "--threads", "2", "--llm", "openai", "--model", "m",
+                         "--base-url", model_url])
+        finally:
+            server.stop()
+        out, err = capsys.readouterr()
+        assert code == EXIT_MODEL, (out, err)
+        assert f"model unreachable: cannot reach the model server at {model_url}" in err
+        assert "connection refused" in err and "exit: model_unavailable" in out
+        questions = ex.nodes().query("node_type == 'question' and depth == 1")
+        assert set(questions["status"]) == {"open"}, "every claim given back"
+        assert "meta_failures" not in questions or questions["meta_failures"].fillna(0).eq(0).all()
 
 
 def test_serve_mcp_needs_a_file(capsys: pytest.CaptureFixture[str]) -> None:

@@ -68,6 +68,7 @@ class WorkerReport:
     sub_questions: int = 0
     failures: int = 0
     exit_reason: str = ""
+    detail: str = ""  # why, when the exit reason needs one (the model outage)
 
 
 @dataclass
@@ -162,7 +163,7 @@ class Dispatcher:
         tries = 0
         while True:
             if run.call.outage:
-                report.exit_reason = "model_unavailable"
+                report.exit_reason, report.detail = "model_unavailable", run.call.outage
                 return
             if self.stop.is_set() or run.convergence_found.is_set():
                 report.exit_reason = "paused"

@@ -16,6 +16,7 @@ that sees ``openai``; its errors leave as :class:`~fractal_nb.errors.LLMError`.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
@@ -284,6 +285,11 @@ def connection_problem(exc: BaseException) -> str:
             cause = cause.exceptions[0]
             continue
         cause = cause.__cause__ or cause.__context__
+    refused = (errno.ECONNREFUSED, errno.ECONNRESET, errno.EHOSTUNREACH)
+    for error in seen:
+        if isinstance(error, OSError) and error.errno in refused:
+            return {errno.ECONNREFUSED: "connection refused", errno.ECONNRESET: "connection reset",
+                    errno.EHOSTUNREACH: "host unreachable"}[error.errno]
     text = " ".join(str(e) for e in seen).lower()
     for needle, words in (("refused", "connection refused"), ("name or service not known", "host not found"),
                           ("nodename nor servname", "host not found"), ("temporary failure in name",
