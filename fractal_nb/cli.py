@@ -275,8 +275,8 @@ def _harvest(args: argparse.Namespace, llm: LLM) -> int:
 def _report(exploration: Exploration, status: str, llm: LLM, db: str) -> int:
     """Print how the run ended and choose the exit code; harvest only a run that ended by itself.
 
-    ``all_complete`` and ``budget_exhausted`` are harvested (seed 001: a budget
-    freezes the rest as gaps); a graph paused by the model, gates or a checkpoint
+    ``all_complete`` and ``budget_exhausted`` are harvested (a budget freezes
+    the rest as gaps; README, "From the shell"); a graph paused by the model, gates or a checkpoint
     is left resumable, never harvested into ``completed`` on its own.
     """
     if status in ("all_complete", "budget_exhausted"):

@@ -35,7 +35,7 @@ _CLAIMABLE = f"""
              seq
 """
 _IF_ACTIVE = "AND EXISTS (SELECT 1 FROM graphs WHERE graph_id = ? AND status = 'active')"
-# Ready to synthesize (rule 3): answered questions whose sub-questions are all done.
+# Ready to synthesize: answered questions with sub-questions, all of them synthesized or saturated.
 # Parameters: graph_id, graph_id.
 READY = """graph_id = ? AND node_type = 'question' AND status = 'answered' AND node_id IN (
                SELECT question_id FROM nodes
