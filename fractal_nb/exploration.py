@@ -13,7 +13,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .engine.calls import ModelCaller
-from .engine.dispatcher import Clock, Dispatcher, RealClock
+from .engine.dispatcher import Clock, Dispatcher, RealClock, heartbeat
 from .engine.phases import harvest, seed
 from .engine.primitive import RunState, process
 from .errors import InvalidInputError, StateError
@@ -179,11 +179,12 @@ class Exploration:
             first = seed(self._state)
             if first is not None:
                 records.append(first)
-            while len(records) < n:
-                claim = self.store.claim_work(self.graph_id, STEP_WORKER, holder=self._state.holder)
-                if claim["node_id"] is None:
-                    break
-                records.append(process(self._state, claim, STEP_WORKER))
+            with heartbeat(self._state):  # a slow model keeps its claim past the lease
+                while len(records) < n:
+                    claim = self.store.claim_work(self.graph_id, STEP_WORKER, holder=self._state.holder)
+                    if claim["node_id"] is None:
+                        break
+                    records.append(process(self._state, claim, STEP_WORKER))
             return records
 
     def pause(self) -> None:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -27,6 +28,29 @@ from .primitive import RunState, process
 BACKOFF_S = (2.0, 4.0, 8.0)
 MAX_ROUNDS = 3  # re-dispatches for orphaned work before the run gives up for now
 HEARTBEATS_PER_LEASE = 3  # a live holder renews its claims three times per lease
+
+
+@contextmanager
+def heartbeat(run: RunState) -> Iterator[None]:
+    """While the block runs, renew the leases of the claims the run's holder has, a few times a lease."""
+    store, holder = run.store, run.holder["holder_id"]
+    done = threading.Event()
+
+    def beat() -> None:
+        interval = float(getattr(store, "lease_s", 300.0)) / HEARTBEATS_PER_LEASE
+        while not done.wait(interval):
+            try:
+                interval = float(store.heartbeat(holder)["lease_s"]) / HEARTBEATS_PER_LEASE
+            except Exception:  # noqa: BLE001 - a missed beat is retried; the workers see the real error
+                continue
+
+    thread = threading.Thread(target=beat, name="fractal-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 class Clock(Protocol):
@@ -130,31 +154,14 @@ class Dispatcher:
 
         threads = [threading.Thread(target=body, args=(r,), name=f"fractal-{r.worker}", daemon=True)
                    for r in reports]
-        beating = threading.Event()
-        heart = threading.Thread(target=self._heartbeat, args=(beating,), name="fractal-heartbeat",
-                                 daemon=True)
-        heart.start()
-        try:
+        with heartbeat(self.run_state):
             for t in threads:
                 t.start()
             for t in threads:
                 t.join()
-        finally:
-            beating.set()
-            heart.join()
         if errors:
             raise errors[0]
         return reports
-
-    def _heartbeat(self, done: threading.Event) -> None:
-        """Renew the leases of this run's claims until the workers are done (a live holder's)."""
-        store, holder = self.run_state.store, self.run_state.holder["holder_id"]
-        interval = float(getattr(store, "lease_s", 300.0)) / HEARTBEATS_PER_LEASE
-        while not done.wait(interval):
-            try:
-                interval = float(store.heartbeat(holder).get("lease_s", interval * 3)) / HEARTBEATS_PER_LEASE
-            except Exception:  # noqa: BLE001 - a missed beat is retried; the workers see the real error
-                continue
 
     def _work(self, report: WorkerReport) -> None:
         run = self.run_state
