@@ -345,7 +345,7 @@ _NODE_COLUMNS = ["node_id", "parent_id", "node_type", "depth", "status", "status
                  "inherited_from", "owner", "branch_id", "seq", "text", "claimed_at",
                  "created_at", "updated_at"]
 _CALL_COLUMNS = ["call_id", "node_id", "worker", "role", "model", "prompt_tokens", "completion_tokens",
-                 "attempts", "latency_s", "outcome", "error", "created_at"]
+                 "attempts", "corrections", "queue_s", "latency_s", "mode", "outcome", "error", "created_at"]
 
 
 _RUN_LOCKS: dict[tuple[str, str], threading.Lock] = {}

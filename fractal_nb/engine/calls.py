@@ -84,8 +84,11 @@ class ModelCaller:
             "model": getattr(self.llm, "model", type(self.llm).__name__),
             "prompt_tokens": usage.prompt_tokens or messages_tokens(messages),
             "completion_tokens": usage.completion_tokens,
-            "attempts": max(1, usage.attempts),
+            "attempts": max(1, usage.requests or usage.attempts),  # what the server saw, when known
+            "corrections": max(0, usage.attempts - 1),
+            "queue_s": usage.queue_s,
             "latency_s": time.perf_counter() - started,
+            "mode": usage.mode,
             "outcome": "error" if error else ("cached" if usage.cached else "ok"),
             "error": None if error is None else f"{type(error).__name__}: {error}"[:2000],
         }

@@ -1,26 +1,34 @@
 """``OpenAILLM``: the OpenAI API, or any OpenAI-compatible server (llama.cpp, vLLM, Ollama).
 
-Structured output falls back, per instance, through three modes and remembers the
-first one the server accepts:
+Structured output: the first call probes, once per instance and without retries,
+three modes in turn and remembers the first one the server accepts:
 
 1. ``response_format={"type": "json_schema", ...}`` (OpenAI, vLLM, Ollama);
-2. ``response_format={"type": "json_object", "schema": ...}`` with the schema in the
-   system message (llama.cpp's server, which answers HTTP 500 to ``json_schema``);
-3. no ``response_format``: the schema in the system message, the reply parsed as text.
+2. ``response_format={"type": "json_object", "schema": ...}`` (llama.cpp's server,
+   which answers HTTP 500 to ``json_schema`` and enforces this schema by grammar);
+3. no ``response_format``: the schema described in the system message (the only mode
+   where the server does not enforce it), the reply parsed as text.
 
 Every reply is repaired with ``json_repair`` and validated against the schema; a bad
 reply is sent back with a correction, ``output_retries`` times. Transport retries
-(429, 5xx, timeouts) are the client's own ``max_retries``. This is the only module
-that sees ``openai``; its errors leave as :class:`~fractal_nb.errors.LLMError`.
+(429, 5xx, timeouts) are the client's own ``max_retries``. Requests in flight are
+bounded by ``max_concurrency`` (1 for a server on this machine), each carries a
+``max_tokens`` bound and, when given, a ``seed``. This is the only module that sees
+``openai``; its errors leave as :class:`~fractal_nb.errors.LLMError`.
 """
 
 from __future__ import annotations
 
 import errno
+import ipaddress
 import json
 import os
 import threading
-from typing import Any, cast
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, Literal, cast
+from urllib.parse import urlsplit
 
 import json_repair
 import openai
@@ -28,9 +36,12 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from pydantic import BaseModel, ValidationError
 
 from ..errors import InvalidInputError, LLMError, LLMOutputError, LLMTimeoutError, LLMUnavailableError
-from .protocol import Message, estimate_tokens, messages_tokens, report_usage
+from .protocol import Message, estimate_tokens, messages_tokens, report_request, report_usage, report_wait
+from .schemas import ROLES
 
 _MODES = ("json_schema", "json_object", "text")
+# Reply length bounds per role (tokens): enough for the schema's fields, never unbounded.
+MAX_TOKENS = {"seed": 768, "answer": 640, "connect": 320, "synthesize": 512, "harvest": 768}
 _REJECTS_FORMAT = {400, 422, 500}  # what servers answer to a response_format they lack
 _PLACEHOLDER_KEY = "not-needed"  # local servers ignore the key, the client insists on one
 _SNIPPET = 300
@@ -53,19 +64,33 @@ class OpenAILLM:
         Else ``OPENAI_API_KEY``; with a ``base_url`` and no key, a placeholder is sent.
     client
         A pre-built ``openai.OpenAI`` (tests, custom transports); then ``base_url``,
-        ``api_key``, ``timeout`` and ``max_retries`` are the client's own.
+        ``api_key``, ``timeout`` and ``max_retries`` are the client's own, and its
+        HTTP requests are not counted one by one.
     timeout
-        Seconds per HTTP request.
+        Seconds per HTTP request, counted from when it is sent (a request waiting
+        for a slot is not timing out).
     max_retries
-        The client's retries of 429, 5xx and timeouts, with backoff.
+        The client's retries of 429, 5xx and timeouts, with backoff (never on the
+        one-time probe of the structured-output mode).
     output_retries
-        Further attempts after a reply that is not valid against the schema.
+        Correction round trips after a reply that is not valid against the schema.
     temperature
         Sampling temperature; None leaves it out (some reasoning models reject it).
+    seed
+        Sent as ``seed`` with every request, for servers that sample reproducibly.
+    max_tokens
+        The length bound of each reply, per role (``seed``, ``answer``, ``connect``,
+        ``synthesize``, ``harvest``) or one number for all; every request carries one.
+    max_concurrency
+        Requests in flight at once from this model object (all workers share it);
+        the rest wait for a slot. By default 1 for a server on this machine (a
+        local server such as llama.cpp's serves one request at a time, and a
+        request queued there would time out while the server still works for it),
+        unbounded for a remote API. None: unbounded.
 
     Examples
     --------
-    >>> llm = OpenAILLM("qwen2.5-7b", base_url="http://localhost:8080/v1")  # doctest: +SKIP
+    >>> llm = OpenAILLM("qwen2.5-7b", base_url="http://localhost:8080/v1", seed=11)  # doctest: +SKIP
     >>> llm.complete([{"role": "user", "content": "Why?"}], Answer)  # doctest: +SKIP
     {'answer': '...', 'confidence': 0.7, 'sub_questions': [], 'saturation': None}
     """
@@ -79,8 +104,11 @@ class OpenAILLM:
         client: openai.OpenAI | None = None,
         timeout: float = 60.0,
         max_retries: int = 2,
-        output_retries: int = 2,
+        output_retries: int = 1,
         temperature: float | None = 0.2,
+        seed: int | None = None,
+        max_tokens: int | Mapping[str, int] | None = None,
+        max_concurrency: int | None | Literal["auto"] = "auto",
     ) -> None:
         model = model or os.environ.get("FRACTAL_NB_MODEL") or os.environ.get("OPENAI_MODEL")
         if not model:
@@ -89,6 +117,10 @@ class OpenAILLM:
             )
         if output_retries < 0:
             raise InvalidInputError(f"output_retries must be 0 or more, not {output_retries}")
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            raise InvalidInputError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise InvalidInputError(f"seed must be an integer or None, not {seed!r}")
         if client is None:
             base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
             api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
@@ -102,17 +134,33 @@ class OpenAILLM:
                 base_url=base_url,
                 timeout=timeout,
                 max_retries=max_retries,
+                http_client=openai.DefaultHttpxClient(event_hooks={"request": [_count_request]}),
             )
         self.model = model
         self.base_url = str(client.base_url)
         self.output_retries = output_retries
         self.temperature = temperature
+        self.seed = seed
+        self.max_tokens = _max_tokens(max_tokens)
+        if max_concurrency == "auto":
+            max_concurrency = 1 if _on_this_machine(self.base_url) else None
+        if max_concurrency is not None and (isinstance(max_concurrency, bool)
+                                            or not isinstance(max_concurrency, int) or max_concurrency < 1):
+            raise InvalidInputError(
+                f"max_concurrency must be an integer >= 1 or None, not {max_concurrency!r}")
+        self.max_concurrency = max_concurrency
+        self._slots = threading.BoundedSemaphore(max_concurrency) if max_concurrency else None
         self._client = client
-        self._mode = 0  # index into _MODES of the first mode to try
-        self._lock = threading.Lock()
+        self._mode: int | None = None  # index into _MODES, once the probe found what the server takes
+        self._probe = threading.Lock()
 
     def __repr__(self) -> str:
         return f"OpenAILLM(model={self.model!r}, base_url={self.base_url!r})"
+
+    @property
+    def mode(self) -> str | None:
+        """The structured-output mode the server accepted (None until the first call found it)."""
+        return None if self._mode is None else _MODES[self._mode]
 
     def close(self) -> None:
         """Close the HTTP connections the client keeps open (idempotent)."""
@@ -127,6 +175,10 @@ class OpenAILLM:
     def complete(self, messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:
         """Return the model's answer to ``messages`` as a dict valid against ``schema``.
 
+        The first call finds the structured-output mode (one probe per object, shared
+        by every worker, without the client's retries); later calls use that mode, and
+        a later 5xx is an error, never a reason to change it.
+
         Raises
         ------
         LLMTimeoutError
@@ -138,31 +190,43 @@ class OpenAILLM:
         LLMError
             Any other failure of the server or the connection.
         """
-        with self._lock:
-            index = self._mode
-        while True:
+        role = ROLES.get(schema, "answer")
+        if self._mode is None:
+            with self._probe:  # one worker probes; the others wait here and then know the mode
+                if self._mode is None:
+                    return self._probe_mode(messages, schema, role)
+        return self._complete_in(self._mode, messages, schema, role, self._client)
+
+    def _probe_mode(self, messages: list[Message], schema: type[BaseModel], role: str) -> dict[str, Any]:
+        """Ask in each mode in turn, without retries, until the server takes one; remember it."""
+        probe = self._client.with_options(max_retries=0)
+        for index in range(len(_MODES)):
             try:
-                return self._complete_in(index, messages, schema)
+                return self._complete_in(index, messages, schema, role, probe, probing=True)
             except openai.OpenAIError as exc:
                 if index + 1 == len(_MODES) or not _rejects_format(exc):
                     raise _translate(exc, self.model, self.base_url) from exc
-                index += 1
+        raise AssertionError("unreachable: the last mode raises")  # pragma: no cover
 
     def _complete_in(
-        self, index: int, messages: list[Message], schema: type[BaseModel]
+        self, index: int, messages: list[Message], schema: type[BaseModel], role: str,
+        client: openai.OpenAI, *, probing: bool = False,
     ) -> dict[str, Any]:
-        """Ask in one structured-output mode, correcting bad replies; openai errors propagate."""
+        """Ask in one structured-output mode, correcting bad replies; openai errors propagate when probing."""
         mode = _MODES[index]
-        convo = _with_schema_note(messages, schema) if mode != "json_schema" else list(messages)
+        convo = _with_schema_note(messages, schema) if mode == "text" else list(messages)
         problem = ""
         for _ in range(self.output_retries + 1):
             try:
-                text = self._request(mode, convo, schema)
+                text = self._request(mode, convo, schema, role, client)
             except _BadBody as exc:
                 problem = str(exc)
                 continue
-            with self._lock:
-                self._mode = index  # the server accepted this mode: later calls start here
+            except openai.OpenAIError as exc:
+                if probing:
+                    raise
+                raise _translate(exc, self.model, self.base_url) from exc
+            self._mode = index  # the server took this mode: every later call uses it
             try:
                 return _parse(text, schema)
             except ValueError as exc:  # pydantic's ValidationError is a ValueError
@@ -179,11 +243,15 @@ class OpenAILLM:
             f"attempts ({mode} mode); last error: {problem}"
         )
 
-    def _request(self, mode: str, convo: list[Message], schema: type[BaseModel]) -> str:
-        """Send one chat completion request and return the reply text ('' if none)."""
-        options: dict[str, Any] = {}
+    def _request(
+        self, mode: str, convo: list[Message], schema: type[BaseModel], role: str, client: openai.OpenAI
+    ) -> str:
+        """Send one chat completion request (after waiting for a slot) and return the reply text."""
+        options: dict[str, Any] = {"max_tokens": self.max_tokens[role]}
         if self.temperature is not None:
             options["temperature"] = self.temperature
+        if self.seed is not None:
+            options["seed"] = self.seed
         json_schema = schema.model_json_schema()
         if mode == "json_schema":
             options["response_format"] = {
@@ -192,12 +260,15 @@ class OpenAILLM:
             }
         elif mode == "json_object":
             options["response_format"] = {"type": "json_object", "schema": json_schema}
+        waited = time.perf_counter()
         try:
-            response = self._client.chat.completions.create(
-                model=self.model,
-                messages=cast("list[ChatCompletionMessageParam]", convo),
-                **options,
-            )
+            with self._slot():
+                report_wait(time.perf_counter() - waited, mode)
+                response = client.chat.completions.create(
+                    model=self.model,
+                    messages=cast("list[ChatCompletionMessageParam]", convo),
+                    **options,
+                )
         except json.JSONDecodeError as exc:  # the client parses a 200 body without wrapping
             raise _BadBody(f"the server's body was not JSON ({exc})") from exc
         if not isinstance(response, ChatCompletion):  # a non-JSON content type gives a str
@@ -212,6 +283,52 @@ class OpenAILLM:
             completion if isinstance(completion, int) else estimate_tokens(text),
         )
         return text
+
+
+    @contextmanager
+    def _slot(self) -> Iterator[None]:
+        """Hold one of ``max_concurrency`` slots while a request is in flight."""
+        if self._slots is None:
+            yield
+            return
+        with self._slots:
+            yield
+
+
+def _count_request(request: object) -> None:
+    """The HTTP client's hook: every request the server is sent counts, retries included."""
+    report_request()
+
+
+def _on_this_machine(base_url: str) -> bool:
+    """Whether the server is on a loopback address (a local server: one slot unless told)."""
+    host = (urlsplit(base_url).hostname or "").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _max_tokens(value: int | Mapping[str, int] | None) -> dict[str, int]:
+    """Every role's reply bound: the defaults, overridden by one number or per role."""
+    bounds = dict(MAX_TOKENS)
+    if isinstance(value, int) and not isinstance(value, bool):
+        bounds = dict.fromkeys(bounds, value)
+    elif isinstance(value, Mapping):
+        unknown = set(value) - set(bounds)
+        if unknown:
+            raise InvalidInputError(f"max_tokens names unknown roles {sorted(unknown)}; roles: "
+                                    f"{', '.join(sorted(bounds))}")
+        bounds.update(value)
+    elif value is not None:
+        raise InvalidInputError(f"max_tokens must be an integer, a dict of role -> integer, or None, "
+                                f"not {value!r}")
+    for role, bound in bounds.items():
+        if isinstance(bound, bool) or not isinstance(bound, int) or bound < 16:
+            raise InvalidInputError(f"max_tokens for {role} must be an integer >= 16, not {bound!r}")
+    return bounds
 
 
 def _with_schema_note(messages: list[Message], schema: type[BaseModel]) -> list[Message]:

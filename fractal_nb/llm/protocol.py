@@ -35,12 +35,22 @@ class LLM(Protocol):
 
 @dataclass
 class Usage:
-    """What one metered call cost; backends add to it through :func:`report_usage`."""
+    """What one metered call cost; backends add to it through the ``report_*`` functions.
+
+    ``attempts`` counts completions received (a correction round trip is one more);
+    ``requests`` the HTTP requests the server was sent (retries and failed ones
+    included; 0 where the backend cannot see them); ``queue_s`` the time spent
+    waiting for a free slot before the first request; ``mode`` how structured
+    output was asked for.
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     attempts: int = 0
     cached: bool = False
+    requests: int = 0
+    queue_s: float = 0.0
+    mode: str | None = None
 
 
 _meter: ContextVar[Usage | None] = ContextVar("fractal_nb_llm_meter", default=None)
@@ -65,6 +75,21 @@ def report_usage(prompt_tokens: int, completion_tokens: int, *, cached: bool = F
         usage.completion_tokens += completion_tokens
         usage.attempts += 1
         usage.cached = usage.cached or cached
+
+
+def report_request() -> None:
+    """Count one HTTP request sent to the server (a transport retry is another)."""
+    usage = _meter.get()
+    if usage is not None:
+        usage.requests += 1
+
+
+def report_wait(queue_s: float, mode: str | None) -> None:
+    """Record the time spent waiting for a slot, and the structured-output mode used."""
+    usage = _meter.get()
+    if usage is not None:
+        usage.queue_s += queue_s
+        usage.mode = mode
 
 
 def estimate_tokens(text: str) -> int:

@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..errors import InvalidInputError, LLMError
-from .protocol import Message, estimate_tokens, messages_tokens, report_usage
+from .protocol import Message, estimate_tokens, messages_tokens, report_usage, report_wait
 from .schemas import ROLES, ProxySignal
 
 _ANGLES = [
@@ -125,6 +125,7 @@ class SimulatedLLM:
             self._seen[key] += 1
             attempt = self._seen[key]
         rng = random.Random(hashlib.sha256(f"{key}:{attempt}".encode()).hexdigest())
+        report_wait(0.0, "simulated")
         if self.latency_s:
             time.sleep(self.latency_s)
         if rng.random() < self.failure_rate:

@@ -11,7 +11,7 @@ from .rows import iso
 
 _CALL_COLUMNS = (
     "call_id, graph_id, node_id, worker, role, model, prompt_tokens, completion_tokens, "
-    "attempts, latency_s, outcome, error, created_at"
+    "attempts, corrections, queue_s, latency_s, mode, outcome, error, created_at"
 )
 OUTCOMES = ("ok", "cached", "error", "discarded")  # discarded: paid for, then refused by the store
 
@@ -53,12 +53,13 @@ class LLMLog(StoreBase):
         if not calls:
             return 0
         now = self.clock()
-        rows = ", ".join("(nextval('call_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in calls)
+        rows = ", ".join("(nextval('call_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in calls)
         self._db.write_one(
             f"INSERT INTO llm_calls ({_CALL_COLUMNS}) VALUES {rows}",
             [v for c in calls for v in (c["graph_id"], c["node_id"], c["worker"], c["role"], c["model"],
                                         c["prompt_tokens"], c["completion_tokens"], c["attempts"],
-                                        c["latency_s"], c["outcome"], c.get("error"), now)],
+                                        c.get("corrections", 0), c.get("queue_s", 0.0), c["latency_s"],
+                                        c.get("mode"), c["outcome"], c.get("error"), now)],
         )
         return len(calls)
 

@@ -110,6 +110,12 @@ CREATE TABLE IF NOT EXISTS llm_calls (
     error VARCHAR,
     created_at DOUBLE NOT NULL
 );
+-- Schema 2: what the server saw of each call. attempts counts its HTTP requests (transport
+-- retries and correction round trips included); queue_s the wait for a free slot (the rest
+-- of latency_s is the model's); mode how structured output was asked for.
+ALTER TABLE llm_calls ADD COLUMN IF NOT EXISTS corrections INTEGER DEFAULT 0;
+ALTER TABLE llm_calls ADD COLUMN IF NOT EXISTS queue_s DOUBLE DEFAULT 0;
+ALTER TABLE llm_calls ADD COLUMN IF NOT EXISTS mode VARCHAR;
 
 -- Record/replay cache of completions, keyed by a hash of model, schema and messages.
 CREATE TABLE IF NOT EXISTS llm_cache (

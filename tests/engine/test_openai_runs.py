@@ -214,9 +214,9 @@ def test_llama_cpp_run_falls_back_to_json_object_once() -> None:
         with ex:
             check_result(ex, result, server)
             formats = [(r.get("response_format") or {}).get("type") for r in server.requests]
-            # json_schema is tried in the first call only (the client itself retries the
-            # HTTP 500 max_retries times), then json_object is remembered for every call.
-            tried = 1 + 1  # max_retries=1
+            # json_schema is probed once, in the first call, without the client's retries
+            # of its HTTP 500; then json_object is remembered for every call.
+            tried = 1
             assert formats[:tried] == ["json_schema"] * tried
             assert set(formats[tried:]) == {"json_object"} and len(formats) > 5 + tried
             assert server.requests[0]["response_format"]["json_schema"]["name"] == "SeedPlan"
@@ -227,7 +227,8 @@ def test_llama_cpp_run_falls_back_to_json_object_once() -> None:
             # Every completion that landed was a json_object one; no call failed.
             calls = ex.llm_calls()
             assert set(calls["outcome"]) == {"ok"}
-            assert calls["attempts"].sum() == len(server.requests) - tried
+            assert calls["attempts"].sum() == len(server.requests)  # the probe's request included
+            assert set(calls["mode"]) == {"json_object"}
             assert result.summary.startswith("Cities grow where jobs cluster")
             assert [f["finding"] for f in result.findings] == ["Jobs drive growth.",
                                                                 "Land supply limits it."]
@@ -287,7 +288,8 @@ def test_a_flaky_server_slows_the_run_but_it_completes() -> None:
             assert questions.loc[poison_id, "status_reason"] == "error"
             assert questions.loc[poison_id, "meta_failures"] == 3
             poison_calls = calls[(calls["node_id"] == poison_id) & (calls["role"] == "answer")]
-            assert len(poison_calls) == 3 and (poison_calls["outcome"] == "error").all()
+            # Three failed attempts count; one that met a 5xx (the server's fault) does not.
+            assert len(poison_calls) >= 3 and (poison_calls["outcome"] == "error").all()
             assert any(g.startswith("failed: ") and POISON in g for g in result.gaps)
             # Any node that failed for good is a gap; any that failed and recovered is not.
             for _, node in questions[questions["status_reason"] == "error"].iterrows():

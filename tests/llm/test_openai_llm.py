@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -19,7 +20,7 @@ from fractal_nb.errors import (
     LLMTimeoutError,
     LLMUnavailableError,
 )
-from fractal_nb.llm.openai_llm import OpenAILLM
+from fractal_nb.llm.openai_llm import MAX_TOKENS, OpenAILLM
 from fractal_nb.llm.protocol import LLM, Message, estimate_tokens, messages_tokens, metered
 from fractal_nb.llm.schemas import ROLES, Answer, SeedPlan
 
@@ -71,6 +72,7 @@ def test_json_schema_mode_is_sent_first_and_works() -> None:
     [body] = server.requests
     assert body["model"] == "fake"
     assert body["temperature"] == 0.2
+    assert body["max_tokens"] == MAX_TOKENS["answer"] and "seed" not in body
     assert body["messages"] == MESSAGES  # the schema travels in response_format only
     assert body["response_format"] == {
         "type": "json_schema",
@@ -87,11 +89,9 @@ def test_llama_cpp_falls_back_to_json_object_and_remembers() -> None:
     assert formats(server) == ["json_schema", "json_object", "json_object"]
     fallback = server.requests[1]
     assert fallback["response_format"]["schema"] == Answer.model_json_schema()
-    system = [m for m in fallback["messages"] if m["role"] == "system"]
-    assert len(system) == 1  # the schema note joins the caller's system message
-    assert system[0]["content"].startswith("You answer questions.")
-    assert json.dumps(Answer.model_json_schema()) in system[0]["content"]
-    assert fallback["messages"][1:] == MESSAGES[1:]
+    # The server enforces the schema by grammar: the prompt does not carry it too.
+    assert fallback["messages"] == MESSAGES
+    assert llm.mode == "json_object"
 
 
 def test_server_rejecting_both_formats_falls_to_text() -> None:
@@ -223,7 +223,7 @@ def test_rate_limit_after_client_retries_is_an_llm_error() -> None:
             make_llm(server, max_retries=1).complete(MESSAGES, Answer)
     assert type(info.value) is LLMError
     assert isinstance(info.value.__cause__, openai.RateLimitError)
-    assert len(server.requests) == 2  # the client retried once; no format fallback
+    assert len(server.requests) == 1  # the first call probes the mode, without the client's retries
 
 
 def test_other_http_errors_do_not_fall_back() -> None:
@@ -275,9 +275,9 @@ def test_environment_configures_model_url_and_key(monkeypatch: pytest.MonkeyPatc
         monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
         assert OpenAILLM().model == "from-openai-model"
         monkeypatch.setenv("FRACTAL_NB_MODEL", "from-fractal")
-        llm = OpenAILLM(max_retries=0)
-        assert llm.model == "from-fractal"
-        llm.complete(MESSAGES, Answer)
+        with OpenAILLM(max_retries=0) as llm:
+            assert llm.model == "from-fractal"
+            llm.complete(MESSAGES, Answer)
     assert server.requests[0]["model"] == "from-fractal"
     assert server.headers[0]["authorization"] == "Bearer sk-env"
 
@@ -332,3 +332,111 @@ def test_schema_responder_builds_valid_instances(schema: Any) -> None:
 def test_junk_is_repairable() -> None:
     answer = {"answer": "two\nlines", "confidence": 0.3}
     assert Answer.model_validate(json_repair.loads(_junk(answer))).answer == "two\nlines"
+
+
+# --- a model the server admits: slots, length bounds, seed, one probe, an honest ledger ----
+
+
+def test_a_loopback_server_gets_one_request_at_a_time_and_queue_time_is_apart() -> None:
+    in_flight, most = [0], [0]
+    guard = threading.Lock()
+
+    def slow(body: dict[str, Any]) -> dict[str, Any]:
+        with guard:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        time.sleep(0.05)
+        with guard:
+            in_flight[0] -= 1
+        return GOOD
+
+    with FakeOpenAI("ok", responder=slow) as server:
+        llm = make_llm(server, timeout=0.2)  # 8 x 50 ms queued would time out if sent at once
+        assert llm.max_concurrency == 1  # 127.0.0.1: one slot unless told
+        usages = []
+
+        def one(_: int) -> dict[str, Any]:
+            with metered() as usage:
+                result = llm.complete(MESSAGES, Answer)
+            usages.append(usage)
+            return result
+
+        with ThreadPoolExecutor(8) as pool:
+            assert all(r == GOOD_FULL for r in pool.map(one, range(8)))
+    assert most[0] == 1 and len(server.requests) == 8, "one slot, no request timed out and resent"
+    waits = sorted(u.queue_s for u in usages)
+    assert waits[0] < 0.05 and waits[-1] >= 0.25, waits  # the last one queued behind seven others
+    assert all(u.requests == 1 and u.mode == "json_schema" for u in usages)
+
+
+def test_max_concurrency_bounds_requests_in_flight() -> None:
+    in_flight, most = [0], [0]
+    guard = threading.Lock()
+
+    def slow(body: dict[str, Any]) -> dict[str, Any]:
+        with guard:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        time.sleep(0.05)
+        with guard:
+            in_flight[0] -= 1
+        return GOOD
+
+    with FakeOpenAI("ok", responder=slow) as server:
+        llm = make_llm(server, max_concurrency=3)
+        llm.complete(MESSAGES, Answer)  # the probe
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda _: llm.complete(MESSAGES, Answer), range(12)))
+    assert most[0] == 3
+    with pytest.raises(InvalidInputError, match="max_concurrency"):
+        OpenAILLM("m", "http://127.0.0.1:1/v1", max_concurrency=0)
+    assert OpenAILLM("m", "https://api.example.com/v1", api_key="k").max_concurrency is None
+
+
+def test_every_request_carries_its_roles_length_bound_and_the_seed() -> None:
+    with FakeOpenAI("ok") as server:
+        llm = make_llm(server, seed=11, max_tokens={"seed": 100})
+        llm.complete(MESSAGES, SeedPlan)
+        llm.complete(MESSAGES, Answer)
+        bounded = make_llm(server, max_tokens=64)
+        bounded.complete(MESSAGES, Answer)
+    assert [(r["max_tokens"], r.get("seed")) for r in server.requests] == [
+        (100, 11), (MAX_TOKENS["answer"], 11), (64, None)]
+    with pytest.raises(InvalidInputError, match="unknown roles"):
+        OpenAILLM("m", "http://127.0.0.1:1/v1", max_tokens={"essay": 10})
+    with pytest.raises(InvalidInputError, match="seed"):
+        OpenAILLM("m", "http://127.0.0.1:1/v1", seed="11")  # type: ignore[arg-type]
+
+
+def test_the_mode_is_probed_once_by_all_workers_without_retries() -> None:
+    with FakeOpenAI("llama_cpp") as server:
+        llm = make_llm(server, max_retries=2, max_concurrency=4)
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda _: llm.complete(MESSAGES, Answer), range(8)))
+    # One json_schema probe (no client retries of its 500), then json_object for everyone.
+    assert formats(server) == ["json_schema"] + ["json_object"] * 8
+
+
+def test_a_transient_5xx_after_the_mode_is_known_never_downgrades_it() -> None:
+    with FakeOpenAI("ok", responder=lambda body: GOOD) as server:
+        llm = make_llm(server)
+        llm.complete(MESSAGES, Answer)
+        server.down_after = len(server.requests)  # now every request gets a 503
+        with pytest.raises(LLMUnavailableError, match="HTTP 503"):
+            llm.complete(MESSAGES, Answer)
+        server.down_after = None
+        llm.complete(MESSAGES, Answer)
+    assert formats(server) == ["json_schema"] * 3 and llm.mode == "json_schema"
+
+
+def test_the_ledger_counts_every_request_the_server_saw() -> None:
+    with FakeOpenAI("ok", responder=scripted({"answer": "", "confidence": 2}, GOOD)) as server:
+        llm = make_llm(server, max_retries=1)
+        with metered() as usage:
+            llm.complete(MESSAGES, Answer)  # one invalid reply, one correction
+        assert (usage.requests, usage.attempts) == (2, 2)
+        server.down_after = len(server.requests)
+        with metered() as usage, pytest.raises(LLMUnavailableError):
+            llm.complete(MESSAGES, Answer)  # a 503 and the client's one retry of it
+        assert usage.requests == 2 and usage.attempts == 0
+    assert len(server.requests) == 4
