@@ -109,7 +109,14 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
                         help="simulated (offline, deterministic) or openai (any OpenAI-compatible server)")
     parser.add_argument("--model", help="model name for --llm openai (or env FRACTAL_NB_MODEL)")
     parser.add_argument("--base-url", help="server URL for --llm openai (or env OPENAI_BASE_URL)")
-    parser.add_argument("--seed-value", type=int, default=0, help="seed of the simulated model")
+    parser.add_argument("--seed-value", type=int, default=None,
+                        help="seed of the simulated model (default 0); the request seed for --llm openai")
+    parser.add_argument("--max-concurrency", type=_positive, default=None,
+                        help="--llm openai: requests in flight at once (default: 1 for a server on this "
+                             "machine, unbounded for a remote API)")
+    parser.add_argument("--timeout", type=_positive_seconds, default=60.0,
+                        help="--llm openai: seconds per request once sent (default 60; waiting for a slot "
+                             "does not count)")
 
 
 def _add_run_options(parser: argparse.ArgumentParser, *, db_default: str,
@@ -138,6 +145,17 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    """An argparse type: a number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
     return value
 
 
@@ -242,10 +260,11 @@ def _work(args: argparse.Namespace, llm: LLM) -> int:
 
 def _model(args: argparse.Namespace) -> LLM:
     if args.llm == "simulated":
-        return SimulatedLLM(seed=args.seed_value)
+        return SimulatedLLM(seed=args.seed_value or 0)
     from .llm.openai_llm import OpenAILLM
 
-    return OpenAILLM(model=args.model, base_url=args.base_url)
+    return OpenAILLM(model=args.model, base_url=args.base_url, seed=args.seed_value, timeout=args.timeout,
+                     max_concurrency=args.max_concurrency or "auto")
 
 
 def _explore(seed: str, llm: LLM, args: argparse.Namespace) -> int:

@@ -150,6 +150,8 @@ def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str
     ["worker", "--mcp-url", "ftp://127.0.0.1/mcp"],
     ["worker", "--mcp-url", "http://127.0.0.1:1/mcp", "--threads", "0"],
     ["serve-mcp", "--db", "x.duckdb", "--http", "--port", "70000"],
+    ["run", "Why?", "--llm", "openai", "--model", "m", "--max-concurrency", "0"],
+    ["run", "Why?", "--llm", "openai", "--model", "m", "--timeout", "-1"],
 ])
 def test_bad_options_exit_2_before_any_file_is_opened(
     argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
@@ -179,6 +181,20 @@ def test_version_and_the_exit_code_table_in_help(capsys: pytest.CaptureFixture[s
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     for code, text in EXIT_CODES.items():
         assert f"| {code} | {text} |" in readme, f"the README's exit-code table lacks {code}"
+
+
+def test_openai_options_reach_the_model() -> None:
+    from fractal_nb.cli import _model
+
+    args = build_parser().parse_args(["run", "Why?", "--llm", "openai", "--model", "m", "--base-url",
+                                      "http://127.0.0.1:1/v1", "--seed-value", "11", "--timeout", "5",
+                                      "--max-concurrency", "2"])
+    with _model(args) as llm:  # type: ignore[attr-defined]
+        assert (llm.seed, llm.max_concurrency, llm._client.timeout) == (11, 2, 5.0)
+    args = build_parser().parse_args(["run", "Why?", "--llm", "openai", "--model", "m", "--base-url",
+                                      "http://127.0.0.1:1/v1"])
+    with _model(args) as llm:  # type: ignore[attr-defined]
+        assert (llm.seed, llm.max_concurrency) == (None, 1)  # a server on this machine: one slot
 
 
 def test_openai_without_a_model_is_a_usage_error(monkeypatch: pytest.MonkeyPatch,
