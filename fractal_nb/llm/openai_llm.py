@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from functools import cache
 from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
@@ -252,7 +253,7 @@ class OpenAILLM:
             options["temperature"] = self.temperature
         if self.seed is not None:
             options["seed"] = self.seed
-        json_schema = schema.model_json_schema()
+        json_schema = _json_schema(schema)
         if mode == "json_schema":
             options["response_format"] = {
                 "type": "json_schema",
@@ -298,6 +299,12 @@ class OpenAILLM:
 def _count_request(request: object) -> None:
     """The HTTP client's hook: every request the server is sent counts, retries included."""
     report_request()
+
+
+@cache
+def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """A schema class's JSON schema, built once (it is sent with every request)."""
+    return schema.model_json_schema()
 
 
 def _on_this_machine(base_url: str) -> bool:
