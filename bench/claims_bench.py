@@ -19,9 +19,10 @@ import time
 from collections import Counter
 from typing import Any
 
+from machine import print_header
+
 from fractal_nb import GraphStore
 from fractal_nb.errors import FractalError
-from machine import print_header
 
 THREADS = 8
 MODEL_S = 0.002  # a stand-in for the model call behind each synthesis
@@ -111,8 +112,8 @@ def main() -> None:
     nodes, leaves = (400, 60) if args.quick else (2000, 200)
     held = claims_per_s(nodes, "store")
     plain = claims_per_s(nodes, None)
-    print(f"(a) {THREADS} threads claiming {nodes} questions: held {held:,.0f}/s, plain lease {plain:,.0f}/s; "
-          f"ratio {held / plain:.2f}")
+    print(f"(a) {THREADS} threads claiming {nodes} questions: held {held:,.0f}/s, "
+          f"plain lease {plain:,.0f}/s; ratio {held / plain:.2f}")
     new_s, new_paid = cascade(leaves, store_hands_out=True)
     old_s, old_paid = cascade(leaves, store_hands_out=False)
     print(f"(b) cascade of {leaves + 1} syntheses, {THREADS} threads, {MODEL_S * 1000:.0f} ms a call:")
