@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Explore a sample question with the simulated model (no network, no API key) "
                     "into a DuckDB file, and print the harvest.")
     _add_run_options(demo, db_default=DEMO_DB, intensity="explore")
+    demo.add_argument("--local", action="store_true",
+                      help="a real model instead: start llama.cpp's server on 127.0.0.1 with the packaged "
+                           "Gemma 3 270M (the [local] extra), run a pulse exploration through it, stop it")
 
     resume = commands.add_parser(
         "resume", help="run a stopped or paused exploration on from its file",
@@ -173,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
             return _resume(args, llm)
         if args.command == "harvest":
             return _harvest(args, llm)
+        if args.command == "demo" and args.local:
+            return _demo_local(args)
         return _explore(DEMO_SEED if args.command == "demo" else args.seed, llm, args)
     except FractalError as exc:
         print(f"fractal-nb: error: {exc}", file=sys.stderr)
@@ -203,6 +208,12 @@ def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM |
             refuse(f"--threads must be 1 or more, not {args.threads}")
     if args.command == "serve-mcp" and not 0 <= args.port <= 65535:
         refuse(f"--port must be 0-65535, not {args.port}")
+    if args.command == "demo" and args.local:
+        from .llm.local_server import INSTALL_HINT, local_model_available
+
+        if not local_model_available():
+            refuse(f"--local needs the [local] extra: {INSTALL_HINT}")
+        return SimulatedLLM(seed=7)  # stands in until the server is up (_demo_local)
     if args.command == "demo":
         return SimulatedLLM(seed=7)
     if args.command == "serve-mcp":
@@ -274,6 +285,16 @@ def _explore(seed: str, llm: LLM, args: argparse.Namespace) -> int:
         return _report(exploration, status, llm, args.db)
 
 
+def _demo_local(args: argparse.Namespace) -> int:
+    """The demo on a real local model: llama.cpp's server with Gemma 3 270M, a pulse exploration."""
+    from .llm.local_server import LocalModelServer
+
+    print("Starting llama.cpp's server with Gemma 3 270M on 127.0.0.1 (one thread) ...", file=sys.stderr)
+    with LocalModelServer() as server, server.llm() as llm:
+        args.intensity = "pulse"
+        return _explore(DEMO_SEED, llm, args)
+
+
 def _resume(args: argparse.Namespace, llm: LLM) -> int:
     with Exploration.open(Path(args.db), args.graph_id, llm=llm) as exploration:
         if args.approve and len(exploration.gates):
@@ -306,8 +327,10 @@ def _report(exploration: Exploration, status: str, llm: LLM, db: str) -> int:
         print(_render_unfinished(exploration, status, db))
         code = _UNFINISHED.get(status, EXIT_STOPPED)
     calls = exploration.llm_calls()
-    failed = int((calls["outcome"] == "error").sum())
-    print(f"\n{len(calls)} model calls ({failed} failed), "
+    outcomes = calls["outcome"].value_counts()
+    corrected = int(((calls["outcome"] == "ok") & (calls["corrections"] > 0)).sum())
+    print(f"\n{len(calls)} model calls ({int(outcomes.get('error', 0))} failed, {corrected} corrected, "
+          f"{int(outcomes.get('discarded', 0))} discarded), {int(calls['attempts'].sum())} requests, "
           f"{int(calls['prompt_tokens'].sum())} prompt tokens; model: {llm!r}")
     print(f"Open it in a notebook: Exploration.open({db!r}, {exploration.graph_id!r}, llm=...)")
     return code

@@ -1,4 +1,4 @@
-"""Tests that need something a fresh machine lacks skip without it, except under CI, where it is required."""
+"""Tests that need an extra a fresh machine lacks (Chromium, the local model) skip without it; under CI they fail."""
 
 from __future__ import annotations
 

@@ -54,7 +54,7 @@ def test_demo_runs_offline_into_a_duckdb_file(tmp_path: Path,
     out, err = capsys.readouterr()
     assert f"Seed: {DEMO_SEED}" in out
     assert "Summary:" in out and "[simulated]" in out
-    assert "demo.duckdb" in out and "model calls (0 failed)" in out
+    assert "demo.duckdb" in out and "model calls (0 failed, 0 corrected, 0 discarded)" in out
     assert "fractal" not in err  # --quiet: no progress bar
     assert (tmp_path / "demo.duckdb").is_file()
     check_completed(tmp_path / "demo.duckdb", DEMO_SEED)

@@ -1,0 +1,71 @@
+"""The real local model: llama.cpp's server with the packaged Gemma 3 270M, through the real openai client.
+
+Marked ``local_llm``: it needs the ``[local]`` extra (llama-cpp-python compiles llama.cpp).
+Without it the test skips, naming the install; with ``CI`` set it is required.
+The model is tiny and writes mostly junk; what is asserted is that the run ends
+honestly: nothing stuck, every call in the ledger with what the server saw.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fractal_nb import Exploration
+from fractal_nb.cli import main
+from fractal_nb.llm.local_server import INSTALL_HINT, LocalModelServer, local_model_available
+from tests.extras import ci_requires_extras
+
+pytestmark = pytest.mark.local_llm
+
+
+@pytest.fixture(scope="module")
+def server() -> LocalModelServer:
+    if not local_model_available():
+        if ci_requires_extras():
+            pytest.fail(f"the local model is missing; CI is set, so it is required: {INSTALL_HINT}",
+                        pytrace=False)
+        pytest.skip(f"the local model is not installed: {INSTALL_HINT}")
+    with LocalModelServer() as running:
+        yield running
+
+
+def test_a_pulse_exploration_on_the_real_local_model_ends_honestly(server: LocalModelServer,
+                                                                  tmp_path: Path) -> None:
+    with server.llm() as llm, Exploration.create("Why do some cities grow faster than others?",
+                                                 intensity="pulse", llm=llm,
+                                                 path=tmp_path / "gemma.duckdb") as ex:
+        status = ex.run(progress=False)
+        assert status in ("all_complete", "budget_exhausted", "model_unavailable", "seed_failed")
+        nodes = ex.nodes()
+        assert not (nodes["status"] == "claimed").any(), "a claim was left behind"
+        calls = ex.llm_calls()
+        assert len(calls) >= 1 and (calls["attempts"] >= 1).all()
+        assert set(calls["mode"].dropna()) <= {"json_object"}  # llama.cpp refuses json_schema
+        assert llm.max_concurrency == 1 and llm.mode == "json_object"
+        assert (calls["queue_s"] >= 0).all()
+        result = ex.harvest()
+        assert result.status in ("completed", "paused")
+        if status in ("all_complete", "budget_exhausted"):
+            assert result.status == "completed" and result.synthesis_chain
+
+
+def test_demo_local_runs_and_stops_its_server(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    if not local_model_available():
+        pytest.skip(f"the local model is not installed: {INSTALL_HINT}")
+    monkeypatch.chdir(tmp_path)
+    before = _servers()
+    code = main(["demo", "--local", "--quiet", "--db", "local.duckdb"])
+    out = capsys.readouterr().out
+    assert code in (0, 3, 4), out
+    assert "Seed: " in out and "model calls (" in out and "gemma-3-270m" in out
+    assert _servers() == before, "the demo left its llama.cpp server running"
+
+
+def _servers() -> set[int]:
+    import psutil
+
+    return {p.pid for p in psutil.process_iter(["cmdline"])
+            if "llama_cpp.server" in (p.info["cmdline"] or [])}
