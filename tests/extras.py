@@ -1,4 +1,4 @@
-"""Tests that need an extra a fresh machine lacks (Chromium, the local model) skip without it; under CI they fail."""
+"""Tests needing an extra a fresh machine lacks (Chromium, the local model): skipped, or failed under CI."""
 
 from __future__ import annotations
 
