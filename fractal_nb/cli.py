@@ -15,6 +15,7 @@ from .errors import FractalError, InvalidInputError
 from .exploration import Exploration
 from .llm.protocol import LLM
 from .llm.simulated import SimulatedLLM
+from .loopback import is_loopback
 from .model import CheckpointMode, Intensity
 from .results import FractalResult
 from .store import GraphStore
@@ -239,7 +240,7 @@ def _serve(args: argparse.Namespace) -> int:
     security = mcp_auth.transport_security(args.host, allow_hosts=args.allow_host)
     with GraphStore(Path(args.db)) as store:
         app = mcp_auth.http_app(build_server(store, token=token), host=args.host, security=security)
-        if not mcp_auth.is_loopback(args.host):
+        if not is_loopback(args.host):
             hint = "generated, printed below" if generated else "the one given or $FRACTAL_NB_TOKEN"
             print(mcp_auth.beyond_loopback_warning(args.host, args.port, security=security, token_hint=hint),
                   file=sys.stderr)

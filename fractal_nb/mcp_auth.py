@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import hmac
-import ipaddress
 import os
 import secrets
 import socket
@@ -24,6 +23,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
+
+from .loopback import is_loopback
 
 TOKEN_ENV = "FRACTAL_NB_TOKEN"
 """The environment variable read when no token is passed (server and worker alike)."""
@@ -38,32 +39,6 @@ LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"
 # AuthSettings requires an issuer, which only OAuth routes read: a shared static token has none.
 _ISSUER = "http://localhost"
 _WILDCARD_BINDS = frozenset({"", "0.0.0.0", "::", "[::]"})
-
-
-def is_loopback(host: str) -> bool:
-    """Whether binding ``host`` keeps the server on this machine.
-
-    Parameters
-    ----------
-    host : str
-        A bind address or name: ``127.0.0.1`` (any of 127.0.0.0/8), ``::1``
-        (bracketed or not) or ``localhost`` are loopback; anything else,
-        ``0.0.0.0`` and other names included, is not.
-
-    Returns
-    -------
-    bool
-        True for a loopback address or ``localhost``.
-    """
-    name = host.strip().lower()
-    if name.startswith("[") and name.endswith("]"):
-        name = name[1:-1]
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 class StaticTokenVerifier:

@@ -21,12 +21,12 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from .errors import FractalError, InvalidInputError
+from .loopback import is_loopback
 from .mcp_auth import (
     auth_settings,
     beyond_loopback_warning,
     client_url,
     http_app,
-    is_loopback,
     resolve_token,
     token_verifier,
     transport_security,

@@ -20,7 +20,6 @@ bounded by ``max_concurrency`` (1 for a server on this machine), each carries a
 from __future__ import annotations
 
 import errno
-import ipaddress
 import json
 import os
 import threading
@@ -37,6 +36,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from pydantic import BaseModel, ValidationError
 
 from ..errors import InvalidInputError, LLMError, LLMOutputError, LLMTimeoutError, LLMUnavailableError
+from ..loopback import is_loopback
 from .protocol import Message, estimate_tokens, messages_tokens, report_request, report_usage, report_wait
 from .schemas import ROLES
 
@@ -144,7 +144,7 @@ class OpenAILLM:
         self.seed = seed
         self.max_tokens = _max_tokens(max_tokens)
         if max_concurrency == "auto":
-            max_concurrency = 1 if _on_this_machine(self.base_url) else None
+            max_concurrency = 1 if is_loopback(urlsplit(self.base_url).hostname or "") else None
         if max_concurrency is not None and (isinstance(max_concurrency, bool)
                                             or not isinstance(max_concurrency, int) or max_concurrency < 1):
             raise InvalidInputError(
@@ -305,17 +305,6 @@ def _count_request(request: object) -> None:
 def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:
     """A schema class's JSON schema, built once (it is sent with every request)."""
     return schema.model_json_schema()
-
-
-def _on_this_machine(base_url: str) -> bool:
-    """Whether the server is on a loopback address (a local server: one slot unless told)."""
-    host = (urlsplit(base_url).hostname or "").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _max_tokens(value: int | Mapping[str, int] | None) -> dict[str, int]:

@@ -337,19 +337,25 @@ def test_junk_is_repairable() -> None:
 # --- a model the server admits: slots, length bounds, seed, one probe, an honest ledger ----
 
 
-def test_a_loopback_server_gets_one_request_at_a_time_and_queue_time_is_apart() -> None:
-    in_flight, most = [0], [0]
-    guard = threading.Lock()
+class InFlight:
+    """A responder that takes 50 ms and remembers the most requests it served at once."""
 
-    def slow(body: dict[str, Any]) -> dict[str, Any]:
-        with guard:
-            in_flight[0] += 1
-            most[0] = max(most[0], in_flight[0])
+    def __init__(self) -> None:
+        self.now = self.most = 0
+        self._guard = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        with self._guard:
+            self.now += 1
+            self.most = max(self.most, self.now)
         time.sleep(0.05)
-        with guard:
-            in_flight[0] -= 1
+        with self._guard:
+            self.now -= 1
         return GOOD
 
+
+def test_a_loopback_server_gets_one_request_at_a_time_and_queue_time_is_apart() -> None:
+    slow = InFlight()
     with FakeOpenAI("ok", responder=slow) as server:
         llm = make_llm(server, timeout=0.2)  # 8 x 50 ms queued would time out if sent at once
         assert llm.max_concurrency == 1  # 127.0.0.1: one slot unless told
@@ -363,31 +369,20 @@ def test_a_loopback_server_gets_one_request_at_a_time_and_queue_time_is_apart() 
 
         with ThreadPoolExecutor(8) as pool:
             assert all(r == GOOD_FULL for r in pool.map(one, range(8)))
-    assert most[0] == 1 and len(server.requests) == 8, "one slot, no request timed out and resent"
+    assert slow.most == 1 and len(server.requests) == 8, "one slot, no request timed out and resent"
     waits = sorted(u.queue_s for u in usages)
     assert waits[0] < 0.05 and waits[-1] >= 0.25, waits  # the last one queued behind seven others
     assert all(u.requests == 1 and u.mode == "json_schema" for u in usages)
 
 
 def test_max_concurrency_bounds_requests_in_flight() -> None:
-    in_flight, most = [0], [0]
-    guard = threading.Lock()
-
-    def slow(body: dict[str, Any]) -> dict[str, Any]:
-        with guard:
-            in_flight[0] += 1
-            most[0] = max(most[0], in_flight[0])
-        time.sleep(0.05)
-        with guard:
-            in_flight[0] -= 1
-        return GOOD
-
+    slow = InFlight()
     with FakeOpenAI("ok", responder=slow) as server:
         llm = make_llm(server, max_concurrency=3)
         llm.complete(MESSAGES, Answer)  # the probe
         with ThreadPoolExecutor(8) as pool:
             list(pool.map(lambda _: llm.complete(MESSAGES, Answer), range(12)))
-    assert most[0] == 3
+    assert slow.most == 3
     with pytest.raises(InvalidInputError, match="max_concurrency"):
         OpenAILLM("m", "http://127.0.0.1:1/v1", max_concurrency=0)
     assert OpenAILLM("m", "https://api.example.com/v1", api_key="k").max_concurrency is None

@@ -22,6 +22,7 @@ from mcp.server.transport_security import TransportSecurityMiddleware, Transport
 from starlette.requests import Request
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM, StateError
+from fractal_nb.loopback import is_loopback
 from fractal_nb.mcp_auth import (
     TOKEN_ENV,
     StaticTokenVerifier,
@@ -29,7 +30,6 @@ from fractal_nb.mcp_auth import (
     client_token,
     client_url,
     http_app,
-    is_loopback,
     resolve_token,
     transport_security,
 )
