@@ -24,8 +24,13 @@ def render(name: str, **values: object) -> str:
 
 
 def chat(name: str, **values: object) -> list[Message]:
-    """The system prompt and ``<name>.txt`` as chat messages."""
+    """The system prompt and ``<name>.txt`` as chat messages.
+
+    The role instructions open the user turn too: some chat templates (llama.cpp's
+    Gemma one among them) drop the system message, and the model would never see them.
+    """
+    role = render("system")
     return [
-        Message(role="system", content=render("system")),
-        Message(role="user", content=render(name, **values)),
+        Message(role="system", content=role),
+        Message(role="user", content=f"{role}\n\n{render(name, **values)}"),
     ]
