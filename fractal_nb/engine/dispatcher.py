@@ -37,12 +37,13 @@ def heartbeat(run: RunState) -> Iterator[None]:
     done = threading.Event()
 
     def beat() -> None:
-        interval = float(getattr(store, "lease_s", 300.0)) / HEARTBEATS_PER_LEASE
+        # A first beat at once learns the store's lease (a remote server's may be short).
+        interval = 0.0
         while not done.wait(interval):
             try:
                 interval = float(store.heartbeat(holder)["lease_s"]) / HEARTBEATS_PER_LEASE
             except Exception:  # noqa: BLE001 - a missed beat is retried; the workers see the real error
-                continue
+                interval = float(getattr(store, "lease_s", 300.0)) / HEARTBEATS_PER_LEASE
 
     thread = threading.Thread(target=beat, name="fractal-heartbeat", daemon=True)
     thread.start()
