@@ -32,6 +32,7 @@ from .mcp_auth import (
     transport_security,
 )
 from .store import GraphStore
+from .store.holders import HolderInfo, parse_holder
 
 INSTRUCTIONS = """\
 A fractal-thinking graph: questions are broken into sub-questions, answered, and
@@ -88,17 +89,9 @@ def _result(call: Callable[[], dict[str, Any]]) -> CallToolResult:
                           structured_content=value, is_error=failed)
 
 
-def _holder(text: str) -> dict[str, Any] | None:
-    """The optional holder parameter: a JSON object, or None when empty."""
-    if not text:
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"holder must be a JSON object: {exc}") from exc
-    if not isinstance(value, dict):
-        raise InvalidInputError(f"holder must be a JSON object, not {type(value).__name__}")
-    return value
+def _holder(text: str) -> HolderInfo | None:
+    """The optional holder parameter (a JSON object as text); none makes a plain lease."""
+    return parse_holder(text) if text else None
 
 
 def _json_list(text: str, what: str) -> list[Any]:

@@ -43,7 +43,7 @@ def heartbeat(run: RunState) -> Iterator[None]:
             try:
                 interval = float(store.heartbeat(holder)["lease_s"]) / HEARTBEATS_PER_LEASE
             except Exception:  # noqa: BLE001 - a missed beat is retried; the workers see the real error
-                interval = float(getattr(store, "lease_s", 300.0)) / HEARTBEATS_PER_LEASE
+                interval = store.lease_s / HEARTBEATS_PER_LEASE
 
     thread = threading.Thread(target=beat, name="fractal-heartbeat", daemon=True)
     thread.start()

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from ..errors import InvalidInputError
+from ..model import parse_metadata
 
 HOST = socket.gethostname()
 
@@ -83,7 +84,9 @@ def is_gone(holder_id: str, host: str, pid: int, proc_start: str | None) -> bool
 
 
 def parse_holder(value: object) -> HolderInfo:
-    """A holder sent by a client: a dict with the fields of :class:`HolderInfo`, checked."""
+    """A holder sent by a client: the fields of :class:`HolderInfo` as a dict or a JSON string, checked."""
+    if isinstance(value, str):  # over MCP, as metadata is
+        value = parse_metadata(value, "holder")
     if not isinstance(value, dict):
         raise InvalidInputError(f"holder must be an object with holder_id, host, pid, not {value!r}")
     fields: dict[str, Any] = value

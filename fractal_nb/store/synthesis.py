@@ -9,12 +9,12 @@ holder's heartbeat and dropped when the holder is gone.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from ..errors import StateError
 from ..model import GraphStatus
 from .base import require_id
-from .holders import HolderInfo, parse_holder
+from .holders import HolderInfo
 from .rows import NODE_COLUMNS, NodeRow
 from .work import READY, WorkQueue
 
@@ -24,7 +24,7 @@ class SynthesisQueue(WorkQueue):
 
     def claim_synthesis(
         self, graph_id: str, worker_id: str, *,
-        holder: HolderInfo | dict[str, Any] | Literal["store"] | None = "store",
+        holder: HolderInfo | dict[str, Any] | str | None = "store",
         skip: list[str] | None = None,
     ) -> dict[str, Any]:
         """Hand the deepest ready question no one is synthesizing to ``worker_id``.
@@ -35,7 +35,7 @@ class SynthesisQueue(WorkQueue):
         """
         gid = require_id(graph_id, "graph_id")
         worker = require_id(worker_id, "worker_id")
-        held = None if holder is None else self.holder if holder == "store" else parse_holder(holder)
+        held = self._held(holder)
         skipped = [require_id(n, "skip[]") for n in (skip or [])]
         with self._db.write():
             graph = self._graph(gid)

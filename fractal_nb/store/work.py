@@ -7,7 +7,7 @@ renews it, and recovery returns only the claims of holders that are gone.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any
 
 from ..errors import InvalidInputError, StateError
 from ..model import (
@@ -55,7 +55,7 @@ class WorkQueue(StoreBase):
 
     def claim_work(
         self, graph_id: str, worker_id: str, *,
-        holder: HolderInfo | dict[str, Any] | Literal["store"] | None = "store",
+        holder: HolderInfo | dict[str, Any] | str | None = "store",
     ) -> dict[str, Any]:
         """Atomically claim the next question for ``worker_id`` (rule 1).
 
@@ -70,7 +70,7 @@ class WorkQueue(StoreBase):
         """
         gid = require_id(graph_id, "graph_id")
         worker = require_id(worker_id, "worker_id")
-        held = None if holder is None else self.holder if holder == "store" else parse_holder(holder)
+        held = self._held(holder)
         with self._db.write():
             now = self.clock()
             # The hot path asks once: a candidate, only if the graph is active.
@@ -256,6 +256,12 @@ class WorkQueue(StoreBase):
             self._set_status(node, target, now, actor=worker, kind="released",
                              reason=error if target == NodeStatus.ERROR else None)
         return {"node_id": node.node_id, "status": target.value, "failures": failures}
+
+    def _held(self, holder: HolderInfo | dict[str, Any] | str | None) -> HolderInfo | None:
+        """Who a claim is for: this store (``"store"``), a client's holder, or nobody (a plain lease)."""
+        if holder is None:
+            return None
+        return self.holder if holder == "store" else parse_holder(holder)
 
     def _register(self, holder: HolderInfo, now: float) -> None:
         """Record a holder once (inside the caller's write transaction)."""
