@@ -88,7 +88,8 @@ class RemoteStore:
         except BaseException as exc:
             self._stack.close()
             if isinstance(exc, Exception):
-                raise StateError(_connect_failure(url, exc, refusals)) from exc
+                kind = StateError if refusals else StoreUnreachableError  # refused, or not there at all
+                raise kind(_connect_failure(url, exc, refusals)) from exc
             raise
         hold(self.holder)
 
