@@ -34,10 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from machine import print_header  # noqa: E402  (bench/machine.py, beside this script)
 
 from fractal_nb import Exploration, OpenAILLM, SimulatedLLM  # noqa: E402
-from fractal_nb.llm.schemas import ROLES  # noqa: E402
+from fractal_nb.llm.schemas import SCHEMAS as ALL_SCHEMAS  # noqa: E402
 
 SEED = "What would it take for a mid-sized city to halve its car traffic in ten years?"
-SCHEMAS = {schema.__name__: schema for schema in ROLES}
+SCHEMAS = {schema.__name__: schema for schema in ALL_SCHEMAS}
 
 
 class OneSlotServer:

@@ -310,7 +310,7 @@ def _harvest(args: argparse.Namespace, llm: LLM) -> int:
             exploration.store.resume_graph(exploration.graph_id)
         result = exploration.harvest()
         print(render(result, run_status="harvested", path=args.db))
-        return EXIT_MODEL if _degraded(exploration) else EXIT_OK
+        return EXIT_MODEL if result.degraded else EXIT_OK
 
 
 def _report(exploration: Exploration, status: str, llm: LLM, db: str) -> int:
@@ -323,25 +323,19 @@ def _report(exploration: Exploration, status: str, llm: LLM, db: str) -> int:
     if status in ("all_complete", "budget_exhausted"):
         result = exploration.harvest()
         print(render(result, run_status=status, path=db))
-        code = EXIT_MODEL if _degraded(exploration) else EXIT_OK if status == "all_complete" else EXIT_STOPPED
+        code = EXIT_MODEL if result.degraded else EXIT_OK if status == "all_complete" else EXIT_STOPPED
     else:
         print(_render_unfinished(exploration, status, db))
         code = _UNFINISHED.get(status, EXIT_STOPPED)
     calls = exploration.llm_calls()
-    outcomes = calls["outcome"].value_counts()
-    corrected = int(((calls["outcome"] == "ok") & (calls["corrections"] > 0)).sum())
-    print(f"\n{len(calls)} model calls ({int(outcomes.get('error', 0))} failed, {corrected} corrected, "
-          f"{int(outcomes.get('discarded', 0))} discarded), {int(calls['attempts'].sum())} requests, "
-          f"{int(calls['prompt_tokens'].sum())} prompt tokens; model: {llm!r}")
+    replies = exploration.store.count_replies(exploration.graph_id)
+    discarded = int((calls["outcome"] == "discarded").sum())
+    print(f"\n{len(calls)} model calls ({replies['accepted']} accepted, {replies['corrected']} corrected, "
+          f"{replies['rejected']} rejected, {replies['failed']} failed, {discarded} discarded), "
+          f"{int(calls['attempts'].sum())} requests, {int(calls['prompt_tokens'].sum())} prompt tokens; "
+          f"model: {llm!r}")
     print(f"Open it in a notebook: Exploration.open({db!r}, {exploration.graph_id!r}, llm=...)")
     return code
-
-
-def _degraded(exploration: Exploration) -> bool:
-    """Whether questions failed (kept as gaps) or a synthesis had to be joined without the model."""
-    nodes = exploration.store.get_snapshot(exploration.graph_id)["nodes"]
-    return any(n["status"] == "error" or n["status_reason"] == "error"
-               or n["metadata"].get("synthesis_failed") for n in nodes if n["node_type"] == "question")
 
 
 def _render_unfinished(exploration: Exploration, status: str, db: str) -> str:
@@ -371,6 +365,11 @@ def render(result: FractalResult, *, run_status: str, path: str) -> str:
         f"Run: {run_status}; graph {result.graph_id} is {result.status} in {path}",
         f"{result.node_count} nodes, {result.edge_count} edges, depth {result.max_depth}, "
         f"{result.convergence_count} convergences, {result.contradiction_count} contradictions",
+    ]
+    if result.degraded:
+        lines += ["", "DEGRADED RESULT (the model could not do the job well):"]
+        lines += [f"  - {reason}" for reason in result.degraded_reasons]
+    lines += [
         "",
         "Summary:",
         f"  {result.summary}",

@@ -35,6 +35,7 @@ class ChainLink:
     depth: int
     question: str
     synthesis: str
+    degraded: bool = False  # the model's synthesis failed: the sub-findings joined instead
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,11 @@ class FractalResult:
     gaps: list[str] = field(default_factory=list)
     depth_limited: list[str] = field(default_factory=list)
     stuck_nodes: list[str] = field(default_factory=list)
+    replies: dict[str, int] = field(default_factory=dict)
+    """The model's replies: accepted at once, corrected after a round trip, rejected, failed."""
+    degraded: bool = False
+    """The model could not do the job well: read ``degraded_reasons`` before trusting the result."""
+    degraded_reasons: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -69,8 +75,12 @@ class FractalResult:
             f"depth {self.max_depth} · {self.convergence_count} convergences · "
             f"{self.contradiction_count} contradictions",
             "",
-            _md(self.summary),
         ]
+        if self.replies:
+            lines += [f"**Model replies:** {_replies(self.replies)}", ""]
+        if self.degraded:
+            lines += ["**Degraded result:** " + "; ".join(_md(r) for r in self.degraded_reasons), ""]
+        lines.append(_md(self.summary))
         if self.findings:
             lines += ["", "**Findings**", ""]
             lines += [f"- {_md(f['finding'])} *({f['confidence']})*" for f in self.findings]
@@ -78,7 +88,8 @@ class FractalResult:
             lines += ["", "**Gaps**", ""] + [f"- {_md(g)}" for g in self.gaps]
         if self.synthesis_chain:
             lines += ["", "**Synthesis chain**", ""]
-            lines += [f"{'  ' * link.depth}- **{_md(link.question)}** {_md(link.synthesis)}"
+            lines += [f"{'  ' * link.depth}- **{_md(link.question)}** "
+                      f"{'*(degraded)* ' if link.degraded else ''}{_md(link.synthesis)}"
                       for link in self.synthesis_chain]
         return "\n".join(lines)
 
@@ -91,14 +102,19 @@ class FractalResult:
 
         findings = [f"{f['finding']} ({f['confidence']})" for f in self.findings]
         chain = "".join(
-            f"<li style='margin-left:{link.depth * 1.2}em'><b>{html.escape(link.question)}</b> "
-            f"{html.escape(link.synthesis)}</li>" for link in self.synthesis_chain)
+            f"<li style='margin-left:{link.depth * 1.2:.1f}em'><b>{html.escape(link.question)}</b> "
+            f"{'<i>(degraded)</i> ' if link.degraded else ''}{html.escape(link.synthesis)}</li>"
+            for link in self.synthesis_chain)
+        degraded = "; ".join(html.escape(r) for r in self.degraded_reasons)
         return (
             f"<div class='fractal-result'><h3>{html.escape(self.seed)}</h3>"
             f"<p><b>Status:</b> {html.escape(self.status)} · {self.node_count} nodes · "
             f"{self.edge_count} edges · depth {self.max_depth} · {self.convergence_count} "
             f"convergences · {self.contradiction_count} contradictions</p>"
-            f"<p>{html.escape(self.summary)}</p>"
+            + (f"<p><b>Model replies:</b> {_replies(self.replies)}</p>" if self.replies else "")
+            + (f"<p class='fractal-degraded' style='border-left:3px solid #c77700;padding-left:.5em'>"
+               f"<b>Degraded result:</b> {degraded}</p>" if self.degraded else "")
+            + f"<p>{html.escape(self.summary)}</p>"
             + (f"<p><b>Findings</b></p><ul>{items(findings)}</ul>" if findings else "")
             + (f"<p><b>Gaps</b></p><ul>{items(self.gaps)}</ul>" if self.gaps else "")
             + (f"<details><summary>Synthesis chain</summary><ul>{chain}</ul></details>" if chain else "")
@@ -116,6 +132,10 @@ class MarkdownText(str):
 
     def _repr_markdown_(self) -> str:
         return str(self)
+
+
+def _replies(replies: dict[str, int]) -> str:
+    return ", ".join(f"{count} {kind}" for kind, count in replies.items())
 
 
 def _md(text: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -54,7 +55,9 @@ def test_demo_runs_offline_into_a_duckdb_file(tmp_path: Path,
     out, err = capsys.readouterr()
     assert f"Seed: {DEMO_SEED}" in out
     assert "Summary:" in out and "[simulated]" in out
-    assert "demo.duckdb" in out and "model calls (0 failed, 0 corrected, 0 discarded)" in out
+    assert "demo.duckdb" in out and "DEGRADED" not in out
+    calls = r"(\d+) model calls \(\1 accepted, 0 corrected, 0 rejected, 0 failed, 0 discarded\)"
+    assert re.search(calls, out)
     assert "fractal" not in err  # --quiet: no progress bar
     assert (tmp_path / "demo.duckdb").is_file()
     check_completed(tmp_path / "demo.duckdb", DEMO_SEED)

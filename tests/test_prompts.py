@@ -9,7 +9,7 @@ import pytest
 
 from fractal_nb.prompts import chat, render
 
-NAMES = ["seed", "answer", "connect", "synthesize", "harvest"]
+NAMES = ["seed", "answer", "answer_branch", "answer_leaf", "connect", "synthesize", "harvest"]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -35,4 +35,32 @@ def test_to_dict_is_json_ready() -> None:
     import json
 
     data = json.loads(json.dumps(result().to_dict()))
-    assert data["synthesis_chain"][1] == {"node_id": "n-2", "depth": 1, "question": "Q?", "synthesis": "A."}
+    assert data["synthesis_chain"][1] == {"node_id": "n-2", "depth": 1, "question": "Q?", "synthesis": "A.",
+                                          "degraded": False}
+
+
+def degraded() -> FractalResult:
+    base = result()
+    return FractalResult(**{
+        **base.__dict__,
+        "synthesis_chain": [ChainLink("n-1", 0, "Q?", "joined", degraded=True),
+                            ChainLink("n-2", 1, "Q2?", "A.")],
+        "replies": {"accepted": 7, "corrected": 2, "rejected": 3, "failed": 1},
+        "degraded": True, "degraded_reasons": [f"3 of 12 replies refused {HOSTILE}", "the root failed"]})
+
+
+def test_a_degraded_result_says_so_in_markdown_and_html() -> None:
+    md = degraded()._repr_markdown_()
+    assert "**Model replies:** 7 accepted, 2 corrected, 3 rejected, 1 failed" in md
+    [line] = [x for x in md.splitlines() if x.startswith("**Degraded result:**")]
+    assert "<script>" not in line and "the root failed" in line
+    assert "- **Q?** *(degraded)* joined" in md and "*(degraded)* A." not in md
+    page = degraded()._repr_html_()
+    assert "<p class='fractal-degraded'" in page and "<script>" not in page
+    assert "7 accepted, 2 corrected, 3 rejected, 1 failed" in page
+    assert page.count("<i>(degraded)</i>") == 1
+    assert degraded().to_dict()["degraded"] is True
+
+
+def test_a_sound_result_shows_no_degraded_line() -> None:
+    assert "Degraded" not in result()._repr_markdown_() and "fractal-degraded" not in result()._repr_html_()

@@ -17,7 +17,8 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import LLMError, LLMOutputError, LLMUnavailableError
 from ..llm.protocol import LLM, Message, messages_tokens, metered
-from ..llm.schemas import ROLES
+from ..llm.quality import ReplyContext
+from ..llm.schemas import role_of
 from ..store import GraphStore
 
 T = TypeVar("T", bound=BaseModel)
@@ -71,16 +72,17 @@ class ModelCaller:
         result: T | None = None
         with metered() as usage:
             try:
-                result = schema.model_validate(self.llm.complete(messages, schema))
-            except ValidationError as exc:
-                error = LLMOutputError(f"{schema.__name__} output failed validation: {exc}")
+                reply = self.llm.complete(messages, schema)
+                result = schema.model_validate(reply, context=ReplyContext.of(messages, schema))
+            except ValidationError as exc:  # junk (llm/quality.py) from a backend that does not judge it
+                error = LLMOutputError(f"{schema.__name__} reply refused: {exc}")
             except LLMError as exc:
                 error = exc
         call = {
             "graph_id": self.graph_id,
             "node_id": node_id,
             "worker": worker,
-            "role": ROLES.get(schema, schema.__name__),
+            "role": role_of(schema),
             "model": getattr(self.llm, "model", type(self.llm).__name__),
             "prompt_tokens": usage.prompt_tokens or messages_tokens(messages),
             "completion_tokens": usage.completion_tokens,

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import FractalError, LLMError
+from ..llm.quality import STORED
 from ..llm.schemas import HarvestSummary, SeedPlan
 from ..model import GraphStatus, NodeStatus
 from ..prompts import chat
 from ..results import ChainLink, FractalResult, StepRecord
-from .primitive import RunState, _norm, cascade, clip
+from ..text import clip, normalize
+from .primitive import RunState, cascade
 
 SEED_ATTEMPTS = 3
 SEED_WORKER = "seed"
@@ -21,35 +23,39 @@ def seed(run: RunState) -> StepRecord | None:
 
     Returns None when the root is already answered (a resumed graph). The
     number of questions is held to the intensity's range: extra ones are cut,
-    and too few trigger a retry that says so.
+    and too few trigger a retry that says so. When no attempt reaches the
+    minimum, the best plan is kept and the root's answer records the shortfall
+    (``seed_minimum``), which marks the result degraded.
     """
     root = run.store.get_synthesis_inputs(run.graph_id, run.root_id)["node"]
     if root["status"] != NodeStatus.OPEN:
         return None
     lo, hi = run.budget.seed_questions
+    best: list[str] = []
     plan: SeedPlan | None = None
     error, note = "", ""
     for _ in range(SEED_ATTEMPTS):
         try:
-            plan = run.call(SeedPlan, chat("seed", seed=run.seed + note, lo=lo, hi=hi),
-                            node_id=root["node_id"], worker=SEED_WORKER)
+            attempt = run.call(SeedPlan, chat("seed", seed=run.seed + note, lo=lo, hi=hi),
+                               node_id=root["node_id"], worker=SEED_WORKER)
         except LLMError as exc:
             error = f"{type(exc).__name__}: {exc}"
             continue
-        count = len({_norm(q) for q in plan.questions} - {""})
-        if count >= lo:
+        kept: dict[str, str] = {}
+        for q in attempt.questions:
+            kept.setdefault(normalize(q), q.strip())
+        distinct = list(kept.values())
+        if plan is None or len(distinct) > len(best):
+            plan, best = attempt, distinct
+        if len(best) >= lo:
             break
-        note = f"\n(The previous attempt posed {count} questions; pose between {lo} and {hi}.)"
+        note = f"\n(The previous attempt posed {len(distinct)} questions; pose between {lo} and {hi}.)"
     if plan is None:  # every attempt failed: the root stays open for the next run
         return StepRecord(root["node_id"], SEED_WORKER, run.seed, error=error)
-    distinct: dict[str, str] = {}
-    for q in plan.questions:
-        if _norm(q):
-            distinct.setdefault(_norm(q), q.strip())
-    questions = list(distinct.values())[:hi]
+    questions = best[:hi]
     written = run.store.add_answer(
         run.graph_id, root["node_id"], plan.decomposition, owner=SEED_WORKER,
-        metadata={"seed_kind": plan.seed_kind, "seed_questions": len(questions)},
+        metadata={"seed_kind": plan.seed_kind, "seed_questions": len(questions), "seed_minimum": lo},
         sub_questions=list(questions))
     run.announce_work()
     return StepRecord(root["node_id"], SEED_WORKER, run.seed, answer_id=written["answer"]["node_id"],
@@ -68,7 +74,7 @@ def harvest(run: RunState) -> FractalResult:
     snapshot = store.get_snapshot(g)
     status = snapshot["status"]
     if "harvest" in snapshot["metadata"] and status == GraphStatus.COMPLETED:  # harvested before
-        stored = HarvestSummary.model_validate(snapshot["metadata"]["harvest"])
+        stored = HarvestSummary.model_validate(snapshot["metadata"]["harvest"], context=STORED)
         return _result(run, snapshot, _chain(snapshot["nodes"]), stored)
     finishing = status in (GraphStatus.ACTIVE, GraphStatus.BUDGET_EXHAUSTED)
     if status == GraphStatus.BUDGET_EXHAUSTED:
@@ -79,9 +85,14 @@ def harvest(run: RunState) -> FractalResult:
     nodes = snapshot["nodes"]
     chain = _chain(nodes)
     gaps = _gaps(nodes)
-    summary = HarvestSummary(summary=chain[0].synthesis if chain else "(no synthesis yet)")
+    # What the model did not write (syntheses joined without it) is never material for findings.
+    sound = [c for c in chain if not c.degraded]
+    fallback = (chain[0].synthesis if chain and not chain[0].degraded else
+                "(no summary: the model could not synthesize the root; see the gaps)" if chain
+                else "(no synthesis yet)")
+    summary = HarvestSummary.model_construct(summary=fallback, findings=[], gaps=[])
     chain_text = "\n".join(f"{'  ' * c.depth}- {clip(c.question, 200)}: {clip(c.synthesis, 600)}"
-                           for c in chain[:40])
+                           for c in sound[:40])
     try:
         summary = run.call(HarvestSummary, chat("harvest", seed=clip(run.seed, 500),
                                                 chain=chain_text or "(empty)",
@@ -102,6 +113,8 @@ def _result(
 ) -> FractalResult:
     """The result of a finished or paused graph; ``summary.gaps`` already holds every gap."""
     nodes = final["nodes"]
+    replies = run.store.count_replies(run.graph_id)
+    reasons = _degraded_reasons(nodes, replies, summary.gaps)
     return FractalResult(
         graph_id=run.graph_id,
         seed=run.seed,
@@ -118,7 +131,40 @@ def _result(
         depth_limited=[n["node_id"] for n in nodes if n["metadata"].get("depth_limited")],
         stuck_nodes=[n["node_id"] for n in nodes
                      if n["node_type"] == "question" and n["status"] in ("claimed", "error")],
+        replies=replies,
+        degraded=bool(reasons),
+        degraded_reasons=reasons,
     )
+
+
+REFUSED_SHARE = 0.25  # this share of the model's replies refused: the model cannot do the job
+
+
+def _degraded_reasons(nodes: list[dict[str, Any]], replies: dict[str, int], gaps: list[str]) -> list[str]:
+    """Why a result cannot be trusted as a normal one (README, "Output you can trust"); [] if it can."""
+    reasons = []
+    questions = [n for n in nodes if n["node_type"] == "question"]
+    for n in nodes:
+        meta = n["metadata"]
+        if n["node_type"] == "answer" and meta.get("seed_questions", 0) < meta.get("seed_minimum", 0):
+            reasons.append(f"the seed phase posed {meta['seed_questions']} usable questions where the "
+                           f"intensity asks for at least {meta['seed_minimum']}")
+    failed = sum(n["status"] == NodeStatus.ERROR or n["status_reason"] == "error" for n in questions)
+    if failed:
+        reasons.append(f"{failed} question(s) failed: no usable answer from the model")
+    joined = sum(bool(n["metadata"].get("synthesis_failed")) for n in questions)
+    if joined:
+        reasons.append(f"{joined} synthesis(es) failed and were joined from sub-findings without the model")
+    answered = replies.get("accepted", 0) + replies.get("corrected", 0)
+    refused = replies.get("rejected", 0)
+    if refused and refused >= REFUSED_SHARE * (answered + refused):
+        reasons.append(f"{refused} of {answered + refused} model replies were refused as junk or invalid")
+    if any(g.startswith("harvest summary failed") for g in gaps):
+        reasons.append("the harvest summary failed: the root's synthesis stands in for it")
+    root = next((n for n in questions if n["depth"] == 0), None)
+    if root is not None and root["status"] != NodeStatus.SYNTHESIZED:
+        reasons.append("the root question has no synthesis")
+    return reasons
 
 
 def _freeze_and_repair(run: RunState) -> None:
@@ -167,7 +213,8 @@ def _chain(nodes: list[dict[str, Any]]) -> list[ChainLink]:
     def walk(question: dict[str, Any]) -> None:
         if question["status"] == NodeStatus.SYNTHESIZED:
             chain.append(ChainLink(question["node_id"], question["depth"], question["text"],
-                                   question["metadata"]["synthesis"]))
+                                   question["metadata"]["synthesis"],
+                                   degraded=bool(question["metadata"].get("synthesis_failed"))))
         for child in children.get(question["node_id"], []):
             walk(child)
 

@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import FractalError, LLMError, LLMUnavailableError
-from ..llm.schemas import Answer, Connections, Synthesis
+from ..llm.schemas import Answer, Connections, LeafAnswer, Synthesis, connections_among
 from ..model import Budget, CheckpointMode
 from ..prompts import chat, render
 from ..results import StepRecord
 from ..store import GraphStore
+from ..text import clip, normalize
 from .calls import ModelCaller
 
 MAX_LINKS = 2  # links kept per answer and kind: a few strong ones beat many weak ones
@@ -55,13 +56,15 @@ def process(run: RunState, claim: dict[str, Any], worker: str) -> StepRecord:
     node_id, question = claim["node_id"], claim["text"]
     context = run.store.get_context(run.graph_id, node_id)
     calls: list[dict[str, Any]] = []  # call logs, written with the node's transaction
+    last_level = context["node"]["depth"] + 1 >= run.budget.max_depth  # no sub-question can follow
     try:
         try:
-            answer = run.call(Answer, chat("answer", **_answer_prompt(run, context)),
+            answer = run.call(LeafAnswer if last_level else Answer,
+                              chat("answer", **_answer_prompt(run, context, last_level)),
                               node_id=node_id, worker=worker, defer=calls)
         except LLMError as exc:
             return _release(run, node_id, question, worker, exc)
-        subs, depth_limited = _sub_questions(run, context, answer)
+        subs, depth_limited = _sub_questions(context, answer, last_level)
         links = _connect(run, context, answer, worker, calls) if context["candidates"] else Connections()
         try:
             written = _write(run, claim, worker, answer, subs, depth_limited, links, calls)
@@ -139,7 +142,7 @@ def discard(calls: list[dict[str, Any]]) -> None:
 # -- the steps of process() ---------------------------------------------------------------
 
 
-def _answer_prompt(run: RunState, context: dict[str, Any]) -> dict[str, Any]:
+def _answer_prompt(run: RunState, context: dict[str, Any], last_level: bool) -> dict[str, Any]:
     node = context["node"]
     ancestry = "\n".join(
         f"{'  ' * a['depth']}- Q: {clip(a['question'], 300)}\n{'  ' * a['depth']}  A: "
@@ -150,31 +153,39 @@ def _answer_prompt(run: RunState, context: dict[str, Any]) -> dict[str, Any]:
                           for s in context["syntheses"])
     return {"seed": clip(run.seed, 500), "ancestry": ancestry or "(this is a seed question)",
             "depth": node["depth"], "max_depth": run.budget.max_depth, "question": node["text"],
-            "siblings": siblings or "(none)", "syntheses": syntheses or "(none yet)"}
+            "siblings": siblings or "(none)", "syntheses": syntheses or "(none yet)",
+            "task": render("answer_leaf" if last_level else "answer_branch")}
 
 
-def _sub_questions(run: RunState, context: dict[str, Any], answer: Answer) -> tuple[list[Any], bool]:
-    """Keep distinct sub-questions under the depth budget; flag the answer if the budget cut any."""
-    if not answer.sub_questions:
-        return [], False
-    if context["node"]["depth"] + 1 >= run.budget.max_depth:
-        return [], True
-    known = {_norm(a["question"]) for a in context["ancestry"]} | {_norm(context["node"]["text"])}
-    known |= {_norm(s["text"]) for s in context["siblings"]}
+def _sub_questions(
+    context: dict[str, Any], answer: LeafAnswer, last_level: bool
+) -> tuple[list[Any], bool]:
+    """The answer's distinct sub-questions, and whether the depth budget cut the branch short.
+
+    At the last level the model is asked for an answer only (no sub-questions to
+    pay for and drop); unless it says the branch is saturated, the branch counts
+    as cut by depth. Repeats of questions elsewhere in the graph are dropped by
+    the store when the answer is written.
+    """
+    if last_level:
+        return [], answer.saturation is None
+    known = {normalize(a["question"]) for a in context["ancestry"]} | {normalize(context["node"]["text"])}
+    known |= {normalize(s["text"]) for s in context["siblings"]}
     kept = []
-    for sub in answer.sub_questions:
-        if _norm(sub.text) not in known:
-            known.add(_norm(sub.text))
+    for sub in answer.sub_questions if isinstance(answer, Answer) else []:
+        if normalize(sub.text) not in known:
+            known.add(normalize(sub.text))
             kept.append(sub)
     return kept, False
 
 
 def _connect(
-    run: RunState, context: dict[str, Any], answer: Answer, worker: str, calls: list[dict[str, Any]]
+    run: RunState, context: dict[str, Any], answer: LeafAnswer, worker: str, calls: list[dict[str, Any]]
 ) -> Connections:
     candidates = "\n".join(f"- [{c['node_id']}] {clip(c['text'], 300)}" for c in context["candidates"])
+    schema = connections_among(tuple(c["node_id"] for c in context["candidates"]))
     try:
-        found = run.call(Connections, chat("connect", question=context["node"]["text"],
+        found = run.call(schema, chat("connect", question=context["node"]["text"],
                                            node_id="new", answer=clip(answer.answer, 1500),
                                            candidates=candidates),
                          node_id=context["node"]["node_id"], worker=worker, defer=calls)
@@ -188,7 +199,7 @@ def _connect(
 
 
 def _write(
-    run: RunState, claim: dict[str, Any], worker: str, answer: Answer, subs: list[Any],
+    run: RunState, claim: dict[str, Any], worker: str, answer: LeafAnswer, subs: list[Any],
     depth_limited: bool, links: Connections, calls: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """Write the node's results in one transaction; a refusal rolls all of it back."""
@@ -239,12 +250,3 @@ def _finding(child: dict[str, Any]) -> str:
     """A sub-question's synthesis, or why it has none."""
     return str(child["synthesis"] or f"saturated ({child['status_reason']}): not explored further")
 
-
-def clip(text: str, limit: int) -> str:
-    """Whitespace collapsed, cut to ``limit`` characters with an ellipsis (prompts and views)."""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _norm(text: str) -> str:
-    return " ".join(text.lower().split()).rstrip("?.! ")

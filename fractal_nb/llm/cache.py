@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from ..errors import InvalidInputError, LLMError
 from ..store import GraphStore
 from .protocol import LLM, Message, estimate_tokens, messages_tokens, report_usage
-from .schemas import ROLES
+from .schemas import role_of
 
 CacheMode = Literal["record", "replay", "off"]
 _NODE_ID = re.compile(r"n-[0-9a-f]{16}")
@@ -61,7 +61,7 @@ class CachedLLM:
             report_usage(messages_tokens(messages), estimate_tokens(json.dumps(output)), cached=True)
             return schema.model_validate(output).model_dump(mode="json")
         output = self._call(messages, schema)
-        self.store.cache_put(key, model=self.model, role=ROLES.get(schema, schema.__name__),
+        self.store.cache_put(key, model=self.model, role=role_of(schema),
                              response=json.loads(_standin(json.dumps(output), ids)))
         return output
 

@@ -38,7 +38,8 @@ from pydantic import BaseModel, ValidationError
 from ..errors import InvalidInputError, LLMError, LLMOutputError, LLMTimeoutError, LLMUnavailableError
 from ..loopback import is_loopback
 from .protocol import Message, estimate_tokens, messages_tokens, report_request, report_usage, report_wait
-from .schemas import ROLES
+from .quality import ReplyContext
+from .schemas import role_of
 
 _MODES = ("json_schema", "json_object", "text")
 # Reply length bounds per role (tokens): enough for the schema's fields, never unbounded.
@@ -191,7 +192,7 @@ class OpenAILLM:
         LLMError
             Any other failure of the server or the connection.
         """
-        role = ROLES.get(schema, "answer")
+        role = role_of(schema)
         if self._mode is None:
             with self._probe:  # one worker probes; the others wait here and then know the mode
                 if self._mode is None:
@@ -215,6 +216,7 @@ class OpenAILLM:
     ) -> dict[str, Any]:
         """Ask in one structured-output mode, correcting bad replies; openai errors propagate when probing."""
         mode = _MODES[index]
+        judged = ReplyContext.of(messages, schema)  # replies are judged against the prompt as first sent
         convo = _with_schema_note(messages, schema) if mode == "text" else list(messages)
         problem = ""
         for _ in range(self.output_retries + 1):
@@ -229,7 +231,7 @@ class OpenAILLM:
                 raise _translate(exc, self.model, self.base_url) from exc
             self._mode = index  # the server took this mode: every later call uses it
             try:
-                return _parse(text, schema)
+                return _parse(text, schema, judged)
             except ValueError as exc:  # pydantic's ValidationError is a ValueError
                 problem = _describe(exc)
                 if text:
@@ -339,14 +341,14 @@ def _with_schema_note(messages: list[Message], schema: type[BaseModel]) -> list[
     return [{"role": "system", "content": note}, *messages]
 
 
-def _parse(text: str, schema: type[BaseModel]) -> dict[str, Any]:
-    """Repair the reply's JSON (prose, fences, trailing commas, raw newlines) and validate it."""
+def _parse(text: str, schema: type[BaseModel], context: ReplyContext) -> dict[str, Any]:
+    """Repair the reply's JSON (prose, fences, trailing commas, raw newlines), validate and judge it."""
     if not text.strip():
         raise ValueError("the reply was empty")
     data = json_repair.loads(text)
     if not isinstance(data, dict):
         raise ValueError(f"the reply held no JSON object: {_short(text)}")
-    return schema.model_validate(data).model_dump(mode="json")
+    return schema.model_validate(data, context=context).model_dump(mode="json")
 
 
 def _describe(exc: ValueError) -> str:

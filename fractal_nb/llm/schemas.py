@@ -1,15 +1,39 @@
-"""Pydantic models of every structured output the engine asks a model for, one per role."""
+"""Pydantic models of every structured output the engine asks a model for, one per role.
+
+Their text fields refuse junk (:mod:`.quality`): a reply that holds no words,
+JSON fragments, a copy of the prompt or of the schema's wording, or a "question"
+that asks nothing fails validation like a missing field would.
+"""
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from functools import lru_cache
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, create_model
+
+from . import quality
+
+
+def _prose(min_words: int, *, echo: bool = True) -> AfterValidator:
+    def check(text: str, info: ValidationInfo) -> str:
+        return quality.prose(text, info, min_words=min_words, echo=echo)
+
+    return AfterValidator(check)
+
+
+AnswerText = Annotated[str, Field(min_length=1), _prose(1)]  # a short fact ("Paris") is an answer
+Prose = Annotated[str, Field(min_length=1), _prose(3)]
+# A link's note, a tension, a gap: about material the prompt shows, which it may quote.
+Remark = Annotated[str, Field(min_length=1), _prose(2, echo=False)]
+Harvested = Annotated[str, Field(min_length=1), _prose(3, echo=False)]  # drawn from the chain shown
+QuestionText = Annotated[str, Field(min_length=1), AfterValidator(quality.question)]
 
 
 class _Output(BaseModel):
     model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
+    role: ClassVar[str]  # the engine's name for the call (the ledger's ``role``, max_tokens' keys)
 
 
 class SeedKind(StrEnum):
@@ -24,9 +48,10 @@ class SeedKind(StrEnum):
 class SeedPlan(_Output):
     """Seed phase: classify the seed, decompose it, and pose the first questions."""
 
+    role: ClassVar[str] = "seed"
     seed_kind: SeedKind
-    decomposition: str = Field(min_length=1, description="How the seed breaks apart, in prose.")
-    questions: list[str] = Field(description="Independent, specific seed questions.")
+    decomposition: Prose = Field(description="How the seed breaks apart, in prose.")
+    questions: list[QuestionText] = Field(description="Independent, specific seed questions.")
 
 
 class ProxySignal(StrEnum):
@@ -42,61 +67,90 @@ class ProxySignal(StrEnum):
 class SubQuestion(_Output):
     """A sub-question worth its own node, with the signal that made it branch."""
 
-    text: str = Field(min_length=1)
+    text: QuestionText
     proxy_signal: ProxySignal
 
 
-class Answer(_Output):
+Saturation = Literal["semantic_overlap", "derivable", "actionable", "hollow_questions"]
+
+
+class LeafAnswer(_Output):
+    """Work phase at the last level: answer the claimed question (no sub-questions can follow)."""
+
+    role: ClassVar[str] = "answer"
+    answer: AnswerText
+    confidence: float = Field(ge=0.0, le=1.0)
+    saturation: Saturation | None = Field(
+        default=None, description="Why this branch needs no further questions, if so.")
+
+
+class Answer(LeafAnswer):
     """Work phase: answer the claimed question and decide its sub-questions."""
 
-    answer: str = Field(min_length=1)
-    confidence: float = Field(ge=0.0, le=1.0)
     sub_questions: list[SubQuestion] = Field(default_factory=list)
-    saturation: (
-        Literal["semantic_overlap", "derivable", "actionable", "hollow_questions"] | None
-    ) = Field(default=None, description="Why this branch needs no further questions, if so.")
 
 
 class Synthesis(_Output):
     """Bottom-up synthesis of a question from its children's syntheses only."""
 
-    synthesis: str = Field(min_length=1)
-    tensions: list[str] = Field(default_factory=list, description="Contradictions kept visible.")
+    role: ClassVar[str] = "synthesize"
+    synthesis: Prose
+    tensions: list[Remark] = Field(default_factory=list, description="Contradictions kept visible.")
 
 
 class Link(_Output):
     """A link from the new answer to one of the candidate answers shown."""
 
     node_id: str
-    note: str = Field(min_length=1, description="The shared conclusion, or the tension.")
+    note: Remark = Field(description="The shared conclusion, or the tension.")
 
 
 class Connections(_Output):
     """Connect phase: convergences and contradictions with nearby answers."""
 
+    role: ClassVar[str] = "connect"
     convergences: list[Link] = Field(default_factory=list)
     contradictions: list[Link] = Field(default_factory=list)
+
+
+@lru_cache(maxsize=256)
+def connections_among(node_ids: tuple[str, ...]) -> type[Connections]:
+    """``Connections`` whose links may name only ``node_ids`` (an enum in the JSON schema).
+
+    A server that enforces the schema (json_schema or json_object mode) cannot
+    return an id that was not shown; any other model gets its reply refused.
+    """
+    if not node_ids:
+        raise ValueError("connections_among needs at least one candidate id")
+    candidate: Any = Literal.__getitem__(node_ids)
+    link = create_model("CandidateLink", __base__=Link, __doc__=Link.__doc__,
+                        node_id=(candidate, Field(description="One of the ids shown.")))
+    links: Any = list.__class_getitem__(link)
+    return create_model("Connections", __base__=Connections, __doc__=Connections.__doc__,
+                        convergences=(links, Field(default_factory=list)),
+                        contradictions=(links, Field(default_factory=list)))
 
 
 class Finding(_Output):
     """One finding of the harvest, with how sure the graph is of it."""
 
-    finding: str = Field(min_length=1)
+    finding: Harvested
     confidence: Literal["high", "medium", "low"]
 
 
 class HarvestSummary(_Output):
     """Harvest phase: the summary, findings and gaps, drawn from the root's synthesis chain."""
 
-    summary: str = Field(min_length=1)
+    role: ClassVar[str] = "harvest"
+    summary: Harvested
     findings: list[Finding] = Field(default_factory=list)
-    gaps: list[str] = Field(default_factory=list)
+    gaps: list[Remark] = Field(default_factory=list)
 
 
-ROLES: dict[type[BaseModel], str] = {
-    SeedPlan: "seed",
-    Answer: "answer",
-    Synthesis: "synthesize",
-    Connections: "connect",
-    HarvestSummary: "harvest",
-}
+SCHEMAS: tuple[type[_Output], ...] = (SeedPlan, Answer, LeafAnswer, Synthesis, Connections, HarvestSummary)
+"""Every schema the engine asks for (``connections_among`` builds narrowed ``Connections``)."""
+
+
+def role_of(schema: type[BaseModel]) -> str:
+    """The role a schema is asked for in (``"answer"``, ``"connect"``, …); its name for others."""
+    return getattr(schema, "role", None) or schema.__name__

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from ..errors import InvalidInputError, LLMError
 from .protocol import Message, estimate_tokens, messages_tokens, report_usage, report_wait
-from .schemas import ROLES, ProxySignal
+from .schemas import SCHEMAS, ProxySignal
 
 _ANGLES = [
     "What are the main causes behind {topic}?",
@@ -115,10 +115,10 @@ class SimulatedLLM:
 
     def complete(self, messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:
         """Answer ``messages`` with a dict valid against ``schema``."""
-        role = ROLES.get(schema)
+        role = getattr(schema, "role", None)
         if role is None:
-            raise InvalidInputError(
-                f"SimulatedLLM knows the schemas {sorted(m.__name__ for m in ROLES)}, not {schema.__name__}")
+            known = sorted(m.__name__ for m in SCHEMAS)
+            raise InvalidInputError(f"SimulatedLLM knows the schemas {known}, not {schema.__name__}")
         prompt = messages[-1]["content"]
         key = f"{self.seed}:{role}:{_decisive(role, prompt)}"
         with self._lock:
@@ -162,8 +162,10 @@ class SimulatedLLM:
         hedge = rng.choice(_HEDGES) if follow_ups else "clearly"
         short = _topic(question)
         return {
+            # The depth tells apart the answers to questions that read alike along one path
+            # (boundary questions under boundary questions): a copy of an ancestor's answer is refused.
             "answer": f"[simulated] On {short}: {hedge} the answer turns on a few concrete "
-                      "factors; this text stands in for a real model's answer.",
+                      f"factors at depth {depth}; this text stands in for a real model's answer.",
             "confidence": round(rng.uniform(0.45, 0.95), 2),
             "sub_questions": [{"text": t.format(q=short), "proxy_signal": s} for t, s in follow_ups],
             "saturation": None if follow_ups else rng.choice(["actionable", "derivable"]),
@@ -182,11 +184,12 @@ class SimulatedLLM:
 
     def _connect(self, prompt: str, rng: random.Random) -> dict[str, Any]:
         links: dict[str, list[dict[str, str]]] = {"convergences": [], "contradictions": []}
+        about = _topic(_field(prompt, r"Question: (.+)") or "the question")
         for node_id in _NODE_ID.findall(prompt.split("Answers from other branches", 1)[-1]):
             draw = rng.random()
             if draw < self.link_rate and not links["convergences"]:
                 links["convergences"].append(
-                    {"node_id": node_id, "note": "[simulated] both point to the same driver"})
+                    {"node_id": node_id, "note": f"[simulated] both point to the same driver of {about}"})
             elif draw > 1 - self.link_rate / 3 and not links["contradictions"]:
                 links["contradictions"].append(
                     {"node_id": node_id, "note": "[simulated] they disagree on the direction"})
@@ -226,5 +229,12 @@ def _field(prompt: str, pattern: str) -> str | None:
 
 
 def _topic(text: str) -> str:
+    """A question as quoted in simulated text; a long one cut, with a digest of the whole.
+
+    Boundary questions open alike; the digest keeps their answers apart (an answer
+    that copies another shown in the prompt is refused as an echo).
+    """
     text = _ANY_ID.sub("n-id", text).strip().rstrip("?.!")  # ids differ between runs; topics must not
-    return f"'{text[:80]}'"
+    if len(text) <= 80:
+        return f"'{text}'"
+    return f"'{text[:70]}… #{hashlib.sha256(text.encode()).hexdigest()[:6]}'"

@@ -18,6 +18,7 @@ from ..model import (
     parse_choice,
     parse_metadata,
 )
+from ..text import normalize
 from .base import StoreBase, new_id, require_text
 
 
@@ -44,10 +45,11 @@ class GraphLifecycle(StoreBase):
                 [graph_id, seed, level.value, str(mode), root_id, json.dumps(meta), now, now],
             )
             self._db.execute(
-                "INSERT INTO nodes (node_id, graph_id, seq, node_type, text, depth, status, path, "
-                "metadata, created_at, updated_at) "
-                "VALUES (?, ?, nextval('node_seq'), ?, ?, 0, ?, '', '{}', ?, ?)",
-                [root_id, graph_id, NodeType.QUESTION.value, seed, NodeStatus.OPEN.value, now, now],
+                "INSERT INTO nodes (node_id, graph_id, seq, node_type, text, question_key, depth, status, "
+                "path, metadata, created_at, updated_at) "
+                "VALUES (?, ?, nextval('node_seq'), ?, ?, ?, 0, ?, '', '{}', ?, ?)",
+                [root_id, graph_id, NodeType.QUESTION.value, seed, normalize(seed), NodeStatus.OPEN.value,
+                 now, now],
             )
             self._log(
                 graph_id,

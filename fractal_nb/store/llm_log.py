@@ -77,6 +77,22 @@ class LLMLog(StoreBase):
             call["created_at"] = iso(call["created_at"])
         return {"graph_id": gid, "calls": calls, "count": len(calls)}
 
+    def count_replies(self, graph_id: str) -> dict[str, int]:
+        """How a graph's model calls went, by kind.
+
+        ``accepted`` at once, ``corrected`` after a round trip, ``rejected`` (replies
+        that were junk or invalid, llm/quality.py), ``failed`` (no reply at all).
+        """
+        gid = require_id(graph_id, "graph_id")
+        row = self._db.fetchone(
+            "SELECT count(*) FILTER (outcome <> 'error' AND corrections = 0), "
+            "count(*) FILTER (outcome <> 'error' AND corrections > 0), "
+            "count(*) FILTER (outcome = 'error' AND error LIKE 'LLMOutputError%'), "
+            "count(*) FILTER (outcome = 'error' AND error NOT LIKE 'LLMOutputError%') "
+            "FROM llm_calls WHERE graph_id = ?", [gid])
+        accepted, corrected, rejected, failed = row if row is not None else (0, 0, 0, 0)
+        return {"accepted": accepted, "corrected": corrected, "rejected": rejected, "failed": failed}
+
     def cache_get(self, cache_key: str) -> dict[str, Any] | None:
         """A recorded completion, or None."""
         row = self._db.fetchone("SELECT response FROM llm_cache WHERE cache_key = ?", [cache_key])

@@ -18,6 +18,7 @@ from ..model import (
     parse_choice,
     parse_metadata,
 )
+from ..text import normalize
 from .base import StoreBase, new_id, optional_name, require_id, require_text
 from .rows import GraphRow, NodeRow
 
@@ -113,18 +114,46 @@ class NodeWrites(StoreBase):
 
         The answer with its sub-questions (or, for a leaf, its synthesis), the
         answer's links (``update_node`` link keys) and the model calls behind it:
-        all of it lands, or none does. Returns :meth:`add_answer`'s result plus
-        ``edges_created``.
+        all of it lands, or none does. A sub-question that repeats a question
+        already in the graph (compared by ``text.normalize``) is not added again:
+        it is listed under ``repeated_questions`` in the answer's metadata with the
+        node that asks it. Returns :meth:`add_answer`'s result plus
+        ``edges_created`` and ``repeated`` (those left out).
         """
+        parsed = [_sub_question(item, i) for i, item in enumerate(sub_questions or [])]
+        meta = parse_metadata(metadata)
         with self._db.write():
-            written = self.add_answer(graph_id, question_id, text, owner=owner, metadata=metadata,
-                                      sub_questions=sub_questions, synthesize=True)
+            asked = self._asked(require_id(graph_id, "graph_id"), [normalize(t) for t, _ in parsed])
+            fresh: list[dict[str, Any]] = []
+            repeated: list[dict[str, Any]] = []
+            for sub_text, sub_meta in parsed:
+                key = normalize(sub_text)
+                if key in asked:  # None: twice in this very answer
+                    repeated.append({"text": sub_text, "asked_at": asked[key]})
+                else:
+                    asked[key] = None
+                    fresh.append({"text": sub_text, "metadata": sub_meta})
+            if repeated:
+                meta = {**meta, "repeated_questions": repeated}
+            written = self.add_answer(graph_id, question_id, text, owner=owner, metadata=meta,
+                                      sub_questions=fresh, synthesize=True)
             created = 0
             if links:
                 created = self.update_node(graph_id, written["answer"]["node_id"], links)["edges_created"]
             if calls:
                 self.record_llm_calls(calls)  # type: ignore[attr-defined]
-        return {**written, "edges_created": created}
+        return {**written, "edges_created": created, "repeated": repeated}
+
+    def _asked(self, graph_id: str, keys: list[str]) -> dict[str, str | None]:
+        """The first question of the graph asked under each of ``keys`` (question_key), by key."""
+        if not keys:
+            return {}
+        marks = ", ".join("?" for _ in keys)
+        rows = self._db.fetchall(
+            "SELECT question_key, first(node_id ORDER BY seq) FROM nodes WHERE graph_id = ? "
+            f"AND node_type = 'question' AND question_key IN ({marks}) GROUP BY question_key",
+            [graph_id, *keys])
+        return {key: node_id for key, node_id in rows}
 
     def update_node(
         self, graph_id: str, node_id: str, metadata: dict[str, Any] | str
@@ -275,13 +304,15 @@ class NodeWrites(StoreBase):
             nodes.append(NodeRow(node_id, graph.graph_id, parent.node_id, kind.value, text, depth,
                                  status.value, None, None, owner, None, None, json.dumps(meta),
                                  now, now, -1, branch, question.node_id, path))
-        rows = ", ".join("(?, ?, nextval('node_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in nodes)
+        rows = ", ".join("(?, ?, nextval('node_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in nodes)
         self._db.execute(
             "INSERT INTO nodes (node_id, graph_id, seq, parent_id, question_id, branch_id, path, "
-            f"node_type, text, depth, status, owner, metadata, created_at, updated_at) VALUES {rows}",
+            "node_type, text, question_key, depth, status, owner, metadata, created_at, updated_at) "
+            f"VALUES {rows}",
             [v for n in nodes for v in (n.node_id, n.graph_id, n.parent_id, n.question_id,
-                                        n.branch_id, n.path, n.node_type, n.text, n.depth, n.status,
-                                        n.owner, n.metadata_json, now, now)],
+                                        n.branch_id, n.path, n.node_type, n.text,
+                                        normalize(n.text) if kind == NodeType.QUESTION else None,
+                                        n.depth, n.status, n.owner, n.metadata_json, now, now)],
         )
         payload = {"node_type": kind.value, "parent_id": parent.node_id, "depth": depth,
                    "status": status.value}

@@ -48,6 +48,11 @@ CREATE TABLE IF NOT EXISTS nodes (
 );
 -- Schema 2: the holder of a claim (holders.holder_id); files of schema 1 gain the column.
 ALTER TABLE nodes ADD COLUMN IF NOT EXISTS holder VARCHAR;
+-- What a question is compared by (fractal_nb/text.py normalize): a worker's sub-question that
+-- repeats one asked anywhere in the graph is not asked again. Older files are keyed once, here.
+ALTER TABLE nodes ADD COLUMN IF NOT EXISTS question_key VARCHAR;
+UPDATE nodes SET question_key = rtrim(lower(regexp_replace(trim(text), '\s+', ' ', 'g')), '?.!: ')
+    WHERE question_key IS NULL AND node_type = 'question';
 
 -- Who holds claims: a process (host, pid, start time) and one store or remote worker in it.
 -- A live holder renews its claims' leases (heartbeat); a gone one's claims are recovered.

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from ..engine.primitive import clip
 from ..results import StepRecord
+from ..text import clip
 from .kernel_pump import KernelPump
 from .network_widget import NetworkWidget
 

@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from ..engine.primitive import clip
+from ..text import clip
 
 # Node fill and border by status; gated questions stand out with a thick dashed border.
 STATUS_COLORS: dict[str, tuple[str, str]] = {

@@ -27,7 +27,7 @@ class SlowOnOneQuestion(SimulatedLLM):
 
     def complete(self, messages, schema):  # type: ignore[no-untyped-def]
         asked = messages[-1]["content"].split("Question to answer now", 1)[-1].split("\n")[1]
-        if schema.__name__ == "Answer" and "slow" in asked:
+        if schema.role == "answer" and "slow" in asked:
             time.sleep(0.5)
         return super().complete(messages, schema)
 

@@ -17,8 +17,16 @@ import pytest
 
 from fractal_nb import Exploration
 from fractal_nb.engine.dispatcher import ScaledClock
-from fractal_nb.llm.schemas import ROLES, Answer, Connections, HarvestSummary, SeedPlan, Synthesis
-from fractal_nb.prompts import chat
+from fractal_nb.llm.schemas import (
+    SCHEMAS,
+    Answer,
+    Connections,
+    HarvestSummary,
+    LeafAnswer,
+    SeedPlan,
+    Synthesis,
+)
+from fractal_nb.prompts import chat, render
 from tests.engine.test_runs import check_finished_graph
 from tests.llm.fake_openai import FakeOpenAI, schema_responder
 
@@ -131,7 +139,7 @@ def harvest_summary(prompt: str) -> dict[str, Any]:
 
 def role_responder(*, poison: bool = False) -> Any:
     """A responder that answers each schema sensibly from the prompt it is shown."""
-    builders = {"SeedPlan": lambda p: seed_plan(p, poison), "Answer": answer,
+    builders = {"SeedPlan": lambda p: seed_plan(p, poison), "Answer": answer, "LeafAnswer": answer,
                 "Connections": connections, "Synthesis": synthesis,
                 "HarvestSummary": harvest_summary}
 
@@ -147,15 +155,17 @@ def role_responder(*, poison: bool = False) -> Any:
 def test_the_fake_model_answers_every_role_validly() -> None:
     prompts = {
         SeedPlan: chat("seed", seed=SEED, lo=5, hi=7),
-        Answer: chat("answer", seed=SEED, ancestry="-", depth=1, max_depth=4,
+        Answer: chat("answer", seed=SEED, ancestry="-", depth=1, max_depth=4, task=render("answer_branch"),
                      question="Why jobs?", siblings="(none)", syntheses="(none yet)"),
+        LeafAnswer: chat("answer", seed=SEED, ancestry="-", depth=3, max_depth=4, task=render("answer_leaf"),
+                         question="Why jobs?", siblings="(none)", syntheses="(none yet)"),
         Synthesis: chat("synthesize", question="Why jobs?", answer="x", children="- a\n  b"),
         Connections: chat("connect", question="Why?", node_id="new", answer="x",
                           candidates="- [n-00000000000000a1] y\n- [n-00000000000000b2] z"),
         HarvestSummary: chat("harvest", seed=SEED, chain="- x", gaps="(none)"),
     }
     respond = role_responder()
-    for schema in ROLES:
+    for schema in SCHEMAS:
         for fmt in ({"type": "json_schema", "json_schema": {"name": schema.__name__}},
                     {"type": "json_object", "schema": schema.model_json_schema()}, None):
             body: dict[str, Any] = {"messages": list(prompts[schema])}
@@ -169,7 +179,8 @@ def test_the_fake_model_answers_every_role_validly() -> None:
         "type": "json_schema", "json_schema": {"name": "SeedPlan"}}})
     assert 5 <= len(plan["questions"]) <= 7
     many = [answer(chat("answer", seed=SEED, ancestry="-", depth=1, max_depth=4, question=f"Q{i}?",
-                        siblings="-", syntheses="-")[1]["content"]) for i in range(30)]
+                        siblings="-", syntheses="-", task=render("answer_branch"))[1]["content"])
+            for i in range(30)]
     assert {len(a["sub_questions"]) for a in many} == {0, 1, 2}
 
 
@@ -222,7 +233,7 @@ def test_llama_cpp_run_falls_back_to_json_object_once() -> None:
             assert server.requests[0]["response_format"]["json_schema"]["name"] == "SeedPlan"
             assert server.requests[tried]["response_format"]["schema"]["title"] == "SeedPlan"
             assert {r["response_format"]["schema"]["title"] for r in server.requests[tried:]} == {
-                "SeedPlan", "Answer", "Synthesis", "HarvestSummary"} | (
+                "SeedPlan", "LeafAnswer", "Synthesis", "HarvestSummary"} | (
                 {"Connections"} if "connect" in set(ex.llm_calls()["role"]) else set())
             # Every completion that landed was a json_object one; no call failed.
             calls = ex.llm_calls()
@@ -300,3 +311,122 @@ def test_a_flaky_server_slows_the_run_but_it_completes() -> None:
                 assert not any(node["text"][:60] in g for g in result.gaps)
             released = ex.events().query("kind == 'released'")
             assert poison_id in set(released["node_id"])
+
+
+# --- a model that sends junk ----------------------------------------------------------------
+
+JUNK_TEXTS = ("}, {", ":{", "1", "https://example.com/a", "Yes", "Maybe", "a goal")
+
+
+def junk_responder() -> Any:
+    """The sensible model, except where a small model's junk comes back instead.
+
+    Answers to a quarter of the questions are junk however often they are sent
+    back (rejected: the question fails); another quarter are junk at first and
+    sound once corrected, or propose ``Yes`` as a sub-question first; the root's
+    synthesis is ``:{`` every time.
+    """
+    sane = role_responder()
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        name, prompt = schema_name(body), first_user(body)
+        corrected = len(body["messages"]) > 2  # the client's correction round trip
+        reply = sane(body)
+        if name in ("Answer", "LeafAnswer"):
+            question = _field(prompt, r"Question to answer now[^\n]*:\n([^\n]+)")
+            kind = digest("junk:" + question) % 4
+            if kind == 0:
+                return {**reply, "answer": JUNK_TEXTS[digest(question) % 4]}
+            if kind == 1 and not corrected:
+                return {**reply, "answer": "}, {"} if name == "LeafAnswer" else {
+                    **reply, "sub_questions": [{"text": "Yes", "proxy_signal": "qualifiers"}]}
+        if name == "Synthesis" and _field(prompt, r"Question: ([^\n]+)") == SEED:
+            return {"synthesis": ":{", "tensions": []}
+        return reply
+
+    return respond
+
+
+def test_junk_is_refused_corrected_once_and_the_result_says_it_is_degraded() -> None:
+    with FakeOpenAI("ok", responder=junk_responder()) as server:
+        llm = server.llm(timeout=5.0, max_retries=0, output_retries=1)
+        with Exploration.create(SEED, intensity="explore", llm=llm, clock=FAST) as ex:
+            status = ex.run(progress=False)
+            result = ex.harvest()
+            assert status == "all_complete" and result.status == "completed"
+            check_finished_graph(ex)
+            assert not result.stuck_nodes
+
+            # Nothing of a refused reply was stored: no junk node, no junk synthesis or finding.
+            nodes = ex.nodes()
+            assert not nodes["text"].isin(JUNK_TEXTS).any()
+            syntheses = ex.syntheses()["synthesis"]
+            assert not syntheses.str.fullmatch(r"\W*|https?://\S+").any()
+            assert all(f["finding"] not in JUNK_TEXTS for f in result.findings)
+
+            # A refused reply got exactly one correction round trip, then the call failed.
+            calls = ex.llm_calls()
+            rejected = calls[calls["error"].fillna("").str.startswith("LLMOutputError")]
+            assert len(rejected) and (rejected["attempts"] == 2).all()
+            assert rejected["error"].str.contains("holds no words|mostly symbols|too short").all()
+            corrected = calls[(calls["outcome"] == "ok") & (calls["attempts"] == 2)]
+            assert len(corrected)
+            assert calls["attempts"].sum() == len(server.requests)
+
+            # The failing questions are gaps, not findings; the run says it is degraded.
+            questions = nodes[nodes["node_type"] == "question"]
+            failed = questions[questions["status_reason"] == "error"]
+            assert len(failed)
+            for text in failed["text"]:
+                assert any(g.startswith("failed: ") and text[:60] in g for g in result.gaps)
+            assert result.replies["rejected"] == len(rejected)
+            assert result.replies["corrected"] == len(corrected)
+            assert sum(result.replies.values()) == len(calls)
+            assert result.degraded
+            assert any("question(s) failed" in r for r in result.degraded_reasons)
+            assert any("synthes" in r for r in result.degraded_reasons)  # the root's ":{"
+            assert result.synthesis_chain[0].degraded
+            assert not result.summary.startswith("[model synthesis failed")
+            markdown = result._repr_markdown_()
+            assert "**Degraded result:**" in markdown and "rejected" in markdown
+            assert "fractal-degraded" in result._repr_html_()
+
+
+def test_a_sound_model_gives_a_result_that_is_not_degraded() -> None:
+    with FakeOpenAI("ok", responder=role_responder()) as server:
+        ex, result, _ = run_through(server, "explore")
+        with ex:
+            check_result(ex, result, server)
+            assert not result.degraded and result.degraded_reasons == []
+            assert result.replies == {"accepted": len(ex.llm_calls()), "corrected": 0,
+                                      "rejected": 0, "failed": 0}
+            assert "Degraded" not in result._repr_markdown_()
+            # The last level is asked for an answer only; connect only with candidates to link.
+            asked = Counter()
+            for body in server.requests:
+                name = schema_name(body)
+                if name in ("Answer", "LeafAnswer"):
+                    depth, limit = map(int, re.findall(r"\(depth (\d+); sub-questions are possible "
+                                                       r"only below depth (\d+)\)", first_user(body))[0])
+                    asked[name, depth + 1 >= limit] += 1
+                if name == "Connections":
+                    assert NODE_ID.search(first_user(body).split("Answers from other branches", 1)[-1])
+            assert set(asked) == {("Answer", False), ("LeafAnswer", True)}, asked
+
+
+def test_a_seed_phase_short_of_the_minimum_says_so_in_the_result() -> None:
+    sane = role_responder()
+
+    def two_questions(body: dict[str, Any]) -> dict[str, Any]:
+        reply = sane(body)
+        return {**reply, "questions": reply["questions"][:2]} if schema_name(body) == "SeedPlan" else reply
+
+    with FakeOpenAI("ok", responder=two_questions) as server:
+        ex, result, _ = run_through(server, "pulse")
+        with ex:
+            seed_calls = ex.llm_calls().query("role == 'seed'")
+            assert len(seed_calls) > 1  # asked again for a fuller plan before settling
+            assert (ex.nodes().query("node_type == 'question'")["depth"] == 1).sum() == 2
+            assert result.degraded
+            assert any("seed phase posed 2 usable questions where the intensity asks for at least 3" in r
+                       for r in result.degraded_reasons), result.degraded_reasons

@@ -82,7 +82,7 @@ def _instance(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
     if kind == "array":
         return [_instance(schema.get("items", {}), defs) for _ in range(schema.get("minItems", 0))]
     if kind == "string":
-        text = "fake text"
+        text = "fake text for a field"
         return text.ljust(schema.get("minLength", 0), "x")[: schema.get("maxLength", len(text))]
     if kind in ("number", "integer"):
         low = schema.get("minimum", schema.get("exclusiveMinimum", 0))

@@ -166,7 +166,7 @@ def test_ids_in_a_recorded_connect_response_map_to_the_current_prompt(
     def link_second_and_third(messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:
         ids = NODE_ID.findall(messages[-1]["content"])
         return {"convergences": [{"node_id": ids[1], "note": f"agrees with {ids[1]}"}],
-                "contradictions": [{"node_id": ids[2], "note": "disagrees"}]}
+                "contradictions": [{"node_id": ids[2], "note": "it disagrees"}]}
 
     recorded = CachedLLM(Counting(link_second_and_third), fresh_store, "record").complete(
         connect_messages(A, B, C), Connections)
@@ -180,14 +180,14 @@ def test_ids_in_a_recorded_connect_response_map_to_the_current_prompt(
     replayed = replay.complete(connect_messages(X, Y, Z), Connections)
     assert replayed == {
         "convergences": [{"node_id": Y, "note": f"agrees with {Y}"}],
-        "contradictions": [{"node_id": Z, "note": "disagrees"}],
+        "contradictions": [{"node_id": Z, "note": "it disagrees"}],
     }
 
 
 def test_ids_are_positional_so_other_ids_in_the_same_places_hit(fresh_store: GraphStore) -> None:
     def link_first(messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:
         first = NODE_ID.findall(messages[-1]["content"])[0]
-        return {"convergences": [{"node_id": first, "note": "same"}], "contradictions": []}
+        return {"convergences": [{"node_id": first, "note": "the same conclusion"}], "contradictions": []}
 
     recorder = CachedLLM(Counting(link_first), fresh_store, "record")
     recorder.complete(connect_messages(A, B), Connections)
@@ -205,7 +205,7 @@ def test_ten_or_more_ids_are_restored_exactly(fresh_store: GraphStore) -> None:
 
     def link_all(messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:
         shown = NODE_ID.findall(messages[-1]["content"])
-        return {"convergences": [{"node_id": n, "note": f"about {n}"} for n in shown],
+        return {"convergences": [{"node_id": n, "note": f"agrees about {n}"} for n in shown],
                 "contradictions": []}
 
     recorder = CachedLLM(Counting(link_all), fresh_store, "record")
@@ -214,7 +214,7 @@ def test_ten_or_more_ids_are_restored_exactly(fresh_store: GraphStore) -> None:
     replayed = replay.complete(connect_messages(*others), Connections)
     # [id1] never eats the start of [id11]: every id comes back in its own place.
     assert [link["node_id"] for link in replayed["convergences"]] == others
-    assert [link["note"] for link in replayed["convergences"]] == [f"about {n}" for n in others]
+    assert [link["note"] for link in replayed["convergences"]] == [f"agrees about {n}" for n in others]
 
 
 # --- whole runs ------------------------------------------------------------------------

@@ -3,11 +3,14 @@
 Marked ``local_llm``: it needs the ``[local]`` extra (llama-cpp-python compiles llama.cpp).
 Without it the test skips, naming the install; with ``CI`` set it is required.
 The model is tiny and writes mostly junk; what is asserted is that the run ends
-honestly: nothing stuck, every call in the ledger with what the server saw.
+honestly: nothing stuck, every call in the ledger with what the server saw, no
+junk stored as a node or presented as a finding, and a result that says it is
+degraded when the model could not do the job.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,8 @@ import pytest
 from fractal_nb import Exploration
 from fractal_nb.cli import main
 from fractal_nb.llm.local_server import INSTALL_HINT, LocalModelServer, local_model_available
+from fractal_nb.llm.quality import ReplyContext
+from fractal_nb.llm.schemas import Finding, LeafAnswer
 from tests.extras import ci_requires_extras
 
 pytestmark = pytest.mark.local_llm
@@ -49,6 +54,22 @@ def test_a_pulse_exploration_on_the_real_local_model_ends_honestly(server: Local
         assert result.status in ("completed", "paused")
         if status in ("all_complete", "budget_exhausted"):
             assert result.status == "completed" and result.synthesis_chain
+        # Whatever the model wrote that was stored passes the quality rules judged afresh.
+        judge = ReplyContext()
+        for text in nodes.query("node_type == 'answer'")["text"]:
+            LeafAnswer.model_validate({"answer": text, "confidence": 0.5}, context=judge)
+        for finding in result.findings:
+            Finding.model_validate(finding, context=judge)
+        assert sum(result.replies.values()) == len(ex.llm_calls())
+        refused = result.replies["rejected"]
+        print(f"gemma-3-270m: {result.replies}, degraded={result.degraded}: {result.degraded_reasons}")
+        # Gemma 3 270M cannot do this job (it copies the prompt's hints, writes "1" as a summary):
+        # the result must say so rather than pass its text off as findings.
+        assert result.degraded and result.degraded_reasons
+        if refused >= 0.25 * (refused + result.replies["accepted"] + result.replies["corrected"]):
+            assert result.degraded and any("refused" in r for r in result.degraded_reasons)
+        if (nodes.query("node_type == 'question'")["status_reason"] == "error").any():
+            assert any("failed" in r for r in result.degraded_reasons)
 
 
 def test_demo_local_runs_and_stops_its_server(capsys: pytest.CaptureFixture[str], tmp_path: Path,
@@ -61,6 +82,7 @@ def test_demo_local_runs_and_stops_its_server(capsys: pytest.CaptureFixture[str]
     out = capsys.readouterr().out
     assert code in (0, 3, 4), out
     assert "Seed: " in out and "model calls (" in out and "gemma-3-270m" in out
+    assert re.search(r"\d+ accepted, \d+ corrected, \d+ rejected, \d+ failed", out), out
     assert _servers() == before, "the demo left its llama.cpp server running"
 
 

@@ -22,7 +22,7 @@ from fractal_nb.errors import (
 )
 from fractal_nb.llm.openai_llm import MAX_TOKENS, OpenAILLM
 from fractal_nb.llm.protocol import LLM, Message, estimate_tokens, messages_tokens, metered
-from fractal_nb.llm.schemas import ROLES, Answer, SeedPlan
+from fractal_nb.llm.schemas import SCHEMAS, Answer, SeedPlan
 
 from .fake_openai import FakeOpenAI, _junk, schema_responder
 
@@ -64,7 +64,7 @@ def test_json_schema_mode_is_sent_first_and_works() -> None:
         llm = make_llm(server)
         result = llm.complete(MESSAGES, Answer)
     assert result == {
-        "answer": "fake text",
+        "answer": "fake text for a field",
         "confidence": 0.5,
         "sub_questions": [],
         "saturation": None,
@@ -303,7 +303,7 @@ def test_a_prebuilt_client_is_used() -> None:
         client = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0)
         with client:
             llm = OpenAILLM("fake", client=client, temperature=None)
-            assert llm.complete(MESSAGES, Answer)["answer"] == "fake text"
+            assert llm.complete(MESSAGES, Answer)["answer"] == "fake text for a field"
     assert "temperature" not in server.requests[0]
     assert llm.base_url.startswith(server.base_url)
 
@@ -318,7 +318,7 @@ def test_repr_shows_model_and_url_but_never_the_key() -> None:
 # --- the fake itself ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("schema", list(ROLES), ids=lambda s: s.__name__)
+@pytest.mark.parametrize("schema", list(SCHEMAS), ids=lambda s: s.__name__)
 def test_schema_responder_builds_valid_instances(schema: Any) -> None:
     for fmt in (
         {"type": "json_schema", "json_schema": {"name": "x", "schema": schema.model_json_schema()}},

@@ -13,14 +13,15 @@ from pydantic import BaseModel
 from fractal_nb import InvalidInputError, LLMError, SimulatedLLM
 from fractal_nb.llm.protocol import LLM, Message, estimate_tokens, messages_tokens, metered
 from fractal_nb.llm.schemas import (
-    ROLES,
+    SCHEMAS,
     Answer,
     Connections,
     HarvestSummary,
+    LeafAnswer,
     SeedPlan,
     Synthesis,
 )
-from fractal_nb.prompts import chat
+from fractal_nb.prompts import chat, render
 
 A = "n-00000000000000a1"
 B = "n-00000000000000b2"
@@ -32,7 +33,11 @@ PROMPTS: dict[type[BaseModel], list[Message]] = {
     Answer: chat(
         "answer", seed="Why do cities grow?", ancestry="- Q: Why do cities grow?\n  A: Jobs.",
         depth=1, max_depth=4, question="What are the main causes behind urban growth?",
-        siblings="- Who gains from growth? (open)", syntheses="(none yet)"),
+        siblings="- Who gains from growth? (open)", syntheses="(none yet)", task=render("answer_branch")),
+    LeafAnswer: chat(
+        "answer", seed="Why do cities grow?", ancestry="- Q: Why do cities grow?\n  A: Jobs.",
+        depth=3, max_depth=4, question="Which services employ the most people downtown?",
+        siblings="(none)", syntheses="(none yet)", task=render("answer_leaf")),
     Synthesis: chat(
         "synthesize", question="What drives growth?", answer="Jobs and land.",
         children="- Which jobs?\n  Services.\n- Which land?\n  Cheap land at the edge."),
@@ -48,6 +53,7 @@ PROMPTS: dict[type[BaseModel], list[Message]] = {
 PROSE = {
     SeedPlan: lambda o: [o["decomposition"]],
     Answer: lambda o: [o["answer"]],
+    LeafAnswer: lambda o: [o["answer"]],
     Synthesis: lambda o: [o["synthesis"], *o["tensions"]],
     Connections: lambda o: [link["note"] for link in o["convergences"] + o["contradictions"]],
     HarvestSummary: lambda o: [o["summary"], *(f["finding"] for f in o["findings"])],
@@ -61,14 +67,14 @@ def seed_messages(lo: int, hi: int, seed: str = "Why do cities grow?") -> list[M
 def answer_messages(question: str, depth: int = 1) -> list[Message]:
     return chat("answer", seed="Why do cities grow?", ancestry="(this is a seed question)",
                 depth=depth, max_depth=6, question=question, siblings="(none)",
-                syntheses="(none yet)")
+                syntheses="(none yet)", task=render("answer_branch"))
 
 
 def test_prompts_cover_every_role() -> None:
-    assert set(PROMPTS) == set(ROLES)
+    assert set(PROMPTS) == set(SCHEMAS)
 
 
-@pytest.mark.parametrize("schema", list(ROLES), ids=lambda s: s.__name__)
+@pytest.mark.parametrize("schema", list(SCHEMAS), ids=lambda s: s.__name__)
 def test_every_role_gets_a_schema_valid_labelled_answer(schema: type[BaseModel]) -> None:
     llm = SimulatedLLM(seed=4, link_rate=1.0)
     output = llm.complete(PROMPTS[schema], schema)
@@ -81,7 +87,7 @@ def test_every_role_gets_a_schema_valid_labelled_answer(schema: type[BaseModel])
     assert isinstance(llm, LLM)
 
 
-@pytest.mark.parametrize("schema", list(ROLES), ids=lambda s: s.__name__)
+@pytest.mark.parametrize("schema", list(SCHEMAS), ids=lambda s: s.__name__)
 def test_a_bare_prompt_still_gets_a_valid_answer(schema: type[BaseModel]) -> None:
     output = SimulatedLLM(seed=1).complete([{"role": "user", "content": "Hello?"}], schema)
     schema.model_validate(output)
@@ -107,7 +113,7 @@ def test_harvest_carries_the_prompt_gaps() -> None:
 # --- determinism ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("schema", list(ROLES), ids=lambda s: s.__name__)
+@pytest.mark.parametrize("schema", list(SCHEMAS), ids=lambda s: s.__name__)
 def test_same_seed_and_prompt_give_the_same_output(schema: type[BaseModel]) -> None:
     first = SimulatedLLM(seed=9, link_rate=0.5).complete(PROMPTS[schema], schema)
     second = SimulatedLLM(seed=9, link_rate=0.5).complete(PROMPTS[schema], schema)
@@ -186,7 +192,7 @@ def test_branching_shrinks_with_depth() -> None:
 
 def test_failure_rate_one_always_raises() -> None:
     llm = SimulatedLLM(seed=1, failure_rate=1.0)
-    for schema in ROLES:
+    for schema in SCHEMAS:
         for _ in range(3):
             with pytest.raises(LLMError, match="simulated failure"):
                 llm.complete(PROMPTS[schema], schema)
@@ -269,7 +275,7 @@ def test_latency_is_honoured() -> None:
     assert time.perf_counter() - started >= 0.05
 
 
-@pytest.mark.parametrize("schema", list(ROLES), ids=lambda s: s.__name__)
+@pytest.mark.parametrize("schema", list(SCHEMAS), ids=lambda s: s.__name__)
 def test_usage_is_reported_to_the_meter(schema: type[BaseModel]) -> None:
     messages = PROMPTS[schema]
     with metered() as usage:

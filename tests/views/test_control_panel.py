@@ -54,11 +54,11 @@ def test_step_n_processes_n_nodes_and_pause_stops_it(gated: Exploration) -> None
     gated.step(1)
     gated.approve()
     view = gated.view()
-    view.step_count.value = 3
+    view.step_count.value = 2  # of 3 or 4 seed questions: one is left for the held job below
     view.step_n_button.click()
     settle(view)
-    assert "3 node(s) processed" in view.message.value
-    assert len(gated.llm_calls()) >= 4
+    assert "2 node(s) processed" in view.message.value
+    assert len(gated.llm_calls()) >= 3
 
     slow, entered = threading.Event(), threading.Event()
     original = gated.step
@@ -124,12 +124,13 @@ def test_export_to_a_variable_and_files(gated: Exploration, tmp_path: Path) -> N
     import __main__
 
     frame = __main__.__dict__.pop("found")
-    assert isinstance(frame, pd.DataFrame) and len(frame) == 5 and frame is view.exported
+    assert isinstance(frame, pd.DataFrame) and frame is view.exported
+    assert len(frame) == len(gated.syntheses()) >= 4  # the root and its 3 or 4 seed questions
     assert pd.read_parquet(tmp_path / "syntheses.parquet").equals(frame)
     view.export_name.value = ""
     view.export_path.value = str(tmp_path / "syntheses.csv")
     view.export_button.click()
-    assert len(pd.read_csv(tmp_path / "syntheses.csv")) == 5
+    assert len(pd.read_csv(tmp_path / "syntheses.csv")) == len(frame)
 
 
 @pytest.mark.parametrize(("name", "path", "error"), [
