@@ -8,6 +8,7 @@ while the server misbehaves the way real ones do: llama.cpp's HTTP 500 to
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 from collections import Counter
@@ -321,12 +322,14 @@ JUNK_TEXTS = ("}, {", ":{", "1", "https://example.com/a", "Yes", "Maybe", "a goa
 def junk_responder() -> Any:
     """The sensible model, except where a small model's junk comes back instead.
 
-    Answers to a quarter of the questions are junk however often they are sent
-    back (rejected: the question fails); another quarter are junk at first and
+    Answers to a quarter of the questions are junk (``}, {``, ``1``, a URL, the
+    question echoed, the prompt's hint) however often they are sent back
+    (rejected: the question fails); another quarter are junk at first and
     sound once corrected, or propose ``Yes`` as a sub-question first; the root's
     synthesis is ``:{`` every time.
     """
     sane = role_responder()
+    turns = itertools.count()
 
     def respond(body: dict[str, Any]) -> dict[str, Any]:
         name, prompt = schema_name(body), first_user(body)
@@ -335,8 +338,9 @@ def junk_responder() -> Any:
         if name in ("Answer", "LeafAnswer"):
             question = _field(prompt, r"Question to answer now[^\n]*:\n([^\n]+)")
             kind = digest("junk:" + question) % 4
-            if kind == 0:
-                return {**reply, "answer": JUNK_TEXTS[digest(question) % 4]}
+            if kind == 0:  # junk, the question echoed back, or the prompt's own hint, in turn
+                junk = [*JUNK_TEXTS[:4], question, "Your answer, in full sentences."]
+                return {**reply, "answer": junk[next(turns) % len(junk)] if corrected else junk[0]}
             if kind == 1 and not corrected:
                 return {**reply, "answer": "}, {"} if name == "LeafAnswer" else {
                     **reply, "sub_questions": [{"text": "Yes", "proxy_signal": "qualifiers"}]}
@@ -360,6 +364,9 @@ def test_junk_is_refused_corrected_once_and_the_result_says_it_is_degraded() -> 
             # Nothing of a refused reply was stored: no junk node, no junk synthesis or finding.
             nodes = ex.nodes()
             assert not nodes["text"].isin(JUNK_TEXTS).any()
+            by_id = nodes.set_index("node_id")["text"]
+            for a in nodes[nodes["node_type"] == "answer"].itertuples():
+                assert a.text != by_id[a.parent_id] and "your answer" not in a.text.lower()
             syntheses = ex.syntheses()["synthesis"]
             assert not syntheses.str.fullmatch(r"\W*|https?://\S+").any()
             assert all(f["finding"] not in JUNK_TEXTS for f in result.findings)
@@ -368,7 +375,9 @@ def test_junk_is_refused_corrected_once_and_the_result_says_it_is_degraded() -> 
             calls = ex.llm_calls()
             rejected = calls[calls["error"].fillna("").str.startswith("LLMOutputError")]
             assert len(rejected) and (rejected["attempts"] == 2).all()
-            assert rejected["error"].str.contains("holds no words|mostly symbols|too short").all()
+            kinds = ("holds no words", "copies the prompt", "schema's wording")
+            assert rejected["error"].str.contains("|".join([*kinds, "too short", "mostly symbols"])).all()
+            assert all(rejected["error"].str.contains(why).any() for why in kinds)
             corrected = calls[(calls["outcome"] == "ok") & (calls["attempts"] == 2)]
             assert len(corrected)
             assert calls["attempts"].sum() == len(server.requests)

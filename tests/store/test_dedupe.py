@@ -1,5 +1,4 @@
-"""Questions are deduplicated across the whole graph, not only under one parent (README, "No call spent").
-"""
+"""Questions are deduplicated graph-wide, not only under one parent (README, "No call spent")."""
 
 from __future__ import annotations
 
