@@ -12,7 +12,16 @@ from pathlib import Path
 from typing import Any, Self
 
 from ..errors import GraphNotActiveError, InvalidInputError, NotFoundError
-from ..model import BUDGETS, MAX_TEXT_CHARS, Budget, CheckpointMode, GraphStatus, Intensity, NodeType
+from ..model import (
+    BUDGETS,
+    MAX_TEXT_CHARS,
+    Budget,
+    CheckpointMode,
+    GraphStatus,
+    Intensity,
+    NodeStatus,
+    NodeType,
+)
 from .database import Database, Tracer
 from .holders import HolderInfo, hold, let_go, new_holder
 from .rows import GRAPH_COLUMNS, NODE_COLUMNS, GraphRow, NodeRow
@@ -205,6 +214,8 @@ class StoreBase:
 
         ``metadata``, when given, replaces the node's metadata in the same statement.
         """
+        if status == NodeStatus.SATURATED and reason is not None:  # also where MCP agents look for it
+            metadata = {**(node.metadata if metadata is None else metadata), "saturation_reason": reason}
         sets, params = "status = ?, status_reason = ?, inherited_from = ?, updated_at = ?", [
             status, reason, inherited_from, at]
         if metadata is not None:

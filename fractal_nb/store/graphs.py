@@ -129,9 +129,15 @@ class GraphLifecycle(StoreBase):
         self, graph_id: str, previous: str, target: str, reason: str | None
     ) -> None:
         now = self.clock()
+        row = self._db.fetchone("SELECT metadata FROM graphs WHERE graph_id = ?", [graph_id])
+        metadata = json.loads(row[0] if row else "{}")
+        metadata.pop("status_reason", None)
+        if reason is not None:  # also where MCP agents following the reference look for it
+            metadata["status_reason"] = reason
         self._db.execute(
-            "UPDATE graphs SET status = ?, status_reason = ?, updated_at = ? WHERE graph_id = ?",
-            [target, reason, now, graph_id],
+            "UPDATE graphs SET status = ?, status_reason = ?, metadata = ?, updated_at = ? "
+            "WHERE graph_id = ?",
+            [target, reason, json.dumps(metadata), now, graph_id],
         )
         payload = {"from": previous, "to": str(target), "reason": reason}
         self._log(graph_id, None, "graph_status_changed", None, payload, now)

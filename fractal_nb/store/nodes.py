@@ -165,8 +165,9 @@ class NodeWrites(StoreBase):
         ``contradiction_tension``; an edge between the same pair is never doubled.
         """
         meta = parse_metadata(metadata)
-        if not meta:
-            raise InvalidInputError("metadata is empty; send a JSON object with at least one key")
+        if not meta:  # nothing to merge: a no-op, as the reference treats it
+            node = self._node(self._known_graph(graph_id).graph_id, node_id)
+            return {"node_id": node.node_id, "metadata": node.metadata, "edges_created": 0}
         with self._db.write():
             graph, node = self._active_node(graph_id, node_id)
             question = self._question_of(node)

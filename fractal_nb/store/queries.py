@@ -145,7 +145,12 @@ class GraphQueries(StoreBase):
             done = all(m.status in DONE_QUESTION for m in members)
             branches.append({"node_id": q.node_id, "text": q.text, "status": q.status,
                              "status_reason": q.status_reason, "questions": len(members),
-                             "counts": counts, "done": done})
+                             "counts": counts, "done": done,
+                             # the reference's fields, beside ours
+                             "saturated": q.status == NodeStatus.SATURATED,
+                             "saturation_reason": (q.status_reason if q.status == NodeStatus.SATURATED
+                                                   else None),
+                             "open_questions": counts["open"] + counts["claimed"] + counts["gated"]})
         all_saturated = bool(branches) and all(b["done"] for b in branches)
         root = next(q for q in questions if q.depth == 0)
         return {"graph_id": graph.graph_id, "branches": branches, "all_saturated": all_saturated,

@@ -24,7 +24,8 @@ from .rows import NODE_COLUMNS, NodeRow
 
 # Claimable: an open question below the root, or a claim whose lease ran out
 # (rule 5). Affinity first (branches this worker has owned nodes in), then
-# creation order. Parameters: graph_id, (graph_id for _IF_ACTIVE), now, graph_id, worker_id.
+# shallower first, then creation order (the reference's order).
+# Parameters: graph_id, (graph_id for _IF_ACTIVE), now, graph_id, worker_id.
 _CLAIMABLE = f"""
     SELECT {NODE_COLUMNS} FROM nodes
     WHERE graph_id = ? AND node_type = 'question' AND depth > 0 {{active}}
@@ -32,7 +33,7 @@ _CLAIMABLE = f"""
     ORDER BY (branch_id IN (
                 SELECT DISTINCT branch_id FROM nodes
                 WHERE graph_id = ? AND owner = ? AND branch_id IS NOT NULL)) IS TRUE DESC,
-             seq
+             depth, seq
 """
 _IF_ACTIVE = "AND EXISTS (SELECT 1 FROM graphs WHERE graph_id = ? AND status = 'active')"
 # Ready to synthesize: answered questions with sub-questions, all of them synthesized or saturated.

@@ -123,7 +123,7 @@ def test_every_tool_does_what_the_store_does(store: GraphStore) -> None:
     assert seen["branch"]["root"] != seen["q2"]["node_id"]
     assert seen["paused"]["status"] == "paused" and seen["resume"]["status"] == "active"
     snapshot = seen["snapshot"]
-    assert snapshot["metadata"] == {"origin": "mcp"}
+    assert snapshot["metadata"] == {"origin": "mcp", "status_reason": "resumed"}
     assert {e["edge_type"] for e in snapshot["edges"]} == {"parent_child", "convergence", "contradiction"}
     assert seen["delete"]["graph_id"] == snapshot["graph_id"]
     assert store.list_graphs()["count"] == 0

@@ -33,7 +33,7 @@ BAD_CALLS: list[tuple[str, Call, type[FractalError], str]] = [
     ("node from other graph", lambda s, t: s.add_node(
         s.create_graph("other", "pulse", "autonomous")["graph_id"], t.seeds[0], "answer", "x"),
      NotFoundError, "not found in graph"),
-    ("empty metadata", lambda s, t: s.update_node(t.graph_id, t.seeds[0], {}), InvalidInputError,
+    ("empty graph metadata", lambda s, t: s.update_graph_metadata(t.graph_id, {}), InvalidInputError,
      "empty"),
     ("links not list", lambda s, t: s.update_node(t.graph_id, t.seeds[0], {"convergence_with": "n-1"}),
      InvalidInputError, "list of node ids"),
