@@ -18,6 +18,7 @@ from .llm.simulated import SimulatedLLM
 from .loopback import is_loopback
 from .model import CheckpointMode, Intensity
 from .results import FractalResult
+from .run_report import RunReport
 from .store import GraphStore
 
 DEMO_SEED = "Should a mid-sized city build a tram line or expand its bus network?"
@@ -71,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("--approve", action="store_true", help="approve every gated question first")
     resume.add_argument("--workers", type=_positive, default=None, help="worker threads (default: budget)")
     resume.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_budget_options(resume)
     _add_model_options(resume)
 
     harvest = commands.add_parser(
@@ -134,6 +136,14 @@ def _add_run_options(parser: argparse.ArgumentParser, *, db_default: str,
                         help=f"DuckDB file, new or a fractal_nb store (default {db_default})")
     parser.add_argument("--workers", type=_positive, default=None, help="worker threads (default: budget)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_budget_options(parser)
+
+
+def _add_budget_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-tokens", type=_positive, default=None,
+                        help="token budget of the exploration (prompt + completion, every call counted)")
+    parser.add_argument("--max-wall-s", type=_positive_seconds, default=None,
+                        help="seconds this run may take; reaching it ends the run as budget_exhausted")
 
 
 def _add_graph_options(parser: argparse.ArgumentParser) -> None:
@@ -282,7 +292,8 @@ def _model(args: argparse.Namespace) -> LLM:
 def _explore(seed: str, llm: LLM, args: argparse.Namespace) -> int:
     with Exploration.create(seed, intensity=args.intensity, checkpoint=args.checkpoint,
                             llm=llm, path=Path(args.db)) as exploration:
-        status = exploration.run(max_workers=args.workers, progress=not args.quiet)
+        status = exploration.run(max_workers=args.workers, progress=not args.quiet,
+                                 max_tokens=args.max_tokens, max_wall_s=args.max_wall_s)
         return _report(exploration, status, llm, args.db)
 
 
@@ -300,26 +311,27 @@ def _resume(args: argparse.Namespace, llm: LLM) -> int:
     with Exploration.open(Path(args.db), args.graph_id, llm=llm) as exploration:
         if args.approve and len(exploration.gates):
             print(f"Approved {exploration.approve()['count']} gated question(s).")
-        status = exploration.run(max_workers=args.workers, progress=not args.quiet)
+        # `resume` is the explicit act that goes on with a budget-exhausted graph too.
+        status = exploration.run(max_workers=args.workers, progress=not args.quiet, resume=True,
+                                 max_tokens=args.max_tokens, max_wall_s=args.max_wall_s)
         return _report(exploration, status, llm, args.db)
 
 
 def _harvest(args: argparse.Namespace, llm: LLM) -> int:
     with Exploration.open(Path(args.db), args.graph_id, llm=llm) as exploration:
-        if exploration.status == "paused":  # a person asks to finish it as it stands
-            exploration.store.resume_graph(exploration.graph_id)
-        result = exploration.harvest()
+        result = exploration.harvest(finish=True)  # a person asks to finish it as it stands
         print(render(result, run_status="harvested", path=args.db))
         return EXIT_MODEL if result.degraded else EXIT_OK
 
 
-def _report(exploration: Exploration, status: str, llm: LLM, db: str) -> int:
+def _report(exploration: Exploration, report: RunReport, llm: LLM, db: str) -> int:
     """Print how the run ended and choose the exit code; harvest only a run that ended by itself.
 
     ``all_complete`` and ``budget_exhausted`` are harvested (a budget freezes
     the rest as gaps; README, "From the shell"); a graph paused by the model, gates or a checkpoint
     is left resumable, never harvested into ``completed`` on its own.
     """
+    status = report.status
     if status in ("all_complete", "budget_exhausted"):
         result = exploration.harvest()
         print(render(result, run_status=status, path=db))
@@ -327,6 +339,7 @@ def _report(exploration: Exploration, status: str, llm: LLM, db: str) -> int:
     else:
         print(_render_unfinished(exploration, status, db))
         code = _UNFINISHED.get(status, EXIT_STOPPED)
+    print(f"\nThis run: {report.headline()}")
     calls = exploration.llm_calls()
     replies = exploration.store.count_replies(exploration.graph_id)
     discarded = int((calls["outcome"] == "discarded").sum())

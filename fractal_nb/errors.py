@@ -81,6 +81,10 @@ class LLMTimeoutError(LLMError):
     """A model call timed out."""
 
 
+class NodeTimeLimitError(LLMTimeoutError):
+    """A node's model call outlived the run's per-node time limit (``run(node_timeout_s=...)``)."""
+
+
 class LLMUnavailableError(LLMError):
     """The model cannot be reached or refuses every request (connection, key, model name, server down).
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,13 +15,15 @@ from tqdm.auto import tqdm
 
 from .engine.calls import ModelCaller
 from .engine.dispatcher import Clock, Dispatcher, RealClock, heartbeat
-from .engine.phases import harvest, seed
+from .engine.limits import Limits
+from .engine.phases import gap_rows, harvest, preview, seed
 from .engine.primitive import RunState, process
-from .errors import InvalidInputError, StateError
+from .errors import InvalidInputError, StateError, StoreUnreachableError
 from .export import to_networkx
 from .llm.protocol import LLM
 from .model import BUDGETS, Budget, CheckpointMode, GraphStatus, Intensity
 from .results import FractalResult, MarkdownText, StepRecord
+from .run_report import RunReport
 from .store import GraphStore
 from .views import ExplorationView
 from .views.html_export import write_html
@@ -38,7 +41,7 @@ class Exploration:
     --------
     >>> from fractal_nb import Exploration, SimulatedLLM
     >>> ex = Exploration.create("Why do cities grow?", intensity="pulse", llm=SimulatedLLM())
-    >>> ex.run(progress=False)
+    >>> ex.run(progress=False).status
     'all_complete'
     >>> ex.harvest().status
     'completed'
@@ -56,6 +59,7 @@ class Exploration:
             budget=BUDGETS[Intensity(graph["intensity"])],
             checkpoint=CheckpointMode.parse(graph["checkpoint_mode"]),
             call=ModelCaller(llm, store, graph_id),
+            limits=Limits.from_metadata(graph["metadata"]),
         )
         self._clock = clock or RealClock()
         self._dispatcher: Dispatcher | None = None
@@ -68,12 +72,21 @@ class Exploration:
 
     @classmethod
     def create(cls, seed: str, *, intensity: str = "explore", checkpoint: str = "autonomous",
-               llm: LLM, path: str | Path | None = None, clock: Clock | None = None) -> Exploration:
-        """Start a new exploration of ``seed`` in a new or existing DuckDB file (None: in memory)."""
+               llm: LLM, path: str | Path | None = None, clock: Clock | None = None,
+               max_tokens: int | None = None, max_cost: float | None = None,
+               prices: dict[str, tuple[float, float]] | None = None, max_wall_s: float | None = None,
+               node_timeout_s: float | None = None) -> Exploration:
+        """Start a new exploration of ``seed`` in a new or existing DuckDB file (None: in memory).
+
+        The budgets (see :meth:`run`) are kept with the graph: every run of it honours them.
+        """
         _check_llm(llm)
+        limits = Limits.parse(max_tokens=max_tokens, max_cost=max_cost, prices=prices,
+                              max_wall_s=max_wall_s, node_timeout_s=node_timeout_s)
         store = GraphStore(path)
         try:
-            graph = store.create_graph(seed, intensity, checkpoint)
+            kept = {"limits": limits.to_metadata()} if limits != Limits() else None
+            graph = store.create_graph(seed, intensity, checkpoint, metadata=kept)
         except BaseException:
             store.close()
             raise
@@ -126,13 +139,25 @@ class Exploration:
         return str(self.store.get_graph(self.graph_id)["status"])
 
     def run(self, max_workers: int | None = None, *, progress: bool = True,
-            on_step: Callable[[StepRecord], None] | None = None) -> str:
-        """Seed if needed, then work with up to ``max_workers`` threads until done or paused.
+            on_step: Callable[[StepRecord], None] | None = None, resume: bool = False,
+            max_tokens: int | None = None, max_cost: float | None = None,
+            prices: dict[str, tuple[float, float]] | None = None, max_wall_s: float | None = None,
+            node_timeout_s: float | None = None) -> RunReport:
+        """Seed if needed, then work with up to ``max_workers`` threads until done, paused or out of budget.
 
-        Returns ``all_complete``, ``paused``, ``convergence_detected``,
-        ``budget_exhausted``, ``waiting_on_claims``, or, with the graph paused and
-        its reason recorded, ``model_unavailable`` (the model could not be reached
-        or failed every call) or ``seed_failed``. A paused graph is resumed first.
+        Returns a :class:`RunReport` (it compares equal to its status string):
+        ``all_complete``, ``paused``, ``convergence_detected``, ``budget_exhausted``,
+        ``waiting_on_claims``, or, with the graph paused and its reason recorded,
+        ``model_unavailable`` (the model could not be reached or failed every
+        call) or ``seed_failed``. A paused graph is resumed first; a
+        ``budget_exhausted`` one only when asked (``resume=True``) or given a
+        budget it has not reached yet.
+
+        Budgets (README, "Budgets"), kept with the graph for its later runs:
+        ``max_tokens`` and ``max_cost`` (with ``prices``: {model: (input, output)}
+        per million tokens) for the graph's whole call log, ``max_wall_s`` for
+        this run, ``node_timeout_s`` for each node's model calls. Reaching one
+        ends the run as ``budget_exhausted`` with the reason.
         ``on_step`` is called (from worker threads) after each node, once its
         writes are committed.
         """
@@ -140,16 +165,27 @@ class Exploration:
         workers = budget.max_agents if max_workers is None else max_workers
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise InvalidInputError(f"max_workers must be an integer >= 1, not {max_workers!r}")
-        with self._exclusive("pause() it first"):
+        asked = Limits.parse(max_tokens=max_tokens, max_cost=max_cost, prices=prices,
+                             max_wall_s=max_wall_s, node_timeout_s=node_timeout_s)
+        limits = self._state.limits.merged(asked)
+        raised = asked != Limits() and limits.reached(self.store.llm_spend(self.graph_id), 0.0) is None
+        with self._exclusive("pause() it first", resume=resume or raised):
+            if asked != Limits():
+                self.store.update_graph_metadata(self.graph_id, {"limits": limits.to_metadata()})
+            self._state.limits = limits
             self._state.convergence_found.clear()
             self._state.call.reset_health()  # the model may be back
+            started, spent = time.perf_counter(), self.store.llm_spend(self.graph_id)
+            processed: list[StepRecord] = []
             bar = tqdm(desc="fractal", unit="node", disable=not progress, leave=True)
 
             def stepped(record: StepRecord) -> None:
+                processed.append(record)
                 bar.update(1)
                 if on_step is not None:
                     on_step(record)
 
+            dispatcher: Dispatcher | None = None
             with bar:
                 first = seed(self._state)
                 if first is not None:
@@ -159,13 +195,60 @@ class Exploration:
                         self.store.update_graph_status(
                             self.graph_id, GraphStatus.PAUSED,
                             reason=outage or f"the seed phase failed: {first.error}")
-                        return "model_unavailable" if outage else "seed_failed"
-                self._dispatcher = Dispatcher(self._state, workers=min(workers, budget.max_agents),
-                                              clock=self._clock, on_step=stepped)
+                        status = "model_unavailable" if outage else "seed_failed"
+                        return self._run_report(status, None, processed, spent, started)
+                dispatcher = self._dispatcher = Dispatcher(
+                    self._state, workers=min(workers, budget.max_agents), clock=self._clock, on_step=stepped)
                 try:
-                    return self._dispatcher.run()
+                    status = dispatcher.run()
+                except BaseException as exc:  # a bug or a store gone: the graph records it, then it is raised
+                    self._record_error(exc)
+                    raise
                 finally:
                     self._dispatcher = None
+            return self._run_report(status, dispatcher, processed, spent, started)
+
+    def _record_error(self, exc: BaseException) -> None:
+        """Seed 001's error table: a failure the engine cannot recover from sets the graph to ``error``."""
+        if isinstance(exc, StoreUnreachableError | KeyboardInterrupt):
+            return  # the store is elsewhere and gone, or a person stopped it: nothing to record here
+        try:
+            if self.status == GraphStatus.ACTIVE:
+                self.store.update_graph_status(self.graph_id, GraphStatus.ERROR,
+                                               reason=f"{type(exc).__name__}: {exc}"[:500])
+        except Exception:  # noqa: BLE001 - the original error is the one to raise
+            pass
+
+    def _run_report(self, status: str, dispatcher: Dispatcher | None, processed: list[StepRecord],
+                    spent: list[dict[str, Any]], started: float) -> RunReport:
+        """The run's :class:`RunReport`: the graph as it is now and what this run did to it."""
+        store, g = self.store, self.graph_id
+        snapshot = store.get_snapshot(g)
+        pending = {s: 0 for s in ("open", "claimed", "gated")}
+        for n in snapshot["nodes"]:
+            if n["node_type"] == "question" and n["status"] in pending:
+                pending[n["status"]] += 1
+        reports = dispatcher.reports if dispatcher is not None else []
+        mine = {a for r in processed for pair in r.convergences for a in pair}
+        answers = {r.answer_id for r in processed if r.answer_id}
+        now = store.llm_spend(g)
+        calls = sum(r["calls"] for r in now) - sum(r["calls"] for r in spent)
+        tokens = (sum(r["prompt_tokens"] + r["completion_tokens"] for r in now)
+                  - sum(r["prompt_tokens"] + r["completion_tokens"] for r in spent))
+        before, after = self._state.limits.cost(spent), self._state.limits.cost(now)
+        return RunReport(
+            status=status, graph_id=g,
+            status_reason=snapshot["status_reason"] if snapshot["status"] != GraphStatus.ACTIVE else None,
+            workers_dispatched=len(reports),
+            open_questions_remaining=pending["open"], claimed_nodes_remaining=pending["claimed"],
+            gated_questions_remaining=pending["gated"],
+            convergence_points=[c for c in store.query_convergence(g)["convergence_points"]
+                                if mine & set(c["nodes"])],
+            contradictions=[c for c in store.query_contradictions(g)["contradictions"]
+                            if c["nodes"][0] in answers],
+            worker_reports=list(reports), nodes_processed=len(processed), model_calls=calls, tokens=tokens,
+            cost=None if before is None or after is None else after - before,
+            wall_s=time.perf_counter() - started)
 
     def step(self, n: int = 1) -> list[StepRecord]:
         """Process exactly ``n`` nodes in this thread (the seed phase counts as one); returns them.
@@ -174,7 +257,7 @@ class Exploration:
         """
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise InvalidInputError(f"n must be an integer >= 1, not {n!r}")
-        with self._exclusive("pause() it before stepping"):
+        with self._exclusive("pause() it before stepping", resume=True):  # a step is an explicit act
             records: list[StepRecord] = []
             first = seed(self._state)
             if first is not None:
@@ -194,27 +277,57 @@ class Exploration:
 
     def approve(self, node_ids: list[str] | None = None) -> dict[str, Any]:
         """Open gated questions (all when None); a paused graph becomes active again."""
-        self._activate()
+        self._activate(resume=True)
         return self.store.approve_gate(self.graph_id, node_ids)
 
     def prune(self, node_id: str) -> dict[str, Any]:
         """Cut a branch: the node and its unfinished questions become saturated (``pruned``)."""
-        self._activate()
+        self._activate(resume=True)
         return self.store.prune_branch(self.graph_id, node_id)
 
-    def harvest(self) -> FractalResult:
-        """Finish (freeze what is left, synthesize up to the root) and return the result."""
+    def harvest(self, *, finish: bool = False) -> FractalResult:
+        """Finish the exploration (freeze what is left as gaps, synthesize up to the root); its result.
+
+        A graph with work left (questions open, claimed or gated, or ready to
+        synthesize) that is not ``budget_exhausted`` is finished only when asked:
+        ``harvest(finish=True)``; :meth:`report` shows it as it stands instead.
+        A finished graph is read back without calling the model.
+        """
         with self._running:
+            status = self.status
+            if status in (GraphStatus.ACTIVE, GraphStatus.PAUSED) and not finish:
+                left = self._work_left()
+                if left:
+                    raise StateError(
+                        f"graph {self.graph_id} is {status!r} with work left ({left}); harvest(finish=True) "
+                        "ends the exploration and lists that work as gaps, report() shows it as it stands")
             self._state.call.reset_health()  # the model may be back for the summary and syntheses
-            return harvest(self._state)
+            return harvest(self._state, finish=finish)
+
+    def preview(self) -> FractalResult:
+        """The result as the graph stands now, read-only: no model call, no change to the graph.
+
+        The synthesis chain so far, the gaps and counts; the summary is the root's
+        synthesis (or the stored harvest) when there is one.
+        """
+        return preview(self._state)
 
     def report(self) -> MarkdownText:
-        """The harvest as Markdown: summary, findings, gaps and the synthesis chain.
+        """The :meth:`preview` as Markdown: a look that never ends the work (``harvest()`` does)."""
+        return MarkdownText(self.preview().to_markdown())
 
-        Harvests first when needed (which finishes the exploration); a harvested
-        graph is read back without calling the model.
-        """
-        return MarkdownText(self.harvest().to_markdown())
+    def gaps(self) -> pd.DataFrame:
+        """Every unexplored, pruned, failed or budget-cut question, one row each, with why."""
+        rows = gap_rows(self.store.get_snapshot(self.graph_id)["nodes"])
+        return pd.DataFrame(rows, columns=["node_id", "depth", "kind", "question", "detail"])
+
+    def _work_left(self) -> str:
+        counts = {s: 0 for s in ("open", "claimed", "gated")}
+        for n in self.store.get_snapshot(self.graph_id)["nodes"]:
+            if n["node_type"] == "question" and n["status"] in counts:
+                counts[n["status"]] += 1
+        counts["ready to synthesize"] = self.store.get_ready_to_synthesize(self.graph_id)["count"]
+        return ", ".join(f"{count} {what}" for what, count in counts.items() if count)
 
     @property
     def gates(self) -> pd.DataFrame:
@@ -320,23 +433,33 @@ class Exploration:
     # -- internals --------------------------------------------------------------------
 
     @contextmanager
-    def _exclusive(self, busy: str) -> Iterator[None]:
+    def _exclusive(self, busy: str, *, resume: bool = False) -> Iterator[None]:
         """Hold the run lock (refusing, not waiting, if taken) on an active graph."""
         if not self._running.acquire(blocking=False):
             raise StateError(
                 f"graph {self.graph_id} is already running in this process (in this Exploration or "
                 f"another one opened on the same file); {busy}")
         try:
-            self._activate()
+            self._activate(resume=resume)
             yield
         finally:
             self._running.release()
 
-    def _activate(self) -> None:
-        """Resume a paused or budget-exhausted graph; refuse a finished one."""
-        status = self.status
+    def _activate(self, *, resume: bool) -> None:
+        """Resume a paused graph (a budget-exhausted one only with ``resume``); refuse a finished one.
+
+        Seed 001's resume routing, case d: a graph in a terminal state is an error to the caller.
+        """
+        graph = self.store.get_graph(self.graph_id)
+        status = graph["status"]
         if status in (GraphStatus.COMPLETED, GraphStatus.ERROR):
-            raise StateError(f"graph {self.graph_id} is {status!r}: it is finished; harvest() reads it")
+            why = f" ({graph['status_reason']})" if graph["status_reason"] else ""
+            raise StateError(f"graph {self.graph_id} is {status!r}{why}: it is finished; harvest() reads it")
+        if status == GraphStatus.BUDGET_EXHAUSTED and not resume:
+            raise StateError(
+                f"graph {self.graph_id} is 'budget_exhausted' ({graph['status_reason']}); going on is an "
+                "explicit act: run(resume=True), or raise the budget (e.g. run(max_tokens=...)); "
+                "harvest() finishes it")
         if status != GraphStatus.ACTIVE:
             self.store.resume_graph(self.graph_id)
 

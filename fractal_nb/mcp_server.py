@@ -303,6 +303,10 @@ def build_server(store: GraphStore, *, name: str = "fractal-nb", token: str | No
         links: Metadata = "",
         calls: Annotated[str, Field(description="JSON list of model-call log records behind the answer.")]
         = "[]",
+        saturation: Annotated[str, Field(description=(
+            "For a leaf: why the branch needs no more questions (semantic_overlap, derivable, "
+            "actionable, hollow_questions, budget_exhausted, error); it is then saturated with that "
+            "reason, its answer kept as its synthesis. Empty: none."))] = "",
     ) -> CallToolResult:
         """A worker's whole write for a claimed question, in one transaction.
 
@@ -312,7 +316,8 @@ def build_server(store: GraphStore, *, name: str = "fractal-nb", token: str | No
         def submit() -> dict[str, Any]:
             subs, records = _json_list(sub_questions, "sub_questions"), _json_list(calls, "calls")
             return store.submit_answer(graph_id, node_id, text, owner=owner, metadata=metadata or None,
-                                       sub_questions=subs, links=links or None, calls=records)
+                                       sub_questions=subs, links=links or None, calls=records,
+                                       saturation=saturation or None)
 
         return _result(submit)
 

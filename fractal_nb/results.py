@@ -6,6 +6,8 @@ import html
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .text import markdown_escape as _md
+
 
 @dataclass(frozen=True)
 class StepRecord:
@@ -20,6 +22,11 @@ class StepRecord:
     links: int = 0
     depth_limited: bool = False
     error: str | None = None
+    convergences: tuple[tuple[str, str], ...] = ()  # (its answer, the node it converges with)
+    contradictions: tuple[tuple[str, str], ...] = ()
+    boundary_questions: int = 0
+    saturated: str | None = None  # the worker's saturation verdict, when it saturated the question
+    budget_reached: str | None = None  # the node's time limit ended the run (engine/limits.py)
 
     @property
     def ok(self) -> bool:
@@ -61,6 +68,10 @@ class FractalResult:
     degraded: bool = False
     """The model could not do the job well: read ``degraded_reasons`` before trusting the result."""
     degraded_reasons: list[str] = field(default_factory=list)
+    gap_rows: list[dict[str, Any]] = field(default_factory=list)
+    """The gaps one row per question: node_id, depth, kind, question, detail (``Exploration.gaps()``)."""
+    saturated: list[dict[str, str]] = field(default_factory=list)
+    """Questions a worker saturated (node_id, reason, question): the model judged them settled."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -136,11 +147,3 @@ class MarkdownText(str):
 
 def _replies(replies: dict[str, int]) -> str:
     return ", ".join(f"{count} {kind}" for kind, count in replies.items())
-
-
-def _md(text: str) -> str:
-    """Model text inside Markdown: no raw HTML, no accidental emphasis or headings."""
-    escaped = html.escape(" ".join(text.split()), quote=False)
-    for ch in "\\`*_[]#|":
-        escaped = escaped.replace(ch, "\\" + ch)
-    return escaped

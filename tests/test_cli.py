@@ -100,7 +100,8 @@ def test_run_with_one_worker_and_a_seed_value(capsys: pytest.CaptureFixture[str]
     assert "SimulatedLLM(seed=3" in first
     # One worker and one seed repeat exactly (ids and file names aside).
     strip = lambda text: [line for line in text.splitlines()  # noqa: E731
-                          if "graph g-" not in line and "Exploration.open" not in line]
+                          if "graph g-" not in line and "Exploration.open" not in line
+                          and not line.startswith("This run:")]  # its wall time
     assert strip(first) == strip(second)
 
 
@@ -254,7 +255,8 @@ def test_a_budget_cut_run_exits_4_with_its_gaps(capsys: pytest.CaptureFixture[st
     # One explore worker stops at max_depth x 3 = 12 nodes (the circuit breaker): a budget.
     assert main(["demo", "--workers", "1", "--db", "cut.duckdb", "--quiet"]) == EXIT_STOPPED
     out = capsys.readouterr().out
-    assert "Run: budget_exhausted" in out and "unexplored (budget_exhausted)" in out
+    assert "Run: budget_exhausted" in out and "unexplored (budget_exhausted: circuit breaker)" in out
+    assert "This run: budget_exhausted (circuit breaker): " in out
 
 
 def test_harvest_finishes_a_paused_graph_on_request(capsys: pytest.CaptureFixture[str]) -> None:

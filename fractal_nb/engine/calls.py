@@ -9,13 +9,17 @@ of its questions (README, "Exit codes").
 
 from __future__ import annotations
 
+import contextvars
+import queue
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import LLMError, LLMOutputError, LLMUnavailableError
+from ..errors import LLMError, LLMOutputError, LLMUnavailableError, NodeTimeLimitError
 from ..llm.protocol import LLM, Message, messages_tokens, metered
 from ..llm.quality import ReplyContext
 from ..llm.schemas import role_of
@@ -38,6 +42,49 @@ class ModelCaller:
         self._failed_in_row = 0
         self._unavailable_in_row = 0
         self._health = threading.Lock()
+        self._deadline = threading.local()  # this worker thread's node time limit, while it holds one
+
+    @contextmanager
+    def time_limit(self, seconds: float | None) -> Iterator[None]:
+        """While the block runs, this thread's model calls end at ``seconds`` from now (None: no limit).
+
+        A call still running then is abandoned (its reply, if it comes, is dropped)
+        and raises :class:`NodeTimeLimitError`.
+        """
+        if seconds is None:
+            yield
+            return
+        self._deadline.at, self._deadline.limit = time.monotonic() + seconds, seconds
+        try:
+            yield
+        finally:
+            self._deadline.at = None
+
+    def _complete(self, messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:
+        at: float | None = getattr(self._deadline, "at", None)
+        if at is None:
+            return self.llm.complete(messages, schema)
+        limit = f"the node's time limit of {self._deadline.limit:g} s was reached"
+        if at <= time.monotonic():
+            raise NodeTimeLimitError(limit)
+        replies: queue.Queue[tuple[dict[str, Any] | None, BaseException | None]] = queue.Queue(1)
+        context = contextvars.copy_context()  # the usage meter of this call
+
+        def call() -> None:
+            try:
+                replies.put((context.run(self.llm.complete, messages, schema), None))
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting worker
+                replies.put((None, exc))
+
+        threading.Thread(target=call, name="fractal-timed-call", daemon=True).start()
+        try:
+            reply, error = replies.get(timeout=max(0.0, at - time.monotonic()))
+        except queue.Empty:
+            raise NodeTimeLimitError(limit) from None
+        if error is not None:
+            raise error
+        assert reply is not None
+        return reply
 
     def reset_health(self) -> None:
         """Forget an outage (a new run: the model may be back)."""
@@ -72,7 +119,7 @@ class ModelCaller:
         result: T | None = None
         with metered() as usage:
             try:
-                reply = self.llm.complete(messages, schema)
+                reply = self._complete(messages, schema)
                 result = schema.model_validate(reply, context=ReplyContext.of(messages, schema))
             except ValidationError as exc:  # junk (llm/quality.py) from a backend that does not judge it
                 error = LLMOutputError(f"{schema.__name__} reply refused: {exc}")

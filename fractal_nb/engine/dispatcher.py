@@ -5,15 +5,18 @@ work in flight they back off 2, 4, 8 s (woken early when new questions land)
 and exit after three empty tries; each stops at ``max_depth × 3`` nodes (the
 circuit breaker). While they work, a heartbeat renews the leases of the claims
 they hold, so a slow model never loses a claim to the lease. When the model is
-down (:mod:`.calls`), every worker stops. After they exit, the dispatcher decides:
-model unavailable (the graph paused with the reason, resumable), paused (asked
-to, a checkpoint, or only gated work left), convergence found, budget exhausted
-(breakers fired with work left), another round for orphaned work, or done.
+down (:mod:`.calls`), or a budget (:mod:`.limits`) is reached, every worker stops.
+After they exit, the dispatcher decides: model unavailable (the graph paused
+with the reason, resumable), paused (asked to, a checkpoint, or only gated work
+left), convergence found, budget exhausted (a budget reached, or breakers fired
+with work left), another round for orphaned work, or done (the synthesis
+cascade run to every ready question first).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,7 +26,10 @@ from typing import Protocol
 from ..errors import StoreUnreachableError
 from ..model import GraphStatus
 from ..results import StepRecord
-from .primitive import RunState, process
+from ..run_report import WorkerReport
+from .primitive import RunState, cascade, process
+
+__all__ = ["BACKOFF_S", "Clock", "Dispatcher", "RealClock", "ScaledClock", "WorkerReport", "heartbeat"]
 
 BACKOFF_S = (2.0, 4.0, 8.0)
 MAX_ROUNDS = 3  # re-dispatches for orphaned work before the run gives up for now
@@ -61,6 +67,10 @@ class Clock(Protocol):
         """Block up to ``seconds`` or until ``condition`` is notified."""
         ...
 
+    def now(self) -> float:
+        """Seconds on a monotonic clock (wall-time budgets)."""
+        ...
+
 
 class RealClock:
     """Wall-clock waits."""
@@ -69,6 +79,10 @@ class RealClock:
         """Wait on the condition for up to ``seconds``."""
         with condition:
             condition.wait(seconds)
+
+    def now(self) -> float:
+        """``time.monotonic()``."""
+        return time.monotonic()
 
 
 @dataclass
@@ -82,18 +96,9 @@ class ScaledClock:
         with condition:
             condition.wait(seconds * self.scale)
 
-
-@dataclass
-class WorkerReport:
-    """A worker's final stats, as seed 000's worker reports them."""
-
-    worker: str
-    answered: int = 0
-    synthesized: int = 0
-    sub_questions: int = 0
-    failures: int = 0
-    exit_reason: str = ""
-    detail: str = ""  # why, when the exit reason needs one (the model outage)
+    def now(self) -> float:
+        """Monotonic time, running ``1 / scale`` times as fast."""
+        return time.monotonic() / self.scale
 
 
 @dataclass
@@ -110,6 +115,8 @@ class Dispatcher:
     patient: bool = False
     stop: threading.Event = field(default_factory=threading.Event)
     reports: list[WorkerReport] = field(default_factory=list)
+    budget_reached: str | None = None  # why the run stopped for a budget (limits.py), once it did
+    _started: float = 0.0
     _in_flight: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -120,14 +127,16 @@ class Dispatcher:
         The graph's status follows (paused / budget_exhausted).
         """
         run, store = self.run_state, self.run_state.store
+        self._started = self.clock.now()
         store.recover_stuck(run.graph_id)  # claims past their lease or of holders that are gone
         for _ in range(MAX_ROUNDS):
             count = min(self.workers, run.budget.max_agents,
                         store.get_claimable_work(run.graph_id)["count"])
-            if count == 0 or self.stop.is_set() or run.call.outage:
+            if count == 0 or self.stop.is_set() or run.call.outage or self._over_budget():
                 break
             self.work(count)
-            if self.stop.is_set() or run.convergence_found.is_set() or run.call.outage or any(
+            if self.stop.is_set() or run.convergence_found.is_set() or run.call.outage or (
+                    self.budget_reached) or any(
                     r.exit_reason in ("circuit_breaker", "cycle") for r in self.reports[-count:]):
                 break
         return self._settle()
@@ -179,6 +188,9 @@ class Dispatcher:
             if report.answered + report.failures >= breaker:
                 report.exit_reason = "circuit_breaker"
                 return
+            if self._over_budget():
+                report.exit_reason, report.detail = "budget", self.budget_reached or ""
+                return
             claim = run.store.claim_work(run.graph_id, report.worker, holder=run.holder)
             if claim["node_id"] is None:
                 if claim["graph_done"] or claim["graph_status"] != GraphStatus.ACTIVE:
@@ -199,17 +211,23 @@ class Dispatcher:
                 with self._lock:
                     self._in_flight -= 1
                 run.announce_work()
-            if record.ok:
-                report.answered += 1
-            else:
-                report.failures += 1
-            report.sub_questions += len(record.sub_questions)
-            report.synthesized += len(record.synthesized)
+            report.count(record)
+            if record.budget_reached and self.budget_reached is None:  # a node's time limit
+                self.budget_reached = record.budget_reached
             if self.on_step is not None:
                 self.on_step(record)
             if interactive:
                 report.exit_reason = "cycle"
                 return
+
+    def _over_budget(self) -> bool:
+        """Whether a budget of :mod:`.limits` is reached (remembered: the run then stops)."""
+        if self.budget_reached is None:
+            limits = self.run_state.limits
+            spend = (self.run_state.store.llm_spend(self.run_state.graph_id)
+                     if limits.max_tokens is not None or limits.max_cost is not None else [])
+            self.budget_reached = limits.reached(spend, self.clock.now() - self._started)
+        return self.budget_reached is not None
 
     def _idle(self) -> bool:
         """No node in flight here: waiting cannot bring new questions from this process."""
@@ -227,8 +245,20 @@ class Dispatcher:
         if run.call.outage:  # not finished, not a budget: resumable when the model is back
             store.update_graph_status(g, GraphStatus.PAUSED, reason=run.call.outage)
             return "model_unavailable"
+        if self.budget_reached and (pending or claimable):
+            self._freeze_open(self.budget_reached)
+            return "budget_exhausted"
         if not pending:
-            return "all_complete"
+            # Seed 001's resume case c: nothing to claim, the root not synthesized; the
+            # cascade reaches every ready question before the run calls itself complete.
+            cascade(run, worker=f"{self.worker_prefix}-cascade")
+            left = store.get_ready_to_synthesize(g)["count"]
+            if not left:
+                return "all_complete"
+            outcome, reason = "paused", (f"{left} question(s) ready to synthesize could not be synthesized "
+                                         "(the model failed): run() again to retry, or harvest()")
+            store.update_graph_status(g, GraphStatus.PAUSED, reason=reason)
+            return outcome
         if run.convergence_found.is_set():
             outcome, reason = "convergence_detected", "convergence checkpoint"
         elif self.stop.is_set():
@@ -236,11 +266,7 @@ class Dispatcher:
         elif run.checkpoint.kind == "interactive" and self.reports:
             outcome, reason = "paused", "interactive checkpoint"
         elif claimable:  # breakers fired (or rounds ran out) with work left: seed 000's protocol
-            with store.batch():
-                for node in store.get_open_questions(g)["open_questions"]:
-                    store.update_node(g, node["node_id"], {
-                        "budget_exhausted": True, "unexplored_reason": "budget limit reached"})
-                store.update_graph_status(g, GraphStatus.BUDGET_EXHAUSTED, reason="circuit breaker")
+            self._freeze_open("circuit breaker")
             return "budget_exhausted"
         elif pending["gated"] and not pending["claimed"]:
             outcome, reason = "paused", f"{pending['gated']} gated question(s) await approval"
@@ -248,3 +274,13 @@ class Dispatcher:
             return "waiting_on_claims"
         store.update_graph_status(g, GraphStatus.PAUSED, reason=reason)
         return outcome
+
+    def _freeze_open(self, reason: str) -> None:
+        """Seed 000's budget protocol: open questions marked unexplored, the graph budget_exhausted."""
+        store, g = self.run_state.store, self.run_state.graph_id
+        with store.batch():
+            for node in store.get_open_questions(g)["open_questions"]:
+                store.update_node(g, node["node_id"], {
+                    "budget_exhausted": True, "unexplored_reason": "budget limit reached",
+                    "budget_reason": reason})
+            store.update_graph_status(g, GraphStatus.BUDGET_EXHAUSTED, reason=reason)

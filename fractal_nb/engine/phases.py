@@ -7,7 +7,7 @@ from typing import Any
 from ..errors import FractalError, LLMError
 from ..llm.quality import STORED
 from ..llm.schemas import HarvestSummary, SeedPlan
-from ..model import GraphStatus, NodeStatus
+from ..model import GraphStatus, NodeStatus, SaturationReason
 from ..prompts import chat
 from ..results import ChainLink, FractalResult, StepRecord
 from ..text import clip, normalize
@@ -62,29 +62,30 @@ def seed(run: RunState) -> StepRecord | None:
                       sub_questions=tuple(q["node_id"] for q in written["sub_questions"]))
 
 
-def harvest(run: RunState) -> FractalResult:
+def harvest(run: RunState, *, finish: bool = True) -> FractalResult:
     """Finish the graph and build its result.
 
-    On an active or budget-exhausted graph, questions nobody will explore now
-    are saturated as ``budget_exhausted``, answered leaves left behind get their
-    answer as synthesis, the cascade runs to the root, and the graph moves to
-    ``completed``. A paused graph (gates waiting) is summarised as it stands.
+    On an active or budget-exhausted graph (a paused one too with ``finish``),
+    questions nobody will explore now are saturated as ``budget_exhausted``,
+    answered leaves left behind get their answer as synthesis, the cascade runs
+    to the root, and the graph moves to ``completed``. A paused graph without
+    ``finish``, or one in error, is summarised as it stands.
     """
     store, g = run.store, run.graph_id
     snapshot = store.get_snapshot(g)
     status = snapshot["status"]
     if "harvest" in snapshot["metadata"] and status == GraphStatus.COMPLETED:  # harvested before
-        stored = HarvestSummary.model_validate(snapshot["metadata"]["harvest"], context=STORED)
-        return _result(run, snapshot, _chain(snapshot["nodes"]), stored)
-    finishing = status in (GraphStatus.ACTIVE, GraphStatus.BUDGET_EXHAUSTED)
-    if status == GraphStatus.BUDGET_EXHAUSTED:
+        return _stored_result(run, snapshot)
+    finishing = status in (GraphStatus.ACTIVE, GraphStatus.BUDGET_EXHAUSTED) or (
+        status == GraphStatus.PAUSED and finish)
+    if finishing and status != GraphStatus.ACTIVE:
         store.resume_graph(g)
     if finishing:
         _freeze_and_repair(run)
     snapshot = store.get_snapshot(g)
     nodes = snapshot["nodes"]
     chain = _chain(nodes)
-    gaps = _gaps(nodes)
+    gaps = [gap_text(row) for row in gap_rows(nodes)]
     # What the model did not write (syntheses joined without it) is never material for findings.
     sound = [c for c in chain if not c.degraded]
     fallback = (chain[0].synthesis if chain and not chain[0].degraded else
@@ -100,7 +101,8 @@ def harvest(run: RunState) -> FractalResult:
                            node_id=snapshot["root_node_id"], worker=None)
     except LLMError as exc:  # logged; the root's synthesis stands in for the summary
         gaps.append(f"harvest summary failed: {exc}")
-    summary = summary.model_copy(update={"gaps": list(dict.fromkeys(gaps + summary.gaps))})
+    # One gap per question (two alike stay two); the model's own gaps added where they are new.
+    summary = summary.model_copy(update={"gaps": gaps + [g_ for g_ in summary.gaps if g_ not in gaps]})
     if finishing:  # kept with the graph, so a reopened file gives the same result without a model
         with store.batch():
             store.update_graph_metadata(g, {"harvest": summary.model_dump(mode="json")})
@@ -108,13 +110,39 @@ def harvest(run: RunState) -> FractalResult:
     return _result(run, store.get_snapshot(g), chain, summary)
 
 
+def preview(run: RunState) -> FractalResult:
+    """The result as the graph stands, read-only: no model call, no write (``Exploration.preview``)."""
+    snapshot = run.store.get_snapshot(run.graph_id)
+    if "harvest" in snapshot["metadata"] and snapshot["status"] == GraphStatus.COMPLETED:
+        return _stored_result(run, snapshot)
+    nodes = snapshot["nodes"]
+    chain = _chain(nodes)
+    questions = [n for n in nodes if n["node_type"] == "question"]
+    done = sum(n["status"] in (NodeStatus.SYNTHESIZED, NodeStatus.SATURATED) for n in questions)
+    if chain and chain[0].depth == 0 and not chain[0].degraded:
+        text = chain[0].synthesis
+    else:
+        text = (f"(not harvested: {done} of {len(questions)} questions synthesized or saturated; "
+                "harvest() writes the summary)")
+    summary = HarvestSummary.model_construct(summary=text, findings=[],
+                                             gaps=[gap_text(row) for row in gap_rows(nodes)])
+    return _result(run, snapshot, chain, summary)
+
+
+def _stored_result(run: RunState, snapshot: dict[str, Any]) -> FractalResult:
+    """A harvested graph's result, read back without calling the model."""
+    stored = HarvestSummary.model_validate(snapshot["metadata"]["harvest"], context=STORED)
+    return _result(run, snapshot, _chain(snapshot["nodes"]), stored)
+
+
 def _result(
     run: RunState, final: dict[str, Any], chain: list[ChainLink], summary: HarvestSummary
 ) -> FractalResult:
-    """The result of a finished or paused graph; ``summary.gaps`` already holds every gap."""
+    """The result of a graph as it is; ``summary.gaps`` already holds every gap."""
     nodes = final["nodes"]
     replies = run.store.count_replies(run.graph_id)
-    reasons = _degraded_reasons(nodes, replies, summary.gaps)
+    finished = final["status"] == GraphStatus.COMPLETED
+    reasons = _degraded_reasons(nodes, replies, summary.gaps, finished=finished)
     return FractalResult(
         graph_id=run.graph_id,
         seed=run.seed,
@@ -134,13 +162,18 @@ def _result(
         replies=replies,
         degraded=bool(reasons),
         degraded_reasons=reasons,
+        gap_rows=gap_rows(nodes),
+        saturated=[{"node_id": n["node_id"], "reason": n["status_reason"], "question": n["text"]}
+                   for n in nodes if n["node_type"] == "question" and n["status"] == NodeStatus.SATURATED
+                   and n["status_reason"] not in ("budget_exhausted", "pruned", "error")],
     )
 
 
 REFUSED_SHARE = 0.25  # this share of the model's replies refused: the model cannot do the job
 
 
-def _degraded_reasons(nodes: list[dict[str, Any]], replies: dict[str, int], gaps: list[str]) -> list[str]:
+def _degraded_reasons(nodes: list[dict[str, Any]], replies: dict[str, int], gaps: list[str], *,
+                      finished: bool = True) -> list[str]:
     """Why a result cannot be trusted as a normal one (README, "Output you can trust"); [] if it can."""
     reasons = []
     questions = [n for n in nodes if n["node_type"] == "question"]
@@ -162,7 +195,7 @@ def _degraded_reasons(nodes: list[dict[str, Any]], replies: dict[str, int], gaps
     if any(g.startswith("harvest summary failed") for g in gaps):
         reasons.append("the harvest summary failed: the root's synthesis stands in for it")
     root = next((n for n in questions if n["depth"] == 0), None)
-    if root is not None and root["status"] != NodeStatus.SYNTHESIZED:
+    if finished and root is not None and root["status"] != NodeStatus.SYNTHESIZED:
         reasons.append("the root question has no synthesis")
     return reasons
 
@@ -211,7 +244,7 @@ def _chain(nodes: list[dict[str, Any]]) -> list[ChainLink]:
     chain: list[ChainLink] = []
 
     def walk(question: dict[str, Any]) -> None:
-        if question["status"] == NodeStatus.SYNTHESIZED:
+        if question["status"] == NodeStatus.SYNTHESIZED or "synthesis" in question["metadata"]:
             chain.append(ChainLink(question["node_id"], question["depth"], question["text"],
                                    question["metadata"]["synthesis"],
                                    degraded=bool(question["metadata"].get("synthesis_failed"))))
@@ -223,18 +256,41 @@ def _chain(nodes: list[dict[str, Any]]) -> list[ChainLink]:
     return chain
 
 
-def _gaps(nodes: list[dict[str, Any]]) -> list[str]:
-    gaps = []
+def gap_rows(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every unexplored, pruned, failed or budget-cut question, one row each (README, "Gaps").
+
+    Rows: ``node_id``, ``depth``, ``kind`` (failed, pruned, unexplored, waiting,
+    synthesis_failed), ``question`` and ``detail`` (why).
+    """
+    rows = []
     for n in nodes:
         if n["node_type"] != "question":
             continue
-        failure = n["metadata"].get("last_error") or n["status_reason"] or ""
-        if n["metadata"].get("synthesis_failed"):
-            gaps.append(f"synthesis failed, sub-findings joined instead: {clip(n['text'], 160)}")
-        if n["status"] == NodeStatus.ERROR or n["status_reason"] == "error":
-            gaps.append(f"failed: {clip(n['text'], 160)} ({clip(failure, 160)})")
-        elif n["status_reason"] == "budget_exhausted" and not n["inherited_from"]:
-            gaps.append(f"unexplored (budget_exhausted): {clip(n['text'], 160)}")
-        elif n["status"] in (NodeStatus.GATED, NodeStatus.OPEN):
-            gaps.append(f"waiting ({n['status']}): {clip(n['text'], 160)}")
-    return gaps
+        meta, reason = n["metadata"], n["status_reason"]
+
+        def row(kind: str, detail: str, n: dict[str, Any] = n) -> None:
+            rows.append({"node_id": n["node_id"], "depth": n["depth"], "kind": kind, "question": n["text"],
+                         "detail": detail})
+
+        if meta.get("synthesis_failed"):
+            row("synthesis_failed", "the model could not synthesize it: its sub-findings were joined")
+        if n["status"] == NodeStatus.ERROR or reason == "error":
+            row("failed", str(meta.get("last_error") or reason or "error"))
+        elif reason == SaturationReason.PRUNED:
+            row("pruned", f"pruned with {n['inherited_from']}" if n["inherited_from"] else "pruned")
+        elif reason == SaturationReason.BUDGET_EXHAUSTED or meta.get("budget_exhausted"):
+            row("unexplored", "budget_exhausted" + (f": {meta['budget_reason']}" if meta.get("budget_reason")
+                                                    else ""))
+        elif n["status"] in (NodeStatus.GATED, NodeStatus.OPEN, NodeStatus.CLAIMED):
+            row("waiting", str(n["status"]))
+    return rows
+
+
+def gap_text(row: dict[str, Any]) -> str:
+    """A gap row as the one line the result lists."""
+    question, detail = clip(row["question"], 160), clip(row["detail"], 160)
+    return {"failed": f"failed: {question} ({detail})",
+            "pruned": f"pruned: {question}",
+            "unexplored": f"unexplored ({detail}): {question}",
+            "waiting": f"waiting ({detail}): {question}",
+            "synthesis_failed": f"synthesis failed, sub-findings joined instead: {question}"}[row["kind"]]

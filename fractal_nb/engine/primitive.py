@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import FractalError, LLMError, LLMUnavailableError
+from ..errors import FractalError, LLMError, LLMUnavailableError, NodeTimeLimitError
 from ..llm.schemas import Answer, Connections, LeafAnswer, Synthesis, connections_among
 from ..model import Budget, CheckpointMode
 from ..prompts import chat, render
@@ -22,6 +22,7 @@ from ..results import StepRecord
 from ..store import GraphStore
 from ..text import clip, normalize
 from .calls import ModelCaller
+from .limits import Limits
 
 MAX_LINKS = 2  # links kept per answer and kind: a few strong ones beat many weak ones
 
@@ -39,6 +40,7 @@ class RunState:
     call: ModelCaller
     work_added: threading.Condition = field(default_factory=threading.Condition)
     convergence_found: threading.Event = field(default_factory=threading.Event)
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def holder(self) -> dict[str, Any]:
@@ -58,14 +60,15 @@ def process(run: RunState, claim: dict[str, Any], worker: str) -> StepRecord:
     calls: list[dict[str, Any]] = []  # call logs, written with the node's transaction
     last_level = context["node"]["depth"] + 1 >= run.budget.max_depth  # no sub-question can follow
     try:
-        try:
-            answer = run.call(LeafAnswer if last_level else Answer,
-                              chat("answer", **_answer_prompt(run, context, last_level)),
-                              node_id=node_id, worker=worker, defer=calls)
-        except LLMError as exc:
-            return _release(run, node_id, question, worker, exc)
-        subs, depth_limited = _sub_questions(context, answer, last_level)
-        links = _connect(run, context, answer, worker, calls) if context["candidates"] else Connections()
+        with run.call.time_limit(run.limits.node_timeout_s):  # the answer and its links (limits.py)
+            try:
+                answer = run.call(LeafAnswer if last_level else Answer,
+                                  chat("answer", **_answer_prompt(run, context, last_level)),
+                                  node_id=node_id, worker=worker, defer=calls)
+            except LLMError as exc:
+                return _release(run, node_id, question, worker, exc)
+            subs, depth_limited = _sub_questions(context, answer, last_level)
+            links = _connect(run, context, answer, worker, calls) if context["candidates"] else Connections()
         try:
             written = _write(run, claim, worker, answer, subs, depth_limited, links, calls)
         except FractalError as exc:  # pruned or saturated meanwhile: the write is refused whole
@@ -83,7 +86,9 @@ def process(run: RunState, claim: dict[str, Any], worker: str) -> StepRecord:
     return StepRecord(
         node_id, worker, question, answer_id=written["answer_id"],
         sub_questions=tuple(written["questions"]), synthesized=synthesized,
-        links=written["links"], depth_limited=depth_limited,
+        links=written["links"], depth_limited=depth_limited, convergences=written["convergences"],
+        contradictions=written["contradictions"], boundary_questions=written["boundary_questions"],
+        saturated=written["saturated"],
     )
 
 
@@ -210,18 +215,26 @@ def _write(
     if depth_limited:
         meta["depth_limited"] = True
     questions = [{"text": sub.text, "metadata": {"proxy_signal": sub.proxy_signal}} for sub in subs]
+    boundary = None
     if links.convergences and claim["depth"] + 1 < run.budget.max_depth:
         first = links.convergences[0]  # a boundary question on the strongest convergence
-        questions.append({"text": render("boundary", other=first.node_id, insight=first.note),
+        boundary = render("boundary", other=first.node_id, insight=first.note)
+        questions.append({"text": boundary,
                           "metadata": {"boundary": True, "converging_with": first.node_id}})
     written = store.submit_answer(g, q, answer.answer, owner=worker, metadata=meta, sub_questions=questions,
-                                  links=_link_metadata(links) or None, calls=calls)
+                                  links=_link_metadata(links) or None, calls=calls,
+                                  saturation=answer.saturation)
     answer_id, created = written["answer"]["node_id"], written["edges_created"]
     calls.clear()  # landed with the node
+    boundaries = int(boundary is not None and all(r["text"] != boundary for r in written["repeated"]))
     if links.convergences and run.checkpoint.kind == "convergence":
         run.convergence_found.set()
     return {"answer_id": answer_id, "questions": [q_["node_id"] for q_ in written["sub_questions"]],
-            "synthesized": [q] if written["status"] == "synthesized" else [], "links": created}
+            "synthesized": [q] if written["status"] in ("synthesized", "saturated") else [], "links": created,
+            "saturated": written["status_reason"] if written["status"] == "saturated" else None,
+            "convergences": tuple((answer_id, link.node_id) for link in links.convergences),
+            "contradictions": tuple((answer_id, link.node_id) for link in links.contradictions),
+            "boundary_questions": boundaries}
 
 
 def _link_metadata(links: Connections) -> dict[str, Any]:
@@ -236,14 +249,16 @@ def _link_metadata(links: Connections) -> dict[str, Any]:
 
 
 def _release(run: RunState, node_id: str, question: str, worker: str, exc: LLMError) -> StepRecord:
-    # A model that cannot be reached is not the question's fault: it keeps its tries.
-    failed = not isinstance(exc, LLMUnavailableError)
+    # A model that cannot be reached, or a run's time limit, is not the question's fault: it keeps its tries.
+    over_time = isinstance(exc, NodeTimeLimitError)
+    failed = not isinstance(exc, LLMUnavailableError) and not over_time
     try:
         run.store.release_claim(run.graph_id, node_id, worker, f"{type(exc).__name__}: {exc}", failed=failed)
     except FractalError:  # pruned or taken over meanwhile: nothing of ours to release
         pass
     run.announce_work()
-    return StepRecord(node_id, worker, question, error=f"{type(exc).__name__}: {exc}")
+    return StepRecord(node_id, worker, question, error=f"{type(exc).__name__}: {exc}",
+                      budget_reached=f"{exc} (on {node_id})" if over_time else None)
 
 
 def _finding(child: dict[str, Any]) -> str:

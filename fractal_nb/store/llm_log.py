@@ -93,6 +93,19 @@ class LLMLog(StoreBase):
         accepted, corrected, rejected, failed = row if row is not None else (0, 0, 0, 0)
         return {"accepted": accepted, "corrected": corrected, "rejected": rejected, "failed": failed}
 
+    def llm_spend(self, graph_id: str) -> list[dict[str, Any]]:
+        """What a graph's model calls spent, per model: calls, prompt_tokens, completion_tokens.
+
+        Every row counts (failed and discarded calls were paid for too) but
+        replayed ones (``cached``).
+        """
+        gid = require_id(graph_id, "graph_id")
+        rows = self._db.fetchall(
+            "SELECT model, count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0) "
+            "FROM llm_calls WHERE graph_id = ? AND outcome <> 'cached' GROUP BY model ORDER BY model", [gid])
+        return [{"model": m, "calls": c, "prompt_tokens": int(p), "completion_tokens": int(t)}
+                for m, c, p, t in rows]
+
     def cache_get(self, cache_key: str) -> dict[str, Any] | None:
         """A recorded completion, or None."""
         row = self._db.fetchone("SELECT response FROM llm_cache WHERE cache_key = ?", [cache_key])

@@ -68,19 +68,24 @@ class NodeWrites(StoreBase):
         metadata: dict[str, Any] | str | None = None,
         sub_questions: Sequence[str | dict[str, Any]] | None = None,
         synthesize: bool = False,
+        saturation: str | None = None,
     ) -> dict[str, Any]:
         """Add an answer and its sub-questions in one transaction (what a worker writes).
 
         The same rules as :meth:`add_node` for each node, in far fewer statements.
         A sub-question is its text or ``{"text": ..., "metadata": {...}}``. With
         ``synthesize=True``, no sub-questions and no earlier answer, the question is
-        a leaf: its answer becomes its synthesis at once. Returns ``{"answer": <add_node result>,
-        "sub_questions": [<add_node result>, ...], "status": <the question's status>}``.
+        a leaf: its answer becomes its synthesis at once; with a ``saturation`` reason
+        too (the worker's verdict that the branch needs no more questions) the leaf is
+        ``saturated`` with that reason, its synthesis kept. Returns ``{"answer": <add_node result>,
+        "sub_questions": [<add_node result>, ...], "status": <the question's status>,
+        "status_reason": <the saturation reason or null>}``.
         """
         text = require_text(text, "text")
         owner = optional_name(owner, "owner")
         meta = parse_metadata(metadata)
         subs = [_sub_question(item, i) for i, item in enumerate(sub_questions or [])]
+        verdict = None if saturation is None else parse_choice(SaturationReason, saturation, "saturation")
         with self._db.write():
             graph, question = self._active_node(graph_id, question_id, "question_id")
             if question.node_type != NodeType.QUESTION:
@@ -90,13 +95,15 @@ class NodeWrites(StoreBase):
             # Only a question answered for the first time is surely a leaf; one answered
             # before may have sub-questions elsewhere (synthesize_node checks those).
             leaf = synthesize and not subs and question.status in (NodeStatus.OPEN, NodeStatus.CLAIMED)
+            saturated = verdict if leaf else None
             answer = self._add_children(graph, question, NodeType.ANSWER, [(text, meta)], owner,
-                                        synthesis=text if leaf else None)[0]
-            status = NodeStatus.SYNTHESIZED if leaf else NodeStatus.ANSWERED
+                                        synthesis=text if leaf else None, saturation=saturated)[0]
+            status = (NodeStatus.SATURATED if saturated else NodeStatus.SYNTHESIZED) if leaf \
+                else NodeStatus.ANSWERED
             children = self._add_children(graph, answer, NodeType.QUESTION, subs, owner,
                                           question=replace(question, status=status)) if subs else []
         return {"answer": _added(answer), "sub_questions": [_added(c) for c in children],
-                "status": status.value}
+                "status": status.value, "status_reason": saturated and saturated.value}
 
     def submit_answer(
         self,
@@ -109,11 +116,13 @@ class NodeWrites(StoreBase):
         sub_questions: Sequence[str | dict[str, Any]] | None = None,
         links: dict[str, Any] | str | None = None,
         calls: list[dict[str, Any]] | None = None,
+        saturation: str | None = None,
     ) -> dict[str, Any]:
         """Everything a worker writes for a claimed question, in one transaction.
 
         The answer with its sub-questions (or, for a leaf, its synthesis), the
-        answer's links (``update_node`` link keys) and the model calls behind it:
+        answer's links (``update_node`` link keys) and the model calls behind it
+        (``saturation``: the worker's verdict for a leaf, see :meth:`add_answer`):
         all of it lands, or none does. A sub-question that repeats a question
         already in the graph (compared by ``text.normalize``) is not added again:
         it is listed under ``repeated_questions`` in the answer's metadata with the
@@ -135,11 +144,14 @@ class NodeWrites(StoreBase):
                     fresh.append({"text": sub_text, "metadata": sub_meta})
             if repeated:
                 meta = {**meta, "repeated_questions": repeated}
+                if not fresh and saturation is None:  # it only rephrased what the graph asks already
+                    saturation = SaturationReason.SEMANTIC_OVERLAP.value
             written = self.add_answer(graph_id, question_id, text, owner=owner, metadata=meta,
-                                      sub_questions=fresh, synthesize=True)
+                                      sub_questions=fresh, synthesize=True, saturation=saturation)
             created = 0
-            if links:
-                created = self.update_node(graph_id, written["answer"]["node_id"], links)["edges_created"]
+            if links:  # the worker's own answer, in this transaction: its question may be saturated already
+                answer = self._node(require_id(graph_id, "graph_id"), written["answer"]["node_id"])
+                created = self._merge_metadata(answer.graph_id, answer, parse_metadata(links))[1]
             if calls:
                 self.record_llm_calls(calls)  # type: ignore[attr-defined]
         return {**written, "edges_created": created, "repeated": repeated}
@@ -178,21 +190,25 @@ class NodeWrites(StoreBase):
                     graph_id=graph.graph_id,
                     node_id=node.node_id,
                 )
-            links = self._link_targets(graph.graph_id, node.node_id, meta)
-            merged = {**node.metadata, **meta}
-            now = self.clock()
-            self._db.execute(
-                "UPDATE nodes SET metadata = ?, updated_at = ? WHERE node_id = ?",
-                [json.dumps(merged), now, node.node_id],
-            )
-            self._log(graph.graph_id, node.node_id, "metadata_updated", None,
-                      {"keys": sorted(meta)}, now)
-            created = 0
-            for edge_type, target, edge_meta in links:
-                if not self._linked(node.node_id, target, edge_type):
-                    self._insert_edge(graph.graph_id, node.node_id, target, edge_type, edge_meta, now)
-                    created += 1
+            merged, created = self._merge_metadata(graph.graph_id, node, meta)
         return {"node_id": node.node_id, "metadata": merged, "edges_created": created}
+
+    def _merge_metadata(
+        self, graph_id: str, node: NodeRow, meta: dict[str, Any]
+    ) -> tuple[dict[str, Any], int]:
+        """Merge ``meta`` into the node's metadata and create the edges its link keys ask for."""
+        links = self._link_targets(graph_id, node.node_id, meta)
+        merged = {**node.metadata, **meta}
+        now = self.clock()
+        self._db.execute("UPDATE nodes SET metadata = ?, updated_at = ? WHERE node_id = ?",
+                         [json.dumps(merged), now, node.node_id])
+        self._log(graph_id, node.node_id, "metadata_updated", None, {"keys": sorted(meta)}, now)
+        created = 0
+        for edge_type, target, edge_meta in links:
+            if not self._linked(node.node_id, target, edge_type):
+                self._insert_edge(graph_id, node.node_id, target, edge_type, edge_meta, now)
+                created += 1
+        return merged, created
 
     def mark_saturated(self, graph_id: str, node_id: str, reason: str) -> dict[str, Any]:
         """Saturate a node and every unfinished question below it (the reason is inherited)."""
@@ -262,6 +278,7 @@ class NodeWrites(StoreBase):
         *,
         question: NodeRow | None = None,
         synthesis: str | None = None,
+        saturation: SaturationReason | None = None,
     ) -> list[NodeRow]:
         """Check and insert nodes of one kind under ``parent`` (one INSERT, one event INSERT).
 
@@ -323,9 +340,10 @@ class NodeWrites(StoreBase):
             events.append((question.node_id, "status_changed", owner,
                            {"from": question.status, "to": NodeStatus.ANSWERED.value}))
         self._log_many(graph.graph_id, events, now)
-        if synthesis is not None:  # open/claimed -> answered -> synthesized, in one update
-            self._set_status(replace(question, status=NodeStatus.ANSWERED), NodeStatus.SYNTHESIZED,
-                             now, actor=owner, kind="synthesized",
+        if synthesis is not None:  # open/claimed -> answered -> synthesized (or saturated), in one update
+            target = NodeStatus.SATURATED if saturation else NodeStatus.SYNTHESIZED
+            self._set_status(replace(question, status=NodeStatus.ANSWERED), target, now, actor=owner,
+                             kind="saturated" if saturation else "synthesized", reason=saturation,
                              metadata={**question.metadata, "synthesis": synthesis})
         elif question.status in (NodeStatus.OPEN, NodeStatus.CLAIMED):
             self._set_status(question, NodeStatus.ANSWERED, now, actor=owner)

@@ -194,7 +194,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         return f"{done} node(s) processed" + (" (paused)" if self._stop.is_set() else "")
 
     def _run(self) -> str:
-        return self.exploration.run(self.workers.value, progress=False, on_step=self._record)
+        report = self.exploration.run(self.workers.value, progress=False, on_step=self._record)
+        return report.headline()
 
     def _record(self, record: StepRecord) -> None:
         """From worker threads: queue the news and wake the kernel task."""

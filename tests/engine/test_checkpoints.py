@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from fractal_nb import Exploration, SimulatedLLM
+from fractal_nb.errors import StateError
 from tests.engine.test_runs import FAST, check_finished_graph
 
 SEED = "Should our team move its services to a monorepo?"
@@ -107,12 +110,15 @@ def test_pause_lets_nodes_in_flight_finish() -> None:
         assert len(ex.events().query("kind == 'claimed'")) > claimed_then
 
 
-def test_harvest_of_a_paused_graph_leaves_it_paused_with_gates_as_gaps() -> None:
+def test_a_paused_graph_is_harvested_only_when_asked_and_previewed_as_it_stands() -> None:
     with Exploration.create(SEED, intensity="pulse", checkpoint="depth:1", llm=SimulatedLLM(seed=7),
                             clock=FAST) as ex:
         ex.run(progress=False)
-        result = ex.harvest()
-        assert result.status == "paused" and ex.status == "paused"
+        events = len(ex.events())
+        with pytest.raises(StateError, match=r"with work left \(\d+ gated\); harvest\(finish=True\)"):
+            ex.harvest()
+        result = ex.preview()
+        assert result.status == "paused" and ex.status == "paused" and len(ex.events()) == events
         assert sum(gap.startswith("waiting (gated)") for gap in result.gaps) == len(ex.gates)
         ex.approve()
         ex.run(progress=False)

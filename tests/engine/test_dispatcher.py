@@ -21,6 +21,9 @@ class RecordingClock:
         with condition:
             condition.wait(seconds / 1000)
 
+    def now(self) -> float:
+        return 0.0  # no wall-time budget in these tests
+
 
 class SlowOnOneQuestion(SimulatedLLM):
     """The simulator, but answers mentioning "slow" take half a second."""

@@ -96,9 +96,9 @@ def test_a_seed_that_always_fails_pauses_the_graph_with_the_reason() -> None:
         assert ex.run(progress=False) == "seed_failed"
         graph = ex.store.get_graph(ex.graph_id)
         assert graph["status"] == "paused" and "the seed phase failed" in graph["status_reason"]
-        result = ex.harvest()  # on request: the state as it stands, not finished
+        result = ex.preview()  # the state as it stands, not finished
         assert result.status == "paused"
-        assert any("failed" in gap for gap in result.gaps)
+        assert result.gaps == [f"waiting (open): {ex.store.get_graph(ex.graph_id)['seed']}"]
         assert (ex.llm_calls()["outcome"] == "error").all()
 
 
@@ -111,7 +111,7 @@ def test_step_processes_exactly_n_nodes() -> None:
         assert len(ex.events().query("kind == 'claimed'")) == 3
         claimed = [r.node_id for r in records]
         assert ex.nodes().set_index("node_id").loc[claimed, "status"].isin(
-            ["answered", "synthesized"]).all()
+            ["answered", "synthesized", "saturated"]).all()
         with pytest.raises(ValueError, match="n must be"):
             ex.step(0)
 
@@ -148,7 +148,7 @@ def test_run_refuses_a_finished_graph_and_bad_arguments() -> None:
 def test_one_worker_repeats_a_run_exactly_tokens_included() -> None:
     def run_once() -> tuple[list[str], dict[str, list[int]]]:
         with explore("explore", SimulatedLLM(seed=11)) as ex:
-            while ex.run(max_workers=1, progress=False) == "budget_exhausted":
+            while ex.run(max_workers=1, progress=False, resume=True) == "budget_exhausted":
                 pass
             texts = ex.nodes()["text"].str.replace(r"n-[0-9a-f]{16}", "n-ID", regex=True).tolist()
             calls = ex.llm_calls().groupby("role")[["prompt_tokens", "completion_tokens"]].sum()

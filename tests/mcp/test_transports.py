@@ -152,7 +152,9 @@ def test_worker_processes_complete_a_graph_the_notebook_owns(tmp_path: Path) -> 
         assert len(exits) == 8 and set(exits) <= {"graph_done", "circuit_breaker"}, outputs
         nodes = ex.nodes()
         questions = nodes[nodes.node_type == "question"]
-        assert set(questions.status) == {"synthesized"}, ("root included: the cascade ran remotely", outputs)
+        assert set(questions.status) <= {"synthesized", "saturated"}, outputs  # saturated: a worker's verdict
+        assert questions.query("depth == 0").iloc[0]["status"] == "synthesized", (
+            "root included: the cascade ran remotely", outputs)
         claims = ex.events().query("kind == 'claimed'")
         assert claims.node_id.is_unique, "no question claimed twice"
         assert {actor.split("-")[0] for actor in claims.actor} == {"proc0", "proc1"}

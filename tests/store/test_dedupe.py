@@ -41,7 +41,9 @@ def test_an_answer_whose_sub_questions_are_all_repeats_is_a_leaf(tree: Tree) -> 
     written = store.submit_answer(g, tree.seeds[0], "Jobs draw people.",
                                   sub_questions=["Seed question 0", "SEED QUESTION 1?"])
     assert written["sub_questions"] == [] and len(written["repeated"]) == 2
-    assert tree.status(tree.seeds[0]) == "synthesized"  # a leaf's answer is its synthesis
+    node = tree.node(tree.seeds[0])  # a leaf that only rephrased the graph: saturated, its answer kept
+    assert (node["status"], node["status_reason"]) == ("saturated", "semantic_overlap")
+    assert node["metadata"]["synthesis"] == "Jobs draw people."
     assert questions(tree).count("Seed question 1") == 1
 
 

@@ -46,7 +46,8 @@ def test_step_then_gate_approval_then_run_to_the_end(gated: Exploration) -> None
     view.run_button.click()
     settle(view)
     assert "run: all_complete" in view.message.value
-    assert view.progress.value == view.progress.max == view.network.feed.counts()["synthesized"]
+    counts = view.network.feed.counts()
+    assert view.progress.value == view.progress.max == counts["synthesized"] + counts["saturated"]
     assert not view.run_button.disabled and view.pause_button.disabled
 
 

@@ -58,12 +58,16 @@ def test_bad_paths_are_refused_and_write_nothing(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_report_is_markdown_of_the_harvest() -> None:
+def test_report_is_markdown_of_the_result_as_it_stands() -> None:
     with Exploration.create("Why do rivers meander?", intensity="pulse", llm=SimulatedLLM(seed=1),
                             clock=FAST) as ex:
         ex.run(progress=False)
-        report = ex.report()
+        events = len(ex.events())
+        look = ex.report()
+        assert look == ex.preview().to_markdown() and "**Status:** active" in look
+        assert len(ex.events()) == events and ex.status == "active"  # a look changes nothing
         result = ex.harvest()
+        report = ex.report()
     assert report._repr_markdown_() == report == result.to_markdown()
     assert report.startswith("### Why do rivers meander?")
     assert "**Findings**" in report and "**Synthesis chain**" in report

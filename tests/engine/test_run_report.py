@@ -1,0 +1,306 @@
+"""The run tells the truth: RunReport, statuses that hold, seed 001's resume routing, read-only looks,
+budgets, the error status, workers that saturate, and gaps that add up."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from fractal_nb import Exploration, SimulatedLLM
+from fractal_nb.errors import InvalidInputError, StateError
+from fractal_nb.run_report import RunReport
+from tests.engine.test_runs import FAST
+
+SEED = "Why do some cities grow faster than others?"
+
+
+def explore(intensity: str = "explore", llm: Any = None, **kw: Any) -> Exploration:
+    return Exploration.create(SEED, intensity=intensity, llm=llm or SimulatedLLM(seed=4), clock=FAST, **kw)
+
+
+# -- RunReport ------------------------------------------------------------------------------
+
+
+def test_run_returns_a_report_with_the_reference_return_state() -> None:
+    with explore() as ex:
+        seen: list[Any] = []
+        report = ex.run(progress=False, on_step=seen.append)
+        assert isinstance(report, RunReport)
+        assert report == "all_complete" and report.status == "all_complete" and f"{report}" == "all_complete"
+        assert report in ("all_complete", "paused") and {report: 1}["all_complete"] == 1
+        assert report.workers_dispatched == len(report.worker_reports) >= 1
+        assert (report.open_questions_remaining, report.claimed_nodes_remaining,
+                report.gated_questions_remaining) == (0, 0, 0)
+        assert report.nodes_processed == len(seen)
+        calls = ex.llm_calls()
+        assert report.model_calls == len(calls)
+        assert report.tokens == int(calls["prompt_tokens"].sum() + calls["completion_tokens"].sum())
+        assert report.cost is None and report.wall_s > 0
+        answered = sum(w.answered for w in report.worker_reports)
+        assert answered == sum(r.ok for r in seen) - 1  # the seed phase is no worker's
+        mine = {tuple(p) for w in report.worker_reports for p in w.convergences}
+        if mine:  # this run's convergence clusters hold its own links
+            assert all(set(c["nodes"]) & {n for p in mine for n in p} for c in report.convergence_points)
+        data = report.to_dict()
+        assert set(data["worker_reports"][0]) >= {
+            "worker_id", "nodes_answered", "nodes_synthesized", "sub_questions_generated", "convergences",
+            "contradictions", "saturated_branches", "boundary_questions", "exit_reason"}
+        assert "<table>" in report._repr_html_() and "| worker |" in report._repr_markdown_()
+
+
+def test_the_report_escapes_what_it_shows() -> None:
+    report = RunReport("paused", status_reason="<script>alert(1)</script>",
+                       convergence_points=[{"nodes": ["n-1", "n-2"], "insight": "<b>x</b> **y**"}])
+    assert "<script>" not in report._repr_html_() and "&lt;b&gt;" in report._repr_html_()
+    assert "<script>" not in report._repr_markdown_() and "\\*\\*y\\*\\*" in report._repr_markdown_()
+
+
+def test_worker_reports_carry_saturated_branches_and_the_graph_lists_them() -> None:
+    with explore() as ex:
+        report = ex.run(progress=False)
+        saturated = [s for w in report.worker_reports for s in w.saturated]
+        assert saturated, "the simulator gives leaves a saturation verdict"
+        nodes = ex.nodes().set_index("node_id")
+        for s in saturated:
+            assert nodes.loc[s["node_id"], "status"] == "saturated"
+            assert nodes.loc[s["node_id"], "status_reason"] == s["reason"] in ("actionable", "derivable")
+        status = ex.store.get_saturation_status(ex.graph_id)
+        assert status["all_complete"] and any(b["saturated"] or b["open_questions"] == 0
+                                              for b in status["branches"])
+        result = ex.harvest()
+        assert {s["node_id"] for s in result.saturated} >= {s["node_id"] for s in saturated}
+        # A saturated leaf keeps its answer as its synthesis: the parents synthesize from it.
+        assert all("synthesis" in ex.inspect(s["node_id"])["node"]["metadata"] for s in saturated)
+
+
+# -- seed 001's resume routing, case by case --------------------------------------------------
+
+
+def test_resume_case_a_claimable_work_is_worked() -> None:
+    with explore() as ex:
+        ex.step(2)  # the seed phase and one question: the rest is claimable
+        report = ex.run(progress=False)
+        assert report == "all_complete" and report.workers_dispatched >= 1 and report.nodes_processed > 0
+
+
+def test_resume_case_b_nothing_to_claim_and_the_root_synthesized_returns_at_once() -> None:
+    with explore("pulse") as ex:
+        assert ex.run(progress=False) == "all_complete"
+        calls = len(ex.llm_calls())
+        again = ex.run(progress=False)
+        assert again == "all_complete" and again.workers_dispatched == 0 and again.model_calls == 0
+        assert len(ex.llm_calls()) == calls
+
+
+def test_resume_case_c_nothing_to_claim_but_the_root_unsynthesized_runs_the_cascade() -> None:
+    with explore("pulse") as ex:
+        ex.step(1)  # the seed phase only
+        g = ex.graph_id
+        for node in ex.store.get_open_questions(g)["open_questions"]:  # answered outside the engine
+            ex.store.submit_answer(g, node["node_id"], f"An answer to {node['text']}")
+        assert ex.store.get_claimable_work(g)["count"] == 0
+        assert ex.store.get_ready_to_synthesize(g)["count"] == 1  # the root
+        report = ex.run(progress=False)
+        assert report == "all_complete" and report.workers_dispatched == 0
+        assert ex.nodes().query("depth == 0").iloc[0]["status"] == "synthesized"
+        assert list(ex.llm_calls()["role"]) == ["seed", "synthesize"]
+
+
+def test_resume_case_d_a_finished_graph_is_an_error_to_the_caller() -> None:
+    with explore("pulse") as ex:
+        ex.run(progress=False)
+        ex.harvest()
+        with pytest.raises(StateError, match="is 'completed' .*harvest\\(\\) reads it"):
+            ex.run(progress=False)
+        with pytest.raises(StateError, match="is 'completed'"):
+            ex.step()
+
+
+def test_all_complete_only_when_nothing_is_open_claimed_or_gated() -> None:
+    with explore("explore", checkpoint="depth:2") as ex:
+        report = ex.run(progress=False)
+        assert report == "paused" and report.gated_questions_remaining > 0
+        assert "gated question(s) await approval" in (report.status_reason or "")
+
+
+# -- looking is read-only -----------------------------------------------------------------------
+
+
+def test_a_report_on_an_active_graph_leaves_it_active_and_steppable() -> None:
+    with explore() as ex:
+        ex.step(3)
+        events, status = len(ex.events()), ex.status
+        look = ex.report()
+        preview = ex.preview()
+        assert status == ex.status == "active" and len(ex.events()) == events
+        assert preview.status == "active" and "not harvested" in preview.summary
+        assert any(g.startswith("waiting (open)") for g in preview.gaps)
+        assert not preview.findings and "waiting (open)" in look
+        assert len(ex.step(1)) == 1  # still steppable
+        with pytest.raises(StateError, match=r"work left \(\d+ open.*harvest\(finish=True\)"):
+            ex.harvest()
+        assert ex.status == "active"
+        result = ex.harvest(finish=True)
+        assert result.status == "completed" and any(g.startswith("unexplored") for g in result.gaps)
+
+
+# -- budgets ------------------------------------------------------------------------------------
+
+
+def test_a_token_budget_stops_a_run_mid_way_and_going_on_is_explicit() -> None:
+    with explore() as ex:
+        report = ex.run(progress=False, max_tokens=8_000)
+        assert report == "budget_exhausted"
+        assert report.status_reason is not None and report.status_reason.startswith(
+            "token budget of 8,000 reached (")
+        graph = ex.store.get_graph(ex.graph_id)
+        assert graph["status"] == "budget_exhausted" and graph["status_reason"] == report.status_reason
+        assert graph["metadata"]["limits"]["max_tokens"] == 8_000  # kept with the graph
+        spent = report.tokens
+        assert 8_000 <= spent < 8_000 + 8 * 3_000, "overshoot bounded by the nodes in flight"
+        assert report.open_questions_remaining > 0
+        assert any(w.exit_reason == "budget" for w in report.worker_reports)
+        with pytest.raises(StateError, match="budget_exhausted.*run\\(resume=True\\)"):
+            ex.run(progress=False)  # seed 001: no silent resume
+        again = ex.run(progress=False, resume=True)  # the budget is still spent: it stops at once
+        assert again == "budget_exhausted" and again.nodes_processed == 0
+        preview = ex.preview()
+        assert any("token budget" in g for g in preview.gaps)
+        done = ex.run(progress=False, max_tokens=10**9)  # raising the budget goes on
+        assert done == "all_complete"
+        assert ex.harvest().status == "completed"
+
+
+def test_budgets_are_kept_from_create_and_checked_before_anything_changes() -> None:
+    with explore("pulse", max_tokens=1_000) as ex:
+        assert ex.run(progress=False) == "budget_exhausted"
+    for bad, message in [({"max_tokens": 0}, "max_tokens must be an integer > 0"),
+                         ({"max_tokens": 1.5}, "max_tokens must be an integer"),
+                         ({"max_wall_s": -1}, "max_wall_s must be a number > 0"),
+                         ({"max_cost": 1.0}, "max_cost needs a price table"),
+                         ({"max_cost": 1.0, "prices": {"m": (1,)}}, r"prices\['m'\] must be")]:
+        with explore("pulse") as ex:
+            events = len(ex.events())
+            with pytest.raises(InvalidInputError, match=message):
+                ex.run(progress=False, **bad)
+            assert len(ex.events()) == events and ex.status == "active"
+        with pytest.raises(InvalidInputError, match=message):
+            explore("pulse", **bad)
+
+
+def test_a_cost_budget_with_a_price_table() -> None:
+    with explore() as ex:
+        model = ex.llm.model  # type: ignore[attr-defined]
+        report = ex.run(progress=False, max_cost=0.01, prices={model: (1.0, 2.0)})
+        assert report == "budget_exhausted" and "cost budget of 0.01 reached" in (report.status_reason or "")
+        assert report.cost is not None and report.cost >= 0.01
+    with explore() as ex:
+        report = ex.run(progress=False, max_cost=5.0, prices={"another-model": (1.0, 2.0)})
+        assert report == "budget_exhausted"
+        assert "no price for model(s) simulated-4" in (report.status_reason or "")
+
+
+class TickingClock:
+    """A fake clock: each reading is a second later; waits are short."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+        self.lock = threading.Lock()
+
+    def wait(self, condition: threading.Condition, seconds: float) -> None:
+        with condition:
+            condition.wait(seconds / 1000)
+
+    def now(self) -> float:
+        with self.lock:
+            self.t += 1.0
+            return self.t
+
+
+def test_a_wall_time_budget_on_a_fake_clock() -> None:
+    with Exploration.create(SEED, intensity="explore", llm=SimulatedLLM(seed=4), clock=TickingClock()) as ex:
+        report = ex.run(max_workers=1, progress=False, max_wall_s=5)
+        assert report == "budget_exhausted"
+        assert (report.status_reason or "").startswith("wall-time budget of 5 s reached")
+        assert 1 <= report.nodes_processed <= 6
+
+
+class Stalling(SimulatedLLM):
+    """The simulator, but every answer stalls until released."""
+
+    def __init__(self) -> None:
+        super().__init__(seed=4)
+        self.release = threading.Event()
+
+    def complete(self, messages, schema):  # type: ignore[no-untyped-def]
+        if getattr(schema, "role", "") == "answer":
+            self.release.wait(60)
+        return super().complete(messages, schema)
+
+
+def test_a_node_time_limit_ends_the_run_and_leaves_the_node_recoverable() -> None:
+    llm = Stalling()
+    try:
+        with Exploration.create(SEED, intensity="pulse", llm=llm, clock=FAST) as ex:
+            report = ex.run(max_workers=1, progress=False, node_timeout_s=0.05)
+            assert report == "budget_exhausted"
+            assert "the node's time limit of 0.05 s was reached (on n-" in (report.status_reason or "")
+            nodes = ex.nodes()
+            assert not (nodes["status"] == "claimed").any()
+            assert not (nodes["status"] == "error").any()  # not the question's fault: no failure counted
+            calls = ex.llm_calls()
+            assert (calls.query("role == 'answer'")["error"].str.startswith("NodeTimeLimitError")).all()
+    finally:
+        llm.release.set()
+
+
+# -- the error status ---------------------------------------------------------------------------
+
+
+class Broken(SimulatedLLM):
+    """A backend with a bug: not a model failure the engine can recover from."""
+
+    def complete(self, messages, schema):  # type: ignore[no-untyped-def]
+        if getattr(schema, "role", "") == "answer":
+            raise RuntimeError("backend bug")
+        return super().complete(messages, schema)
+
+
+def test_an_error_the_engine_cannot_recover_from_sets_the_graph_to_error() -> None:
+    with Exploration.create(SEED, intensity="pulse", llm=Broken(seed=4), clock=FAST) as ex:
+        with pytest.raises(RuntimeError, match="backend bug"):
+            ex.run(progress=False)
+        graph = ex.store.get_graph(ex.graph_id)
+        assert graph["status"] == "error" and graph["status_reason"] == "RuntimeError: backend bug"
+        result = ex.harvest()  # the partial result is still harvestable
+        assert result.status == "error" and result.node_count > 1
+        with pytest.raises(StateError, match="is 'error' \\(RuntimeError: backend bug\\)"):
+            ex.run(progress=False)
+
+
+# -- gaps that add up ---------------------------------------------------------------------------
+
+
+def test_every_pruned_failed_or_budget_cut_question_is_a_gap_row() -> None:
+    with explore() as ex:
+        assert ex.run(progress=False, max_tokens=6_000) == "budget_exhausted"
+        unfinished = ex.nodes().query("node_type == 'question' and depth == 1 and status == 'answered'")
+        assert len(unfinished), "a branch with work below it"
+        pruned = ex.prune(unfinished.iloc[0]["node_id"])  # a person's act: it resumes the graph
+        gaps = ex.gaps()
+        assert list(gaps.columns) == ["node_id", "depth", "kind", "question", "detail"]
+        assert gaps["node_id"].is_unique
+        rows = gaps.set_index("node_id")
+        for node_id in [pruned["node_id"], *pruned["cascaded"]]:
+            assert rows.loc[node_id, "kind"] == "pruned"
+        open_now = set(ex.nodes().query("node_type == 'question' and status == 'open'")["node_id"])
+        assert open_now <= set(rows.index)
+        result = ex.harvest(finish=True)
+        assert len(result.gap_rows) == len(result.gaps[: len(result.gap_rows)])
+        kinds = {r["kind"] for r in result.gap_rows}
+        assert {"pruned", "unexplored"} <= kinds
+        unexplored = [r for r in result.gap_rows if r["kind"] == "unexplored"]
+        frozen = ex.nodes().query("node_type == 'question' and status_reason == 'budget_exhausted'")
+        assert len(unexplored) == len(frozen), "each budget-cut question is its own gap, inherited or not"
