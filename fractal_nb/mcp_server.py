@@ -307,6 +307,10 @@ def build_server(store: GraphStore, *, name: str = "fractal-nb", token: str | No
             "For a leaf: why the branch needs no more questions (semantic_overlap, derivable, "
             "actionable, hollow_questions, budget_exhausted, error); it is then saturated with that "
             "reason, its answer kept as its synthesis. Empty: none."))] = "",
+        boundary: Annotated[str, Field(description=(
+            "JSON {\"text\": ..., \"converging_with\": <answer id>}: the boundary question on a convergence "
+            "with another branch's answer, placed under the shallower of the two answers with "
+            "{\"boundary\": true, \"converging_nodes\": [new, other]}. Empty: none."))] = "",
     ) -> CallToolResult:
         """A worker's whole write for a claimed question, in one transaction.
 
@@ -317,7 +321,7 @@ def build_server(store: GraphStore, *, name: str = "fractal-nb", token: str | No
             subs, records = _json_list(sub_questions, "sub_questions"), _json_list(calls, "calls")
             return store.submit_answer(graph_id, node_id, text, owner=owner, metadata=metadata or None,
                                        sub_questions=subs, links=links or None, calls=records,
-                                       saturation=saturation or None)
+                                       saturation=saturation or None, boundary=boundary or None)
 
         return _result(submit)
 

@@ -99,7 +99,8 @@ QUESTION_TRANSITIONS: dict[NodeStatus, frozenset[NodeStatus]] = {
     _S.CLAIMED: frozenset({_S.ANSWERED, _S.OPEN, _S.SATURATED, _S.ERROR}),
     _S.ANSWERED: frozenset({_S.SYNTHESIZED, _S.SATURATED, _S.ERROR}),
     _S.ERROR: frozenset({_S.OPEN, _S.SATURATED}),
-    _S.SYNTHESIZED: frozenset(),
+    # A question added under a synthesized question's answer reopens it (and its synthesized ancestors).
+    _S.SYNTHESIZED: frozenset({_S.ANSWERED}),
     _S.SATURATED: frozenset(),
 }
 

@@ -168,13 +168,14 @@ class RemoteStore:
                       metadata: dict[str, Any] | None = None, sub_questions: list[Any] | None = None,
                       links: dict[str, Any] | None = None,
                       calls: list[dict[str, Any]] | None = None,
-                      saturation: str | None = None) -> dict[str, Any]:
+                      saturation: str | None = None,
+                      boundary: dict[str, Any] | None = None) -> dict[str, Any]:
         """See :meth:`GraphStore.submit_answer` (one transaction on the server)."""
         return self.call("fractal_submit_answer", graph_id=graph_id, node_id=question_id, owner=owner or "",
                          text=text, metadata=json.dumps(metadata) if metadata else "",
                          sub_questions=json.dumps(sub_questions or []),
                          links=json.dumps(links) if links else "", calls=json.dumps(calls or []),
-                         saturation=saturation or "")
+                         saturation=saturation or "", boundary=json.dumps(boundary) if boundary else "")
 
     def record_llm_calls(self, calls: list[dict[str, Any]]) -> int:
         """See :meth:`GraphStore.record_llm_calls`."""

@@ -70,7 +70,8 @@ def process(run: RunState, claim: dict[str, Any], worker: str) -> StepRecord:
             subs, depth_limited = _sub_questions(context, answer, last_level)
             links = _connect(run, context, answer, worker, calls) if context["candidates"] else Connections()
         try:
-            written = _write(run, claim, worker, answer, subs, depth_limited, links, calls)
+            relation = {c["node_id"]: c["relation"] for c in context["candidates"]}
+            written = _write(run, claim, worker, answer, subs, depth_limited, links, calls, relation)
         except FractalError as exc:  # pruned or saturated meanwhile: the write is refused whole
             discard(calls)
             return StepRecord(node_id, worker, question, error=f"write refused: {exc}")
@@ -187,7 +188,8 @@ def _sub_questions(
 def _connect(
     run: RunState, context: dict[str, Any], answer: LeafAnswer, worker: str, calls: list[dict[str, Any]]
 ) -> Connections:
-    candidates = "\n".join(f"- [{c['node_id']}] {clip(c['text'], 300)}" for c in context["candidates"])
+    candidates = "\n".join(f"- [{c['node_id']}] ({c['relation'].replace('_', ' ')}) {clip(c['text'], 300)}"
+                           for c in context["candidates"])
     schema = connections_among(tuple(c["node_id"] for c in context["candidates"]))
     try:
         found = run.call(schema, chat("connect", question=context["node"]["text"],
@@ -205,7 +207,7 @@ def _connect(
 
 def _write(
     run: RunState, claim: dict[str, Any], worker: str, answer: LeafAnswer, subs: list[Any],
-    depth_limited: bool, links: Connections, calls: list[dict[str, Any]],
+    depth_limited: bool, links: Connections, calls: list[dict[str, Any]], relation: dict[str, str],
 ) -> dict[str, Any]:
     """Write the node's results in one transaction; a refusal rolls all of it back."""
     store, g, q = run.store, run.graph_id, claim["node_id"]
@@ -215,18 +217,19 @@ def _write(
     if depth_limited:
         meta["depth_limited"] = True
     questions = [{"text": sub.text, "metadata": {"proxy_signal": sub.proxy_signal}} for sub in subs]
-    boundary = None
-    if links.convergences and claim["depth"] + 1 < run.budget.max_depth:
-        first = links.convergences[0]  # a boundary question on the strongest convergence
-        boundary = render("boundary", other=first.node_id, insight=first.note)
-        questions.append({"text": boundary,
-                          "metadata": {"boundary": True, "converging_with": first.node_id}})
+    # A boundary question on the strongest convergence with another branch (seed 000); the store
+    # places it under the shallower of the two answers.
+    across = [link for link in links.convergences if relation.get(link.node_id) == "other_branch"]
+    boundary = None if not across else {
+        "text": render("boundary", question=clip(claim["text"], 200), other=across[0].node_id,
+                       insight=across[0].note),
+        "converging_with": across[0].node_id}
     written = store.submit_answer(g, q, answer.answer, owner=worker, metadata=meta, sub_questions=questions,
                                   links=_link_metadata(links) or None, calls=calls,
-                                  saturation=answer.saturation)
+                                  saturation=answer.saturation, boundary=boundary)
     answer_id, created = written["answer"]["node_id"], written["edges_created"]
     calls.clear()  # landed with the node
-    boundaries = int(boundary is not None and all(r["text"] != boundary for r in written["repeated"]))
+    boundaries = int(written["boundary"] is not None)
     if links.convergences and run.checkpoint.kind == "convergence":
         run.convergence_found.set()
     return {"answer_id": answer_id, "questions": [q_["node_id"] for q_ in written["sub_questions"]],

@@ -185,7 +185,7 @@ class SimulatedLLM:
     def _connect(self, prompt: str, rng: random.Random) -> dict[str, Any]:
         links: dict[str, list[dict[str, str]]] = {"convergences": [], "contradictions": []}
         about = _topic(_field(prompt, r"Question: (.+)") or "the question")
-        for node_id in _NODE_ID.findall(prompt.split("Answers from other branches", 1)[-1]):
+        for node_id in _NODE_ID.findall(prompt.split("Answers to compare with", 1)[-1]):
             draw = rng.random()
             if draw < self.link_rate and not links["convergences"]:
                 links["convergences"].append(

@@ -209,10 +209,12 @@ class StoreBase:
         inherited_from: str | None = None,
         kind: str = "status_changed",
         metadata: dict[str, Any] | None = None,
+        payload: dict[str, Any] | None = None,
     ) -> None:
         """Move one node to ``status`` (caller has checked the transition) and log it.
 
-        ``metadata``, when given, replaces the node's metadata in the same statement.
+        ``metadata``, when given, replaces the node's metadata in the same statement;
+        ``payload`` adds to the event's.
         """
         if status == NodeStatus.SATURATED and reason is not None:  # also where MCP agents look for it
             metadata = {**(node.metadata if metadata is None else metadata), "saturation_reason": reason}
@@ -221,12 +223,12 @@ class StoreBase:
         if metadata is not None:
             sets, params = sets + ", metadata = ?", [*params, json.dumps(metadata)]
         self._db.execute(f"UPDATE nodes SET {sets} WHERE node_id = ?", [*params, node.node_id])
-        payload: dict[str, Any] = {"from": node.status, "to": status}
+        logged: dict[str, Any] = {"from": node.status, "to": status, **(payload or {})}
         if reason is not None:
-            payload["reason"] = reason
+            logged["reason"] = reason
         if inherited_from is not None:
-            payload["inherited_from"] = inherited_from
-        self._log(node.graph_id, node.node_id, kind, actor, payload, at)
+            logged["inherited_from"] = inherited_from
+        self._log(node.graph_id, node.node_id, kind, actor, logged, at)
 
 
 def new_id(prefix: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ..errors import InvalidInputError
@@ -21,7 +22,10 @@ class NodeContext(StoreBase):
         ``ancestry``: the questions from the root down to the parent, each with
         its first answer. ``siblings``: other sub-questions of the same parent.
         ``syntheses``: the most recent syntheses in the same branch.
-        ``candidates``: the most recent answers in other branches (for links).
+        ``candidates`` (for links): the answers of its sibling questions, then the
+        answers of other branches most related to the question (words shared, among
+        the :data:`RECENT_POOL` most recent), ``candidates`` in all, each with its
+        ``relation`` (``sibling`` or ``other_branch``) and ``depth``.
         """
         for name, value in (("limit", limit), ("candidates", candidates)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -46,29 +50,42 @@ class NodeContext(StoreBase):
         # Siblings, nearby syntheses and link candidates: one query, three capped parts.
         near = self._db.fetchall(
             """SELECT * FROM (
-                   (SELECT 'sibling' AS part, node_id, text, status, metadata, seq FROM nodes
+                   (SELECT 'sibling' AS part, node_id, text, status, metadata, depth, seq FROM nodes
                     WHERE graph_id = ? AND node_type = 'question' AND question_id = ?
                       AND node_id != ? ORDER BY seq LIMIT ?)
                    UNION ALL
-                   (SELECT 'synthesis', node_id, text, status, metadata, seq FROM nodes
+                   (SELECT 'synthesis', node_id, text, status, metadata, depth, seq FROM nodes
                     WHERE graph_id = ? AND branch_id IS NOT DISTINCT FROM ?
                       AND node_type = 'question' AND status = 'synthesized' AND node_id != ?
                     ORDER BY seq DESC LIMIT ?)
                    UNION ALL
-                   (SELECT 'candidate', node_id, text, status, metadata, seq FROM nodes
+                   (SELECT 'sibling_answer', node_id, text, status, metadata, depth, seq FROM nodes
+                    WHERE graph_id = ? AND node_type = 'answer' AND question_id IN (
+                        SELECT node_id FROM nodes WHERE graph_id = ? AND node_type = 'question'
+                          AND question_id = ? AND node_id != ?)
+                    ORDER BY seq LIMIT ?)
+                   UNION ALL
+                   (SELECT 'other_branch', node_id, text, status, metadata, depth, seq FROM nodes
                     WHERE graph_id = ? AND node_type = 'answer' AND branch_id IS NOT NULL
                       AND branch_id IS DISTINCT FROM ? ORDER BY seq DESC LIMIT ?)
                ) ORDER BY seq""",
             [graph.graph_id, question.question_id, question.node_id, limit,
              graph.graph_id, question.branch_id, question.node_id, limit,
-             graph.graph_id, question.branch_id, candidates],
+             graph.graph_id, graph.graph_id, question.question_id, question.node_id, candidates,
+             graph.graph_id, question.branch_id, RECENT_POOL],
         )
-        parts: dict[str, list[dict[str, Any]]] = {"sibling": [], "synthesis": [], "candidate": []}
-        for part, nid, text, status, metadata, _seq in near:
-            entry = {"node_id": nid, "text": text}
-            if part != "candidate":
+        parts: dict[str, list[dict[str, Any]]] = {"sibling": [], "synthesis": [], "sibling_answer": [],
+                                                  "other_branch": []}
+        for part, nid, text, status, metadata, depth, _seq in near:
+            entry: dict[str, Any] = {"node_id": nid, "text": text}
+            if part in ("sibling", "synthesis"):
                 entry |= {"status": status, "synthesis": json.loads(metadata).get("synthesis")}
+            else:
+                relation = "sibling" if part == "sibling_answer" else "other_branch"
+                entry |= {"relation": relation, "depth": depth}
             parts[part].append(entry)
+        related = sorted(parts["other_branch"], key=lambda c: -_shared_words(question.text, c["text"]))
+        linkable = (parts["sibling_answer"] + related)[:candidates]
         return {
             "graph_id": graph.graph_id,
             "seed": graph.seed,
@@ -77,7 +94,7 @@ class NodeContext(StoreBase):
                          for nid, depth, text, answer in chain],
             "siblings": parts["sibling"],
             "syntheses": parts["synthesis"],
-            "candidates": parts["candidate"],
+            "candidates": linkable,
         }
 
     def get_synthesis_inputs(self, graph_id: str, node_id: str) -> dict[str, Any]:
@@ -102,6 +119,16 @@ class NodeContext(StoreBase):
                 if q.node_type == "question"
             ],
         }
+
+
+RECENT_POOL = 200  # answers of other branches ranked for relatedness: the most recent (bounded work)
+_WORD = re.compile(r"[^\W\d_]{4,}")  # words of four letters or more: "the", "and", "of" say nothing
+
+
+def _shared_words(a: str, b: str) -> float:
+    """How related two texts are: the Jaccard overlap of their longer words (case-blind)."""
+    left, right = set(_WORD.findall(a.lower())), set(_WORD.findall(b.lower()))
+    return len(left & right) / len(left | right) if left and right else 0.0
 
 
 def _brief(node: NodeRow) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..errors import BudgetError, InvalidInputError, StateError
+from ..errors import BudgetError, FractalError, InvalidInputError, StateError
 from ..model import (
     DONE_QUESTION,
     EdgeType,
@@ -117,6 +117,7 @@ class NodeWrites(StoreBase):
         links: dict[str, Any] | str | None = None,
         calls: list[dict[str, Any]] | None = None,
         saturation: str | None = None,
+        boundary: dict[str, Any] | str | None = None,
     ) -> dict[str, Any]:
         """Everything a worker writes for a claimed question, in one transaction.
 
@@ -126,13 +127,35 @@ class NodeWrites(StoreBase):
         all of it lands, or none does. A sub-question that repeats a question
         already in the graph (compared by ``text.normalize``) is not added again:
         it is listed under ``repeated_questions`` in the answer's metadata with the
-        node that asks it. Returns :meth:`add_answer`'s result plus
-        ``edges_created`` and ``repeated`` (those left out).
+        node that asks it.
+
+        ``boundary`` (``{"text": ..., "converging_with": <answer id>}``): the
+        boundary question on a convergence with an answer of another branch. It
+        hangs under the shallower of the two answers (the new one at equal depth)
+        with ``{"boundary": true, "converging_nodes": [<new answer>, <other>]}``;
+        under a synthesized question it reopens that synthesis (:meth:`add_node`).
+        Where it cannot go (the depth budget, a saturated branch) it is left out.
+
+        Returns :meth:`add_answer`'s result plus ``edges_created``, ``repeated``
+        (those left out) and ``boundary`` (the boundary question's id, or None).
         """
         parsed = [_sub_question(item, i) for i, item in enumerate(sub_questions or [])]
         meta = parse_metadata(metadata)
+        gid = require_id(graph_id, "graph_id")
+        b_text, b_other = _boundary(boundary)
         with self._db.write():
-            asked = self._asked(require_id(graph_id, "graph_id"), [normalize(t) for t, _ in parsed])
+            question = self._node(gid, question_id)
+            other = self._node(gid, b_other) if b_other else None
+            if other is not None and other.node_type != NodeType.ANSWER:
+                raise InvalidInputError(f"boundary.converging_with must be an answer's id; {other.node_id} "
+                                        f"is a {other.node_type}", graph_id=gid, node_id=other.node_id)
+            beside = other is not None and other.depth >= question.depth  # else under the other answer
+            room = question.depth + 1 < self._budget(self._graph(gid)).max_depth
+            if beside and not room:  # no level below this one: left out
+                other, beside = None, False
+            if beside:
+                parsed.append((b_text, {"boundary": True, "converging_nodes": [None, b_other]}))
+            asked = self._asked(gid, [normalize(t) for t, _ in parsed])
             fresh: list[dict[str, Any]] = []
             repeated: list[dict[str, Any]] = []
             for sub_text, sub_meta in parsed:
@@ -148,13 +171,38 @@ class NodeWrites(StoreBase):
                     saturation = SaturationReason.SEMANTIC_OVERLAP.value
             written = self.add_answer(graph_id, question_id, text, owner=owner, metadata=meta,
                                       sub_questions=fresh, synthesize=True, saturation=saturation)
+            answer_id = written["answer"]["node_id"]
+            boundary_id = self._place_boundary(gid, answer_id, b_text, other, beside, written, owner)
             created = 0
             if links:  # the worker's own answer, in this transaction: its question may be saturated already
                 answer = self._node(require_id(graph_id, "graph_id"), written["answer"]["node_id"])
                 created = self._merge_metadata(answer.graph_id, answer, parse_metadata(links))[1]
             if calls:
                 self.record_llm_calls(calls)  # type: ignore[attr-defined]
-        return {**written, "edges_created": created, "repeated": repeated}
+        return {**written, "edges_created": created, "repeated": repeated, "boundary": boundary_id}
+
+    def _place_boundary(self, graph_id: str, answer_id: str, text: str, other: NodeRow | None,
+                        beside: bool, written: dict[str, Any], owner: str | None) -> str | None:
+        """Complete or add the boundary question of :meth:`submit_answer`; its id, or None."""
+        if other is None:
+            return None
+        converging = [answer_id, other.node_id]
+        if beside:  # added with the sub-questions; now its new answer's id is known
+            added = next((q for q in written["sub_questions"]
+                          if self._node(graph_id, q["node_id"]).metadata.get("boundary")), None)
+            if added is None:  # a repeat of a question already asked
+                return None
+            node = self._node(graph_id, added["node_id"])
+            self._merge_metadata(graph_id, node, {"converging_nodes": converging})
+            return str(node.node_id)
+        if self._asked(graph_id, [normalize(text)]):
+            return None
+        try:
+            placed = self._add_children(self._graph(graph_id), other, NodeType.QUESTION,
+                                        [(text, {"boundary": True, "converging_nodes": converging})], owner)
+        except FractalError:  # the other branch cannot take it (its depth budget, saturated): left out
+            return None
+        return placed[0].node_id
 
     def _asked(self, graph_id: str, keys: list[str]) -> dict[str, str | None]:
         """The first question of the graph asked under each of ``keys`` (question_key), by key."""
@@ -297,7 +345,9 @@ class NodeWrites(StoreBase):
                     f"answer {parent.node_id} is saturated ({parent.status_reason}); "
                     "it takes no more sub-questions", graph_id=graph.graph_id, node_id=parent.node_id)
         question = question or self._question_of(parent)
-        self._check_takes_children(question, owner)
+        reopen = kind == NodeType.QUESTION and question.status == NodeStatus.SYNTHESIZED
+        if not reopen:
+            self._check_takes_children(question, owner)
         depth = question.depth + (1 if kind == NodeType.QUESTION else 0)
         budget = self._budget(graph)
         if kind == NodeType.QUESTION and depth >= budget.max_depth:
@@ -314,6 +364,8 @@ class NodeWrites(StoreBase):
         else:
             status = NodeStatus.OPEN
         now = self.clock()
+        if reopen:  # under a synthesized question's answer (a boundary question): _reopen_synthesis
+            question = self._reopen_synthesis(question, owner, now)
         path = "/".join([*question.ancestors, question.node_id])
         nodes = []
         for text, meta in items:
@@ -348,6 +400,29 @@ class NodeWrites(StoreBase):
         elif question.status in (NodeStatus.OPEN, NodeStatus.CLAIMED):
             self._set_status(question, NodeStatus.ANSWERED, now, actor=owner)
         return nodes
+
+    def _reopen_synthesis(self, question: NodeRow, actor: str | None, now: float) -> NodeRow:
+        """Send a synthesized question, and each synthesized question above it, back to ``answered``.
+
+        A new sub-question makes their syntheses stale: each is dropped from the
+        node's metadata and kept in its ``reopened`` event; the cascade synthesizes
+        them again once the new question is done (README, "Boundary questions").
+        """
+        above = [q for q in self._nodes(
+            f"node_id IN ({', '.join('?' for _ in question.ancestors)})", question.ancestors)
+            if q.node_type == NodeType.QUESTION] if question.ancestors else []
+        reopened = question
+        for node in [question, *sorted(above, key=lambda q: -q.depth)]:
+            if node.status != NodeStatus.SYNTHESIZED:
+                break  # nothing above an unsynthesized question is synthesized
+            check_question_transition(node.node_id, node.status, NodeStatus.ANSWERED)
+            meta = node.metadata
+            stale = meta.pop("synthesis", None)
+            self._set_status(node, NodeStatus.ANSWERED, now, actor=actor, kind="reopened", metadata=meta,
+                             payload={"synthesis": stale})
+            if node.node_id == question.node_id:
+                reopened = replace(node, status=NodeStatus.ANSWERED.value, metadata_json=json.dumps(meta))
+        return reopened
 
     def _check_takes_children(self, question: NodeRow, owner: str | None) -> None:
         if question.status not in _TAKES_CHILDREN:
@@ -461,3 +536,19 @@ def _sub_question(item: object, index: int) -> tuple[str, dict[str, Any]]:
             item.get("metadata"), f"{what}.metadata")
     raise InvalidInputError(f"{what} must be a question text or {{'text': ..., 'metadata': {{...}}}}, "
                             f"not {item!r}")
+
+
+def _boundary(value: object) -> tuple[str, str | None]:
+    """``submit_answer``'s boundary argument: (text, the converging answer's id), or ("", None)."""
+    if value is None or value == "":
+        return "", None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(f"boundary is not valid JSON: {exc}") from None
+    if not isinstance(value, dict) or set(value) != {"text", "converging_with"}:
+        raise InvalidInputError(f"boundary must be {{'text': ..., 'converging_with': <answer id>}}, "
+                                f"not {value!r}")
+    return require_text(value["text"], "boundary.text"), require_id(value["converging_with"],
+                                                                    "boundary.converging_with")

@@ -113,7 +113,7 @@ def answer(prompt: str) -> dict[str, Any]:
 
 
 def connections(prompt: str) -> dict[str, Any]:
-    candidates = NODE_ID.findall(prompt.split("Answers from other branches", 1)[-1])
+    candidates = NODE_ID.findall(prompt.split("Answers to compare with", 1)[-1])
     h = digest(prompt)
     found: dict[str, list[dict[str, str]]] = {"convergences": [], "contradictions": []}
     if candidates and h % 3 == 0:
@@ -419,7 +419,7 @@ def test_a_sound_model_gives_a_result_that_is_not_degraded() -> None:
                                                        r"only below depth (\d+)\)", first_user(body))[0])
                     asked[name, depth + 1 >= limit] += 1
                 if name == "Connections":
-                    assert NODE_ID.search(first_user(body).split("Answers from other branches", 1)[-1])
+                    assert NODE_ID.search(first_user(body).split("Answers to compare with", 1)[-1])
             assert set(asked) == {("Answer", False), ("LeafAnswer", True)}, asked
 
 

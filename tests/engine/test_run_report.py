@@ -304,3 +304,29 @@ def test_every_pruned_failed_or_budget_cut_question_is_a_gap_row() -> None:
         unexplored = [r for r in result.gap_rows if r["kind"] == "unexplored"]
         frozen = ex.nodes().query("node_type == 'question' and status_reason == 'budget_exhausted'")
         assert len(unexplored) == len(frozen), "each budget-cut question is its own gap, inherited or not"
+
+
+# -- faithful connect ---------------------------------------------------------------------------
+
+
+def test_connect_sees_siblings_and_related_answers_and_places_boundary_questions_as_seed_000() -> None:
+    with explore("deep", SimulatedLLM(seed=4, link_rate=0.9)) as ex:
+        ex.run(progress=False)
+        g = ex.graph_id
+        nodes = ex.nodes().set_index("node_id")
+        # Candidates of a question: its siblings' answers first, then other branches', bounded.
+        deep = nodes[(nodes["node_type"] == "question") & (nodes["depth"] == 2)].index[0]
+        candidates = ex.store.get_context(g, deep)["candidates"]
+        assert 0 < len(candidates) <= 8
+        relations = [c["relation"] for c in candidates]
+        assert relations == sorted(relations, key=lambda r: r != "sibling")
+        assert "sibling" in relations
+        boundaries = [ex.inspect(n)["node"] for n in nodes.index[nodes["meta_boundary"].eq(True)]]
+        assert boundaries, "convergences across branches add boundary questions"
+        for question in boundaries:
+            new, other = question["metadata"]["converging_nodes"]
+            assert {nodes.loc[new, "node_type"], nodes.loc[other, "node_type"]} == {"answer"}
+            shallower = other if nodes.loc[other, "depth"] < nodes.loc[new, "depth"] else new
+            assert question["parent_id"] == shallower
+            assert nodes.loc[new, "branch_id"] != nodes.loc[other, "branch_id"]
+        assert ex.harvest(finish=True).status == "completed"

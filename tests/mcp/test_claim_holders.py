@@ -96,7 +96,11 @@ def test_four_worker_processes_pay_once_per_synthesis(
         synth = calls[calls["role"] == "synthesize"]
         paid = synth[synth["outcome"] == "ok"].groupby("node_id").size()
         assert len(paid) > 5, "the cascade ran in the worker processes"
-        assert paid.max() == 1, f"synthesis paid more than once: {paid[paid > 1].to_dict()}"
+        # Once per synthesis: a question reopened by a boundary question below it is synthesized again.
+        events = ex.events()
+        syntheses = 1 + events[events["kind"] == "reopened"].groupby("node_id").size()
+        again = {n: int(c) for n, c in paid.items() if c > syntheses.get(n, 1)}
+        assert not again, f"synthesis paid more than once: {again}"
         assert set(synth["outcome"]) <= {"ok", "discarded", "error"}
         claims = ex.events().query("kind == 'claimed'")
         assert claims["node_id"].is_unique, "no question claimed twice"

@@ -494,7 +494,8 @@ class GraphMachine(RuleBasedStateMachine):
                 q = v.question_of(parent)
                 depth = q["depth"] + (1 if kind == "question" else 0)
                 ok = (
-                    q["status"] in TAKES_CHILDREN
+                    # a question under a synthesized question's answer reopens it (boundary questions)
+                    (q["status"] in TAKES_CHILDREN or (kind == "question" and q["status"] == "synthesized"))
                     and not (q["status"] == "claimed" and owner and q["owner"] != owner)
                     and not (kind == "question" and depth >= self.max_depth)
                 )
@@ -548,11 +549,20 @@ class GraphMachine(RuleBasedStateMachine):
         assert new["text"] == text and new["owner"] == owner and new["metadata"] == meta
         # Rule 2: an answer, or a sub-question directly under a question, answers that question.
         q_after = out.after.by_id[q["node_id"]]
+        changed = {q["node_id"]}
         if q["status"] in ("open", "claimed"):
             assert q_after["status"] == "answered", f"rule 2: {q['status']} question not answered"
+        elif q["status"] == "synthesized":  # reopened, with every synthesized question above it
+            up = q
+            while up is not None and up["status"] == "synthesized":
+                after = out.after.by_id[up["node_id"]]
+                assert after["status"] == "answered" and "synthesis" not in after["metadata"]
+                changed.add(up["node_id"])
+                parent = out.before.get(up["parent_id"]) if up["parent_id"] else None
+                up = out.before.question_of(parent) if parent is not None else None
         else:
             assert q_after["status"] == q["status"]
-        self.unchanged_except(out, {q["node_id"]})
+        self.unchanged_except(out, changed)
         assert any(
             e["kind"] == "node_added" and e["node_id"] == new["node_id"] for e in out.new_events
         )
@@ -943,11 +953,14 @@ class GraphMachine(RuleBasedStateMachine):
         parsed = parsed_metadata(meta)
         node = v.get(node_id)
         if parsed == {}:  # nothing to merge: a no-op on any node that exists, whatever the graph's status
-            out = self.call("update_node", self.store.update_node, self.gid, node_id, meta,
-                            expect_ok=node is not None)
-            if out.ok:
-                assert node is not None and out.result["metadata"] == node["metadata"]
-                assert out.after.snap == v.snap and out.after.events == v.events
+            try:
+                result = self.store.update_node(self.gid, node_id, meta)
+            except FractalError:
+                assert node is None, "update_node with {} refused on a node that exists"
+            else:
+                assert node is not None and result["metadata"] == node["metadata"]
+            after = self._read()
+            assert after.snap == v.snap and after.events == v.events, "update_node with {} changed something"
             return
         links: list[tuple[str, str, dict[str, Any]]] = []
         ok = self.active and bool(parsed) and node is not None
