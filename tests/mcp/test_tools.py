@@ -173,3 +173,45 @@ def test_malformed_arguments_are_rejected_by_the_schema(store: GraphStore) -> No
     for result in run(store, scenario):
         assert result.is_error
     assert store.list_graphs()["count"] == 0
+
+
+def test_the_reference_fields_saturation_and_boundaries_over_mcp(store: GraphStore) -> None:
+    async def scenario(client: Client) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        g = await call(client, "fractal_create_graph", seed="Why do rivers meander?", intensity="explore")
+        gid, root = g["graph_id"], g["root_node_id"]
+        ans = await call(client, "fractal_add_node", graph_id=gid, parent_id=root, node_type="answer",
+                         text="Flow and banks.")
+        for text in ("Why does flow bend?", "Why do banks erode?"):
+            await call(client, "fractal_add_node", graph_id=gid, parent_id=ans["node_id"],
+                       node_type="question", text=text)
+        first = await call(client, "fractal_claim_work", graph_id=gid, worker_id="agent")
+        seen["leaf"] = await call(
+            client, "fractal_submit_answer", graph_id=gid, node_id=first["node_id"], owner="agent",
+            text="Inertia carries water outward.", saturation="actionable")
+        leaf_answer = seen["leaf"]["answer"]["node_id"]
+        second = await call(client, "fractal_claim_work", graph_id=gid, worker_id="agent")
+        seen["second"] = await call(
+            client, "fractal_submit_answer", graph_id=gid, node_id=second["node_id"], owner="agent",
+            text="Outer banks erode.",
+            boundary=json.dumps({"text": "What do inertia and erosion share?",
+                                 "converging_with": leaf_answer}))
+        seen["noop"] = await call(client, "fractal_update_node", graph_id=gid, node_id=root, metadata="{}")
+        seen["saturation"] = await call(client, "fractal_get_saturation_status", graph_id=gid)
+        await call(client, "fractal_update_graph_status", graph_id=gid, status="paused", reason="a look")
+        seen["graph"] = await call(client, "fractal_get_snapshot", graph_id=gid)
+        seen["first"] = first
+        return seen
+
+    seen = run(store, scenario)
+    assert seen["leaf"]["status"] == "saturated" and seen["leaf"]["status_reason"] == "actionable"
+    boundary = next(n for n in seen["graph"]["nodes"] if n["node_id"] == seen["second"]["boundary"])
+    assert boundary["metadata"] == {"boundary": True, "converging_nodes": [
+        seen["second"]["answer"]["node_id"], seen["leaf"]["answer"]["node_id"]]}
+    assert seen["noop"]["edges_created"] == 0
+    branch = next(b for b in seen["saturation"]["branches"] if b["node_id"] == seen["first"]["node_id"])
+    assert branch["saturated"] and branch["saturation_reason"] == "actionable"
+    assert branch["open_questions"] == 0
+    assert seen["graph"]["metadata"]["status_reason"] == "a look"
+    leaf = next(n for n in seen["graph"]["nodes"] if n["node_id"] == seen["first"]["node_id"])
+    assert leaf["metadata"]["saturation_reason"] == "actionable" and "synthesis" in leaf["metadata"]
