@@ -264,9 +264,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _work(args: argparse.Namespace, llm: LLM) -> int:
-    from .engine.remote import work_remotely
     from .mcp_auth import client_token
-    from .remote_store import RemoteStore
+    from .remote import RemoteStore, work_remotely
 
     with RemoteStore(args.mcp_url, token=client_token(args.token)) as store:
         reports = work_remotely(store, llm, worker_id=args.worker_id, graph_id=args.graph_id,

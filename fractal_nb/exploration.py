@@ -25,11 +25,10 @@ from .model import BUDGETS, Budget, CheckpointMode, GraphStatus, Intensity
 from .results import FractalResult, MarkdownText, StepRecord
 from .run_report import RunReport
 from .store import GraphStore
-from .views import ExplorationView
-from .views.html_export import write_html
 
 if TYPE_CHECKING:
     from .mcp_server import BackgroundServer
+    from .views import ExplorationView
 
 STEP_WORKER = "stepper"
 
@@ -385,6 +384,8 @@ class Exploration:
 
     def to_html(self, path: str | Path) -> Path:
         """Write the graph as one self-contained HTML file (pyvis, vis-network inlined, offline)."""
+        from .views.html_export import write_html  # a face: loaded when asked for (docs/architecture.md)
+
         return write_html(self.store.get_changes(self.graph_id), path, heading=self._state.seed)
 
     # -- the notebook face ------------------------------------------------------------
@@ -396,6 +397,8 @@ class Exploration:
 
     def view(self, *, height: str = "520px") -> ExplorationView:
         """The live graph with its controls (step, run, pause, gates, inspector, export)."""
+        from .views import ExplorationView  # widgets load when a view is asked for, not on import
+
         return ExplorationView(self, height=height)
 
     def serve_mcp(self, port: int = 0, *, host: str = "127.0.0.1", token: str | None = None) -> str:

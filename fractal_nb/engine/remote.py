@@ -1,46 +1,16 @@
-"""A worker process on a graph another process owns: the engine's worker loop over MCP.
-
-Run it as ``fractal-nb worker --mcp-url URL``: it claims, answers and synthesizes
-through the server's tools until the graph has no work left for it, so workers
-can be spread over processes and machines while one process owns the DuckDB file.
-"""
+"""Deprecated: ``work_remotely`` lives in :mod:`fractal_nb.remote` (this name is kept for one release)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
-from ..errors import InvalidInputError
-from ..llm.protocol import LLM
-from ..model import BUDGETS, CheckpointMode, Intensity
-from ..remote_store import RemoteStore
-from .calls import ModelCaller
-from .dispatcher import Clock, Dispatcher, RealClock, WorkerReport
-from .primitive import RunState
-
-if TYPE_CHECKING:
-    from ..store import GraphStore
+import warnings
+from typing import Any
 
 
-def work_remotely(store: RemoteStore, llm: LLM, *, worker_id: str, graph_id: str | None = None,
-                  threads: int = 1, clock: Clock | None = None) -> list[WorkerReport]:
-    """Work the graph behind ``store`` with ``threads`` workers named ``worker_id-1…``; their reports."""
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise InvalidInputError(f"threads must be an integer >= 1, not {threads!r}")
-    if graph_id is None:
-        graphs = store.list_graphs()["graphs"]
-        active = [g for g in graphs if g["status"] == "active"]
-        if len(active) != 1:
-            ids = ", ".join(f"{g['graph_id']} ({g['status']})" for g in graphs) or "none"
-            raise InvalidInputError(f"the server holds {len(active)} active graphs ({ids}); pass graph_id")
-        graph_id = str(active[0]["graph_id"])
-    graph = store.get_graph(graph_id)
-    # The worker path calls only the methods RemoteStore has (claim, context, submit,
-    # synthesis, release, call log); the engine is typed against the local store.
-    local_view = cast("GraphStore", store)
-    state = RunState(store=local_view, graph_id=graph_id, root_id=graph["root_node_id"], seed=graph["seed"],
-                     budget=BUDGETS[Intensity(graph["intensity"])],
-                     checkpoint=CheckpointMode.parse(graph["checkpoint_mode"]),
-                     call=ModelCaller(llm, local_view, graph_id))
-    dispatcher = Dispatcher(state, workers=threads, clock=clock or RealClock(), worker_prefix=worker_id,
-                            patient=True)
-    return dispatcher.work(threads)
+def __getattr__(name: str) -> Any:
+    if name == "work_remotely":
+        warnings.warn("fractal_nb.engine.remote is deprecated; import work_remotely from fractal_nb.remote",
+                      DeprecationWarning, stacklevel=2)
+        from ..remote.worker import work_remotely  # a face: imported when asked for, not at module level
+
+        return work_remotely
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,7 +15,7 @@ from ..errors import InvalidInputError
 from ..model import DONE_QUESTION, EdgeType, NodeStatus
 from .base import StoreBase, optional_name, require_id
 from .rows import EDGES_SQL, EVENT_COLUMNS, GRAPH_COLUMNS, GraphRow, NodeRow, edge_dict, event_dict
-from .work import _CLAIMABLE, READY
+from .work import CLAIMABLE, READY
 
 _Filter = tuple[str, list[Any]]  # a WHERE fragment and its parameters
 _ALL: _Filter = ("TRUE", [])
@@ -83,7 +83,7 @@ class GraphQueries(StoreBase):
         """What ``claim_work`` would hand out, in order (affinity to ``worker_id`` first)."""
         worker = optional_name(worker_id, "worker_id")
         graph = self._known_graph(graph_id)
-        rows = self._db.fetchall(_CLAIMABLE.format(active=""),
+        rows = self._db.fetchall(CLAIMABLE.format(active=""),
                                  [graph.graph_id, self.clock(), graph.graph_id, worker])
         nodes = [NodeRow(*r).to_dict() for r in rows]
         return {"graph_id": graph.graph_id, "claimable": nodes, "count": len(nodes)}

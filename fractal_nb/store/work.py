@@ -26,7 +26,7 @@ from .rows import NODE_COLUMNS, NodeRow
 # (rule 5). Affinity first (branches this worker has owned nodes in), then
 # shallower first, then creation order (the reference's order).
 # Parameters: graph_id, (graph_id for _IF_ACTIVE), now, graph_id, worker_id.
-_CLAIMABLE = f"""
+CLAIMABLE = f"""
     SELECT {NODE_COLUMNS} FROM nodes
     WHERE graph_id = ? AND node_type = 'question' AND depth > 0 {{active}}
       AND (status = 'open' OR (status = 'claimed' AND claimed_at + lease_s <= ?))
@@ -75,7 +75,7 @@ class WorkQueue(StoreBase):
         with self._db.write():
             now = self.clock()
             # The hot path asks once: a candidate, only if the graph is active.
-            claimable = _CLAIMABLE.format(active=_IF_ACTIVE) + " LIMIT 1"
+            claimable = CLAIMABLE.format(active=_IF_ACTIVE) + " LIMIT 1"
             row = self._db.fetchone(claimable, [gid, gid, now, gid, worker])
             if row is None and self._recover_gone(gid, now):  # a dead worker's claims come back
                 row = self._db.fetchone(claimable, [gid, gid, now, gid, worker])

@@ -34,7 +34,7 @@ from fractal_nb.mcp_auth import (
     transport_security,
 )
 from fractal_nb.mcp_server import BackgroundServer, build_server
-from fractal_nb.remote_store import RemoteStore
+from fractal_nb.remote import RemoteStore
 from tests.local_port import free_port
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",

@@ -25,7 +25,7 @@ import pytest
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
 from fractal_nb.mcp_server import BackgroundServer
-from fractal_nb.remote_store import RemoteStore
+from fractal_nb.remote import RemoteStore
 from tests.engine.test_openai_runs import role_responder
 from tests.llm.fake_openai import FakeOpenAI
 from tests.local_port import free_port
@@ -114,8 +114,8 @@ def test_four_worker_processes_pay_once_per_synthesis(
 SLOW_WORKER = r"""
 import sys
 from fractal_nb import SimulatedLLM
-from fractal_nb.engine.remote import work_remotely
-from fractal_nb.remote_store import RemoteStore
+from fractal_nb.remote import work_remotely
+from fractal_nb.remote import RemoteStore
 
 with RemoteStore(sys.argv[1]) as store:
     work_remotely(store, SimulatedLLM(seed=2, latency_s=600), worker_id="doomed", threads=2)

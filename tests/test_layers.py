@@ -1,0 +1,85 @@
+"""The layers of docs/architecture.md hold: no module imports upward at module level, no private
+name crosses modules, and ``import fractal_nb`` loads no widget library."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import fractal_nb
+
+PACKAGE = Path(fractal_nb.__file__).parent
+
+# docs/architecture.md, "Layers": a module may import its own layer or those below it.
+LAYERS = [
+    ("leaves", ["errors", "text", "loopback", "model"]),
+    ("store", ["store"]),
+    ("model layer", ["llm", "prompts"]),
+    ("results", ["results", "run_report", "export"]),
+    ("engine", ["engine"]),
+    ("facade", ["exploration"]),
+    ("faces", ["views", "cli", "mcp_server", "mcp_auth", "remote", "remote_store", ""]),
+]
+RANK = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def rank(module: str) -> int:
+    top = module.split(".")[1] if "." in module else ""
+    if top not in RANK:
+        raise AssertionError(f"{module} is in no layer of docs/architecture.md: add it to LAYERS")
+    return RANK[top]
+
+
+def module_level_imports(path: Path) -> list[tuple[str, list[str], int]]:
+    """(imported module, names, line) for each import at module level, TYPE_CHECKING blocks aside."""
+    module = module_name(path)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found = []
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if node.module is None:  # from . import errors: each name is a module
+                found += [(f"{target}.{a.name}", [], node.lineno) for a in node.names]
+            else:
+                found.append((target, [a.name for a in node.names], node.lineno))
+        elif isinstance(node, ast.Import):
+            found += [(a.name, [], node.lineno) for a in node.names]
+    return [(m, names, line) for m, names, line in found if m.split(".")[0] == "fractal_nb"]
+
+
+def test_no_module_imports_upward_at_module_level() -> None:
+    upward = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        here = module_name(path)
+        for target, _names, line in module_level_imports(path):
+            if rank(target) > rank(here):
+                upward.append(f"{here}:{line} imports {target} ({LAYERS[rank(target)][0]} above "
+                              f"{LAYERS[rank(here)][0]})")
+    assert not upward, "upward imports (import lazily, in the function that needs it):\n" + "\n".join(upward)
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    crossing = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for target, names, line in module_level_imports(path):
+            crossing += [f"{module_name(path)}:{line} imports {target}.{n}" for n in names
+                         if n.startswith("_") and not n.startswith("__")]
+    assert not crossing, "\n".join(crossing)
+
+
+def test_importing_the_package_loads_no_widget_library() -> None:
+    code = ("import sys, fractal_nb; "
+            "print(sorted(m for m in ('ipywidgets', 'anywidget', 'pyvis', 'traitlets') if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "[]", loaded.stdout
