@@ -50,8 +50,8 @@ _FOLLOW_UPS = [
     ("How does {q} change the other lines of inquiry?", ProxySignal.HIGH_BLAST_RADIUS),
 ]
 _HEDGES = ["probably", "it depends on the setting, but", "in most cases", "assuming the data hold,"]
-_NODE_ID = re.compile(r"\[(n-[0-9a-f]+)\]")
-_ANY_ID = re.compile(r"n-[0-9a-f]{4,16}")  # a node id, whole or cut short by a clipped text
+_NODE_ID = re.compile(r"^- \[(n-[0-9a-f]+)\]", re.MULTILINE)  # a candidate's line (its text may cite ids)
+_ANY_ID = re.compile(r"\bn-[0-9a-f]{1,16}")  # a node id, whole or cut short by a clipped text
 
 
 class SimulatedLLM:

@@ -34,7 +34,7 @@ from tests.llm.fake_openai import FakeOpenAI, schema_responder
 FAST = ScaledClock(0.001)  # the dispatcher's 2/4/8 s backoff becomes 2/4/8 ms
 SEED = "Why do some cities grow faster than others?"
 POISON = "unanswerable"  # a seed question with this word always gets an invalid answer
-NODE_ID = re.compile(r"\[(n-[0-9a-f]{16})\]")
+NODE_ID = re.compile(r"^- \[(n-[0-9a-f]{16})\]", re.MULTILINE)  # a candidate's line
 
 
 @pytest.fixture(autouse=True)
