@@ -208,7 +208,7 @@ class Exploration:
             return self._run_report(status, dispatcher, processed, spent, started)
 
     def _record_error(self, exc: BaseException) -> None:
-        """Seed 001's error table: a failure the engine cannot recover from sets the graph to ``error``."""
+        """A failure the engine cannot recover from sets the graph to ``error`` (docs/architecture.md)."""
         if isinstance(exc, StoreUnreachableError | KeyboardInterrupt):
             return  # the store is elsewhere and gone, or a person stopped it: nothing to record here
         try:
@@ -451,7 +451,7 @@ class Exploration:
     def _activate(self, *, resume: bool) -> None:
         """Resume a paused graph (a budget-exhausted one only with ``resume``); refuse a finished one.
 
-        Seed 001's resume routing, case d: a graph in a terminal state is an error to the caller.
+        The resume routing's case d (docs/architecture.md): a terminal graph is an error to the caller.
         """
         graph = self.store.get_graph(self.graph_id)
         status = graph["status"]

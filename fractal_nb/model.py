@@ -1,7 +1,7 @@
 """Vocabulary of the graph: statuses, budgets, checkpoint modes and the transition table.
 
 Every status change in the store is checked against ``GRAPH_TRANSITIONS`` or
-``QUESTION_TRANSITIONS`` here, in one place (DESIGN.md, rule 6).
+``QUESTION_TRANSITIONS`` here, in one place (docs/architecture.md, rule 6).
 """
 
 from __future__ import annotations
@@ -220,7 +220,7 @@ class CheckpointMode:
 
 
 def parse_metadata(value: object, what: str = "metadata") -> dict[str, Any]:
-    """Accept a dict or a JSON-object string; refuse anything else (rule 7).
+    """Accept a dict or a JSON-object string; refuse anything else (docs/architecture.md, rule 7).
 
     The result is a deep copy that survives a JSON round trip, so what is stored
     is exactly what a later read returns.

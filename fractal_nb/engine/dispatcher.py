@@ -1,16 +1,17 @@
 """The dispatcher: up to ``max_agents`` worker threads pulling from the graph, and when to stop.
 
-Workers follow seed 000: claim → primitive → repeat; with nothing to claim but
-work in flight they back off 2, 4, 8 s (woken early when new questions land)
-and exit after three empty tries; each stops at ``max_depth × 3`` nodes (the
-circuit breaker). While they work, a heartbeat renews the leases of the claims
-they hold, so a slow model never loses a claim to the lease. When the model is
-down (:mod:`.calls`), or a budget (:mod:`.limits`) is reached, every worker stops.
-After they exit, the dispatcher decides: model unavailable (the graph paused
-with the reason, resumable), paused (asked to, a checkpoint, or only gated work
-left), convergence found, budget exhausted (a budget reached, or breakers fired
-with work left), another round for orphaned work, or done (the synthesis
-cascade run to every ready question first).
+Workers follow the worker protocol (docs/architecture.md): claim → primitive →
+repeat; with nothing to claim but work in flight they back off 2, 4, 8 s
+(woken early when new questions land) and exit after three empty tries; each
+stops at ``max_depth × 3`` nodes (the circuit breaker). While they work, a
+heartbeat renews the leases of the claims they hold, so a slow model never
+loses a claim to the lease. When the model is down (:mod:`.calls`), or a
+budget (:mod:`.limits`) is reached, every worker stops. After they exit, the
+dispatcher decides: model unavailable (the graph paused with the reason,
+resumable), paused (asked to, a checkpoint, or only gated work left),
+convergence found, budget exhausted (a budget reached, or breakers fired with
+work left), another round for orphaned work, or done (the synthesis cascade
+run to every ready question first).
 """
 
 from __future__ import annotations
@@ -249,8 +250,8 @@ class Dispatcher:
             self._freeze_open(self.budget_reached)
             return "budget_exhausted"
         if not pending:
-            # Seed 001's resume case c: nothing to claim, the root not synthesized; the
-            # cascade reaches every ready question before the run calls itself complete.
+            # The resume routing's case c (docs/architecture.md): nothing to claim, the root
+            # not synthesized; the cascade reaches every ready question before the run calls itself complete.
             cascade(run, worker=f"{self.worker_prefix}-cascade")
             left = store.get_ready_to_synthesize(g)["count"]
             if not left:
@@ -265,7 +266,7 @@ class Dispatcher:
             outcome, reason = "paused", "paused"
         elif run.checkpoint.kind == "interactive" and self.reports:
             outcome, reason = "paused", "interactive checkpoint"
-        elif claimable:  # breakers fired (or rounds ran out) with work left: seed 000's protocol
+        elif claimable:  # breakers fired (or rounds ran out) with work left: the budget protocol
             self._freeze_open("circuit breaker")
             return "budget_exhausted"
         elif pending["gated"] and not pending["claimed"]:
@@ -276,7 +277,7 @@ class Dispatcher:
         return outcome
 
     def _freeze_open(self, reason: str) -> None:
-        """Seed 000's budget protocol: open questions marked unexplored, the graph budget_exhausted."""
+        """The budget protocol (docs/architecture.md): open questions marked unexplored, the graph too."""
         store, g = self.run_state.store, self.run_state.graph_id
         with store.batch():
             for node in store.get_open_questions(g)["open_questions"]:

@@ -223,7 +223,7 @@ def _freeze_and_repair(run: RunState) -> None:
         cascade(run, worker="harvest")
         if not store.get_ready_to_synthesize(g)["count"]:
             return
-    # Degrade visibly (seed 004): join the children's syntheses, marked as such.
+    # Degrade visibly: join the children's syntheses, marked as such.
     while ready := store.get_ready_to_synthesize(g)["ready_nodes"]:
         node = ready[0]  # deepest first; its parent may become ready next
         inputs = store.get_synthesis_inputs(g, node["node_id"])

@@ -1,6 +1,6 @@
 """The recursive primitive on one claimed question: answer, decompose, connect, synthesize.
 
-One loop readable in one sitting (seed 000): the model answers and proposes
+One loop readable in one sitting (docs/architecture.md, "The worker protocol"): the model answers and proposes
 sub-questions; the answer is compared with nearby answers of other branches;
 then everything is written in one transaction (answer, sub-questions under the
 depth budget, links, boundary questions, and the leaf's own synthesis); last,
@@ -217,7 +217,7 @@ def _write(
     if depth_limited:
         meta["depth_limited"] = True
     questions = [{"text": sub.text, "metadata": {"proxy_signal": sub.proxy_signal}} for sub in subs]
-    # A boundary question on the strongest convergence with another branch (seed 000); the store
+    # A boundary question on the strongest convergence with another branch (docs/architecture.md); the store
     # places it under the shallower of the two answers.
     across = [link for link in links.convergences if relation.get(link.node_id) == "other_branch"]
     boundary = None if not across else {

@@ -55,7 +55,7 @@ class SeedPlan(_Output):
 
 
 class ProxySignal(StrEnum):
-    """Structural signals (seed 000) that justify a BRANCH verdict for a sub-question."""
+    """Structural signals that justify a sub-question (the worker protocol, docs/architecture.md)."""
 
     QUALIFIERS = "qualifiers"
     ALTERNATIVES = "alternatives"

@@ -1,6 +1,6 @@
 """One DuckDB database per store: a cursor per thread, one write lock, short transactions.
 
-The recipe measured in DESIGN.md ("Concurrency"): a single ``duckdb.connect()``
+The recipe of docs/architecture.md ("Store rules", concurrency): a single ``duckdb.connect()``
 per store, a cursor per thread, one process-wide write lock around short write
 transactions, and reads without the lock. DuckDB shares one database instance
 between connections to the same file in a process, so the lock is keyed by the

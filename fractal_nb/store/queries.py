@@ -1,6 +1,6 @@
 """Read-only views of a graph: snapshot, branch, queues, links, saturation, events.
 
-Every listing is in creation order (rule 8), read inside one transaction so
+Every listing is in creation order (docs/architecture.md, rule 8), read inside one transaction so
 that nodes and edges come from the same moment.
 """
 

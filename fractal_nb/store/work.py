@@ -23,7 +23,7 @@ from .holders import HolderInfo, is_gone, parse_holder
 from .rows import NODE_COLUMNS, NodeRow
 
 # Claimable: an open question below the root, or a claim whose lease ran out
-# (rule 5). Affinity first (branches this worker has owned nodes in), then
+# (docs/architecture.md, rule 5). Affinity first (branches this worker has owned nodes in), then
 # shallower first, then creation order (the reference's order).
 # Parameters: graph_id, (graph_id for _IF_ACTIVE), now, graph_id, worker_id.
 CLAIMABLE = f"""
@@ -58,7 +58,7 @@ class WorkQueue(StoreBase):
         self, graph_id: str, worker_id: str, *,
         holder: HolderInfo | dict[str, Any] | str | None = "store",
     ) -> dict[str, Any]:
-        """Atomically claim the next question for ``worker_id`` (rule 1).
+        """Atomically claim the next question for ``worker_id`` (docs/architecture.md, rule 1).
 
         Returns the claimed node, or ``node_id: null`` with ``graph_done`` (no
         question open, claimed or gated; on a graph that is not active, true only
@@ -120,7 +120,7 @@ class WorkQueue(StoreBase):
         """Record an answered question's synthesis (in ``metadata["synthesis"]``).
 
         Refused while any of its sub-questions is neither synthesized nor
-        saturated (rule 3).
+        saturated (docs/architecture.md, rule 3).
         """
         text = require_text(synthesis_text, "synthesis_text")
         with self._db.write():

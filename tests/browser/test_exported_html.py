@@ -43,7 +43,7 @@ def test_hostile_model_text_shows_as_text_in_the_tooltip(page: tuple[Any, Any], 
     path = ex.to_html(tmp_path / "hostile.html")
     tab.goto(path.as_uri())
     tab.wait_for_function("() => typeof network !== 'undefined' && network.body", timeout=30_000)
-    tab.wait_for_timeout(500)
+    tab.evaluate("() => network.setOptions({physics: {enabled: false}})")  # the node stays where we hover
     root = g["root_node_id"]
     at = tab.evaluate(f"""() => {{
         const box = document.querySelector('#mynetwork').getBoundingClientRect();

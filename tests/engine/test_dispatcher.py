@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
@@ -26,12 +26,16 @@ class RecordingClock:
 
 
 class SlowOnOneQuestion(SimulatedLLM):
-    """The simulator, but answers mentioning "slow" take half a second."""
+    """The simulator, but an answer mentioning "slow" lands only once ``until()`` holds."""
+
+    until: Callable[[], bool] = staticmethod(lambda: True)
 
     def complete(self, messages, schema):  # type: ignore[no-untyped-def]
         asked = messages[-1]["content"].split("Question to answer now", 1)[-1].split("\n")[1]
         if schema.role == "answer" and "slow" in asked:
-            time.sleep(0.5)
+            waiting = threading.Event()
+            while not self.until():
+                waiting.wait(0.005)  # a condition, polled: no fixed sleep
         return super().complete(messages, schema)
 
 
@@ -39,11 +43,13 @@ def test_idle_workers_back_off_2_4_8_while_work_is_in_flight() -> None:
     clock = RecordingClock()
     # Two questions, two workers: the fast one's worker finds nothing to claim while
     # the slow one is in flight, so it backs off (2, 4, 8 s, scaled) instead of leaving.
-    with Exploration.create("Two questions?", intensity="pulse", llm=SlowOnOneQuestion(branching=0),
-                            clock=clock) as ex:
+    llm = SlowOnOneQuestion(branching=0)
+    with Exploration.create("Two questions?", intensity="pulse", llm=llm, clock=clock) as ex:
         g, root = ex.graph_id, ex.store.get_snapshot(ex.graph_id)["root_node_id"]
         ex.store.add_answer(g, root, "Two sides.", sub_questions=["A fast question?", "A slow question?"])
         dispatcher = Dispatcher(ex._state, workers=2, clock=clock)
+        # The slow answer lands once the other worker has backed off three times and left.
+        llm.until = lambda: any(r.exit_reason for r in dispatcher.reports)
         assert dispatcher.run() == "all_complete"
         # The scaled waits (2, 4, 8 ms) run out long before the slow answer lands.
         assert clock.asked == [2.0, 4.0, 8.0] == list(BACKOFF_S)

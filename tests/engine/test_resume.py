@@ -17,15 +17,34 @@ from fractal_nb import Exploration, GraphStore, SimulatedLLM, StateError
 from tests.engine.test_runs import FAST, check_finished_graph
 
 CHILD = textwrap.dedent("""
-    import json, sys
+    import json, sys, threading
     from fractal_nb import Exploration, SimulatedLLM
+
+    class Holding(SimulatedLLM):
+        # After 40 committed nodes, every answer call holds its claim and says so: the kill
+        # then lands while claims are surely in flight (no timing involved).
+        hold = threading.Event()
+
+        def complete(self, messages, schema):
+            if self.hold.is_set() and getattr(schema, "role", "") == "answer":
+                print(json.dumps({"holding": True}), flush=True)
+                threading.Event().wait()
+            return super().complete(messages, schema)
+
     ex = Exploration.create("How should a library digitise its archive?", intensity="deep",
-                            llm=SimulatedLLM(seed=8, latency_s=0.02), path=sys.argv[1])
+                            llm=Holding(seed=8), path=sys.argv[1])
     print(json.dumps({"graph_id": ex.graph_id}), flush=True)
+    count = 0
+    lock = threading.Lock()
 
     def committed(record):
+        global count
         ids = [record.answer_id, *record.sub_questions] if record.answer_id else []
-        print(json.dumps({"node": record.node_id, "ids": ids}), flush=True)
+        with lock:
+            print(json.dumps({"node": record.node_id, "ids": ids}), flush=True)
+            count += len(ids)
+            if count >= 40:
+                Holding.hold.set()
 
     ex.run(progress=False, on_step=committed)
 """)
@@ -41,9 +60,10 @@ def test_killed_process_resumes_with_every_committed_node(tmp_path) -> None:
         assert child.stdout is not None
         graph_id = json.loads(child.stdout.readline())["graph_id"]
         for line in child.stdout:
-            committed += json.loads(line)["ids"]
-            if len(committed) >= 40:
-                break
+            message = json.loads(line)
+            if message.get("holding"):
+                break  # a worker holds a claim it will never finish
+            committed += message["ids"]
         child.send_signal(signal.SIGKILL)
         child.wait(30)
     finally:
@@ -56,6 +76,7 @@ def test_killed_process_resumes_with_every_committed_node(tmp_path) -> None:
 
     with GraphStore(path, read_only=True) as store:  # as the killed run left it
         in_flight = {n["node_id"] for n in store.get_snapshot(graph_id)["nodes"] if n["status"] == "claimed"}
+    assert in_flight, "the child said a claim was held when it was killed"
     with Exploration.open(path, graph_id, llm=SimulatedLLM(seed=8), clock=FAST) as ex:
         nodes = ex.nodes()
         assert set(committed) <= set(nodes["node_id"]), "a committed node was lost"

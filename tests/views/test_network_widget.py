@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,25 +74,29 @@ def test_the_vis_build_comes_from_the_installed_pyvis_not_from_this_repo() -> No
     assert all("https://" not in p.read_text() for p in committed_js)
 
 
+async def until(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    """Yield to the loop until ``condition`` holds (the pump ticks meanwhile); fail after ``timeout_s``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not condition():
+        assert loop.time() < deadline, "the condition never held"
+        await asyncio.sleep(0)
+
+
 def test_the_pump_runs_ticks_on_its_loop_thread_when_woken_from_other_threads() -> None:
     ticks: list[str] = []
 
     async def scenario() -> None:
         pump = KernelPump(lambda: ticks.append(threading.current_thread().name), interval_s=30)
         assert pump.start()
-        await asyncio.sleep(0.05)
         wakers = [threading.Thread(target=pump.wake, name=f"worker-{i}") for i in range(4)]
         for t in wakers:
             t.start()
         for t in wakers:
             t.join()
-        for _ in range(50):
-            if ticks:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: len(ticks) >= 1)  # woken well before its 30 s interval
         pump.stop()
-        await asyncio.sleep(0.01)
-        assert not pump.running
+        await until(lambda: not pump.running)
 
     asyncio.run(scenario())
     assert ticks and set(ticks) == {"MainThread"}, "ticks happen only on the loop's own thread"
@@ -104,7 +109,7 @@ def test_the_pump_stops_and_keeps_the_error_when_a_tick_fails() -> None:
     async def scenario() -> KernelPump:
         pump = KernelPump(broken, interval_s=0.01)
         pump.start()
-        await asyncio.sleep(0.1)
+        await until(lambda: not pump.running)
         return pump
 
     pump = asyncio.run(scenario())
@@ -125,12 +130,12 @@ def test_live_widget_refreshes_from_the_loop(fresh_store: GraphStore, interval: 
 
     async def scenario() -> None:
         widget.live(interval_s=interval)
-        await asyncio.sleep(interval * 3)
+        await until(lambda: len(sent) == 1)  # the graph as it is
         writer = threading.Thread(target=lambda: fresh_store.add_node(
             g["graph_id"], g["root_node_id"], "answer", "The moon."))
         writer.start()
         writer.join()
-        await asyncio.sleep(interval * 4)
+        await until(lambda: len(sent) == 2)  # the other thread's write, seen by the next tick
         widget.stop()
 
     asyncio.run(scenario())
