@@ -112,17 +112,25 @@ def main() -> None:
     nodes, leaves = (400, 60) if args.quick else (2000, 200)
     held = claims_per_s(nodes, "store")
     plain = claims_per_s(nodes, None)
-    print(f"(a) {THREADS} threads claiming {nodes} questions: held {held:,.0f}/s, "
-          f"plain lease {plain:,.0f}/s; ratio {held / plain:.2f}")
+    print(
+        f"(a) {THREADS} threads claiming {nodes} questions: held {held:,.0f}/s, "
+        f"plain lease {plain:,.0f}/s; ratio {held / plain:.2f}"
+    )
     new_s, new_paid = cascade(leaves, store_hands_out=True)
     old_s, old_paid = cascade(leaves, store_hands_out=False)
     print(f"(b) cascade of {leaves + 1} syntheses, {THREADS} threads, {MODEL_S * 1000:.0f} ms a call:")
-    print(f"    handed out by the store: {new_s * 1000:.1f} ms each, {sum(new_paid.values())} calls, "
-          f"at most {max(new_paid.values())} per synthesis")
-    print(f"    racing, no shared guard: {old_s * 1000:.1f} ms each, {sum(old_paid.values())} calls, "
-          f"at most {max(old_paid.values())} per synthesis")
-    print(f"    time ratio {new_s / old_s:.2f}; calls ratio "
-          f"{sum(new_paid.values()) / sum(old_paid.values()):.2f}")
+    print(
+        f"    handed out by the store: {new_s * 1000:.1f} ms each, {sum(new_paid.values())} calls, "
+        f"at most {max(new_paid.values())} per synthesis"
+    )
+    print(
+        f"    racing, no shared guard: {old_s * 1000:.1f} ms each, {sum(old_paid.values())} calls, "
+        f"at most {max(old_paid.values())} per synthesis"
+    )
+    print(
+        f"    time ratio {new_s / old_s:.2f}; calls ratio "
+        f"{sum(new_paid.values()) / sum(old_paid.values()):.2f}"
+    )
     for count in (10, 100):
         print(f"(c) one heartbeat renewing {count} claims: {heartbeat_ms(count):.2f} ms")
 

@@ -43,20 +43,29 @@ def speedup(latency: float, branching: float) -> dict[str, float]:
             calls = ex.llm_calls()
             nodes = len(ex.events().query("kind == 'claimed'"))
             model_s = float(calls["latency_s"].sum())
-            rows[workers] = {"wall": wall, "nodes": nodes, "graph": len(ex.nodes()),
-                             "calls": len(calls), "model_s": model_s, "runs": runs}
+            rows[workers] = {
+                "wall": wall,
+                "nodes": nodes,
+                "graph": len(ex.nodes()),
+                "calls": len(calls),
+                "model_s": model_s,
+                "runs": runs,
+            }
     one, eight = rows[1], rows[8]
-    print(f"(a) {one['graph']} nodes in the graph, {one['nodes']} processed, {one['calls']} model calls "
-          f"of {latency * 1000:.0f} ms")
+    print(
+        f"(a) {one['graph']} nodes in the graph, {one['nodes']} processed, {one['calls']} model calls "
+        f"of {latency * 1000:.0f} ms"
+    )
     print(f"    1 worker : {one['wall']:7.1f} s   ({one['runs']} runs)")
-    print(f"    8 workers: {eight['wall']:7.1f} s   ({eight['runs']} runs, "
-          f"{eight['nodes']} processed)")
+    print(f"    8 workers: {eight['wall']:7.1f} s   ({eight['runs']} runs, {eight['nodes']} processed)")
     ratio = one["wall"] / eight["wall"]
     print(f"    speedup  : {ratio:5.2f}x   (target >= 6x)")
     overhead = (one["wall"] - one["model_s"]) / one["wall"]
     per_node = (one["wall"] - one["model_s"]) / max(one["nodes"], 1) * 1000
-    print(f"(b) engine overhead with 1 worker: {overhead * 100:.1f}% of wall time "
-          f"({per_node:.0f} ms per node outside the model; target <= 2%)")
+    print(
+        f"(b) engine overhead with 1 worker: {overhead * 100:.1f}% of wall time "
+        f"({per_node:.0f} ms per node outside the model; target <= 2%)"
+    )
     return {"speedup": ratio, "overhead": overhead}
 
 
@@ -82,8 +91,10 @@ def main() -> None:
     speedup(latency, branching)
     small_n, small = tokens_per_node(50)
     large_n, large = tokens_per_node(500)
-    print(f"(c) prompt tokens per node: {small:,.0f} at {small_n} nodes, {large:,.0f} at {large_n} nodes; "
-          f"ratio {large / small:.2f} (target <= 1.2)")
+    print(
+        f"(c) prompt tokens per node: {small:,.0f} at {small_n} nodes, {large:,.0f} at {large_n} nodes; "
+        f"ratio {large / small:.2f} (target <= 1.2)"
+    )
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@ def print_header(title: str) -> None:
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     load = " / ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
     print(title)
-    print(f"  DuckDB {duckdb.__version__}, Python {platform.python_version()}, "
-          f"{platform.system()} {platform.machine()}")
+    print(
+        f"  DuckDB {duckdb.__version__}, Python {platform.python_version()}, "
+        f"{platform.system()} {platform.machine()}"
+    )
     print(f"  CPUs: os.cpu_count()={os.cpu_count()}, usable={affinity}; load average {load}")
     print()

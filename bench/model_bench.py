@@ -87,10 +87,16 @@ class OneSlotServer:
             if client_left(connection):
                 self.wasted_s += spent
                 return None
-        reply = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                 "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                              "finish_reason": "stop"}],
-                 "usage": {"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150}}
+        reply = {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+            ],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150},
+        }
         return json.dumps(reply).encode()
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
@@ -135,18 +141,30 @@ def client_left(connection: socket.socket) -> bool:
 
 def one_run(delay_s: float, timeout_s: float, *, bounded: bool) -> dict[str, Any]:
     with OneSlotServer(delay_s) as server:
-        llm = OpenAILLM("one-slot", base_url=server.base_url, timeout=timeout_s, max_retries=2,
-                        max_concurrency="auto" if bounded else None)
+        llm = OpenAILLM(
+            "one-slot",
+            base_url=server.base_url,
+            timeout=timeout_s,
+            max_retries=2,
+            max_concurrency="auto" if bounded else None,
+        )
         with llm, Exploration.create(SEED, intensity="explore", llm=llm) as ex:
             started = time.perf_counter()
             status = ex.run(max_workers=8, progress=False)
             wall = time.perf_counter() - started
             nodes = len(ex.events().query("kind == 'claimed'")) + 1  # the root, by the seed phase
             calls = ex.llm_calls()
-        return {"status": status, "wall": wall, "requests": server.requests, "nodes": nodes,
-                "busy": server.busy_s / wall, "wasted": server.wasted_s / max(server.busy_s, 1e-9),
-                "failed_calls": int((calls["outcome"] == "error").sum()), "calls": len(calls),
-                "queue_s": float(calls["queue_s"].sum())}
+        return {
+            "status": status,
+            "wall": wall,
+            "requests": server.requests,
+            "nodes": nodes,
+            "busy": server.busy_s / wall,
+            "wasted": server.wasted_s / max(server.busy_s, 1e-9),
+            "failed_calls": int((calls["outcome"] == "error").sum()),
+            "calls": len(calls),
+            "queue_s": float(calls["queue_s"].sum()),
+        }
 
 
 def main() -> None:
@@ -156,18 +174,26 @@ def main() -> None:
     print_header(__doc__.splitlines()[0])
     delay = 0.1 if args.quick else 0.4  # a small local model takes seconds; keep the run short
     timeout = delay * 4  # a queue of 8 outlasts it, as 8 llama.cpp requests outlast 60 s
-    print(f"one slot, {delay * 1000:.0f} ms a request; client timeout {timeout * 1000:.0f} ms, 2 retries; "
-          "explore, 8 workers\n")
-    rows = {"bounded (default)": one_run(delay, timeout, bounded=True),
-            "unbounded": one_run(delay, timeout, bounded=False)}
+    print(
+        f"one slot, {delay * 1000:.0f} ms a request; client timeout {timeout * 1000:.0f} ms, 2 retries; "
+        "explore, 8 workers\n"
+    )
+    rows = {
+        "bounded (default)": one_run(delay, timeout, bounded=True),
+        "unbounded": one_run(delay, timeout, bounded=False),
+    }
     print("| run | status | server time wasted | server busy | requests/node | failed calls | wall s |")
     print("|---|---|---|---|---|---|---|")
     for name, r in rows.items():
-        print(f"| {name} | {r['status']} | {r['wasted'] * 100:.1f}% | {r['busy'] * 100:.1f}% | "
-              f"{r['requests'] / r['nodes']:.2f} | {r['failed_calls']} of {r['calls']} | {r['wall']:.1f} |")
+        print(
+            f"| {name} | {r['status']} | {r['wasted'] * 100:.1f}% | {r['busy'] * 100:.1f}% | "
+            f"{r['requests'] / r['nodes']:.2f} | {r['failed_calls']} of {r['calls']} | {r['wall']:.1f} |"
+        )
     bounded, unbounded = rows["bounded (default)"], rows["unbounded"]
-    print(f"\nwasted share: bounded {bounded['wasted'] * 100:.1f}% vs unbounded "
-          f"{unbounded['wasted'] * 100:.1f}%; busy share ratio {bounded['busy'] / unbounded['busy']:.2f}")
+    print(
+        f"\nwasted share: bounded {bounded['wasted'] * 100:.1f}% vs unbounded "
+        f"{unbounded['wasted'] * 100:.1f}%; busy share ratio {bounded['busy'] / unbounded['busy']:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -55,8 +55,7 @@ def fill_open_questions(store: GraphStore, n: int) -> tuple[str, set[str]]:
     gid = g["graph_id"]
     with store.batch():
         answer = store.add_node(gid, g["root_node_id"], "answer", "Many questions.")["node_id"]
-        ids = {store.add_node(gid, answer, "question", f"question {i}")["node_id"]
-               for i in range(n)}
+        ids = {store.add_node(gid, answer, "question", f"question {i}")["node_id"] for i in range(n)}
     return gid, ids
 
 
@@ -167,17 +166,20 @@ def main(argv: list[str] | None = None) -> int:
     total = time.perf_counter() - t_all
 
     print()
-    print(f"Claims: {n_claims} open questions per run; "
-          "each thread loops claim_work until none left")
-    header = (f"| {'store':6} | {'threads':>7} | {'claims':>6} | {'seconds':>8} | "
-              f"{'claims/s':>9} | {'vs 1 thread':>11} |")
+    print(f"Claims: {n_claims} open questions per run; each thread loops claim_work until none left")
+    header = (
+        f"| {'store':6} | {'threads':>7} | {'claims':>6} | {'seconds':>8} | "
+        f"{'claims/s':>9} | {'vs 1 thread':>11} |"
+    )
     print(header)
     print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
     for run in claim_runs:
         base = next(r for r in claim_runs if r.store == run.store and r.threads == 1)
         ratio = run.rate / base.rate
-        print(f"| {run.store:6} | {run.threads:>7} | {run.claims:>6} | {run.seconds:>8.2f} | "
-              f"{run.rate:>9.1f} | {ratio:>10.2f}x |")
+        print(
+            f"| {run.store:6} | {run.threads:>7} | {run.claims:>6} | {run.seconds:>8.2f} | "
+            f"{run.rate:>9.1f} | {ratio:>10.2f}x |"
+        )
     print()
     print(f"get_snapshot() (in-memory store, median of {runs} runs after a warm-up)")
     header = f"| {'nodes':>6} | {'edges':>6} | {'median ms':>9} | {'vs smallest':>11} |"
@@ -189,8 +191,10 @@ def main(argv: list[str] | None = None) -> int:
     (n_small, t_small, _), (n_big, t_big, _) = snapshots[0], snapshots[-1]
     rate = {(r.store, r.threads): r.rate for r in claim_runs}
     scaling = ", ".join(f"{k} {rate[k, 8] / rate[k, 1]:.2f}" for k in ("memory", "file"))
-    print(f"\nsnapshot {n_big:g}/{n_small:g} nodes time ratio: {t_big / t_small:.2f} "
-          f"(node ratio {n_big / n_small:g}); claims/s 8-thread/1-thread: {scaling}")
+    print(
+        f"\nsnapshot {n_big:g}/{n_small:g} nodes time ratio: {t_big / t_small:.2f} "
+        f"(node ratio {n_big / n_small:g}); claims/s 8-thread/1-thread: {scaling}"
+    )
     print(f"Total bench time {total:.1f} s (graph building included)")
     return 0
 

@@ -110,8 +110,11 @@ def build(store: GraphStore, size: int, kind: str) -> tuple[str, int]:
 
 def answerable(store: GraphStore, gid: str, count: int) -> list[str]:
     """``count`` open questions that may still take sub-questions, spread over the open ones."""
-    ids = [q["node_id"] for q in store.get_open_questions(gid)["open_questions"]
-           if q["depth"] < SUB_QUESTION_DEPTH_LIMIT]
+    ids = [
+        q["node_id"]
+        for q in store.get_open_questions(gid)["open_questions"]
+        if q["depth"] < SUB_QUESTION_DEPTH_LIMIT
+    ]
     if len(ids) < count:
         raise SystemExit(f"only {len(ids)} open questions can take sub-questions; {count} needed")
     step = len(ids) / count
@@ -135,8 +138,12 @@ def delta_run(store: GraphStore, gid: str, nodes: int, kind: str, reps: int) -> 
         for i, question in enumerate(questions):
             clock.at = None
             t0 = time.perf_counter()
-            written = store.add_answer(gid, question, f"answer {i} from the bench",
-                                       sub_questions=[f"bench sub-question {i}.{k}" for k in "abc"])
+            written = store.add_answer(
+                gid,
+                question,
+                f"answer {i} from the bench",
+                sub_questions=[f"bench sub-question {i}.{k}" for k in "abc"],
+            )
             t1 = time.perf_counter()
             widget.refresh()
             if clock.at is None or clock.message is None or clock.message["type"] != "delta":
@@ -173,9 +180,13 @@ def html_run(store: GraphStore, gid: str, nodes: int, folder: Path, reps: int) -
         t3 = time.perf_counter()
         parts.append((t1 - t0, t2 - t1, t3 - t2))
     tree_edges = sum(1 for n in changes["nodes"] if n["parent_id"] is not None)
-    return HtmlRun(nodes, tree_edges + len(changes["links"]), statistics.median(whole),
-                   *(statistics.median(p[k] for p in parts) for k in range(3)),
-                   path.stat().st_size / 1e6)
+    return HtmlRun(
+        nodes,
+        tree_edges + len(changes["links"]),
+        statistics.median(whole),
+        *(statistics.median(p[k] for p in parts) for k in range(3)),
+        path.stat().st_size / 1e6,
+    )
 
 
 def rule(header: str) -> str:
@@ -187,39 +198,55 @@ def ms(seconds: float) -> str:
 
 
 def print_deltas(runs: list[DeltaRun], reps: int) -> None:
-    print(f"Store change -> delta sent (NetworkWidget.refresh; median of {reps} after a warm-up; "
-          f"target <= {DELTA_TARGET_S * 1000:.0f} ms at {DELTA_TARGET_NODES:,} nodes)")
-    header = (f"| {'store':6} | {'nodes':>6} | {'1st snapshot ms':>15} | {'refresh ms':>10} | "
-              f"{'write+refresh ms':>16} | {'max ms':>7} | {'delta n/e':>9} | {'vs target':>9} | "
-              f"{'target':6} |")
+    print(
+        f"Store change -> delta sent (NetworkWidget.refresh; median of {reps} after a warm-up; "
+        f"target <= {DELTA_TARGET_S * 1000:.0f} ms at {DELTA_TARGET_NODES:,} nodes)"
+    )
+    header = (
+        f"| {'store':6} | {'nodes':>6} | {'1st snapshot ms':>15} | {'refresh ms':>10} | "
+        f"{'write+refresh ms':>16} | {'max ms':>7} | {'delta n/e':>9} | {'vs target':>9} | "
+        f"{'target':6} |"
+    )
     print(header)
     print(rule(header))
     for run in runs:
         e2e = statistics.median(run.end_to_end_s)
         mark = "<- yes" if run.nodes == DELTA_TARGET_NODES else ""
-        print(f"| {run.store:6} | {run.nodes:>6} | {ms(run.snapshot_s):>15} | "
-              f"{ms(statistics.median(run.refresh_s)):>10} | {ms(e2e):>16} | "
-              f"{ms(max(run.end_to_end_s)):>7} | {f'{run.delta_nodes}/{run.delta_edges}':>9} | "
-              f"{e2e / DELTA_TARGET_S:>8.2f}x | {mark:6} |")
-    print("  refresh: from the write's commit to send; write+refresh: from just before add_answer "
-          "to send;\n  max: the slowest write+refresh; vs target: write+refresh median / "
-          f"{DELTA_TARGET_S * 1000:.0f} ms; delta n/e: nodes/edges in one delta message")
+        print(
+            f"| {run.store:6} | {run.nodes:>6} | {ms(run.snapshot_s):>15} | "
+            f"{ms(statistics.median(run.refresh_s)):>10} | {ms(e2e):>16} | "
+            f"{ms(max(run.end_to_end_s)):>7} | {f'{run.delta_nodes}/{run.delta_edges}':>9} | "
+            f"{e2e / DELTA_TARGET_S:>8.2f}x | {mark:6} |"
+        )
+    print(
+        "  refresh: from the write's commit to send; write+refresh: from just before add_answer "
+        "to send;\n  max: the slowest write+refresh; vs target: write+refresh median / "
+        f"{DELTA_TARGET_S * 1000:.0f} ms; delta n/e: nodes/edges in one delta message"
+    )
 
 
 def print_html(runs: list[HtmlRun], reps: int) -> None:
-    print(f"to_html = write_html(store.get_changes(gid), path) (DuckDB file store; median of {reps}; "
-          f"target <= {HTML_TARGET_S:g} s at {HTML_TARGET_NODES:,} nodes)")
-    header = (f"| {'nodes':>6} | {'edges':>6} | {'to_html ms':>10} | {'get_changes ms':>14} | "
-              f"{'render ms':>9} | {'write ms':>8} | {'file MB':>7} | {'vs target':>9} | {'target':6} |")
+    print(
+        f"to_html = write_html(store.get_changes(gid), path) (DuckDB file store; median of {reps}; "
+        f"target <= {HTML_TARGET_S:g} s at {HTML_TARGET_NODES:,} nodes)"
+    )
+    header = (
+        f"| {'nodes':>6} | {'edges':>6} | {'to_html ms':>10} | {'get_changes ms':>14} | "
+        f"{'render ms':>9} | {'write ms':>8} | {'file MB':>7} | {'vs target':>9} | {'target':6} |"
+    )
     print(header)
     print(rule(header))
     for run in runs:
         mark = "<- yes" if run.nodes >= HTML_TARGET_NODES else ""
-        print(f"| {run.nodes:>6} | {run.edges:>6} | {ms(run.end_to_end_s):>10} | {ms(run.changes_s):>14} | "
-              f"{ms(run.render_s):>9} | {ms(run.write_s):>8} | {run.megabytes:>7.2f} | "
-              f"{run.end_to_end_s / HTML_TARGET_S:>8.2f}x | {mark:6} |")
-    print("  get_changes / render / write: the same call split in its parts (medians of their own runs); "
-          f"vs target: to_html / {HTML_TARGET_S:g} s")
+        print(
+            f"| {run.nodes:>6} | {run.edges:>6} | {ms(run.end_to_end_s):>10} | {ms(run.changes_s):>14} | "
+            f"{ms(run.render_s):>9} | {ms(run.write_s):>8} | {run.megabytes:>7.2f} | "
+            f"{run.end_to_end_s / HTML_TARGET_S:>8.2f}x | {mark:6} |"
+        )
+    print(
+        "  get_changes / render / write: the same call split in its parts (medians of their own runs); "
+        f"vs target: to_html / {HTML_TARGET_S:g} s"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -249,15 +276,19 @@ def main(argv: list[str] | None = None) -> int:
                     say(f"to_html {nodes} nodes: {ms(pages[-1].end_to_end_s)} ms")
                 if size in delta_sizes:
                     deltas.append(delta_run(store, gid, nodes, "file", args.reps))
-                    say(f"delta (file) {nodes} nodes: "
-                        f"{ms(statistics.median(deltas[-1].end_to_end_s))} ms write+refresh")
+                    say(
+                        f"delta (file) {nodes} nodes: "
+                        f"{ms(statistics.median(deltas[-1].end_to_end_s))} ms write+refresh"
+                    )
         if not args.file_only:
             for size in delta_sizes:
                 with GraphStore() as store:
                     gid, nodes = build(store, size, "memory")
                     deltas.append(delta_run(store, gid, nodes, "memory", args.reps))
-                    say(f"delta (memory) {nodes} nodes: "
-                        f"{ms(statistics.median(deltas[-1].end_to_end_s))} ms write+refresh")
+                    say(
+                        f"delta (memory) {nodes} nodes: "
+                        f"{ms(statistics.median(deltas[-1].end_to_end_s))} ms write+refresh"
+                    )
     total = time.perf_counter() - t_all
 
     print_deltas(deltas, args.reps)
@@ -267,14 +298,18 @@ def main(argv: list[str] | None = None) -> int:
     at_target = [r for r in deltas if r.store == "file" and r.nodes == DELTA_TARGET_NODES]
     if at_target:
         e2e = statistics.median(at_target[0].end_to_end_s)
-        print(f"delta at {DELTA_TARGET_NODES:,} nodes (file store): {ms(e2e)} ms, "
-              f"{e2e / DELTA_TARGET_S:.2f}x the {DELTA_TARGET_S * 1000:.0f} ms target "
-              f"({'met' if e2e <= DELTA_TARGET_S else 'MISSED'})")
+        print(
+            f"delta at {DELTA_TARGET_NODES:,} nodes (file store): {ms(e2e)} ms, "
+            f"{e2e / DELTA_TARGET_S:.2f}x the {DELTA_TARGET_S * 1000:.0f} ms target "
+            f"({'met' if e2e <= DELTA_TARGET_S else 'MISSED'})"
+        )
     big = [r for r in pages if r.nodes >= HTML_TARGET_NODES]
     if big:
-        print(f"to_html at {big[0].nodes:,} nodes: {big[0].end_to_end_s:.2f} s, "
-              f"{big[0].end_to_end_s / HTML_TARGET_S:.2f}x the {HTML_TARGET_S:g} s target "
-              f"({'met' if big[0].end_to_end_s <= HTML_TARGET_S else 'MISSED'})")
+        print(
+            f"to_html at {big[0].nodes:,} nodes: {big[0].end_to_end_s:.2f} s, "
+            f"{big[0].end_to_end_s / HTML_TARGET_S:.2f}x the {HTML_TARGET_S:g} s target "
+            f"({'met' if big[0].end_to_end_s <= HTML_TARGET_S else 'MISSED'})"
+        )
     print(f"Total bench time {total:.1f} s (graph building included)")
     return 0
 

@@ -30,10 +30,10 @@ EXIT_CODES = {
     EXIT_ERROR: "failed: a file in use or not a store, an unknown graph, a lost MCP server",
     EXIT_USAGE: "usage error: a bad option or argument (nothing was opened or written)",
     EXIT_MODEL: "the model failed: unreachable or failing every call (the graph is paused with the "
-                "reason and resumes with `fractal-nb resume`), or the run finished degraded (failed "
-                "questions are listed as gaps)",
+    "reason and resumes with `fractal-nb resume`), or the run finished degraded (failed "
+    "questions are listed as gaps)",
     EXIT_STOPPED: "stopped early: a budget ran out (unexplored questions are gaps), gated questions "
-                  "await approval, a checkpoint or pause (resume with `fractal-nb resume`)",
+    "await approval, a checkpoint or pause (resume with `fractal-nb resume`)",
 }
 _UNFINISHED = {"model_unavailable": EXIT_MODEL, "seed_failed": EXIT_MODEL}
 
@@ -49,25 +49,35 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {version('fractal-nb')}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = commands.add_parser("run", help="explore a seed and print the harvest",
-                              description="Explore SEED and print the harvest summary.")
+    run = commands.add_parser(
+        "run",
+        help="explore a seed and print the harvest",
+        description="Explore SEED and print the harvest summary.",
+    )
     run.add_argument("seed", help="the question, claim, goal or fact to explore")
     _add_run_options(run, db_default="exploration.duckdb")
     _add_model_options(run)
 
     demo = commands.add_parser(
-        "demo", help="run an offline exploration with the simulated model",
+        "demo",
+        help="run an offline exploration with the simulated model",
         description="Explore a sample question with the simulated model (no network, no API key) "
-                    "into a DuckDB file, and print the harvest.")
+        "into a DuckDB file, and print the harvest.",
+    )
     _add_run_options(demo, db_default=DEMO_DB, intensity="explore")
-    demo.add_argument("--local", action="store_true",
-                      help="a real model instead: start llama.cpp's server on 127.0.0.1 with the packaged "
-                           "Gemma 3 270M (the [local] extra), run a pulse exploration through it, stop it")
+    demo.add_argument(
+        "--local",
+        action="store_true",
+        help="a real model instead: start llama.cpp's server on 127.0.0.1 with the packaged "
+        "Gemma 3 270M (the [local] extra), run a pulse exploration through it, stop it",
+    )
 
     resume = commands.add_parser(
-        "resume", help="run a stopped or paused exploration on from its file",
+        "resume",
+        help="run a stopped or paused exploration on from its file",
         description="Reopen an exploration (paused by a model outage, gates, a checkpoint or a budget) "
-                    "and run it on; claims of a dead run come back first.")
+        "and run it on; claims of a dead run come back first.",
+    )
     _add_graph_options(resume)
     resume.add_argument("--approve", action="store_true", help="approve every gated question first")
     resume.add_argument("--workers", type=_positive, default=None, help="worker threads (default: budget)")
@@ -76,31 +86,45 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_options(resume)
 
     harvest = commands.add_parser(
-        "harvest", help="finish an exploration now and print its result",
+        "harvest",
+        help="finish an exploration now and print its result",
         description="Finish an exploration as it stands: questions not yet explored become gaps, "
-                    "the syntheses are completed up to the root, and the result is printed.")
+        "the syntheses are completed up to the root, and the result is printed.",
+    )
     _add_graph_options(harvest)
     _add_model_options(harvest)
 
     serve = commands.add_parser(
-        "serve-mcp", help="serve a DuckDB file as MCP tools (stdio or HTTP)",
+        "serve-mcp",
+        help="serve a DuckDB file as MCP tools (stdio or HTTP)",
         description="Serve the fractal tool contract (fractal_create_graph, fractal_claim_work, ...) "
-                    "from a DuckDB file, so MCP agents and worker processes share its graphs. This "
-                    "process owns the file while it runs.")
+        "from a DuckDB file, so MCP agents and worker processes share its graphs. This "
+        "process owns the file while it runs.",
+    )
     serve.add_argument("--db", required=True, help="DuckDB file (created if missing)")
     serve.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
-    serve.add_argument("--token", help="bearer token every HTTP request must carry (else env "
-                                       "FRACTAL_NB_TOKEN; beyond loopback, one is generated and printed)")
-    serve.add_argument("--allow-host", action="append", default=[], metavar="HOST",
-                       help="another Host name to answer to beyond loopback (NAME: any port, NAME:PORT: that "
-                            "one; repeatable); '*' turns the Host check off")
+    serve.add_argument(
+        "--token",
+        help="bearer token every HTTP request must carry (else env "
+        "FRACTAL_NB_TOKEN; beyond loopback, one is generated and printed)",
+    )
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="another Host name to answer to beyond loopback (NAME: any port, NAME:PORT: that "
+        "one; repeatable); '*' turns the Host check off",
+    )
 
     worker = commands.add_parser(
-        "worker", help="work a graph served over MCP",
+        "worker",
+        help="work a graph served over MCP",
         description="Run the engine's worker loop against a graph served by `fractal-nb serve-mcp --http` "
-                    "or Exploration.serve_mcp(): claim, answer, synthesize until no work is left.")
+        "or Exploration.serve_mcp(): claim, answer, synthesize until no work is left.",
+    )
     worker.add_argument("--mcp-url", required=True, help="the server's URL, e.g. http://127.0.0.1:8765/mcp")
     worker.add_argument("--graph-id", help="the graph to work (default: the server's only active graph)")
     worker.add_argument("--worker-id", default="remote", help="worker name prefix (default remote)")
@@ -111,39 +135,69 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--llm", choices=["simulated", "openai"], default="simulated",
-                        help="simulated (offline, deterministic) or openai (any OpenAI-compatible server)")
+    parser.add_argument(
+        "--llm",
+        choices=["simulated", "openai"],
+        default="simulated",
+        help="simulated (offline, deterministic) or openai (any OpenAI-compatible server)",
+    )
     parser.add_argument("--model", help="model name for --llm openai (or env FRACTAL_NB_MODEL)")
     parser.add_argument("--base-url", help="server URL for --llm openai (or env OPENAI_BASE_URL)")
-    parser.add_argument("--seed-value", type=int, default=None,
-                        help="seed of the simulated model (default 0); the request seed for --llm openai")
-    parser.add_argument("--max-concurrency", type=_positive, default=None,
-                        help="--llm openai: requests in flight at once (default: 1 for a server on this "
-                             "machine, unbounded for a remote API)")
-    parser.add_argument("--timeout", type=_positive_seconds, default=60.0,
-                        help="--llm openai: seconds per request once sent (default 60; waiting for a slot "
-                             "does not count)")
+    parser.add_argument(
+        "--seed-value",
+        type=int,
+        default=None,
+        help="seed of the simulated model (default 0); the request seed for --llm openai",
+    )
+    parser.add_argument(
+        "--max-concurrency",
+        type=_positive,
+        default=None,
+        help="--llm openai: requests in flight at once (default: 1 for a server on this "
+        "machine, unbounded for a remote API)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=60.0,
+        help="--llm openai: seconds per request once sent (default 60; waiting for a slot does not count)",
+    )
 
 
-def _add_run_options(parser: argparse.ArgumentParser, *, db_default: str,
-                     intensity: str = "pulse") -> None:
-    parser.add_argument("--intensity", choices=["pulse", "explore", "deep"], default=intensity,
-                        help=f"budget: agents, depth, seed questions (default {intensity})")
-    parser.add_argument("--checkpoint", default="autonomous",
-                        help="autonomous (default), convergence, interactive or depth:N "
-                             "(N below the intensity's depth: pulse 1, explore 1-3, deep 1-5)")
-    parser.add_argument("--db", default=db_default,
-                        help=f"DuckDB file, new or a fractal_nb store (default {db_default})")
+def _add_run_options(parser: argparse.ArgumentParser, *, db_default: str, intensity: str = "pulse") -> None:
+    parser.add_argument(
+        "--intensity",
+        choices=["pulse", "explore", "deep"],
+        default=intensity,
+        help=f"budget: agents, depth, seed questions (default {intensity})",
+    )
+    parser.add_argument(
+        "--checkpoint",
+        default="autonomous",
+        help="autonomous (default), convergence, interactive or depth:N "
+        "(N below the intensity's depth: pulse 1, explore 1-3, deep 1-5)",
+    )
+    parser.add_argument(
+        "--db", default=db_default, help=f"DuckDB file, new or a fractal_nb store (default {db_default})"
+    )
     parser.add_argument("--workers", type=_positive, default=None, help="worker threads (default: budget)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_budget_options(parser)
 
 
 def _add_budget_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--max-tokens", type=_positive, default=None,
-                        help="token budget of the exploration (prompt + completion, every call counted)")
-    parser.add_argument("--max-wall-s", type=_positive_seconds, default=None,
-                        help="seconds this run may take; reaching it ends the run as budget_exhausted")
+    parser.add_argument(
+        "--max-tokens",
+        type=_positive,
+        default=None,
+        help="token budget of the exploration (prompt + completion, every call counted)",
+    )
+    parser.add_argument(
+        "--max-wall-s",
+        type=_positive_seconds,
+        default=None,
+        help="seconds this run may take; reaching it ends the run as budget_exhausted",
+    )
 
 
 def _add_graph_options(parser: argparse.ArgumentParser) -> None:
@@ -197,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM | None:
     """Check what argparse cannot, exiting 2 (usage) before anything is opened; the model to use."""
+
     def refuse(message: str) -> None:
         parser.error(f"{args.command}: {message}")
 
@@ -252,13 +307,21 @@ def _serve(args: argparse.Namespace) -> int:
         app = mcp_auth.http_app(build_server(store, token=token), host=args.host, security=security)
         if not is_loopback(args.host):
             hint = "generated, printed below" if generated else "the one given or $FRACTAL_NB_TOKEN"
-            print(mcp_auth.beyond_loopback_warning(args.host, args.port, security=security, token_hint=hint),
-                  file=sys.stderr)
+            print(
+                mcp_auth.beyond_loopback_warning(args.host, args.port, security=security, token_hint=hint),
+                file=sys.stderr,
+            )
         if generated:
-            print(f"fractal-nb: token (pass it to workers with --token or FRACTAL_NB_TOKEN): {token}",
-                  file=sys.stderr)
-        print(f"fractal-nb: MCP over HTTP at {mcp_auth.client_url(args.host, args.port)} for {args.db}"
-              f"{' (bearer token required)' if token else ''}", file=sys.stderr, flush=True)
+            print(
+                f"fractal-nb: token (pass it to workers with --token or FRACTAL_NB_TOKEN): {token}",
+                file=sys.stderr,
+            )
+        print(
+            f"fractal-nb: MCP over HTTP at {mcp_auth.client_url(args.host, args.port)} for {args.db}"
+            f"{' (bearer token required)' if token else ''}",
+            file=sys.stderr,
+            flush=True,
+        )
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 
@@ -268,11 +331,14 @@ def _work(args: argparse.Namespace, llm: LLM) -> int:
     from .remote import RemoteStore, work_remotely
 
     with RemoteStore(args.mcp_url, token=client_token(args.token)) as store:
-        reports = work_remotely(store, llm, worker_id=args.worker_id, graph_id=args.graph_id,
-                                threads=args.threads)
+        reports = work_remotely(
+            store, llm, worker_id=args.worker_id, graph_id=args.graph_id, threads=args.threads
+        )
     for report in reports:
-        print(f"{report.worker}: {report.answered} answered, {report.synthesized} synthesized, "
-              f"{report.failures} failed; exit: {report.exit_reason}")
+        print(
+            f"{report.worker}: {report.answered} answered, {report.synthesized} synthesized, "
+            f"{report.failures} failed; exit: {report.exit_reason}"
+        )
     if down := next((r for r in reports if r.exit_reason == "model_unavailable"), None):
         print(f"fractal-nb: {down.detail}; this worker's claims were given back", file=sys.stderr)
         return EXIT_MODEL
@@ -284,15 +350,25 @@ def _model(args: argparse.Namespace) -> LLM:
         return SimulatedLLM(seed=args.seed_value or 0)
     from .llm.openai_llm import OpenAILLM
 
-    return OpenAILLM(model=args.model, base_url=args.base_url, seed=args.seed_value, timeout=args.timeout,
-                     max_concurrency=args.max_concurrency or "auto")
+    return OpenAILLM(
+        model=args.model,
+        base_url=args.base_url,
+        seed=args.seed_value,
+        timeout=args.timeout,
+        max_concurrency=args.max_concurrency or "auto",
+    )
 
 
 def _explore(seed: str, llm: LLM, args: argparse.Namespace) -> int:
-    with Exploration.create(seed, intensity=args.intensity, checkpoint=args.checkpoint,
-                            llm=llm, path=Path(args.db)) as exploration:
-        status = exploration.run(max_workers=args.workers, progress=not args.quiet,
-                                 max_tokens=args.max_tokens, max_wall_s=args.max_wall_s)
+    with Exploration.create(
+        seed, intensity=args.intensity, checkpoint=args.checkpoint, llm=llm, path=Path(args.db)
+    ) as exploration:
+        status = exploration.run(
+            max_workers=args.workers,
+            progress=not args.quiet,
+            max_tokens=args.max_tokens,
+            max_wall_s=args.max_wall_s,
+        )
         return _report(exploration, status, llm, args.db)
 
 
@@ -311,8 +387,13 @@ def _resume(args: argparse.Namespace, llm: LLM) -> int:
         if args.approve and len(exploration.gates):
             print(f"Approved {exploration.approve()['count']} gated question(s).")
         # `resume` is the explicit act that goes on with a budget-exhausted graph too.
-        status = exploration.run(max_workers=args.workers, progress=not args.quiet, resume=True,
-                                 max_tokens=args.max_tokens, max_wall_s=args.max_wall_s)
+        status = exploration.run(
+            max_workers=args.workers,
+            progress=not args.quiet,
+            resume=True,
+            max_tokens=args.max_tokens,
+            max_wall_s=args.max_wall_s,
+        )
         return _report(exploration, status, llm, args.db)
 
 
@@ -342,10 +423,12 @@ def _report(exploration: Exploration, report: RunReport, llm: LLM, db: str) -> i
     calls = exploration.llm_calls()
     replies = exploration.store.count_replies(exploration.graph_id)
     discarded = int((calls["outcome"] == "discarded").sum())
-    print(f"\n{len(calls)} model calls ({replies['accepted']} accepted, {replies['corrected']} corrected, "
-          f"{replies['rejected']} rejected, {replies['failed']} failed, {discarded} discarded), "
-          f"{int(calls['attempts'].sum())} requests, {int(calls['prompt_tokens'].sum())} prompt tokens; "
-          f"model: {llm!r}")
+    print(
+        f"\n{len(calls)} model calls ({replies['accepted']} accepted, {replies['corrected']} corrected, "
+        f"{replies['rejected']} rejected, {replies['failed']} failed, {discarded} discarded), "
+        f"{int(calls['attempts'].sum())} requests, {int(calls['prompt_tokens'].sum())} prompt tokens; "
+        f"model: {llm!r}"
+    )
     print(f"Open it in a notebook: Exploration.open({db!r}, {exploration.graph_id!r}, llm=...)")
     return code
 
@@ -365,8 +448,10 @@ def _render_unfinished(exploration: Exploration, status: str, db: str) -> str:
     ]
     if counts.get("gated", 0):
         lines.append(f"  approve the gates and go on:  fractal-nb resume {where} --approve")
-    lines += [f"  go on (e.g. when the model is back):  fractal-nb resume {where} [--llm …]",
-              f"  finish it now, the rest as gaps:  fractal-nb harvest {where}"]
+    lines += [
+        f"  go on (e.g. when the model is back):  fractal-nb resume {where} [--llm …]",
+        f"  finish it now, the rest as gaps:  fractal-nb harvest {where}",
+    ]
     return "\n".join(lines)
 
 

@@ -25,9 +25,7 @@ from __future__ import annotations
 class FractalError(Exception):
     """Base of every error fractal_nb raises on purpose."""
 
-    def __init__(
-        self, message: str, *, graph_id: str | None = None, node_id: str | None = None
-    ) -> None:
+    def __init__(self, message: str, *, graph_id: str | None = None, node_id: str | None = None) -> None:
         super().__init__(message)
         self.graph_id = graph_id
         self.node_id = node_id

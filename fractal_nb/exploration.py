@@ -46,15 +46,25 @@ class Exploration:
     'completed'
     """
 
-    def __init__(self, store: GraphStore, graph_id: str, llm: LLM, *, clock: Clock | None = None,
-                 owns_store: bool = False) -> None:
+    def __init__(
+        self,
+        store: GraphStore,
+        graph_id: str,
+        llm: LLM,
+        *,
+        clock: Clock | None = None,
+        owns_store: bool = False,
+    ) -> None:
         graph = store.get_graph(graph_id)
         self.store = store
         self.graph_id = graph_id
         self.llm = llm
         self._owns_store = owns_store
         self._state = RunState(
-            store=store, graph_id=graph_id, root_id=graph["root_node_id"], seed=graph["seed"],
+            store=store,
+            graph_id=graph_id,
+            root_id=graph["root_node_id"],
+            seed=graph["seed"],
             budget=BUDGETS[Intensity(graph["intensity"])],
             checkpoint=CheckpointMode.parse(graph["checkpoint_mode"]),
             call=ModelCaller(llm, store, graph_id),
@@ -70,18 +80,33 @@ class Exploration:
     # -- opening --------------------------------------------------------------------
 
     @classmethod
-    def create(cls, seed: str, *, intensity: str = "explore", checkpoint: str = "autonomous",
-               llm: LLM, path: str | Path | None = None, clock: Clock | None = None,
-               max_tokens: int | None = None, max_cost: float | None = None,
-               prices: dict[str, tuple[float, float]] | None = None, max_wall_s: float | None = None,
-               node_timeout_s: float | None = None) -> Exploration:
+    def create(
+        cls,
+        seed: str,
+        *,
+        intensity: str = "explore",
+        checkpoint: str = "autonomous",
+        llm: LLM,
+        path: str | Path | None = None,
+        clock: Clock | None = None,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
+        prices: dict[str, tuple[float, float]] | None = None,
+        max_wall_s: float | None = None,
+        node_timeout_s: float | None = None,
+    ) -> Exploration:
         """Start a new exploration of ``seed`` in a new or existing DuckDB file (None: in memory).
 
         The budgets (see :meth:`run`) are kept with the graph: every run of it honours them.
         """
         _check_llm(llm)
-        limits = Limits.parse(max_tokens=max_tokens, max_cost=max_cost, prices=prices,
-                              max_wall_s=max_wall_s, node_timeout_s=node_timeout_s)
+        limits = Limits.parse(
+            max_tokens=max_tokens,
+            max_cost=max_cost,
+            prices=prices,
+            max_wall_s=max_wall_s,
+            node_timeout_s=node_timeout_s,
+        )
         store = GraphStore(path)
         try:
             kept = {"limits": limits.to_metadata()} if limits != Limits() else None
@@ -92,8 +117,9 @@ class Exploration:
         return cls(store, graph["graph_id"], llm, clock=clock, owns_store=True)
 
     @classmethod
-    def open(cls, path: str | Path, graph_id: str | None = None, *, llm: LLM,
-             clock: Clock | None = None) -> Exploration:
+    def open(
+        cls, path: str | Path, graph_id: str | None = None, *, llm: LLM, clock: Clock | None = None
+    ) -> Exploration:
         """Reopen an exploration from its file; claims left by a dead run go back to open.
 
         ``graph_id`` may be omitted when the file holds a single graph. Opening a
@@ -137,11 +163,19 @@ class Exploration:
         """The graph's status: active, paused, completed, error or budget_exhausted."""
         return str(self.store.get_graph(self.graph_id)["status"])
 
-    def run(self, max_workers: int | None = None, *, progress: bool = True,
-            on_step: Callable[[StepRecord], None] | None = None, resume: bool = False,
-            max_tokens: int | None = None, max_cost: float | None = None,
-            prices: dict[str, tuple[float, float]] | None = None, max_wall_s: float | None = None,
-            node_timeout_s: float | None = None) -> RunReport:
+    def run(
+        self,
+        max_workers: int | None = None,
+        *,
+        progress: bool = True,
+        on_step: Callable[[StepRecord], None] | None = None,
+        resume: bool = False,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
+        prices: dict[str, tuple[float, float]] | None = None,
+        max_wall_s: float | None = None,
+        node_timeout_s: float | None = None,
+    ) -> RunReport:
         """Seed if needed, then work with up to ``max_workers`` threads until done, paused or out of budget.
 
         Returns a :class:`RunReport` (it compares equal to its status string):
@@ -164,8 +198,13 @@ class Exploration:
         workers = budget.max_agents if max_workers is None else max_workers
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise InvalidInputError(f"max_workers must be an integer >= 1, not {max_workers!r}")
-        asked = Limits.parse(max_tokens=max_tokens, max_cost=max_cost, prices=prices,
-                             max_wall_s=max_wall_s, node_timeout_s=node_timeout_s)
+        asked = Limits.parse(
+            max_tokens=max_tokens,
+            max_cost=max_cost,
+            prices=prices,
+            max_wall_s=max_wall_s,
+            node_timeout_s=node_timeout_s,
+        )
         limits = self._state.limits.merged(asked)
         raised = asked != Limits() and limits.reached(self.store.llm_spend(self.graph_id), 0.0) is None
         with self._exclusive("pause() it first", resume=resume or raised):
@@ -192,12 +231,15 @@ class Exploration:
                     if not first.ok:  # nothing to work on: paused with the reason, resumable
                         outage = self._state.call.outage
                         self.store.update_graph_status(
-                            self.graph_id, GraphStatus.PAUSED,
-                            reason=outage or f"the seed phase failed: {first.error}")
+                            self.graph_id,
+                            GraphStatus.PAUSED,
+                            reason=outage or f"the seed phase failed: {first.error}",
+                        )
                         status = "model_unavailable" if outage else "seed_failed"
                         return self._run_report(status, None, processed, spent, started)
                 dispatcher = self._dispatcher = Dispatcher(
-                    self._state, workers=min(workers, budget.max_agents), clock=self._clock, on_step=stepped)
+                    self._state, workers=min(workers, budget.max_agents), clock=self._clock, on_step=stepped
+                )
                 try:
                     status = dispatcher.run()
                 except BaseException as exc:  # a bug or a store gone: the graph records it, then it is raised
@@ -213,13 +255,20 @@ class Exploration:
             return  # the store is elsewhere and gone, or a person stopped it: nothing to record here
         try:
             if self.status == GraphStatus.ACTIVE:
-                self.store.update_graph_status(self.graph_id, GraphStatus.ERROR,
-                                               reason=f"{type(exc).__name__}: {exc}"[:500])
+                self.store.update_graph_status(
+                    self.graph_id, GraphStatus.ERROR, reason=f"{type(exc).__name__}: {exc}"[:500]
+                )
         except Exception:  # noqa: BLE001 - the original error is the one to raise
             pass
 
-    def _run_report(self, status: str, dispatcher: Dispatcher | None, processed: list[StepRecord],
-                    spent: list[dict[str, Any]], started: float) -> RunReport:
+    def _run_report(
+        self,
+        status: str,
+        dispatcher: Dispatcher | None,
+        processed: list[StepRecord],
+        spent: list[dict[str, Any]],
+        started: float,
+    ) -> RunReport:
         """The run's :class:`RunReport`: the graph as it is now and what this run did to it."""
         store, g = self.store, self.graph_id
         snapshot = store.get_snapshot(g)
@@ -232,22 +281,31 @@ class Exploration:
         answers = {r.answer_id for r in processed if r.answer_id}
         now = store.llm_spend(g)
         calls = sum(r["calls"] for r in now) - sum(r["calls"] for r in spent)
-        tokens = (sum(r["prompt_tokens"] + r["completion_tokens"] for r in now)
-                  - sum(r["prompt_tokens"] + r["completion_tokens"] for r in spent))
+        tokens = sum(r["prompt_tokens"] + r["completion_tokens"] for r in now) - sum(
+            r["prompt_tokens"] + r["completion_tokens"] for r in spent
+        )
         before, after = self._state.limits.cost(spent), self._state.limits.cost(now)
         return RunReport(
-            status=status, graph_id=g,
+            status=status,
+            graph_id=g,
             status_reason=snapshot["status_reason"] if snapshot["status"] != GraphStatus.ACTIVE else None,
             workers_dispatched=len(reports),
-            open_questions_remaining=pending["open"], claimed_nodes_remaining=pending["claimed"],
+            open_questions_remaining=pending["open"],
+            claimed_nodes_remaining=pending["claimed"],
             gated_questions_remaining=pending["gated"],
-            convergence_points=[c for c in store.query_convergence(g)["convergence_points"]
-                                if mine & set(c["nodes"])],
-            contradictions=[c for c in store.query_contradictions(g)["contradictions"]
-                            if c["nodes"][0] in answers],
-            worker_reports=list(reports), nodes_processed=len(processed), model_calls=calls, tokens=tokens,
+            convergence_points=[
+                c for c in store.query_convergence(g)["convergence_points"] if mine & set(c["nodes"])
+            ],
+            contradictions=[
+                c for c in store.query_contradictions(g)["contradictions"] if c["nodes"][0] in answers
+            ],
+            worker_reports=list(reports),
+            nodes_processed=len(processed),
+            model_calls=calls,
+            tokens=tokens,
             cost=None if before is None or after is None else after - before,
-            wall_s=time.perf_counter() - started)
+            wall_s=time.perf_counter() - started,
+        )
 
     def step(self, n: int = 1) -> list[StepRecord]:
         """Process exactly ``n`` nodes in this thread (the seed phase counts as one); returns them.
@@ -299,7 +357,8 @@ class Exploration:
                 if left:
                     raise StateError(
                         f"graph {self.graph_id} is {status!r} with work left ({left}); harvest(finish=True) "
-                        "ends the exploration and lists that work as gaps, report() shows it as it stands")
+                        "ends the exploration and lists that work as gaps, report() shows it as it stands"
+                    )
             self._state.call.reset_health()  # the model may be back for the summary and syntheses
             return harvest(self._state, finish=finish)
 
@@ -353,9 +412,17 @@ class Exploration:
     def syntheses(self) -> pd.DataFrame:
         """Synthesized questions with their synthesis text, root first, deepest last."""
         nodes = self.store.get_snapshot(self.graph_id)["nodes"]
-        rows = [{"node_id": n["node_id"], "depth": n["depth"], "question": n["text"],
-                 "synthesis": n["metadata"]["synthesis"], "parent_id": n["parent_id"]}
-                for n in nodes if n["status"] == "synthesized"]
+        rows = [
+            {
+                "node_id": n["node_id"],
+                "depth": n["depth"],
+                "question": n["text"],
+                "synthesis": n["metadata"]["synthesis"],
+                "parent_id": n["parent_id"],
+            }
+            for n in nodes
+            if n["status"] == "synthesized"
+        ]
         frame = pd.DataFrame(rows, columns=["node_id", "depth", "question", "synthesis", "parent_id"])
         return frame.sort_values("depth", kind="stable").reset_index(drop=True)
 
@@ -441,7 +508,8 @@ class Exploration:
         if not self._running.acquire(blocking=False):
             raise StateError(
                 f"graph {self.graph_id} is already running in this process (in this Exploration or "
-                f"another one opened on the same file); {busy}")
+                f"another one opened on the same file); {busy}"
+            )
         try:
             self._activate(resume=resume)
             yield
@@ -462,16 +530,45 @@ class Exploration:
             raise StateError(
                 f"graph {self.graph_id} is 'budget_exhausted' ({graph['status_reason']}); going on is an "
                 "explicit act: run(resume=True), or raise the budget (e.g. run(max_tokens=...)); "
-                "harvest() finishes it")
+                "harvest() finishes it"
+            )
         if status != GraphStatus.ACTIVE:
             self.store.resume_graph(self.graph_id)
 
 
-_NODE_COLUMNS = ["node_id", "parent_id", "node_type", "depth", "status", "status_reason",
-                 "inherited_from", "owner", "branch_id", "seq", "text", "claimed_at",
-                 "created_at", "updated_at"]
-_CALL_COLUMNS = ["call_id", "node_id", "worker", "role", "model", "prompt_tokens", "completion_tokens",
-                 "attempts", "corrections", "queue_s", "latency_s", "mode", "outcome", "error", "created_at"]
+_NODE_COLUMNS = [
+    "node_id",
+    "parent_id",
+    "node_type",
+    "depth",
+    "status",
+    "status_reason",
+    "inherited_from",
+    "owner",
+    "branch_id",
+    "seq",
+    "text",
+    "claimed_at",
+    "created_at",
+    "updated_at",
+]
+_CALL_COLUMNS = [
+    "call_id",
+    "node_id",
+    "worker",
+    "role",
+    "model",
+    "prompt_tokens",
+    "completion_tokens",
+    "attempts",
+    "corrections",
+    "queue_s",
+    "latency_s",
+    "mode",
+    "outcome",
+    "error",
+    "created_at",
+]
 
 
 _RUN_LOCKS: dict[tuple[str, str], threading.Lock] = {}
@@ -494,7 +591,8 @@ def _check_llm(llm: object) -> None:
     if not callable(getattr(llm, "complete", None)):
         raise InvalidInputError(
             f"llm must be a model with complete(messages, schema), such as SimulatedLLM() or "
-            f"OpenAILLM(...), not {llm!r}")
+            f"OpenAILLM(...), not {llm!r}"
+        )
 
 
 def _only_graph(store: GraphStore) -> str:

@@ -19,6 +19,10 @@ def to_networkx(snapshot: dict[str, Any]) -> nx.MultiDiGraph:
     for node in snapshot["nodes"]:
         graph.add_node(node["node_id"], **{k: v for k, v in node.items() if k != "node_id"})
     for edge in snapshot["edges"]:
-        graph.add_edge(edge["from_node"], edge["to_node"], key=edge["edge_type"],
-                       **{k: v for k, v in edge.items() if k not in ("from_node", "to_node")})
+        graph.add_edge(
+            edge["from_node"],
+            edge["to_node"],
+            key=edge["edge_type"],
+            **{k: v for k, v in edge.items() if k not in ("from_node", "to_node")},
+        )
     return graph

@@ -79,8 +79,9 @@ class StaticTokenVerifier:
         return AccessToken(token=token, client_id=self._client_id, scopes=[])
 
 
-def resolve_token(token: str | None, *, host: str,
-                  environ: Mapping[str, str] | None = None) -> tuple[str | None, bool]:
+def resolve_token(
+    token: str | None, *, host: str, environ: Mapping[str, str] | None = None
+) -> tuple[str | None, bool]:
     """The token the server will require, and whether it was generated here.
 
     Parameters
@@ -214,10 +215,15 @@ def transport_security(host: str, *, allow_hosts: Iterable[str] = ()) -> Transpo
     if ANY_HOST in (extra.strip() for extra in extras):
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     hosts = allowed_hosts(host, allow_hosts=extras)
-    origins = list(LOOPBACK_ORIGINS) + [f"{scheme}://{pattern}" for pattern in hosts
-                                        if pattern not in LOOPBACK_HOSTS for scheme in ("http", "https")]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                     allowed_origins=origins)
+    origins = list(LOOPBACK_ORIGINS) + [
+        f"{scheme}://{pattern}"
+        for pattern in hosts
+        if pattern not in LOOPBACK_HOSTS
+        for scheme in ("http", "https")
+    ]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
 
 
 def client_url(host: str, port: int, *, path: str = "/mcp") -> str:
@@ -270,13 +276,16 @@ def http_app(server: MCPServer, *, host: str, security: TransportSecuritySetting
         When ``host`` is beyond loopback and the server has no token.
     """
     if server.settings.auth is None and not is_loopback(host):
-        raise ValueError(f"serving beyond loopback ({host}) needs a bearer token: "
-                         "build the server with build_server(store, token=...)")
+        raise ValueError(
+            f"serving beyond loopback ({host}) needs a bearer token: "
+            "build the server with build_server(store, token=...)"
+        )
     return server.streamable_http_app(host=host, transport_security=security)
 
 
-def beyond_loopback_warning(host: str, port: int, *, security: TransportSecuritySettings,
-                            token_hint: str) -> str:
+def beyond_loopback_warning(
+    host: str, port: int, *, security: TransportSecuritySettings, token_hint: str
+) -> str:
     """The line printed to stderr when a server binds beyond loopback.
 
     Parameters
@@ -295,9 +304,10 @@ def beyond_loopback_warning(host: str, port: int, *, security: TransportSecurity
     """
     if security.enable_dns_rebinding_protection:
         hosts = ", ".join(h for h in security.allowed_hosts if not h.endswith(":*") and not is_loopback(h))
-        check = (f"Host must be loopback or one of: {hosts or '(none)'} "
-                 "(add names with --allow-host NAME)")
+        check = f"Host must be loopback or one of: {hosts or '(none)'} (add names with --allow-host NAME)"
     else:
         check = "the Host check is OFF (--allow-host '*')"
-    return (f"fractal-nb: warning: serving beyond loopback on {host}:{port}: every request needs the "
-            f"bearer token (Authorization: Bearer <token>; {token_hint}); {check}")
+    return (
+        f"fractal-nb: warning: serving beyond loopback on {host}:{port}: every request needs the "
+        f"bearer token (Authorization: Bearer <token>; {token_hint}); {check}"
+    )

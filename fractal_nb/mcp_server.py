@@ -51,31 +51,68 @@ fractal_submit_synthesis. A claim is a lease: send a holder with fractal_claim_w
 and call fractal_heartbeat a few times per lease to keep long work.
 Errors come back as {"error": "..."} and change nothing."""
 
-GraphId = Annotated[str, Field(
-    description="The graph's id, e.g. 'g-3f9c0a1b2c4d5e6f' (from fractal_create_graph).")]
+GraphId = Annotated[
+    str, Field(description="The graph's id, e.g. 'g-3f9c0a1b2c4d5e6f' (from fractal_create_graph).")
+]
 NodeId = Annotated[str, Field(description="A node's id, e.g. 'n-3f9c0a1b2c4d5e6f'.")]
 WorkerId = Annotated[str, Field(description="A stable name for the calling worker, e.g. 'worker-1'.")]
 # Optional strings default to "" rather than None: the SDK parses a JSON-looking string
 # meant for an optional parameter into an object, which '{"a": 1}' metadata must not become.
-Metadata = Annotated[str, Field(description=(
-    "A JSON object as a string, e.g. '{\"proxy_signal\": \"assumptions\"}'. Keys that make links: "
-    "convergence_with / contradiction_with (lists of node ids), with convergence_insight / "
-    "contradiction_tension (text)."))]
+Metadata = Annotated[
+    str,
+    Field(
+        description=(
+            'A JSON object as a string, e.g. \'{"proxy_signal": "assumptions"}\'. Keys that make links: '
+            "convergence_with / contradiction_with (lists of node ids), with convergence_insight / "
+            "contradiction_tension (text)."
+        )
+    ),
+]
 
-HolderArg = Annotated[str, Field(description=(
-    "Optional JSON object naming the claiming process: {\"holder_id\", \"host\", \"pid\", \"proc_start\", "
-    "\"label\"}. The server gives its claims back at once when that process exits (same host), and "
-    "fractal_heartbeat renews them."))]
-IntensityArg = Annotated[str, Field(description=(
-    "pulse | explore | deep: workers, depth and seed-question budget (3/2/3-4, 8/4/5-7, 15/6/8-12)."))]
-CheckpointArg = Annotated[str, Field(description=(
-    "autonomous | convergence | interactive | depth:N (questions at depths N, 2N, … wait as 'gated' "
-    "until fractal_approve_gate)."))]
-ParentId = Annotated[str, Field(description=(
-    "For an answer: the question it answers (claimed by you). For a sub-question: the answer it "
-    "follows from."))]
-ReasonArg = Annotated[str, Field(description=(
-    "semantic_overlap | derivable | actionable | hollow_questions | budget_exhausted | error"))]
+HolderArg = Annotated[
+    str,
+    Field(
+        description=(
+            'Optional JSON object naming the claiming process: {"holder_id", "host", "pid", "proc_start", '
+            '"label"}. The server gives its claims back at once when that process exits (same host), and '
+            "fractal_heartbeat renews them."
+        )
+    ),
+]
+IntensityArg = Annotated[
+    str,
+    Field(
+        description=(
+            "pulse | explore | deep: workers, depth and seed-question budget (3/2/3-4, 8/4/5-7, 15/6/8-12)."
+        )
+    ),
+]
+CheckpointArg = Annotated[
+    str,
+    Field(
+        description=(
+            "autonomous | convergence | interactive | depth:N (questions at depths N, 2N, … wait as 'gated' "
+            "until fractal_approve_gate)."
+        )
+    ),
+]
+ParentId = Annotated[
+    str,
+    Field(
+        description=(
+            "For an answer: the question it answers (claimed by you). For a sub-question: the answer it "
+            "follows from."
+        )
+    ),
+]
+ReasonArg = Annotated[
+    str,
+    Field(
+        description=(
+            "semantic_overlap | derivable | actionable | hollow_questions | budget_exhausted | error"
+        )
+    ),
+]
 
 
 def _result(call: Callable[[], dict[str, Any]]) -> CallToolResult:
@@ -85,8 +122,9 @@ def _result(call: Callable[[], dict[str, Any]]) -> CallToolResult:
         value, failed = call(), False
     except FractalError as exc:
         value, failed = {"error": str(exc), "error_type": type(exc).__name__}, True
-    return CallToolResult(content=[TextContent(type="text", text=json.dumps(value))],
-                          structured_content=value, is_error=failed)
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(value))], structured_content=value, is_error=failed
+    )
 
 
 def _holder(text: str) -> HolderInfo | None:
@@ -107,8 +145,11 @@ def _json_list(text: str, what: str) -> list[Any]:
 
 def recover_claims(store: GraphStore) -> int:
     """Return to open the claims of gone holders (and expired leases) in every unfinished graph."""
-    return sum(store.recover_stuck(g["graph_id"])["count"] for g in store.list_graphs()["graphs"]
-               if g["status"] not in ("completed", "error"))
+    return sum(
+        store.recover_stuck(g["graph_id"])["count"]
+        for g in store.list_graphs()["graphs"]
+        if g["status"] not in ("completed", "error")
+    )
 
 
 def build_server(store: GraphStore, *, name: str = "fractal-nb", token: str | None = None) -> MCPServer:
@@ -120,8 +161,13 @@ def build_server(store: GraphStore, *, name: str = "fractal-nb", token: str | No
     With a ``token``, its HTTP app answers 401 to any request without
     ``Authorization: Bearer <token>`` (stdio is unaffected).
     """
-    server = MCPServer(name, instructions=INSTRUCTIONS, log_level="WARNING",
-                       token_verifier=token_verifier(token), auth=auth_settings(token))
+    server = MCPServer(
+        name,
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        token_verifier=token_verifier(token),
+        auth=auth_settings(token),
+    )
     recover_claims(store)
     tool = server.tool
 
@@ -161,15 +207,18 @@ def build_server(store: GraphStore, *, name: str = "fractal-nb", token: str | No
         node_type: Annotated[str, Field(description="answer | question")],
         text: Annotated[str, Field(description="The answer or the question, as plain text.")],
         owner: Annotated[str, Field(description="Your worker_id (for answers).")] = "",
-        metadata: Annotated[str, Field(description="Optional JSON object as a string, e.g. "
-                                                          "'{\"proxy_signal\": \"assumptions\"}'.")] = "",
+        metadata: Annotated[
+            str,
+            Field(description='Optional JSON object as a string, e.g. \'{"proxy_signal": "assumptions"}\'.'),
+        ] = "",
     ) -> CallToolResult:
         """Add an answer under a question or a sub-question under an answer; returns the new node.
 
         Refused beyond the intensity's depth, in a saturated branch, or on a finished graph.
         """
-        return _result(lambda: store.add_node(graph_id, parent_id, node_type, text, owner or None,
-                                                metadata or None))
+        return _result(
+            lambda: store.add_node(graph_id, parent_id, node_type, text, owner or None, metadata or None)
+        )
 
     @tool(name="fractal_update_node")
     def update_node(graph_id: GraphId, node_id: NodeId, metadata: Metadata) -> CallToolResult:
@@ -178,7 +227,8 @@ def build_server(store: GraphStore, *, name: str = "fractal-nb", token: str | No
 
     @tool(name="fractal_mark_saturated")
     def mark_saturated(
-        graph_id: GraphId, node_id: NodeId,
+        graph_id: GraphId,
+        node_id: NodeId,
         reason: ReasonArg,
     ) -> CallToolResult:
         """Mark a question's branch done: it and every unfinished question below it become saturated."""
@@ -196,9 +246,11 @@ def build_server(store: GraphStore, *, name: str = "fractal-nb", token: str | No
 
     @tool(name="fractal_synthesize_node")
     def synthesize_node(
-        graph_id: GraphId, node_id: NodeId,
-        synthesis_text: Annotated[str, Field(description="What the question's answer and its sub-questions' "
-                                                         "syntheses add up to.")],
+        graph_id: GraphId,
+        node_id: NodeId,
+        synthesis_text: Annotated[
+            str, Field(description="What the question's answer and its sub-questions' syntheses add up to.")
+        ],
     ) -> CallToolResult:
         """Synthesize an answered question whose sub-questions are all synthesized or saturated."""
         return _result(lambda: store.synthesize_node(graph_id, node_id, synthesis_text))
@@ -249,14 +301,19 @@ def build_server(store: GraphStore, *, name: str = "fractal-nb", token: str | No
     @tool(name="fractal_recover_stuck")
     def recover_stuck(
         graph_id: GraphId,
-        older_than_s: Annotated[float | None, Field(description="Reopen claims older than this many seconds "
-                                                                "(default: expired leases only).")] = None,
+        older_than_s: Annotated[
+            float | None,
+            Field(description="Reopen claims older than this many seconds (default: expired leases only)."),
+        ] = None,
         include_errors: Annotated[bool, Field(description="Also reopen questions in error.")] = False,
         worker_id: Annotated[str, Field(description="Only this worker's claims.")] = "",
     ) -> CallToolResult:
         """Return stuck claims (and optionally errors) to open, e.g. after a worker crashed."""
-        return _result(lambda: store.recover_stuck(graph_id, older_than_s, include_errors=include_errors,
-                                                   worker_id=worker_id or None))
+        return _result(
+            lambda: store.recover_stuck(
+                graph_id, older_than_s, include_errors=include_errors, worker_id=worker_id or None
+            )
+        )
 
     @tool(name="fractal_approve_gate")
     def approve_gate(
@@ -294,34 +351,65 @@ def build_server(store: GraphStore, *, name: str = "fractal-nb", token: str | No
 
     @tool(name="fractal_submit_answer")
     def submit_answer(
-        graph_id: GraphId, node_id: NodeId, owner: WorkerId,
+        graph_id: GraphId,
+        node_id: NodeId,
+        owner: WorkerId,
         text: Annotated[str, Field(description="The answer to the claimed question.")],
         metadata: Metadata = "",
-        sub_questions: Annotated[str, Field(description=(
-            "JSON list of sub-questions: texts, or {\"text\": ..., \"metadata\": {...}} objects. "
-            "None (\"[]\") makes the question a leaf, synthesized from its answer."))] = "[]",
+        sub_questions: Annotated[
+            str,
+            Field(
+                description=(
+                    'JSON list of sub-questions: texts, or {"text": ..., "metadata": {...}} objects. '
+                    'None ("[]") makes the question a leaf, synthesized from its answer.'
+                )
+            ),
+        ] = "[]",
         links: Metadata = "",
-        calls: Annotated[str, Field(description="JSON list of model-call log records behind the answer.")]
-        = "[]",
-        saturation: Annotated[str, Field(description=(
-            "For a leaf: why the branch needs no more questions (semantic_overlap, derivable, "
-            "actionable, hollow_questions, budget_exhausted, error); it is then saturated with that "
-            "reason, its answer kept as its synthesis. Empty: none."))] = "",
-        boundary: Annotated[str, Field(description=(
-            "JSON {\"text\": ..., \"converging_with\": <answer id>}: the boundary question on a convergence "
-            "with another branch's answer, placed under the shallower of the two answers with "
-            "{\"boundary\": true, \"converging_nodes\": [new, other]}. Empty: none."))] = "",
+        calls: Annotated[
+            str, Field(description="JSON list of model-call log records behind the answer.")
+        ] = "[]",
+        saturation: Annotated[
+            str,
+            Field(
+                description=(
+                    "For a leaf: why the branch needs no more questions (semantic_overlap, derivable, "
+                    "actionable, hollow_questions, budget_exhausted, error); it is then saturated with that "
+                    "reason, its answer kept as its synthesis. Empty: none."
+                )
+            ),
+        ] = "",
+        boundary: Annotated[
+            str,
+            Field(
+                description=(
+                    'JSON {"text": ..., "converging_with": <answer id>}: the boundary question on a '
+                    "convergence with another branch's answer, placed under the shallower of the two "
+                    'answers with {"boundary": true, "converging_nodes": [new, other]}. Empty: none.'
+                )
+            ),
+        ] = "",
     ) -> CallToolResult:
         """A worker's whole write for a claimed question, in one transaction.
 
         The answer, its sub-questions (or the leaf's synthesis), the answer's links
         and its call log: all of it lands or none does.
         """
+
         def submit() -> dict[str, Any]:
             subs, records = _json_list(sub_questions, "sub_questions"), _json_list(calls, "calls")
-            return store.submit_answer(graph_id, node_id, text, owner=owner, metadata=metadata or None,
-                                       sub_questions=subs, links=links or None, calls=records,
-                                       saturation=saturation or None, boundary=boundary or None)
+            return store.submit_answer(
+                graph_id,
+                node_id,
+                text,
+                owner=owner,
+                metadata=metadata or None,
+                sub_questions=subs,
+                links=links or None,
+                calls=records,
+                saturation=saturation or None,
+                boundary=boundary or None,
+            )
 
         return _result(submit)
 
@@ -332,36 +420,54 @@ def build_server(store: GraphStore, *, name: str = "fractal-nb", token: str | No
 
     @tool(name="fractal_release_claim")
     def release_claim(
-        graph_id: GraphId, node_id: NodeId, worker_id: WorkerId,
+        graph_id: GraphId,
+        node_id: NodeId,
+        worker_id: WorkerId,
         error: Annotated[str, Field(description="Why the attempt failed.")],
-        failed: Annotated[bool, Field(description="Count it as a failed attempt (false: the model "
-                                                  "was unreachable, not the question's fault).")] = True,
+        failed: Annotated[
+            bool,
+            Field(
+                description="Count it as a failed attempt (false: the model "
+                "was unreachable, not the question's fault)."
+            ),
+        ] = True,
     ) -> CallToolResult:
         """Give back a claim after a failed attempt (the third failure marks the question error)."""
         return _result(lambda: store.release_claim(graph_id, node_id, worker_id, error, failed=failed))
 
     @tool(name="fractal_claim_synthesis")
     def claim_synthesis(
-        graph_id: GraphId, worker_id: WorkerId, holder: HolderArg = "",
-        skip: Annotated[str, Field(description="JSON list of node ids not to hand out (already failed "
-                                               "here).")] = "[]",
+        graph_id: GraphId,
+        worker_id: WorkerId,
+        holder: HolderArg = "",
+        skip: Annotated[
+            str, Field(description="JSON list of node ids not to hand out (already failed here).")
+        ] = "[]",
     ) -> CallToolResult:
         """Take the deepest ready question no other worker is synthesizing; node_id null when none.
 
         Each synthesis goes to one worker at a time, so the model is paid once for it.
         """
-        return _result(lambda: store.claim_synthesis(graph_id, worker_id, holder=_holder(holder),
-                                                     skip=_json_list(skip, "skip")))
+        return _result(
+            lambda: store.claim_synthesis(
+                graph_id, worker_id, holder=_holder(holder), skip=_json_list(skip, "skip")
+            )
+        )
 
     @tool(name="fractal_submit_synthesis")
     def submit_synthesis(
-        graph_id: GraphId, node_id: NodeId, worker_id: WorkerId,
+        graph_id: GraphId,
+        node_id: NodeId,
+        worker_id: WorkerId,
         synthesis_text: Annotated[str, Field(description="The question's synthesis.")],
         calls: Annotated[str, Field(description="JSON list of model-call log records behind it.")] = "[]",
     ) -> CallToolResult:
         """Synthesize a question whose synthesis this worker holds, with its call log, in one transaction."""
-        return _result(lambda: store.submit_synthesis(graph_id, node_id, synthesis_text, worker_id=worker_id,
-                                                      calls=_json_list(calls, "calls")))
+        return _result(
+            lambda: store.submit_synthesis(
+                graph_id, node_id, synthesis_text, worker_id=worker_id, calls=_json_list(calls, "calls")
+            )
+        )
 
     @tool(name="fractal_release_synthesis")
     def release_synthesis(graph_id: GraphId, node_id: NodeId, worker_id: WorkerId) -> CallToolResult:
@@ -369,8 +475,9 @@ def build_server(store: GraphStore, *, name: str = "fractal-nb", token: str | No
         return _result(lambda: store.release_synthesis(graph_id, node_id, worker_id))
 
     @tool(name="fractal_heartbeat")
-    def heartbeat(holder_id: Annotated[str, Field(description="The holder_id sent with the claims.")]
-                  ) -> CallToolResult:
+    def heartbeat(
+        holder_id: Annotated[str, Field(description="The holder_id sent with the claims.")],
+    ) -> CallToolResult:
         """Renew the leases of every claim of a holder (send it a few times per lease_s)."""
         return _result(lambda: store.heartbeat(holder_id))
 
@@ -411,13 +518,21 @@ class BackgroundServer:
         Whether :attr:`token` was generated here, for the caller to hand out.
     """
 
-    def __init__(self, store: GraphStore, *, host: str = "127.0.0.1", port: int = 0,
-                 token: str | None = None, allow_hosts: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        store: GraphStore,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token: str | None = None,
+        allow_hosts: Iterable[str] = (),
+    ) -> None:
         self.token, self.token_generated = resolve_token(token, host=host)
         self._security = transport_security(host, allow_hosts=allow_hosts)
         app = http_app(build_server(store, token=self.token), host=host, security=self._security)
-        self._server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
-                                                     lifespan="on"))
+        self._server = uvicorn.Server(
+            uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+        )
         self._thread = threading.Thread(target=self._server.run, name="fractal-nb mcp", daemon=True)
         self.host = host
         self.port = port
@@ -438,10 +553,16 @@ class BackgroundServer:
             time.sleep(0.01)
         self.port = int(self._server.servers[0].sockets[0].getsockname()[1])
         if not is_loopback(self.host):
-            hint = ("generated: read it from the server's .token, ex.mcp_token in a notebook"
-                    if self.token_generated else "the one given or $FRACTAL_NB_TOKEN")
-            print(beyond_loopback_warning(self.host, self.port, security=self._security, token_hint=hint),
-                  file=sys.stderr, flush=True)
+            hint = (
+                "generated: read it from the server's .token, ex.mcp_token in a notebook"
+                if self.token_generated
+                else "the one given or $FRACTAL_NB_TOKEN"
+            )
+            print(
+                beyond_loopback_warning(self.host, self.port, security=self._security, token_hint=hint),
+                file=sys.stderr,
+                flush=True,
+            )
         return self.url
 
     def stop(self, timeout_s: float = 15.0) -> None:

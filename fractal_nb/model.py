@@ -209,7 +209,8 @@ class CheckpointMode:
         if self.every is not None and self.every > deepest:
             raise InvalidInputError(
                 f"checkpoint_mode {str(self)!r} would never gate: intensity {intensity.value!r} has "
-                f"questions at depths 0-{deepest}, so N may be 1-{deepest}")
+                f"questions at depths 0-{deepest}, so N may be 1-{deepest}"
+            )
 
     def gates(self, depth: int) -> bool:
         """Whether a question created at ``depth`` waits behind a gate."""
@@ -229,19 +230,19 @@ def parse_metadata(value: object, what: str = "metadata") -> dict[str, Any]:
         return {}
     if isinstance(value, str):
         if len(value) > MAX_METADATA_BYTES:
-            raise InvalidInputError(f"{what} is {len(value):,} characters of JSON; the limit is "
-                                    f"{MAX_METADATA_BYTES:,}")
+            raise InvalidInputError(
+                f"{what} is {len(value):,} characters of JSON; the limit is {MAX_METADATA_BYTES:,}"
+            )
         try:
             value = json.loads(value)
         except json.JSONDecodeError as exc:
             raise InvalidInputError(f"{what} is not valid JSON ({exc.msg}); send a JSON object") from None
         except RecursionError:
-            raise InvalidInputError(f"{what} is nested too deeply; the limit is {MAX_METADATA_DEPTH} "
-                                    "levels") from None
+            raise InvalidInputError(
+                f"{what} is nested too deeply; the limit is {MAX_METADATA_DEPTH} levels"
+            ) from None
     if not isinstance(value, dict):
-        raise InvalidInputError(
-            f"{what} must be a JSON object (a dict), not {type(value).__name__}"
-        )
+        raise InvalidInputError(f"{what} must be a JSON object (a dict), not {type(value).__name__}")
     if any(not isinstance(key, str) for key in value):
         raise InvalidInputError(f"{what} keys must be strings")
     _check_nesting(value, what)
@@ -250,8 +251,9 @@ def parse_metadata(value: object, what: str = "metadata") -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"{what} is not JSON-serialisable: {exc}") from None
     if len(text) > MAX_METADATA_BYTES:
-        raise InvalidInputError(f"{what} is {len(text):,} characters as JSON; the limit is "
-                                f"{MAX_METADATA_BYTES:,}")
+        raise InvalidInputError(
+            f"{what} is {len(text):,} characters as JSON; the limit is {MAX_METADATA_BYTES:,}"
+        )
     decoded: dict[str, Any] = json.loads(text)
     return decoded
 
@@ -262,7 +264,8 @@ def _check_nesting(value: dict[str, Any], what: str) -> None:
     while stack:
         item, depth = stack.pop()
         if depth > MAX_METADATA_DEPTH:
-            raise InvalidInputError(f"{what} is nested more than {MAX_METADATA_DEPTH} levels deep; "
-                                    "flatten it")
+            raise InvalidInputError(
+                f"{what} is nested more than {MAX_METADATA_DEPTH} levels deep; flatten it"
+            )
         children = item.values() if isinstance(item, dict) else item if isinstance(item, list | tuple) else ()
         stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list | tuple))

@@ -4,7 +4,10 @@ import warnings
 
 from .remote.store import RemoteStore
 
-warnings.warn("fractal_nb.remote_store is deprecated; import RemoteStore from fractal_nb.remote",
-              DeprecationWarning, stacklevel=2)
+warnings.warn(
+    "fractal_nb.remote_store is deprecated; import RemoteStore from fractal_nb.remote",
+    DeprecationWarning,
+    stacklevel=2,
+)
 
 __all__ = ["RemoteStore"]

@@ -99,9 +99,11 @@ class FractalResult:
             lines += ["", "**Gaps**", ""] + [f"- {_md(g)}" for g in self.gaps]
         if self.synthesis_chain:
             lines += ["", "**Synthesis chain**", ""]
-            lines += [f"{'  ' * link.depth}- **{_md(link.question)}** "
-                      f"{'*(degraded)* ' if link.degraded else ''}{_md(link.synthesis)}"
-                      for link in self.synthesis_chain]
+            lines += [
+                f"{'  ' * link.depth}- **{_md(link.question)}** "
+                f"{'*(degraded)* ' if link.degraded else ''}{_md(link.synthesis)}"
+                for link in self.synthesis_chain
+            ]
         return "\n".join(lines)
 
     def _repr_markdown_(self) -> str:
@@ -115,7 +117,8 @@ class FractalResult:
         chain = "".join(
             f"<li style='margin-left:{link.depth * 1.2:.1f}em'><b>{html.escape(link.question)}</b> "
             f"{'<i>(degraded)</i> ' if link.degraded else ''}{html.escape(link.synthesis)}</li>"
-            for link in self.synthesis_chain)
+            for link in self.synthesis_chain
+        )
         degraded = "; ".join(html.escape(r) for r in self.degraded_reasons)
         return (
             f"<div class='fractal-result'><h3>{html.escape(self.seed)}</h3>"
@@ -123,8 +126,12 @@ class FractalResult:
             f"{self.edge_count} edges · depth {self.max_depth} · {self.convergence_count} "
             f"convergences · {self.contradiction_count} contradictions</p>"
             + (f"<p><b>Model replies:</b> {_replies(self.replies)}</p>" if self.replies else "")
-            + (f"<p class='fractal-degraded' style='border-left:3px solid #c77700;padding-left:.5em'>"
-               f"<b>Degraded result:</b> {degraded}</p>" if self.degraded else "")
+            + (
+                f"<p class='fractal-degraded' style='border-left:3px solid #c77700;padding-left:.5em'>"
+                f"<b>Degraded result:</b> {degraded}</p>"
+                if self.degraded
+                else ""
+            )
             + f"<p>{html.escape(self.summary)}</p>"
             + (f"<p><b>Findings</b></p><ul>{items(findings)}</ul>" if findings else "")
             + (f"<p><b>Gaps</b></p><ul>{items(self.gaps)}</ul>" if self.gaps else "")

@@ -50,12 +50,19 @@ class WorkerReport:
 
     def to_dict(self) -> dict[str, Any]:
         """The reference's field names (``worker_id``, ``nodes_answered``, …) with ours beside them."""
-        return {"worker_id": self.worker, "nodes_answered": self.answered,
-                "nodes_synthesized": self.synthesized, "sub_questions_generated": self.sub_questions,
-                "convergences": [list(p) for p in self.convergences],
-                "contradictions": [list(p) for p in self.contradictions],
-                "saturated_branches": list(self.saturated), "boundary_questions": self.boundary_questions,
-                "failures": self.failures, "exit_reason": self.exit_reason, "detail": self.detail}
+        return {
+            "worker_id": self.worker,
+            "nodes_answered": self.answered,
+            "nodes_synthesized": self.synthesized,
+            "sub_questions_generated": self.sub_questions,
+            "convergences": [list(p) for p in self.convergences],
+            "contradictions": [list(p) for p in self.contradictions],
+            "saturated_branches": list(self.saturated),
+            "boundary_questions": self.boundary_questions,
+            "failures": self.failures,
+            "exit_reason": self.exit_reason,
+            "detail": self.detail,
+        }
 
 
 @dataclass(eq=False)
@@ -114,31 +121,42 @@ class RunReport:
         """One line: status, reason, and what the run did."""
         reason = f" ({self.status_reason})" if self.status_reason else ""
         cost = f", cost {self.cost:.4f}" if self.cost is not None else ""
-        return (f"{self.status}{reason}: {self.nodes_processed} node(s) processed by "
-                f"{self.workers_dispatched} worker(s), {self.model_calls} model call(s), "
-                f"{self.tokens:,} tokens{cost}, {self.wall_s:.1f} s; left: {self._left()}")
+        return (
+            f"{self.status}{reason}: {self.nodes_processed} node(s) processed by "
+            f"{self.workers_dispatched} worker(s), {self.model_calls} model call(s), "
+            f"{self.tokens:,} tokens{cost}, {self.wall_s:.1f} s; left: {self._left()}"
+        )
 
     def _left(self) -> str:
-        return (f"{self.open_questions_remaining} open, {self.claimed_nodes_remaining} claimed, "
-                f"{self.gated_questions_remaining} gated")
+        return (
+            f"{self.open_questions_remaining} open, {self.claimed_nodes_remaining} claimed, "
+            f"{self.gated_questions_remaining} gated"
+        )
 
     def to_markdown(self) -> str:
         """The report as Markdown (model text escaped)."""
         lines = [f"**Run:** {_md(self.headline())}"]
         if self.convergence_points:
             lines += ["", "**Convergences**", ""]
-            lines += [f"- {', '.join(c['nodes'])}: {_md(c.get('insight') or '')}"
-                      for c in self.convergence_points]
+            lines += [
+                f"- {', '.join(c['nodes'])}: {_md(c.get('insight') or '')}" for c in self.convergence_points
+            ]
         if self.contradictions:
             lines += ["", "**Contradictions**", ""]
-            lines += [f"- {', '.join(c['nodes'])}: {_md(c.get('tension') or '')}"
-                      for c in self.contradictions]
+            lines += [
+                f"- {', '.join(c['nodes'])}: {_md(c.get('tension') or '')}" for c in self.contradictions
+            ]
         if self.worker_reports:
-            lines += ["", "| worker | answered | synthesized | sub-questions | failures | exit |",
-                      "|---|---|---|---|---|---|"]
-            lines += [f"| {w.worker} | {w.answered} | {w.synthesized} | {w.sub_questions} | {w.failures} "
-                      f"| {_md(w.exit_reason)}{' (' + _md(w.detail) + ')' if w.detail else ''} |"
-                      for w in self.worker_reports]
+            lines += [
+                "",
+                "| worker | answered | synthesized | sub-questions | failures | exit |",
+                "|---|---|---|---|---|---|",
+            ]
+            lines += [
+                f"| {w.worker} | {w.answered} | {w.synthesized} | {w.sub_questions} | {w.failures} "
+                f"| {_md(w.exit_reason)}{' (' + _md(w.detail) + ')' if w.detail else ''} |"
+                for w in self.worker_reports
+            ]
         return "\n".join(lines)
 
     def _repr_markdown_(self) -> str:
@@ -149,18 +167,29 @@ class RunReport:
         rows = "".join(
             f"<tr><td>{esc(w.worker)}</td><td>{w.answered}</td><td>{w.synthesized}</td>"
             f"<td>{w.sub_questions}</td><td>{w.failures}</td><td>{esc(w.exit_reason)}"
-            f"{' (' + esc(w.detail) + ')' if w.detail else ''}</td></tr>" for w in self.worker_reports)
-        links = "".join(f"<li>{esc(', '.join(c['nodes']))}: {esc(c.get('insight') or '')}</li>"
-                        for c in self.convergence_points)
-        tensions = "".join(f"<li>{esc(', '.join(c['nodes']))}: {esc(c.get('tension') or '')}</li>"
-                           for c in self.contradictions)
+            f"{' (' + esc(w.detail) + ')' if w.detail else ''}</td></tr>"
+            for w in self.worker_reports
+        )
+        links = "".join(
+            f"<li>{esc(', '.join(c['nodes']))}: {esc(c.get('insight') or '')}</li>"
+            for c in self.convergence_points
+        )
+        tensions = "".join(
+            f"<li>{esc(', '.join(c['nodes']))}: {esc(c.get('tension') or '')}</li>"
+            for c in self.contradictions
+        )
         return (
             f"<div class='fractal-run'><p><b>Run:</b> {esc(self.headline())}</p>"
             + (f"<p><b>Convergences</b></p><ul>{links}</ul>" if links else "")
             + (f"<p><b>Contradictions</b></p><ul>{tensions}</ul>" if tensions else "")
-            + ("<table><tr><th>worker</th><th>answered</th><th>synthesized</th><th>sub-questions</th>"
-               f"<th>failures</th><th>exit</th></tr>{rows}</table>" if rows else "")
-            + "</div>")
+            + (
+                "<table><tr><th>worker</th><th>answered</th><th>synthesized</th><th>sub-questions</th>"
+                f"<th>failures</th><th>exit</th></tr>{rows}</table>"
+                if rows
+                else ""
+            )
+            + "</div>"
+        )
 
     def __repr__(self) -> str:
         return f"<RunReport {self.headline()}>"

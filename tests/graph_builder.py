@@ -16,8 +16,12 @@ def grow_graph(store: GraphStore, n_nodes: int, *, fanout: int = 8, seed: str = 
     with store.batch():
         while count < n_nodes:
             question = questions.popleft()
-            result = store.add_answer(gid, question, f"answer to question {count}",
-                                      sub_questions=[f"sub-question {count}.{i}" for i in range(fanout)])
+            result = store.add_answer(
+                gid,
+                question,
+                f"answer to question {count}",
+                sub_questions=[f"sub-question {count}.{i}" for i in range(fanout)],
+            )
             questions.extend(q["node_id"] for q in result["sub_questions"])
             count += 1 + fanout
     return gid

@@ -49,8 +49,7 @@ def check_completed(path: Path, seed: str) -> None:
         assert len(ex.llm_calls()) > 0
 
 
-def test_demo_runs_offline_into_a_duckdb_file(tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_runs_offline_into_a_duckdb_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--db", "demo.duckdb", "--quiet"]) == 0
     out, err = capsys.readouterr()
     assert f"Seed: {DEMO_SEED}" in out
@@ -76,14 +75,16 @@ def test_run_explores_the_given_seed(tmp_path: Path, capsys: pytest.CaptureFixtu
         assert max(n["depth"] for n in snapshot["nodes"]) <= 1  # pulse: max_depth 2
 
 
-def test_a_finished_run_reopens_with_exploration_open(tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_finished_run_reopens_with_exploration_open(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["demo", "--db", "again.duckdb", "--quiet"]) == 0
     assert "Exploration.open('again.duckdb'" in capsys.readouterr().out  # what the CLI advises
     with Exploration.open(tmp_path / "again.duckdb", llm=SimulatedLLM()) as ex:
         assert ex.status == "completed"
         assert ex.nodes().query("depth == 0 and node_type == 'question'")["status"].tolist() == [
-            "synthesized"]
+            "synthesized"
+        ]
         result = ex.harvest()  # a finished graph is summarised as it stands
         assert result.status == "completed" and result.seed == DEMO_SEED
         assert result.synthesis_chain and result.synthesis_chain[0].depth == 0
@@ -98,10 +99,15 @@ def test_run_with_one_worker_and_a_seed_value(capsys: pytest.CaptureFixture[str]
     assert main([*args, "--db", "b.duckdb"]) == 0
     second = capsys.readouterr().out
     assert "SimulatedLLM(seed=3" in first
+
     # One worker and one seed repeat exactly (ids and file names aside).
-    strip = lambda text: [line for line in text.splitlines()  # noqa: E731
-                          if "graph g-" not in line and "Exploration.open" not in line
-                          and not line.startswith("This run:")]  # its wall time
+    def strip(text: str) -> list[str]:  # "This run:" holds its wall time
+        return [
+            line
+            for line in text.splitlines()
+            if "graph g-" not in line and "Exploration.open" not in line and not line.startswith("This run:")
+        ]
+
     assert strip(first) == strip(second)
 
 
@@ -111,8 +117,9 @@ def test_the_default_database_is_created_in_the_working_directory(tmp_path: Path
     assert not (tmp_path / DEMO_DB).exists()
 
 
-def test_a_second_run_adds_a_graph_to_the_same_file(tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_second_run_adds_a_graph_to_the_same_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     for seed in ("First?", "Second?"):
         assert main(["run", seed, "--intensity", "pulse", "--db", "x.duckdb", "--quiet"]) == 0
     capsys.readouterr()
@@ -123,15 +130,18 @@ def test_a_second_run_adds_a_graph_to_the_same_file(tmp_path: Path,
         Exploration.open(tmp_path / "x.duckdb", llm=SimulatedLLM())
 
 
-@pytest.mark.parametrize("argv", [
-    ["run", "Why?", "--intensity", "extreme"],
-    ["demo", "--intensity", "PULSE"],
-    ["run"],
-    [],
-    ["fly"],
-    ["run", "Why?", "--llm", "gpt"],
-    ["run", "Why?", "--workers", "many"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "Why?", "--intensity", "extreme"],
+        ["demo", "--intensity", "PULSE"],
+        ["run"],
+        [],
+        ["fly"],
+        ["run", "Why?", "--llm", "gpt"],
+        ["run", "Why?", "--workers", "many"],
+    ],
+)
 def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(argv)
@@ -139,24 +149,27 @@ def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str
     assert "usage: fractal-nb" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [
-    ["run", "Why?", "--workers", "0"],
-    ["run", "Why?", "--checkpoint", "depth:x"],
-    ["run", "Why?", "--checkpoint", "sometimes"],
-    ["run", "Why?", "--checkpoint", "depth:99999999999999999999"],
-    ["run", "Why?", "--checkpoint", "depth:2"],  # pulse has levels 0-1
-    ["demo", "--checkpoint", "depth:4"],  # explore has levels 0-3
-    ["run", "Why?", "--db", "no/such/folder/x.duckdb"],
-    ["run", "Why?", "--llm", "openai"],  # no model named anywhere
-    ["resume", "--db", "absent.duckdb"],
-    ["harvest", "--db", "absent.duckdb"],
-    ["resume", "--db", "x.duckdb", "--workers", "-1"],
-    ["worker", "--mcp-url", "ftp://127.0.0.1/mcp"],
-    ["worker", "--mcp-url", "http://127.0.0.1:1/mcp", "--threads", "0"],
-    ["serve-mcp", "--db", "x.duckdb", "--http", "--port", "70000"],
-    ["run", "Why?", "--llm", "openai", "--model", "m", "--max-concurrency", "0"],
-    ["run", "Why?", "--llm", "openai", "--model", "m", "--timeout", "-1"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "Why?", "--workers", "0"],
+        ["run", "Why?", "--checkpoint", "depth:x"],
+        ["run", "Why?", "--checkpoint", "sometimes"],
+        ["run", "Why?", "--checkpoint", "depth:99999999999999999999"],
+        ["run", "Why?", "--checkpoint", "depth:2"],  # pulse has levels 0-1
+        ["demo", "--checkpoint", "depth:4"],  # explore has levels 0-3
+        ["run", "Why?", "--db", "no/such/folder/x.duckdb"],
+        ["run", "Why?", "--llm", "openai"],  # no model named anywhere
+        ["resume", "--db", "absent.duckdb"],
+        ["harvest", "--db", "absent.duckdb"],
+        ["resume", "--db", "x.duckdb", "--workers", "-1"],
+        ["worker", "--mcp-url", "ftp://127.0.0.1/mcp"],
+        ["worker", "--mcp-url", "http://127.0.0.1:1/mcp", "--threads", "0"],
+        ["serve-mcp", "--db", "x.duckdb", "--http", "--port", "70000"],
+        ["run", "Why?", "--llm", "openai", "--model", "m", "--max-concurrency", "0"],
+        ["run", "Why?", "--llm", "openai", "--model", "m", "--timeout", "-1"],
+    ],
+)
 def test_bad_options_exit_2_before_any_file_is_opened(
     argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -190,19 +203,36 @@ def test_version_and_the_exit_code_table_in_help(capsys: pytest.CaptureFixture[s
 def test_openai_options_reach_the_model() -> None:
     from fractal_nb.cli import _model
 
-    args = build_parser().parse_args(["run", "Why?", "--llm", "openai", "--model", "m", "--base-url",
-                                      "http://127.0.0.1:1/v1", "--seed-value", "11", "--timeout", "5",
-                                      "--max-concurrency", "2"])
+    args = build_parser().parse_args(
+        [
+            "run",
+            "Why?",
+            "--llm",
+            "openai",
+            "--model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:1/v1",
+            "--seed-value",
+            "11",
+            "--timeout",
+            "5",
+            "--max-concurrency",
+            "2",
+        ]
+    )
     with _model(args) as llm:  # type: ignore[attr-defined]
         assert (llm.seed, llm.max_concurrency, llm._client.timeout) == (11, 2, 5.0)
-    args = build_parser().parse_args(["run", "Why?", "--llm", "openai", "--model", "m", "--base-url",
-                                      "http://127.0.0.1:1/v1"])
+    args = build_parser().parse_args(
+        ["run", "Why?", "--llm", "openai", "--model", "m", "--base-url", "http://127.0.0.1:1/v1"]
+    )
     with _model(args) as llm:  # type: ignore[attr-defined]
         assert (llm.seed, llm.max_concurrency) == (None, 1)  # a server on this machine: one slot
 
 
-def test_openai_without_a_model_is_a_usage_error(monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_openai_without_a_model_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     for name in ("FRACTAL_NB_MODEL", "OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(SystemExit) as info:
@@ -212,7 +242,8 @@ def test_openai_without_a_model_is_a_usage_error(monkeypatch: pytest.MonkeyPatch
 
 
 def test_another_applications_duckdb_file_is_refused_unchanged(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import duckdb
 
     with duckdb.connect(str(tmp_path / "sales.duckdb")) as con:
@@ -224,10 +255,24 @@ def test_another_applications_duckdb_file_is_refused_unchanged(
 
 
 def test_a_model_that_is_down_exits_3_with_the_graph_paused_and_resume_runs_it_on(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"
-    code = main(["run", "Why do rivers bend?", "--llm", "openai", "--model", "m", "--base-url", url,
-                 "--db", "down.duckdb", "--quiet"])
+    code = main(
+        [
+            "run",
+            "Why do rivers bend?",
+            "--llm",
+            "openai",
+            "--model",
+            "m",
+            "--base-url",
+            url,
+            "--db",
+            "down.duckdb",
+            "--quiet",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == EXIT_MODEL
     assert "Run: model_unavailable" in out and "is paused in down.duckdb" in out
@@ -243,7 +288,8 @@ def test_a_model_that_is_down_exits_3_with_the_graph_paused_and_resume_runs_it_o
 
 
 def test_gates_exit_4_unharvested_and_resume_approve_goes_on(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["run", "Why?", "--checkpoint", "depth:1", "--db", "g.duckdb", "--quiet"]) == EXIT_STOPPED
     out = capsys.readouterr().out
     assert "Run: paused" in out and "gated question(s) await approval" in out and "--approve" in out
@@ -278,13 +324,20 @@ HOLDER = textwrap.dedent("""
 
 
 def test_a_file_locked_by_another_process_exits_1_naming_the_holder(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "held.duckdb"
-    child = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "ready", \
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready", (
             child.stderr.read() if child.stderr else ""
+        )
         assert main(["run", "Why?", "--db", str(path), "--quiet"]) == EXIT_ERROR
         out, err = capsys.readouterr()
         assert err.startswith("fractal-nb: error:")
@@ -353,7 +406,8 @@ def test_a_worker_without_a_server_says_so(capsys: pytest.CaptureFixture[str]) -
 
 
 def test_a_worker_whose_model_is_down_exits_3_and_gives_its_claims_back(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from fractal_nb.mcp_server import BackgroundServer
 
     model_url = f"http://127.0.0.1:{free_port()}/v1"
@@ -362,8 +416,21 @@ def test_a_worker_whose_model_is_down_exits_3_and_gives_its_claims_back(
         server = BackgroundServer(ex.store)
         url = server.start()
         try:
-            code = main(["worker", "--mcp-url", url, "--threads", "2", "--llm", "openai", "--model", "m",
-                         "--base-url", model_url])
+            code = main(
+                [
+                    "worker",
+                    "--mcp-url",
+                    url,
+                    "--threads",
+                    "2",
+                    "--llm",
+                    "openai",
+                    "--model",
+                    "m",
+                    "--base-url",
+                    model_url,
+                ]
+            )
         finally:
             server.stop()
         out, err = capsys.readouterr()
@@ -394,8 +461,14 @@ def console_script() -> list[str]:
 
 def test_the_console_script_runs_the_demo(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "FRACTAL_NB_"))}
-    done = subprocess.run([*console_script(), "demo", "--quiet", "--db", "script.duckdb"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [*console_script(), "demo", "--quiet", "--db", "script.duckdb"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert f"Seed: {DEMO_SEED}" in done.stdout and "Summary:" in done.stdout
     assert (tmp_path / "script.duckdb").is_file()
@@ -403,7 +476,12 @@ def test_the_console_script_runs_the_demo(tmp_path: Path) -> None:
 
 
 def test_the_module_runs_with_python_dash_m(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "fractal_nb.cli", "run", "--help"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "fractal_nb.cli", "run", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: fractal-nb run")

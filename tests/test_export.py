@@ -9,8 +9,9 @@ from tests.engine.test_runs import FAST
 
 
 def test_to_networkx_keeps_nodes_edges_and_attributes() -> None:
-    with Exploration.create("Why do rivers meander?", intensity="explore",
-                            llm=SimulatedLLM(seed=3, link_rate=0.5), clock=FAST) as ex:
+    with Exploration.create(
+        "Why do rivers meander?", intensity="explore", llm=SimulatedLLM(seed=3, link_rate=0.5), clock=FAST
+    ) as ex:
         ex.run(progress=False)
         snapshot = ex.store.get_snapshot(ex.graph_id)
         graph = ex.to_networkx()

@@ -64,8 +64,10 @@ def test_no_module_imports_upward_at_module_level() -> None:
         here = module_name(path)
         for target, _names, line in module_level_imports(path):
             if rank(target) > rank(here):
-                upward.append(f"{here}:{line} imports {target} ({LAYERS[rank(target)][0]} above "
-                              f"{LAYERS[rank(here)][0]})")
+                upward.append(
+                    f"{here}:{line} imports {target} ({LAYERS[rank(target)][0]} above "
+                    f"{LAYERS[rank(here)][0]})"
+                )
     assert not upward, "upward imports (import lazily, in the function that needs it):\n" + "\n".join(upward)
 
 
@@ -73,13 +75,18 @@ def test_no_private_name_is_imported_from_another_module() -> None:
     crossing = []
     for path in sorted(PACKAGE.rglob("*.py")):
         for target, names, line in module_level_imports(path):
-            crossing += [f"{module_name(path)}:{line} imports {target}.{n}" for n in names
-                         if n.startswith("_") and not n.startswith("__")]
+            crossing += [
+                f"{module_name(path)}:{line} imports {target}.{n}"
+                for n in names
+                if n.startswith("_") and not n.startswith("__")
+            ]
     assert not crossing, "\n".join(crossing)
 
 
 def test_importing_the_package_loads_no_widget_library() -> None:
-    code = ("import sys, fractal_nb; "
-            "print(sorted(m for m in ('ipywidgets', 'anywidget', 'pyvis', 'traitlets') if m in sys.modules))")
+    code = (
+        "import sys, fractal_nb; "
+        "print(sorted(m for m in ('ipywidgets', 'anywidget', 'pyvis', 'traitlets') if m in sys.modules))"
+    )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "[]", loaded.stdout

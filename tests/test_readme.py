@@ -17,7 +17,7 @@ def test_readme_opens_with_the_two_setup_commands() -> None:
     first_block = re.search(r"```bash\n(.*?)```", README.read_text(), flags=re.DOTALL)
     assert first_block is not None
     commands = [line.split("#")[0].strip() for line in first_block.group(1).splitlines()]
-    assert commands == ['pip install -e . && fractal-nb demo', 'pip install -e ".[test]" && pytest']
+    assert commands == ["pip install -e . && fractal-nb demo", 'pip install -e ".[test]" && pytest']
 
 
 @pytest.mark.parametrize("block", python_blocks())
@@ -36,8 +36,9 @@ def test_readme_mcp_configurations_are_valid_json_for_our_cli() -> None:
 
     from fractal_nb.cli import build_parser
 
-    configs = [json.loads(block) for block in
-               re.findall(r"```json\n(.*?)```", README.read_text(), flags=re.DOTALL)]
+    configs = [
+        json.loads(block) for block in re.findall(r"```json\n(.*?)```", README.read_text(), flags=re.DOTALL)
+    ]
     servers = [c["mcpServers"]["fractal"] for c in configs]
     stdio = next(s for s in servers if "command" in s)
     assert stdio["command"] == "fractal-nb"
@@ -49,9 +50,11 @@ def test_readme_mcp_configurations_are_valid_json_for_our_cli() -> None:
 def test_readme_shell_commands_parse() -> None:
     from fractal_nb.cli import build_parser
 
-    lines = [line.split("#")[0].strip() for block in
-             re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.DOTALL)
-             for line in block.splitlines()]
+    lines = [
+        line.split("#")[0].strip()
+        for block in re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.DOTALL)
+        for line in block.splitlines()
+    ]
     commands = [shlex.split(line)[1:] for line in lines if line.startswith("fractal-nb ")]
     assert any(c[0] == "worker" for c in commands) and any(c[0] == "serve-mcp" for c in commands)
     for command in commands:

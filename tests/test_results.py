@@ -10,10 +10,18 @@ HOSTILE = '<script>alert("x")</script> **bold** [link](javascript:x) # heading'
 
 def result() -> FractalResult:
     return FractalResult(
-        graph_id="g-1", seed=HOSTILE, status="completed", summary=HOSTILE, node_count=3,
-        edge_count=2, max_depth=1, convergence_count=0, contradiction_count=1,
+        graph_id="g-1",
+        seed=HOSTILE,
+        status="completed",
+        summary=HOSTILE,
+        node_count=3,
+        edge_count=2,
+        max_depth=1,
+        convergence_count=0,
+        contradiction_count=1,
         synthesis_chain=[ChainLink("n-1", 0, HOSTILE, HOSTILE), ChainLink("n-2", 1, "Q?", "A.")],
-        findings=[{"finding": HOSTILE, "confidence": "high"}], gaps=[HOSTILE],
+        findings=[{"finding": HOSTILE, "confidence": "high"}],
+        gaps=[HOSTILE],
     )
 
 
@@ -35,18 +43,29 @@ def test_to_dict_is_json_ready() -> None:
     import json
 
     data = json.loads(json.dumps(result().to_dict()))
-    assert data["synthesis_chain"][1] == {"node_id": "n-2", "depth": 1, "question": "Q?", "synthesis": "A.",
-                                          "degraded": False}
+    assert data["synthesis_chain"][1] == {
+        "node_id": "n-2",
+        "depth": 1,
+        "question": "Q?",
+        "synthesis": "A.",
+        "degraded": False,
+    }
 
 
 def degraded() -> FractalResult:
     base = result()
-    return FractalResult(**{
-        **base.__dict__,
-        "synthesis_chain": [ChainLink("n-1", 0, "Q?", "joined", degraded=True),
-                            ChainLink("n-2", 1, "Q2?", "A.")],
-        "replies": {"accepted": 7, "corrected": 2, "rejected": 3, "failed": 1},
-        "degraded": True, "degraded_reasons": [f"3 of 12 replies refused {HOSTILE}", "the root failed"]})
+    return FractalResult(
+        **{
+            **base.__dict__,
+            "synthesis_chain": [
+                ChainLink("n-1", 0, "Q?", "joined", degraded=True),
+                ChainLink("n-2", 1, "Q2?", "A."),
+            ],
+            "replies": {"accepted": 7, "corrected": 2, "rejected": 3, "failed": 1},
+            "degraded": True,
+            "degraded_reasons": [f"3 of 12 replies refused {HOSTILE}", "the root failed"],
+        }
+    )
 
 
 def test_a_degraded_result_says_so_in_markdown_and_html() -> None:

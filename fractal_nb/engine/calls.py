@@ -97,16 +97,24 @@ class ModelCaller:
                 self._failed_in_row = self._unavailable_in_row = 0
                 return
             self._failed_in_row += 1
-            self._unavailable_in_row = self._unavailable_in_row + 1 if isinstance(
-                error, LLMUnavailableError) else 0
+            self._unavailable_in_row = (
+                self._unavailable_in_row + 1 if isinstance(error, LLMUnavailableError) else 0
+            )
             if self.outage is None and self._unavailable_in_row >= UNAVAILABLE_AFTER:
                 self.outage = f"model unreachable: {error}"
             elif self.outage is None and self._failed_in_row >= FAILING_AFTER:
-                self.outage = (f"model failed {self._failed_in_row} calls in a row; the last: "
-                               f"{type(error).__name__}: {error}")
+                self.outage = (
+                    f"model failed {self._failed_in_row} calls in a row; the last: "
+                    f"{type(error).__name__}: {error}"
+                )
 
     def __call__(
-        self, schema: type[T], messages: list[Message], *, node_id: str | None, worker: str | None,
+        self,
+        schema: type[T],
+        messages: list[Message],
+        *,
+        node_id: str | None,
+        worker: str | None,
         defer: list[dict[str, Any]] | None = None,
     ) -> T:
         """Return the model's answer as ``schema``; a failure is logged, then raised as LLMError.

@@ -131,14 +131,17 @@ class Dispatcher:
         self._started = self.clock.now()
         store.recover_stuck(run.graph_id)  # claims past their lease or of holders that are gone
         for _ in range(MAX_ROUNDS):
-            count = min(self.workers, run.budget.max_agents,
-                        store.get_claimable_work(run.graph_id)["count"])
+            count = min(self.workers, run.budget.max_agents, store.get_claimable_work(run.graph_id)["count"])
             if count == 0 or self.stop.is_set() or run.call.outage or self._over_budget():
                 break
             self.work(count)
-            if self.stop.is_set() or run.convergence_found.is_set() or run.call.outage or (
-                    self.budget_reached) or any(
-                    r.exit_reason in ("circuit_breaker", "cycle") for r in self.reports[-count:]):
+            if (
+                self.stop.is_set()
+                or run.convergence_found.is_set()
+                or run.call.outage
+                or (self.budget_reached)
+                or any(r.exit_reason in ("circuit_breaker", "cycle") for r in self.reports[-count:])
+            ):
                 break
         return self._settle()
 
@@ -163,8 +166,9 @@ class Dispatcher:
                 report.exit_reason = "crashed"
                 self.run_state.store.recover_stuck(self.run_state.graph_id, worker_id=report.worker)
 
-        threads = [threading.Thread(target=body, args=(r,), name=f"fractal-{r.worker}", daemon=True)
-                   for r in reports]
+        threads = [
+            threading.Thread(target=body, args=(r,), name=f"fractal-{r.worker}", daemon=True) for r in reports
+        ]
         with heartbeat(self.run_state):
             for t in threads:
                 t.start()
@@ -225,8 +229,11 @@ class Dispatcher:
         """Whether a budget of :mod:`.limits` is reached (remembered: the run then stops)."""
         if self.budget_reached is None:
             limits = self.run_state.limits
-            spend = (self.run_state.store.llm_spend(self.run_state.graph_id)
-                     if limits.max_tokens is not None or limits.max_cost is not None else [])
+            spend = (
+                self.run_state.store.llm_spend(self.run_state.graph_id)
+                if limits.max_tokens is not None or limits.max_cost is not None
+                else []
+            )
             self.budget_reached = limits.reached(spend, self.clock.now() - self._started)
         return self.budget_reached is not None
 
@@ -240,8 +247,11 @@ class Dispatcher:
         snapshot = store.get_snapshot(g)
         if snapshot["status"] != GraphStatus.ACTIVE:
             return str(snapshot["status"])
-        pending = Counter(n["status"] for n in snapshot["nodes"] if n["node_type"] == "question"
-                          and n["status"] in ("open", "claimed", "gated"))
+        pending = Counter(
+            n["status"]
+            for n in snapshot["nodes"]
+            if n["node_type"] == "question" and n["status"] in ("open", "claimed", "gated")
+        )
         claimable = store.get_claimable_work(g)["count"]
         if run.call.outage:  # not finished, not a budget: resumable when the model is back
             store.update_graph_status(g, GraphStatus.PAUSED, reason=run.call.outage)
@@ -256,8 +266,13 @@ class Dispatcher:
             left = store.get_ready_to_synthesize(g)["count"]
             if not left:
                 return "all_complete"
-            outcome, reason = "paused", (f"{left} question(s) ready to synthesize could not be synthesized "
-                                         "(the model failed): run() again to retry, or harvest()")
+            outcome, reason = (
+                "paused",
+                (
+                    f"{left} question(s) ready to synthesize could not be synthesized "
+                    "(the model failed): run() again to retry, or harvest()"
+                ),
+            )
             store.update_graph_status(g, GraphStatus.PAUSED, reason=reason)
             return outcome
         if run.convergence_found.is_set():
@@ -281,7 +296,13 @@ class Dispatcher:
         store, g = self.run_state.store, self.run_state.graph_id
         with store.batch():
             for node in store.get_open_questions(g)["open_questions"]:
-                store.update_node(g, node["node_id"], {
-                    "budget_exhausted": True, "unexplored_reason": "budget limit reached",
-                    "budget_reason": reason})
+                store.update_node(
+                    g,
+                    node["node_id"],
+                    {
+                        "budget_exhausted": True,
+                        "unexplored_reason": "budget limit reached",
+                        "budget_reason": reason,
+                    },
+                )
             store.update_graph_status(g, GraphStatus.BUDGET_EXHAUSTED, reason=reason)

@@ -30,17 +30,28 @@ class Limits:
     prices: Prices = field(default_factory=dict)
 
     @classmethod
-    def parse(cls, *, max_tokens: object = None, max_cost: object = None, max_wall_s: object = None,
-              node_timeout_s: object = None, prices: object = None) -> Limits:
+    def parse(
+        cls,
+        *,
+        max_tokens: object = None,
+        max_cost: object = None,
+        max_wall_s: object = None,
+        node_timeout_s: object = None,
+        prices: object = None,
+    ) -> Limits:
         """Check the keyword arguments a person passed; InvalidInputError naming the bad one."""
-        limits = cls(max_tokens=_positive("max_tokens", max_tokens, integer=True),
-                     max_cost=_positive("max_cost", max_cost),
-                     max_wall_s=_positive("max_wall_s", max_wall_s),
-                     node_timeout_s=_positive("node_timeout_s", node_timeout_s),
-                     prices=_prices(prices))
+        limits = cls(
+            max_tokens=_positive("max_tokens", max_tokens, integer=True),
+            max_cost=_positive("max_cost", max_cost),
+            max_wall_s=_positive("max_wall_s", max_wall_s),
+            node_timeout_s=_positive("node_timeout_s", node_timeout_s),
+            prices=_prices(prices),
+        )
         if limits.max_cost is not None and not limits.prices:
-            raise InvalidInputError("max_cost needs a price table: prices={'model': (input, output)} "
-                                    "per million tokens (there is none by default)")
+            raise InvalidInputError(
+                "max_cost needs a price table: prices={'model': (input, output)} "
+                "per million tokens (there is none by default)"
+            )
         return limits
 
     @classmethod
@@ -58,8 +69,12 @@ class Limits:
 
     def merged(self, other: Limits) -> Limits:
         """These limits with every limit ``other`` sets taking over."""
-        return Limits(**{**{k: v for k, v in asdict(self).items() if v not in (None, {})},
-                         **{k: v for k, v in asdict(other).items() if v not in (None, {})}})
+        return Limits(
+            **{
+                **{k: v for k, v in asdict(self).items() if v not in (None, {})},
+                **{k: v for k, v in asdict(other).items() if v not in (None, {})},
+            }
+        )
 
     def cost(self, spend: list[dict[str, Any]]) -> float | None:
         """What ``spend`` (rows of model, prompt_tokens, completion_tokens) cost; None without prices."""
@@ -106,9 +121,15 @@ def _prices(value: object) -> Prices:
         raise InvalidInputError(f"prices must be a dict {{model: (input, output)}}, not {value!r}")
     table: Prices = {}
     for model, pair in value.items():
-        if (not isinstance(model, str) or not isinstance(pair, list | tuple) or len(pair) != 2
-                or not all(isinstance(p, int | float) and not isinstance(p, bool) and p >= 0 for p in pair)):
-            raise InvalidInputError(f"prices[{model!r}] must be (input, output) prices per million tokens, "
-                                    f"each a number >= 0, not {pair!r}")
+        if (
+            not isinstance(model, str)
+            or not isinstance(pair, list | tuple)
+            or len(pair) != 2
+            or not all(isinstance(p, int | float) and not isinstance(p, bool) and p >= 0 for p in pair)
+        ):
+            raise InvalidInputError(
+                f"prices[{model!r}] must be (input, output) prices per million tokens, "
+                f"each a number >= 0, not {pair!r}"
+            )
         table[model] = (float(pair[0]), float(pair[1]))
     return table

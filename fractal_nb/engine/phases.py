@@ -36,8 +36,12 @@ def seed(run: RunState) -> StepRecord | None:
     error, note = "", ""
     for _ in range(SEED_ATTEMPTS):
         try:
-            attempt = run.call(SeedPlan, chat("seed", seed=run.seed + note, lo=lo, hi=hi),
-                               node_id=root["node_id"], worker=SEED_WORKER)
+            attempt = run.call(
+                SeedPlan,
+                chat("seed", seed=run.seed + note, lo=lo, hi=hi),
+                node_id=root["node_id"],
+                worker=SEED_WORKER,
+            )
         except LLMError as exc:
             error = f"{type(exc).__name__}: {exc}"
             continue
@@ -54,12 +58,21 @@ def seed(run: RunState) -> StepRecord | None:
         return StepRecord(root["node_id"], SEED_WORKER, run.seed, error=error)
     questions = best[:hi]
     written = run.store.add_answer(
-        run.graph_id, root["node_id"], plan.decomposition, owner=SEED_WORKER,
+        run.graph_id,
+        root["node_id"],
+        plan.decomposition,
+        owner=SEED_WORKER,
         metadata={"seed_kind": plan.seed_kind, "seed_questions": len(questions), "seed_minimum": lo},
-        sub_questions=list(questions))
+        sub_questions=list(questions),
+    )
     run.announce_work()
-    return StepRecord(root["node_id"], SEED_WORKER, run.seed, answer_id=written["answer"]["node_id"],
-                      sub_questions=tuple(q["node_id"] for q in written["sub_questions"]))
+    return StepRecord(
+        root["node_id"],
+        SEED_WORKER,
+        run.seed,
+        answer_id=written["answer"]["node_id"],
+        sub_questions=tuple(q["node_id"] for q in written["sub_questions"]),
+    )
 
 
 def harvest(run: RunState, *, finish: bool = True) -> FractalResult:
@@ -77,7 +90,8 @@ def harvest(run: RunState, *, finish: bool = True) -> FractalResult:
     if "harvest" in snapshot["metadata"] and status == GraphStatus.COMPLETED:  # harvested before
         return _stored_result(run, snapshot)
     finishing = status in (GraphStatus.ACTIVE, GraphStatus.BUDGET_EXHAUSTED) or (
-        status == GraphStatus.PAUSED and finish)
+        status == GraphStatus.PAUSED and finish
+    )
     if finishing and status != GraphStatus.ACTIVE:
         store.resume_graph(g)
     if finishing:
@@ -88,17 +102,29 @@ def harvest(run: RunState, *, finish: bool = True) -> FractalResult:
     gaps = [gap_text(row) for row in gap_rows(nodes)]
     # What the model did not write (syntheses joined without it) is never material for findings.
     sound = [c for c in chain if not c.degraded]
-    fallback = (chain[0].synthesis if chain and not chain[0].degraded else
-                "(no summary: the model could not synthesize the root; see the gaps)" if chain
-                else "(no synthesis yet)")
+    fallback = (
+        chain[0].synthesis
+        if chain and not chain[0].degraded
+        else "(no summary: the model could not synthesize the root; see the gaps)"
+        if chain
+        else "(no synthesis yet)"
+    )
     summary = HarvestSummary.model_construct(summary=fallback, findings=[], gaps=[])
-    chain_text = "\n".join(f"{'  ' * c.depth}- {clip(c.question, 200)}: {clip(c.synthesis, 600)}"
-                           for c in sound[:40])
+    chain_text = "\n".join(
+        f"{'  ' * c.depth}- {clip(c.question, 200)}: {clip(c.synthesis, 600)}" for c in sound[:40]
+    )
     try:
-        summary = run.call(HarvestSummary, chat("harvest", seed=clip(run.seed, 500),
-                                                chain=chain_text or "(empty)",
-                                                gaps="\n".join(f"- {g_}" for g_ in gaps) or "(none)"),
-                           node_id=snapshot["root_node_id"], worker=None)
+        summary = run.call(
+            HarvestSummary,
+            chat(
+                "harvest",
+                seed=clip(run.seed, 500),
+                chain=chain_text or "(empty)",
+                gaps="\n".join(f"- {g_}" for g_ in gaps) or "(none)",
+            ),
+            node_id=snapshot["root_node_id"],
+            worker=None,
+        )
     except LLMError as exc:  # logged; the root's synthesis stands in for the summary
         gaps.append(f"harvest summary failed: {exc}")
     # One gap per question (two alike stay two); the model's own gaps added where they are new.
@@ -122,10 +148,13 @@ def preview(run: RunState) -> FractalResult:
     if chain and chain[0].depth == 0 and not chain[0].degraded:
         text = chain[0].synthesis
     else:
-        text = (f"(not harvested: {done} of {len(questions)} questions synthesized or saturated; "
-                "harvest() writes the summary)")
-    summary = HarvestSummary.model_construct(summary=text, findings=[],
-                                             gaps=[gap_text(row) for row in gap_rows(nodes)])
+        text = (
+            f"(not harvested: {done} of {len(questions)} questions synthesized or saturated; "
+            "harvest() writes the summary)"
+        )
+    summary = HarvestSummary.model_construct(
+        summary=text, findings=[], gaps=[gap_text(row) for row in gap_rows(nodes)]
+    )
     return _result(run, snapshot, chain, summary)
 
 
@@ -157,31 +186,41 @@ def _result(
         findings=[f.model_dump() for f in summary.findings],
         gaps=summary.gaps,
         depth_limited=[n["node_id"] for n in nodes if n["metadata"].get("depth_limited")],
-        stuck_nodes=[n["node_id"] for n in nodes
-                     if n["node_type"] == "question" and n["status"] in ("claimed", "error")],
+        stuck_nodes=[
+            n["node_id"]
+            for n in nodes
+            if n["node_type"] == "question" and n["status"] in ("claimed", "error")
+        ],
         replies=replies,
         degraded=bool(reasons),
         degraded_reasons=reasons,
         gap_rows=gap_rows(nodes),
-        saturated=[{"node_id": n["node_id"], "reason": n["status_reason"], "question": n["text"]}
-                   for n in nodes if n["node_type"] == "question" and n["status"] == NodeStatus.SATURATED
-                   and n["status_reason"] not in ("budget_exhausted", "pruned", "error")],
+        saturated=[
+            {"node_id": n["node_id"], "reason": n["status_reason"], "question": n["text"]}
+            for n in nodes
+            if n["node_type"] == "question"
+            and n["status"] == NodeStatus.SATURATED
+            and n["status_reason"] not in ("budget_exhausted", "pruned", "error")
+        ],
     )
 
 
 REFUSED_SHARE = 0.25  # this share of the model's replies refused: the model cannot do the job
 
 
-def _degraded_reasons(nodes: list[dict[str, Any]], replies: dict[str, int], gaps: list[str], *,
-                      finished: bool = True) -> list[str]:
+def _degraded_reasons(
+    nodes: list[dict[str, Any]], replies: dict[str, int], gaps: list[str], *, finished: bool = True
+) -> list[str]:
     """Why a result cannot be trusted as a normal one (README, "Output you can trust"); [] if it can."""
     reasons = []
     questions = [n for n in nodes if n["node_type"] == "question"]
     for n in nodes:
         meta = n["metadata"]
         if n["node_type"] == "answer" and meta.get("seed_questions", 0) < meta.get("seed_minimum", 0):
-            reasons.append(f"the seed phase posed {meta['seed_questions']} usable questions where the "
-                           f"intensity asks for at least {meta['seed_minimum']}")
+            reasons.append(
+                f"the seed phase posed {meta['seed_questions']} usable questions where the "
+                f"intensity asks for at least {meta['seed_minimum']}"
+            )
     failed = sum(n["status"] == NodeStatus.ERROR or n["status_reason"] == "error" for n in questions)
     if failed:
         reasons.append(f"{failed} question(s) failed: no usable answer from the model")
@@ -209,8 +248,11 @@ def _freeze_and_repair(run: RunState) -> None:
             if node["status"] == NodeStatus.ERROR:
                 store.mark_saturated(g, node["node_id"], "error")
             elif node["status"] in (NodeStatus.OPEN, NodeStatus.GATED, NodeStatus.CLAIMED):
-                store.update_node(g, node["node_id"], {"budget_exhausted": True,
-                                                       "unexplored_reason": "budget limit reached"})
+                store.update_node(
+                    g,
+                    node["node_id"],
+                    {"budget_exhausted": True, "unexplored_reason": "budget limit reached"},
+                )
                 store.mark_saturated(g, node["node_id"], "budget_exhausted")
         except FractalError:  # already saturated by an ancestor's cascade
             pass
@@ -245,9 +287,15 @@ def _chain(nodes: list[dict[str, Any]]) -> list[ChainLink]:
 
     def walk(question: dict[str, Any]) -> None:
         if question["status"] == NodeStatus.SYNTHESIZED or "synthesis" in question["metadata"]:
-            chain.append(ChainLink(question["node_id"], question["depth"], question["text"],
-                                   question["metadata"]["synthesis"],
-                                   degraded=bool(question["metadata"].get("synthesis_failed"))))
+            chain.append(
+                ChainLink(
+                    question["node_id"],
+                    question["depth"],
+                    question["text"],
+                    question["metadata"]["synthesis"],
+                    degraded=bool(question["metadata"].get("synthesis_failed")),
+                )
+            )
         for child in children.get(question["node_id"], []):
             walk(child)
 
@@ -269,8 +317,15 @@ def gap_rows(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
         meta, reason = n["metadata"], n["status_reason"]
 
         def row(kind: str, detail: str, n: dict[str, Any] = n) -> None:
-            rows.append({"node_id": n["node_id"], "depth": n["depth"], "kind": kind, "question": n["text"],
-                         "detail": detail})
+            rows.append(
+                {
+                    "node_id": n["node_id"],
+                    "depth": n["depth"],
+                    "kind": kind,
+                    "question": n["text"],
+                    "detail": detail,
+                }
+            )
 
         if meta.get("synthesis_failed"):
             row("synthesis_failed", "the model could not synthesize it: its sub-findings were joined")
@@ -279,8 +334,10 @@ def gap_rows(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
         elif reason == SaturationReason.PRUNED:
             row("pruned", f"pruned with {n['inherited_from']}" if n["inherited_from"] else "pruned")
         elif reason == SaturationReason.BUDGET_EXHAUSTED or meta.get("budget_exhausted"):
-            row("unexplored", "budget_exhausted" + (f": {meta['budget_reason']}" if meta.get("budget_reason")
-                                                    else ""))
+            row(
+                "unexplored",
+                "budget_exhausted" + (f": {meta['budget_reason']}" if meta.get("budget_reason") else ""),
+            )
         elif n["status"] in (NodeStatus.GATED, NodeStatus.OPEN, NodeStatus.CLAIMED):
             row("waiting", str(n["status"]))
     return rows
@@ -289,8 +346,10 @@ def gap_rows(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def gap_text(row: dict[str, Any]) -> str:
     """A gap row as the one line the result lists."""
     question, detail = clip(row["question"], 160), clip(row["detail"], 160)
-    return {"failed": f"failed: {question} ({detail})",
-            "pruned": f"pruned: {question}",
-            "unexplored": f"unexplored ({detail}): {question}",
-            "waiting": f"waiting ({detail}): {question}",
-            "synthesis_failed": f"synthesis failed, sub-findings joined instead: {question}"}[row["kind"]]
+    return {
+        "failed": f"failed: {question} ({detail})",
+        "pruned": f"pruned: {question}",
+        "unexplored": f"unexplored ({detail}): {question}",
+        "waiting": f"waiting ({detail}): {question}",
+        "synthesis_failed": f"synthesis failed, sub-findings joined instead: {question}",
+    }[row["kind"]]

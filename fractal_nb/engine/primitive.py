@@ -62,9 +62,13 @@ def process(run: RunState, claim: dict[str, Any], worker: str) -> StepRecord:
     try:
         with run.call.time_limit(run.limits.node_timeout_s):  # the answer and its links (limits.py)
             try:
-                answer = run.call(LeafAnswer if last_level else Answer,
-                                  chat("answer", **_answer_prompt(run, context, last_level)),
-                                  node_id=node_id, worker=worker, defer=calls)
+                answer = run.call(
+                    LeafAnswer if last_level else Answer,
+                    chat("answer", **_answer_prompt(run, context, last_level)),
+                    node_id=node_id,
+                    worker=worker,
+                    defer=calls,
+                )
             except LLMError as exc:
                 return _release(run, node_id, question, worker, exc)
             subs, depth_limited = _sub_questions(context, answer, last_level)
@@ -85,10 +89,17 @@ def process(run: RunState, claim: dict[str, Any], worker: str) -> StepRecord:
     else:
         synthesized = tuple(written["synthesized"]) + cascade(run, worker)
     return StepRecord(
-        node_id, worker, question, answer_id=written["answer_id"],
-        sub_questions=tuple(written["questions"]), synthesized=synthesized,
-        links=written["links"], depth_limited=depth_limited, convergences=written["convergences"],
-        contradictions=written["contradictions"], boundary_questions=written["boundary_questions"],
+        node_id,
+        worker,
+        question,
+        answer_id=written["answer_id"],
+        sub_questions=tuple(written["questions"]),
+        synthesized=synthesized,
+        links=written["links"],
+        depth_limited=depth_limited,
+        convergences=written["convergences"],
+        contradictions=written["contradictions"],
+        boundary_questions=written["boundary_questions"],
         saturated=written["saturated"],
     )
 
@@ -124,9 +135,13 @@ def synthesize(run: RunState, node_id: str, worker: str) -> None:
     children = "\n".join(f"- {c['text']}\n  {_finding(c)}" for c in inputs["sub_questions"])
     answer = " ".join(a["text"] for a in inputs["answers"]) or "(none)"
     calls: list[dict[str, Any]] = []
-    result = run.call(Synthesis, chat("synthesize", question=inputs["node"]["text"],
-                                      answer=clip(answer, 1200), children=children),
-                      node_id=node_id, worker=worker, defer=calls)
+    result = run.call(
+        Synthesis,
+        chat("synthesize", question=inputs["node"]["text"], answer=clip(answer, 1200), children=children),
+        node_id=node_id,
+        worker=worker,
+        defer=calls,
+    )
     text = result.synthesis
     if result.tensions:
         text += "\nTensions: " + "; ".join(result.tensions)
@@ -152,20 +167,26 @@ def _answer_prompt(run: RunState, context: dict[str, Any], last_level: bool) -> 
     node = context["node"]
     ancestry = "\n".join(
         f"{'  ' * a['depth']}- Q: {clip(a['question'], 300)}\n{'  ' * a['depth']}  A: "
-        f"{clip(a['answer'] or '(not yet answered)', 500)}" for a in context["ancestry"]
+        f"{clip(a['answer'] or '(not yet answered)', 500)}"
+        for a in context["ancestry"]
     )
     siblings = "\n".join(f"- {clip(s['text'], 200)} ({s['status']})" for s in context["siblings"])
-    syntheses = "\n".join(f"- {clip(s['text'], 150)}: {clip(s['synthesis'] or '', 400)}"
-                          for s in context["syntheses"])
-    return {"seed": clip(run.seed, 500), "ancestry": ancestry or "(this is a seed question)",
-            "depth": node["depth"], "max_depth": run.budget.max_depth, "question": node["text"],
-            "siblings": siblings or "(none)", "syntheses": syntheses or "(none yet)",
-            "task": render("answer_leaf" if last_level else "answer_branch")}
+    syntheses = "\n".join(
+        f"- {clip(s['text'], 150)}: {clip(s['synthesis'] or '', 400)}" for s in context["syntheses"]
+    )
+    return {
+        "seed": clip(run.seed, 500),
+        "ancestry": ancestry or "(this is a seed question)",
+        "depth": node["depth"],
+        "max_depth": run.budget.max_depth,
+        "question": node["text"],
+        "siblings": siblings or "(none)",
+        "syntheses": syntheses or "(none yet)",
+        "task": render("answer_leaf" if last_level else "answer_branch"),
+    }
 
 
-def _sub_questions(
-    context: dict[str, Any], answer: LeafAnswer, last_level: bool
-) -> tuple[list[Any], bool]:
+def _sub_questions(context: dict[str, Any], answer: LeafAnswer, last_level: bool) -> tuple[list[Any], bool]:
     """The answer's distinct sub-questions, and whether the depth budget cut the branch short.
 
     At the last level the model is asked for an answer only (no sub-questions to
@@ -188,14 +209,25 @@ def _sub_questions(
 def _connect(
     run: RunState, context: dict[str, Any], answer: LeafAnswer, worker: str, calls: list[dict[str, Any]]
 ) -> Connections:
-    candidates = "\n".join(f"- [{c['node_id']}] ({c['relation'].replace('_', ' ')}) {clip(c['text'], 300)}"
-                           for c in context["candidates"])
+    candidates = "\n".join(
+        f"- [{c['node_id']}] ({c['relation'].replace('_', ' ')}) {clip(c['text'], 300)}"
+        for c in context["candidates"]
+    )
     schema = connections_among(tuple(c["node_id"] for c in context["candidates"]))
     try:
-        found = run.call(schema, chat("connect", question=context["node"]["text"],
-                                           node_id="new", answer=clip(answer.answer, 1500),
-                                           candidates=candidates),
-                         node_id=context["node"]["node_id"], worker=worker, defer=calls)
+        found = run.call(
+            schema,
+            chat(
+                "connect",
+                question=context["node"]["text"],
+                node_id="new",
+                answer=clip(answer.answer, 1500),
+                candidates=candidates,
+            ),
+            node_id=context["node"]["node_id"],
+            worker=worker,
+            defer=calls,
+        )
     except LLMError:  # logged; links are a bonus, the answer still lands
         return Connections()
     valid = {c["node_id"] for c in context["candidates"]}
@@ -206,8 +238,15 @@ def _connect(
 
 
 def _write(
-    run: RunState, claim: dict[str, Any], worker: str, answer: LeafAnswer, subs: list[Any],
-    depth_limited: bool, links: Connections, calls: list[dict[str, Any]], relation: dict[str, str],
+    run: RunState,
+    claim: dict[str, Any],
+    worker: str,
+    answer: LeafAnswer,
+    subs: list[Any],
+    depth_limited: bool,
+    links: Connections,
+    calls: list[dict[str, Any]],
+    relation: dict[str, str],
 ) -> dict[str, Any]:
     """Write the node's results in one transaction; a refusal rolls all of it back."""
     store, g, q = run.store, run.graph_id, claim["node_id"]
@@ -220,24 +259,43 @@ def _write(
     # A boundary question on the strongest convergence with another branch (docs/architecture.md); the store
     # places it under the shallower of the two answers.
     across = [link for link in links.convergences if relation.get(link.node_id) == "other_branch"]
-    boundary = None if not across else {
-        "text": render("boundary", question=clip(claim["text"], 200), other=across[0].node_id,
-                       insight=across[0].note),
-        "converging_with": across[0].node_id}
-    written = store.submit_answer(g, q, answer.answer, owner=worker, metadata=meta, sub_questions=questions,
-                                  links=_link_metadata(links) or None, calls=calls,
-                                  saturation=answer.saturation, boundary=boundary)
+    boundary = (
+        None
+        if not across
+        else {
+            "text": render(
+                "boundary", question=clip(claim["text"], 200), other=across[0].node_id, insight=across[0].note
+            ),
+            "converging_with": across[0].node_id,
+        }
+    )
+    written = store.submit_answer(
+        g,
+        q,
+        answer.answer,
+        owner=worker,
+        metadata=meta,
+        sub_questions=questions,
+        links=_link_metadata(links) or None,
+        calls=calls,
+        saturation=answer.saturation,
+        boundary=boundary,
+    )
     answer_id, created = written["answer"]["node_id"], written["edges_created"]
     calls.clear()  # landed with the node
     boundaries = int(written["boundary"] is not None)
     if links.convergences and run.checkpoint.kind == "convergence":
         run.convergence_found.set()
-    return {"answer_id": answer_id, "questions": [q_["node_id"] for q_ in written["sub_questions"]],
-            "synthesized": [q] if written["status"] in ("synthesized", "saturated") else [], "links": created,
-            "saturated": written["status_reason"] if written["status"] == "saturated" else None,
-            "convergences": tuple((answer_id, link.node_id) for link in links.convergences),
-            "contradictions": tuple((answer_id, link.node_id) for link in links.contradictions),
-            "boundary_questions": boundaries}
+    return {
+        "answer_id": answer_id,
+        "questions": [q_["node_id"] for q_ in written["sub_questions"]],
+        "synthesized": [q] if written["status"] in ("synthesized", "saturated") else [],
+        "links": created,
+        "saturated": written["status_reason"] if written["status"] == "saturated" else None,
+        "convergences": tuple((answer_id, link.node_id) for link in links.convergences),
+        "contradictions": tuple((answer_id, link.node_id) for link in links.contradictions),
+        "boundary_questions": boundaries,
+    }
 
 
 def _link_metadata(links: Connections) -> dict[str, Any]:
@@ -260,11 +318,15 @@ def _release(run: RunState, node_id: str, question: str, worker: str, exc: LLMEr
     except FractalError:  # pruned or taken over meanwhile: nothing of ours to release
         pass
     run.announce_work()
-    return StepRecord(node_id, worker, question, error=f"{type(exc).__name__}: {exc}",
-                      budget_reached=f"{exc} (on {node_id})" if over_time else None)
+    return StepRecord(
+        node_id,
+        worker,
+        question,
+        error=f"{type(exc).__name__}: {exc}",
+        budget_reached=f"{exc} (on {node_id})" if over_time else None,
+    )
 
 
 def _finding(child: dict[str, Any]) -> str:
     """A sub-question's synthesis, or why it has none."""
     return str(child["synthesis"] or f"saturated ({child['status_reason']}): not explored further")
-

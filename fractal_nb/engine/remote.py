@@ -8,8 +8,11 @@ from typing import Any
 
 def __getattr__(name: str) -> Any:
     if name == "work_remotely":
-        warnings.warn("fractal_nb.engine.remote is deprecated; import work_remotely from fractal_nb.remote",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "fractal_nb.engine.remote is deprecated; import work_remotely from fractal_nb.remote",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         from ..remote.worker import work_remotely  # a face: imported when asked for, not at module level
 
         return work_remotely

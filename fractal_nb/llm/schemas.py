@@ -81,7 +81,8 @@ class LeafAnswer(_Output):
     answer: AnswerText
     confidence: float = Field(ge=0.0, le=1.0)
     saturation: Saturation | None = Field(
-        default=None, description="Why this branch needs no further questions, if so.")
+        default=None, description="Why this branch needs no further questions, if so."
+    )
 
 
 class Answer(LeafAnswer):
@@ -123,12 +124,20 @@ def connections_among(node_ids: tuple[str, ...]) -> type[Connections]:
     if not node_ids:
         raise ValueError("connections_among needs at least one candidate id")
     candidate: Any = Literal.__getitem__(node_ids)
-    link = create_model("CandidateLink", __base__=Link, __doc__=Link.__doc__,
-                        node_id=(candidate, Field(description="One of the ids shown.")))
+    link = create_model(
+        "CandidateLink",
+        __base__=Link,
+        __doc__=Link.__doc__,
+        node_id=(candidate, Field(description="One of the ids shown.")),
+    )
     links: Any = list.__class_getitem__(link)
-    return create_model("Connections", __base__=Connections, __doc__=Connections.__doc__,
-                        convergences=(links, Field(default_factory=list)),
-                        contradictions=(links, Field(default_factory=list)))
+    return create_model(
+        "Connections",
+        __base__=Connections,
+        __doc__=Connections.__doc__,
+        convergences=(links, Field(default_factory=list)),
+        contradictions=(links, Field(default_factory=list)),
+    )
 
 
 class Finding(_Output):

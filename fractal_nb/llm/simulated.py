@@ -131,8 +131,13 @@ class SimulatedLLM:
         if rng.random() < self.failure_rate:
             report_usage(messages_tokens(messages), 0)
             raise LLMError(f"simulated failure of a {role} call (failure_rate={self.failure_rate})")
-        build = {"seed": self._seed, "answer": self._answer, "synthesize": self._synthesize,
-                 "connect": self._connect, "harvest": self._harvest}[role]
+        build = {
+            "seed": self._seed,
+            "answer": self._answer,
+            "synthesize": self._synthesize,
+            "connect": self._connect,
+            "harvest": self._harvest,
+        }[role]
         output = schema.model_validate(build(prompt, rng)).model_dump(mode="json")
         report_usage(messages_tokens(messages), estimate_tokens(json.dumps(output)))
         return output
@@ -149,7 +154,7 @@ class SimulatedLLM:
         return {
             "seed_kind": kind,
             "decomposition": f"[simulated] {seed!r} splits into {len(angles)} independent "
-                             "dimensions: causes, evidence, stakes and alternatives.",
+            "dimensions: causes, evidence, stakes and alternatives.",
             "questions": [a.format(topic=topic) for a in angles],
         }
 
@@ -165,7 +170,7 @@ class SimulatedLLM:
             # The depth tells apart the answers to questions that read alike along one path
             # (boundary questions under boundary questions): a copy of an ancestor's answer is refused.
             "answer": f"[simulated] On {short}: {hedge} the answer turns on a few concrete "
-                      f"factors at depth {depth}; this text stands in for a real model's answer.",
+            f"factors at depth {depth}; this text stands in for a real model's answer.",
             "confidence": round(rng.uniform(0.45, 0.95), 2),
             "sub_questions": [{"text": t.format(q=short), "proxy_signal": s} for t, s in follow_ups],
             "saturation": None if follow_ups else rng.choice(["actionable", "derivable"]),
@@ -174,11 +179,14 @@ class SimulatedLLM:
     def _synthesize(self, prompt: str, rng: random.Random) -> dict[str, Any]:
         question = _field(prompt, r"Question: (.+)") or "the question"
         children = prompt.count("\n- ")
-        tensions = ["[simulated] two sub-findings pull in different directions"] \
-            if "contradict" in prompt.lower() else []
+        tensions = (
+            ["[simulated] two sub-findings pull in different directions"]
+            if "contradict" in prompt.lower()
+            else []
+        )
         return {
             "synthesis": f"[simulated] Synthesis of {_topic(question)} from {children} sub-findings: "
-                         "they agree on the main drivers and leave the details open.",
+            "they agree on the main drivers and leave the details open.",
             "tensions": tensions,
         }
 
@@ -189,24 +197,31 @@ class SimulatedLLM:
             draw = rng.random()
             if draw < self.link_rate and not links["convergences"]:
                 links["convergences"].append(
-                    {"node_id": node_id, "note": f"[simulated] both point to the same driver of {about}"})
+                    {"node_id": node_id, "note": f"[simulated] both point to the same driver of {about}"}
+                )
             elif draw > 1 - self.link_rate / 3 and not links["contradictions"]:
                 links["contradictions"].append(
-                    {"node_id": node_id, "note": "[simulated] they disagree on the direction"})
+                    {"node_id": node_id, "note": "[simulated] they disagree on the direction"}
+                )
         return links
 
     def _harvest(self, prompt: str, rng: random.Random) -> dict[str, Any]:
         seed = _field(prompt, r"Seed: (.+)") or "the seed"
         chain = prompt.split("synthesis chain", 1)[-1].split("Open gaps", 1)[0]
         steps = max(1, len(re.findall(r"^\s*- ", chain, flags=re.MULTILINE)))
-        gaps = [line[2:] for line in prompt.split("Open gaps", 1)[-1].splitlines()
-                if line.startswith("- ")][:5]
+        gaps = [line[2:] for line in prompt.split("Open gaps", 1)[-1].splitlines() if line.startswith("- ")][
+            :5
+        ]
         return {
             "summary": f"[simulated] A simulated exploration of {seed!r} across {steps} syntheses. "
-                       "Connect a real model (OpenAILLM) for real answers.",
-            "findings": [{"finding": f"[simulated] finding {i + 1} about {_topic(seed)}",
-                          "confidence": rng.choice(["high", "medium", "low"])}
-                         for i in range(min(3, steps))],
+            "Connect a real model (OpenAILLM) for real answers.",
+            "findings": [
+                {
+                    "finding": f"[simulated] finding {i + 1} about {_topic(seed)}",
+                    "confidence": rng.choice(["high", "medium", "low"]),
+                }
+                for i in range(min(3, steps))
+            ],
             "gaps": gaps,
         }
 

@@ -23,15 +23,19 @@ from ..errors import FractalError, StateError, StoreUnreachableError
 from ..llm.openai_llm import connection_problem
 from ..store.holders import HolderInfo, hold, let_go, new_holder
 
-_REFUSALS = {401: "pass the server's token: --token or FRACTAL_NB_TOKEN",
-             403: "the token or the request's Origin was not accepted",
-             421: "the server does not answer to this host name: start it with --allow-host NAME"}
+_REFUSALS = {
+    401: "pass the server's token: --token or FRACTAL_NB_TOKEN",
+    403: "the token or the request's Origin was not accepted",
+    421: "the server does not answer to this host name: start it with --allow-host NAME",
+}
 
 
 @asynccontextmanager
-async def _connect(url: str, *, timeout_s: float, token: str | None,
-                   refusals: list[httpx2.Response]) -> AsyncIterator[Client]:
+async def _connect(
+    url: str, *, timeout_s: float, token: str | None, refusals: list[httpx2.Response]
+) -> AsyncIterator[Client]:
     """An MCP session over streamable HTTP sending the bearer token; refusals are noted in ``refusals``."""
+
     async def note_refusal(response: httpx2.Response) -> None:
         if response.status_code in _REFUSALS:
             refusals.append(response)
@@ -49,8 +53,10 @@ def _connect_failure(url: str, exc: BaseException, refusals: list[httpx2.Respons
     """Why connecting failed: the server's refusal (status and remedy) or the root cause, not a group."""
     if refusals:
         response = refusals[-1]
-        return (f"the MCP server at {url} refused the request: {response.status_code} "
-                f"{response.reason_phrase} ({_REFUSALS[response.status_code]})")
+        return (
+            f"the MCP server at {url} refused the request: {response.status_code} "
+            f"{response.reason_phrase} ({_REFUSALS[response.status_code]})"
+        )
     return f"cannot reach the MCP server at {url}: {connection_problem(exc)}"
 
 
@@ -83,8 +89,11 @@ class RemoteStore:
         refusals: list[httpx2.Response] = []
         try:
             self._portal: BlockingPortal = self._stack.enter_context(start_blocking_portal())
-            self._client: Client = self._stack.enter_context(self._portal.wrap_async_context_manager(
-                _connect(url, timeout_s=timeout_s, token=token, refusals=refusals)))
+            self._client: Client = self._stack.enter_context(
+                self._portal.wrap_async_context_manager(
+                    _connect(url, timeout_s=timeout_s, token=token, refusals=refusals)
+                )
+            )
         except BaseException as exc:
             self._stack.close()
             if isinstance(exc, Exception):
@@ -121,7 +130,8 @@ class RemoteStore:
             raise StoreUnreachableError(
                 f"lost the MCP server at {self.url} ({tool}): {connection_problem(exc)}; claims held "
                 "here go back to open when the server recovers them (at once on this host, after the "
-                "lease elsewhere)") from exc
+                "lease elsewhere)"
+            ) from exc
         text = result.content[0].text if result.content else ""
         try:
             value: dict[str, Any] = json.loads(text)
@@ -144,38 +154,70 @@ class RemoteStore:
         """See :meth:`GraphStore.list_graphs`."""
         return self.call("fractal_list_graphs")
 
-    def claim_work(self, graph_id: str, worker_id: str, *, holder: HolderInfo | dict[str, Any] | None = None
-                   ) -> dict[str, Any]:
+    def claim_work(
+        self, graph_id: str, worker_id: str, *, holder: HolderInfo | dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """See :meth:`GraphStore.claim_work` (``holder``: this process, which the server checks on)."""
-        return self.call("fractal_claim_work", graph_id=graph_id, worker_id=worker_id,
-                         holder=json.dumps(holder) if holder else "")
+        return self.call(
+            "fractal_claim_work",
+            graph_id=graph_id,
+            worker_id=worker_id,
+            holder=json.dumps(holder) if holder else "",
+        )
 
     def get_claimable_work(self, graph_id: str, worker_id: str | None = None) -> dict[str, Any]:
         """See :meth:`GraphStore.get_claimable_work`."""
         return self.call("fractal_get_claimable_work", graph_id=graph_id, worker_id=worker_id or "")
 
-    def recover_stuck(self, graph_id: str, older_than_s: float | None = None, *,
-                      include_errors: bool = False, worker_id: str | None = None) -> dict[str, Any]:
+    def recover_stuck(
+        self,
+        graph_id: str,
+        older_than_s: float | None = None,
+        *,
+        include_errors: bool = False,
+        worker_id: str | None = None,
+    ) -> dict[str, Any]:
         """See :meth:`GraphStore.recover_stuck`."""
-        return self.call("fractal_recover_stuck", graph_id=graph_id, older_than_s=older_than_s,
-                         include_errors=include_errors, worker_id=worker_id or "")
+        return self.call(
+            "fractal_recover_stuck",
+            graph_id=graph_id,
+            older_than_s=older_than_s,
+            include_errors=include_errors,
+            worker_id=worker_id or "",
+        )
 
     def get_context(self, graph_id: str, node_id: str) -> dict[str, Any]:
         """See :meth:`GraphStore.get_context`."""
         return self.call("fractal_get_context", graph_id=graph_id, node_id=node_id)
 
-    def submit_answer(self, graph_id: str, question_id: str, text: str, *, owner: str | None = None,
-                      metadata: dict[str, Any] | None = None, sub_questions: list[Any] | None = None,
-                      links: dict[str, Any] | None = None,
-                      calls: list[dict[str, Any]] | None = None,
-                      saturation: str | None = None,
-                      boundary: dict[str, Any] | None = None) -> dict[str, Any]:
+    def submit_answer(
+        self,
+        graph_id: str,
+        question_id: str,
+        text: str,
+        *,
+        owner: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        sub_questions: list[Any] | None = None,
+        links: dict[str, Any] | None = None,
+        calls: list[dict[str, Any]] | None = None,
+        saturation: str | None = None,
+        boundary: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """See :meth:`GraphStore.submit_answer` (one transaction on the server)."""
-        return self.call("fractal_submit_answer", graph_id=graph_id, node_id=question_id, owner=owner or "",
-                         text=text, metadata=json.dumps(metadata) if metadata else "",
-                         sub_questions=json.dumps(sub_questions or []),
-                         links=json.dumps(links) if links else "", calls=json.dumps(calls or []),
-                         saturation=saturation or "", boundary=json.dumps(boundary) if boundary else "")
+        return self.call(
+            "fractal_submit_answer",
+            graph_id=graph_id,
+            node_id=question_id,
+            owner=owner or "",
+            text=text,
+            metadata=json.dumps(metadata) if metadata else "",
+            sub_questions=json.dumps(sub_questions or []),
+            links=json.dumps(links) if links else "",
+            calls=json.dumps(calls or []),
+            saturation=saturation or "",
+            boundary=json.dumps(boundary) if boundary else "",
+        )
 
     def record_llm_calls(self, calls: list[dict[str, Any]]) -> int:
         """See :meth:`GraphStore.record_llm_calls`."""
@@ -193,32 +235,62 @@ class RemoteStore:
 
     def synthesize_node(self, graph_id: str, node_id: str, synthesis_text: str) -> dict[str, Any]:
         """See :meth:`GraphStore.synthesize_node`."""
-        return self.call("fractal_synthesize_node", graph_id=graph_id, node_id=node_id,
-                         synthesis_text=synthesis_text)
+        return self.call(
+            "fractal_synthesize_node", graph_id=graph_id, node_id=node_id, synthesis_text=synthesis_text
+        )
 
-    def release_claim(self, graph_id: str, node_id: str, worker_id: str, error: str, *,
-                      failed: bool = True) -> dict[str, Any]:
+    def release_claim(
+        self, graph_id: str, node_id: str, worker_id: str, error: str, *, failed: bool = True
+    ) -> dict[str, Any]:
         """See :meth:`GraphStore.release_claim`."""
-        return self.call("fractal_release_claim", graph_id=graph_id, node_id=node_id, worker_id=worker_id,
-                         error=error, failed=failed)
+        return self.call(
+            "fractal_release_claim",
+            graph_id=graph_id,
+            node_id=node_id,
+            worker_id=worker_id,
+            error=error,
+            failed=failed,
+        )
 
-    def claim_synthesis(self, graph_id: str, worker_id: str, *,
-                        holder: HolderInfo | dict[str, Any] | None = None,
-                        skip: list[str] | None = None) -> dict[str, Any]:
+    def claim_synthesis(
+        self,
+        graph_id: str,
+        worker_id: str,
+        *,
+        holder: HolderInfo | dict[str, Any] | None = None,
+        skip: list[str] | None = None,
+    ) -> dict[str, Any]:
         """See :meth:`GraphStore.claim_synthesis`."""
-        return self.call("fractal_claim_synthesis", graph_id=graph_id, worker_id=worker_id,
-                         holder=json.dumps(holder) if holder else "", skip=json.dumps(skip or []))
+        return self.call(
+            "fractal_claim_synthesis",
+            graph_id=graph_id,
+            worker_id=worker_id,
+            holder=json.dumps(holder) if holder else "",
+            skip=json.dumps(skip or []),
+        )
 
-    def submit_synthesis(self, graph_id: str, node_id: str, synthesis_text: str, *, worker_id: str,
-                         calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    def submit_synthesis(
+        self,
+        graph_id: str,
+        node_id: str,
+        synthesis_text: str,
+        *,
+        worker_id: str,
+        calls: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
         """See :meth:`GraphStore.submit_synthesis` (one transaction on the server)."""
-        return self.call("fractal_submit_synthesis", graph_id=graph_id, node_id=node_id,
-                         synthesis_text=synthesis_text, worker_id=worker_id, calls=json.dumps(calls or []))
+        return self.call(
+            "fractal_submit_synthesis",
+            graph_id=graph_id,
+            node_id=node_id,
+            synthesis_text=synthesis_text,
+            worker_id=worker_id,
+            calls=json.dumps(calls or []),
+        )
 
     def release_synthesis(self, graph_id: str, node_id: str, worker_id: str) -> dict[str, Any]:
         """See :meth:`GraphStore.release_synthesis`."""
-        return self.call("fractal_release_synthesis", graph_id=graph_id, node_id=node_id,
-                         worker_id=worker_id)
+        return self.call("fractal_release_synthesis", graph_id=graph_id, node_id=node_id, worker_id=worker_id)
 
     def heartbeat(self, holder_id: str) -> dict[str, Any]:
         """See :meth:`GraphStore.heartbeat`; remembers the server's lease."""

@@ -21,8 +21,15 @@ if TYPE_CHECKING:
     from ..store import GraphStore
 
 
-def work_remotely(store: RemoteStore, llm: LLM, *, worker_id: str, graph_id: str | None = None,
-                  threads: int = 1, clock: Clock | None = None) -> list[WorkerReport]:
+def work_remotely(
+    store: RemoteStore,
+    llm: LLM,
+    *,
+    worker_id: str,
+    graph_id: str | None = None,
+    threads: int = 1,
+    clock: Clock | None = None,
+) -> list[WorkerReport]:
     """Work the graph behind ``store`` with ``threads`` workers named ``worker_id-1…``; their reports."""
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise InvalidInputError(f"threads must be an integer >= 1, not {threads!r}")
@@ -37,10 +44,16 @@ def work_remotely(store: RemoteStore, llm: LLM, *, worker_id: str, graph_id: str
     # The worker path calls only the methods RemoteStore has (claim, context, submit,
     # synthesis, release, call log); the engine is typed against the local store.
     local_view = cast("GraphStore", store)
-    state = RunState(store=local_view, graph_id=graph_id, root_id=graph["root_node_id"], seed=graph["seed"],
-                     budget=BUDGETS[Intensity(graph["intensity"])],
-                     checkpoint=CheckpointMode.parse(graph["checkpoint_mode"]),
-                     call=ModelCaller(llm, local_view, graph_id))
-    dispatcher = Dispatcher(state, workers=threads, clock=clock or RealClock(), worker_prefix=worker_id,
-                            patient=True)
+    state = RunState(
+        store=local_view,
+        graph_id=graph_id,
+        root_id=graph["root_node_id"],
+        seed=graph["seed"],
+        budget=BUDGETS[Intensity(graph["intensity"])],
+        checkpoint=CheckpointMode.parse(graph["checkpoint_mode"]),
+        call=ModelCaller(llm, local_view, graph_id),
+    )
+    dispatcher = Dispatcher(
+        state, workers=threads, clock=clock or RealClock(), worker_prefix=worker_id, patient=True
+    )
     return dispatcher.work(threads)

@@ -121,7 +121,9 @@ class StoreBase:
         gid, nid = require_id(graph_id, "graph_id"), require_id(node_id, what)
         row = self._db.fetchone(
             f"SELECT {NODE_COLUMNS}, (SELECT status FROM graphs WHERE graph_id = ?) FROM nodes "
-            "WHERE graph_id = ? AND node_id = ?", [gid, gid, nid])
+            "WHERE graph_id = ? AND node_id = ?",
+            [gid, gid, nid],
+        )
         if row is None or row[-1] != GraphStatus.ACTIVE:  # say precisely what is wrong
             graph = self._active_graph(gid)
             return graph, self._node(gid, nid, what)
@@ -194,8 +196,11 @@ class StoreBase:
         rows = ", ".join("(nextval('event_seq'), ?, ?, ?, ?, ?, ?)" for _ in events)
         self._db.execute(
             f"INSERT INTO events VALUES {rows}",
-            [v for node_id, kind, actor, payload in events
-             for v in (graph_id, node_id, kind, actor, at, json.dumps(payload))],
+            [
+                v
+                for node_id, kind, actor, payload in events
+                for v in (graph_id, node_id, kind, actor, at, json.dumps(payload))
+            ],
         )
 
     def _set_status(
@@ -218,8 +223,10 @@ class StoreBase:
         """
         if status == NodeStatus.SATURATED and reason is not None:  # also where MCP agents look for it
             metadata = {**(node.metadata if metadata is None else metadata), "saturation_reason": reason}
-        sets, params = "status = ?, status_reason = ?, inherited_from = ?, updated_at = ?", [
-            status, reason, inherited_from, at]
+        sets, params = (
+            "status = ?, status_reason = ?, inherited_from = ?, updated_at = ?",
+            [status, reason, inherited_from, at],
+        )
         if metadata is not None:
             sets, params = sets + ", metadata = ?", [*params, json.dumps(metadata)]
         self._db.execute(f"UPDATE nodes SET {sets} WHERE node_id = ?", [*params, node.node_id])
@@ -250,8 +257,9 @@ def require_text(value: object, what: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInputError(f"{what} must be a non-empty string, not {value!r}")
     if len(value) > MAX_TEXT_CHARS:
-        raise InvalidInputError(f"{what} is {len(value):,} characters; the limit is {MAX_TEXT_CHARS:,} "
-                                "(README, Limits)")
+        raise InvalidInputError(
+            f"{what} is {len(value):,} characters; the limit is {MAX_TEXT_CHARS:,} (README, Limits)"
+        )
     return _utf8(value, what)
 
 

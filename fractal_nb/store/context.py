@@ -40,13 +40,18 @@ class NodeContext(StoreBase):
             rows = self._db.fetchall(
                 f"SELECT node_id, node_type, question_id, depth, text FROM nodes WHERE graph_id = ? "
                 f"AND (node_id IN ({marks}) OR (node_type = 'answer' AND question_id IN ({marks}))) "
-                "ORDER BY seq", [graph.graph_id, *above, *above])
+                "ORDER BY seq",
+                [graph.graph_id, *above, *above],
+            )
             first_answer: dict[str, str] = {}
             for _nid, kind, qid, _depth, text in rows:
                 if kind == "answer":
                     first_answer.setdefault(qid, text)
-            chain = [(nid, depth, text, first_answer.get(nid))
-                     for nid, kind, _qid, depth, text in rows if kind == "question"]
+            chain = [
+                (nid, depth, text, first_answer.get(nid))
+                for nid, kind, _qid, depth, text in rows
+                if kind == "question"
+            ]
         # Siblings, nearby syntheses and link candidates: one query, three capped parts.
         near = self._db.fetchall(
             """SELECT * FROM (
@@ -69,13 +74,31 @@ class NodeContext(StoreBase):
                     WHERE graph_id = ? AND node_type = 'answer' AND branch_id IS NOT NULL
                       AND branch_id IS DISTINCT FROM ? ORDER BY seq DESC LIMIT ?)
                ) ORDER BY seq""",
-            [graph.graph_id, question.question_id, question.node_id, limit,
-             graph.graph_id, question.branch_id, question.node_id, limit,
-             graph.graph_id, graph.graph_id, question.question_id, question.node_id, candidates,
-             graph.graph_id, question.branch_id, RECENT_POOL],
+            [
+                graph.graph_id,
+                question.question_id,
+                question.node_id,
+                limit,
+                graph.graph_id,
+                question.branch_id,
+                question.node_id,
+                limit,
+                graph.graph_id,
+                graph.graph_id,
+                question.question_id,
+                question.node_id,
+                candidates,
+                graph.graph_id,
+                question.branch_id,
+                RECENT_POOL,
+            ],
         )
-        parts: dict[str, list[dict[str, Any]]] = {"sibling": [], "synthesis": [], "sibling_answer": [],
-                                                  "other_branch": []}
+        parts: dict[str, list[dict[str, Any]]] = {
+            "sibling": [],
+            "synthesis": [],
+            "sibling_answer": [],
+            "other_branch": [],
+        }
         for part, nid, text, status, metadata, depth, _seq in near:
             entry: dict[str, Any] = {"node_id": nid, "text": text}
             if part in ("sibling", "synthesis"):
@@ -90,8 +113,10 @@ class NodeContext(StoreBase):
             "graph_id": graph.graph_id,
             "seed": graph.seed,
             "node": question.to_dict(),
-            "ancestry": [{"node_id": nid, "depth": depth, "question": text, "answer": answer}
-                         for nid, depth, text, answer in chain],
+            "ancestry": [
+                {"node_id": nid, "depth": depth, "question": text, "answer": answer}
+                for nid, depth, text, answer in chain
+            ],
             "siblings": parts["sibling"],
             "syntheses": parts["synthesis"],
             "candidates": linkable,
@@ -112,11 +137,9 @@ class NodeContext(StoreBase):
         return {
             "graph_id": graph.graph_id,
             "node": question.to_dict(),
-            "answers": [{"node_id": a.node_id, "text": a.text} for a in below
-                        if a.node_type == "answer"],
+            "answers": [{"node_id": a.node_id, "text": a.text} for a in below if a.node_type == "answer"],
             "sub_questions": [
-                {**_brief(q), "status_reason": q.status_reason} for q in below
-                if q.node_type == "question"
+                {**_brief(q), "status_reason": q.status_reason} for q in below if q.node_type == "question"
             ],
         }
 
@@ -132,5 +155,9 @@ def _shared_words(a: str, b: str) -> float:
 
 
 def _brief(node: NodeRow) -> dict[str, Any]:
-    return {"node_id": node.node_id, "text": node.text, "status": node.status,
-            "synthesis": node.metadata.get("synthesis")}
+    return {
+        "node_id": node.node_id,
+        "text": node.text,
+        "status": node.status,
+        "synthesis": node.metadata.get("synthesis"),
+    }

@@ -24,8 +24,19 @@ from ..errors import InvalidInputError, StateError, StoreLockedError
 
 SCHEMA_VERSION = "2"  # 2: claim holders, synthesis claims (schema.sql migrates a file of 1)
 # The tables schema.sql makes; a file holding any other is another application's.
-OWN_TABLES = frozenset({"store_info", "graphs", "nodes", "edges", "events", "llm_calls", "llm_cache",
-                        "holders", "synthesis_claims"})
+OWN_TABLES = frozenset(
+    {
+        "store_info",
+        "graphs",
+        "nodes",
+        "edges",
+        "events",
+        "llm_calls",
+        "llm_cache",
+        "holders",
+        "synthesis_claims",
+    }
+)
 
 _HOLDER_PID = re.compile(r"PID (\d+)")
 
@@ -133,16 +144,21 @@ class Database:
         """
         rows = cur.execute(
             "SELECT table_schema, table_name FROM information_schema.tables "
-            "WHERE table_catalog = current_database() ORDER BY table_schema, table_name").fetchall()
+            "WHERE table_catalog = current_database() ORDER BY table_schema, table_name"
+        ).fetchall()
         tables = {name for schema, name in rows if schema == "main"}
-        foreign = sorted(f"{schema}.{name}" if schema != "main" else name for schema, name in rows
-                         if schema != "main" or name not in OWN_TABLES)
+        foreign = sorted(
+            f"{schema}.{name}" if schema != "main" else name
+            for schema, name in rows
+            if schema != "main" or name not in OWN_TABLES
+        )
         if foreign or (tables and "store_info" not in tables):
             listed = ", ".join((foreign or sorted(tables))[:8])
             raise InvalidInputError(
                 f"{self.path} is not a fractal_nb store: it holds other tables ({listed}). fractal_nb "
                 "keeps its graphs in a file of its own and left this one unchanged; pass another path "
-                "(a new file is created)")
+                "(a new file is created)"
+            )
 
     def _check_schema(self) -> None:
         try:

@@ -48,8 +48,16 @@ class GraphLifecycle(StoreBase):
                 "INSERT INTO nodes (node_id, graph_id, seq, node_type, text, question_key, depth, status, "
                 "path, metadata, created_at, updated_at) "
                 "VALUES (?, ?, nextval('node_seq'), ?, ?, ?, 0, ?, '', '{}', ?, ?)",
-                [root_id, graph_id, NodeType.QUESTION.value, seed, normalize(seed), NodeStatus.OPEN.value,
-                 now, now],
+                [
+                    root_id,
+                    graph_id,
+                    NodeType.QUESTION.value,
+                    seed,
+                    normalize(seed),
+                    NodeStatus.OPEN.value,
+                    now,
+                    now,
+                ],
             )
             self._log(
                 graph_id,
@@ -87,9 +95,7 @@ class GraphLifecycle(StoreBase):
         snapshot: dict[str, Any] = self.get_snapshot(graph.graph_id)  # type: ignore[attr-defined]
         return snapshot
 
-    def update_graph_status(
-        self, graph_id: str, status: str, reason: str | None = None
-    ) -> dict[str, Any]:
+    def update_graph_status(self, graph_id: str, status: str, reason: str | None = None) -> dict[str, Any]:
         """Move the graph to ``status`` if the transition table allows it."""
         target = parse_choice(GraphStatus, status, "status")
         if reason is not None and not isinstance(reason, str):
@@ -100,9 +106,7 @@ class GraphLifecycle(StoreBase):
             self._change_graph_status(graph.graph_id, graph.status, target, reason)
         return {"graph_id": graph.graph_id, "status": target.value, "previous_status": graph.status}
 
-    def update_graph_metadata(
-        self, graph_id: str, metadata: dict[str, Any] | str
-    ) -> dict[str, Any]:
+    def update_graph_metadata(self, graph_id: str, metadata: dict[str, Any] | str) -> dict[str, Any]:
         """Merge ``metadata`` into the graph's (shallow), e.g. the harvest's summary."""
         meta = parse_metadata(metadata)
         if not meta:
@@ -111,8 +115,10 @@ class GraphLifecycle(StoreBase):
             graph = self._active_graph(graph_id)
             merged = {**json.loads(graph.metadata_json), **meta}
             now = self.clock()
-            self._db.execute("UPDATE graphs SET metadata = ?, updated_at = ? WHERE graph_id = ?",
-                             [json.dumps(merged), now, graph.graph_id])
+            self._db.execute(
+                "UPDATE graphs SET metadata = ?, updated_at = ? WHERE graph_id = ?",
+                [json.dumps(merged), now, graph.graph_id],
+            )
             self._log(graph.graph_id, None, "graph_metadata_updated", None, {"keys": sorted(meta)}, now)
         return {"graph_id": graph.graph_id, "metadata": merged}
 
@@ -125,9 +131,7 @@ class GraphLifecycle(StoreBase):
         self._db.graphs.pop(graph.graph_id, None)
         return {"graph_id": graph.graph_id, "deleted": True}
 
-    def _change_graph_status(
-        self, graph_id: str, previous: str, target: str, reason: str | None
-    ) -> None:
+    def _change_graph_status(self, graph_id: str, previous: str, target: str, reason: str | None) -> None:
         now = self.clock()
         row = self._db.fetchone("SELECT metadata FROM graphs WHERE graph_id = ?", [graph_id])
         metadata = json.loads(row[0] if row else "{}")

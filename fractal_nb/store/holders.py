@@ -39,8 +39,13 @@ _LIVE_GUARD = threading.Lock()
 def new_holder(label: str) -> HolderInfo:
     """A fresh holder for this process; :func:`hold` marks it live, :func:`let_go` ends it."""
     pid = os.getpid()
-    return HolderInfo(holder_id=f"{HOST}/{pid}/{uuid.uuid4().hex[:12]}", host=HOST, pid=pid,
-                      proc_start=process_start(pid), label=label)
+    return HolderInfo(
+        holder_id=f"{HOST}/{pid}/{uuid.uuid4().hex[:12]}",
+        host=HOST,
+        pid=pid,
+        proc_start=process_start(pid),
+        label=label,
+    )
 
 
 def hold(holder: HolderInfo) -> None:
@@ -62,7 +67,7 @@ def process_start(pid: int) -> str | None:
     except OSError:
         return None
     # The command name (field 2) may hold spaces and parentheses: count from its closing one.
-    fields = stat[stat.rindex(")") + 2:].split()
+    fields = stat[stat.rindex(")") + 2 :].split()
     return fields[19] if len(fields) > 19 else None
 
 
@@ -93,12 +98,18 @@ def parse_holder(value: object) -> HolderInfo:
     for key in ("holder_id", "host", "label"):
         text = fields.get(key, "" if key == "label" else None)
         if not isinstance(text, str) or (key != "label" and not text.strip()) or len(text) > 300:
-            raise InvalidInputError(f"holder[{key!r}] must be a non-empty string of at most 300 "
-                                    f"characters, not {text!r}")
+            raise InvalidInputError(
+                f"holder[{key!r}] must be a non-empty string of at most 300 characters, not {text!r}"
+            )
     pid, start = fields.get("pid"), fields.get("proc_start")
     if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid < 2**31:
         raise InvalidInputError(f"holder['pid'] must be a positive process id, not {pid!r}")
     if start is not None and (not isinstance(start, str) or len(start) > 40):
         raise InvalidInputError(f"holder['proc_start'] must be a short string or null, not {start!r}")
-    return HolderInfo(holder_id=fields["holder_id"], host=fields["host"], pid=pid, proc_start=start,
-                      label=fields.get("label", ""))
+    return HolderInfo(
+        holder_id=fields["holder_id"],
+        host=fields["host"],
+        pid=pid,
+        proc_start=start,
+        label=fields.get("label", ""),
+    )

@@ -35,9 +35,19 @@ class LLMLog(StoreBase):
         error: str | None = None,
     ) -> dict[str, Any]:
         """Append one call to the log (failed calls too: ``outcome="error"``)."""
-        call = {"graph_id": graph_id, "node_id": node_id, "worker": worker, "role": role,
-                "model": model, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                "attempts": attempts, "latency_s": latency_s, "outcome": outcome, "error": error}
+        call = {
+            "graph_id": graph_id,
+            "node_id": node_id,
+            "worker": worker,
+            "role": role,
+            "model": model,
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "attempts": attempts,
+            "latency_s": latency_s,
+            "outcome": outcome,
+            "error": error,
+        }
         self.record_llm_calls([call])
         return {"graph_id": graph_id, "node_id": node_id, "role": role, "outcome": outcome}
 
@@ -49,17 +59,35 @@ class LLMLog(StoreBase):
         for call in calls:
             if call.get("outcome") not in OUTCOMES:
                 raise InvalidInputError(
-                    f"invalid outcome {call.get('outcome')!r}; valid values: {', '.join(OUTCOMES)}")
+                    f"invalid outcome {call.get('outcome')!r}; valid values: {', '.join(OUTCOMES)}"
+                )
         if not calls:
             return 0
         now = self.clock()
         rows = ", ".join("(nextval('call_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in calls)
         self._db.write_one(
             f"INSERT INTO llm_calls ({_CALL_COLUMNS}) VALUES {rows}",
-            [v for c in calls for v in (c["graph_id"], c["node_id"], c["worker"], c["role"], c["model"],
-                                        c["prompt_tokens"], c["completion_tokens"], c["attempts"],
-                                        c.get("corrections", 0), c.get("queue_s", 0.0), c["latency_s"],
-                                        c.get("mode"), c["outcome"], c.get("error"), now)],
+            [
+                v
+                for c in calls
+                for v in (
+                    c["graph_id"],
+                    c["node_id"],
+                    c["worker"],
+                    c["role"],
+                    c["model"],
+                    c["prompt_tokens"],
+                    c["completion_tokens"],
+                    c["attempts"],
+                    c.get("corrections", 0),
+                    c.get("queue_s", 0.0),
+                    c["latency_s"],
+                    c.get("mode"),
+                    c["outcome"],
+                    c.get("error"),
+                    now,
+                )
+            ],
         )
         return len(calls)
 
@@ -70,7 +98,8 @@ class LLMLog(StoreBase):
         if node_id is not None:
             where, params = where + " AND node_id = ?", [gid, require_id(node_id, "node_id")]
         rows = self._db.fetchall(
-            f"SELECT {_CALL_COLUMNS} FROM llm_calls WHERE {where} ORDER BY call_id", params)
+            f"SELECT {_CALL_COLUMNS} FROM llm_calls WHERE {where} ORDER BY call_id", params
+        )
         names = [c.strip() for c in _CALL_COLUMNS.split(",")]
         calls = [dict(zip(names, row, strict=True)) for row in rows]
         for call in calls:
@@ -89,7 +118,9 @@ class LLMLog(StoreBase):
             "count(*) FILTER (outcome <> 'error' AND corrections > 0), "
             "count(*) FILTER (outcome = 'error' AND error LIKE 'LLMOutputError%'), "
             "count(*) FILTER (outcome = 'error' AND error NOT LIKE 'LLMOutputError%') "
-            "FROM llm_calls WHERE graph_id = ?", [gid])
+            "FROM llm_calls WHERE graph_id = ?",
+            [gid],
+        )
         accepted, corrected, rejected, failed = row if row is not None else (0, 0, 0, 0)
         return {"accepted": accepted, "corrected": corrected, "rejected": rejected, "failed": failed}
 
@@ -102,9 +133,13 @@ class LLMLog(StoreBase):
         gid = require_id(graph_id, "graph_id")
         rows = self._db.fetchall(
             "SELECT model, count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0) "
-            "FROM llm_calls WHERE graph_id = ? AND outcome <> 'cached' GROUP BY model ORDER BY model", [gid])
-        return [{"model": m, "calls": c, "prompt_tokens": int(p), "completion_tokens": int(t)}
-                for m, c, p, t in rows]
+            "FROM llm_calls WHERE graph_id = ? AND outcome <> 'cached' GROUP BY model ORDER BY model",
+            [gid],
+        )
+        return [
+            {"model": m, "calls": c, "prompt_tokens": int(p), "completion_tokens": int(t)}
+            for m, c, p, t in rows
+        ]
 
     def cache_get(self, cache_key: str) -> dict[str, Any] | None:
         """A recorded completion, or None."""

@@ -91,19 +91,40 @@ class NodeWrites(StoreBase):
             if question.node_type != NodeType.QUESTION:
                 raise InvalidInputError(
                     f"node {question.node_id} is an answer; add_answer needs a question",
-                    graph_id=graph.graph_id, node_id=question.node_id)
+                    graph_id=graph.graph_id,
+                    node_id=question.node_id,
+                )
             # Only a question answered for the first time is surely a leaf; one answered
             # before may have sub-questions elsewhere (synthesize_node checks those).
             leaf = synthesize and not subs and question.status in (NodeStatus.OPEN, NodeStatus.CLAIMED)
             saturated = verdict if leaf else None
-            answer = self._add_children(graph, question, NodeType.ANSWER, [(text, meta)], owner,
-                                        synthesis=text if leaf else None, saturation=saturated)[0]
-            status = (NodeStatus.SATURATED if saturated else NodeStatus.SYNTHESIZED) if leaf \
+            answer = self._add_children(
+                graph,
+                question,
+                NodeType.ANSWER,
+                [(text, meta)],
+                owner,
+                synthesis=text if leaf else None,
+                saturation=saturated,
+            )[0]
+            status = (
+                (NodeStatus.SATURATED if saturated else NodeStatus.SYNTHESIZED)
+                if leaf
                 else NodeStatus.ANSWERED
-            children = self._add_children(graph, answer, NodeType.QUESTION, subs, owner,
-                                          question=replace(question, status=status)) if subs else []
-        return {"answer": _added(answer), "sub_questions": [_added(c) for c in children],
-                "status": status.value, "status_reason": saturated and saturated.value}
+            )
+            children = (
+                self._add_children(
+                    graph, answer, NodeType.QUESTION, subs, owner, question=replace(question, status=status)
+                )
+                if subs
+                else []
+            )
+        return {
+            "answer": _added(answer),
+            "sub_questions": [_added(c) for c in children],
+            "status": status.value,
+            "status_reason": saturated and saturated.value,
+        }
 
     def submit_answer(
         self,
@@ -147,8 +168,12 @@ class NodeWrites(StoreBase):
             question = self._node(gid, question_id)
             other = self._node(gid, b_other) if b_other else None
             if other is not None and other.node_type != NodeType.ANSWER:
-                raise InvalidInputError(f"boundary.converging_with must be an answer's id; {other.node_id} "
-                                        f"is a {other.node_type}", graph_id=gid, node_id=other.node_id)
+                raise InvalidInputError(
+                    f"boundary.converging_with must be an answer's id; {other.node_id} "
+                    f"is a {other.node_type}",
+                    graph_id=gid,
+                    node_id=other.node_id,
+                )
             beside = other is not None and other.depth >= question.depth  # else under the other answer
             room = question.depth + 1 < self._budget(self._graph(gid)).max_depth
             if beside and not room:  # no level below this one: left out
@@ -169,8 +194,16 @@ class NodeWrites(StoreBase):
                 meta = {**meta, "repeated_questions": repeated}
                 if not fresh and saturation is None:  # it only rephrased what the graph asks already
                     saturation = SaturationReason.SEMANTIC_OVERLAP.value
-            written = self.add_answer(graph_id, question_id, text, owner=owner, metadata=meta,
-                                      sub_questions=fresh, synthesize=True, saturation=saturation)
+            written = self.add_answer(
+                graph_id,
+                question_id,
+                text,
+                owner=owner,
+                metadata=meta,
+                sub_questions=fresh,
+                synthesize=True,
+                saturation=saturation,
+            )
             answer_id = written["answer"]["node_id"]
             boundary_id = self._place_boundary(gid, answer_id, b_text, other, beside, written, owner)
             created = 0
@@ -181,15 +214,29 @@ class NodeWrites(StoreBase):
                 self.record_llm_calls(calls)  # type: ignore[attr-defined]
         return {**written, "edges_created": created, "repeated": repeated, "boundary": boundary_id}
 
-    def _place_boundary(self, graph_id: str, answer_id: str, text: str, other: NodeRow | None,
-                        beside: bool, written: dict[str, Any], owner: str | None) -> str | None:
+    def _place_boundary(
+        self,
+        graph_id: str,
+        answer_id: str,
+        text: str,
+        other: NodeRow | None,
+        beside: bool,
+        written: dict[str, Any],
+        owner: str | None,
+    ) -> str | None:
         """Complete or add the boundary question of :meth:`submit_answer`; its id, or None."""
         if other is None:
             return None
         converging = [answer_id, other.node_id]
         if beside:  # added with the sub-questions; now its new answer's id is known
-            added = next((q for q in written["sub_questions"]
-                          if self._node(graph_id, q["node_id"]).metadata.get("boundary")), None)
+            added = next(
+                (
+                    q
+                    for q in written["sub_questions"]
+                    if self._node(graph_id, q["node_id"]).metadata.get("boundary")
+                ),
+                None,
+            )
             if added is None:  # a repeat of a question already asked
                 return None
             node = self._node(graph_id, added["node_id"])
@@ -198,8 +245,13 @@ class NodeWrites(StoreBase):
         if self._asked(graph_id, [normalize(text)]):
             return None
         try:
-            placed = self._add_children(self._graph(graph_id), other, NodeType.QUESTION,
-                                        [(text, {"boundary": True, "converging_nodes": converging})], owner)
+            placed = self._add_children(
+                self._graph(graph_id),
+                other,
+                NodeType.QUESTION,
+                [(text, {"boundary": True, "converging_nodes": converging})],
+                owner,
+            )
         except FractalError:  # the other branch cannot take it (its depth budget, saturated): left out
             return None
         return placed[0].node_id
@@ -212,12 +264,11 @@ class NodeWrites(StoreBase):
         rows = self._db.fetchall(
             "SELECT question_key, first(node_id ORDER BY seq) FROM nodes WHERE graph_id = ? "
             f"AND node_type = 'question' AND question_key IN ({marks}) GROUP BY question_key",
-            [graph_id, *keys])
+            [graph_id, *keys],
+        )
         return {key: node_id for key, node_id in rows}
 
-    def update_node(
-        self, graph_id: str, node_id: str, metadata: dict[str, Any] | str
-    ) -> dict[str, Any]:
+    def update_node(self, graph_id: str, node_id: str, metadata: dict[str, Any] | str) -> dict[str, Any]:
         """Merge ``metadata`` into the node's (shallow); link keys create edges once.
 
         ``convergence_with`` / ``contradiction_with`` (lists of node ids) create
@@ -248,8 +299,10 @@ class NodeWrites(StoreBase):
         links = self._link_targets(graph_id, node.node_id, meta)
         merged = {**node.metadata, **meta}
         now = self.clock()
-        self._db.execute("UPDATE nodes SET metadata = ?, updated_at = ? WHERE node_id = ?",
-                         [json.dumps(merged), now, node.node_id])
+        self._db.execute(
+            "UPDATE nodes SET metadata = ?, updated_at = ? WHERE node_id = ?",
+            [json.dumps(merged), now, node.node_id],
+        )
         self._log(graph_id, node.node_id, "metadata_updated", None, {"keys": sorted(meta)}, now)
         created = 0
         for edge_type, target, edge_meta in links:
@@ -339,11 +392,16 @@ class NodeWrites(StoreBase):
                 raise InvalidInputError(
                     f"node {parent.node_id} is an answer; an answer's children are questions "
                     f"(add another answer under question {parent.question_id} instead)",
-                    graph_id=graph.graph_id, node_id=parent.node_id)
+                    graph_id=graph.graph_id,
+                    node_id=parent.node_id,
+                )
             if parent.status == NodeStatus.SATURATED:
                 raise StateError(
                     f"answer {parent.node_id} is saturated ({parent.status_reason}); "
-                    "it takes no more sub-questions", graph_id=graph.graph_id, node_id=parent.node_id)
+                    "it takes no more sub-questions",
+                    graph_id=graph.graph_id,
+                    node_id=parent.node_id,
+                )
         question = question or self._question_of(parent)
         reopen = kind == NodeType.QUESTION and question.status == NodeStatus.SYNTHESIZED
         if not reopen:
@@ -356,7 +414,9 @@ class NodeWrites(StoreBase):
                 f"intensity {graph.intensity!r} has max_depth {budget.max_depth}, so questions "
                 f"may sit at depths 0-{budget.max_depth - 1}; answer {question.node_id} "
                 "without sub-questions or mark it saturated (budget_exhausted)",
-                graph_id=graph.graph_id, node_id=question.node_id)
+                graph_id=graph.graph_id,
+                node_id=question.node_id,
+            )
         if kind == NodeType.ANSWER:
             status = NodeStatus.ANSWERED
         elif self._checkpoint(graph).gates(depth):
@@ -371,32 +431,86 @@ class NodeWrites(StoreBase):
         for text, meta in items:
             node_id = new_id("n")
             branch = node_id if kind == NodeType.QUESTION and depth == 1 else question.branch_id
-            nodes.append(NodeRow(node_id, graph.graph_id, parent.node_id, kind.value, text, depth,
-                                 status.value, None, None, owner, None, None, json.dumps(meta),
-                                 now, now, -1, branch, question.node_id, path))
+            nodes.append(
+                NodeRow(
+                    node_id,
+                    graph.graph_id,
+                    parent.node_id,
+                    kind.value,
+                    text,
+                    depth,
+                    status.value,
+                    None,
+                    None,
+                    owner,
+                    None,
+                    None,
+                    json.dumps(meta),
+                    now,
+                    now,
+                    -1,
+                    branch,
+                    question.node_id,
+                    path,
+                )
+            )
         rows = ", ".join("(?, ?, nextval('node_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in nodes)
         self._db.execute(
             "INSERT INTO nodes (node_id, graph_id, seq, parent_id, question_id, branch_id, path, "
             "node_type, text, question_key, depth, status, owner, metadata, created_at, updated_at) "
             f"VALUES {rows}",
-            [v for n in nodes for v in (n.node_id, n.graph_id, n.parent_id, n.question_id,
-                                        n.branch_id, n.path, n.node_type, n.text,
-                                        normalize(n.text) if kind == NodeType.QUESTION else None,
-                                        n.depth, n.status, n.owner, n.metadata_json, now, now)],
+            [
+                v
+                for n in nodes
+                for v in (
+                    n.node_id,
+                    n.graph_id,
+                    n.parent_id,
+                    n.question_id,
+                    n.branch_id,
+                    n.path,
+                    n.node_type,
+                    n.text,
+                    normalize(n.text) if kind == NodeType.QUESTION else None,
+                    n.depth,
+                    n.status,
+                    n.owner,
+                    n.metadata_json,
+                    now,
+                    now,
+                )
+            ],
         )
-        payload = {"node_type": kind.value, "parent_id": parent.node_id, "depth": depth,
-                   "status": status.value}
+        payload = {
+            "node_type": kind.value,
+            "parent_id": parent.node_id,
+            "depth": depth,
+            "status": status.value,
+        }
         events: list[tuple[str | None, str, str | None, dict[str, Any]]] = [
-            (n.node_id, "node_added", owner, payload) for n in nodes]
+            (n.node_id, "node_added", owner, payload) for n in nodes
+        ]
         if synthesis is not None and question.status != NodeStatus.ANSWERED:
-            events.append((question.node_id, "status_changed", owner,
-                           {"from": question.status, "to": NodeStatus.ANSWERED.value}))
+            events.append(
+                (
+                    question.node_id,
+                    "status_changed",
+                    owner,
+                    {"from": question.status, "to": NodeStatus.ANSWERED.value},
+                )
+            )
         self._log_many(graph.graph_id, events, now)
         if synthesis is not None:  # open/claimed -> answered -> synthesized (or saturated), in one update
             target = NodeStatus.SATURATED if saturation else NodeStatus.SYNTHESIZED
-            self._set_status(replace(question, status=NodeStatus.ANSWERED), target, now, actor=owner,
-                             kind="saturated" if saturation else "synthesized", reason=saturation,
-                             metadata={**question.metadata, "synthesis": synthesis})
+            self._set_status(
+                replace(question, status=NodeStatus.ANSWERED),
+                target,
+                now,
+                actor=owner,
+                kind="saturated" if saturation else "synthesized",
+                reason=saturation,
+                metadata={**question.metadata, "synthesis": synthesis},
+            )
         elif question.status in (NodeStatus.OPEN, NodeStatus.CLAIMED):
             self._set_status(question, NodeStatus.ANSWERED, now, actor=owner)
         return nodes
@@ -408,9 +522,17 @@ class NodeWrites(StoreBase):
         node's metadata and kept in its ``reopened`` event; the cascade synthesizes
         them again once the new question is done (README, "Boundary questions").
         """
-        above = [q for q in self._nodes(
-            f"node_id IN ({', '.join('?' for _ in question.ancestors)})", question.ancestors)
-            if q.node_type == NodeType.QUESTION] if question.ancestors else []
+        above = (
+            [
+                q
+                for q in self._nodes(
+                    f"node_id IN ({', '.join('?' for _ in question.ancestors)})", question.ancestors
+                )
+                if q.node_type == NodeType.QUESTION
+            ]
+            if question.ancestors
+            else []
+        )
         reopened = question
         for node in [question, *sorted(above, key=lambda q: -q.depth)]:
             if node.status != NodeStatus.SYNTHESIZED:
@@ -418,8 +540,15 @@ class NodeWrites(StoreBase):
             check_question_transition(node.node_id, node.status, NodeStatus.ANSWERED)
             meta = node.metadata
             stale = meta.pop("synthesis", None)
-            self._set_status(node, NodeStatus.ANSWERED, now, actor=actor, kind="reopened", metadata=meta,
-                             payload={"synthesis": stale})
+            self._set_status(
+                node,
+                NodeStatus.ANSWERED,
+                now,
+                actor=actor,
+                kind="reopened",
+                metadata=meta,
+                payload={"synthesis": stale},
+            )
             if node.node_id == question.node_id:
                 reopened = replace(node, status=NodeStatus.ANSWERED.value, metadata_json=json.dumps(meta))
         return reopened
@@ -455,7 +584,10 @@ class NodeWrites(StoreBase):
                 raise InvalidInputError(
                     f"node {node.node_id} is {what}: saturating or pruning it would end the exploration "
                     "with no result. To stop, pause or harvest it; to drop the work below, prune its seed "
-                    "questions", graph_id=graph.graph_id, node_id=node.node_id)
+                    "questions",
+                    graph_id=graph.graph_id,
+                    node_id=node.node_id,
+                )
             if node.node_type == NodeType.QUESTION:
                 check_question_transition(node.node_id, node.status, NodeStatus.SATURATED)
             elif node.status == NodeStatus.SATURATED:
@@ -470,15 +602,24 @@ class NodeWrites(StoreBase):
             cascaded = []
             if below:
                 marks = ", ".join("?" for _ in below)
-                for child in self._nodes(
-                    f"node_id IN ({marks}) AND node_type = 'question'", below
-                ):
+                for child in self._nodes(f"node_id IN ({marks}) AND node_type = 'question'", below):
                     if child.status not in DONE_QUESTION:
-                        self._set_status(child, NodeStatus.SATURATED, now, actor=None,
-                                         reason=reason, inherited_from=node.node_id, kind=kind)
+                        self._set_status(
+                            child,
+                            NodeStatus.SATURATED,
+                            now,
+                            actor=None,
+                            reason=reason,
+                            inherited_from=node.node_id,
+                            kind=kind,
+                        )
                         cascaded.append(child.node_id)
-        return {"node_id": node.node_id, "status": NodeStatus.SATURATED.value,
-                "reason": reason.value, "cascaded": cascaded}
+        return {
+            "node_id": node.node_id,
+            "status": NodeStatus.SATURATED.value,
+            "reason": reason.value,
+            "cascaded": cascaded,
+        }
 
     def _link_targets(
         self, graph_id: str, node_id: str, meta: dict[str, Any]
@@ -510,21 +651,38 @@ class NodeWrites(StoreBase):
         return row is not None
 
     def _insert_edge(
-        self, graph_id: str, from_node: str, to_node: str, edge_type: EdgeType,
-        meta: dict[str, Any], now: float,
+        self,
+        graph_id: str,
+        from_node: str,
+        to_node: str,
+        edge_type: EdgeType,
+        meta: dict[str, Any],
+        now: float,
     ) -> None:
         self._db.execute(
             "INSERT INTO edges VALUES (nextval('node_seq'), ?, ?, ?, ?, ?, ?)",
             [graph_id, from_node, to_node, edge_type.value, json.dumps(meta), now],
         )
-        self._log(graph_id, from_node, "edge_added",
-                  None, {"to_node": to_node, "edge_type": edge_type.value, **meta}, now)
+        self._log(
+            graph_id,
+            from_node,
+            "edge_added",
+            None,
+            {"to_node": to_node, "edge_type": edge_type.value, **meta},
+            now,
+        )
 
 
 def _added(node: NodeRow) -> dict[str, Any]:
     """The add_node result for a freshly inserted node."""
-    return {"node_id": node.node_id, "graph_id": node.graph_id, "parent_id": node.parent_id,
-            "depth": node.depth, "node_type": node.node_type, "status": node.status}
+    return {
+        "node_id": node.node_id,
+        "graph_id": node.graph_id,
+        "parent_id": node.parent_id,
+        "depth": node.depth,
+        "node_type": node.node_type,
+        "status": node.status,
+    }
 
 
 def _sub_question(item: object, index: int) -> tuple[str, dict[str, Any]]:
@@ -533,9 +691,11 @@ def _sub_question(item: object, index: int) -> tuple[str, dict[str, Any]]:
         return require_text(item, what), {}
     if isinstance(item, dict) and set(item) <= {"text", "metadata"}:
         return require_text(item.get("text"), f"{what}.text"), parse_metadata(
-            item.get("metadata"), f"{what}.metadata")
-    raise InvalidInputError(f"{what} must be a question text or {{'text': ..., 'metadata': {{...}}}}, "
-                            f"not {item!r}")
+            item.get("metadata"), f"{what}.metadata"
+        )
+    raise InvalidInputError(
+        f"{what} must be a question text or {{'text': ..., 'metadata': {{...}}}}, not {item!r}"
+    )
 
 
 def _boundary(value: object) -> tuple[str, str | None]:
@@ -548,7 +708,9 @@ def _boundary(value: object) -> tuple[str, str | None]:
         except json.JSONDecodeError as exc:
             raise InvalidInputError(f"boundary is not valid JSON: {exc}") from None
     if not isinstance(value, dict) or set(value) != {"text", "converging_with"}:
-        raise InvalidInputError(f"boundary must be {{'text': ..., 'converging_with': <answer id>}}, "
-                                f"not {value!r}")
-    return require_text(value["text"], "boundary.text"), require_id(value["converging_with"],
-                                                                    "boundary.converging_with")
+        raise InvalidInputError(
+            f"boundary must be {{'text': ..., 'converging_with': <answer id>}}, not {value!r}"
+        )
+    return require_text(value["text"], "boundary.text"), require_id(
+        value["converging_with"], "boundary.converging_with"
+    )

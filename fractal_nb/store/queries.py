@@ -45,10 +45,17 @@ class GraphQueries(StoreBase):
             graph = self._known_graph(graph_id)
             node = self._node(graph.graph_id, node_id)
             children = self._nodes("graph_id = ? AND parent_id = ?", [graph.graph_id, node.node_id])
-            links = self._edges(graph.graph_id, tree=None,
-                                links=("(from_node = ? OR to_node = ?)", [node.node_id, node.node_id]))
-        return {"graph_id": graph.graph_id, "node": node.to_dict(),
-                "children": [c.to_dict() for c in children], "links": links}
+            links = self._edges(
+                graph.graph_id,
+                tree=None,
+                links=("(from_node = ? OR to_node = ?)", [node.node_id, node.node_id]),
+            )
+        return {
+            "graph_id": graph.graph_id,
+            "node": node.to_dict(),
+            "children": [c.to_dict() for c in children],
+            "links": links,
+        }
 
     def list_graphs(self) -> dict[str, Any]:
         """Every graph in the store (without nodes), oldest first."""
@@ -67,24 +74,32 @@ class GraphQueries(StoreBase):
             edges = self._edges(
                 graph.graph_id,
                 tree=(f"node_id IN ({marks}) AND node_id != ?", [*ids, root.node_id]),
-                links=(f"from_node IN ({marks}) AND to_node IN ({marks})", ids + ids))
-        return {"graph_id": graph.graph_id, "root": root.node_id,
-                "nodes": [n.to_dict() for n in nodes], "edges": edges}
+                links=(f"from_node IN ({marks}) AND to_node IN ({marks})", ids + ids),
+            )
+        return {
+            "graph_id": graph.graph_id,
+            "root": root.node_id,
+            "nodes": [n.to_dict() for n in nodes],
+            "edges": edges,
+        }
 
     def get_open_questions(self, graph_id: str) -> dict[str, Any]:
         """Questions waiting for a worker (status ``open``)."""
         graph = self._known_graph(graph_id)
-        nodes = self._nodes("graph_id = ? AND node_type = 'question' AND status = 'open'",
-                            [graph.graph_id])
-        return {"graph_id": graph.graph_id, "open_questions": [n.to_dict() for n in nodes],
-                "count": len(nodes)}
+        nodes = self._nodes("graph_id = ? AND node_type = 'question' AND status = 'open'", [graph.graph_id])
+        return {
+            "graph_id": graph.graph_id,
+            "open_questions": [n.to_dict() for n in nodes],
+            "count": len(nodes),
+        }
 
     def get_claimable_work(self, graph_id: str, worker_id: str | None = None) -> dict[str, Any]:
         """What ``claim_work`` would hand out, in order (affinity to ``worker_id`` first)."""
         worker = optional_name(worker_id, "worker_id")
         graph = self._known_graph(graph_id)
-        rows = self._db.fetchall(CLAIMABLE.format(active=""),
-                                 [graph.graph_id, self.clock(), graph.graph_id, worker])
+        rows = self._db.fetchall(
+            CLAIMABLE.format(active=""), [graph.graph_id, self.clock(), graph.graph_id, worker]
+        )
         nodes = [NodeRow(*r).to_dict() for r in rows]
         return {"graph_id": graph.graph_id, "claimable": nodes, "count": len(nodes)}
 
@@ -93,8 +108,7 @@ class GraphQueries(StoreBase):
         graph = self._known_graph(graph_id)
         nodes = self._nodes(READY, [graph.graph_id, graph.graph_id])
         nodes.sort(key=lambda n: (-n.depth, n.seq))
-        return {"graph_id": graph.graph_id, "ready_nodes": [n.to_dict() for n in nodes],
-                "count": len(nodes)}
+        return {"graph_id": graph.graph_id, "ready_nodes": [n.to_dict() for n in nodes], "count": len(nodes)}
 
     def query_convergence(self, graph_id: str) -> dict[str, Any]:
         """Clusters of nodes joined by convergence edges; a cluster's insight joins its edges'."""
@@ -108,8 +122,11 @@ class GraphQueries(StoreBase):
         clusters = []
         for component in nx.connected_components(links):
             members = sorted(component, key=order.__getitem__)
-            insights = [e["metadata"]["insight"] for e in edges
-                        if e["from_node"] in component and e["metadata"].get("insight")]
+            insights = [
+                e["metadata"]["insight"]
+                for e in edges
+                if e["from_node"] in component and e["metadata"].get("insight")
+            ]
             clusters.append({"nodes": members, "insight": "; ".join(dict.fromkeys(insights))})
         clusters.sort(key=lambda c: order[c["nodes"][0]])
         return {"graph_id": graph.graph_id, "convergence_points": clusters, "count": len(clusters)}
@@ -118,8 +135,10 @@ class GraphQueries(StoreBase):
         """Contradiction edges as node pairs with their tension, in creation order."""
         graph = self._known_graph(graph_id)
         edges = self._edges(graph.graph_id, tree=None, links=("edge_type = ?", [EdgeType.CONTRADICTION]))
-        pairs = [{"nodes": [e["from_node"], e["to_node"]], "tension": e["metadata"].get("tension", "")}
-                 for e in edges]
+        pairs = [
+            {"nodes": [e["from_node"], e["to_node"]], "tension": e["metadata"].get("tension", "")}
+            for e in edges
+        ]
         return {"graph_id": graph.graph_id, "contradictions": pairs, "count": len(pairs)}
 
     def get_saturation_status(self, graph_id: str) -> dict[str, Any]:
@@ -143,18 +162,29 @@ class GraphQueries(StoreBase):
             for m in members:
                 counts[m.status] += 1
             done = all(m.status in DONE_QUESTION for m in members)
-            branches.append({"node_id": q.node_id, "text": q.text, "status": q.status,
-                             "status_reason": q.status_reason, "questions": len(members),
-                             "counts": counts, "done": done,
-                             # the reference's fields, beside ours
-                             "saturated": q.status == NodeStatus.SATURATED,
-                             "saturation_reason": (q.status_reason if q.status == NodeStatus.SATURATED
-                                                   else None),
-                             "open_questions": counts["open"] + counts["claimed"] + counts["gated"]})
+            branches.append(
+                {
+                    "node_id": q.node_id,
+                    "text": q.text,
+                    "status": q.status,
+                    "status_reason": q.status_reason,
+                    "questions": len(members),
+                    "counts": counts,
+                    "done": done,
+                    # the reference's fields, beside ours
+                    "saturated": q.status == NodeStatus.SATURATED,
+                    "saturation_reason": (q.status_reason if q.status == NodeStatus.SATURATED else None),
+                    "open_questions": counts["open"] + counts["claimed"] + counts["gated"],
+                }
+            )
         all_saturated = bool(branches) and all(b["done"] for b in branches)
         root = next(q for q in questions if q.depth == 0)
-        return {"graph_id": graph.graph_id, "branches": branches, "all_saturated": all_saturated,
-                "all_complete": all(b["done"] for b in branches) and root.status in DONE_QUESTION}
+        return {
+            "graph_id": graph.graph_id,
+            "branches": branches,
+            "all_saturated": all_saturated,
+            "all_complete": all(b["done"] for b in branches) and root.status in DONE_QUESTION,
+        }
 
     def get_events(self, graph_id: str, since: int = 0, limit: int | None = None) -> dict[str, Any]:
         """Events with ``event_id`` > ``since`` in order: the feed of the live view."""
@@ -184,7 +214,9 @@ class GraphQueries(StoreBase):
             # The graph and its last event in one query: a quiet poll stops here.
             row = self._db.fetchone(
                 f"SELECT {GRAPH_COLUMNS}, (SELECT max(event_id) FROM events WHERE graph_id = ?) "
-                "FROM graphs WHERE graph_id = ?", [gid, gid])
+                "FROM graphs WHERE graph_id = ?",
+                [gid, gid],
+            )
             if row is None:
                 self._graph(gid)  # raises NotFoundError
             assert row is not None
@@ -196,19 +228,36 @@ class GraphQueries(StoreBase):
                 link_filter = f"from_node IN ({_TOUCHED} AND kind = 'edge_added')"
                 params = [gid, since, last]
             quiet = since > 0 and last == since
-            nodes = [] if quiet else self._db.fetchall(
-                f"SELECT {_FEED_COLUMNS}, json_extract_string(metadata, '$.synthesis') FROM nodes "
-                f"WHERE graph_id = ? AND {node_filter} ORDER BY seq", [gid, *params])
-            links = [] if quiet else self._db.fetchall(
-                f"SELECT from_node, to_node, edge_type, metadata FROM edges "
-                f"WHERE graph_id = ? AND {link_filter} ORDER BY seq", [gid, *params])
+            nodes = (
+                []
+                if quiet
+                else self._db.fetchall(
+                    f"SELECT {_FEED_COLUMNS}, json_extract_string(metadata, '$.synthesis') FROM nodes "
+                    f"WHERE graph_id = ? AND {node_filter} ORDER BY seq",
+                    [gid, *params],
+                )
+            )
+            links = (
+                []
+                if quiet
+                else self._db.fetchall(
+                    f"SELECT from_node, to_node, edge_type, metadata FROM edges "
+                    f"WHERE graph_id = ? AND {link_filter} ORDER BY seq",
+                    [gid, *params],
+                )
+            )
         names = [*_FEED_COLUMNS.split(", "), "synthesis"]
         return {
-            "graph_id": gid, "status": graph.status, "root_node_id": graph.root_node_id,
-            "since": since, "last_event_id": last,
+            "graph_id": gid,
+            "status": graph.status,
+            "root_node_id": graph.root_node_id,
+            "since": since,
+            "last_event_id": last,
             "nodes": [dict(zip(names, r, strict=True)) for r in nodes],
-            "links": [{"from_node": f, "to_node": t, "edge_type": e, "metadata": json.loads(m)}
-                      for f, t, e, m in links],
+            "links": [
+                {"from_node": f, "to_node": t, "edge_type": e, "metadata": json.loads(m)}
+                for f, t, e, m in links
+            ],
         }
 
     # -- internals ----------------------------------------------------------------

@@ -23,7 +23,10 @@ class SynthesisQueue(WorkQueue):
     """Claiming, submitting and releasing syntheses of ready questions."""
 
     def claim_synthesis(
-        self, graph_id: str, worker_id: str, *,
+        self,
+        graph_id: str,
+        worker_id: str,
+        *,
         holder: HolderInfo | dict[str, Any] | str | None = "store",
         skip: list[str] | None = None,
     ) -> dict[str, Any]:
@@ -42,8 +45,9 @@ class SynthesisQueue(WorkQueue):
             if graph.status != GraphStatus.ACTIVE:
                 return {"node_id": None, "graph_id": gid, "graph_status": graph.status}
             now = self.clock()
-            self._db.execute("DELETE FROM synthesis_claims WHERE graph_id = ? AND claimed_at + lease_s <= ?",
-                             [gid, now])
+            self._db.execute(
+                "DELETE FROM synthesis_claims WHERE graph_id = ? AND claimed_at + lease_s <= ?", [gid, now]
+            )
             where = READY + " AND node_id NOT IN (SELECT node_id FROM synthesis_claims WHERE graph_id = ?)"
             params: list[Any] = [gid, gid, gid]
             if skipped:
@@ -58,16 +62,29 @@ class SynthesisQueue(WorkQueue):
             node = NodeRow(*row)
             if held is not None:
                 self._register(held, now)
-            self._db.execute("INSERT INTO synthesis_claims VALUES (?, ?, ?, ?, ?, ?)",
-                             [node.node_id, gid, worker, held and held["holder_id"], now, self.lease_s])
+            self._db.execute(
+                "INSERT INTO synthesis_claims VALUES (?, ?, ?, ?, ?, ?)",
+                [node.node_id, gid, worker, held and held["holder_id"], now, self.lease_s],
+            )
             self._log(gid, node.node_id, "synthesis_claimed", worker, {"lease_s": self.lease_s}, now)
         if held is not None:
             self._db.holders.add(held["holder_id"])
-        return {"node_id": node.node_id, "graph_id": gid, "text": node.text, "depth": node.depth,
-                "lease_s": self.lease_s, "graph_status": graph.status}
+        return {
+            "node_id": node.node_id,
+            "graph_id": gid,
+            "text": node.text,
+            "depth": node.depth,
+            "lease_s": self.lease_s,
+            "graph_status": graph.status,
+        }
 
     def submit_synthesis(
-        self, graph_id: str, node_id: str, synthesis_text: str, *, worker_id: str,
+        self,
+        graph_id: str,
+        node_id: str,
+        synthesis_text: str,
+        *,
+        worker_id: str,
         calls: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """Synthesize a question this worker holds the synthesis of, with the calls behind it, at once.
@@ -83,7 +100,10 @@ class SynthesisQueue(WorkQueue):
                 holder = f"is held by {row[0]!r}" if row else "is not held by anyone"
                 raise StateError(
                     f"the synthesis of {nid} {holder}, not by {worker!r} (a lease that ran out may have "
-                    "been taken over); this synthesis is discarded", graph_id=graph_id, node_id=nid)
+                    "been taken over); this synthesis is discarded",
+                    graph_id=graph_id,
+                    node_id=nid,
+                )
             result = self.synthesize_node(graph_id, nid, synthesis_text)
             if calls:
                 self.record_llm_calls(calls)  # type: ignore[attr-defined]
@@ -94,8 +114,9 @@ class SynthesisQueue(WorkQueue):
         gid, nid = require_id(graph_id, "graph_id"), require_id(node_id, "node_id")
         worker = require_id(worker_id, "worker_id")
         with self._db.write():
-            row = self._db.fetchone("SELECT worker FROM synthesis_claims WHERE node_id = ? AND graph_id = ?",
-                                    [nid, gid])
+            row = self._db.fetchone(
+                "SELECT worker FROM synthesis_claims WHERE node_id = ? AND graph_id = ?", [nid, gid]
+            )
             released = row is not None and row[0] == worker
             if released:
                 self._db.execute("DELETE FROM synthesis_claims WHERE node_id = ?", [nid])

@@ -55,7 +55,10 @@ class WorkQueue(StoreBase):
     """Claiming questions, synthesizing them, and getting stuck claims back."""
 
     def claim_work(
-        self, graph_id: str, worker_id: str, *,
+        self,
+        graph_id: str,
+        worker_id: str,
+        *,
         holder: HolderInfo | dict[str, Any] | str | None = "store",
     ) -> dict[str, Any]:
         """Atomically claim the next question for ``worker_id`` (docs/architecture.md, rule 1).
@@ -82,10 +85,12 @@ class WorkQueue(StoreBase):
             if row is None:
                 graph = self._graph(gid)
                 if graph.status != GraphStatus.ACTIVE:
-                    return {"node_id": None, "graph_done": graph.status in TERMINAL_GRAPH,
-                            "graph_status": graph.status}
-                return {"node_id": None, "graph_done": self._graph_done(gid),
-                        "graph_status": graph.status}
+                    return {
+                        "node_id": None,
+                        "graph_done": graph.status in TERMINAL_GRAPH,
+                        "graph_status": graph.status,
+                    }
+                return {"node_id": None, "graph_done": self._graph_done(gid), "graph_status": graph.status}
             node = NodeRow(*row)
             if held is not None:
                 self._register(held, now)
@@ -95,8 +100,16 @@ class WorkQueue(StoreBase):
                 "UPDATE nodes SET status = 'claimed', owner = ?, holder = ?, claimed_at = ?, lease_s = ?, "
                 "updated_at = ? WHERE node_id = ? AND status = ? "
                 "AND claimed_at IS NOT DISTINCT FROM ?",
-                [worker, held and held["holder_id"], now, self.lease_s, now, node.node_id, node.status,
-                 node.claimed_at],
+                [
+                    worker,
+                    held and held["holder_id"],
+                    now,
+                    self.lease_s,
+                    now,
+                    node.node_id,
+                    node.status,
+                    node.claimed_at,
+                ],
             )
             payload: dict[str, Any] = {"from": node.status, "to": "claimed", "lease_s": self.lease_s}
             if node.status == NodeStatus.CLAIMED:
@@ -128,13 +141,15 @@ class WorkQueue(StoreBase):
             if node.node_type != NodeType.QUESTION:
                 raise InvalidInputError(
                     f"node {node.node_id} is an answer; synthesize its question {node.question_id}",
-                    graph_id=graph.graph_id, node_id=node.node_id,
+                    graph_id=graph.graph_id,
+                    node_id=node.node_id,
                 )
             if node.status in (NodeStatus.OPEN, NodeStatus.CLAIMED):
                 raise StateError(
                     f"question {node.node_id} is {node.status!r} and has no answer yet; add an "
                     "answer before synthesizing it",
-                    graph_id=graph.graph_id, node_id=node.node_id,
+                    graph_id=graph.graph_id,
+                    node_id=node.node_id,
                 )
             check_question_transition(node.node_id, node.status, NodeStatus.SYNTHESIZED)
             pending = self._nodes(
@@ -147,10 +162,17 @@ class WorkQueue(StoreBase):
                 raise StateError(
                     f"question {node.node_id} has {len(pending)} sub-question(s) not yet "
                     f"synthesized or saturated: {listed}{more}",
-                    graph_id=graph.graph_id, node_id=node.node_id,
+                    graph_id=graph.graph_id,
+                    node_id=node.node_id,
                 )
-            self._set_status(node, NodeStatus.SYNTHESIZED, self.clock(), actor=node.owner,
-                             kind="synthesized", metadata={**node.metadata, "synthesis": text})
+            self._set_status(
+                node,
+                NodeStatus.SYNTHESIZED,
+                self.clock(),
+                actor=node.owner,
+                kind="synthesized",
+                metadata={**node.metadata, "synthesis": text},
+            )
             self._db.execute("DELETE FROM synthesis_claims WHERE node_id = ?", [node.node_id])
         return {"node_id": node.node_id, "status": NodeStatus.SYNTHESIZED.value}
 
@@ -172,8 +194,7 @@ class WorkQueue(StoreBase):
         questions marked ``error``.
         """
         if older_than_s is not None and (
-            isinstance(older_than_s, bool) or not isinstance(older_than_s, int | float)
-            or older_than_s < 0
+            isinstance(older_than_s, bool) or not isinstance(older_than_s, int | float) or older_than_s < 0
         ):
             raise InvalidInputError(f"older_than_s must be a number >= 0 or null, not {older_than_s!r}")
         worker = optional_name(worker_id, "worker_id")
@@ -191,8 +212,11 @@ class WorkQueue(StoreBase):
             if older_than_s is not None:
                 where, params = where + " AND claimed_at <= ?", [*params, now - older_than_s]
                 if worker is None:  # never a claim whose holder is known to be alive
-                    live = [h for h, host, pid, start in self._db.fetchall(_CLAIM_HOLDERS, [gid, gid])
-                            if host == self.holder["host"] and not is_gone(h, host, pid, start)]
+                    live = [
+                        h
+                        for h, host, pid, start in self._db.fetchall(_CLAIM_HOLDERS, [gid, gid])
+                        if host == self.holder["host"] and not is_gone(h, host, pid, start)
+                    ]
                     if live:
                         marks = ", ".join("?" for _ in live)
                         where, params = where + f" AND holder NOT IN ({marks})", [*params, *live]
@@ -205,8 +229,9 @@ class WorkQueue(StoreBase):
                 nodes += self._nodes("graph_id = ? AND status = 'error'", [gid])
             self._reopen(nodes, now)
             if worker is not None:
-                self._db.execute("DELETE FROM synthesis_claims WHERE graph_id = ? AND worker = ?",
-                                 [gid, worker])
+                self._db.execute(
+                    "DELETE FROM synthesis_claims WHERE graph_id = ? AND worker = ?", [gid, worker]
+                )
         recovered = stuck + [n.node_id for n in nodes]
         return {"graph_id": gid, "recovered": recovered, "count": len(recovered)}
 
@@ -217,12 +242,19 @@ class WorkQueue(StoreBase):
             now = self.clock()
             self._db.execute("UPDATE holders SET seen_at = ? WHERE holder_id = ?", [now, hid])
             row = self._db.fetchone(
-                "UPDATE nodes SET claimed_at = ? WHERE holder = ? AND status = 'claimed'", [now, hid])
+                "UPDATE nodes SET claimed_at = ? WHERE holder = ? AND status = 'claimed'", [now, hid]
+            )
             self._db.execute("UPDATE synthesis_claims SET claimed_at = ? WHERE holder = ?", [now, hid])
         return {"holder_id": hid, "renewed": int(row[0]) if row else 0, "lease_s": self.lease_s}
 
     def release_claim(
-        self, graph_id: str, node_id: str, worker_id: str, error: str, *, max_failures: int = 3,
+        self,
+        graph_id: str,
+        node_id: str,
+        worker_id: str,
+        error: str,
+        *,
+        max_failures: int = 3,
         failed: bool = True,
     ) -> dict[str, Any]:
         """Give back a claim after a failed attempt, recording why.
@@ -242,7 +274,8 @@ class WorkQueue(StoreBase):
                 raise StateError(
                     f"question {node.node_id} is {node.status!r} (owner {node.owner!r}); only the "
                     f"worker holding its claim can release it, not {worker!r}",
-                    graph_id=graph.graph_id, node_id=node.node_id,
+                    graph_id=graph.graph_id,
+                    node_id=node.node_id,
                 )
             meta = node.metadata
             failures = int(meta.get("failures", 0)) + (1 if failed else 0)
@@ -254,8 +287,14 @@ class WorkQueue(StoreBase):
                 "WHERE node_id = ?",
                 [json.dumps(meta), node.node_id],
             )
-            self._set_status(node, target, now, actor=worker, kind="released",
-                             reason=error if target == NodeStatus.ERROR else None)
+            self._set_status(
+                node,
+                target,
+                now,
+                actor=worker,
+                kind="released",
+                reason=error if target == NodeStatus.ERROR else None,
+            )
         return {"node_id": node.node_id, "status": target.value, "failures": failures}
 
     def _held(self, holder: HolderInfo | dict[str, Any] | str | None) -> HolderInfo | None:
@@ -270,28 +309,39 @@ class WorkQueue(StoreBase):
             return
         self._db.execute(
             "INSERT INTO holders VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (holder_id) DO UPDATE SET seen_at = ?",
-            [holder["holder_id"], holder["host"], holder["pid"], holder["proc_start"], holder["label"],
-             now, now])
+            [
+                holder["holder_id"],
+                holder["host"],
+                holder["pid"],
+                holder["proc_start"],
+                holder["label"],
+                now,
+                now,
+            ],
+        )
 
     def _recover_gone(self, graph_id: str, now: float) -> list[str]:
         """Reopen the claims of holders that are gone, drop their syntheses; the reopened ids."""
-        gone = [h for h, *where in self._db.fetchall(_CLAIM_HOLDERS, [graph_id, graph_id])
-                if is_gone(h, *where)]
+        gone = [
+            h for h, *where in self._db.fetchall(_CLAIM_HOLDERS, [graph_id, graph_id]) if is_gone(h, *where)
+        ]
         if not gone:
             return []
         marks = ", ".join("?" for _ in gone)
-        nodes = self._nodes(f"graph_id = ? AND status = 'claimed' AND holder IN ({marks})",
-                            [graph_id, *gone])
+        nodes = self._nodes(f"graph_id = ? AND status = 'claimed' AND holder IN ({marks})", [graph_id, *gone])
         self._reopen(nodes, now)
-        self._db.execute(f"DELETE FROM synthesis_claims WHERE graph_id = ? AND holder IN ({marks})",
-                         [graph_id, *gone])
+        self._db.execute(
+            f"DELETE FROM synthesis_claims WHERE graph_id = ? AND holder IN ({marks})", [graph_id, *gone]
+        )
         return [n.node_id for n in nodes]
 
     def _reopen(self, nodes: list[NodeRow], now: float) -> None:
         """Claimed or failed questions back to open, their lease and holder cleared."""
         for node in nodes:
-            self._db.execute("UPDATE nodes SET holder = NULL, claimed_at = NULL, lease_s = NULL "
-                             "WHERE node_id = ?", [node.node_id])
+            self._db.execute(
+                "UPDATE nodes SET holder = NULL, claimed_at = NULL, lease_s = NULL WHERE node_id = ?",
+                [node.node_id],
+            )
             self._set_status(node, NodeStatus.OPEN, now, actor=None, kind="recovered")
 
     def _graph_done(self, graph_id: str) -> bool:

@@ -43,58 +43,100 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         budget = exploration.budget
         self.network = NetworkWidget(exploration.store, exploration.graph_id, height=height)
         button = widgets.Layout(width="auto")
-        self.step_button = widgets.Button(description="Step", icon="step-forward", layout=button,
-                                          tooltip="Process one node in a background thread")
-        self.step_count = widgets.BoundedIntText(value=5, min=1, max=10_000,
-                                                 layout=widgets.Layout(width="70px"))
-        self.step_n_button = widgets.Button(description="Step ×N", icon="forward", layout=button,
-                                            tooltip="Process N nodes, one after another")
-        self.run_button = widgets.Button(description="Run", icon="play", button_style="success",
-                                         layout=button, tooltip="Work with the chosen number of workers")
-        self.pause_button = widgets.Button(description="Pause", icon="pause", button_style="warning",
-                                           layout=button, disabled=True,
-                                           tooltip="Finish nodes in flight, then stop")
-        self.workers = widgets.IntSlider(value=min(4, budget.max_agents), min=1, max=budget.max_agents,
-                                         description="workers", continuous_update=False)
-        self.progress = widgets.IntProgress(value=0, min=0, max=1, description="done",
-                                            bar_style="info", layout=widgets.Layout(width="260px"))
+        self.step_button = widgets.Button(
+            description="Step",
+            icon="step-forward",
+            layout=button,
+            tooltip="Process one node in a background thread",
+        )
+        self.step_count = widgets.BoundedIntText(
+            value=5, min=1, max=10_000, layout=widgets.Layout(width="70px")
+        )
+        self.step_n_button = widgets.Button(
+            description="Step ×N", icon="forward", layout=button, tooltip="Process N nodes, one after another"
+        )
+        self.run_button = widgets.Button(
+            description="Run",
+            icon="play",
+            button_style="success",
+            layout=button,
+            tooltip="Work with the chosen number of workers",
+        )
+        self.pause_button = widgets.Button(
+            description="Pause",
+            icon="pause",
+            button_style="warning",
+            layout=button,
+            disabled=True,
+            tooltip="Finish nodes in flight, then stop",
+        )
+        self.workers = widgets.IntSlider(
+            value=min(4, budget.max_agents),
+            min=1,
+            max=budget.max_agents,
+            description="workers",
+            continuous_update=False,
+        )
+        self.progress = widgets.IntProgress(
+            value=0, min=0, max=1, description="done", bar_style="info", layout=widgets.Layout(width="260px")
+        )
         self.counts = widgets.HTML()
         self.message = widgets.HTML()
 
         self.gate_list = widgets.SelectMultiple(options=[], rows=5, layout=widgets.Layout(width="100%"))
         self.approve_button = widgets.Button(description="Approve", icon="check", layout=button)
-        self.approve_all_button = widgets.Button(description="Approve all", icon="check-double",
-                                                 button_style="success", layout=button)
-        self.prune_gate_button = widgets.Button(description="Prune", icon="cut", button_style="danger",
-                                                layout=button)
+        self.approve_all_button = widgets.Button(
+            description="Approve all", icon="check-double", button_style="success", layout=button
+        )
+        self.prune_gate_button = widgets.Button(
+            description="Prune", icon="cut", button_style="danger", layout=button
+        )
         self.gate_note = widgets.HTML("No gated questions.")
 
         self.inspector = widgets.HTML("<i>Click a node in the graph to inspect it.</i>")
-        self.prune_branch_button = widgets.Button(description="Prune branch", icon="cut", disabled=True,
-                                                  button_style="danger", layout=button)
+        self.prune_branch_button = widgets.Button(
+            description="Prune branch", icon="cut", disabled=True, button_style="danger", layout=button
+        )
 
         self.export_name = widgets.Text(value="syntheses", description="variable")
         self.export_path = widgets.Text(value="", description="file", placeholder="syntheses.csv or .parquet")
         self.export_button = widgets.Button(description="Export syntheses", icon="download", layout=button)
         self.exported: Any = None  # the last exported DataFrame
 
-        tabs = widgets.Tab(children=[
-            widgets.VBox([self.gate_note, self.gate_list, widgets.HBox(
-                [self.approve_button, self.approve_all_button, self.prune_gate_button])]),
-            widgets.VBox([self.inspector, self.prune_branch_button]),
-            widgets.VBox([self.export_name, self.export_path, self.export_button]),
-        ])
+        tabs = widgets.Tab(
+            children=[
+                widgets.VBox(
+                    [
+                        self.gate_note,
+                        self.gate_list,
+                        widgets.HBox([self.approve_button, self.approve_all_button, self.prune_gate_button]),
+                    ]
+                ),
+                widgets.VBox([self.inspector, self.prune_branch_button]),
+                widgets.VBox([self.export_name, self.export_path, self.export_button]),
+            ]
+        )
         for i, title in enumerate(("Gates", "Inspector", "Export")):
             tabs.set_title(i, title)
         self.tabs = tabs
-        super().__init__([
-            widgets.HBox([self.step_button, self.step_count, self.step_n_button, self.run_button,
-                          self.pause_button, self.workers]),
-            widgets.HBox([self.progress, self.counts]),
-            self.network,
-            tabs,
-            self.message,
-        ])
+        super().__init__(
+            [
+                widgets.HBox(
+                    [
+                        self.step_button,
+                        self.step_count,
+                        self.step_n_button,
+                        self.run_button,
+                        self.pause_button,
+                        self.workers,
+                    ]
+                ),
+                widgets.HBox([self.progress, self.counts]),
+                self.network,
+                tabs,
+                self.message,
+            ]
+        )
 
         self._inbox: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._job: threading.Thread | None = None
@@ -106,8 +148,9 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self._pump = KernelPump(self.refresh, interval_s=interval_s)
 
         self.step_button.on_click(self._handler(lambda: self._start("step", lambda: self._steps_of(1))))
-        self.step_n_button.on_click(self._handler(
-            lambda: self._start("step ×N", lambda: self._steps_of(self.step_count.value))))
+        self.step_n_button.on_click(
+            self._handler(lambda: self._start("step ×N", lambda: self._steps_of(self.step_count.value)))
+        )
         self.run_button.on_click(self._handler(lambda: self._start("run", self._run)))
         self.pause_button.on_click(self._handler(self._pause))
         self.approve_button.on_click(self._handler(lambda: self._approve(list(self.gate_list.value))))
@@ -266,16 +309,18 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self.progress.value = counts["synthesized"] + counts["saturated"]
         parts = [f"{counts[s]} {s}" for s in _STATUS_ORDER if counts[s]]
         parts.append(f"{counts['answers']} answers")
-        self.counts.value = (f"<span>{' · '.join(parts)} · graph <b>{html.escape(self.network.feed.status)}"
-                             f"</b></span>")
+        self.counts.value = (
+            f"<span>{' · '.join(parts)} · graph <b>{html.escape(self.network.feed.status)}</b></span>"
+        )
 
     def _show_gates(self) -> None:
         gated = self.network.feed.gated()
         options = [(clip(text, 90), node_id) for node_id, text in gated.items()]
         if options != list(self.gate_list.options):
             self.gate_list.options = options
-        self.gate_note.value = (f"{len(gated)} gated question(s) wait for approval."
-                                if gated else "No gated questions.")
+        self.gate_note.value = (
+            f"{len(gated)} gated question(s) wait for approval." if gated else "No gated questions."
+        )
         for control in (self.approve_button, self.approve_all_button, self.prune_gate_button):
             control.disabled = not gated
 
@@ -293,33 +338,42 @@ def inspector_html(details: dict[str, Any]) -> str:
     node = details["node"]
     meta = dict(node["metadata"])
     synthesis = meta.pop("synthesis", None)
-    rows = [f"<h4 style='margin:4px 0'>{html.escape(node['node_type'])} · {html.escape(node['status'])}"
-            f"{' (' + html.escape(node['status_reason']) + ')' if node['status_reason'] else ''}"
-            f" · depth {node['depth']}</h4>",
-            f"<p><b>{'Question' if node['node_type'] == 'question' else 'Answer'}:</b> "
-            f"{html.escape(node['text'])}</p>"]
+    rows = [
+        f"<h4 style='margin:4px 0'>{html.escape(node['node_type'])} · {html.escape(node['status'])}"
+        f"{' (' + html.escape(node['status_reason']) + ')' if node['status_reason'] else ''}"
+        f" · depth {node['depth']}</h4>",
+        f"<p><b>{'Question' if node['node_type'] == 'question' else 'Answer'}:</b> "
+        f"{html.escape(node['text'])}</p>",
+    ]
     answers = [c for c in details["children"] if c["node_type"] == "answer"]
     for answer in answers:
         rows.append(f"<p><b>Answer:</b> {html.escape(answer['text'])}</p>")
     subs = [c for c in details["children"] if c["node_type"] == "question"]
     if subs:
-        items = "".join(f"<li>{html.escape(c['text'])} <i>({html.escape(c['status'])})</i></li>"
-                        for c in subs)
+        items = "".join(
+            f"<li>{html.escape(c['text'])} <i>({html.escape(c['status'])})</i></li>" for c in subs
+        )
         rows.append(f"<p><b>Sub-questions:</b></p><ul>{items}</ul>")
     if synthesis:
         rows.append(f"<p><b>Synthesis:</b> {html.escape(str(synthesis))}</p>")
     for link in details["links"]:
         note = link["metadata"].get("insight") or link["metadata"].get("tension") or ""
-        rows.append(f"<p><b>{html.escape(link['edge_type'])}</b> {html.escape(link['from_node'])} — "
-                    f"{html.escape(link['to_node'])}: {html.escape(note)}</p>")
-    rows.append(f"<details><summary>Metadata</summary><pre>{html.escape(json.dumps(meta, indent=1))}"
-                f"</pre></details>")
+        rows.append(
+            f"<p><b>{html.escape(link['edge_type'])}</b> {html.escape(link['from_node'])} — "
+            f"{html.escape(link['to_node'])}: {html.escape(note)}</p>"
+        )
+    rows.append(
+        f"<details><summary>Metadata</summary><pre>{html.escape(json.dumps(meta, indent=1))}</pre></details>"
+    )
     calls = details["llm_calls"]
     if len(calls):
-        shown = calls[["role", "worker", "model", "prompt_tokens", "completion_tokens", "latency_s",
-                       "outcome", "error"]]
-        rows.append(f"<details open><summary>LLM calls ({len(calls)})</summary>"
-                    f"{shown.to_html(index=False, escape=True, float_format='{:.3f}'.format)}</details>")
+        shown = calls[
+            ["role", "worker", "model", "prompt_tokens", "completion_tokens", "latency_s", "outcome", "error"]
+        ]
+        rows.append(
+            f"<details open><summary>LLM calls ({len(calls)})</summary>"
+            f"{shown.to_html(index=False, escape=True, float_format='{:.3f}'.format)}</details>"
+        )
     else:
         rows.append("<p><i>No LLM calls logged for this node.</i></p>")
     rows.append(f"<p style='color:#777'>{html.escape(node['node_id'])}</p>")

@@ -69,9 +69,16 @@ class GraphFeed:
             positions = radial_positions(changes["nodes"])
             for node in nodes:
                 node["x"], node["y"] = positions[node["id"]]
-        return {"type": "snapshot", "seq": changes["last_event_id"], "status": changes["status"],
-                "nodes": nodes, "edges": edges, "counts": self.counts(), "physics_limit": LIVE_PHYSICS_LIMIT,
-                "options": network_options(len(nodes), physics_limit=LIVE_PHYSICS_LIMIT)}
+        return {
+            "type": "snapshot",
+            "seq": changes["last_event_id"],
+            "status": changes["status"],
+            "nodes": nodes,
+            "edges": edges,
+            "counts": self.counts(),
+            "physics_limit": LIVE_PHYSICS_LIMIT,
+            "options": network_options(len(nodes), physics_limit=LIVE_PHYSICS_LIMIT),
+        }
 
     def delta(self) -> dict[str, Any] | None:
         """A ``delta`` message of what changed since the last one, or None when nothing did."""
@@ -83,5 +90,12 @@ class GraphFeed:
             self._track(changes["nodes"])
             self.seq, self.status = changes["last_event_id"], changes["status"]
         nodes, edges = vis_items(changes)
-        return {"type": "delta", "since": since, "seq": changes["last_event_id"],
-                "status": changes["status"], "nodes": nodes, "edges": edges, "counts": self.counts()}
+        return {
+            "type": "delta",
+            "since": since,
+            "seq": changes["last_event_id"],
+            "status": changes["status"],
+            "nodes": nodes,
+            "edges": edges,
+            "counts": self.counts(),
+        }

@@ -18,7 +18,8 @@ from .network_style import EXPORT_PHYSICS_LIMIT, network_options, radial_positio
 # Tags that pyvis's template loads from CDNs even in ``in_line`` mode (bootstrap).
 _REMOTE_TAGS = re.compile(
     r"<link\b[^>]*\bhref=\"https?://[^\"]*\"[^>]*>|<script\b[^>]*\bsrc=\"https?://[^\"]*\"[^>]*>\s*</script>",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 # A URL-valued attribute; anchored on the literal '="' so a 10 MB page scans in milliseconds.
 _URL_VALUE = re.compile(r"=\"(?:https?:)?//", re.IGNORECASE)
 
@@ -40,8 +41,9 @@ def render_html(changes: dict[str, Any], *, heading: str) -> str:
         # pyvis switches every tooltip to innerHTML when a title contains "href"; a
         # zero-width joiner keeps model text on vis-network's innerText path.
         node["title"] = node["title"].replace("href", "hre\u200df")
-    net = Network(height="820px", width="100%", directed=True, cdn_resources="in_line",
-                  heading=html.escape(heading))
+    net = Network(
+        height="820px", width="100%", directed=True, cdn_resources="in_line", heading=html.escape(heading)
+    )
     net.nodes, net.edges = nodes, edges  # in bulk: add_node one at a time is quadratic
     net.node_ids = [n["id"] for n in nodes]
     net.node_map = {n["id"]: n for n in nodes}
@@ -49,9 +51,9 @@ def render_html(changes: dict[str, Any], *, heading: str) -> str:
     net.templateEnv = _pyvis_templates()
     page = _REMOTE_TAGS.sub("", net.generate_html(notebook=False))
     for found in _URL_VALUE.finditer(page):
-        if page[max(0, found.start() - 4):found.start()].lower().endswith(("src", "href")):
+        if page[max(0, found.start() - 4) : found.start()].lower().endswith(("src", "href")):
             # a pyvis release that loads something new: fail loudly, not silently online
-            near = page[found.start() - 4:][:80]
+            near = page[found.start() - 4 :][:80]
             raise RuntimeError(f"the exported page still loads a remote resource near {near!r}")
     return page
 
@@ -63,6 +65,7 @@ def write_html(changes: dict[str, Any], path: str | Path, *, heading: str) -> Pa
         raise InvalidInputError(f"the HTML export path must end in .html, not {str(path)!r}")
     if not target.parent.is_dir():
         raise InvalidInputError(
-            f"cannot write {target}: folder {target.parent} does not exist (create it first)")
+            f"cannot write {target}: folder {target.parent} does not exist (create it first)"
+        )
     target.write_text(render_html(changes, heading=heading), encoding="utf-8")
     return target

@@ -40,12 +40,19 @@ EXPORT_PHYSICS_LIMIT = 2000
 
 def status_groups() -> dict[str, dict[str, Any]]:
     """vis-network groups, one per status: the colours, and the gated questions' dashed border."""
-    return {status: {"color": {"background": fill, "border": border,
-                               "highlight": {"background": fill, "border": "#111111"},
-                               "hover": {"background": fill, "border": "#111111"}},
-                     "borderWidth": 4 if status == "gated" else 1.5,
-                     "shapeProperties": {"borderDashes": [6, 3] if status == "gated" else False}}
-            for status, (fill, border) in STATUS_COLORS.items()}
+    return {
+        status: {
+            "color": {
+                "background": fill,
+                "border": border,
+                "highlight": {"background": fill, "border": "#111111"},
+                "hover": {"background": fill, "border": "#111111"},
+            },
+            "borderWidth": 4 if status == "gated" else 1.5,
+            "shapeProperties": {"borderDashes": [6, 3] if status == "gated" else False},
+        }
+        for status, (fill, border) in STATUS_COLORS.items()
+    }
 
 
 def vis_node(row: dict[str, Any], root_id: str) -> dict[str, Any]:
@@ -63,8 +70,14 @@ def vis_node(row: dict[str, Any], root_id: str) -> dict[str, Any]:
     title += "\n\n" + row["text"]
     if row.get("synthesis"):
         title += "\n\nSynthesis: " + row["synthesis"]
-    return {"id": row["node_id"], "label": label, "title": clip_lines(title, TITLE_CHARS), "group": status,
-            "shape": SHAPES[kind], "size": SIZES[kind]}
+    return {
+        "id": row["node_id"],
+        "label": label,
+        "title": clip_lines(title, TITLE_CHARS),
+        "group": status,
+        "shape": SHAPES[kind],
+        "size": SIZES[kind],
+    }
 
 
 def clip_lines(text: str, limit: int) -> str:
@@ -81,8 +94,13 @@ def vis_tree_edge(row: dict[str, Any]) -> dict[str, Any] | None:
 
 def vis_edge(from_node: str, to_node: str, edge_type: str, metadata: dict[str, Any]) -> dict[str, Any]:
     """A vis-network edge with a stable id, styled by type; insight or tension as tooltip."""
-    item: dict[str, Any] = {"id": f"{from_node}|{to_node}|{edge_type}", "from": from_node, "to": to_node,
-                            "edge_type": edge_type, **EDGE_STYLES.get(edge_type, EDGE_STYLES["parent_child"])}
+    item: dict[str, Any] = {
+        "id": f"{from_node}|{to_node}|{edge_type}",
+        "from": from_node,
+        "to": to_node,
+        "edge_type": edge_type,
+        **EDGE_STYLES.get(edge_type, EDGE_STYLES["parent_child"]),
+    }
     note = metadata.get("insight") or metadata.get("tension")
     if note:
         item["title"] = f"{edge_type}: {clip_lines(str(note), TITLE_CHARS)}"
@@ -94,8 +112,10 @@ def vis_items(changes: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[
     root = changes["root_node_id"]
     nodes = [vis_node(row, root) for row in changes["nodes"]]
     edges = [e for e in (vis_tree_edge(row) for row in changes["nodes"]) if e is not None]
-    edges += [vis_edge(link["from_node"], link["to_node"], link["edge_type"], link["metadata"])
-              for link in changes["links"]]
+    edges += [
+        vis_edge(link["from_node"], link["to_node"], link["edge_type"], link["metadata"])
+        for link in changes["links"]
+    ]
     return nodes, edges
 
 

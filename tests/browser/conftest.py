@@ -35,8 +35,10 @@ class Traffic:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not shutil.which(CHROMIUM):
-        why = (f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium) "
-               "or set FRACTAL_NB_CHROMIUM to a Chromium binary")
+        why = (
+            f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium) "
+            "or set FRACTAL_NB_CHROMIUM to a Chromium binary"
+        )
         if ci_requires_extras():
             pytest.fail(f"{why}; CI is set, so the browser tests are required", pytrace=False)
         pytest.skip(why)
@@ -44,9 +46,18 @@ def browser() -> Iterator[Any]:
 
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
-                  "--no-first-run", "--disable-component-update", "--disable-sync"])
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
         yield chromium
         chromium.close()
 

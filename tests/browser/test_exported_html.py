@@ -17,14 +17,18 @@ HOSTILE = '<img src=x onerror="window.__pwned=1"> <a href="javascript:alert(1)">
 
 def test_exported_graph_draws_offline_with_no_failed_requests(page: tuple[Any, Any], tmp_path: Path) -> None:
     tab, traffic = page
-    with Exploration.create("Why do rivers meander?", intensity="explore",
-                            llm=SimulatedLLM(seed=3, link_rate=0.5), clock=FAST) as ex:
+    with Exploration.create(
+        "Why do rivers meander?", intensity="explore", llm=SimulatedLLM(seed=3, link_rate=0.5), clock=FAST
+    ) as ex:
         ex.run(progress=False)
         path = ex.to_html(tmp_path / "graph.html")
         expected_nodes, expected_edges = len(ex.nodes()), len(ex.edges())
     tab.goto(path.as_uri())
-    tab.wait_for_function("() => typeof network !== 'undefined' && network.body"
-                          " && Object.keys(network.getPositions()).length > 0", timeout=30_000)
+    tab.wait_for_function(
+        "() => typeof network !== 'undefined' && network.body"
+        " && Object.keys(network.getPositions()).length > 0",
+        timeout=30_000,
+    )
     drawn = tab.evaluate("""() => ({
         nodes: nodes.length, edges: edges.length,
         canvas: document.querySelector('#mynetwork canvas')?.width || 0,
@@ -50,10 +54,15 @@ def test_hostile_model_text_shows_as_text_in_the_tooltip(page: tuple[Any, Any], 
         const p = network.canvasToDOM(network.getPositions(['{root}'])['{root}']);
         return {{x: box.left + p.x, y: box.top + p.y}}; }}""")
     tab.mouse.move(at["x"], at["y"])
-    tab.wait_for_function("() => { const t = document.querySelector('.vis-tooltip');"
-                          " return t && t.style.visibility === 'visible'; }", timeout=10_000)
-    tooltip = tab.evaluate("() => { const t = document.querySelector('.vis-tooltip');"
-                           " return {text: t.innerText, elements: t.querySelectorAll(':not(br)').length}; }")
+    tab.wait_for_function(
+        "() => { const t = document.querySelector('.vis-tooltip');"
+        " return t && t.style.visibility === 'visible'; }",
+        timeout=10_000,
+    )
+    tooltip = tab.evaluate(
+        "() => { const t = document.querySelector('.vis-tooltip');"
+        " return {text: t.innerText, elements: t.querySelectorAll(':not(br)').length}; }"
+    )
     assert "<img src=x" in tooltip["text"] and tooltip["elements"] == 0
     assert tab.evaluate("() => window.__pwned") is None
     assert tab.evaluate("() => document.querySelectorAll('img').length") == 0

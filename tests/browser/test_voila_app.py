@@ -58,9 +58,21 @@ def voila(folder: Path, code: str) -> Iterator[str]:
     port = free_port()
     log = (folder / "voila.log").open("w")
     server = subprocess.Popen(
-        [sys.executable, "-m", "voila", "app.ipynb", "--no-browser", f"--port={port}",
-         "--Voila.ip=127.0.0.1", "--show_tracebacks=True"],
-        cwd=folder, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        [
+            sys.executable,
+            "-m",
+            "voila",
+            "app.ipynb",
+            "--no-browser",
+            f"--port={port}",
+            "--Voila.ip=127.0.0.1",
+            "--show_tracebacks=True",
+        ],
+        cwd=folder,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     url = f"http://127.0.0.1:{port}/"
     try:
         deadline = time.monotonic() + 60
@@ -89,8 +101,10 @@ def attr(tab: Any, name: str) -> str:
 
 
 def wait_for(tab: Any, condition: str, timeout_s: float = 60) -> None:
-    tab.wait_for_function(f"() => {{ const el = document.querySelector('{NETWORK}');"
-                          f" return el && ({condition}); }}", timeout=timeout_s * 1000)
+    tab.wait_for_function(
+        f"() => {{ const el = document.querySelector('{NETWORK}'); return el && ({condition}); }}",
+        timeout=timeout_s * 1000,
+    )
 
 
 def test_step_run_and_approve_in_voila(page: tuple[Any, Any], tmp_path: Path) -> None:
@@ -131,15 +145,19 @@ def drive_the_app(tab: Any, url: str) -> None:
 
     button(tab, "Run").click()
     wait_for(tab, f"Number(el.dataset.nodeCount) > {after_step + 2}")
-    wait_for(tab, "JSON.parse(el.dataset.counts).open === 0 && JSON.parse(el.dataset.counts).claimed === 0",
-             timeout_s=120)
+    wait_for(
+        tab,
+        "JSON.parse(el.dataset.counts).open === 0 && JSON.parse(el.dataset.counts).claimed === 0",
+        timeout_s=120,
+    )
     counts = tab.evaluate(f"() => JSON.parse(document.querySelector('{NETWORK}').dataset.counts)")
     assert counts["synthesized"] > 0 and counts["total"] > after_step
 
     drawn = tab.evaluate(f"() => document.querySelector('{NETWORK} canvas').width")
     assert drawn > 0
-    assert tab.evaluate(f"() => document.querySelector('{NETWORK}').visNetwork.getScale()") == scale, \
+    assert tab.evaluate(f"() => document.querySelector('{NETWORK}').visNetwork.getScale()") == scale, (
         "updates keep the reader's zoom"
+    )
 
 
 def test_five_thousand_nodes_draw_with_physics_off(page: tuple[Any, Any], tmp_path: Path) -> None:

@@ -14,8 +14,14 @@ SEED = "Should our team move its services to a monorepo?"
 
 
 def test_depth_gate_pauses_then_approve_continues(tmp_path) -> None:
-    with Exploration.create(SEED, intensity="pulse", checkpoint="depth:1",
-                            llm=SimulatedLLM(seed=1), path=tmp_path / "g.duckdb", clock=FAST) as ex:
+    with Exploration.create(
+        SEED,
+        intensity="pulse",
+        checkpoint="depth:1",
+        llm=SimulatedLLM(seed=1),
+        path=tmp_path / "g.duckdb",
+        clock=FAST,
+    ) as ex:
         assert ex.run(progress=False) == "paused"
         assert ex.status == "paused"
         gates = ex.gates
@@ -29,8 +35,9 @@ def test_depth_gate_pauses_then_approve_continues(tmp_path) -> None:
 
 
 def test_prune_a_gated_branch_and_the_parent_still_synthesizes() -> None:
-    with Exploration.create(SEED, intensity="pulse", checkpoint="depth:1", llm=SimulatedLLM(seed=2),
-                            clock=FAST) as ex:
+    with Exploration.create(
+        SEED, intensity="pulse", checkpoint="depth:1", llm=SimulatedLLM(seed=2), clock=FAST
+    ) as ex:
         ex.run(progress=False)
         first, *rest = ex.gates["node_id"].tolist()
         pruned = ex.prune(first)
@@ -47,8 +54,9 @@ def test_prune_a_gated_branch_and_the_parent_still_synthesizes() -> None:
 
 def test_gates_survive_closing_and_reopening_the_file(tmp_path) -> None:
     path = tmp_path / "gates.duckdb"
-    with Exploration.create(SEED, intensity="explore", checkpoint="depth:2", llm=SimulatedLLM(seed=3),
-                            path=path, clock=FAST) as ex:
+    with Exploration.create(
+        SEED, intensity="explore", checkpoint="depth:2", llm=SimulatedLLM(seed=3), path=path, clock=FAST
+    ) as ex:
         assert ex.run(progress=False) == "paused"
         gated = set(ex.gates["node_id"])
         graph_id = ex.graph_id
@@ -64,8 +72,13 @@ def test_gates_survive_closing_and_reopening_the_file(tmp_path) -> None:
 
 
 def test_convergence_checkpoint_pauses_on_a_new_convergence() -> None:
-    with Exploration.create(SEED, intensity="explore", checkpoint="convergence",
-                            llm=SimulatedLLM(seed=4, link_rate=0.9), clock=FAST) as ex:
+    with Exploration.create(
+        SEED,
+        intensity="explore",
+        checkpoint="convergence",
+        llm=SimulatedLLM(seed=4, link_rate=0.9),
+        clock=FAST,
+    ) as ex:
         assert ex.run(progress=False) == "convergence_detected"
         assert ex.status == "paused"
         assert len(ex.edges().query("edge_type == 'convergence'")) >= 1
@@ -75,8 +88,9 @@ def test_convergence_checkpoint_pauses_on_a_new_convergence() -> None:
 
 
 def test_interactive_checkpoint_pauses_after_each_cycle() -> None:
-    with Exploration.create(SEED, intensity="pulse", checkpoint="interactive",
-                            llm=SimulatedLLM(seed=5), clock=FAST) as ex:
+    with Exploration.create(
+        SEED, intensity="pulse", checkpoint="interactive", llm=SimulatedLLM(seed=5), clock=FAST
+    ) as ex:
         assert ex.run(max_workers=2, progress=False) == "paused"
         assert len(ex.events().query("kind == 'claimed'")) == 2  # one node per worker
         statuses = []
@@ -88,8 +102,9 @@ def test_interactive_checkpoint_pauses_after_each_cycle() -> None:
 
 
 def test_pause_lets_nodes_in_flight_finish() -> None:
-    with Exploration.create(SEED, intensity="deep", llm=SimulatedLLM(seed=6, latency_s=0.05),
-                            clock=FAST) as ex:
+    with Exploration.create(
+        SEED, intensity="deep", llm=SimulatedLLM(seed=6, latency_s=0.05), clock=FAST
+    ) as ex:
         seen = threading.Event()
         outcome: list[str] = []
 
@@ -98,7 +113,8 @@ def test_pause_lets_nodes_in_flight_finish() -> None:
                 seen.set()
 
         worker = threading.Thread(
-            target=lambda: outcome.append(ex.run(progress=False, on_step=pause_after_some)))
+            target=lambda: outcome.append(ex.run(progress=False, on_step=pause_after_some))
+        )
         worker.start()
         assert seen.wait(60)
         ex.pause()
@@ -111,8 +127,9 @@ def test_pause_lets_nodes_in_flight_finish() -> None:
 
 
 def test_a_paused_graph_is_harvested_only_when_asked_and_previewed_as_it_stands() -> None:
-    with Exploration.create(SEED, intensity="pulse", checkpoint="depth:1", llm=SimulatedLLM(seed=7),
-                            clock=FAST) as ex:
+    with Exploration.create(
+        SEED, intensity="pulse", checkpoint="depth:1", llm=SimulatedLLM(seed=7), clock=FAST
+    ) as ex:
         ex.run(progress=False)
         events = len(ex.events())
         with pytest.raises(StateError, match=r"with work left \(\d+ gated\); harvest\(finish=True\)"):

@@ -60,8 +60,9 @@ def test_idle_workers_back_off_2_4_8_while_work_is_in_flight() -> None:
 
 def test_a_worker_with_nothing_in_flight_anywhere_exits_at_once() -> None:
     clock = RecordingClock()
-    with Exploration.create("Gated?", intensity="pulse", checkpoint="depth:1",
-                            llm=SimulatedLLM(seed=1), clock=clock) as ex:
+    with Exploration.create(
+        "Gated?", intensity="pulse", checkpoint="depth:1", llm=SimulatedLLM(seed=1), clock=clock
+    ) as ex:
         assert ex.run(progress=False) == "paused"
         assert clock.asked == [], "workers waited although no node was in flight"
 
@@ -69,8 +70,12 @@ def test_a_worker_with_nothing_in_flight_anywhere_exits_at_once() -> None:
 def test_the_heartbeat_keeps_claims_a_slow_model_holds_past_the_lease() -> None:
     """Lease 0.3 s, model 0.6 s a call: only the run's heartbeat keeps its claims from being taken over."""
     with GraphStore(lease_s=0.3) as store:
-        ex = Exploration(store, store.create_graph("Why?", "pulse", "autonomous")["graph_id"],
-                         SimulatedLLM(seed=1, latency_s=0.6), clock=ScaledClock(0.001))
+        ex = Exploration(
+            store,
+            store.create_graph("Why?", "pulse", "autonomous")["graph_id"],
+            SimulatedLLM(seed=1, latency_s=0.6),
+            clock=ScaledClock(0.001),
+        )
         assert ex.run(max_workers=3, progress=False) == "all_complete"
         claims = ex.events().query("kind == 'claimed'")
         taken_over = [p for p in claims["payload"] if "lease_expired_for" in p]

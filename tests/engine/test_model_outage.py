@@ -37,12 +37,15 @@ def test_a_model_that_is_down_pauses_the_graph_and_it_runs_on_when_the_model_is_
 ) -> None:
     port = free_port()
     llm = OpenAILLM(model="fake", base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0)
-    with llm, Exploration.create(SEED, intensity="pulse", llm=llm, path=tmp_path / "down.duckdb",
-                                 clock=FAST) as ex:
+    with (
+        llm,
+        Exploration.create(SEED, intensity="pulse", llm=llm, path=tmp_path / "down.duckdb", clock=FAST) as ex,
+    ):
         assert ex.run(progress=False) == "model_unavailable"
         reason = paused_reason(ex)
-        assert reason.startswith("model unreachable: cannot reach the model server at "
-                                 f"http://127.0.0.1:{port}/v1") and reason.endswith("connection refused")
+        assert reason.startswith(
+            f"model unreachable: cannot reach the model server at http://127.0.0.1:{port}/v1"
+        ) and reason.endswith("connection refused")
         calls = ex.llm_calls()
         assert len(calls) == UNAVAILABLE_AFTER and (calls["outcome"] == "error").all()
         assert calls["error"].str.startswith("LLMUnavailableError: cannot reach").all()
@@ -57,8 +60,9 @@ def test_a_model_that_is_down_pauses_the_graph_and_it_runs_on_when_the_model_is_
 def test_a_model_that_dies_mid_run_is_reported_as_such_not_as_a_budget(tmp_path: Path) -> None:
     with FakeOpenAI(responder=role_responder(), down_after=12) as server:
         llm = server.llm(max_retries=0)
-        with Exploration.create(SEED, intensity="explore", llm=llm, path=tmp_path / "dies.duckdb",
-                                clock=FAST) as ex:
+        with Exploration.create(
+            SEED, intensity="explore", llm=llm, path=tmp_path / "dies.duckdb", clock=FAST
+        ) as ex:
             assert ex.run(progress=False) == "model_unavailable"
             assert paused_reason(ex).startswith("model unreachable: the model server at ")
             assert "HTTP 503" in paused_reason(ex)
@@ -68,7 +72,8 @@ def test_a_model_that_dies_mid_run_is_reported_as_such_not_as_a_budget(tmp_path:
             assert not (questions["status"] == "error").any()  # the outage is not the questions' fault
             assert "meta_failures" not in nodes or nodes["meta_failures"].fillna(0).eq(0).all()
             assert ex.events().query("kind == 'graph_status_changed'")["payload"].map(
-                lambda p: p["to"]).tolist() == ["paused"]
+                lambda p: p["to"]
+            ).tolist() == ["paused"]
             server.down_after = None  # back
             assert ex.run(progress=False) == "all_complete"
             assert ex.harvest().status == "completed"

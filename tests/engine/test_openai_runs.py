@@ -39,9 +39,18 @@ NODE_ID = re.compile(r"^- \[(n-[0-9a-f]{16})\]", re.MULTILINE)  # a candidate's 
 
 @pytest.fixture(autouse=True)
 def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("FRACTAL_NB_MODEL", "OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY",
-                 "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
-                 "http_proxy", "https_proxy", "all_proxy"):
+    for name in (
+        "FRACTAL_NB_MODEL",
+        "OPENAI_MODEL",
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -81,15 +90,31 @@ def seed_plan(prompt: str, poison: bool) -> dict[str, Any]:
     assert bounds is not None, "the seed prompt says how many questions to pose"
     lo, hi = int(bounds.group(1)), int(bounds.group(2))
     count = lo + digest(prompt) % (hi - lo + 1)
-    angles = ["causes", "evidence", "winners and losers", "history", "measurement", "risks",
-              "costs", "alternatives", "mechanisms", "scale", "future", "policy"]
-    questions = [f"What do we know about the {angles[i % len(angles)]} of urban growth "
-                 f"(part {i + 1})?" for i in range(count)]
+    angles = [
+        "causes",
+        "evidence",
+        "winners and losers",
+        "history",
+        "measurement",
+        "risks",
+        "costs",
+        "alternatives",
+        "mechanisms",
+        "scale",
+        "future",
+        "policy",
+    ]
+    questions = [
+        f"What do we know about the {angles[i % len(angles)]} of urban growth (part {i + 1})?"
+        for i in range(count)
+    ]
     if poison:
         questions[-1] = f"Which {POISON} question breaks every model?"
-    return {"seed_kind": "question",
-            "decomposition": f"The seed splits into {count} dimensions.",
-            "questions": questions}
+    return {
+        "seed_kind": "question",
+        "decomposition": f"The seed splits into {count} dimensions.",
+        "questions": questions,
+    }
 
 
 def sub_count(question: str) -> int:
@@ -103,13 +128,19 @@ def answer(prompt: str) -> dict[str, Any]:
     if POISON in question:
         return {"answer": "", "confidence": 2.0}  # invalid however often it is corrected
     h = digest(question)
-    subs = [{"text": f"Follow-up {h % 10_000:04d}.{k} at depth {depth + 1}: what qualifies it?",
-             "proxy_signal": ["qualifiers", "alternatives", "assumptions"][(h + k) % 3]}
-            for k in range(sub_count(question))]
-    return {"answer": f"A grounded answer to: {question[:120]}",
-            "confidence": round(0.5 + (h % 40) / 100, 2),
-            "sub_questions": subs,
-            "saturation": None if subs else "actionable"}
+    subs = [
+        {
+            "text": f"Follow-up {h % 10_000:04d}.{k} at depth {depth + 1}: what qualifies it?",
+            "proxy_signal": ["qualifiers", "alternatives", "assumptions"][(h + k) % 3],
+        }
+        for k in range(sub_count(question))
+    ]
+    return {
+        "answer": f"A grounded answer to: {question[:120]}",
+        "confidence": round(0.5 + (h % 40) / 100, 2),
+        "sub_questions": subs,
+        "saturation": None if subs else "actionable",
+    }
 
 
 def connections(prompt: str) -> dict[str, Any]:
@@ -126,23 +157,31 @@ def connections(prompt: str) -> dict[str, Any]:
 def synthesis(prompt: str) -> dict[str, Any]:
     question = _field(prompt, r"Question: ([^\n]+)", "the question")
     children = prompt.count("\n- ")
-    return {"synthesis": f"Synthesis of '{question[:100]}' from {children} sub-findings.",
-            "tensions": []}
+    return {"synthesis": f"Synthesis of '{question[:100]}' from {children} sub-findings.", "tensions": []}
 
 
 def harvest_summary(prompt: str) -> dict[str, Any]:
     seed = _field(prompt, r"Seed: ([^\n]+)")
-    return {"summary": f"Cities grow where jobs cluster; seed: {seed}",
-            "findings": [{"finding": "Jobs drive growth.", "confidence": "high"},
-                         {"finding": "Land supply limits it.", "confidence": "medium"}],
-            "gaps": []}
+    return {
+        "summary": f"Cities grow where jobs cluster; seed: {seed}",
+        "findings": [
+            {"finding": "Jobs drive growth.", "confidence": "high"},
+            {"finding": "Land supply limits it.", "confidence": "medium"},
+        ],
+        "gaps": [],
+    }
 
 
 def role_responder(*, poison: bool = False) -> Any:
     """A responder that answers each schema sensibly from the prompt it is shown."""
-    builders = {"SeedPlan": lambda p: seed_plan(p, poison), "Answer": answer, "LeafAnswer": answer,
-                "Connections": connections, "Synthesis": synthesis,
-                "HarvestSummary": harvest_summary}
+    builders = {
+        "SeedPlan": lambda p: seed_plan(p, poison),
+        "Answer": answer,
+        "LeafAnswer": answer,
+        "Connections": connections,
+        "Synthesis": synthesis,
+        "HarvestSummary": harvest_summary,
+    }
 
     def respond(body: dict[str, Any]) -> dict[str, Any]:
         name = schema_name(body)
@@ -156,19 +195,45 @@ def role_responder(*, poison: bool = False) -> Any:
 def test_the_fake_model_answers_every_role_validly() -> None:
     prompts = {
         SeedPlan: chat("seed", seed=SEED, lo=5, hi=7),
-        Answer: chat("answer", seed=SEED, ancestry="-", depth=1, max_depth=4, task=render("answer_branch"),
-                     question="Why jobs?", siblings="(none)", syntheses="(none yet)"),
-        LeafAnswer: chat("answer", seed=SEED, ancestry="-", depth=3, max_depth=4, task=render("answer_leaf"),
-                         question="Why jobs?", siblings="(none)", syntheses="(none yet)"),
+        Answer: chat(
+            "answer",
+            seed=SEED,
+            ancestry="-",
+            depth=1,
+            max_depth=4,
+            task=render("answer_branch"),
+            question="Why jobs?",
+            siblings="(none)",
+            syntheses="(none yet)",
+        ),
+        LeafAnswer: chat(
+            "answer",
+            seed=SEED,
+            ancestry="-",
+            depth=3,
+            max_depth=4,
+            task=render("answer_leaf"),
+            question="Why jobs?",
+            siblings="(none)",
+            syntheses="(none yet)",
+        ),
         Synthesis: chat("synthesize", question="Why jobs?", answer="x", children="- a\n  b"),
-        Connections: chat("connect", question="Why?", node_id="new", answer="x",
-                          candidates="- [n-00000000000000a1] y\n- [n-00000000000000b2] z"),
+        Connections: chat(
+            "connect",
+            question="Why?",
+            node_id="new",
+            answer="x",
+            candidates="- [n-00000000000000a1] y\n- [n-00000000000000b2] z",
+        ),
         HarvestSummary: chat("harvest", seed=SEED, chain="- x", gaps="(none)"),
     }
     respond = role_responder()
     for schema in SCHEMAS:
-        for fmt in ({"type": "json_schema", "json_schema": {"name": schema.__name__}},
-                    {"type": "json_object", "schema": schema.model_json_schema()}, None):
+        for fmt in (
+            {"type": "json_schema", "json_schema": {"name": schema.__name__}},
+            {"type": "json_object", "schema": schema.model_json_schema()},
+            None,
+        ):
             body: dict[str, Any] = {"messages": list(prompts[schema])}
             if fmt is None:
                 note = f"valid against this JSON schema:\n{json.dumps(schema.model_json_schema())}"
@@ -176,20 +241,36 @@ def test_the_fake_model_answers_every_role_validly() -> None:
             else:
                 body["response_format"] = fmt
             schema.model_validate(respond(body))
-    plan = respond({"messages": prompts[SeedPlan], "response_format": {
-        "type": "json_schema", "json_schema": {"name": "SeedPlan"}}})
+    plan = respond(
+        {
+            "messages": prompts[SeedPlan],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "SeedPlan"}},
+        }
+    )
     assert 5 <= len(plan["questions"]) <= 7
-    many = [answer(chat("answer", seed=SEED, ancestry="-", depth=1, max_depth=4, question=f"Q{i}?",
-                        siblings="-", syntheses="-", task=render("answer_branch"))[1]["content"])
-            for i in range(30)]
+    many = [
+        answer(
+            chat(
+                "answer",
+                seed=SEED,
+                ancestry="-",
+                depth=1,
+                max_depth=4,
+                question=f"Q{i}?",
+                siblings="-",
+                syntheses="-",
+                task=render("answer_branch"),
+            )[1]["content"]
+        )
+        for i in range(30)
+    ]
     assert {len(a["sub_questions"]) for a in many} == {0, 1, 2}
 
 
 # --- whole runs ----------------------------------------------------------------------------
 
 
-def run_through(server: FakeOpenAI, intensity: str,
-                **llm_options: Any) -> tuple[Exploration, Any, str]:
+def run_through(server: FakeOpenAI, intensity: str, **llm_options: Any) -> tuple[Exploration, Any, str]:
     options: dict[str, Any] = {"timeout": 5.0, "max_retries": 1, **llm_options}
     llm = server.llm(**options)
     ex = Exploration.create(SEED, intensity=intensity, llm=llm, clock=FAST)
@@ -234,23 +315,24 @@ def test_llama_cpp_run_falls_back_to_json_object_once() -> None:
             assert server.requests[0]["response_format"]["json_schema"]["name"] == "SeedPlan"
             assert server.requests[tried]["response_format"]["schema"]["title"] == "SeedPlan"
             assert {r["response_format"]["schema"]["title"] for r in server.requests[tried:]} == {
-                "SeedPlan", "LeafAnswer", "Synthesis", "HarvestSummary"} | (
-                {"Connections"} if "connect" in set(ex.llm_calls()["role"]) else set())
+                "SeedPlan",
+                "LeafAnswer",
+                "Synthesis",
+                "HarvestSummary",
+            } | ({"Connections"} if "connect" in set(ex.llm_calls()["role"]) else set())
             # Every completion that landed was a json_object one; no call failed.
             calls = ex.llm_calls()
             assert set(calls["outcome"]) == {"ok"}
             assert calls["attempts"].sum() == len(server.requests)  # the probe's request included
             assert set(calls["mode"]) == {"json_object"}
             assert result.summary.startswith("Cities grow where jobs cluster")
-            assert [f["finding"] for f in result.findings] == ["Jobs drive growth.",
-                                                                "Land supply limits it."]
+            assert [f["finding"] for f in result.findings] == ["Jobs drive growth.", "Land supply limits it."]
             nodes = ex.nodes()
             questions = nodes.query("node_type == 'question'")
             assert 3 <= (questions["depth"] == 1).sum() <= 4
             assert questions["depth"].max() == 1  # pulse: no sub-questions below the seed ones
             # Exactly the answers whose fake reply proposed sub-questions are depth-limited.
-            branching = {q.node_id for q in questions.itertuples()
-                         if q.depth == 1 and sub_count(q.text)}
+            branching = {q.node_id for q in questions.itertuples() if q.depth == 1 and sub_count(q.text)}
             answers = nodes.query("node_type == 'answer'").set_index("node_id")
             limited = {answers.loc[a, "parent_id"] for a in result.depth_limited}
             assert branching and limited == branching
@@ -274,15 +356,18 @@ def test_junk_replies_are_repaired_through_a_whole_explore_run() -> None:
             assert not nodes["text"].str.endswith("\n").any()
             assert not ex.syntheses()["synthesis"].str.contains("```").any()
             sub = questions[questions["text"].str.startswith("Follow-up")]
-            assert len(sub) and sub["meta_proxy_signal"].isin(
-                ["qualifiers", "alternatives", "assumptions"]).all()
+            assert (
+                len(sub)
+                and sub["meta_proxy_signal"].isin(["qualifiers", "alternatives", "assumptions"]).all()
+            )
             assert result.convergence_count + result.contradiction_count > 0
             assert ex.edges()["edge_type"].isin(["convergence", "contradiction"]).any()
 
 
 def test_a_flaky_server_slows_the_run_but_it_completes() -> None:
-    with FakeOpenAI("flaky", responder=role_responder(poison=True), seed=7, failure_rate=0.3,
-                    slow_s=0.8) as server:
+    with FakeOpenAI(
+        "flaky", responder=role_responder(poison=True), seed=7, failure_rate=0.3, slow_s=0.8
+    ) as server:
         ex, result, _ = run_through(server, "explore", timeout=0.5, max_retries=1, output_retries=2)
         with ex:
             check_result(ex, result, server)
@@ -308,8 +393,9 @@ def test_a_flaky_server_slows_the_run_but_it_completes() -> None:
             # Any node that failed for good is a gap; any that failed and recovered is not.
             for _, node in questions[questions["status_reason"] == "error"].iterrows():
                 assert any(g.startswith("failed: ") and node["text"][:60] in g for g in result.gaps)
-            recovered = questions[(questions["status"] == "synthesized")
-                                  & questions.get("meta_failures", 0).fillna(0).gt(0)]
+            recovered = questions[
+                (questions["status"] == "synthesized") & questions.get("meta_failures", 0).fillna(0).gt(0)
+            ]
             for _, node in recovered.iterrows():
                 assert not any(node["text"][:60] in g for g in result.gaps)
             released = ex.events().query("kind == 'released'")
@@ -344,8 +430,11 @@ def junk_responder() -> Any:
                 junk = [*JUNK_TEXTS[:4], question, "Your answer, in full sentences."]
                 return {**reply, "answer": junk[next(turns) % len(junk)] if corrected else junk[0]}
             if kind == 1 and not corrected:
-                return {**reply, "answer": "}, {"} if name == "LeafAnswer" else {
-                    **reply, "sub_questions": [{"text": "Yes", "proxy_signal": "qualifiers"}]}
+                return (
+                    {**reply, "answer": "}, {"}
+                    if name == "LeafAnswer"
+                    else {**reply, "sub_questions": [{"text": "Yes", "proxy_signal": "qualifiers"}]}
+                )
         if name == "Synthesis" and _field(prompt, r"Question: ([^\n]+)") == SEED:
             return {"synthesis": ":{", "tensions": []}
         return reply
@@ -409,16 +498,26 @@ def test_a_sound_model_gives_a_result_that_is_not_degraded() -> None:
         with ex:
             check_result(ex, result, server)
             assert not result.degraded and result.degraded_reasons == []
-            assert result.replies == {"accepted": len(ex.llm_calls()), "corrected": 0,
-                                      "rejected": 0, "failed": 0}
+            assert result.replies == {
+                "accepted": len(ex.llm_calls()),
+                "corrected": 0,
+                "rejected": 0,
+                "failed": 0,
+            }
             assert "Degraded" not in result._repr_markdown_()
             # The last level is asked for an answer only; connect only with candidates to link.
             asked = Counter()
             for body in server.requests:
                 name = schema_name(body)
                 if name in ("Answer", "LeafAnswer"):
-                    depth, limit = map(int, re.findall(r"\(depth (\d+); sub-questions are possible "
-                                                       r"only below depth (\d+)\)", first_user(body))[0])
+                    depth, limit = map(
+                        int,
+                        re.findall(
+                            r"\(depth (\d+); sub-questions are possible "
+                            r"only below depth (\d+)\)",
+                            first_user(body),
+                        )[0],
+                    )
                     asked[name, depth + 1 >= limit] += 1
                 if name == "Connections":
                     assert NODE_ID.search(first_user(body).split("Answers to compare with", 1)[-1])
@@ -439,5 +538,7 @@ def test_a_seed_phase_short_of_the_minimum_says_so_in_the_result() -> None:
             assert len(seed_calls) > 1  # asked again for a fuller plan before settling
             assert (ex.nodes().query("node_type == 'question'")["depth"] == 1).sum() == 2
             assert result.degraded
-            assert any("seed phase posed 2 usable questions where the intensity asks for at least 3" in r
-                       for r in result.degraded_reasons), result.degraded_reasons
+            assert any(
+                "seed phase posed 2 usable questions where the intensity asks for at least 3" in r
+                for r in result.degraded_reasons
+            ), result.degraded_reasons

@@ -53,8 +53,9 @@ CHILD = textwrap.dedent("""
 @pytest.mark.slow
 def test_killed_process_resumes_with_every_committed_node(tmp_path) -> None:
     path = tmp_path / "killed.duckdb"
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(path)], stdout=subprocess.PIPE,
-                             text=True, cwd=os.getcwd())
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(path)], stdout=subprocess.PIPE, text=True, cwd=os.getcwd()
+    )
     committed: list[str] = []
     try:
         assert child.stdout is not None
@@ -90,8 +91,13 @@ def test_killed_process_resumes_with_every_committed_node(tmp_path) -> None:
 
 def test_stopped_run_resumes_from_the_file(tmp_path) -> None:
     path = tmp_path / "stopped.duckdb"
-    with Exploration.create("How should a library digitise its archive?", intensity="explore",
-                            llm=SimulatedLLM(seed=9), path=path, clock=FAST) as ex:
+    with Exploration.create(
+        "How should a library digitise its archive?",
+        intensity="explore",
+        llm=SimulatedLLM(seed=9),
+        path=path,
+        clock=FAST,
+    ) as ex:
         ex.step(5)
         graph_id = ex.graph_id
         before = ex.nodes()
@@ -120,8 +126,13 @@ def test_open_refuses_ambiguous_or_missing_files(tmp_path) -> None:
 
 def test_the_harvest_is_kept_with_the_graph(tmp_path) -> None:
     path = tmp_path / "kept.duckdb"
-    with Exploration.create("How should a library digitise its archive?", intensity="pulse",
-                            llm=SimulatedLLM(seed=10), path=path, clock=FAST) as ex:
+    with Exploration.create(
+        "How should a library digitise its archive?",
+        intensity="pulse",
+        llm=SimulatedLLM(seed=10),
+        path=path,
+        clock=FAST,
+    ) as ex:
         ex.run(progress=False)
         first = ex.harvest()
         calls = len(ex.llm_calls())
@@ -136,8 +147,13 @@ def test_the_harvest_is_kept_with_the_graph(tmp_path) -> None:
 def test_a_second_open_in_the_running_process_takes_no_live_claim(tmp_path) -> None:
     """A notebook re-runs Exploration.open(path) while a Run of the same file goes on."""
     path = tmp_path / "live.duckdb"
-    with Exploration.create("How should a library digitise its archive?", intensity="explore",
-                            llm=SimulatedLLM(seed=8, latency_s=0.05), path=path, clock=FAST) as ex:
+    with Exploration.create(
+        "How should a library digitise its archive?",
+        intensity="explore",
+        llm=SimulatedLLM(seed=8, latency_s=0.05),
+        path=path,
+        clock=FAST,
+    ) as ex:
         outcome: list[str] = []
         runner = threading.Thread(target=lambda: outcome.append(ex.run(progress=False)))
         runner.start()
@@ -175,8 +191,9 @@ SECOND_PROCESS = textwrap.dedent("""
 
 def test_a_second_process_opening_a_running_file_is_refused_and_changes_nothing(tmp_path) -> None:
     path = tmp_path / "held.duckdb"
-    with Exploration.create("Why?", intensity="explore", llm=SimulatedLLM(seed=8, latency_s=0.05),
-                            path=path, clock=FAST) as ex:
+    with Exploration.create(
+        "Why?", intensity="explore", llm=SimulatedLLM(seed=8, latency_s=0.05), path=path, clock=FAST
+    ) as ex:
         runner = threading.Thread(target=lambda: ex.run(progress=False))
         runner.start()
         try:
@@ -184,8 +201,9 @@ def test_a_second_process_opening_a_running_file_is_refused_and_changes_nothing(
             while not (ex.nodes()["status"] == "claimed").any():
                 assert time.monotonic() < deadline, "the run never held a claim"
                 time.sleep(0.01)
-            done = subprocess.run([sys.executable, "-c", SECOND_PROCESS, str(path)], capture_output=True,
-                                  text=True, timeout=120)
+            done = subprocess.run(
+                [sys.executable, "-c", SECOND_PROCESS, str(path)], capture_output=True, text=True, timeout=120
+            )
             assert done.stdout.startswith("LOCKED") and f"process {os.getpid()}" in done.stdout, done
         finally:
             runner.join(120)

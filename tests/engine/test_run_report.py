@@ -31,8 +31,11 @@ def test_run_returns_a_report_with_the_reference_return_state() -> None:
         assert report == "all_complete" and report.status == "all_complete" and f"{report}" == "all_complete"
         assert report in ("all_complete", "paused") and {report: 1}["all_complete"] == 1
         assert report.workers_dispatched == len(report.worker_reports) >= 1
-        assert (report.open_questions_remaining, report.claimed_nodes_remaining,
-                report.gated_questions_remaining) == (0, 0, 0)
+        assert (
+            report.open_questions_remaining,
+            report.claimed_nodes_remaining,
+            report.gated_questions_remaining,
+        ) == (0, 0, 0)
         assert report.nodes_processed == len(seen)
         calls = ex.llm_calls()
         assert report.model_calls == len(calls)
@@ -45,14 +48,25 @@ def test_run_returns_a_report_with_the_reference_return_state() -> None:
             assert all(set(c["nodes"]) & {n for p in mine for n in p} for c in report.convergence_points)
         data = report.to_dict()
         assert set(data["worker_reports"][0]) >= {
-            "worker_id", "nodes_answered", "nodes_synthesized", "sub_questions_generated", "convergences",
-            "contradictions", "saturated_branches", "boundary_questions", "exit_reason"}
+            "worker_id",
+            "nodes_answered",
+            "nodes_synthesized",
+            "sub_questions_generated",
+            "convergences",
+            "contradictions",
+            "saturated_branches",
+            "boundary_questions",
+            "exit_reason",
+        }
         assert "<table>" in report._repr_html_() and "| worker |" in report._repr_markdown_()
 
 
 def test_the_report_escapes_what_it_shows() -> None:
-    report = RunReport("paused", status_reason="<script>alert(1)</script>",
-                       convergence_points=[{"nodes": ["n-1", "n-2"], "insight": "<b>x</b> **y**"}])
+    report = RunReport(
+        "paused",
+        status_reason="<script>alert(1)</script>",
+        convergence_points=[{"nodes": ["n-1", "n-2"], "insight": "<b>x</b> **y**"}],
+    )
     assert "<script>" not in report._repr_html_() and "&lt;b&gt;" in report._repr_html_()
     assert "<script>" not in report._repr_markdown_() and "\\*\\*y\\*\\*" in report._repr_markdown_()
 
@@ -67,8 +81,9 @@ def test_worker_reports_carry_saturated_branches_and_the_graph_lists_them() -> N
             assert nodes.loc[s["node_id"], "status"] == "saturated"
             assert nodes.loc[s["node_id"], "status_reason"] == s["reason"] in ("actionable", "derivable")
         status = ex.store.get_saturation_status(ex.graph_id)
-        assert status["all_complete"] and any(b["saturated"] or b["open_questions"] == 0
-                                              for b in status["branches"])
+        assert status["all_complete"] and any(
+            b["saturated"] or b["open_questions"] == 0 for b in status["branches"]
+        )
         result = ex.harvest()
         assert {s["node_id"] for s in result.saturated} >= {s["node_id"] for s in saturated}
         # A saturated leaf keeps its answer as its synthesis: the parents synthesize from it.
@@ -154,7 +169,8 @@ def test_a_token_budget_stops_a_run_mid_way_and_going_on_is_explicit() -> None:
         report = ex.run(progress=False, max_tokens=8_000)
         assert report == "budget_exhausted"
         assert report.status_reason is not None and report.status_reason.startswith(
-            "token budget of 8,000 reached (")
+            "token budget of 8,000 reached ("
+        )
         graph = ex.store.get_graph(ex.graph_id)
         assert graph["status"] == "budget_exhausted" and graph["status_reason"] == report.status_reason
         assert graph["metadata"]["limits"]["max_tokens"] == 8_000  # kept with the graph
@@ -176,11 +192,13 @@ def test_a_token_budget_stops_a_run_mid_way_and_going_on_is_explicit() -> None:
 def test_budgets_are_kept_from_create_and_checked_before_anything_changes() -> None:
     with explore("pulse", max_tokens=1_000) as ex:
         assert ex.run(progress=False) == "budget_exhausted"
-    for bad, message in [({"max_tokens": 0}, "max_tokens must be an integer > 0"),
-                         ({"max_tokens": 1.5}, "max_tokens must be an integer"),
-                         ({"max_wall_s": -1}, "max_wall_s must be a number > 0"),
-                         ({"max_cost": 1.0}, "max_cost needs a price table"),
-                         ({"max_cost": 1.0, "prices": {"m": (1,)}}, r"prices\['m'\] must be")]:
+    for bad, message in [
+        ({"max_tokens": 0}, "max_tokens must be an integer > 0"),
+        ({"max_tokens": 1.5}, "max_tokens must be an integer"),
+        ({"max_wall_s": -1}, "max_wall_s must be a number > 0"),
+        ({"max_cost": 1.0}, "max_cost needs a price table"),
+        ({"max_cost": 1.0, "prices": {"m": (1,)}}, r"prices\['m'\] must be"),
+    ]:
         with explore("pulse") as ex:
             events = len(ex.events())
             with pytest.raises(InvalidInputError, match=message):

@@ -12,8 +12,13 @@ FAST = ScaledClock(0.001)  # backoff 2/4/8 s becomes 2/4/8 ms
 
 
 def explore(intensity: str, llm: SimulatedLLM | None = None, **kw) -> Exploration:
-    return Exploration.create("Why do some cities grow faster than others?", intensity=intensity,
-                              llm=llm or SimulatedLLM(seed=3), clock=FAST, **kw)
+    return Exploration.create(
+        "Why do some cities grow faster than others?",
+        intensity=intensity,
+        llm=llm or SimulatedLLM(seed=3),
+        clock=FAST,
+        **kw,
+    )
 
 
 def assert_no_double_claims(ex: Exploration) -> None:
@@ -110,8 +115,13 @@ def test_step_processes_exactly_n_nodes() -> None:
         assert len(records) == 3 and all(r.ok for r in records)
         assert len(ex.events().query("kind == 'claimed'")) == 3
         claimed = [r.node_id for r in records]
-        assert ex.nodes().set_index("node_id").loc[claimed, "status"].isin(
-            ["answered", "synthesized", "saturated"]).all()
+        assert (
+            ex.nodes()
+            .set_index("node_id")
+            .loc[claimed, "status"]
+            .isin(["answered", "synthesized", "saturated"])
+            .all()
+        )
         with pytest.raises(ValueError, match="n must be"):
             ex.step(0)
 

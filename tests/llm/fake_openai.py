@@ -199,9 +199,7 @@ class FakeOpenAI:
     def __repr__(self) -> str:
         return f"<FakeOpenAI {self.mode} {self.base_url} requests={len(self.requests)}>"
 
-    def handle(
-        self, body: dict[str, Any], headers: dict[str, str]
-    ) -> tuple[int, dict[str, str], bytes]:
+    def handle(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
         """Answer one parsed request body with (status, headers, raw body)."""
         with self._lock:
             self.requests.append(body)

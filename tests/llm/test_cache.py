@@ -43,8 +43,13 @@ def simulated_counting(seed: int = 0) -> Counting:
 
 def connect_messages(*ids: str) -> list[Message]:
     candidates = "\n".join(f"- [{n}] answer number {k}" for k, n in enumerate(ids, start=1))
-    return chat("connect", question="What drives growth?", node_id="new",
-                answer="Jobs and land.", candidates=candidates)
+    return chat(
+        "connect",
+        question="What drives growth?",
+        node_id="new",
+        answer="Jobs and land.",
+        candidates=candidates,
+    )
 
 
 def seed_messages(seed: str = SEED) -> list[Message]:
@@ -161,15 +166,17 @@ def test_the_default_mode_is_record(fresh_store: GraphStore) -> None:
 # --- node ids --------------------------------------------------------------------------
 
 
-def test_ids_in_a_recorded_connect_response_map_to_the_current_prompt(
-        fresh_store: GraphStore) -> None:
+def test_ids_in_a_recorded_connect_response_map_to_the_current_prompt(fresh_store: GraphStore) -> None:
     def link_second_and_third(messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:
         ids = NODE_ID.findall(messages[-1]["content"])
-        return {"convergences": [{"node_id": ids[1], "note": f"agrees with {ids[1]}"}],
-                "contradictions": [{"node_id": ids[2], "note": "it disagrees"}]}
+        return {
+            "convergences": [{"node_id": ids[1], "note": f"agrees with {ids[1]}"}],
+            "contradictions": [{"node_id": ids[2], "note": "it disagrees"}],
+        }
 
     recorded = CachedLLM(Counting(link_second_and_third), fresh_store, "record").complete(
-        connect_messages(A, B, C), Connections)
+        connect_messages(A, B, C), Connections
+    )
     assert recorded["convergences"][0]["node_id"] == B
     # The store holds positional stand-ins, not this run's ids.
     replay = CachedLLM(None, fresh_store, "replay")
@@ -205,8 +212,10 @@ def test_ten_or_more_ids_are_restored_exactly(fresh_store: GraphStore) -> None:
 
     def link_all(messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:
         shown = NODE_ID.findall(messages[-1]["content"])
-        return {"convergences": [{"node_id": n, "note": f"agrees about {n}"} for n in shown],
-                "contradictions": []}
+        return {
+            "convergences": [{"node_id": n, "note": f"agrees about {n}"} for n in shown],
+            "contradictions": [],
+        }
 
     recorder = CachedLLM(Counting(link_all), fresh_store, "record")
     recorder.complete(connect_messages(*ids), Connections)
@@ -248,8 +257,9 @@ def test_a_recorded_step_run_replays_on_a_new_graph_without_a_model(tmp_path: Pa
 
 def test_a_replay_miss_fails_the_step_and_is_logged(fresh_store: GraphStore) -> None:
     stepped(fresh_store, CachedLLM(SimulatedLLM(seed=1), fresh_store, "record"), 3)
-    ex = stepped(fresh_store, CachedLLM(None, fresh_store, "replay"), 3,
-                 seed="A seed that was never recorded?")
+    ex = stepped(
+        fresh_store, CachedLLM(None, fresh_store, "replay"), 3, seed="A seed that was never recorded?"
+    )
     calls = ex.llm_calls()
     assert len(calls) >= 1 and (calls["outcome"] == "error").all()
     assert calls["error"].str.contains("LLMError: no recorded SeedPlan").all()
@@ -257,8 +267,7 @@ def test_a_replay_miss_fails_the_step_and_is_logged(fresh_store: GraphStore) -> 
     assert len(ex.nodes()) == 1 and ex.nodes()["status"].iloc[0] == "open"  # nothing written
 
 
-def test_replay_of_a_partly_recorded_run_fails_where_the_recording_ends(
-        fresh_store: GraphStore) -> None:
+def test_replay_of_a_partly_recorded_run_fails_where_the_recording_ends(fresh_store: GraphStore) -> None:
     stepped(fresh_store, CachedLLM(SimulatedLLM(seed=2), fresh_store, "record"), 3)
     ex = stepped(fresh_store, CachedLLM(None, fresh_store, "replay"), 3)
     records = ex.step(2)  # beyond the recording: the answers miss

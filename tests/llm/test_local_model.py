@@ -29,18 +29,26 @@ pytestmark = pytest.mark.local_llm
 def server() -> LocalModelServer:
     if not local_model_available():
         if ci_requires_extras():
-            pytest.fail(f"the local model is missing; CI is set, so it is required: {INSTALL_HINT}",
-                        pytrace=False)
+            pytest.fail(
+                f"the local model is missing; CI is set, so it is required: {INSTALL_HINT}", pytrace=False
+            )
         pytest.skip(f"the local model is not installed: {INSTALL_HINT}")
     with LocalModelServer() as running:
         yield running
 
 
-def test_a_pulse_exploration_on_the_real_local_model_ends_honestly(server: LocalModelServer,
-                                                                  tmp_path: Path) -> None:
-    with server.llm() as llm, Exploration.create("Why do some cities grow faster than others?",
-                                                 intensity="pulse", llm=llm,
-                                                 path=tmp_path / "gemma.duckdb") as ex:
+def test_a_pulse_exploration_on_the_real_local_model_ends_honestly(
+    server: LocalModelServer, tmp_path: Path
+) -> None:
+    with (
+        server.llm() as llm,
+        Exploration.create(
+            "Why do some cities grow faster than others?",
+            intensity="pulse",
+            llm=llm,
+            path=tmp_path / "gemma.duckdb",
+        ) as ex,
+    ):
         status = ex.run(progress=False)
         assert status in ("all_complete", "budget_exhausted", "model_unavailable", "seed_failed")
         nodes = ex.nodes()
@@ -72,8 +80,9 @@ def test_a_pulse_exploration_on_the_real_local_model_ends_honestly(server: Local
             assert any("failed" in r for r in result.degraded_reasons)
 
 
-def test_demo_local_runs_and_stops_its_server(capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_demo_local_runs_and_stops_its_server(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if not local_model_available():
         pytest.skip(f"the local model is not installed: {INSTALL_HINT}")
     monkeypatch.chdir(tmp_path)
@@ -90,6 +99,10 @@ def _servers() -> set[int]:
     """llama.cpp servers this test process started (its children), still running."""
     import psutil
 
-    return {p.pid for p in psutil.Process().children(recursive=True)
-            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-            and "llama_cpp.server" in " ".join(p.cmdline())}
+    return {
+        p.pid
+        for p in psutil.Process().children(recursive=True)
+        if p.is_running()
+        and p.status() != psutil.STATUS_ZOMBIE
+        and "llama_cpp.server" in " ".join(p.cmdline())
+    }

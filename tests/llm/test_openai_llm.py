@@ -228,8 +228,10 @@ def test_rate_limit_after_client_retries_is_an_llm_error() -> None:
 
 def test_other_http_errors_do_not_fall_back() -> None:
     with FakeOpenAI("ok") as server:
-        with OpenAILLM("fake", server.base_url.replace("/v1", "/nowhere"), "x", max_retries=0) as llm, \
-                pytest.raises(LLMError, match="HTTP 404"):
+        with (
+            OpenAILLM("fake", server.base_url.replace("/v1", "/nowhere"), "x", max_retries=0) as llm,
+            pytest.raises(LLMError, match="HTTP 404"),
+        ):
             llm.complete(MESSAGES, Answer)
 
 
@@ -238,8 +240,11 @@ def test_connection_refused_is_an_llm_error() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     llm = OpenAILLM("fake", f"http://127.0.0.1:{port}/v1", "x", max_retries=0, timeout=0.5)
-    with pytest.raises(LLMUnavailableError, match=f"cannot reach the model server at http://127.0.0.1:{port}/v1"
-                       r"/?: connection refused") as info:
+    with pytest.raises(
+        LLMUnavailableError,
+        match=f"cannot reach the model server at http://127.0.0.1:{port}/v1"
+        r"/?: connection refused",
+    ) as info:
         llm.complete(MESSAGES, Answer)
     assert isinstance(info.value, LLMError)
     assert isinstance(info.value.__cause__, openai.APIConnectionError)
@@ -396,7 +401,10 @@ def test_every_request_carries_its_roles_length_bound_and_the_seed() -> None:
         bounded = make_llm(server, max_tokens=64)
         bounded.complete(MESSAGES, Answer)
     assert [(r["max_tokens"], r.get("seed")) for r in server.requests] == [
-        (100, 11), (MAX_TOKENS["answer"], 11), (64, None)]
+        (100, 11),
+        (MAX_TOKENS["answer"], 11),
+        (64, None),
+    ]
     with pytest.raises(InvalidInputError, match="unknown roles"):
         OpenAILLM("m", "http://127.0.0.1:1/v1", max_tokens={"essay": 10})
     with pytest.raises(InvalidInputError, match="seed"):

@@ -21,9 +21,12 @@ from fractal_nb.llm.schemas import (
 
 PROMPT: list[Message] = [
     {"role": "system", "content": "You answer one question of a question tree."},
-    {"role": "user", "content": "Seed: Why do some cities grow faster than others?\n"
-                                "Question to answer now (depth 1 of 3):\n"
-                                "What role do jobs play in urban growth?"},
+    {
+        "role": "user",
+        "content": "Seed: Why do some cities grow faster than others?\n"
+        "Question to answer now (depth 1 of 3):\n"
+        "What role do jobs play in urban growth?",
+    },
 ]
 
 
@@ -37,74 +40,97 @@ def refusal(schema: Any, reply: dict[str, Any], context: Any = None) -> str:
     return str(info.value)
 
 
-@pytest.mark.parametrize(("text", "why"), [
-    ("}, {", "holds no words"),
-    (":{", "holds no words"),
-    ("1", "holds no words"),
-    ("42.0 %", "holds no words"),
-    ("https://example.com/cities/growth", "holds no words"),
-    ('{"answer": "jobs"}', "JSON inside a text field"),
-    ('The answer is "answer": jobs', "JSON inside a text field"),
-    ("{{{ ]]] ::: jobs ;;; }}}", "mostly symbols"),
-    ("answer", "schema's wording"),
-    ("Your answer here", "schema's wording"),
-    ("What role do jobs play in urban growth?", "copies the prompt"),
-    ("why do some cities grow faster than others", "copies the prompt"),
-    ("jobs " * 20, "repeats itself"),
-])
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("}, {", "holds no words"),
+        (":{", "holds no words"),
+        ("1", "holds no words"),
+        ("42.0 %", "holds no words"),
+        ("https://example.com/cities/growth", "holds no words"),
+        ('{"answer": "jobs"}', "JSON inside a text field"),
+        ('The answer is "answer": jobs', "JSON inside a text field"),
+        ("{{{ ]]] ::: jobs ;;; }}}", "mostly symbols"),
+        ("answer", "schema's wording"),
+        ("Your answer here", "schema's wording"),
+        ("What role do jobs play in urban growth?", "copies the prompt"),
+        ("why do some cities grow faster than others", "copies the prompt"),
+        ("jobs " * 20, "repeats itself"),
+    ],
+)
 def test_junk_answers_are_refused_with_the_reason(text: str, why: str) -> None:
     assert why in refusal(LeafAnswer, answer(text))
 
 
-@pytest.mark.parametrize("text", [
-    "Paris", "Jobs.", "Cities with more jobs attract people, who then create more jobs.",
-    "Employment growth explains roughly 40% of it (see https://example.com).",
-    "Jobs",  # one word in the prompt is not an echo: short facts recur in prompts
-    "Les villes croissent là où il y a du travail.", "雇用が集まる都市が成長する。",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Paris",
+        "Jobs.",
+        "Cities with more jobs attract people, who then create more jobs.",
+        "Employment growth explains roughly 40% of it (see https://example.com).",
+        "Jobs",  # one word in the prompt is not an echo: short facts recur in prompts
+        "Les villes croissent là où il y a du travail.",
+        "雇用が集まる都市が成長する。",
+    ],
+)
 def test_real_answers_pass(text: str) -> None:
     reply = LeafAnswer.model_validate(answer(text), context=ReplyContext.of(PROMPT, LeafAnswer))
     assert reply.answer == text.strip()
 
 
-@pytest.mark.parametrize(("text", "why"), [
-    ("Yes", "too short"),
-    ("Maybe", "too short"),
-    ("a goal", "too short"),
-    ("Cities and jobs and growth.", "asks nothing"),
-    ("The role of jobs", "asks nothing"),
-    ("What role do jobs play in urban growth?", "copies the prompt"),
-    ("What?", "too short"),
-])
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("Yes", "too short"),
+        ("Maybe", "too short"),
+        ("a goal", "too short"),
+        ("Cities and jobs and growth.", "asks nothing"),
+        ("The role of jobs", "asks nothing"),
+        ("What role do jobs play in urban growth?", "copies the prompt"),
+        ("What?", "too short"),
+    ],
+)
 def test_questions_that_ask_nothing_are_refused(text: str, why: str) -> None:
     reply = answer("Jobs draw people.", sub_questions=[{"text": text, "proxy_signal": "qualifiers"}])
     assert why in refusal(Answer, reply)
 
 
-@pytest.mark.parametrize("text", [
-    "Do wages rise with city size?", "How large is the effect of housing supply",
-    "To what extent do migrants follow jobs?", "¿Crecen las ciudades por el empleo?",
-    "Under what conditions does growth stall?",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Do wages rise with city size?",
+        "How large is the effect of housing supply",
+        "To what extent do migrants follow jobs?",
+        "¿Crecen las ciudades por el empleo?",
+        "Under what conditions does growth stall?",
+    ],
+)
 def test_real_questions_pass(text: str) -> None:
     reply = answer("Jobs draw people.", sub_questions=[{"text": text, "proxy_signal": "qualifiers"}])
     assert Answer.model_validate(reply, context=ReplyContext.of(PROMPT, Answer)).sub_questions[0].text == text
 
 
 def test_the_seed_plan_refuses_junk_questions_and_decompositions() -> None:
-    plan = {"seed_kind": "question", "decomposition": "It splits by cause, scale and time.",
-            "questions": ["Which industries lead growth?", "Yes", "What limits housing supply?"]}
+    plan = {
+        "seed_kind": "question",
+        "decomposition": "It splits by cause, scale and time.",
+        "questions": ["Which industries lead growth?", "Yes", "What limits housing supply?"],
+    }
     assert "too short" in refusal(SeedPlan, plan)
-    assert "holds no words" in refusal(SeedPlan, {**plan, "questions": plan["questions"][::2],
-                                                  "decomposition": "}, {"})
+    assert "holds no words" in refusal(
+        SeedPlan, {**plan, "questions": plan["questions"][::2], "decomposition": "}, {"}
+    )
     copied = {**plan, "questions": ["Independent, specific seed questions.", "What limits housing?"]}
     assert "schema's wording" in refusal(SeedPlan, copied)
 
 
 def test_schema_descriptions_are_placeholders() -> None:
     """The wording of the schema itself (its descriptions) is never content."""
-    reply = {"synthesis": "Jobs pull people and housing limits them.",
-             "tensions": ["Contradictions kept visible."]}
+    reply = {
+        "synthesis": "Jobs pull people and housing limits them.",
+        "tensions": ["Contradictions kept visible."],
+    }
     assert "schema's wording" in refusal(Synthesis, reply)
     links = {"convergences": [{"node_id": "n-1", "note": "The shared conclusion, or the tension."}]}
     assert "schema's wording" in refusal(Connections, links)

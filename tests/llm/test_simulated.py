@@ -31,23 +31,46 @@ C = "n-00000000000000c3"
 PROMPTS: dict[type[BaseModel], list[Message]] = {
     SeedPlan: chat("seed", seed="Why do some cities grow faster than others?", lo=5, hi=7),
     Answer: chat(
-        "answer", seed="Why do cities grow?", ancestry="- Q: Why do cities grow?\n  A: Jobs.",
-        depth=1, max_depth=4, question="What are the main causes behind urban growth?",
-        siblings="- Who gains from growth? (open)", syntheses="(none yet)", task=render("answer_branch")),
+        "answer",
+        seed="Why do cities grow?",
+        ancestry="- Q: Why do cities grow?\n  A: Jobs.",
+        depth=1,
+        max_depth=4,
+        question="What are the main causes behind urban growth?",
+        siblings="- Who gains from growth? (open)",
+        syntheses="(none yet)",
+        task=render("answer_branch"),
+    ),
     LeafAnswer: chat(
-        "answer", seed="Why do cities grow?", ancestry="- Q: Why do cities grow?\n  A: Jobs.",
-        depth=3, max_depth=4, question="Which services employ the most people downtown?",
-        siblings="(none)", syntheses="(none yet)", task=render("answer_leaf")),
+        "answer",
+        seed="Why do cities grow?",
+        ancestry="- Q: Why do cities grow?\n  A: Jobs.",
+        depth=3,
+        max_depth=4,
+        question="Which services employ the most people downtown?",
+        siblings="(none)",
+        syntheses="(none yet)",
+        task=render("answer_leaf"),
+    ),
     Synthesis: chat(
-        "synthesize", question="What drives growth?", answer="Jobs and land.",
-        children="- Which jobs?\n  Services.\n- Which land?\n  Cheap land at the edge."),
+        "synthesize",
+        question="What drives growth?",
+        answer="Jobs and land.",
+        children="- Which jobs?\n  Services.\n- Which land?\n  Cheap land at the edge.",
+    ),
     Connections: chat(
-        "connect", question="What drives growth?", node_id="new", answer="Jobs.",
-        candidates="\n".join(f"- [{n}] an answer from another branch" for n in (A, B, C))),
+        "connect",
+        question="What drives growth?",
+        node_id="new",
+        answer="Jobs.",
+        candidates="\n".join(f"- [{n}] an answer from another branch" for n in (A, B, C)),
+    ),
     HarvestSummary: chat(
-        "harvest", seed="Why do cities grow?",
+        "harvest",
+        seed="Why do cities grow?",
         chain="- Why do cities grow?: jobs\n  - Which jobs?: services",
-        gaps="- failed: Which land? (LLMError: boom)"),
+        gaps="- failed: Which land? (LLMError: boom)",
+    ),
 }
 # The prose fields each role writes (questions are questions, not labelled text).
 PROSE = {
@@ -65,9 +88,17 @@ def seed_messages(lo: int, hi: int, seed: str = "Why do cities grow?") -> list[M
 
 
 def answer_messages(question: str, depth: int = 1) -> list[Message]:
-    return chat("answer", seed="Why do cities grow?", ancestry="(this is a seed question)",
-                depth=depth, max_depth=6, question=question, siblings="(none)",
-                syntheses="(none yet)", task=render("answer_branch"))
+    return chat(
+        "answer",
+        seed="Why do cities grow?",
+        ancestry="(this is a seed question)",
+        depth=depth,
+        max_depth=6,
+        question=question,
+        siblings="(none)",
+        syntheses="(none yet)",
+        task=render("answer_branch"),
+    )
 
 
 def test_prompts_cover_every_role() -> None:
@@ -123,6 +154,7 @@ def test_same_seed_and_prompt_give_the_same_output(schema: type[BaseModel]) -> N
 def test_node_ids_do_not_change_the_output() -> None:
     one = answer_messages("Does [n-0000000000000001] hold?")
     other = answer_messages("Does [n-00000000000000ff] hold?")
+
     def normalized(messages: list[Message]) -> str:
         output = json.dumps(SimulatedLLM(seed=2).complete(messages, Answer))
         return re.sub(r"n-[0-9a-f]{16}", "n-ID", output)
@@ -136,16 +168,14 @@ def test_different_seeds_usually_differ() -> None:
     messages = seed_messages(5, 7)
     outputs = {json.dumps(SimulatedLLM(seed=s).complete(messages, SeedPlan)) for s in range(8)}
     assert len(outputs) >= 4
-    answers = {json.dumps(SimulatedLLM(seed=s).complete(answer_messages("Why?"), Answer))
-               for s in range(8)}
+    answers = {json.dumps(SimulatedLLM(seed=s).complete(answer_messages("Why?"), Answer)) for s in range(8)}
     assert len(answers) >= 4
     assert SimulatedLLM(seed=3).model != SimulatedLLM(seed=4).model
 
 
 def test_different_prompts_usually_differ() -> None:
     llm = SimulatedLLM(seed=0)
-    answers = {json.dumps(llm.complete(answer_messages(f"Question {i}?"), Answer))
-               for i in range(6)}
+    answers = {json.dumps(llm.complete(answer_messages(f"Question {i}?"), Answer)) for i in range(6)}
     assert len(answers) == 6  # the question's text is quoted in the answer
 
 
@@ -179,8 +209,9 @@ def test_branching_zero_proposes_no_sub_questions() -> None:
 def test_branching_shrinks_with_depth() -> None:
     def mean_subs(depth: int) -> float:
         llm = SimulatedLLM(seed=0, branching=3, decay=0.3)
-        counts = [len(llm.complete(answer_messages(f"Q{i}?", depth), Answer)["sub_questions"])
-                  for i in range(20)]
+        counts = [
+            len(llm.complete(answer_messages(f"Q{i}?", depth), Answer)["sub_questions"]) for i in range(20)
+        ]
         return sum(counts) / len(counts)
 
     assert mean_subs(1) == 3
@@ -218,8 +249,9 @@ def test_a_retried_prompt_can_succeed_after_failing() -> None:
 
     first = outcomes(SimulatedLLM(seed=5, failure_rate=0.5))
     assert False in first and True in first
-    assert any(not a and b for a, b in zip(first, first[1:], strict=False)), \
+    assert any(not a and b for a, b in zip(first, first[1:], strict=False)), (
         "no failure was followed by a success of the same prompt"
+    )
     # The attempt counter is deterministic: a fresh model with the same seed repeats it.
     assert outcomes(SimulatedLLM(seed=5, failure_rate=0.5)) == first
 
@@ -236,10 +268,20 @@ def test_failures_report_the_prompt_tokens() -> None:
 # --- arguments -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"branching": -1}, {"latency_s": -0.1}, {"decay": 1.5}, {"decay": -0.1},
-    {"failure_rate": 1.01}, {"failure_rate": -0.5}, {"link_rate": 2}, {"link_rate": -1},
-], ids=lambda kw: next(iter(kw)))
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"branching": -1},
+        {"latency_s": -0.1},
+        {"decay": 1.5},
+        {"decay": -0.1},
+        {"failure_rate": 1.01},
+        {"failure_rate": -0.5},
+        {"link_rate": 2},
+        {"link_rate": -1},
+    ],
+    ids=lambda kw: next(iter(kw)),
+)
 def test_invalid_arguments_raise_invalid_input(kwargs: dict[str, Any]) -> None:
     name = next(iter(kwargs))
     with pytest.raises(InvalidInputError, match=name):

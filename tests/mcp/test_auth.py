@@ -37,12 +37,21 @@ from fractal_nb.mcp_server import BackgroundServer, build_server
 from fractal_nb.remote import RemoteStore
 from tests.local_port import free_port
 
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                         "clientInfo": {"name": "test_auth", "version": "0"}}}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test_auth", "version": "0"},
+    },
+}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-REFUSED_401 = (r"refused the request: 401 Unauthorized "
-               r"\(pass the server's token: --token or FRACTAL_NB_TOKEN\)")
+REFUSED_401 = (
+    r"refused the request: 401 Unauthorized "
+    r"\(pass the server's token: --token or FRACTAL_NB_TOKEN\)"
+)
 
 
 def post_initialize(url: str, *, token: str | None = None, host: str | None = None) -> httpx.Response:
@@ -55,8 +64,9 @@ def post_initialize(url: str, *, token: str | None = None, host: str | None = No
     return httpx.post(url, json=INITIALIZE, headers=headers, timeout=30)
 
 
-def wait_until(condition: Callable[[], bool], what: str, *, alive: Callable[[], bool],
-               timeout_s: float = 30.0) -> None:
+def wait_until(
+    condition: Callable[[], bool], what: str, *, alive: Callable[[], bool], timeout_s: float = 30.0
+) -> None:
     """Poll ``condition`` until it holds; fail as soon as ``alive`` says the other side died."""
     deadline = time.monotonic() + timeout_s
     while not condition():
@@ -99,9 +109,23 @@ def cli_server(tmp_path: Path, *options: str, env: dict[str, str]) -> Iterator[C
     """``fractal-nb serve-mcp --http`` in a subprocess, its stderr collected line by line as it comes."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "fractal_nb.cli", "serve-mcp", "--db", str(tmp_path / "auth.duckdb"), "--http",
-         "--port", str(port), *options],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        [
+            sys.executable,
+            "-m",
+            "fractal_nb.cli",
+            "serve-mcp",
+            "--db",
+            str(tmp_path / "auth.duckdb"),
+            "--http",
+            "--port",
+            str(port),
+            *options,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     served = CliServer(process, port)
 
     def collect() -> None:
@@ -126,10 +150,21 @@ def cli_server(tmp_path: Path, *options: str, env: dict[str, str]) -> Iterator[C
 
 
 def test_cli_beyond_loopback_requires_the_token_and_checks_the_host(tmp_path: Path) -> None:
-    with cli_server(tmp_path, "--host", "0.0.0.0", "--token", "T0ken-given", "--allow-host",
-                    "notebook.example.org", env=env_without_token()) as server:
-        bound = {c.laddr.ip for c in psutil.Process(server.process.pid).net_connections(kind="inet")
-                 if c.status == psutil.CONN_LISTEN and c.laddr.port == server.port}
+    with cli_server(
+        tmp_path,
+        "--host",
+        "0.0.0.0",
+        "--token",
+        "T0ken-given",
+        "--allow-host",
+        "notebook.example.org",
+        env=env_without_token(),
+    ) as server:
+        bound = {
+            c.laddr.ip
+            for c in psutil.Process(server.process.pid).net_connections(kind="inet")
+            if c.status == psutil.CONN_LISTEN and c.laddr.port == server.port
+        }
         assert bound == {"0.0.0.0"}
         without = post_initialize(server.url)
         assert without.status_code == 401, without.text
@@ -138,8 +173,9 @@ def test_cli_beyond_loopback_requires_the_token_and_checks_the_host(tmp_path: Pa
         evil = post_initialize(server.url, token="T0ken-given", host=f"evil.example.com:{server.port}")
         assert 400 <= evil.status_code < 500, "the Host check stays on beyond loopback"
         assert post_initialize(server.url, token="T0ken-given", host="evil.example.com").status_code != 200
-        machine = post_initialize(server.url, token="T0ken-given",
-                                  host=f"{socket.gethostname()}:{server.port}")
+        machine = post_initialize(
+            server.url, token="T0ken-given", host=f"{socket.gethostname()}:{server.port}"
+        )
         assert machine.status_code == 200, "the machine's own name is admitted"
         allowed = post_initialize(server.url, token="T0ken-given", host=f"notebook.example.org:{server.port}")
         assert allowed.status_code == 200, "--allow-host admits a name on any port"
@@ -150,18 +186,24 @@ def test_cli_beyond_loopback_requires_the_token_and_checks_the_host(tmp_path: Pa
             RemoteStore(server.url)
         with pytest.raises(StateError, match=REFUSED_401):
             RemoteStore(server.url, token="wrong")
-    warning = f"fractal-nb: warning: serving beyond loopback on 0.0.0.0:{server.port}: every request needs " \
-              "the bearer token"
+    warning = (
+        f"fractal-nb: warning: serving beyond loopback on 0.0.0.0:{server.port}: every request needs "
+        "the bearer token"
+    )
     assert warning in server.stderr
     assert "notebook.example.org" in server.stderr and "T0ken-given" not in server.stderr, server.stderr
 
 
 def test_cli_generates_and_prints_a_token_when_none_is_given(tmp_path: Path) -> None:
     with cli_server(tmp_path, "--host", "0.0.0.0", env=env_without_token()) as server:
-        wait_until(lambda: "token (pass it to workers" in server.stderr, "the token line",
-                   alive=lambda: server.process.poll() is None)
-        found = re.search(r"token \(pass it to workers with --token or FRACTAL_NB_TOKEN\): (\S+)",
-                          server.stderr)
+        wait_until(
+            lambda: "token (pass it to workers" in server.stderr,
+            "the token line",
+            alive=lambda: server.process.poll() is None,
+        )
+        found = re.search(
+            r"token \(pass it to workers with --token or FRACTAL_NB_TOKEN\): (\S+)", server.stderr
+        )
         assert found, server.stderr
         token = found.group(1)
         assert len(token) >= 40, "secrets.token_urlsafe(32)"
@@ -190,11 +232,13 @@ def test_cli_loopback_with_a_token_requires_it_and_prints_no_warning(tmp_path: P
 # -- in-process: Exploration.serve_mcp and fractal-nb worker ------------------------------------
 
 
-def test_serve_mcp_beyond_loopback_needs_the_token_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_serve_mcp_beyond_loopback_needs_the_token_end_to_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.delenv(TOKEN_ENV, raising=False)
-    with Exploration.create("Why do rivers meander?", intensity="pulse", llm=SimulatedLLM(seed=3),
-                            path=tmp_path / "owned.duckdb") as ex:
+    with Exploration.create(
+        "Why do rivers meander?", intensity="pulse", llm=SimulatedLLM(seed=3), path=tmp_path / "owned.duckdb"
+    ) as ex:
         assert ex.mcp_token is None, "no server, no token"
         ex.step(1)
         url = ex.serve_mcp(host="0.0.0.0")
@@ -206,15 +250,30 @@ def test_serve_mcp_beyond_loopback_needs_the_token_end_to_end(tmp_path: Path, mo
         assert post_initialize(url).status_code == 401
         assert post_initialize(url, token=token).status_code == 200
 
-        worker = [sys.executable, "-m", "fractal_nb.cli", "worker", "--mcp-url", url, "--worker-id", "far",
-                  "--threads", "2", "--llm", "simulated", "--seed-value", "3"]
+        worker = [
+            sys.executable,
+            "-m",
+            "fractal_nb.cli",
+            "worker",
+            "--mcp-url",
+            url,
+            "--worker-id",
+            "far",
+            "--threads",
+            "2",
+            "--llm",
+            "simulated",
+            "--seed-value",
+            "3",
+        ]
         refused = subprocess.run(worker, capture_output=True, text=True, timeout=120, env=env_without_token())
         assert refused.returncode != 0
         assert re.search(REFUSED_401, refused.stderr), refused.stderr
         assert "ExceptionGroup" not in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
 
-        done = subprocess.run([*worker, "--token", token], capture_output=True, text=True, timeout=300,
-                              env=env_without_token())
+        done = subprocess.run(
+            [*worker, "--token", token], capture_output=True, text=True, timeout=300, env=env_without_token()
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         assert re.findall(r"exit: (\w+)", done.stdout), done.stdout
         nodes = ex.nodes()
@@ -226,8 +285,9 @@ def test_serve_mcp_beyond_loopback_needs_the_token_end_to_end(tmp_path: Path, mo
         assert ex.mcp_token is None
 
 
-def test_background_server_on_loopback_with_a_token_requires_it(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_background_server_on_loopback_with_a_token_requires_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     with GraphStore(tmp_path / "l.duckdb") as store:
         open_server = BackgroundServer(store)
@@ -257,11 +317,22 @@ def test_remote_store_names_the_root_cause_when_nothing_listens() -> None:
 # -- units: loopback, tokens, the Host allow-list ----------------------------------------------
 
 
-@pytest.mark.parametrize(("host", "expected"), [
-    ("127.0.0.1", True), ("127.8.9.10", True), ("::1", True), ("[::1]", True), ("localhost", True),
-    ("LOCALHOST", True), ("0.0.0.0", False), ("::", False), ("192.168.1.5", False), ("example.org", False),
-    ("", False),
-])
+@pytest.mark.parametrize(
+    ("host", "expected"),
+    [
+        ("127.0.0.1", True),
+        ("127.8.9.10", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("LOCALHOST", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.5", False),
+        ("example.org", False),
+        ("", False),
+    ],
+)
 def test_is_loopback(host: str, expected: bool) -> None:
     assert is_loopback(host) is expected
 
@@ -300,8 +371,10 @@ def test_static_token_verifier() -> None:
 def test_loopback_keeps_the_sdks_defaults() -> None:
     settings = transport_security("127.0.0.1")
     assert settings == TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    )
     assert transport_security("::1") == settings == transport_security("localhost")
 
 
@@ -319,21 +392,25 @@ def test_allowed_hosts_beyond_loopback() -> None:
     assert "[2001:db8::7]:*" in allowed_hosts("2001:db8::7")
 
 
-@pytest.mark.parametrize(("host_header", "origin", "admitted"), [
-    ("127.0.0.1:8765", None, True),
-    ("localhost:8765", "http://localhost:8765", True),
-    (f"{socket.gethostname()}:8765", None, True),
-    ("notebook.example.org:8765", "https://notebook.example.org:8765", True),
-    ("notebook.example.org", None, True),
-    ("proxy.example.org:8443", None, True),
-    ("proxy.example.org:9999", None, False),
-    ("evil.example.com:8765", None, False),
-    ("evil.example.com", None, False),
-    ("127.0.0.1:8765", "http://evil.example.com", False),
-    (None, None, False),
-])
-def test_the_sdks_host_check_with_our_allow_list(host_header: str | None, origin: str | None,
-                                                 admitted: bool) -> None:
+@pytest.mark.parametrize(
+    ("host_header", "origin", "admitted"),
+    [
+        ("127.0.0.1:8765", None, True),
+        ("localhost:8765", "http://localhost:8765", True),
+        (f"{socket.gethostname()}:8765", None, True),
+        ("notebook.example.org:8765", "https://notebook.example.org:8765", True),
+        ("notebook.example.org", None, True),
+        ("proxy.example.org:8443", None, True),
+        ("proxy.example.org:9999", None, False),
+        ("evil.example.com:8765", None, False),
+        ("evil.example.com", None, False),
+        ("127.0.0.1:8765", "http://evil.example.com", False),
+        (None, None, False),
+    ],
+)
+def test_the_sdks_host_check_with_our_allow_list(
+    host_header: str | None, origin: str | None, admitted: bool
+) -> None:
     settings = transport_security("0.0.0.0", allow_hosts=["notebook.example.org", "proxy.example.org:8443"])
     headers = [(b"content-type", b"application/json")]
     if host_header is not None:
@@ -359,10 +436,15 @@ def test_no_app_beyond_loopback_without_a_token(tmp_path: Path) -> None:
         http_app(build_server(store), host="127.0.0.1", security=transport_security("127.0.0.1"))
 
 
-@pytest.mark.parametrize(("host", "url"), [
-    ("127.0.0.1", "http://127.0.0.1:8765/mcp"), ("0.0.0.0", "http://127.0.0.1:8765/mcp"),
-    ("::", "http://[::1]:8765/mcp"), ("::1", "http://[::1]:8765/mcp"),
-    ("192.0.2.7", "http://192.0.2.7:8765/mcp"),
-])
+@pytest.mark.parametrize(
+    ("host", "url"),
+    [
+        ("127.0.0.1", "http://127.0.0.1:8765/mcp"),
+        ("0.0.0.0", "http://127.0.0.1:8765/mcp"),
+        ("::", "http://[::1]:8765/mcp"),
+        ("::1", "http://[::1]:8765/mcp"),
+        ("192.0.2.7", "http://192.0.2.7:8765/mcp"),
+    ],
+)
 def test_client_url(host: str, url: str) -> None:
     assert client_url(host, 8765) == url

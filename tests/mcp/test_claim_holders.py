@@ -62,8 +62,12 @@ def procs() -> Iterator[list[subprocess.Popen[str]]]:
 
 def seeded(path: Path, intensity: str = "explore") -> str:
     """A graph with its seed phase done, in a file no process holds afterwards; its id."""
-    with Exploration.create("Why do some cities grow faster than others?", intensity=intensity,
-                            llm=SimulatedLLM(seed=2), path=path) as ex:
+    with Exploration.create(
+        "Why do some cities grow faster than others?",
+        intensity=intensity,
+        llm=SimulatedLLM(seed=2),
+        path=path,
+    ) as ex:
         ex.step(1)
         return ex.graph_id
 
@@ -81,15 +85,39 @@ def two_claims(remote: RemoteStore, graph_id: str) -> list[dict[str, Any]]:
 def test_four_worker_processes_pay_once_per_synthesis(
     tmp_path: Path, procs: list[subprocess.Popen[str]]
 ) -> None:
-    with Exploration.create("Why do some cities grow faster than others?", intensity="explore",
-                            llm=SimulatedLLM(seed=2), path=tmp_path / "paid.duckdb") as ex:
+    with Exploration.create(
+        "Why do some cities grow faster than others?",
+        intensity="explore",
+        llm=SimulatedLLM(seed=2),
+        path=tmp_path / "paid.duckdb",
+    ) as ex:
         ex.step(1)
         url = ex.serve_mcp()
         for i in range(4):
-            procs.append(subprocess.Popen(
-                [sys.executable, "-m", "fractal_nb.cli", "worker", "--mcp-url", url, "--worker-id", f"p{i}",
-                 "--threads", "2", "--llm", "simulated", "--seed-value", "2"],
-                env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "fractal_nb.cli",
+                        "worker",
+                        "--mcp-url",
+                        url,
+                        "--worker-id",
+                        f"p{i}",
+                        "--threads",
+                        "2",
+                        "--llm",
+                        "simulated",
+                        "--seed-value",
+                        "2",
+                    ],
+                    env=env(),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                )
+            )
         outputs = [p.communicate(timeout=300)[0] for p in procs]
         assert [p.returncode for p in procs] == [0, 0, 0, 0], outputs
         calls = ex.llm_calls()
@@ -131,8 +159,15 @@ def a_killed_worker(
         server = BackgroundServer(store)
         url = server.start()
         try:
-            procs.append(subprocess.Popen([sys.executable, "-c", SLOW_WORKER, url], env=env(),
-                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", SLOW_WORKER, url],
+                    env=env(),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                )
+            )
             with RemoteStore(url) as remote:
                 held = wait_for(lambda: two_claims(remote, graph_id), "the worker process to hold two claims")
                 assert store.recover_stuck(graph_id)["recovered"] == [], "a live holder keeps its claims"
@@ -186,16 +221,46 @@ def test_a_worker_whose_server_died_says_so_and_the_restarted_server_recovers_it
     graph_id = seeded(path)
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    serve = [sys.executable, "-m", "fractal_nb.cli", "serve-mcp", "--db", str(path), "--http",
-             "--port", str(port)]
+    serve = [
+        sys.executable,
+        "-m",
+        "fractal_nb.cli",
+        "serve-mcp",
+        "--db",
+        str(path),
+        "--http",
+        "--port",
+        str(port),
+    ]
     with FakeOpenAI(responder=slow) as model:
-        procs.append(subprocess.Popen(serve, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True))
+        procs.append(
+            subprocess.Popen(serve, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        )
         wait_for(lambda: port_open(port), "the server to listen")
         worker = subprocess.Popen(
-            [sys.executable, "-m", "fractal_nb.cli", "worker", "--mcp-url", url, "--worker-id", "orphan",
-             "--threads", "2", "--llm", "openai", "--model", "fake", "--base-url", model.base_url],
-            env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                "-m",
+                "fractal_nb.cli",
+                "worker",
+                "--mcp-url",
+                url,
+                "--worker-id",
+                "orphan",
+                "--threads",
+                "2",
+                "--llm",
+                "openai",
+                "--model",
+                "fake",
+                "--base-url",
+                model.base_url,
+            ],
+            env=env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         procs.append(worker)
         with RemoteStore(url) as remote:
             wait_for(lambda: claimed_by(remote, graph_id), "the worker to hold a claim")
@@ -209,8 +274,9 @@ def test_a_worker_whose_server_died_says_so_and_the_restarted_server_recovers_it
         with GraphStore(path) as store:  # the file as the dead server left it
             left = [n["node_id"] for n in store.get_snapshot(graph_id)["nodes"] if n["status"] == "claimed"]
         assert left, "the dead server left the worker's claims behind"
-        procs.append(subprocess.Popen(serve, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True))
+        procs.append(
+            subprocess.Popen(serve, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        )
         wait_for(lambda: port_open(port), "the restarted server to listen")
         with RemoteStore(url) as remote:
             assert claimed_by(remote, graph_id) == [], "recovered at once on start (lease is 300 s)"

@@ -15,17 +15,38 @@ from fractal_nb.mcp_server import build_server
 from tests.mcp.seed_worker import call
 
 CONTRACT = {
-    "fractal_create_graph", "fractal_resume_graph", "fractal_update_graph_status", "fractal_delete_graph",
-    "fractal_add_node", "fractal_update_node", "fractal_mark_saturated", "fractal_claim_work",
-    "fractal_synthesize_node", "fractal_get_snapshot", "fractal_get_branch", "fractal_get_open_questions",
-    "fractal_query_convergence", "fractal_query_contradictions", "fractal_get_saturation_status",
-    "fractal_get_claimable_work", "fractal_get_ready_to_synthesize",
+    "fractal_create_graph",
+    "fractal_resume_graph",
+    "fractal_update_graph_status",
+    "fractal_delete_graph",
+    "fractal_add_node",
+    "fractal_update_node",
+    "fractal_mark_saturated",
+    "fractal_claim_work",
+    "fractal_synthesize_node",
+    "fractal_get_snapshot",
+    "fractal_get_branch",
+    "fractal_get_open_questions",
+    "fractal_query_convergence",
+    "fractal_query_contradictions",
+    "fractal_get_saturation_status",
+    "fractal_get_claimable_work",
+    "fractal_get_ready_to_synthesize",
 }
 EXTRA = {"fractal_recover_stuck", "fractal_approve_gate", "fractal_prune_branch"}
-WORKER_SUPPORT = {"fractal_get_graph", "fractal_list_graphs", "fractal_get_context", "fractal_submit_answer",
-                  "fractal_get_synthesis_inputs", "fractal_release_claim", "fractal_record_llm_calls",
-                  "fractal_claim_synthesis", "fractal_submit_synthesis", "fractal_release_synthesis",
-                  "fractal_heartbeat"}
+WORKER_SUPPORT = {
+    "fractal_get_graph",
+    "fractal_list_graphs",
+    "fractal_get_context",
+    "fractal_submit_answer",
+    "fractal_get_synthesis_inputs",
+    "fractal_release_claim",
+    "fractal_record_llm_calls",
+    "fractal_claim_synthesis",
+    "fractal_submit_synthesis",
+    "fractal_release_synthesis",
+    "fractal_heartbeat",
+}
 
 
 @pytest.fixture
@@ -58,50 +79,102 @@ def test_the_tools_are_the_contract_and_describe_themselves(store: GraphStore) -
 
 def test_every_tool_does_what_the_store_does(store: GraphStore) -> None:
     async def scenario(client: Client) -> dict[str, Any]:
-        g = await call(client, "fractal_create_graph", seed="Why do tides turn?", intensity="explore",
-                       checkpoint_mode="depth:2", metadata=json.dumps({"origin": "mcp"}))
+        g = await call(
+            client,
+            "fractal_create_graph",
+            seed="Why do tides turn?",
+            intensity="explore",
+            checkpoint_mode="depth:2",
+            metadata=json.dumps({"origin": "mcp"}),
+        )
         gid, root = g["graph_id"], g["root_node_id"]
         seen: dict[str, Any] = {"create": g}
         # the seed phase answers the root directly; workers claim the questions below it
-        answer = await call(client, "fractal_add_node", graph_id=gid, parent_id=root, node_type="answer",
-                            text="The moon.")
-        q1 = await call(client, "fractal_add_node", graph_id=gid, parent_id=answer["node_id"],
-                        node_type="question", text="Which moon?", metadata='{"proxy_signal": "assumptions"}')
-        q2 = await call(client, "fractal_add_node", graph_id=gid, parent_id=answer["node_id"],
-                        node_type="question", text="How strong?")
+        answer = await call(
+            client, "fractal_add_node", graph_id=gid, parent_id=root, node_type="answer", text="The moon."
+        )
+        q1 = await call(
+            client,
+            "fractal_add_node",
+            graph_id=gid,
+            parent_id=answer["node_id"],
+            node_type="question",
+            text="Which moon?",
+            metadata='{"proxy_signal": "assumptions"}',
+        )
+        q2 = await call(
+            client,
+            "fractal_add_node",
+            graph_id=gid,
+            parent_id=answer["node_id"],
+            node_type="question",
+            text="How strong?",
+        )
         seen["open"] = await call(client, "fractal_get_open_questions", graph_id=gid)
         seen["claimable"] = await call(client, "fractal_get_claimable_work", graph_id=gid, worker_id="w2")
         c1 = await call(client, "fractal_claim_work", graph_id=gid, worker_id="w2")
-        a1 = await call(client, "fractal_add_node", graph_id=gid, parent_id=c1["node_id"], node_type="answer",
-                        text="Ours.", owner="w2")
-        deep = await call(client, "fractal_add_node", graph_id=gid, parent_id=a1["node_id"],
-                          node_type="question", text="Gated at depth 2?")
+        a1 = await call(
+            client,
+            "fractal_add_node",
+            graph_id=gid,
+            parent_id=c1["node_id"],
+            node_type="answer",
+            text="Ours.",
+            owner="w2",
+        )
+        deep = await call(
+            client,
+            "fractal_add_node",
+            graph_id=gid,
+            parent_id=a1["node_id"],
+            node_type="question",
+            text="Gated at depth 2?",
+        )
         seen["gated_status"] = deep["status"]
         seen["approve"] = await call(client, "fractal_approve_gate", graph_id=gid, node_ids=[deep["node_id"]])
         seen["prune"] = await call(client, "fractal_prune_branch", graph_id=gid, node_id=deep["node_id"])
-        seen["update"] = await call(client, "fractal_update_node", graph_id=gid, node_id=a1["node_id"],
-                                    metadata=json.dumps({"convergence_with": [answer["node_id"]],
-                                                         "convergence_insight": "gravity"}))
+        seen["update"] = await call(
+            client,
+            "fractal_update_node",
+            graph_id=gid,
+            node_id=a1["node_id"],
+            metadata=json.dumps({"convergence_with": [answer["node_id"]], "convergence_insight": "gravity"}),
+        )
         seen["convergence"] = await call(client, "fractal_query_convergence", graph_id=gid)
-        await call(client, "fractal_update_node", graph_id=gid, node_id=a1["node_id"],
-                   metadata=json.dumps({"contradiction_with": [answer["node_id"]],
-                                        "contradiction_tension": "which body"}))
+        await call(
+            client,
+            "fractal_update_node",
+            graph_id=gid,
+            node_id=a1["node_id"],
+            metadata=json.dumps(
+                {"contradiction_with": [answer["node_id"]], "contradiction_tension": "which body"}
+            ),
+        )
         seen["contradictions"] = await call(client, "fractal_query_contradictions", graph_id=gid)
         seen["ready"] = await call(client, "fractal_get_ready_to_synthesize", graph_id=gid)
-        seen["synth1"] = await call(client, "fractal_synthesize_node", graph_id=gid, node_id=c1["node_id"],
-                                    synthesis_text="Our moon pulls the sea.")
+        seen["synth1"] = await call(
+            client,
+            "fractal_synthesize_node",
+            graph_id=gid,
+            node_id=c1["node_id"],
+            synthesis_text="Our moon pulls the sea.",
+        )
         c2 = await call(client, "fractal_claim_work", graph_id=gid, worker_id="w3")
-        seen["recover"] = await call(client, "fractal_recover_stuck", graph_id=gid, older_than_s=0,
-                                     worker_id="w3")
-        seen["saturate"] = await call(client, "fractal_mark_saturated", graph_id=gid, node_id=c2["node_id"],
-                                      reason="derivable")
+        seen["recover"] = await call(
+            client, "fractal_recover_stuck", graph_id=gid, older_than_s=0, worker_id="w3"
+        )
+        seen["saturate"] = await call(
+            client, "fractal_mark_saturated", graph_id=gid, node_id=c2["node_id"], reason="derivable"
+        )
         seen["ready_root"] = await call(client, "fractal_get_ready_to_synthesize", graph_id=gid)
-        await call(client, "fractal_synthesize_node", graph_id=gid, node_id=root,
-                   synthesis_text="Tides: moon.")
+        await call(
+            client, "fractal_synthesize_node", graph_id=gid, node_id=root, synthesis_text="Tides: moon."
+        )
         seen["saturation"] = await call(client, "fractal_get_saturation_status", graph_id=gid)
         seen["branch"] = await call(client, "fractal_get_branch", graph_id=gid, node_id=q1["node_id"])
-        seen["paused"] = await call(client, "fractal_update_graph_status", graph_id=gid, status="paused",
-                                    reason="lunch")
+        seen["paused"] = await call(
+            client, "fractal_update_graph_status", graph_id=gid, status="paused", reason="lunch"
+        )
         seen["resume"] = await call(client, "fractal_resume_graph", graph_id=gid)
         seen["snapshot"] = await call(client, "fractal_get_snapshot", graph_id=gid)
         seen["q2"] = q2
@@ -129,25 +202,34 @@ def test_every_tool_does_what_the_store_does(store: GraphStore) -> None:
     assert store.list_graphs()["count"] == 0
 
 
-@pytest.mark.parametrize(("tool", "arguments", "message"), [
-    ("fractal_create_graph", {"seed": "Why?", "intensity": "huge"}, "invalid intensity"),
-    ("fractal_create_graph", {"seed": "Why?", "checkpoint_mode": "depth:0"}, "depth"),
-    ("fractal_add_node", {"parent_id": "n-missing", "node_type": "answer", "text": "x"}, "not found"),
-    ("fractal_add_node", {"parent_id": "ROOT", "node_type": "answer", "text": "x", "metadata": "{not json"},
-     "metadata"),
-    ("fractal_add_node", {"parent_id": "ROOT", "node_type": "essay", "text": "x"}, "node_type"),
-    ("fractal_update_node", {"node_id": "ROOT", "metadata": "[1, 2]"}, "metadata"),
-    ("fractal_mark_saturated", {"node_id": "ROOT", "reason": "bored"}, "reason"),
-    ("fractal_synthesize_node", {"node_id": "ROOT", "synthesis_text": "too early"}, "answer"),
-    ("fractal_update_graph_status", {"status": "sleeping"}, "status"),
-    ("fractal_get_snapshot", {"graph_id": "g-missing"}, "not found"),
-])
-def test_refusals_are_errors_that_change_nothing(store: GraphStore, tool: str, arguments: dict[str, Any],
-                                                 message: str) -> None:
+@pytest.mark.parametrize(
+    ("tool", "arguments", "message"),
+    [
+        ("fractal_create_graph", {"seed": "Why?", "intensity": "huge"}, "invalid intensity"),
+        ("fractal_create_graph", {"seed": "Why?", "checkpoint_mode": "depth:0"}, "depth"),
+        ("fractal_add_node", {"parent_id": "n-missing", "node_type": "answer", "text": "x"}, "not found"),
+        (
+            "fractal_add_node",
+            {"parent_id": "ROOT", "node_type": "answer", "text": "x", "metadata": "{not json"},
+            "metadata",
+        ),
+        ("fractal_add_node", {"parent_id": "ROOT", "node_type": "essay", "text": "x"}, "node_type"),
+        ("fractal_update_node", {"node_id": "ROOT", "metadata": "[1, 2]"}, "metadata"),
+        ("fractal_mark_saturated", {"node_id": "ROOT", "reason": "bored"}, "reason"),
+        ("fractal_synthesize_node", {"node_id": "ROOT", "synthesis_text": "too early"}, "answer"),
+        ("fractal_update_graph_status", {"status": "sleeping"}, "status"),
+        ("fractal_get_snapshot", {"graph_id": "g-missing"}, "not found"),
+    ],
+)
+def test_refusals_are_errors_that_change_nothing(
+    store: GraphStore, tool: str, arguments: dict[str, Any], message: str
+) -> None:
     g = store.create_graph("Why?", "pulse", "autonomous")
     before = store.get_snapshot(g["graph_id"]), store.get_events(g["graph_id"])["last_event_id"]
-    arguments = {"graph_id": g["graph_id"], **{k: (g["root_node_id"] if v == "ROOT" else v)
-                                               for k, v in arguments.items()}}
+    arguments = {
+        "graph_id": g["graph_id"],
+        **{k: (g["root_node_id"] if v == "ROOT" else v) for k, v in arguments.items()},
+    }
 
     async def scenario(client: Client) -> Any:
         refused = await client.call_tool(tool, arguments)
@@ -180,22 +262,46 @@ def test_the_reference_fields_saturation_and_boundaries_over_mcp(store: GraphSto
         seen: dict[str, Any] = {}
         g = await call(client, "fractal_create_graph", seed="Why do rivers meander?", intensity="explore")
         gid, root = g["graph_id"], g["root_node_id"]
-        ans = await call(client, "fractal_add_node", graph_id=gid, parent_id=root, node_type="answer",
-                         text="Flow and banks.")
+        ans = await call(
+            client,
+            "fractal_add_node",
+            graph_id=gid,
+            parent_id=root,
+            node_type="answer",
+            text="Flow and banks.",
+        )
         for text in ("Why does flow bend?", "Why do banks erode?"):
-            await call(client, "fractal_add_node", graph_id=gid, parent_id=ans["node_id"],
-                       node_type="question", text=text)
+            await call(
+                client,
+                "fractal_add_node",
+                graph_id=gid,
+                parent_id=ans["node_id"],
+                node_type="question",
+                text=text,
+            )
         first = await call(client, "fractal_claim_work", graph_id=gid, worker_id="agent")
         seen["leaf"] = await call(
-            client, "fractal_submit_answer", graph_id=gid, node_id=first["node_id"], owner="agent",
-            text="Inertia carries water outward.", saturation="actionable")
+            client,
+            "fractal_submit_answer",
+            graph_id=gid,
+            node_id=first["node_id"],
+            owner="agent",
+            text="Inertia carries water outward.",
+            saturation="actionable",
+        )
         leaf_answer = seen["leaf"]["answer"]["node_id"]
         second = await call(client, "fractal_claim_work", graph_id=gid, worker_id="agent")
         seen["second"] = await call(
-            client, "fractal_submit_answer", graph_id=gid, node_id=second["node_id"], owner="agent",
+            client,
+            "fractal_submit_answer",
+            graph_id=gid,
+            node_id=second["node_id"],
+            owner="agent",
             text="Outer banks erode.",
-            boundary=json.dumps({"text": "What do inertia and erosion share?",
-                                 "converging_with": leaf_answer}))
+            boundary=json.dumps(
+                {"text": "What do inertia and erosion share?", "converging_with": leaf_answer}
+            ),
+        )
         seen["noop"] = await call(client, "fractal_update_node", graph_id=gid, node_id=root, metadata="{}")
         seen["saturation"] = await call(client, "fractal_get_saturation_status", graph_id=gid)
         await call(client, "fractal_update_graph_status", graph_id=gid, status="paused", reason="a look")
@@ -206,8 +312,10 @@ def test_the_reference_fields_saturation_and_boundaries_over_mcp(store: GraphSto
     seen = run(store, scenario)
     assert seen["leaf"]["status"] == "saturated" and seen["leaf"]["status_reason"] == "actionable"
     boundary = next(n for n in seen["graph"]["nodes"] if n["node_id"] == seen["second"]["boundary"])
-    assert boundary["metadata"] == {"boundary": True, "converging_nodes": [
-        seen["second"]["answer"]["node_id"], seen["leaf"]["answer"]["node_id"]]}
+    assert boundary["metadata"] == {
+        "boundary": True,
+        "converging_nodes": [seen["second"]["answer"]["node_id"], seen["leaf"]["answer"]["node_id"]],
+    }
     assert seen["noop"]["edges_created"] == 0
     branch = next(b for b in seen["saturation"]["branches"] if b["node_id"] == seen["first"]["node_id"])
     assert branch["saturated"] and branch["saturation_reason"] == "actionable"

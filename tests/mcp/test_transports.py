@@ -27,8 +27,11 @@ from tests.mcp.seed_worker import call, seed_worker
 
 def test_stdio_from_the_cli(tmp_path: Path) -> None:
     db = tmp_path / "stdio.duckdb"
-    params = StdioServerParameters(command=sys.executable, args=["-m", "fractal_nb.cli", "serve-mcp", "--db",
-                                                                  str(db)], env=dict(os.environ))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "fractal_nb.cli", "serve-mcp", "--db", str(db)],
+        env=dict(os.environ),
+    )
 
     async def scenario() -> tuple[int, dict[str, Any], dict[str, Any]]:
         async with Client(params) as client:
@@ -46,8 +49,21 @@ def test_stdio_from_the_cli(tmp_path: Path) -> None:
 def test_http_from_the_cli_binds_loopback(tmp_path: Path) -> None:
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "fractal_nb.cli", "serve-mcp", "--db", str(tmp_path / "http.duckdb"), "--http",
-         "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            sys.executable,
+            "-m",
+            "fractal_nb.cli",
+            "serve-mcp",
+            "--db",
+            str(tmp_path / "http.duckdb"),
+            "--http",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         deadline = time.monotonic() + 30
@@ -65,8 +81,11 @@ def test_http_from_the_cli_binds_loopback(tmp_path: Path) -> None:
                 return await call(client, "fractal_create_graph", seed="Why?", intensity="pulse")
 
         assert asyncio.run(scenario())["status"] == "active"
-        bound = {c.laddr.ip for c in psutil.Process(server.pid).net_connections(kind="inet")
-                 if c.status == psutil.CONN_LISTEN and c.laddr.port == port}
+        bound = {
+            c.laddr.ip
+            for c in psutil.Process(server.pid).net_connections(kind="inet")
+            if c.status == psutil.CONN_LISTEN and c.laddr.port == port
+        }
         assert bound == {"127.0.0.1"}, "HTTP binds loopback unless --host says otherwise"
     finally:
         server.terminate()
@@ -76,8 +95,9 @@ def test_http_from_the_cli_binds_loopback(tmp_path: Path) -> None:
 
 
 def test_in_kernel_server_starts_serves_and_stops(tmp_path: Path) -> None:
-    with Exploration.create("Why do tides turn?", intensity="pulse", llm=SimulatedLLM(),
-                            path=tmp_path / "kernel.duckdb") as ex:
+    with Exploration.create(
+        "Why do tides turn?", intensity="pulse", llm=SimulatedLLM(), path=tmp_path / "kernel.duckdb"
+    ) as ex:
         url = ex.serve_mcp(port=0)
         assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
         assert ex.serve_mcp() == url, "a second call returns the running server"
@@ -109,6 +129,7 @@ def test_four_concurrent_mcp_workers_share_one_graph(tmp_path: Path) -> None:
         url = server.start()
         claimed: list[str] = []
         try:
+
             async def scenario() -> None:
                 async def one(name: str) -> None:
                     async with Client(url) as client:
@@ -123,8 +144,9 @@ def test_four_concurrent_mcp_workers_share_one_graph(tmp_path: Path) -> None:
         snapshot = store.get_snapshot(gid)
         questions = [n for n in snapshot["nodes"] if n["node_type"] == "question"]
         assert len(questions) == 1 + 5 + 5 * 2, "root, 5 seed questions, 2 sub-questions each"
-        assert Counter(claimed) == Counter({q["node_id"]: 1 for q in questions if q["depth"] > 0}), \
+        assert Counter(claimed) == Counter({q["node_id"]: 1 for q in questions if q["depth"] > 0}), (
             "every question claimed exactly once"
+        )
         claims = [e for e in store.get_events(gid)["events"] if e["kind"] == "claimed"]
         assert len(claims) == len(questions) - 1
         assert len({e["actor"] for e in claims}) > 1, "the work was shared"
@@ -138,24 +160,48 @@ def test_worker_processes_complete_a_graph_the_notebook_owns(tmp_path: Path) -> 
     Each thread stops after max_depth × 3 = 12 nodes (the seed's circuit breaker),
     so 8 threads have room for the ~40-60 questions this graph grows to.
     """
-    with Exploration.create("Why do cities grow?", intensity="explore", llm=SimulatedLLM(seed=2),
-                            path=tmp_path / "owned.duckdb") as ex:
+    with Exploration.create(
+        "Why do cities grow?", intensity="explore", llm=SimulatedLLM(seed=2), path=tmp_path / "owned.duckdb"
+    ) as ex:
         ex.step(1)  # the seed phase, here; the work phase over MCP
         url = ex.serve_mcp()
-        workers = [subprocess.Popen(
-            [sys.executable, "-m", "fractal_nb.cli", "worker", "--mcp-url", url, "--worker-id", f"proc{i}",
-             "--threads", "4", "--llm", "simulated", "--seed-value", "2"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(2)]
+        workers = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "fractal_nb.cli",
+                    "worker",
+                    "--mcp-url",
+                    url,
+                    "--worker-id",
+                    f"proc{i}",
+                    "--threads",
+                    "4",
+                    "--llm",
+                    "simulated",
+                    "--seed-value",
+                    "2",
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            for i in range(2)
+        ]
         outputs = [w.communicate(timeout=300)[0] for w in workers]
         assert [w.returncode for w in workers] == [0, 0], outputs
         exits = re.findall(r"exit: (\w+)", "".join(outputs))
-        assert len(exits) == 8 and set(exits) <= {"graph_done", "circuit_breaker", "no_work_after_retries"}, \
+        assert len(exits) == 8 and set(exits) <= {"graph_done", "circuit_breaker", "no_work_after_retries"}, (
             outputs
+        )
         nodes = ex.nodes()
         questions = nodes[nodes.node_type == "question"]
         assert set(questions.status) <= {"synthesized", "saturated"}, outputs  # saturated: a worker's verdict
         assert questions.query("depth == 0").iloc[0]["status"] == "synthesized", (
-            "root included: the cascade ran remotely", outputs)
+            "root included: the cascade ran remotely",
+            outputs,
+        )
         claims = ex.events().query("kind == 'claimed'")
         assert claims.node_id.is_unique, "no question claimed twice"
         assert {actor.split("-")[0] for actor in claims.actor} == {"proc0", "proc1"}

@@ -42,11 +42,15 @@ def test_a_question_under_a_synthesized_question_reopens_it_and_its_ancestors(tr
 def test_a_boundary_question_hangs_under_the_shallower_answer_with_seed_000s_metadata(tree: Tree) -> None:
     store, g = tree.store, tree.graph_id
     shallow = finish_branch(tree, 0, "Jobs drive growth.")
-    deep_q = store.submit_answer(g, tree.seeds[1], "It depends on wages.",
-                                 sub_questions=["Do wages follow jobs?"])["sub_questions"][0]["node_id"]
-    written = store.submit_answer(g, deep_q, "Wages follow jobs.",
-                                  boundary={"text": "What does the convergence on jobs imply?",
-                                            "converging_with": shallow})
+    deep_q = store.submit_answer(
+        g, tree.seeds[1], "It depends on wages.", sub_questions=["Do wages follow jobs?"]
+    )["sub_questions"][0]["node_id"]
+    written = store.submit_answer(
+        g,
+        deep_q,
+        "Wages follow jobs.",
+        boundary={"text": "What does the convergence on jobs imply?", "converging_with": shallow},
+    )
     boundary = tree.node(written["boundary"])
     new_answer = written["answer"]["node_id"]
     assert boundary["parent_id"] == shallow and boundary["depth"] == 2
@@ -69,8 +73,11 @@ def test_at_equal_depth_the_boundary_question_hangs_under_the_new_answer(tree: T
 def test_a_bad_boundary_is_refused_and_changes_nothing(tree: Tree) -> None:
     store, g = tree.store, tree.graph_id
     before = store.get_snapshot(g), store.get_events(g)
-    for bad, message in [({"text": "x?"}, "boundary must be"), ("not json", "not valid JSON"),
-                         ({"text": "Why?", "converging_with": tree.seeds[0]}, "must be an answer's id")]:
+    for bad, message in [
+        ({"text": "x?"}, "boundary must be"),
+        ("not json", "not valid JSON"),
+        ({"text": "Why?", "converging_with": tree.seeds[0]}, "must be an answer's id"),
+    ]:
         with pytest.raises(InvalidInputError, match=message):
             store.submit_answer(g, tree.seeds[1], "An answer.", boundary=bad)
     assert (store.get_snapshot(g), store.get_events(g)) == before

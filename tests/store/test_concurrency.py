@@ -63,8 +63,9 @@ def test_parallel_claims_take_each_question_exactly_once(fresh_store: GraphStore
 def test_parallel_claims_on_a_file_store(tmp_path) -> None:
     with GraphStore(tmp_path / "claims.duckdb") as store:
         t = make_tree(store, "explore", seeds=100)
-        results = run_threads(lambda i: [c for _ in range(30)
-                                         if (c := store.claim_work(t.graph_id, f"w{i}")["node_id"])])
+        results = run_threads(
+            lambda i: [c for _ in range(30) if (c := store.claim_work(t.graph_id, f"w{i}")["node_id"])]
+        )
         claimed = [n for mine in results for n in mine]
         assert sorted(claimed) == sorted(t.seeds)
 
@@ -163,7 +164,8 @@ def test_expired_leases_are_taken_over_once_under_threads(clock: FakeClock) -> N
         for _ in range(50):  # a crashed worker held everything
             store.claim_work(t.graph_id, "crashed")
         clock.advance(61)
-        results = run_threads(lambda i: [c for _ in range(20)
-                                         if (c := store.claim_work(t.graph_id, f"w{i}")["node_id"])])
+        results = run_threads(
+            lambda i: [c for _ in range(20) if (c := store.claim_work(t.graph_id, f"w{i}")["node_id"])]
+        )
         retaken = [n for mine in results for n in mine]
         assert sorted(retaken) == sorted(t.seeds)

@@ -27,14 +27,29 @@ def test_create_graph_shape_and_budgets(fresh_store: GraphStore, intensity: str,
     assert snap["seed"] == "Is remote work here to stay?" and snap["metadata"] == {"who": "me"}
     root = snap["nodes"][0]
     assert (root["node_id"], root["depth"], root["node_type"], root["status"]) == (
-        g["root_node_id"], 0, "question", "open")
+        g["root_node_id"],
+        0,
+        "question",
+        "open",
+    )
     json.dumps(snap)  # JSON-ready
 
 
 def test_node_dict_fields(tree: Tree, clock: FakeClock) -> None:
     node = tree.node(tree.seeds[0])
-    for key in ("node_id", "graph_id", "parent_id", "node_type", "text", "depth", "status", "owner",
-                "metadata", "created_at", "updated_at"):
+    for key in (
+        "node_id",
+        "graph_id",
+        "parent_id",
+        "node_type",
+        "text",
+        "depth",
+        "status",
+        "owner",
+        "metadata",
+        "created_at",
+        "updated_at",
+    ):
         assert key in node
     assert node["parent_id"] == tree.root_answer and node["branch_id"] == tree.seeds[0]
     assert node["created_at"].startswith("2023-11-14T22:13:20")  # the injected clock
@@ -93,13 +108,17 @@ def test_events_record_every_mutation_in_order(tree: Tree) -> None:
     tree.answer(claim, owner="w1")
     later = tree.store.get_events(tree.graph_id, since=first["last_event_id"])
     assert [(e["kind"], e["node_id"], e["actor"]) for e in later["events"]] == [
-        ("claimed", claim, "w1"), ("node_added", later["events"][1]["node_id"], "w1"),
-        ("status_changed", claim, "w1")]
+        ("claimed", claim, "w1"),
+        ("node_added", later["events"][1]["node_id"], "w1"),
+        ("status_changed", claim, "w1"),
+    ]
     assert later["events"][2]["payload"] == {"from": "claimed", "to": "answered"}
     ids = [e["event_id"] for e in first["events"] + later["events"]]
     assert ids == sorted(set(ids))
-    assert tree.store.get_events(tree.graph_id, since=first["last_event_id"], limit=1)["events"] == \
-        later["events"][:1]
+    assert (
+        tree.store.get_events(tree.graph_id, since=first["last_event_id"], limit=1)["events"]
+        == later["events"][:1]
+    )
 
 
 def test_batch_is_all_or_nothing(tree: Tree) -> None:

@@ -13,15 +13,22 @@ def questions(tree: Tree) -> list[str]:
 
 def test_a_sub_question_asked_in_another_branch_is_not_asked_again(tree: Tree) -> None:
     store, g = tree.store, tree.graph_id
-    first = store.submit_answer(g, tree.seeds[0], "Jobs draw people.",
-                                sub_questions=["Do wages rise with city size?"])
+    first = store.submit_answer(
+        g, tree.seeds[0], "Jobs draw people.", sub_questions=["Do wages rise with city size?"]
+    )
     [asked] = first["sub_questions"]
-    second = store.submit_answer(g, tree.seeds[1], "Housing limits growth.", sub_questions=[
-        "  do WAGES rise with   city size ", "Does zoning cap growth?",
-        "Does zoning cap growth?!",  # twice in this very answer
-        "What makes a city grow",  # the root itself
-        "seed question 2.",  # a sibling seed question
-    ])
+    second = store.submit_answer(
+        g,
+        tree.seeds[1],
+        "Housing limits growth.",
+        sub_questions=[
+            "  do WAGES rise with   city size ",
+            "Does zoning cap growth?",
+            "Does zoning cap growth?!",  # twice in this very answer
+            "What makes a city grow",  # the root itself
+            "seed question 2.",  # a sibling seed question
+        ],
+    )
     [fresh] = second["sub_questions"]
     assert tree.node(fresh["node_id"])["text"] == "Does zoning cap growth?"
     assert second["repeated"] == [
@@ -38,8 +45,9 @@ def test_a_sub_question_asked_in_another_branch_is_not_asked_again(tree: Tree) -
 
 def test_an_answer_whose_sub_questions_are_all_repeats_is_a_leaf(tree: Tree) -> None:
     store, g = tree.store, tree.graph_id
-    written = store.submit_answer(g, tree.seeds[0], "Jobs draw people.",
-                                  sub_questions=["Seed question 0", "SEED QUESTION 1?"])
+    written = store.submit_answer(
+        g, tree.seeds[0], "Jobs draw people.", sub_questions=["Seed question 0", "SEED QUESTION 1?"]
+    )
     assert written["sub_questions"] == [] and len(written["repeated"]) == 2
     node = tree.node(tree.seeds[0])  # a leaf that only rephrased the graph: saturated, its answer kept
     assert (node["status"], node["status_reason"]) == ("saturated", "semantic_overlap")
@@ -53,6 +61,7 @@ def test_other_graphs_do_not_count(fresh_store: GraphStore, tree: Tree) -> None:
     written = fresh_store.add_node(other["graph_id"], answer, "question", "Seed question 0")
     assert written["status"] == "open"
     assert tree.status(tree.seeds[0]) == "open"
-    repeated = fresh_store.submit_answer(tree.graph_id, tree.seeds[1], "x y z",
-                                         sub_questions=["Why do rivers meander?"])["repeated"]
+    repeated = fresh_store.submit_answer(
+        tree.graph_id, tree.seeds[1], "x y z", sub_questions=["Why do rivers meander?"]
+    )["repeated"]
     assert repeated == []

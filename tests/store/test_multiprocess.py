@@ -68,7 +68,9 @@ while True:
 # returns inside the batch (PENDING, not yet committed), then BATCH_DONE k once
 # the batch's transaction has committed.
 BATCH_SIZE = 10
-BATCH_WRITER = f"BATCH = {BATCH_SIZE}\n" + r"""
+BATCH_WRITER = (
+    f"BATCH = {BATCH_SIZE}\n"
+    + r"""
 import sys
 from fractal_nb import GraphStore
 
@@ -87,6 +89,7 @@ while True:
     print("BATCH_DONE", k, flush=True)
     k += 1
 """
+)
 
 
 class Child:
@@ -95,8 +98,10 @@ class Child:
     def __init__(self, tmp_path: Path, name: str, source: str, *args: str) -> None:
         script = tmp_path / f"{name}.py"
         script.write_text(source)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p),
+        }
         self.proc = subprocess.Popen(
             [sys.executable, str(script), *args],
             stdin=subprocess.PIPE,
@@ -194,11 +199,7 @@ def spawn(children: list[Child], tmp_path: Path, name: str, source: str, *args: 
 
 def folder_state(folder: Path) -> dict[str, tuple[int, int]]:
     """Name -> (size, mtime_ns) of every file in ``folder`` except the child scripts."""
-    return {
-        p.name: (p.stat().st_size, p.stat().st_mtime_ns)
-        for p in folder.iterdir()
-        if p.suffix != ".py"
-    }
+    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir() if p.suffix != ".py"}
 
 
 def assert_consistent(store: GraphStore, graph_id: str) -> dict[str, Any]:
@@ -214,8 +215,7 @@ def assert_consistent(store: GraphStore, graph_id: str) -> dict[str, Any]:
     known = set(ids)
     for n in nodes:
         assert n["parent_id"] is None or n["parent_id"] in known, f"orphan node {n['node_id']}"
-    tree_edges = {(e["from_node"], e["to_node"]) for e in snap["edges"]
-                  if e["edge_type"] == "parent_child"}
+    tree_edges = {(e["from_node"], e["to_node"]) for e in snap["edges"] if e["edge_type"] == "parent_child"}
     assert tree_edges == {(n["parent_id"], n["node_id"]) for n in nodes if n["parent_id"]}
     events = store.get_events(graph_id)["events"]
     added = [e["node_id"] for e in events if e["kind"] == "node_added"]
@@ -319,14 +319,11 @@ def test_after_the_holder_closes_read_only_sees_the_graph_and_refuses_writes(
         assert rw.get_open_questions(graph_id)["count"] == 2
     with GraphStore(db, read_only=True) as ro:
         nodes = ro.get_snapshot(graph_id)["nodes"]
-        answered = [n["node_id"] for n in nodes
-                    if n["node_type"] == "question" and n["status"] == "answered"]
+        answered = [n["node_id"] for n in nodes if n["node_type"] == "question" and n["status"] == "answered"]
         assert answered == [nodes[0]["node_id"], claimed["node_id"]]  # root, parent's question
 
 
-def test_two_processes_may_read_a_file_no_one_writes(
-    tmp_path: Path, children: list[Child]
-) -> None:
+def test_two_processes_may_read_a_file_no_one_writes(tmp_path: Path, children: list[Child]) -> None:
     db = tmp_path / "shared.duckdb"
     with GraphStore(db) as store:
         graph_id = store.create_graph("Read by many?", "pulse", "autonomous")["graph_id"]
@@ -367,9 +364,14 @@ print("DELETED", flush=True)
     with GraphStore(db) as store:
         with pytest.raises(NotFoundError, match=graph_id):
             store.get_snapshot(graph_id)
-        for read in (store.get_open_questions, store.get_claimable_work,
-                     store.get_ready_to_synthesize, store.query_convergence,
-                     store.get_saturation_status, store.get_events):
+        for read in (
+            store.get_open_questions,
+            store.get_claimable_work,
+            store.get_ready_to_synthesize,
+            store.query_convergence,
+            store.get_saturation_status,
+            store.get_events,
+        ):
             with pytest.raises(NotFoundError, match=graph_id):
                 read(graph_id)
 
@@ -409,7 +411,7 @@ def test_sigkill_mid_writes_loses_no_committed_node(tmp_path: Path, children: li
         assert not missing, f"{len(missing)} committed node(s) lost after SIGKILL: {missing[:5]}"
         # at most the one call in flight may have landed without being printed
         assert len(ids) - 2 - len(committed) in (0, 1)
-        assert ids[:2] == [root, answer] and ids[2:2 + len(committed)] == committed
+        assert ids[:2] == [root, answer] and ids[2 : 2 + len(committed)] == committed
         by_id = {n["node_id"]: n for n in snap["nodes"]}
         assert all(by_id[c]["status"] == "open" for c in committed)
         assert all(by_id[c]["owner"] == "writer" for c in committed)
@@ -423,9 +425,7 @@ def test_sigkill_mid_writes_loses_no_committed_node(tmp_path: Path, children: li
 
 
 @pytest.mark.slow
-def test_sigkill_inside_a_batch_keeps_batches_all_or_nothing(
-    tmp_path: Path, children: list[Child]
-) -> None:
+def test_sigkill_inside_a_batch_keeps_batches_all_or_nothing(tmp_path: Path, children: list[Child]) -> None:
     db = tmp_path / "batches.duckdb"
     child = spawn(children, tmp_path, "batch_writer", BATCH_WRITER, str(db))
     _, graph_id, _root, _answer = child.expect("READY")
@@ -469,8 +469,7 @@ def test_two_stores_in_one_process_share_the_write_lock(tmp_path: Path) -> None:
         gid = g["graph_id"]
         with first.batch():
             answer = first.add_node(gid, g["root_node_id"], "answer", "Many questions.")["node_id"]
-            questions = [first.add_node(gid, answer, "question", f"q{i}")["node_id"]
-                         for i in range(100)]
+            questions = [first.add_node(gid, answer, "question", f"q{i}")["node_id"] for i in range(100)]
         assert second.get_open_questions(gid)["count"] == 100  # one database behind both
 
         barrier = threading.Barrier(8)

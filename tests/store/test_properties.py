@@ -105,8 +105,12 @@ def parsed_metadata(value: Any) -> dict[str, Any] | None:
 
 def good_text(value: Any) -> bool:
     """Free text the store takes: a non-blank string without NUL, within the size limit."""
-    return (isinstance(value, str) and bool(value.strip()) and "\x00" not in value
-            and len(value) <= MAX_TEXT_CHARS)
+    return (
+        isinstance(value, str)
+        and bool(value.strip())
+        and "\x00" not in value
+        and len(value) <= MAX_TEXT_CHARS
+    )
 
 
 def good_name(value: Any) -> bool:
@@ -257,9 +261,7 @@ class GraphMachine(RuleBasedStateMachine):
         # test, and nothing done to the graph under test may touch it.
         foreign = self.store.create_graph("A foreign graph", "explore", "autonomous")
         self.foreign_gid = foreign["graph_id"]
-        answer = self.store.add_node(
-            self.foreign_gid, foreign["root_node_id"], "answer", "Elsewhere."
-        )
+        answer = self.store.add_node(self.foreign_gid, foreign["root_node_id"], "answer", "Elsewhere.")
         self.foreign_ids = [foreign["root_node_id"], answer["node_id"]]
         self.foreign_state = self._state(self.foreign_gid)
         self.gid = ""  # set by create(); self.view stays None until then
@@ -341,9 +343,7 @@ class GraphMachine(RuleBasedStateMachine):
             self.created.append(answer["node_id"])
             width = seeds if depth == 0 else data.draw(st.integers(0, 2), label="width")
             for i in range(width if depth + 1 < self.max_depth else 0):
-                q = self.store.add_node(
-                    self.gid, answer["node_id"], "question", f"Q{depth + 1}.{i}"
-                )
+                q = self.store.add_node(self.gid, answer["node_id"], "question", f"Q{depth + 1}.{i}")
                 assert q["status"] == ("gated" if self.gates(depth + 1) else "open"), q
                 self.created.append(q["node_id"])
                 if q["status"] == "open" and data.draw(st.booleans(), label="answer it?"):
@@ -369,9 +369,7 @@ class GraphMachine(RuleBasedStateMachine):
     def gates(self, depth: int) -> bool:
         return self.every is not None and depth > 0 and depth % self.every == 0
 
-    def call(
-        self, name: str, fn: Any, *args: Any, expect_ok: bool | None = None, **kw: Any
-    ) -> Outcome:
+    def call(self, name: str, fn: Any, *args: Any, expect_ok: bool | None = None, **kw: Any) -> Outcome:
         """Run one store call; a refusal must change nothing; the caller checks the rest."""
         assert self.view is not None
         before = self.view
@@ -388,9 +386,7 @@ class GraphMachine(RuleBasedStateMachine):
             return Outcome(None, exc, before, after)
         # Not a FractalError: any other exception propagates and fails the test.
         after = self._read()
-        assert expect_ok is not False, (
-            f"{name} was accepted but the contract refuses it: {result!r}"
-        )
+        assert expect_ok is not False, f"{name} was accepted but the contract refuses it: {result!r}"
         assert isinstance(result, dict), f"{name} returned {type(result).__name__}, not a dict"
         json.dumps(result)  # JSON-ready
         n = len(before.events)
@@ -399,9 +395,7 @@ class GraphMachine(RuleBasedStateMachine):
         if after.snap != before.snap or name in ALWAYS_WRITES:
             assert new_events, f"{name} succeeded but logged no event"
         for e in new_events:
-            assert e["graph_id"] == self.gid and (
-                e["node_id"] is None or e["node_id"] in after.by_id
-            )
+            assert e["graph_id"] == self.gid and (e["node_id"] is None or e["node_id"] in after.by_id)
         self.view = after
         return Outcome(result, None, before, after, new_events)
 
@@ -428,9 +422,7 @@ class GraphMachine(RuleBasedStateMachine):
         """Every node not in ``changed`` is exactly as before; nodes are only ever added."""
         for n in out.before.nodes:
             if n["node_id"] not in changed:
-                assert out.after.by_id[n["node_id"]] == n, (
-                    f"node {n['node_id']} changed unexpectedly"
-                )
+                assert out.after.by_id[n["node_id"]] == n, f"node {n['node_id']} changed unexpectedly"
 
     @property
     def active(self) -> bool:
@@ -486,9 +478,7 @@ class GraphMachine(RuleBasedStateMachine):
         if parent is None:
             ok = False
         elif ok:
-            if parent["node_type"] == "answer" and (
-                kind == "answer" or parent["status"] == "saturated"
-            ):
+            if parent["node_type"] == "answer" and (kind == "answer" or parent["status"] == "saturated"):
                 ok = False
             else:
                 q = v.question_of(parent)
@@ -563,9 +553,7 @@ class GraphMachine(RuleBasedStateMachine):
         else:
             assert q_after["status"] == q["status"]
         self.unchanged_except(out, changed)
-        assert any(
-            e["kind"] == "node_added" and e["node_id"] == new["node_id"] for e in out.new_events
-        )
+        assert any(e["kind"] == "node_added" and e["node_id"] == new["node_id"] for e in out.new_events)
         return out
 
     # -- rules: the work queue -----------------------------------------------------------
@@ -587,8 +575,9 @@ class GraphMachine(RuleBasedStateMachine):
         assert v is not None
         was_active = self.active
         live = {n: held for n, held in self.synth.items() if held[1] + LEASE_S > self.now}
-        candidates = sorted((q for q in v.ready() if q["node_id"] not in live),
-                            key=lambda q: (-q["depth"], q["seq"]))
+        candidates = sorted(
+            (q for q in v.ready() if q["node_id"] not in live), key=lambda q: (-q["depth"], q["seq"])
+        )
         out = self.call("claim_synthesis", self.store.claim_synthesis, self.gid, worker, expect_ok=True)
         assert out.after.snap == out.before.snap, "a synthesis claim changed the graph"
         if not was_active:
@@ -611,10 +600,18 @@ class GraphMachine(RuleBasedStateMachine):
         nid = self.pick(data, list(self.synth), bad=False) if self.synth else self.root
         node = v.get(nid)
         holds = nid in self.synth and self.synth[nid][0] == worker
-        ok = (holds and self.active and node is not None and node["status"] == "answered"
-              and all(q["status"] in DONE for q in v.sub_questions(nid)))
-        out = self.call("submit_synthesis", lambda: self.store.submit_synthesis(
-            self.gid, nid, "A held synthesis.", worker_id=worker), expect_ok=ok)
+        ok = (
+            holds
+            and self.active
+            and node is not None
+            and node["status"] == "answered"
+            and all(q["status"] in DONE for q in v.sub_questions(nid))
+        )
+        out = self.call(
+            "submit_synthesis",
+            lambda: self.store.submit_synthesis(self.gid, nid, "A held synthesis.", worker_id=worker),
+            expect_ok=ok,
+        )
         if out.ok:
             assert out.after.by_id[nid]["status"] == "synthesized"
             self.unchanged_except(out, {nid})
@@ -645,8 +642,11 @@ class GraphMachine(RuleBasedStateMachine):
         candidates = {q["node_id"] for q in self.view.claimable(self.now)}
         holder = None if plain else "store"
         out = self.call(
-            "claim_work", lambda *a: self.store.claim_work(*a, holder=holder), self.gid, worker,
-            expect_ok=good_text(worker)
+            "claim_work",
+            lambda *a: self.store.claim_work(*a, holder=holder),
+            self.gid,
+            worker,
+            expect_ok=good_text(worker),
         )
         if not out.ok:
             return out
@@ -656,9 +656,7 @@ class GraphMachine(RuleBasedStateMachine):
             assert out.after.snap == out.before.snap and not out.new_events
             return out
         if r["node_id"] is None:
-            assert not candidates, (
-                f"claim returned nothing while {sorted(candidates)} were claimable"
-            )
+            assert not candidates, f"claim returned nothing while {sorted(candidates)} were claimable"
             assert r["graph_done"] == out.before.graph_done(), "graph_done disagrees with the nodes"
             assert out.after.snap == out.before.snap
             return out
@@ -692,9 +690,7 @@ class GraphMachine(RuleBasedStateMachine):
             and node["status"] == "answered"
             and all(s["status"] in DONE for s in v.sub_questions(node_id))
         )
-        out = self.call(
-            "synthesize_node", self.store.synthesize_node, self.gid, node_id, text, expect_ok=ok
-        )
+        out = self.call("synthesize_node", self.store.synthesize_node, self.gid, node_id, text, expect_ok=ok)
         if out.ok:
             self.synth.pop(node_id, None)  # synthesize_node drops a synthesis claim
             after = out.after.by_id[node_id]
@@ -798,9 +794,7 @@ class GraphMachine(RuleBasedStateMachine):
             and not (node["node_type"] == "answer" and node["parent_id"] == self.root)
         )
         if prune:
-            out = self.call(
-                "prune_branch", self.store.prune_branch, self.gid, node_id, expect_ok=ok
-            )
+            out = self.call("prune_branch", self.store.prune_branch, self.gid, node_id, expect_ok=ok)
         else:
             out = self.call(
                 "mark_saturated", self.store.mark_saturated, self.gid, node_id, reason, expect_ok=ok
@@ -852,10 +846,7 @@ class GraphMachine(RuleBasedStateMachine):
             ids, expected = gated[0] if gated else "n-x", []
         ok = self.active and (
             ids is None
-            or (
-                isinstance(ids, list)
-                and all((n := v.get(i)) and n["status"] == "gated" for i in ids)
-            )
+            or (isinstance(ids, list) and all((n := v.get(i)) and n["status"] == "gated" for i in ids))
         )
         out = self.call("approve_gate", self.store.approve_gate, self.gid, ids, expect_ok=ok)
         if not out.ok:
@@ -870,9 +861,7 @@ class GraphMachine(RuleBasedStateMachine):
     def mark_error(self, data: st.DataObject, message: str) -> None:
         v = self.view
         assert v is not None
-        node_id = self.pick(
-            data, [q["node_id"] for q in v.questions()] if data.draw(st.booleans()) else None
-        )
+        node_id = self.pick(data, [q["node_id"] for q in v.questions()] if data.draw(st.booleans()) else None)
         node = v.get(node_id)
         ok = (
             self.active
@@ -881,9 +870,7 @@ class GraphMachine(RuleBasedStateMachine):
             and node["node_type"] == "question"
             and node["status"] in {"open", "claimed", "answered"}
         )
-        out = self.call(
-            "mark_error", self.store.mark_error, self.gid, node_id, message, expect_ok=ok
-        )
+        out = self.call("mark_error", self.store.mark_error, self.gid, node_id, message, expect_ok=ok)
         if out.ok:
             after = out.after.by_id[node_id]
             assert after["status"] == "error" and after["status_reason"] == message
@@ -895,11 +882,7 @@ class GraphMachine(RuleBasedStateMachine):
     def update_node(self, data: st.DataObject) -> None:
         v = self.view
         assert v is not None
-        live = [
-            n["node_id"]
-            for n in v.nodes
-            if "saturated" not in (n["status"], v.question_of(n)["status"])
-        ]
+        live = [n["node_id"] for n in v.nodes if "saturated" not in (n["status"], v.question_of(n)["status"])]
         node_id = self.pick(data, live if data.draw(st.booleans()) else None)
         valid = ["note", "converge", "contradict", "both", "json"]
         invalid = [
@@ -911,16 +894,12 @@ class GraphMachine(RuleBasedStateMachine):
             "self link",
             "insight not text",
         ]
-        form = data.draw(
-            st.sampled_from(valid if data.draw(st.integers(0, 2)) else invalid), label="form"
-        )
+        form = data.draw(st.sampled_from(valid if data.draw(st.integers(0, 2)) else invalid), label="form")
 
         others = [n["node_id"] for n in v.nodes if n["node_id"] != node_id]
 
         def targets() -> list[Any]:
-            return [
-                self.pick(data, others) for _ in range(data.draw(st.integers(1, 3), label="links"))
-            ]
+            return [self.pick(data, others) for _ in range(data.draw(st.integers(1, 3), label="links"))]
 
         meta: Any
         if form == "note":
@@ -984,9 +963,7 @@ class GraphMachine(RuleBasedStateMachine):
                     if t == node_id or t not in v.by_id:
                         ok = False
                     links.append((edge_type, t, {edge_key: text} if text else {}))
-        out = self.call(
-            "update_node", self.store.update_node, self.gid, node_id, meta, expect_ok=ok
-        )
+        out = self.call("update_node", self.store.update_node, self.gid, node_id, meta, expect_ok=ok)
         if not out.ok:
             return
         assert node is not None and parsed is not None
@@ -1014,9 +991,7 @@ class GraphMachine(RuleBasedStateMachine):
         out = self.call("resume_graph", self.store.resume_graph, self.gid, expect_ok=True)
         assert out.result == out.after.snap and out.after.snap == out.before.snap
         ok = goal in GRAPH_MOVES[current]
-        out = self.call(
-            "update_graph_status", self.store.update_graph_status, self.gid, goal, expect_ok=ok
-        )
+        out = self.call("update_graph_status", self.store.update_graph_status, self.gid, goal, expect_ok=ok)
         if not out.ok:
             return
         assert out.result == {"graph_id": self.gid, "status": goal, "previous_status": current}
@@ -1024,9 +999,7 @@ class GraphMachine(RuleBasedStateMachine):
         # A claim claims nothing and the graph is not done; every write is refused.
         self._claim(data.draw(st.sampled_from(WORKERS)))
         write = data.draw(
-            st.sampled_from(
-                ["add", "saturate", "synthesize", "approve", "update", "error", "self"]
-            ),
+            st.sampled_from(["add", "saturate", "synthesize", "approve", "update", "error", "self"]),
             label="write while not active",
         )
         if write == "add":
@@ -1047,9 +1020,7 @@ class GraphMachine(RuleBasedStateMachine):
                 expect_ok=False,
             )
         elif write == "error":
-            self.call(
-                "mark_error", self.store.mark_error, self.gid, self.root, "boom", expect_ok=False
-            )
+            self.call("mark_error", self.store.mark_error, self.gid, self.root, "boom", expect_ok=False)
         else:  # a move to itself is not in the table
             self.call(
                 "update_graph_status",
@@ -1077,9 +1048,7 @@ class GraphMachine(RuleBasedStateMachine):
         """A node of this graph named under another graph id is not found there."""
         gid = "g-0000000000000000" if which == "missing" else self.foreign_gid
         node_id = self.pick(data, bad=False)
-        out = self.call(
-            "add_node", self.store.add_node, gid, node_id, "question", "Where?", expect_ok=False
-        )
+        out = self.call("add_node", self.store.add_node, gid, node_id, "question", "Where?", expect_ok=False)
         assert isinstance(out.error, NotFoundError), out.error
 
     # -- invariants --------------------------------------------------------------------------
@@ -1143,9 +1112,7 @@ class GraphMachine(RuleBasedStateMachine):
                 for d in v.descendants(n["node_id"]):
                     dn = v.by_id[d]
                     if dn["node_type"] == "question":
-                        assert dn["status"] in DONE, (
-                            f"{d} is {dn['status']} under saturated {n['node_id']}"
-                        )
+                        assert dn["status"] in DONE, f"{d} is {dn['status']} under saturated {n['node_id']}"
 
     @invariant()
     def derived_queries(self) -> None:
@@ -1165,9 +1132,7 @@ class GraphMachine(RuleBasedStateMachine):
         self.checked = (self.now, v.snap)
         # Claimable work and open questions agree with the statuses and the clock.
         claimable = self.store.get_claimable_work(self.gid)["claimable"]
-        assert sorted(n["node_id"] for n in claimable) == sorted(
-            q["node_id"] for q in v.claimable(self.now)
-        )
+        assert sorted(n["node_id"] for n in claimable) == sorted(q["node_id"] for q in v.claimable(self.now))
         opened = self.store.get_open_questions(self.gid)["open_questions"]
         assert [n["node_id"] for n in opened] == [
             q["node_id"] for q in v.questions() if q["status"] == "open"
@@ -1226,9 +1191,7 @@ class GraphMachine(RuleBasedStateMachine):
         status = self.store.get_saturation_status(self.gid)
         branches = [q for q in v.questions() if q["depth"] == 1]
         done = {
-            b["node_id"]: all(
-                q["status"] in DONE for q in v.questions() if q["branch_id"] == b["node_id"]
-            )
+            b["node_id"]: all(q["status"] in DONE for q in v.questions() if q["branch_id"] == b["node_id"])
             for b in branches
         }
         assert [(b["node_id"], b["done"]) for b in status["branches"]] == list(done.items())
@@ -1284,9 +1247,7 @@ METADATA_VALUES = st.one_of(
         min_size=1,
         max_size=2,
     ),
-    st.dictionaries(
-        st.text(max_size=3), st.sets(st.integers(), max_size=2), min_size=1, max_size=2
-    ),
+    st.dictionaries(st.text(max_size=3), st.sets(st.integers(), max_size=2), min_size=1, max_size=2),
     st.sampled_from([b"{}", ("a", 1), object(), 1.5, True]),
 )
 CHECKPOINT_VALUES = st.one_of(
@@ -1316,9 +1277,7 @@ CHECKPOINT_VALUES = st.one_of(
         ]
     ),
     st.builds(lambda n: f"depth:{n}", st.integers(-3, 10**12)),
-    st.builds(
-        lambda s: "depth:" + s, st.text(st.characters(categories=("Nd", "No", "Nl")), max_size=3)
-    ),
+    st.builds(lambda s: "depth:" + s, st.text(st.characters(categories=("Nd", "No", "Nl")), max_size=3)),
     st.text(max_size=12),
     st.none(),
     st.integers(),

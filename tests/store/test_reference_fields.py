@@ -9,8 +9,9 @@ def test_a_fresh_worker_claims_shallower_questions_first_then_older(tree: Tree) 
     store, g = tree.store, tree.graph_id
     claimed = store.claim_work(g, "w1")["node_id"]
     assert claimed == tree.seeds[0]  # same depth: the oldest
-    deep = store.submit_answer(g, claimed, "Jobs.", owner="w1",
-                               sub_questions=["Do wages rise with size?"])["sub_questions"][0]["node_id"]
+    deep = store.submit_answer(g, claimed, "Jobs.", owner="w1", sub_questions=["Do wages rise with size?"])[
+        "sub_questions"
+    ][0]["node_id"]
     newer_shallow = tree.ask(tree.root_answer, "Does transport shape growth?")  # after the depth-2 one
     order = [store.claim_work(g, "fresh")["node_id"] for _ in range(4)]
     assert order == [tree.seeds[1], tree.seeds[2], newer_shallow, deep]
@@ -19,8 +20,9 @@ def test_a_fresh_worker_claims_shallower_questions_first_then_older(tree: Tree) 
 def test_affinity_comes_before_depth(tree: Tree) -> None:
     store, g = tree.store, tree.graph_id
     claimed = store.claim_work(g, "w1")["node_id"]
-    deep = store.submit_answer(g, claimed, "Jobs.", owner="w1",
-                               sub_questions=["Do wages rise with size?"])["sub_questions"][0]["node_id"]
+    deep = store.submit_answer(g, claimed, "Jobs.", owner="w1", sub_questions=["Do wages rise with size?"])[
+        "sub_questions"
+    ][0]["node_id"]
     assert store.claim_work(g, "w1")["node_id"] == deep  # its own branch first
 
 
@@ -30,8 +32,10 @@ def test_saturation_fields_as_the_reference_names_them(tree: Tree) -> None:
     assert tree.node(tree.seeds[0])["metadata"]["saturation_reason"] == "derivable"
     store.claim_work(g, "w1")
     branches = {b["node_id"]: b for b in store.get_saturation_status(g)["branches"]}
-    assert branches[tree.seeds[0]].items() >= {"saturated": True, "saturation_reason": "derivable",
-                                               "open_questions": 0}.items()
+    assert (
+        branches[tree.seeds[0]].items()
+        >= {"saturated": True, "saturation_reason": "derivable", "open_questions": 0}.items()
+    )
     second = branches[tree.seeds[1]]
     assert second["saturated"] is False and second["saturation_reason"] is None
     assert branches[tree.seeds[1]]["open_questions"] == 1  # claimed counts as open work

@@ -226,7 +226,10 @@ def test_stuck_node_does_not_block_graph_done_forever(tree: Tree, clock: FakeClo
         tree.answer(q, owner="w1")
         tree.store.synthesize_node(tree.graph_id, q, "done")
     assert tree.store.claim_work(tree.graph_id, "w1") == {
-        "node_id": None, "graph_done": False, "graph_status": "active"}
+        "node_id": None,
+        "graph_done": False,
+        "graph_status": "active",
+    }
     clock.advance(120)
     rescued = tree.store.claim_work(tree.graph_id, "w1")["node_id"]
     assert rescued == stuck
@@ -297,8 +300,7 @@ def test_writes_need_active_graph_and_claims_say_why(fresh_store: GraphStore, st
         with pytest.raises(StateError, match=f"is '{status}'"):
             write()
     claim = fresh_store.claim_work(t.graph_id, "w1")
-    assert claim == {"node_id": None, "graph_status": status,
-                     "graph_done": status in ("completed", "error")}
+    assert claim == {"node_id": None, "graph_status": status, "graph_done": status in ("completed", "error")}
     assert fresh_store.get_snapshot(t.graph_id) == before
 
 
@@ -324,7 +326,10 @@ def test_depth_gates_hold_for_every_client(fresh_store: GraphStore) -> None:
     level2 = t.ask(t.answer(t.seeds[0], owner="w1"))
     assert t.status(level2) == "gated"
     assert fresh_store.claim_work(t.graph_id, "w2") == {
-        "node_id": None, "graph_done": False, "graph_status": "active"}
+        "node_id": None,
+        "graph_done": False,
+        "graph_status": "active",
+    }
     with pytest.raises(StateError, match="approve its gate"):
         t.answer(level2)
     assert fresh_store.approve_gate(t.graph_id, [level2])["approved"] == [level2]
@@ -351,8 +356,21 @@ def test_gates_survive_reopening_the_file(tmp_path) -> None:
 # -- rule 7: bad metadata never stored ---------------------------------------------------
 
 
-@pytest.mark.parametrize("bad", ["[1, 2]", "not json", '"a string"', "42", 42, [1], "null", {1: "x"},
-                                 {"x": float("nan")}, {"x": object()}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "[1, 2]",
+        "not json",
+        '"a string"',
+        "42",
+        42,
+        [1],
+        "null",
+        {1: "x"},
+        {"x": float("nan")},
+        {"x": object()},
+    ],
+)
 def test_bad_metadata_refused_everywhere(tree: Tree, bad: object) -> None:
     before = tree.store.get_snapshot(tree.graph_id)
     graphs_before = tree.store.get_events(tree.graph_id)["last_event_id"]
@@ -386,13 +404,17 @@ def test_link_metadata_creates_edges_once(tree: Tree) -> None:
     assert tree.store.update_node(tree.graph_id, a, meta)["edges_created"] == 0
     assert tree.store.update_node(tree.graph_id, b, {"convergence_with": [a]})["edges_created"] == 0
     result = tree.store.update_node(
-        tree.graph_id, c, {"contradiction_with": [a], "contradiction_tension": "trade vs. land"})
+        tree.graph_id, c, {"contradiction_with": [a], "contradiction_tension": "trade vs. land"}
+    )
     assert result["edges_created"] == 1
     links = [e for e in tree.store.get_snapshot(tree.graph_id)["edges"] if e["edge_type"] != "parent_child"]
     assert [(e["from_node"], e["to_node"], e["edge_type"]) for e in links] == [
-        (a, b, "convergence"), (c, a, "contradiction")]
+        (a, b, "convergence"),
+        (c, a, "contradiction"),
+    ]
     assert tree.store.query_contradictions(tree.graph_id)["contradictions"] == [
-        {"nodes": [c, a], "tension": "trade vs. land"}]
+        {"nodes": [c, a], "tension": "trade vs. land"}
+    ]
 
 
 def test_link_to_unknown_node_changes_nothing(tree: Tree) -> None:
@@ -410,10 +432,12 @@ def _linked_graph(store: GraphStore) -> Tree:
     t = make_tree(store, seeds=3)
     answers = [t.answer(q, f"answer {i}") for i, q in enumerate(t.seeds)]
     extra = t.answer(t.seeds[0], "second answer")
-    store.update_node(t.graph_id, answers[2], {"convergence_with": [answers[1]],
-                                               "convergence_insight": "second"})
-    store.update_node(t.graph_id, answers[1], {"convergence_with": [answers[0]],
-                                               "convergence_insight": "first"})
+    store.update_node(
+        t.graph_id, answers[2], {"convergence_with": [answers[1]], "convergence_insight": "second"}
+    )
+    store.update_node(
+        t.graph_id, answers[1], {"convergence_with": [answers[0]], "convergence_insight": "first"}
+    )
     store.update_node(t.graph_id, extra, {"convergence_with": [answers[0]]})
     return t
 

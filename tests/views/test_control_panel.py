@@ -16,8 +16,9 @@ from tests.engine.test_runs import FAST
 
 @pytest.fixture
 def gated() -> Iterator[Exploration]:
-    with Exploration.create("Why do cities grow?", intensity="pulse", checkpoint="depth:1",
-                            llm=SimulatedLLM(seed=2), clock=FAST) as ex:
+    with Exploration.create(
+        "Why do cities grow?", intensity="pulse", checkpoint="depth:1", llm=SimulatedLLM(seed=2), clock=FAST
+    ) as ex:
         yield ex
 
 
@@ -134,13 +135,17 @@ def test_export_to_a_variable_and_files(gated: Exploration, tmp_path: Path) -> N
     assert len(pd.read_csv(tmp_path / "syntheses.csv")) == len(frame)
 
 
-@pytest.mark.parametrize(("name", "path", "error"), [
-    ("1abc", "", "not a Python variable name"),
-    ("class", "", "not a Python variable name"),
-    ("ok", "out.xlsx", "must end in .csv or .parquet"),
-])
+@pytest.mark.parametrize(
+    ("name", "path", "error"),
+    [
+        ("1abc", "", "not a Python variable name"),
+        ("class", "", "not a Python variable name"),
+        ("ok", "out.xlsx", "must end in .csv or .parquet"),
+    ],
+)
 def test_bad_export_input_is_reported_and_writes_nothing(
-        gated: Exploration, tmp_path: Path, name: str, path: str, error: str) -> None:
+    gated: Exploration, tmp_path: Path, name: str, path: str, error: str
+) -> None:
     view = gated.view()
     view.export_name.value = name
     view.export_path.value = str(tmp_path / path) if path else ""
@@ -154,9 +159,11 @@ def test_buttons_with_nothing_selected_explain_themselves(gated: Exploration) ->
     gated.step(1)
     view = gated.view()
     before = gated.events()
-    for button, text in ((view.approve_button, "select gated questions to approve"),
-                         (view.prune_gate_button, "select gated questions to prune"),
-                         (view.prune_branch_button, "click a node in the graph first")):
+    for button, text in (
+        (view.approve_button, "select gated questions to approve"),
+        (view.prune_gate_button, "select gated questions to prune"),
+        (view.prune_branch_button, "click a node in the graph first"),
+    ):
         button.click()
         view.refresh()
         assert text in view.message.value

@@ -26,7 +26,9 @@ def test_get_changes_since_zero_is_everything_and_later_only_what_moved(fresh_st
     changes = fresh_store.get_changes(g["graph_id"], since=last)
     # the answer is new, and the root it answers moved to 'answered'
     assert [(n["node_id"], n["status"]) for n in changes["nodes"]] == [
-        (g["root_node_id"], "answered"), (answer["node_id"], "answered")]
+        (g["root_node_id"], "answered"),
+        (answer["node_id"], "answered"),
+    ]
     assert changes["last_event_id"] > last and changes["since"] == last
     quiet = fresh_store.get_changes(g["graph_id"], since=changes["last_event_id"])
     assert quiet["nodes"] == [] and quiet["last_event_id"] == changes["last_event_id"]
@@ -55,8 +57,9 @@ def test_get_node_and_node_calls(fresh_store: GraphStore) -> None:
 
 def test_deltas_polled_during_a_threaded_run_add_up_to_the_final_graph() -> None:
     """A poller thread applies deltas while 4 workers write: nothing missed, nothing stale."""
-    with Exploration.create("Why do cities grow?", intensity="explore",
-                            llm=SimulatedLLM(seed=5, link_rate=0.4), clock=FAST) as ex:
+    with Exploration.create(
+        "Why do cities grow?", intensity="explore", llm=SimulatedLLM(seed=5, link_rate=0.4), clock=FAST
+    ) as ex:
         feed = GraphFeed(ex.store, ex.graph_id)
         nodes: dict[str, dict] = {}
         edges: dict[str, dict] = {}
@@ -87,7 +90,8 @@ def test_deltas_polled_during_a_threaded_run_add_up_to_the_final_graph() -> None
         assert len(seen_deltas) > 3, "the run was watched while it grew"
         assert seen_deltas == sorted(seen_deltas)
         assert visible_state(nodes, edges) == visible_state(
-            {n["id"]: n for n in snapshot["nodes"]}, {e["id"]: e for e in snapshot["edges"]})
+            {n["id"]: n for n in snapshot["nodes"]}, {e["id"]: e for e in snapshot["edges"]}
+        )
         assert any(e["edge_type"] != "parent_child" for e in snapshot["edges"]), "links are fed too"
         counts = feed.counts()
         assert counts["total"] == len(snapshot["nodes"]) and counts["synthesized"] > 0

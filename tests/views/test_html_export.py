@@ -17,8 +17,9 @@ HOSTILE = '</script><img src=x onerror="window.__pwned=1"> a href="javascript:al
 
 
 def test_page_is_offline_and_carries_every_node(tmp_path: Path) -> None:
-    with Exploration.create("Why do rivers meander?", intensity="explore",
-                            llm=SimulatedLLM(seed=3, link_rate=0.5), clock=FAST) as ex:
+    with Exploration.create(
+        "Why do rivers meander?", intensity="explore", llm=SimulatedLLM(seed=3, link_rate=0.5), clock=FAST
+    ) as ex:
         ex.run(progress=False)
         path = ex.to_html(tmp_path / "graph.html")
         page = path.read_text()
@@ -38,8 +39,9 @@ def test_model_text_never_becomes_markup(fresh_store: GraphStore) -> None:
     assert "<img src=x" not in page and "</script><img" not in page
     assert "&lt;img src=x" in page, "the heading is escaped"
     assert "hre\\u200df" in page, "titles never say 'href', which would switch pyvis to innerHTML"
-    assert "tooltip_link" not in page and "popup.innerHTML" not in page, \
+    assert "tooltip_link" not in page and "popup.innerHTML" not in page, (
         "pyvis's innerHTML tooltip path stays off"
+    )
 
 
 def test_big_graphs_are_laid_out_with_physics_off(fresh_store: GraphStore) -> None:
@@ -59,8 +61,9 @@ def test_bad_paths_are_refused_and_write_nothing(tmp_path: Path) -> None:
 
 
 def test_report_is_markdown_of_the_result_as_it_stands() -> None:
-    with Exploration.create("Why do rivers meander?", intensity="pulse", llm=SimulatedLLM(seed=1),
-                            clock=FAST) as ex:
+    with Exploration.create(
+        "Why do rivers meander?", intensity="pulse", llm=SimulatedLLM(seed=1), clock=FAST
+    ) as ex:
         ex.run(progress=False)
         events = len(ex.events())
         look = ex.report()

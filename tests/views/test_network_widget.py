@@ -131,8 +131,9 @@ def test_live_widget_refreshes_from_the_loop(fresh_store: GraphStore, interval: 
     async def scenario() -> None:
         widget.live(interval_s=interval)
         await until(lambda: len(sent) == 1)  # the graph as it is
-        writer = threading.Thread(target=lambda: fresh_store.add_node(
-            g["graph_id"], g["root_node_id"], "answer", "The moon."))
+        writer = threading.Thread(
+            target=lambda: fresh_store.add_node(g["graph_id"], g["root_node_id"], "answer", "The moon.")
+        )
         writer.start()
         writer.join()
         await until(lambda: len(sent) == 2)  # the other thread's write, seen by the next tick
