@@ -132,7 +132,8 @@ def test_four_worker_processes_pay_once_per_synthesis(
         assert set(synth["outcome"]) <= {"ok", "discarded", "error"}
         claims = ex.events().query("kind == 'claimed'")
         assert claims["node_id"].is_unique, "no question claimed twice"
-        assert {actor[:2] for actor in claims["actor"]} == {"p0", "p1", "p2", "p3"}
+        # The work was shared (a process that starts last may find it all taken: no timing assumed).
+        assert len({actor[:2] for actor in claims["actor"]}) >= 2
         nodes = ex.nodes()
         assert set(nodes.query("node_type == 'question'")["status"]) <= {"synthesized", "saturated"}, outputs
         assert nodes.query("depth == 0").iloc[0]["status"] == "synthesized", outputs
