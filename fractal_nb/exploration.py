@@ -21,7 +21,7 @@ from .engine.primitive import RunState, process
 from .errors import InvalidInputError, StateError, StoreUnreachableError
 from .export import to_networkx
 from .llm.protocol import LLM
-from .model import BUDGETS, Budget, CheckpointMode, GraphStatus, Intensity
+from .model import BUDGETS, Budget, CheckpointMode, GraphStatus, Intensity, pending_counts
 from .results import FractalResult, MarkdownText, StepRecord
 from .run_report import RunReport
 from .store import GraphStore
@@ -272,10 +272,7 @@ class Exploration:
         """The run's :class:`RunReport`: the graph as it is now and what this run did to it."""
         store, g = self.store, self.graph_id
         snapshot = store.get_snapshot(g)
-        pending = {s: 0 for s in ("open", "claimed", "gated")}
-        for n in snapshot["nodes"]:
-            if n["node_type"] == "question" and n["status"] in pending:
-                pending[n["status"]] += 1
+        pending = pending_counts(snapshot["nodes"])
         reports = dispatcher.reports if dispatcher is not None else []
         mine = {a for r in processed for pair in r.convergences for a in pair}
         answers = {r.answer_id for r in processed if r.answer_id}
@@ -380,10 +377,7 @@ class Exploration:
         return pd.DataFrame(rows, columns=["node_id", "depth", "kind", "question", "detail"])
 
     def _work_left(self) -> str:
-        counts = {s: 0 for s in ("open", "claimed", "gated")}
-        for n in self.store.get_snapshot(self.graph_id)["nodes"]:
-            if n["node_type"] == "question" and n["status"] in counts:
-                counts[n["status"]] += 1
+        counts = pending_counts(self.store.get_snapshot(self.graph_id)["nodes"])
         counts["ready to synthesize"] = self.store.get_ready_to_synthesize(self.graph_id)["count"]
         return ", ".join(f"{count} {what}" for what, count in counts.items() if count)
 

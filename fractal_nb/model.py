@@ -74,6 +74,17 @@ class SaturationReason(StrEnum):
 
 TERMINAL_GRAPH = frozenset({GraphStatus.COMPLETED, GraphStatus.ERROR})
 DONE_QUESTION = frozenset({NodeStatus.SYNTHESIZED, NodeStatus.SATURATED})
+PENDING_QUESTION = (NodeStatus.OPEN, NodeStatus.CLAIMED, NodeStatus.GATED)  # work not done yet, in this order
+
+
+def pending_counts(nodes: list[dict[str, Any]]) -> dict[str, int]:
+    """How many questions of ``nodes`` (snapshot dicts) are open, claimed and gated."""
+    counts = {status.value: 0 for status in PENDING_QUESTION}
+    for node in nodes:
+        if node["node_type"] == NodeType.QUESTION and node["status"] in counts:
+            counts[node["status"]] += 1
+    return counts
+
 
 GRAPH_TRANSITIONS: dict[GraphStatus, frozenset[GraphStatus]] = {
     GraphStatus.ACTIVE: frozenset(

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..errors import StoreUnreachableError
-from ..model import GraphStatus
+from ..model import GraphStatus, pending_counts
 from ..results import StepRecord
 from ..run_report import WorkerReport
 from .primitive import RunState, cascade, process
@@ -247,11 +247,7 @@ class Dispatcher:
         snapshot = store.get_snapshot(g)
         if snapshot["status"] != GraphStatus.ACTIVE:
             return str(snapshot["status"])
-        pending = Counter(
-            n["status"]
-            for n in snapshot["nodes"]
-            if n["node_type"] == "question" and n["status"] in ("open", "claimed", "gated")
-        )
+        pending = +Counter(pending_counts(snapshot["nodes"]))  # the statuses with work, others 0
         claimable = store.get_claimable_work(g)["count"]
         if run.call.outage:  # not finished, not a budget: resumable when the model is back
             store.update_graph_status(g, GraphStatus.PAUSED, reason=run.call.outage)

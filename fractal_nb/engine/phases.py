@@ -7,7 +7,7 @@ from typing import Any
 from ..errors import FractalError, LLMError
 from ..llm.quality import STORED
 from ..llm.schemas import HarvestSummary, SeedPlan
-from ..model import GraphStatus, NodeStatus, SaturationReason
+from ..model import PENDING_QUESTION, GraphStatus, NodeStatus, SaturationReason
 from ..prompts import chat
 from ..results import ChainLink, FractalResult, StepRecord
 from ..text import clip, normalize
@@ -247,7 +247,7 @@ def _freeze_and_repair(run: RunState) -> None:
         try:
             if node["status"] == NodeStatus.ERROR:
                 store.mark_saturated(g, node["node_id"], "error")
-            elif node["status"] in (NodeStatus.OPEN, NodeStatus.GATED, NodeStatus.CLAIMED):
+            elif node["status"] in PENDING_QUESTION:
                 store.update_node(
                     g,
                     node["node_id"],
@@ -338,7 +338,7 @@ def gap_rows(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "unexplored",
                 "budget_exhausted" + (f": {meta['budget_reason']}" if meta.get("budget_reason") else ""),
             )
-        elif n["status"] in (NodeStatus.GATED, NodeStatus.OPEN, NodeStatus.CLAIMED):
+        elif n["status"] in PENDING_QUESTION:
             row("waiting", str(n["status"]))
     return rows
 
