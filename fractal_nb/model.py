@@ -74,6 +74,8 @@ class SaturationReason(StrEnum):
 
 TERMINAL_GRAPH = frozenset({GraphStatus.COMPLETED, GraphStatus.ERROR})
 DONE_QUESTION = frozenset({NodeStatus.SYNTHESIZED, NodeStatus.SATURATED})
+UNEXPLORED = {"budget_exhausted": True, "unexplored_reason": "budget limit reached"}
+"""The reference's marks on a question a budget left unexplored (docs/architecture.md, error table)."""
 PENDING_QUESTION = (NodeStatus.OPEN, NodeStatus.CLAIMED, NodeStatus.GATED)  # work not done yet, in this order
 
 

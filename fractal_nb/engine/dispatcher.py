@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..errors import StoreUnreachableError
-from ..model import GraphStatus, pending_counts
+from ..model import UNEXPLORED, GraphStatus, pending_counts
 from ..results import StepRecord
 from ..run_report import WorkerReport
 from .primitive import RunState, cascade, process
@@ -295,10 +295,6 @@ class Dispatcher:
                 store.update_node(
                     g,
                     node["node_id"],
-                    {
-                        "budget_exhausted": True,
-                        "unexplored_reason": "budget limit reached",
-                        "budget_reason": reason,
-                    },
+                    {**UNEXPLORED, "budget_reason": reason},
                 )
             store.update_graph_status(g, GraphStatus.BUDGET_EXHAUSTED, reason=reason)

@@ -7,7 +7,7 @@ from typing import Any
 from ..errors import FractalError, LLMError
 from ..llm.quality import STORED
 from ..llm.schemas import HarvestSummary, SeedPlan
-from ..model import PENDING_QUESTION, GraphStatus, NodeStatus, SaturationReason
+from ..model import PENDING_QUESTION, UNEXPLORED, GraphStatus, NodeStatus, SaturationReason
 from ..prompts import chat
 from ..results import ChainLink, FractalResult, StepRecord
 from ..text import clip, normalize
@@ -251,7 +251,7 @@ def _freeze_and_repair(run: RunState) -> None:
                 store.update_node(
                     g,
                     node["node_id"],
-                    {"budget_exhausted": True, "unexplored_reason": "budget limit reached"},
+                    UNEXPLORED,
                 )
                 store.mark_saturated(g, node["node_id"], "budget_exhausted")
         except FractalError:  # already saturated by an ancestor's cascade

@@ -165,19 +165,7 @@ class NodeWrites(StoreBase):
         gid = require_id(graph_id, "graph_id")
         b_text, b_other = _boundary(boundary)
         with self._db.write():
-            question = self._node(gid, question_id)
-            other = self._node(gid, b_other) if b_other else None
-            if other is not None and other.node_type != NodeType.ANSWER:
-                raise InvalidInputError(
-                    f"boundary.converging_with must be an answer's id; {other.node_id} "
-                    f"is a {other.node_type}",
-                    graph_id=gid,
-                    node_id=other.node_id,
-                )
-            beside = other is not None and other.depth >= question.depth  # else under the other answer
-            room = question.depth + 1 < self._budget(self._graph(gid)).max_depth
-            if beside and not room:  # no level below this one: left out
-                other, beside = None, False
+            other, beside = self._boundary_place(gid, question_id, b_other)
             if beside:
                 parsed.append((b_text, {"boundary": True, "converging_nodes": [None, b_other]}))
             asked = self._asked(gid, [normalize(t) for t, _ in parsed])
@@ -205,14 +193,44 @@ class NodeWrites(StoreBase):
                 saturation=saturation,
             )
             answer_id = written["answer"]["node_id"]
-            boundary_id = self._place_boundary(gid, answer_id, b_text, other, beside, written, owner)
+            # Beside the new answer, the boundary question was the last sub-question asked, if it was new.
+            added = (
+                written["sub_questions"][-1]["node_id"]
+                if beside and fresh and fresh[-1]["metadata"].get("boundary")
+                else None
+            )
+            boundary_id = self._place_boundary(gid, answer_id, b_text, other, beside, added, owner)
             created = 0
             if links:  # the worker's own answer, in this transaction: its question may be saturated already
-                answer = self._node(require_id(graph_id, "graph_id"), written["answer"]["node_id"])
-                created = self._merge_metadata(answer.graph_id, answer, parse_metadata(links))[1]
+                answer = self._node(gid, answer_id)
+                created = self._merge_metadata(gid, answer, parse_metadata(links))[1]
             if calls:
                 self.record_llm_calls(calls)  # type: ignore[attr-defined]
         return {**written, "edges_created": created, "repeated": repeated, "boundary": boundary_id}
+
+    def _boundary_place(
+        self, graph_id: str, question_id: str, other_id: str | None
+    ) -> tuple[NodeRow | None, bool]:
+        """Where :meth:`submit_answer`'s boundary question goes.
+
+        (the other answer, or None when it is left out; whether it hangs beside the
+        new answer rather than under the other one).
+        """
+        if other_id is None:
+            return None, False
+        other = self._node(graph_id, other_id)
+        if other.node_type != NodeType.ANSWER:
+            raise InvalidInputError(
+                f"boundary.converging_with must be an answer's id; {other.node_id} is a {other.node_type}",
+                graph_id=graph_id,
+                node_id=other.node_id,
+            )
+        question = self._node(graph_id, question_id)
+        if other.depth < question.depth:  # the other answer is shallower: under it
+            return other, False
+        if question.depth + 1 < self._budget(self._graph(graph_id)).max_depth:
+            return other, True
+        return None, False  # no level below this one: left out
 
     def _place_boundary(
         self,
@@ -221,27 +239,21 @@ class NodeWrites(StoreBase):
         text: str,
         other: NodeRow | None,
         beside: bool,
-        written: dict[str, Any],
+        added: str | None,
         owner: str | None,
     ) -> str | None:
-        """Complete or add the boundary question of :meth:`submit_answer`; its id, or None."""
+        """Complete or add the boundary question of :meth:`submit_answer`; its id, or None.
+
+        ``added``: the boundary question already hung beside the new answer (None:
+        a repeat); its converging nodes get the new answer's id, known only now.
+        """
         if other is None:
             return None
         converging = [answer_id, other.node_id]
-        if beside:  # added with the sub-questions; now its new answer's id is known
-            added = next(
-                (
-                    q
-                    for q in written["sub_questions"]
-                    if self._node(graph_id, q["node_id"]).metadata.get("boundary")
-                ),
-                None,
-            )
-            if added is None:  # a repeat of a question already asked
-                return None
-            node = self._node(graph_id, added["node_id"])
-            self._merge_metadata(graph_id, node, {"converging_nodes": converging})
-            return str(node.node_id)
+        if beside:
+            if added is not None:
+                self._merge_metadata(graph_id, self._node(graph_id, added), {"converging_nodes": converging})
+            return added
         if self._asked(graph_id, [normalize(text)]):
             return None
         try:
