@@ -42,6 +42,9 @@ class ModelCaller:
         self._failed_in_row = 0
         self._unavailable_in_row = 0
         self._health = threading.Lock()
+        self.spent: dict[
+            str, tuple[int, int]
+        ] = {}  # per model: (prompt, completion) tokens paid via this caller
         self._deadline = threading.local()  # this worker thread's node time limit, while it holds one
 
     @contextmanager
@@ -149,6 +152,11 @@ class ModelCaller:
             "outcome": "error" if error else ("cached" if usage.cached else "ok"),
             "error": None if error is None else f"{type(error).__name__}: {error}"[:2000],
         }
+        if not usage.cached:  # what budgets count (limits.py), known before the write lands
+            model, prompt_tokens = str(call["model"]), usage.prompt_tokens or messages_tokens(messages)
+            with self._health:
+                prompt, completion = self.spent.get(model, (0, 0))
+                self.spent[model] = (prompt + prompt_tokens, completion + usage.completion_tokens)
         self._observe(error)
         if error is not None:
             self.store.record_llm_calls([*(defer or []), call])

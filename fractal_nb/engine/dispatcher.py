@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..errors import StoreUnreachableError
 from ..model import UNEXPLORED, GraphStatus, pending_counts
@@ -118,6 +118,8 @@ class Dispatcher:
     reports: list[WorkerReport] = field(default_factory=list)
     budget_reached: str | None = None  # why the run stopped for a budget (limits.py), once it did
     _started: float = 0.0
+    _spent_before: list[dict[str, Any]] | None = None  # the graph's spend when the run began
+    _caller_before: dict[str, tuple[int, int]] = field(default_factory=dict)
     _in_flight: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -229,11 +231,20 @@ class Dispatcher:
         """Whether a budget of :mod:`.limits` is reached (remembered: the run then stops)."""
         if self.budget_reached is None:
             limits = self.run_state.limits
-            spend = (
-                self.run_state.store.llm_spend(self.run_state.graph_id)
-                if limits.max_tokens is not None or limits.max_cost is not None
-                else []
-            )
+            spend = []
+            if limits.max_tokens is not None or limits.max_cost is not None:
+                # The store's figure once per run, then this run's calls in memory: no query per claim.
+                if self._spent_before is None:
+                    self._spent_before = self.run_state.store.llm_spend(self.run_state.graph_id)
+                    self._caller_before = dict(self.run_state.call.spent)
+                spend = self._spent_before + [
+                    {
+                        "model": model,
+                        "prompt_tokens": p - self._caller_before.get(model, (0, 0))[0],
+                        "completion_tokens": c - self._caller_before.get(model, (0, 0))[1],
+                    }
+                    for model, (p, c) in self.run_state.call.spent.items()
+                ]
             self.budget_reached = limits.reached(spend, self.clock.now() - self._started)
         return self.budget_reached is not None
 
