@@ -1,7 +1,7 @@
 """Vocabulary of the graph: statuses, budgets, checkpoint modes and the transition table.
 
-Every status change in the store is checked against ``GRAPH_TRANSITIONS`` or
-``QUESTION_TRANSITIONS`` here, in one place (docs/architecture.md, rule 6).
+Every status change in the store is checked against ``GRAPH_TRANSITIONS``,
+``QUESTION_TRANSITIONS`` or ``ANSWER_TRANSITIONS`` here (docs/architecture.md, rule 6).
 """
 
 from __future__ import annotations
@@ -109,13 +109,22 @@ QUESTION_TRANSITIONS: dict[NodeStatus, frozenset[NodeStatus]] = {
     # A gated question is not being worked on, so it cannot fail; allowing gated -> error
     # would let error -> open (recovery) slip past the gate without an approval.
     _S.GATED: frozenset({_S.OPEN, _S.SATURATED}),
-    _S.CLAIMED: frozenset({_S.ANSWERED, _S.OPEN, _S.SATURATED, _S.ERROR}),
+    # claimed -> claimed: another worker takes over a lease that ran out.
+    _S.CLAIMED: frozenset({_S.CLAIMED, _S.ANSWERED, _S.OPEN, _S.SATURATED, _S.ERROR}),
     _S.ANSWERED: frozenset({_S.SYNTHESIZED, _S.SATURATED, _S.ERROR}),
     _S.ERROR: frozenset({_S.OPEN, _S.SATURATED}),
     # A question added under a synthesized question's answer reopens it (and its synthesized ancestors).
     _S.SYNTHESIZED: frozenset({_S.ANSWERED}),
     _S.SATURATED: frozenset(),
 }
+# An answer is answered from the start; pruning or saturating it is its one move.
+ANSWER_TRANSITIONS: dict[NodeStatus, frozenset[NodeStatus]] = {
+    _S.ANSWERED: frozenset({_S.SATURATED}),
+    _S.SATURATED: frozenset(),
+}
+# The questions an answer or a sub-question may be added under (a synthesized one is
+# reopened only by a new sub-question under its answer, see the store's add_node).
+TAKES_CHILDREN = frozenset({_S.OPEN, _S.CLAIMED, _S.ANSWERED})
 
 
 def check_graph_transition(graph_id: str, current: str, target: str) -> None:
@@ -130,13 +139,14 @@ def check_graph_transition(graph_id: str, current: str, target: str) -> None:
         )
 
 
-def check_question_transition(node_id: str, current: str, target: str) -> None:
-    """Raise unless the question may move from ``current`` to ``target``."""
-    allowed = QUESTION_TRANSITIONS[NodeStatus(current)]
+def check_node_transition(node_id: str, node_type: str, current: str, target: str) -> None:
+    """Raise unless the node (a question or an answer) may move from ``current`` to ``target``."""
+    table = QUESTION_TRANSITIONS if node_type == NodeType.QUESTION else ANSWER_TRANSITIONS
+    allowed = table[NodeStatus(current)]
     current, target = str(current), str(target)
     if NodeStatus(target) not in allowed:
         raise InvalidTransitionError(
-            f"question {node_id} is {current!r} and cannot become {target!r}; "
+            f"{node_type} {node_id} is {current!r} and cannot become {target!r}; "
             f"from {current!r} it may become: {_listing(allowed)}",
             node_id=node_id,
         )

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import StoreUnreachableError
-from ..model import UNEXPLORED, GraphStatus, pending_counts
+from ..model import GraphStatus, pending_counts
 from ..results import StepRecord
 from ..run_report import WorkerReport
-from .primitive import RunState, cascade, process
+from .primitive import RunState, cascade, freeze_unexplored, process
 
 __all__ = ["BACKOFF_S", "Clock", "Dispatcher", "RealClock", "ScaledClock", "WorkerReport", "heartbeat"]
 
@@ -303,9 +303,5 @@ class Dispatcher:
         store, g = self.run_state.store, self.run_state.graph_id
         with store.batch():
             for node in store.get_open_questions(g)["open_questions"]:
-                store.update_node(
-                    g,
-                    node["node_id"],
-                    {**UNEXPLORED, "budget_reason": reason},
-                )
+                freeze_unexplored(self.run_state, node["node_id"], reason)
             store.update_graph_status(g, GraphStatus.BUDGET_EXHAUSTED, reason=reason)

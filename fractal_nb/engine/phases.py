@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 
 from ..errors import FractalError, LLMError
 from ..llm.quality import STORED
 from ..llm.schemas import HarvestSummary, SeedPlan
-from ..model import PENDING_QUESTION, UNEXPLORED, GraphStatus, NodeStatus, SaturationReason
+from ..model import PENDING_QUESTION, GraphStatus, NodeStatus, SaturationReason
 from ..prompts import chat
 from ..results import ChainLink, FractalResult, StepRecord
 from ..text import clip, normalize
-from .primitive import RunState, cascade
+from .primitive import RunState, cascade, freeze_unexplored
 
 SEED_ATTEMPTS = 3
 SEED_WORKER = "seed"
@@ -244,18 +245,11 @@ def _freeze_and_repair(run: RunState) -> None:
     for node in store.get_snapshot(g)["nodes"]:
         if node["node_type"] != "question" or node["depth"] == 0:
             continue
-        try:
-            if node["status"] == NodeStatus.ERROR:
-                store.mark_saturated(g, node["node_id"], "error")
-            elif node["status"] in PENDING_QUESTION:
-                store.update_node(
-                    g,
-                    node["node_id"],
-                    UNEXPLORED,
-                )
-                store.mark_saturated(g, node["node_id"], "budget_exhausted")
-        except FractalError:  # already saturated by an ancestor's cascade
-            pass
+        if node["status"] in PENDING_QUESTION:
+            freeze_unexplored(run, node["node_id"], saturate=True)
+        elif node["status"] == NodeStatus.ERROR:
+            with suppress(FractalError):  # already saturated by an ancestor's cascade
+                store.mark_saturated(g, node["node_id"], SaturationReason.ERROR)
     for node in store.get_snapshot(g)["nodes"]:
         if node["node_type"] == "question" and node["status"] == NodeStatus.ANSWERED:
             inputs = store.get_synthesis_inputs(g, node["node_id"])

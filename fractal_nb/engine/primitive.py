@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import FractalError, LLMError, LLMUnavailableError, NodeTimeLimitError
 from ..llm.schemas import Answer, Connections, LeafAnswer, Synthesis, connections_among
-from ..model import Budget, CheckpointMode
+from ..model import UNEXPLORED, Budget, CheckpointMode, SaturationReason
 from ..prompts import chat, render
 from ..results import StepRecord
 from ..store import GraphStore
@@ -151,6 +151,25 @@ def synthesize(run: RunState, node_id: str, worker: str) -> None:
         discard(calls)
         run.store.record_llm_calls(calls)
         raise
+
+
+def freeze_unexplored(
+    run: RunState, node_id: str, reason: str | None = None, *, saturate: bool = False
+) -> None:
+    """The budget protocol for one pending question (docs/architecture.md, error table).
+
+    Marked unexplored (with the budget's ``reason`` when given), then saturated as
+    ``budget_exhausted`` when ``saturate`` (the harvest's freeze; the dispatcher's
+    leaves it open for a resumed run). A question an ancestor's cascade saturated
+    already is left as it is.
+    """
+    marks = {**UNEXPLORED, "budget_reason": reason} if reason else UNEXPLORED
+    try:
+        run.store.update_node(run.graph_id, node_id, marks)
+        if saturate:
+            run.store.mark_saturated(run.graph_id, node_id, SaturationReason.BUDGET_EXHAUSTED)
+    except FractalError:  # already saturated by an ancestor's cascade
+        pass
 
 
 def discard(calls: list[dict[str, Any]]) -> None:

@@ -21,9 +21,11 @@ from ..model import (
     Intensity,
     NodeStatus,
     NodeType,
+    check_node_transition,
 )
 from .database import Database, Tracer
 from .holders import HolderInfo, hold, let_go, new_holder
+from .known import known_for
 from .rows import GRAPH_COLUMNS, NODE_COLUMNS, GraphRow, NodeRow
 
 DEFAULT_LEASE_S = 300.0
@@ -46,6 +48,7 @@ class StoreBase:
         self.lease_s = float(lease_s)
         self.clock = clock
         self._db = Database(path, read_only=read_only, tracer=tracer)
+        self._known = known_for(self._db.path, fresh=self._db.first_open)
         # This store's claims are held by this process while the store is open.
         self.holder: HolderInfo = new_holder("store")
         hold(self.holder)
@@ -84,10 +87,10 @@ class StoreBase:
         gid = require_id(graph_id, "graph_id")
         row = self._db.fetchone(f"SELECT {GRAPH_COLUMNS} FROM graphs WHERE graph_id = ?", [gid])
         if row is None:
-            self._db.graphs.pop(gid, None)
+            self._known.graphs.pop(gid, None)
             raise NotFoundError(f"graph {gid!r} not found in this store", graph_id=gid)
         graph = GraphRow(*row)
-        self._db.graphs[gid] = graph
+        self._known.graphs[gid] = graph
         return graph
 
     def _known_graph(self, graph_id: object) -> GraphRow:
@@ -97,7 +100,7 @@ class StoreBase:
         reads a query; its ``status`` may be stale, so never decide on it here.
         """
         gid = require_id(graph_id, "graph_id")
-        graph: GraphRow | None = self._db.graphs.get(gid)
+        graph: GraphRow | None = self._known.graphs.get(gid)
         return graph if graph is not None else self._graph(gid)
 
     def _active_graph(self, graph_id: object) -> GraphRow:
@@ -213,24 +216,40 @@ class StoreBase:
         reason: str | None = None,
         inherited_from: str | None = None,
         kind: str = "status_changed",
+        through: str | None = None,
         metadata: dict[str, Any] | None = None,
+        columns: dict[str, Any] | None = None,
         payload: dict[str, Any] | None = None,
     ) -> None:
-        """Move one node to ``status`` (caller has checked the transition) and log it.
+        """Move one node to ``status`` and log it: every status change in the store comes here.
 
-        ``metadata``, when given, replaces the node's metadata in the same statement;
-        ``payload`` adds to the event's.
+        The move is checked against the transition table (docs/architecture.md,
+        rule 6) before anything is written. ``through``: a status passed on the way
+        in the same update (a leaf goes open -> answered -> synthesized at once),
+        checked and logged too. ``metadata`` replaces the node's metadata and
+        ``columns`` sets other columns (a claim's owner and lease) in the same
+        statement; ``payload`` adds to the event's.
         """
+        steps = [node.status, *([through] if through is not None else []), status]
+        for current, target in zip(steps, steps[1:], strict=False):
+            check_node_transition(node.node_id, node.node_type, current, target)
         if status == NodeStatus.SATURATED and reason is not None:  # also where MCP agents look for it
             metadata = {**(node.metadata if metadata is None else metadata), "saturation_reason": reason}
-        sets, params = (
-            "status = ?, status_reason = ?, inherited_from = ?, updated_at = ?",
-            [status, reason, inherited_from, at],
-        )
+        assigned: dict[str, Any] = {
+            "status": status,
+            "status_reason": reason,
+            "inherited_from": inherited_from,
+            "updated_at": at,
+            **(columns or {}),
+        }
         if metadata is not None:
-            sets, params = sets + ", metadata = ?", [*params, json.dumps(metadata)]
-        self._db.execute(f"UPDATE nodes SET {sets} WHERE node_id = ?", [*params, node.node_id])
-        logged: dict[str, Any] = {"from": node.status, "to": status, **(payload or {})}
+            assigned["metadata"] = json.dumps(metadata)
+        sets = ", ".join(f"{column} = ?" for column in assigned)
+        self._db.execute(f"UPDATE nodes SET {sets} WHERE node_id = ?", [*assigned.values(), node.node_id])
+        if through is not None:
+            hop = {"from": node.status, "to": through}
+            self._log(node.graph_id, node.node_id, "status_changed", actor, hop, at)
+        logged: dict[str, Any] = {"from": through or node.status, "to": status, **(payload or {})}
         if reason is not None:
             logged["reason"] = reason
         if inherited_from is not None:

@@ -45,11 +45,9 @@ Tracer = Callable[[str, tuple[Any, ...]], None]
 
 @dataclass
 class _Shared:
-    """What every store on one file in this process shares: the write lock, known graphs."""
+    """What every store on one file in this process shares: the write lock, how many have it open."""
 
     write_lock: threading.RLock = field(default_factory=threading.RLock)
-    graphs: dict[str, Any] = field(default_factory=dict)  # graph_id -> GraphRow (static fields)
-    holders: set[str] = field(default_factory=set)  # holder ids known to be in the holders table
     open_stores: int = 0  # when none is open, another process may change the file
 
 
@@ -78,12 +76,9 @@ class Database:
         self._conn = self._connect()
         self._shared = _shared_for(self.path)
         self._write_lock = self._shared.write_lock
-        self.graphs = self._shared.graphs
-        self.holders = self._shared.holders
         with _SHARED_GUARD:
-            if self._shared.open_stores == 0:  # the file may have changed while no one held it
-                self.graphs.clear()
-                self.holders.clear()
+            # The first to open the file in this process: another process may have changed it.
+            self.first_open = self._shared.open_stores == 0
             self._shared.open_stores += 1
         self._local = threading.local()
         self._cursors: dict[int, duckdb.DuckDBPyConnection] = {}

@@ -19,10 +19,11 @@ from ..model import (
     parse_metadata,
 )
 from ..text import normalize
-from .base import StoreBase, new_id, require_text
+from .base import new_id, require_text
+from .queries import GraphQueries
 
 
-class GraphLifecycle(StoreBase):
+class GraphLifecycle(GraphQueries):
     """Create a graph with its root question and move it through its statuses."""
 
     def create_graph(
@@ -92,8 +93,7 @@ class GraphLifecycle(StoreBase):
                 )
             if graph.status != GraphStatus.ACTIVE:
                 self._change_graph_status(graph.graph_id, graph.status, GraphStatus.ACTIVE, "resumed")
-        snapshot: dict[str, Any] = self.get_snapshot(graph.graph_id)  # type: ignore[attr-defined]
-        return snapshot
+        return self.get_snapshot(graph.graph_id)
 
     def update_graph_status(self, graph_id: str, status: str, reason: str | None = None) -> dict[str, Any]:
         """Move the graph to ``status`` if the transition table allows it."""
@@ -102,7 +102,6 @@ class GraphLifecycle(StoreBase):
             raise InvalidInputError(f"reason must be a string or null, not {reason!r}")
         with self._db.write():
             graph = self._graph(graph_id)
-            check_graph_transition(graph.graph_id, graph.status, target)
             self._change_graph_status(graph.graph_id, graph.status, target, reason)
         return {"graph_id": graph.graph_id, "status": target.value, "previous_status": graph.status}
 
@@ -128,10 +127,12 @@ class GraphLifecycle(StoreBase):
             graph = self._graph(graph_id)
             for table in ("events", "edges", "synthesis_claims", "nodes", "llm_calls", "graphs"):
                 self._db.execute(f"DELETE FROM {table} WHERE graph_id = ?", [graph.graph_id])
-        self._db.graphs.pop(graph.graph_id, None)
+        self._known.graphs.pop(graph.graph_id, None)
         return {"graph_id": graph.graph_id, "deleted": True}
 
     def _change_graph_status(self, graph_id: str, previous: str, target: str, reason: str | None) -> None:
+        """Every graph status change: checked against the transition table, then written and logged."""
+        check_graph_transition(graph_id, previous, target)
         now = self.clock()
         row = self._db.fetchone("SELECT metadata FROM graphs WHERE graph_id = ?", [graph_id])
         metadata = json.loads(row[0] if row else "{}")

@@ -10,16 +10,17 @@ from typing import Any
 from ..errors import BudgetError, FractalError, InvalidInputError, StateError
 from ..model import (
     DONE_QUESTION,
+    TAKES_CHILDREN,
     EdgeType,
     NodeStatus,
     NodeType,
     SaturationReason,
-    check_question_transition,
     parse_choice,
     parse_metadata,
 )
 from ..text import normalize
-from .base import StoreBase, new_id, optional_name, require_id, require_text
+from .base import new_id, optional_name, require_id, require_text
+from .llm_log import LLMLog
 from .rows import GraphRow, NodeRow
 
 # Metadata keys that create edges, and the key whose text becomes the edge's metadata.
@@ -27,10 +28,9 @@ _LINK_KEYS = {
     "convergence_with": (EdgeType.CONVERGENCE, "convergence_insight", "insight"),
     "contradiction_with": (EdgeType.CONTRADICTION, "contradiction_tension", "tension"),
 }
-_TAKES_CHILDREN = frozenset({NodeStatus.OPEN, NodeStatus.CLAIMED, NodeStatus.ANSWERED})
 
 
-class NodeWrites(StoreBase):
+class NodeWrites(LLMLog):
     """Everything that adds nodes or changes a node's status or metadata."""
 
     def add_node(
@@ -205,7 +205,7 @@ class NodeWrites(StoreBase):
                 answer = self._node(gid, answer_id)
                 created = self._merge_metadata(gid, answer, parse_metadata(links))[1]
             if calls:
-                self.record_llm_calls(calls)  # type: ignore[attr-defined]
+                self.record_llm_calls(calls)
         return {**written, "edges_created": created, "repeated": repeated, "boundary": boundary_id}
 
     def _boundary_place(
@@ -364,7 +364,6 @@ class NodeWrites(StoreBase):
         with self._db.write():
             graph = self._active_graph(graph_id)
             node = self._require_question(graph.graph_id, node_id)
-            check_question_transition(node.node_id, node.status, NodeStatus.ERROR)
             self._set_status(node, NodeStatus.ERROR, self.clock(), actor=node.owner, reason=message)
         return {"node_id": node.node_id, "status": NodeStatus.ERROR.value, "reason": message}
 
@@ -499,28 +498,17 @@ class NodeWrites(StoreBase):
             "depth": depth,
             "status": status.value,
         }
-        events: list[tuple[str | None, str, str | None, dict[str, Any]]] = [
-            (n.node_id, "node_added", owner, payload) for n in nodes
-        ]
-        if synthesis is not None and question.status != NodeStatus.ANSWERED:
-            events.append(
-                (
-                    question.node_id,
-                    "status_changed",
-                    owner,
-                    {"from": question.status, "to": NodeStatus.ANSWERED.value},
-                )
-            )
-        self._log_many(graph.graph_id, events, now)
+        self._log_many(graph.graph_id, [(n.node_id, "node_added", owner, payload) for n in nodes], now)
         if synthesis is not None:  # open/claimed -> answered -> synthesized (or saturated), in one update
             target = NodeStatus.SATURATED if saturation else NodeStatus.SYNTHESIZED
             self._set_status(
-                replace(question, status=NodeStatus.ANSWERED),
+                question,
                 target,
                 now,
                 actor=owner,
                 kind="saturated" if saturation else "synthesized",
                 reason=saturation,
+                through=None if question.status == NodeStatus.ANSWERED else NodeStatus.ANSWERED,
                 metadata={**question.metadata, "synthesis": synthesis},
             )
         elif question.status in (NodeStatus.OPEN, NodeStatus.CLAIMED):
@@ -549,7 +537,6 @@ class NodeWrites(StoreBase):
         for node in [question, *sorted(above, key=lambda q: -q.depth)]:
             if node.status != NodeStatus.SYNTHESIZED:
                 break  # nothing above an unsynthesized question is synthesized
-            check_question_transition(node.node_id, node.status, NodeStatus.ANSWERED)
             meta = node.metadata
             stale = meta.pop("synthesis", None)
             self._set_status(
@@ -566,7 +553,7 @@ class NodeWrites(StoreBase):
         return reopened
 
     def _check_takes_children(self, question: NodeRow, owner: str | None) -> None:
-        if question.status not in _TAKES_CHILDREN:
+        if question.status not in TAKES_CHILDREN:
             hint = {
                 NodeStatus.GATED: "approve its gate first",
                 NodeStatus.ERROR: "recover it first (recover_stuck with include_errors)",
@@ -597,14 +584,6 @@ class NodeWrites(StoreBase):
                     f"node {node.node_id} is {what}: saturating or pruning it would end the exploration "
                     "with no result. To stop, pause or harvest it; to drop the work below, prune its seed "
                     "questions",
-                    graph_id=graph.graph_id,
-                    node_id=node.node_id,
-                )
-            if node.node_type == NodeType.QUESTION:
-                check_question_transition(node.node_id, node.status, NodeStatus.SATURATED)
-            elif node.status == NodeStatus.SATURATED:
-                raise StateError(
-                    f"answer {node.node_id} is already saturated ({node.status_reason})",
                     graph_id=graph.graph_id,
                     node_id=node.node_id,
                 )

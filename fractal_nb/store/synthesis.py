@@ -15,11 +15,12 @@ from ..errors import StateError
 from ..model import GraphStatus
 from .base import require_id
 from .holders import HolderInfo
+from .llm_log import LLMLog
 from .rows import NODE_COLUMNS, NodeRow
 from .work import READY, WorkQueue
 
 
-class SynthesisQueue(WorkQueue):
+class SynthesisQueue(WorkQueue, LLMLog):
     """Claiming, submitting and releasing syntheses of ready questions."""
 
     def claim_synthesis(
@@ -68,7 +69,7 @@ class SynthesisQueue(WorkQueue):
             )
             self._log(gid, node.node_id, "synthesis_claimed", worker, {"lease_s": self.lease_s}, now)
         if held is not None:
-            self._db.holders.add(held["holder_id"])
+            self._known.holders.add(held["holder_id"])
         return {
             "node_id": node.node_id,
             "graph_id": gid,
@@ -106,7 +107,7 @@ class SynthesisQueue(WorkQueue):
                 )
             result = self.synthesize_node(graph_id, nid, synthesis_text)
             if calls:
-                self.record_llm_calls(calls)  # type: ignore[attr-defined]
+                self.record_llm_calls(calls)
         return dict(result)
 
     def release_synthesis(self, graph_id: str, node_id: str, worker_id: str) -> dict[str, Any]:

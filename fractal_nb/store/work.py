@@ -6,7 +6,6 @@ renews it, and recovery returns only the claims of holders that are gone.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..errors import InvalidInputError, StateError
@@ -16,7 +15,6 @@ from ..model import (
     GraphStatus,
     NodeStatus,
     NodeType,
-    check_question_transition,
 )
 from .base import StoreBase, optional_name, require_id, require_text
 from .holders import HolderInfo, is_gone, parse_holder
@@ -35,6 +33,8 @@ CLAIMABLE = f"""
                 WHERE graph_id = ? AND owner = ? AND branch_id IS NOT NULL)) IS TRUE DESC,
              depth, seq
 """
+# A question no worker holds: its lease cleared.
+_NO_LEASE = {"holder": None, "claimed_at": None, "lease_s": None}
 _IF_ACTIVE = "AND EXISTS (SELECT 1 FROM graphs WHERE graph_id = ? AND status = 'active')"
 # Ready to synthesize: answered questions with sub-questions, all of them synthesized or saturated.
 # Parameters: graph_id, graph_id.
@@ -96,27 +96,25 @@ class WorkQueue(StoreBase):
                 self._register(held, now)
             # The guard on status/claimed_at keeps the update honest even if the
             # candidate changed; under the write lock it cannot have.
-            self._db.execute(
-                "UPDATE nodes SET status = 'claimed', owner = ?, holder = ?, claimed_at = ?, lease_s = ?, "
-                "updated_at = ? WHERE node_id = ? AND status = ? "
-                "AND claimed_at IS NOT DISTINCT FROM ?",
-                [
-                    worker,
-                    held and held["holder_id"],
-                    now,
-                    self.lease_s,
-                    now,
-                    node.node_id,
-                    node.status,
-                    node.claimed_at,
-                ],
-            )
-            payload: dict[str, Any] = {"from": node.status, "to": "claimed", "lease_s": self.lease_s}
+            payload: dict[str, Any] = {"lease_s": self.lease_s}
             if node.status == NodeStatus.CLAIMED:
                 payload["lease_expired_for"] = node.owner
-            self._log(gid, node.node_id, "claimed", worker, payload, now)
+            self._set_status(
+                node,
+                NodeStatus.CLAIMED,
+                now,
+                actor=worker,
+                kind="claimed",
+                columns={
+                    "owner": worker,
+                    "holder": held and held["holder_id"],
+                    "claimed_at": now,
+                    "lease_s": self.lease_s,
+                },
+                payload=payload,
+            )
         if held is not None:
-            self._db.holders.add(held["holder_id"])  # registered, now that it committed
+            self._known.holders.add(held["holder_id"])  # registered, now that it committed
         return {
             "node_id": node.node_id,
             "graph_id": gid,
@@ -151,7 +149,6 @@ class WorkQueue(StoreBase):
                     graph_id=graph.graph_id,
                     node_id=node.node_id,
                 )
-            check_question_transition(node.node_id, node.status, NodeStatus.SYNTHESIZED)
             pending = self._nodes(
                 "question_id = ? AND node_type = 'question' AND status NOT IN (?, ?)",
                 [node.node_id, *sorted(DONE_QUESTION)],
@@ -282,11 +279,6 @@ class WorkQueue(StoreBase):
             meta.update(failures=failures, last_error=error)
             target = NodeStatus.ERROR if failures >= max_failures else NodeStatus.OPEN
             now = self.clock()
-            self._db.execute(
-                "UPDATE nodes SET metadata = ?, holder = NULL, claimed_at = NULL, lease_s = NULL "
-                "WHERE node_id = ?",
-                [json.dumps(meta), node.node_id],
-            )
             self._set_status(
                 node,
                 target,
@@ -294,6 +286,8 @@ class WorkQueue(StoreBase):
                 actor=worker,
                 kind="released",
                 reason=error if target == NodeStatus.ERROR else None,
+                metadata=meta,
+                columns=_NO_LEASE,
             )
         return {"node_id": node.node_id, "status": target.value, "failures": failures}
 
@@ -305,7 +299,7 @@ class WorkQueue(StoreBase):
 
     def _register(self, holder: HolderInfo, now: float) -> None:
         """Record a holder once (inside the caller's write transaction)."""
-        if holder["holder_id"] in self._db.holders:
+        if holder["holder_id"] in self._known.holders:
             return
         self._db.execute(
             "INSERT INTO holders VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (holder_id) DO UPDATE SET seen_at = ?",
@@ -338,11 +332,7 @@ class WorkQueue(StoreBase):
     def _reopen(self, nodes: list[NodeRow], now: float) -> None:
         """Claimed or failed questions back to open, their lease and holder cleared."""
         for node in nodes:
-            self._db.execute(
-                "UPDATE nodes SET holder = NULL, claimed_at = NULL, lease_s = NULL WHERE node_id = ?",
-                [node.node_id],
-            )
-            self._set_status(node, NodeStatus.OPEN, now, actor=None, kind="recovered")
+            self._set_status(node, NodeStatus.OPEN, now, actor=None, kind="recovered", columns=_NO_LEASE)
 
     def _graph_done(self, graph_id: str) -> bool:
         row = self._db.fetchone(
