@@ -25,6 +25,7 @@ from .model import BUDGETS, Budget, CheckpointMode, GraphStatus, Intensity, pend
 from .results import FractalResult, MarkdownText, StepRecord
 from .run_report import RunReport
 from .store import GraphStore
+from .store.records import ModelSpend, Saturated
 
 if TYPE_CHECKING:
     from .mcp_server import BackgroundServer
@@ -266,7 +267,7 @@ class Exploration:
         status: str,
         dispatcher: Dispatcher | None,
         processed: list[StepRecord],
-        spent: list[dict[str, Any]],
+        spent: list[ModelSpend],
         started: float,
     ) -> RunReport:
         """The run's :class:`RunReport`: the graph as it is now and what this run did to it."""
@@ -334,7 +335,7 @@ class Exploration:
         self._activate(resume=True)
         return self.store.approve_gate(self.graph_id, node_ids)
 
-    def prune(self, node_id: str) -> dict[str, Any]:
+    def prune(self, node_id: str) -> Saturated:
         """Cut a branch: the node and its unfinished questions become saturated (``pruned``)."""
         self._activate(resume=True)
         return self.store.prune_branch(self.graph_id, node_id)

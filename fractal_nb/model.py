@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from .errors import InvalidInputError, InvalidTransitionError
 
@@ -79,7 +80,7 @@ UNEXPLORED = {"budget_exhausted": True, "unexplored_reason": "budget limit reach
 PENDING_QUESTION = (NodeStatus.OPEN, NodeStatus.CLAIMED, NodeStatus.GATED)  # work not done yet, in this order
 
 
-def pending_counts(nodes: list[dict[str, Any]]) -> dict[str, int]:
+def pending_counts(nodes: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     """How many questions of ``nodes`` (snapshot dicts) are open, claimed and gated."""
     counts = {status.value: 0 for status in PENDING_QUESTION}
     for node in nodes:
@@ -157,6 +158,14 @@ def _listing(values: frozenset[StrEnum] | list[str]) -> str:
     return ", ".join(names) if names else "nothing (terminal)"
 
 
+class BudgetRecord(TypedDict):
+    """An intensity's ceilings as tool results carry them."""
+
+    max_agents: int
+    max_depth: int
+    seed_questions: list[int]
+
+
 @dataclass(frozen=True)
 class Budget:
     """Hard ceilings of one intensity: workers, question levels, seed-question range."""
@@ -165,7 +174,7 @@ class Budget:
     max_depth: int
     seed_questions: tuple[int, int]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> BudgetRecord:
         """JSON-ready form used in tool results."""
         return {
             "max_agents": self.max_agents,

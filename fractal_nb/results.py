@@ -70,7 +70,7 @@ class FractalResult:
     degraded_reasons: list[str] = field(default_factory=list)
     gap_rows: list[dict[str, Any]] = field(default_factory=list)
     """The gaps one row per question: node_id, depth, kind, question, detail (``Exploration.gaps()``)."""
-    saturated: list[dict[str, str]] = field(default_factory=list)
+    saturated: list[dict[str, str | None]] = field(default_factory=list)
     """Questions a worker saturated (node_id, reason, question): the model judged them settled."""
 
     def to_dict(self) -> dict[str, Any]:

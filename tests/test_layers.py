@@ -20,7 +20,7 @@ LAYERS = [
     ("results", ["results", "run_report", "export"]),
     ("engine", ["engine"]),
     ("facade", ["exploration"]),
-    ("faces", ["views", "cli", "mcp_server", "mcp_auth", "remote", "remote_store", ""]),
+    ("faces", ["views", "cli", "mcp_server", "mcp_auth", "tool_table", "remote", "remote_store", ""]),
 ]
 RANK = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
 

@@ -23,7 +23,7 @@ from ..errors import LLMError, LLMOutputError, LLMUnavailableError, NodeTimeLimi
 from ..llm.protocol import LLM, Message, messages_tokens, metered
 from ..llm.quality import ReplyContext
 from ..llm.schemas import role_of
-from ..store import GraphStore
+from ..store import WorkerStore
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -34,7 +34,7 @@ FAILING_AFTER = 8  # failed calls in a row of any kind: the model fails every ca
 class ModelCaller:
     """Calls one model for one graph and writes a row per call to ``llm_calls``."""
 
-    def __init__(self, llm: LLM, store: GraphStore, graph_id: str) -> None:
+    def __init__(self, llm: LLM, store: WorkerStore, graph_id: str) -> None:
         self.llm = llm
         self.store = store
         self.graph_id = graph_id

@@ -22,12 +22,13 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..errors import StoreUnreachableError
 from ..model import GraphStatus, pending_counts
 from ..results import StepRecord
 from ..run_report import WorkerReport
+from ..store.records import ModelSpend
 from .primitive import RunState, cascade, freeze_unexplored, process
 
 __all__ = ["BACKOFF_S", "Clock", "Dispatcher", "RealClock", "ScaledClock", "WorkerReport", "heartbeat"]
@@ -118,13 +119,13 @@ class Dispatcher:
     reports: list[WorkerReport] = field(default_factory=list)
     budget_reached: str | None = None  # why the run stopped for a budget (limits.py), once it did
     _started: float = 0.0
-    _spent_before: list[dict[str, Any]] | None = None  # the graph's spend when the run began
+    _spent_before: list[ModelSpend] | None = None  # the graph's spend when the run began
     _caller_before: dict[str, tuple[int, int]] = field(default_factory=dict)
     _in_flight: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def run(self) -> str:
-        """Work until done, paused or out of budget; returns the seed-000 status.
+        """Work until done, paused or out of budget; returns the run's status.
 
         ``all_complete``, ``paused``, ``convergence_detected`` or ``budget_exhausted``.
         The graph's status follows (paused / budget_exhausted).
@@ -148,7 +149,9 @@ class Dispatcher:
         return self._settle()
 
     def work(self, count: int) -> list[WorkerReport]:
-        """One round: ``count`` worker threads run the seed-000 loop until each exits; their reports.
+        """One round: ``count`` worker threads each run the worker loop until it exits; their reports.
+
+        (docs/architecture.md, "The engine loop")
 
         Settles nothing: :meth:`run` decides the graph's status afterwards.
         """
@@ -231,15 +234,16 @@ class Dispatcher:
         """Whether a budget of :mod:`.limits` is reached (remembered: the run then stops)."""
         if self.budget_reached is None:
             limits = self.run_state.limits
-            spend = []
+            spend: list[ModelSpend] = []
             if limits.max_tokens is not None or limits.max_cost is not None:
                 # The store's figure once per run, then this run's calls in memory: no query per claim.
                 if self._spent_before is None:
-                    self._spent_before = self.run_state.store.llm_spend(self.run_state.graph_id)
+                    self._spent_before = self.run_state.local.llm_spend(self.run_state.graph_id)
                     self._caller_before = dict(self.run_state.call.spent)
                 spend = self._spent_before + [
                     {
                         "model": model,
+                        "calls": 0,  # not counted here: the budgets are of tokens and cost
                         "prompt_tokens": p - self._caller_before.get(model, (0, 0))[0],
                         "completion_tokens": c - self._caller_before.get(model, (0, 0))[1],
                     }
@@ -254,7 +258,7 @@ class Dispatcher:
             return self._in_flight == 0
 
     def _settle(self) -> str:
-        run, store, g = self.run_state, self.run_state.store, self.run_state.graph_id
+        run, store, g = self.run_state, self.run_state.local, self.run_state.graph_id
         snapshot = store.get_snapshot(g)
         if snapshot["status"] != GraphStatus.ACTIVE:
             return str(snapshot["status"])
@@ -300,7 +304,7 @@ class Dispatcher:
 
     def _freeze_open(self, reason: str) -> None:
         """The budget protocol (docs/architecture.md): open questions marked unexplored, the graph too."""
-        store, g = self.run_state.store, self.run_state.graph_id
+        store, g = self.run_state.local, self.run_state.graph_id
         with store.batch():
             for node in store.get_open_questions(g)["open_questions"]:
                 freeze_unexplored(self.run_state, node["node_id"], reason)

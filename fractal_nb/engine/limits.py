@@ -9,7 +9,7 @@ so a run overshoots by at most the nodes in flight when the budget is reached.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -76,7 +76,7 @@ class Limits:
             }
         )
 
-    def cost(self, spend: list[dict[str, Any]]) -> float | None:
+    def cost(self, spend: Sequence[Mapping[str, Any]]) -> float | None:
         """What ``spend`` (rows of model, prompt_tokens, completion_tokens) cost; None without prices."""
         if not self.prices:
             return None
@@ -88,7 +88,7 @@ class Limits:
             total += (row["prompt_tokens"] * price[0] + row["completion_tokens"] * price[1]) / 1e6
         return total
 
-    def reached(self, spend: list[dict[str, Any]], elapsed_s: float) -> str | None:
+    def reached(self, spend: Sequence[Mapping[str, Any]], elapsed_s: float) -> str | None:
         """Why the run must stop now (e.g. ``"token budget of 5,000 reached (5,210 spent)"``), or None."""
         tokens = sum(r["prompt_tokens"] + r["completion_tokens"] for r in spend)
         if self.max_tokens is not None and tokens >= self.max_tokens:

@@ -11,6 +11,7 @@ from ..llm.schemas import HarvestSummary, SeedPlan
 from ..model import PENDING_QUESTION, GraphStatus, NodeStatus, SaturationReason
 from ..prompts import chat
 from ..results import ChainLink, FractalResult, StepRecord
+from ..store.records import NodeRecord, Snapshot
 from ..text import clip, normalize
 from .primitive import RunState, cascade, freeze_unexplored
 
@@ -58,7 +59,7 @@ def seed(run: RunState) -> StepRecord | None:
     if plan is None:  # every attempt failed: the root stays open for the next run
         return StepRecord(root["node_id"], SEED_WORKER, run.seed, error=error)
     questions = best[:hi]
-    written = run.store.add_answer(
+    written = run.local.add_answer(
         run.graph_id,
         root["node_id"],
         plan.decomposition,
@@ -85,7 +86,7 @@ def harvest(run: RunState, *, finish: bool = True) -> FractalResult:
     to the root, and the graph moves to ``completed``. A paused graph without
     ``finish``, or one in error, is summarised as it stands.
     """
-    store, g = run.store, run.graph_id
+    store, g = run.local, run.graph_id
     snapshot = store.get_snapshot(g)
     status = snapshot["status"]
     if "harvest" in snapshot["metadata"] and status == GraphStatus.COMPLETED:  # harvested before
@@ -139,7 +140,7 @@ def harvest(run: RunState, *, finish: bool = True) -> FractalResult:
 
 def preview(run: RunState) -> FractalResult:
     """The result as the graph stands, read-only: no model call, no write (``Exploration.preview``)."""
-    snapshot = run.store.get_snapshot(run.graph_id)
+    snapshot = run.local.get_snapshot(run.graph_id)
     if "harvest" in snapshot["metadata"] and snapshot["status"] == GraphStatus.COMPLETED:
         return _stored_result(run, snapshot)
     nodes = snapshot["nodes"]
@@ -159,18 +160,16 @@ def preview(run: RunState) -> FractalResult:
     return _result(run, snapshot, chain, summary)
 
 
-def _stored_result(run: RunState, snapshot: dict[str, Any]) -> FractalResult:
+def _stored_result(run: RunState, snapshot: Snapshot) -> FractalResult:
     """A harvested graph's result, read back without calling the model."""
     stored = HarvestSummary.model_validate(snapshot["metadata"]["harvest"], context=STORED)
     return _result(run, snapshot, _chain(snapshot["nodes"]), stored)
 
 
-def _result(
-    run: RunState, final: dict[str, Any], chain: list[ChainLink], summary: HarvestSummary
-) -> FractalResult:
+def _result(run: RunState, final: Snapshot, chain: list[ChainLink], summary: HarvestSummary) -> FractalResult:
     """The result of a graph as it is; ``summary.gaps`` already holds every gap."""
     nodes = final["nodes"]
-    replies = run.store.count_replies(run.graph_id)
+    replies = run.local.count_replies(run.graph_id)
     finished = final["status"] == GraphStatus.COMPLETED
     reasons = _degraded_reasons(nodes, replies, summary.gaps, finished=finished)
     return FractalResult(
@@ -181,8 +180,8 @@ def _result(
         node_count=len(nodes),
         edge_count=len(final["edges"]),
         max_depth=max(n["depth"] for n in nodes),
-        convergence_count=run.store.query_convergence(run.graph_id)["count"],
-        contradiction_count=run.store.query_contradictions(run.graph_id)["count"],
+        convergence_count=run.local.query_convergence(run.graph_id)["count"],
+        contradiction_count=run.local.query_contradictions(run.graph_id)["count"],
         synthesis_chain=chain,
         findings=[f.model_dump() for f in summary.findings],
         gaps=summary.gaps,
@@ -210,7 +209,7 @@ REFUSED_SHARE = 0.25  # this share of the model's replies refused: the model can
 
 
 def _degraded_reasons(
-    nodes: list[dict[str, Any]], replies: dict[str, int], gaps: list[str], *, finished: bool = True
+    nodes: list[NodeRecord], replies: dict[str, int], gaps: list[str], *, finished: bool = True
 ) -> list[str]:
     """Why a result cannot be trusted as a normal one (README, "Output you can trust"); [] if it can."""
     reasons = []
@@ -241,7 +240,7 @@ def _degraded_reasons(
 
 
 def _freeze_and_repair(run: RunState) -> None:
-    store, g = run.store, run.graph_id
+    store, g = run.local, run.graph_id
     for node in store.get_snapshot(g)["nodes"]:
         if node["node_type"] != "question" or node["depth"] == 0:
             continue
@@ -268,9 +267,9 @@ def _freeze_and_repair(run: RunState) -> None:
         store.synthesize_node(g, node["node_id"], f"[model synthesis failed; sub-findings joined] {joined}")
 
 
-def _chain(nodes: list[dict[str, Any]]) -> list[ChainLink]:
+def _chain(nodes: list[NodeRecord]) -> list[ChainLink]:
     """Synthesized questions in tree order (depth-first from the root)."""
-    children: dict[str | None, list[dict[str, Any]]] = {}
+    children: dict[str | None, list[NodeRecord]] = {}
     by_id = {n["node_id"]: n for n in nodes}
     for n in nodes:
         if n["node_type"] == "question":
@@ -279,7 +278,7 @@ def _chain(nodes: list[dict[str, Any]]) -> list[ChainLink]:
             children.setdefault(key, []).append(n)
     chain: list[ChainLink] = []
 
-    def walk(question: dict[str, Any]) -> None:
+    def walk(question: NodeRecord) -> None:
         if question["status"] == NodeStatus.SYNTHESIZED or "synthesis" in question["metadata"]:
             chain.append(
                 ChainLink(
@@ -298,7 +297,7 @@ def _chain(nodes: list[dict[str, Any]]) -> list[ChainLink]:
     return chain
 
 
-def gap_rows(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def gap_rows(nodes: list[NodeRecord]) -> list[dict[str, Any]]:
     """Every unexplored, pruned, failed or budget-cut question, one row each (README, "Gaps").
 
     Rows: ``node_id``, ``depth``, ``kind`` (failed, pruned, unexplored, waiting,
@@ -310,7 +309,7 @@ def gap_rows(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         meta, reason = n["metadata"], n["status_reason"]
 
-        def row(kind: str, detail: str, n: dict[str, Any] = n) -> None:
+        def row(kind: str, detail: str, n: NodeRecord = n) -> None:
             rows.append(
                 {
                     "node_id": n["node_id"],

@@ -14,12 +14,20 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import FractalError, LLMError, LLMUnavailableError, NodeTimeLimitError
+from ..errors import (
+    FractalError,
+    InvalidInputError,
+    LLMError,
+    LLMUnavailableError,
+    NodeTimeLimitError,
+    StateError,
+)
 from ..llm.schemas import Answer, Connections, LeafAnswer, Synthesis, connections_among
 from ..model import UNEXPLORED, Budget, CheckpointMode, SaturationReason
 from ..prompts import chat, render
 from ..results import StepRecord
-from ..store import GraphStore
+from ..store import GraphStore, WorkerStore
+from ..store.records import Claim, QuestionContext, SubQuestionBrief
 from ..text import clip, normalize
 from .calls import ModelCaller
 from .limits import Limits
@@ -31,7 +39,7 @@ MAX_LINKS = 2  # links kept per answer and kind: a few strong ones beat many wea
 class RunState:
     """What the workers of one graph share: store, model, budget, and in-process signals."""
 
-    store: GraphStore
+    store: WorkerStore
     graph_id: str
     root_id: str
     seed: str
@@ -41,6 +49,16 @@ class RunState:
     work_added: threading.Condition = field(default_factory=threading.Condition)
     convergence_found: threading.Event = field(default_factory=threading.Event)
     limits: Limits = field(default_factory=Limits)
+
+    @property
+    def local(self) -> GraphStore:
+        """The store as the local GraphStore: what seeding, settling a run and the harvest need."""
+        if not isinstance(self.store, GraphStore):
+            raise StateError(
+                f"{self.store!r} is a worker's store: seeding, settling and harvesting a graph run in the "
+                "process that owns its file"
+            )
+        return self.store
 
     @property
     def holder(self) -> dict[str, Any]:
@@ -53,9 +71,13 @@ class RunState:
             self.work_added.notify_all()
 
 
-def process(run: RunState, claim: dict[str, Any], worker: str) -> StepRecord:
+def process(run: RunState, claim: Claim, worker: str) -> StepRecord:
     """Run the primitive on a claimed question and return what it did."""
-    node_id, question = claim["node_id"], claim["text"]
+    node_id, question = claim["node_id"], claim.get("text")
+    if node_id is None or question is None:
+        raise InvalidInputError(
+            f"process needs a claim that holds a question; claim_work found none: {claim}"
+        )
     context = run.store.get_context(run.graph_id, node_id)
     calls: list[dict[str, Any]] = []  # call logs, written with the node's transaction
     last_level = context["node"]["depth"] + 1 >= run.budget.max_depth  # no sub-question can follow
@@ -75,7 +97,8 @@ def process(run: RunState, claim: dict[str, Any], worker: str) -> StepRecord:
             links = _connect(run, context, answer, worker, calls) if context["candidates"] else Connections()
         try:
             relation = {c["node_id"]: c["relation"] for c in context["candidates"]}
-            written = _write(run, claim, worker, answer, subs, depth_limited, links, calls, relation)
+            claimed = (node_id, question)
+            written = _write(run, claimed, worker, answer, subs, depth_limited, links, calls, relation)
         except FractalError as exc:  # pruned or saturated meanwhile: the write is refused whole
             discard(calls)
             return StepRecord(node_id, worker, question, error=f"write refused: {exc}")
@@ -182,7 +205,7 @@ def discard(calls: list[dict[str, Any]]) -> None:
 # -- the steps of process() ---------------------------------------------------------------
 
 
-def _answer_prompt(run: RunState, context: dict[str, Any], last_level: bool) -> dict[str, Any]:
+def _answer_prompt(run: RunState, context: QuestionContext, last_level: bool) -> dict[str, Any]:
     node = context["node"]
     ancestry = "\n".join(
         f"{'  ' * a['depth']}- Q: {clip(a['question'], 300)}\n{'  ' * a['depth']}  A: "
@@ -205,7 +228,7 @@ def _answer_prompt(run: RunState, context: dict[str, Any], last_level: bool) -> 
     }
 
 
-def _sub_questions(context: dict[str, Any], answer: LeafAnswer, last_level: bool) -> tuple[list[Any], bool]:
+def _sub_questions(context: QuestionContext, answer: LeafAnswer, last_level: bool) -> tuple[list[Any], bool]:
     """The answer's distinct sub-questions, and whether the depth budget cut the branch short.
 
     At the last level the model is asked for an answer only (no sub-questions to
@@ -226,7 +249,7 @@ def _sub_questions(context: dict[str, Any], answer: LeafAnswer, last_level: bool
 
 
 def _connect(
-    run: RunState, context: dict[str, Any], answer: LeafAnswer, worker: str, calls: list[dict[str, Any]]
+    run: RunState, context: QuestionContext, answer: LeafAnswer, worker: str, calls: list[dict[str, Any]]
 ) -> Connections:
     candidates = "\n".join(
         f"- [{c['node_id']}] ({c['relation'].replace('_', ' ')}) {clip(c['text'], 300)}"
@@ -258,7 +281,7 @@ def _connect(
 
 def _write(
     run: RunState,
-    claim: dict[str, Any],
+    claimed: tuple[str, str],
     worker: str,
     answer: LeafAnswer,
     subs: list[Any],
@@ -268,7 +291,7 @@ def _write(
     relation: dict[str, str],
 ) -> dict[str, Any]:
     """Write the node's results in one transaction; a refusal rolls all of it back."""
-    store, g, q = run.store, run.graph_id, claim["node_id"]
+    (store, g), (q, question) = (run.store, run.graph_id), claimed
     meta: dict[str, Any] = {"confidence": answer.confidence}
     if answer.saturation:
         meta["saturation"] = answer.saturation
@@ -283,7 +306,7 @@ def _write(
         if not across
         else {
             "text": render(
-                "boundary", question=clip(claim["text"], 200), other=across[0].node_id, insight=across[0].note
+                "boundary", question=clip(question, 200), other=across[0].node_id, insight=across[0].note
             ),
             "converging_with": across[0].node_id,
         }
@@ -346,6 +369,6 @@ def _release(run: RunState, node_id: str, question: str, worker: str, exc: LLMEr
     )
 
 
-def _finding(child: dict[str, Any]) -> str:
+def _finding(child: SubQuestionBrief) -> str:
     """A sub-question's synthesis, or why it has none."""
     return str(child["synthesis"] or f"saturated ({child['status_reason']}): not explored further")

@@ -1,4 +1,4 @@
-"""``RemoteStore``: the store methods a worker uses, called as MCP tools on another process's server.
+"""``RemoteStore``: the store's methods, called as MCP tools on another process's server.
 
 The engine's worker loop runs unchanged on it: each method is one tool call
 (blocking, from any thread, through one AnyIO portal), and a refusal comes back
@@ -7,10 +7,11 @@ as the same :class:`~fractal_nb.FractalError` subclass the local store raises.
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import ExitStack, asynccontextmanager
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 import httpx2
 from anyio.from_thread import BlockingPortal, start_blocking_portal
@@ -19,9 +20,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from .. import errors
-from ..errors import FractalError, StateError, StoreUnreachableError
+from ..errors import FractalError, InvalidInputError, StateError, StoreUnreachableError
 from ..llm.openai_llm import connection_problem
+from ..store import GraphStore
 from ..store.holders import HolderInfo, hold, let_go, new_holder
+from ..store.records import Heartbeat
+from ..tool_table import TOOLS_BY_METHOD
 
 _REFUSALS = {
     401: "pass the server's token: --token or FRACTAL_NB_TOKEN",
@@ -58,6 +62,42 @@ def _connect_failure(url: str, exc: BaseException, refusals: list[httpx2.Respons
             f"{response.reason_phrase} ({_REFUSALS[response.status_code]})"
         )
     return f"cannot reach the MCP server at {url}: {connection_problem(exc)}"
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def remote_method(
+    method: Callable[Concatenate[GraphStore, P], R],
+) -> Callable[Concatenate[RemoteStore, P], R]:
+    """``method`` of :class:`GraphStore` as a tool call: the same signature, its row of the tool table.
+
+    The arguments are bound to the store method's signature and encoded as the
+    row says; one the tool does not carry (``release_claim``'s ``max_failures``)
+    must keep its default. ``holder="store"`` (the store's own) is this worker's.
+    """
+    tool = TOOLS_BY_METHOD[method.__name__]
+    signature = inspect.signature(method)
+    carried = {p.arg for p in tool.params}
+
+    def call(self: RemoteStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        for name, value in list(bound.arguments.items())[1:]:
+            if name not in carried and value != signature.parameters[name].default:
+                raise InvalidInputError(
+                    f"{name} is not carried by {tool.name}; RemoteStore keeps its default"
+                )
+        if bound.arguments.get("holder") == "store":
+            bound.arguments["holder"] = self.holder
+        value = self.call(tool.name, **{p.name: p.encode(bound.arguments[p.arg]) for p in tool.params})
+        return cast(R, value[tool.result_key] if tool.result_key else value)
+
+    call.__name__ = method.__name__
+    call.__signature__ = signature  # type: ignore[attr-defined]  # what help() and IDEs show
+    call.__doc__ = f"See :meth:`GraphStore.{method.__name__}` (the tool {tool.name})."
+    return call
 
 
 class RemoteStore:
@@ -144,156 +184,42 @@ class RemoteStore:
             raise kind(str(value.get("error", value)))
         return value
 
-    # -- the methods the engine's worker path calls -----------------------------------
+    # -- the store's methods, one per tool of the tool table ---------------------------------
 
-    def get_graph(self, graph_id: str) -> dict[str, Any]:
-        """See :meth:`GraphStore.get_graph`."""
-        return self.call("fractal_get_graph", graph_id=graph_id)
+    create_graph = remote_method(GraphStore.create_graph)
+    resume_graph = remote_method(GraphStore.resume_graph)
+    update_graph_status = remote_method(GraphStore.update_graph_status)
+    delete_graph = remote_method(GraphStore.delete_graph)
+    add_node = remote_method(GraphStore.add_node)
+    update_node = remote_method(GraphStore.update_node)
+    mark_saturated = remote_method(GraphStore.mark_saturated)
+    claim_work = remote_method(GraphStore.claim_work)
+    synthesize_node = remote_method(GraphStore.synthesize_node)
+    get_snapshot = remote_method(GraphStore.get_snapshot)
+    get_branch = remote_method(GraphStore.get_branch)
+    get_open_questions = remote_method(GraphStore.get_open_questions)
+    query_convergence = remote_method(GraphStore.query_convergence)
+    query_contradictions = remote_method(GraphStore.query_contradictions)
+    get_saturation_status = remote_method(GraphStore.get_saturation_status)
+    get_claimable_work = remote_method(GraphStore.get_claimable_work)
+    get_ready_to_synthesize = remote_method(GraphStore.get_ready_to_synthesize)
+    recover_stuck = remote_method(GraphStore.recover_stuck)
+    approve_gate = remote_method(GraphStore.approve_gate)
+    prune_branch = remote_method(GraphStore.prune_branch)
+    get_graph = remote_method(GraphStore.get_graph)
+    list_graphs = remote_method(GraphStore.list_graphs)
+    get_context = remote_method(GraphStore.get_context)
+    submit_answer = remote_method(GraphStore.submit_answer)
+    get_synthesis_inputs = remote_method(GraphStore.get_synthesis_inputs)
+    release_claim = remote_method(GraphStore.release_claim)
+    claim_synthesis = remote_method(GraphStore.claim_synthesis)
+    submit_synthesis = remote_method(GraphStore.submit_synthesis)
+    release_synthesis = remote_method(GraphStore.release_synthesis)
+    record_llm_calls = remote_method(GraphStore.record_llm_calls)
+    _heartbeat = remote_method(GraphStore.heartbeat)
 
-    def list_graphs(self) -> dict[str, Any]:
-        """See :meth:`GraphStore.list_graphs`."""
-        return self.call("fractal_list_graphs")
-
-    def claim_work(
-        self, graph_id: str, worker_id: str, *, holder: HolderInfo | dict[str, Any] | None = None
-    ) -> dict[str, Any]:
-        """See :meth:`GraphStore.claim_work` (``holder``: this process, which the server checks on)."""
-        return self.call(
-            "fractal_claim_work",
-            graph_id=graph_id,
-            worker_id=worker_id,
-            holder=json.dumps(holder) if holder else "",
-        )
-
-    def get_claimable_work(self, graph_id: str, worker_id: str | None = None) -> dict[str, Any]:
-        """See :meth:`GraphStore.get_claimable_work`."""
-        return self.call("fractal_get_claimable_work", graph_id=graph_id, worker_id=worker_id or "")
-
-    def recover_stuck(
-        self,
-        graph_id: str,
-        older_than_s: float | None = None,
-        *,
-        include_errors: bool = False,
-        worker_id: str | None = None,
-    ) -> dict[str, Any]:
-        """See :meth:`GraphStore.recover_stuck`."""
-        return self.call(
-            "fractal_recover_stuck",
-            graph_id=graph_id,
-            older_than_s=older_than_s,
-            include_errors=include_errors,
-            worker_id=worker_id or "",
-        )
-
-    def get_context(self, graph_id: str, node_id: str) -> dict[str, Any]:
-        """See :meth:`GraphStore.get_context`."""
-        return self.call("fractal_get_context", graph_id=graph_id, node_id=node_id)
-
-    def submit_answer(
-        self,
-        graph_id: str,
-        question_id: str,
-        text: str,
-        *,
-        owner: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        sub_questions: list[Any] | None = None,
-        links: dict[str, Any] | None = None,
-        calls: list[dict[str, Any]] | None = None,
-        saturation: str | None = None,
-        boundary: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """See :meth:`GraphStore.submit_answer` (one transaction on the server)."""
-        return self.call(
-            "fractal_submit_answer",
-            graph_id=graph_id,
-            node_id=question_id,
-            owner=owner or "",
-            text=text,
-            metadata=json.dumps(metadata) if metadata else "",
-            sub_questions=json.dumps(sub_questions or []),
-            links=json.dumps(links) if links else "",
-            calls=json.dumps(calls or []),
-            saturation=saturation or "",
-            boundary=json.dumps(boundary) if boundary else "",
-        )
-
-    def record_llm_calls(self, calls: list[dict[str, Any]]) -> int:
-        """See :meth:`GraphStore.record_llm_calls`."""
-        if not calls:
-            return 0
-        return int(self.call("fractal_record_llm_calls", calls=json.dumps(calls))["recorded"])
-
-    def get_ready_to_synthesize(self, graph_id: str) -> dict[str, Any]:
-        """See :meth:`GraphStore.get_ready_to_synthesize`."""
-        return self.call("fractal_get_ready_to_synthesize", graph_id=graph_id)
-
-    def get_synthesis_inputs(self, graph_id: str, node_id: str) -> dict[str, Any]:
-        """See :meth:`GraphStore.get_synthesis_inputs`."""
-        return self.call("fractal_get_synthesis_inputs", graph_id=graph_id, node_id=node_id)
-
-    def synthesize_node(self, graph_id: str, node_id: str, synthesis_text: str) -> dict[str, Any]:
-        """See :meth:`GraphStore.synthesize_node`."""
-        return self.call(
-            "fractal_synthesize_node", graph_id=graph_id, node_id=node_id, synthesis_text=synthesis_text
-        )
-
-    def release_claim(
-        self, graph_id: str, node_id: str, worker_id: str, error: str, *, failed: bool = True
-    ) -> dict[str, Any]:
-        """See :meth:`GraphStore.release_claim`."""
-        return self.call(
-            "fractal_release_claim",
-            graph_id=graph_id,
-            node_id=node_id,
-            worker_id=worker_id,
-            error=error,
-            failed=failed,
-        )
-
-    def claim_synthesis(
-        self,
-        graph_id: str,
-        worker_id: str,
-        *,
-        holder: HolderInfo | dict[str, Any] | None = None,
-        skip: list[str] | None = None,
-    ) -> dict[str, Any]:
-        """See :meth:`GraphStore.claim_synthesis`."""
-        return self.call(
-            "fractal_claim_synthesis",
-            graph_id=graph_id,
-            worker_id=worker_id,
-            holder=json.dumps(holder) if holder else "",
-            skip=json.dumps(skip or []),
-        )
-
-    def submit_synthesis(
-        self,
-        graph_id: str,
-        node_id: str,
-        synthesis_text: str,
-        *,
-        worker_id: str,
-        calls: list[dict[str, Any]] | None = None,
-    ) -> dict[str, Any]:
-        """See :meth:`GraphStore.submit_synthesis` (one transaction on the server)."""
-        return self.call(
-            "fractal_submit_synthesis",
-            graph_id=graph_id,
-            node_id=node_id,
-            synthesis_text=synthesis_text,
-            worker_id=worker_id,
-            calls=json.dumps(calls or []),
-        )
-
-    def release_synthesis(self, graph_id: str, node_id: str, worker_id: str) -> dict[str, Any]:
-        """See :meth:`GraphStore.release_synthesis`."""
-        return self.call("fractal_release_synthesis", graph_id=graph_id, node_id=node_id, worker_id=worker_id)
-
-    def heartbeat(self, holder_id: str) -> dict[str, Any]:
+    def heartbeat(self, holder_id: str) -> Heartbeat:
         """See :meth:`GraphStore.heartbeat`; remembers the server's lease."""
-        beat = self.call("fractal_heartbeat", holder_id=holder_id)
+        beat = self._heartbeat(holder_id)
         self.lease_s = float(beat["lease_s"])
         return beat

@@ -7,8 +7,6 @@ can be spread over processes and machines while one process owns the DuckDB file
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
 from ..engine.calls import ModelCaller
 from ..engine.dispatcher import Clock, Dispatcher, RealClock, WorkerReport
 from ..engine.primitive import RunState
@@ -16,9 +14,6 @@ from ..errors import InvalidInputError
 from ..llm.protocol import LLM
 from ..model import BUDGETS, CheckpointMode, Intensity
 from .store import RemoteStore
-
-if TYPE_CHECKING:
-    from ..store import GraphStore
 
 
 def work_remotely(
@@ -41,17 +36,14 @@ def work_remotely(
             raise InvalidInputError(f"the server holds {len(active)} active graphs ({ids}); pass graph_id")
         graph_id = str(active[0]["graph_id"])
     graph = store.get_graph(graph_id)
-    # The worker path calls only the methods RemoteStore has (claim, context, submit,
-    # synthesis, release, call log); the engine is typed against the local store.
-    local_view = cast("GraphStore", store)
     state = RunState(
-        store=local_view,
+        store=store,
         graph_id=graph_id,
         root_id=graph["root_node_id"],
         seed=graph["seed"],
         budget=BUDGETS[Intensity(graph["intensity"])],
         checkpoint=CheckpointMode.parse(graph["checkpoint_mode"]),
-        call=ModelCaller(llm, local_view, graph_id),
+        call=ModelCaller(llm, store, graph_id),
     )
     dispatcher = Dispatcher(
         state, workers=threads, clock=clock or RealClock(), worker_prefix=worker_id, patient=True

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from ..errors import InvalidInputError
 from .base import StoreBase, require_id
-from .rows import NodeRow
+from .records import Candidate, QuestionBrief, QuestionContext, SynthesisInputs
 
 
 class NodeContext(StoreBase):
@@ -16,7 +15,7 @@ class NodeContext(StoreBase):
 
     def get_context(
         self, graph_id: str, node_id: str, *, limit: int = 6, candidates: int = 8
-    ) -> dict[str, Any]:
+    ) -> QuestionContext:
         """What a worker needs to answer ``node_id``, each part capped (rule: bounded prompts).
 
         ``ancestry``: the questions from the root down to the parent, each with
@@ -93,22 +92,17 @@ class NodeContext(StoreBase):
                 RECENT_POOL,
             ],
         )
-        parts: dict[str, list[dict[str, Any]]] = {
-            "sibling": [],
-            "synthesis": [],
-            "sibling_answer": [],
-            "other_branch": [],
-        }
+        briefs: dict[str, list[QuestionBrief]] = {"sibling": [], "synthesis": []}
+        answers: dict[str, list[Candidate]] = {"sibling_answer": [], "other_branch": []}
         for part, nid, text, status, metadata, depth, _seq in near:
-            entry: dict[str, Any] = {"node_id": nid, "text": text}
-            if part in ("sibling", "synthesis"):
-                entry |= {"status": status, "synthesis": json.loads(metadata).get("synthesis")}
+            if part in briefs:
+                synthesis = json.loads(metadata).get("synthesis")
+                briefs[part].append({"node_id": nid, "text": text, "status": status, "synthesis": synthesis})
             else:
                 relation = "sibling" if part == "sibling_answer" else "other_branch"
-                entry |= {"relation": relation, "depth": depth}
-            parts[part].append(entry)
-        related = sorted(parts["other_branch"], key=lambda c: -_shared_words(question.text, c["text"]))
-        linkable = (parts["sibling_answer"] + related)[:candidates]
+                answers[part].append({"node_id": nid, "text": text, "relation": relation, "depth": depth})
+        related = sorted(answers["other_branch"], key=lambda c: -_shared_words(question.text, c["text"]))
+        linkable = (answers["sibling_answer"] + related)[:candidates]
         return {
             "graph_id": graph.graph_id,
             "seed": graph.seed,
@@ -117,12 +111,12 @@ class NodeContext(StoreBase):
                 {"node_id": nid, "depth": depth, "question": text, "answer": answer}
                 for nid, depth, text, answer in chain
             ],
-            "siblings": parts["sibling"],
-            "syntheses": parts["synthesis"],
+            "siblings": briefs["sibling"],
+            "syntheses": briefs["synthesis"],
             "candidates": linkable,
         }
 
-    def get_synthesis_inputs(self, graph_id: str, node_id: str) -> dict[str, Any]:
+    def get_synthesis_inputs(self, graph_id: str, node_id: str) -> SynthesisInputs:
         """A question, its answers and its sub-questions with their syntheses: all a synthesis reads."""
         graph = self._known_graph(graph_id)
         nid = require_id(node_id, "node_id")
@@ -139,7 +133,15 @@ class NodeContext(StoreBase):
             "node": question.to_dict(),
             "answers": [{"node_id": a.node_id, "text": a.text} for a in below if a.node_type == "answer"],
             "sub_questions": [
-                {**_brief(q), "status_reason": q.status_reason} for q in below if q.node_type == "question"
+                {
+                    "node_id": q.node_id,
+                    "text": q.text,
+                    "status": q.status,
+                    "synthesis": q.metadata.get("synthesis"),
+                    "status_reason": q.status_reason,
+                }
+                for q in below
+                if q.node_type == "question"
             ],
         }
 
@@ -152,12 +154,3 @@ def _shared_words(a: str, b: str) -> float:
     """How related two texts are: the Jaccard overlap of their longer words (case-blind)."""
     left, right = set(_WORD.findall(a.lower())), set(_WORD.findall(b.lower()))
     return len(left & right) / len(left | right) if left and right else 0.0
-
-
-def _brief(node: NodeRow) -> dict[str, Any]:
-    return {
-        "node_id": node.node_id,
-        "text": node.text,
-        "status": node.status,
-        "synthesis": node.metadata.get("synthesis"),
-    }

@@ -21,6 +21,7 @@ from ..model import (
 from ..text import normalize
 from .base import new_id, require_text
 from .queries import GraphQueries
+from .records import Snapshot, StatusChanged
 
 
 class GraphLifecycle(GraphQueries):
@@ -78,7 +79,7 @@ class GraphLifecycle(GraphQueries):
             "status": GraphStatus.ACTIVE.value,
         }
 
-    def resume_graph(self, graph_id: str) -> dict[str, Any]:
+    def resume_graph(self, graph_id: str) -> Snapshot:
         """Reactivate a paused or budget-exhausted graph and return its snapshot.
 
         An active graph is returned unchanged; a completed or errored one is refused.
@@ -95,7 +96,7 @@ class GraphLifecycle(GraphQueries):
                 self._change_graph_status(graph.graph_id, graph.status, GraphStatus.ACTIVE, "resumed")
         return self.get_snapshot(graph.graph_id)
 
-    def update_graph_status(self, graph_id: str, status: str, reason: str | None = None) -> dict[str, Any]:
+    def update_graph_status(self, graph_id: str, status: str, reason: str | None = None) -> StatusChanged:
         """Move the graph to ``status`` if the transition table allows it."""
         target = parse_choice(GraphStatus, status, "status")
         if reason is not None and not isinstance(reason, str):

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import InvalidInputError
 from .base import StoreBase, require_id
+from .records import ModelSpend
 from .rows import iso
 
 _CALL_COLUMNS = (
@@ -124,7 +125,7 @@ class LLMLog(StoreBase):
         accepted, corrected, rejected, failed = row if row is not None else (0, 0, 0, 0)
         return {"accepted": accepted, "corrected": corrected, "rejected": rejected, "failed": failed}
 
-    def llm_spend(self, graph_id: str) -> list[dict[str, Any]]:
+    def llm_spend(self, graph_id: str) -> list[ModelSpend]:
         """What a graph's model calls spent, per model: calls, prompt_tokens, completion_tokens.
 
         Every row counts (failed and discarded calls were paid for too) but

@@ -21,6 +21,7 @@ from ..model import (
 from ..text import normalize
 from .base import new_id, optional_name, require_id, require_text
 from .llm_log import LLMLog
+from .records import AddedNode, AnswerSubmitted, AnswerWritten, NodeUpdated, RepeatedQuestion, Saturated
 from .rows import GraphRow, NodeRow
 
 # Metadata keys that create edges, and the key whose text becomes the edge's metadata.
@@ -41,7 +42,7 @@ class NodeWrites(LLMLog):
         text: str,
         owner: str | None = None,
         metadata: dict[str, Any] | str | None = None,
-    ) -> dict[str, Any]:
+    ) -> AddedNode:
         """Add an answer or a sub-question under ``parent_id``.
 
         An answer (or a first sub-question directly under a question) moves that
@@ -69,7 +70,7 @@ class NodeWrites(LLMLog):
         sub_questions: Sequence[str | dict[str, Any]] | None = None,
         synthesize: bool = False,
         saturation: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> AnswerWritten:
         """Add an answer and its sub-questions in one transaction (what a worker writes).
 
         The same rules as :meth:`add_node` for each node, in far fewer statements.
@@ -139,7 +140,7 @@ class NodeWrites(LLMLog):
         calls: list[dict[str, Any]] | None = None,
         saturation: str | None = None,
         boundary: dict[str, Any] | str | None = None,
-    ) -> dict[str, Any]:
+    ) -> AnswerSubmitted:
         """Everything a worker writes for a claimed question, in one transaction.
 
         The answer with its sub-questions (or, for a leaf, its synthesis), the
@@ -170,7 +171,7 @@ class NodeWrites(LLMLog):
                 parsed.append((b_text, {"boundary": True, "converging_nodes": [None, b_other]}))
             asked = self._asked(gid, [normalize(t) for t, _ in parsed])
             fresh: list[dict[str, Any]] = []
-            repeated: list[dict[str, Any]] = []
+            repeated: list[RepeatedQuestion] = []
             for sub_text, sub_meta in parsed:
                 key = normalize(sub_text)
                 if key in asked:  # None: twice in this very answer
@@ -280,7 +281,7 @@ class NodeWrites(LLMLog):
         )
         return {key: node_id for key, node_id in rows}
 
-    def update_node(self, graph_id: str, node_id: str, metadata: dict[str, Any] | str) -> dict[str, Any]:
+    def update_node(self, graph_id: str, node_id: str, metadata: dict[str, Any] | str) -> NodeUpdated:
         """Merge ``metadata`` into the node's (shallow); link keys create edges once.
 
         ``convergence_with`` / ``contradiction_with`` (lists of node ids) create
@@ -323,12 +324,12 @@ class NodeWrites(LLMLog):
                 created += 1
         return merged, created
 
-    def mark_saturated(self, graph_id: str, node_id: str, reason: str) -> dict[str, Any]:
+    def mark_saturated(self, graph_id: str, node_id: str, reason: str) -> Saturated:
         """Saturate a node and every unfinished question below it (the reason is inherited)."""
         why = parse_choice(SaturationReason, reason, "saturation reason")
         return self._saturate(graph_id, node_id, why, kind="saturated")
 
-    def prune_branch(self, graph_id: str, node_id: str) -> dict[str, Any]:
+    def prune_branch(self, graph_id: str, node_id: str) -> Saturated:
         """A person's prune: saturate the node and its unfinished descendants as ``pruned``."""
         return self._saturate(graph_id, node_id, SaturationReason.PRUNED, kind="pruned")
 
@@ -573,7 +574,7 @@ class NodeWrites(LLMLog):
                 node_id=question.node_id,
             )
 
-    def _saturate(self, graph_id: str, node_id: str, reason: SaturationReason, kind: str) -> dict[str, Any]:
+    def _saturate(self, graph_id: str, node_id: str, reason: SaturationReason, kind: str) -> Saturated:
         with self._db.write():
             graph = self._active_graph(graph_id)
             node = self._node(graph.graph_id, node_id)
@@ -664,7 +665,7 @@ class NodeWrites(LLMLog):
         )
 
 
-def _added(node: NodeRow) -> dict[str, Any]:
+def _added(node: NodeRow) -> AddedNode:
     """The add_node result for a freshly inserted node."""
     return {
         "node_id": node.node_id,

@@ -14,6 +14,17 @@ import networkx as nx
 from ..errors import InvalidInputError
 from ..model import DONE_QUESTION, EdgeType, NodeStatus
 from .base import StoreBase, optional_name, require_id
+from .records import (
+    Changes,
+    ClaimableList,
+    EdgeRecord,
+    FeedNode,
+    GraphList,
+    GraphRecord,
+    OpenQuestions,
+    ReadyList,
+    Snapshot,
+)
 from .rows import EDGES_SQL, EVENT_COLUMNS, GRAPH_COLUMNS, GraphRow, NodeRow, edge_dict, event_dict
 from .work import CLAIMABLE, READY
 
@@ -27,7 +38,7 @@ _TOUCHED = "SELECT node_id FROM events WHERE graph_id = ? AND event_id > ? AND e
 class GraphQueries(StoreBase):
     """Queries of the tool contract; none of them writes."""
 
-    def get_snapshot(self, graph_id: str) -> dict[str, Any]:
+    def get_snapshot(self, graph_id: str) -> Snapshot:
         """The whole graph: its fields, nodes and edges in creation order."""
         with self._db.read():
             graph = self._graph(graph_id)
@@ -35,7 +46,7 @@ class GraphQueries(StoreBase):
             edges = self._edges(graph.graph_id)
         return {**graph.to_dict(), "nodes": [n.to_dict() for n in nodes], "edges": edges}
 
-    def get_graph(self, graph_id: str) -> dict[str, Any]:
+    def get_graph(self, graph_id: str) -> GraphRecord:
         """The graph's own fields (status, seed, budget, metadata) without its nodes."""
         return self._graph(graph_id).to_dict()
 
@@ -57,7 +68,7 @@ class GraphQueries(StoreBase):
             "links": links,
         }
 
-    def list_graphs(self) -> dict[str, Any]:
+    def list_graphs(self) -> GraphList:
         """Every graph in the store (without nodes), oldest first."""
         rows = self._db.fetchall(f"SELECT {GRAPH_COLUMNS} FROM graphs ORDER BY created_at, graph_id")
         graphs = [GraphRow(*r).to_dict() for r in rows]
@@ -83,7 +94,7 @@ class GraphQueries(StoreBase):
             "edges": edges,
         }
 
-    def get_open_questions(self, graph_id: str) -> dict[str, Any]:
+    def get_open_questions(self, graph_id: str) -> OpenQuestions:
         """Questions waiting for a worker (status ``open``)."""
         graph = self._known_graph(graph_id)
         nodes = self._nodes("graph_id = ? AND node_type = 'question' AND status = 'open'", [graph.graph_id])
@@ -93,7 +104,7 @@ class GraphQueries(StoreBase):
             "count": len(nodes),
         }
 
-    def get_claimable_work(self, graph_id: str, worker_id: str | None = None) -> dict[str, Any]:
+    def get_claimable_work(self, graph_id: str, worker_id: str | None = None) -> ClaimableList:
         """What ``claim_work`` would hand out, in order (affinity to ``worker_id`` first)."""
         worker = optional_name(worker_id, "worker_id")
         graph = self._known_graph(graph_id)
@@ -103,7 +114,7 @@ class GraphQueries(StoreBase):
         nodes = [NodeRow(*r).to_dict() for r in rows]
         return {"graph_id": graph.graph_id, "claimable": nodes, "count": len(nodes)}
 
-    def get_ready_to_synthesize(self, graph_id: str) -> dict[str, Any]:
+    def get_ready_to_synthesize(self, graph_id: str) -> ReadyList:
         """Answered questions whose sub-questions all are synthesized or saturated, deepest first."""
         graph = self._known_graph(graph_id)
         nodes = self._nodes(READY, [graph.graph_id, graph.graph_id])
@@ -200,7 +211,7 @@ class GraphQueries(StoreBase):
         last = events[-1]["event_id"] if events else since
         return {"graph_id": graph.graph_id, "events": events, "last_event_id": last}
 
-    def get_changes(self, graph_id: str, since: int = 0) -> dict[str, Any]:
+    def get_changes(self, graph_id: str, since: int = 0) -> Changes:
         """What changed after event ``since`` (everything when 0), lean: the live view's feed.
 
         Nodes touched by those events in their current state (synthesis text pulled
@@ -246,14 +257,13 @@ class GraphQueries(StoreBase):
                     [gid, *params],
                 )
             )
-        names = [*_FEED_COLUMNS.split(", "), "synthesis"]
         return {
             "graph_id": gid,
             "status": graph.status,
             "root_node_id": graph.root_node_id,
             "since": since,
             "last_event_id": last,
-            "nodes": [dict(zip(names, r, strict=True)) for r in nodes],
+            "nodes": [_feed_node(r) for r in nodes],
             "links": [
                 {"from_node": f, "to_node": t, "edge_type": e, "metadata": json.loads(m)}
                 for f, t, e, m in links
@@ -268,7 +278,7 @@ class GraphQueries(StoreBase):
         *,
         tree: _Filter | None = _ALL,
         links: _Filter = _ALL,
-    ) -> list[dict[str, Any]]:
+    ) -> list[EdgeRecord]:
         """Tree edges (filtered on the child) and links, merged in creation order."""
         tree_sql, tree_params = tree if tree is not None else ("FALSE", [])
         sql = EDGES_SQL.format(tree=tree_sql, links=links[0])
@@ -278,3 +288,20 @@ class GraphQueries(StoreBase):
     def _seq_of(self, graph_id: str) -> dict[str, int]:
         rows = self._db.fetchall("SELECT node_id, seq FROM nodes WHERE graph_id = ?", [graph_id])
         return dict(rows)
+
+
+def _feed_node(row: tuple[Any, ...]) -> FeedNode:
+    """A row of ``_FEED_COLUMNS`` and the synthesis, as the feed's node."""
+    node_id, parent_id, node_type, text, depth, status, status_reason, owner, seq, synthesis = row
+    return {
+        "node_id": node_id,
+        "parent_id": parent_id,
+        "node_type": node_type,
+        "text": text,
+        "depth": depth,
+        "status": status,
+        "status_reason": status_reason,
+        "owner": owner,
+        "seq": seq,
+        "synthesis": synthesis,
+    }

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..model import BUDGETS, Intensity
+from .records import EdgeRecord, GraphRecord, NodeRecord
 
 NODE_COLUMNS = (
     "node_id, graph_id, parent_id, node_type, text, depth, status, status_reason, "
@@ -74,7 +75,7 @@ class NodeRow:
         value: dict[str, Any] = json.loads(self.metadata_json)
         return value
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> NodeRecord:
         """The node dict of the tool contract (ids as strings, JSON-ready)."""
         return {
             "node_id": self.node_id,
@@ -111,7 +112,7 @@ class GraphRow:
     created_at: float
     updated_at: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> GraphRecord:
         """Graph fields shared by snapshots and status results."""
         return {
             "graph_id": self.graph_id,
@@ -128,7 +129,7 @@ class GraphRow:
         }
 
 
-def edge_dict(row: tuple[Any, ...]) -> dict[str, Any]:
+def edge_dict(row: tuple[Any, ...]) -> EdgeRecord:
     """An EDGES_SQL row as the contract's edge dict."""
     _seq, from_node, to_node, edge_type, metadata, created_at = row
     return {

@@ -1,6 +1,6 @@
 -- fractal_nb graph store schema (DuckDB). Statements are separated by ';'.
 -- Hot columns (status, owner, claimed_at) carry no secondary index: DuckDB turns
--- updates of indexed columns into delete+insert (DESIGN.md, concurrency).
+-- updates of indexed columns into delete+insert (docs/architecture.md, "Store rules", concurrency).
 
 CREATE TABLE IF NOT EXISTS store_info (
     key VARCHAR PRIMARY KEY,

@@ -16,6 +16,7 @@ from ..model import GraphStatus
 from .base import require_id
 from .holders import HolderInfo
 from .llm_log import LLMLog
+from .records import SynthesisClaim, SynthesisReleased, Synthesized
 from .rows import NODE_COLUMNS, NodeRow
 from .work import READY, WorkQueue
 
@@ -30,7 +31,7 @@ class SynthesisQueue(WorkQueue, LLMLog):
         *,
         holder: HolderInfo | dict[str, Any] | str | None = "store",
         skip: list[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> SynthesisClaim:
         """Hand the deepest ready question no one is synthesizing to ``worker_id``.
 
         Returns ``{node_id, graph_id, text, depth, lease_s}``, or ``node_id: null``
@@ -87,7 +88,7 @@ class SynthesisQueue(WorkQueue, LLMLog):
         *,
         worker_id: str,
         calls: list[dict[str, Any]] | None = None,
-    ) -> dict[str, Any]:
+    ) -> Synthesized:
         """Synthesize a question this worker holds the synthesis of, with the calls behind it, at once.
 
         Refused (and nothing written) when the worker no longer holds it: its lease
@@ -108,9 +109,9 @@ class SynthesisQueue(WorkQueue, LLMLog):
             result = self.synthesize_node(graph_id, nid, synthesis_text)
             if calls:
                 self.record_llm_calls(calls)
-        return dict(result)
+        return result
 
-    def release_synthesis(self, graph_id: str, node_id: str, worker_id: str) -> dict[str, Any]:
+    def release_synthesis(self, graph_id: str, node_id: str, worker_id: str) -> SynthesisReleased:
         """Give back a synthesis claim (after a failed call), so another worker may take it."""
         gid, nid = require_id(graph_id, "graph_id"), require_id(node_id, "node_id")
         worker = require_id(worker_id, "worker_id")

@@ -18,6 +18,7 @@ from ..model import (
 )
 from .base import StoreBase, optional_name, require_id, require_text
 from .holders import HolderInfo, is_gone, parse_holder
+from .records import Claim, ClaimReleased, Heartbeat, Recovered, Synthesized
 from .rows import NODE_COLUMNS, NodeRow
 
 # Claimable: an open question below the root, or a claim whose lease ran out
@@ -60,7 +61,7 @@ class WorkQueue(StoreBase):
         worker_id: str,
         *,
         holder: HolderInfo | dict[str, Any] | str | None = "store",
-    ) -> dict[str, Any]:
+    ) -> Claim:
         """Atomically claim the next question for ``worker_id`` (docs/architecture.md, rule 1).
 
         Returns the claimed node, or ``node_id: null`` with ``graph_done`` (no
@@ -127,7 +128,7 @@ class WorkQueue(StoreBase):
             "graph_status": GraphStatus.ACTIVE.value,
         }
 
-    def synthesize_node(self, graph_id: str, node_id: str, synthesis_text: str) -> dict[str, Any]:
+    def synthesize_node(self, graph_id: str, node_id: str, synthesis_text: str) -> Synthesized:
         """Record an answered question's synthesis (in ``metadata["synthesis"]``).
 
         Refused while any of its sub-questions is neither synthesized nor
@@ -180,7 +181,7 @@ class WorkQueue(StoreBase):
         *,
         include_errors: bool = False,
         worker_id: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> Recovered:
         """Return stuck claims to open: by default those past their lease and those of gone holders.
 
         A live holder's claims are never taken: its heartbeat renews them.
@@ -232,7 +233,7 @@ class WorkQueue(StoreBase):
         recovered = stuck + [n.node_id for n in nodes]
         return {"graph_id": gid, "recovered": recovered, "count": len(recovered)}
 
-    def heartbeat(self, holder_id: str) -> dict[str, Any]:
+    def heartbeat(self, holder_id: str) -> Heartbeat:
         """A live holder renews the leases of all its claims (questions and syntheses), in every graph."""
         hid = require_id(holder_id, "holder_id")
         with self._db.write():
@@ -253,7 +254,7 @@ class WorkQueue(StoreBase):
         *,
         max_failures: int = 3,
         failed: bool = True,
-    ) -> dict[str, Any]:
+    ) -> ClaimReleased:
         """Give back a claim after a failed attempt, recording why.
 
         The question reopens for another try; after ``max_failures`` failed

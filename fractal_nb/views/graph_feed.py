@@ -10,11 +10,37 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from ..model import NodeStatus
 from ..store import GraphStore
+from ..store.records import FeedNode
 from .network_style import LIVE_PHYSICS_LIMIT, network_options, radial_positions, vis_items
+
+
+class SnapshotMessage(TypedDict):
+    """The whole graph for a view that opens or lost a delta (vis-network items and options)."""
+
+    type: Literal["snapshot"]
+    seq: int  # the last event id it covers
+    status: str  # the graph's
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+    counts: dict[str, int]
+    physics_limit: int
+    options: dict[str, Any]
+
+
+class DeltaMessage(TypedDict):
+    """What changed after event ``since``, up to ``seq``: nodes and edges in their current state."""
+
+    type: Literal["delta"]
+    since: int
+    seq: int
+    status: str
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+    counts: dict[str, int]
 
 
 class GraphFeed:
@@ -45,7 +71,7 @@ class GraphFeed:
         with self._lock:
             return dict(self._gated)
 
-    def _track(self, rows: list[dict[str, Any]]) -> None:
+    def _track(self, rows: list[FeedNode]) -> None:
         for row in rows:
             nid = row["node_id"]
             if row["node_type"] == "answer":
@@ -57,7 +83,7 @@ class GraphFeed:
             else:
                 self._gated.pop(nid, None)
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> SnapshotMessage:
         """The whole graph as a ``snapshot`` message (positions laid out when physics is off)."""
         with self._lock:
             changes = self.store.get_changes(self.graph_id)
@@ -80,7 +106,7 @@ class GraphFeed:
             "options": network_options(len(nodes), physics_limit=LIVE_PHYSICS_LIMIT),
         }
 
-    def delta(self) -> dict[str, Any] | None:
+    def delta(self) -> DeltaMessage | None:
         """A ``delta`` message of what changed since the last one, or None when nothing did."""
         with self._lock:
             since = self.seq

@@ -6,13 +6,13 @@ import html
 import re
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import pyvis
 from jinja2 import Environment, FileSystemLoader
 from pyvis.network import Network
 
 from ..errors import InvalidInputError
+from ..store.records import Changes
 from .network_style import EXPORT_PHYSICS_LIMIT, network_options, radial_positions, vis_items
 
 # Tags that pyvis's template loads from CDNs even in ``in_line`` mode (bootstrap).
@@ -30,7 +30,7 @@ def _pyvis_templates() -> Environment:
     return Environment(loader=FileSystemLoader(Path(pyvis.__file__).parent / "templates"))
 
 
-def render_html(changes: dict[str, Any], *, heading: str) -> str:
+def render_html(changes: Changes, *, heading: str) -> str:
     """The page for a full ``get_changes`` result: vis-network inlined, nothing fetched."""
     nodes, edges = vis_items(changes)
     if len(nodes) > EXPORT_PHYSICS_LIMIT:  # physics off: start from a radial tree layout
@@ -58,7 +58,7 @@ def render_html(changes: dict[str, Any], *, heading: str) -> str:
     return page
 
 
-def write_html(changes: dict[str, Any], path: str | Path, *, heading: str) -> Path:
+def write_html(changes: Changes, path: str | Path, *, heading: str) -> Path:
     """Write :func:`render_html` to ``path`` (UTF-8); returns the path."""
     target = Path(path)
     if target.suffix.lower() not in (".html", ".htm"):

@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from ..store.records import Changes, FeedNode
 from ..text import clip
 
 # Node fill and border by status; gated questions stand out with a thick dashed border.
@@ -55,7 +56,7 @@ def status_groups() -> dict[str, dict[str, Any]]:
     }
 
 
-def vis_node(row: dict[str, Any], root_id: str) -> dict[str, Any]:
+def vis_node(row: FeedNode, root_id: str) -> dict[str, Any]:
     """A feed row as a vis-network node: group (colour) by status, shape by type, worker on claims."""
     status = row["status"]
     kind = "root" if row["node_id"] == root_id else row["node_type"]
@@ -68,8 +69,8 @@ def vis_node(row: dict[str, Any], root_id: str) -> dict[str, Any]:
     if status == "claimed" and row["owner"]:
         title += f" · {row['owner']}"
     title += "\n\n" + row["text"]
-    if row.get("synthesis"):
-        title += "\n\nSynthesis: " + row["synthesis"]
+    if synthesis := row["synthesis"]:
+        title += "\n\nSynthesis: " + synthesis
     return {
         "id": row["node_id"],
         "label": label,
@@ -85,7 +86,7 @@ def clip_lines(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def vis_tree_edge(row: dict[str, Any]) -> dict[str, Any] | None:
+def vis_tree_edge(row: FeedNode) -> dict[str, Any] | None:
     """The parent → child edge of a feed row (None for the root)."""
     if row["parent_id"] is None:
         return None
@@ -107,7 +108,7 @@ def vis_edge(from_node: str, to_node: str, edge_type: str, metadata: dict[str, A
     return item
 
 
-def vis_items(changes: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def vis_items(changes: Changes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Nodes and edges (tree edges and links) of a ``get_changes`` result."""
     root = changes["root_node_id"]
     nodes = [vis_node(row, root) for row in changes["nodes"]]
@@ -137,9 +138,7 @@ def network_options(node_count: int, *, physics_limit: int) -> dict[str, Any]:
     }
 
 
-def radial_positions(
-    rows: Iterable[dict[str, Any]], *, ring: float = 120.0
-) -> dict[str, tuple[float, float]]:
+def radial_positions(rows: Iterable[FeedNode], *, ring: float = 120.0) -> dict[str, tuple[float, float]]:
     """A radial tree layout in one pass: depth rings, each subtree a wedge sized by its leaves.
 
     Used where physics is off (large graphs), so nodes start where a reader

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ import pyvis
 import traitlets
 
 from ..store import GraphStore
-from .graph_feed import GraphFeed
+from .graph_feed import DeltaMessage, GraphFeed
 
 STATIC = Path(__file__).parent / "static"
 VIS_NETWORK_JS = Path(pyvis.__file__).parent / "lib" / "vis-9.1.2" / "vis-network.min.js"
@@ -43,7 +44,7 @@ class NetworkWidget(anywidget.AnyWidget):
         self._pump: Any = None
         self.on_msg(self._on_view_message)
 
-    def refresh(self) -> dict[str, Any] | None:
+    def refresh(self) -> DeltaMessage | None:
         """Send views what changed since the last refresh; returns the delta (None: nothing did)."""
         delta = self.feed.delta()
         if delta is not None:
@@ -71,5 +72,5 @@ class NetworkWidget(anywidget.AnyWidget):
             self._emit({"type": "vis", "source": vis_network_source()})
         self._emit(self.feed.snapshot())
 
-    def _emit(self, message: dict[str, Any]) -> None:
+    def _emit(self, message: Mapping[str, Any]) -> None:
         self.send(message)

@@ -1,0 +1,327 @@
+"""What the store returns: the graph contract's results as TypedDicts.
+
+Each is a plain JSON-ready dict at run time (the MCP server sends it as it is),
+typed here so the engine, the views and a second store backend agree on its keys
+(docs/architecture.md, "The graph contract"). ``NotRequired`` keys are present
+only in one of a result's shapes (a claim that found work, say).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+from ..model import BudgetRecord
+
+
+class NodeRecord(TypedDict):
+    """A node: a question or an answer, with its status and metadata (times as ISO-8601 UTC)."""
+
+    node_id: str
+    graph_id: str
+    parent_id: str | None
+    node_type: str
+    text: str
+    depth: int
+    status: str
+    status_reason: str | None
+    inherited_from: str | None
+    owner: str | None
+    branch_id: str | None
+    seq: int
+    metadata: dict[str, Any]
+    claimed_at: str | None
+    created_at: str | None
+    updated_at: str | None
+
+
+class EdgeRecord(TypedDict):
+    """A tree edge (parent_child) or a cross-branch link (convergence, contradiction)."""
+
+    from_node: str
+    to_node: str
+    edge_type: str
+    metadata: dict[str, Any]
+    created_at: str | None
+
+
+class GraphRecord(TypedDict):
+    """A graph's own fields, without its nodes."""
+
+    graph_id: str
+    seed: str
+    intensity: str
+    checkpoint_mode: str
+    budget: BudgetRecord
+    status: str
+    status_reason: str | None
+    root_node_id: str
+    metadata: dict[str, Any]
+    created_at: str | None
+    updated_at: str | None
+
+
+class Snapshot(GraphRecord):
+    """The whole graph: its fields, every node and edge in creation order."""
+
+    nodes: list[NodeRecord]
+    edges: list[EdgeRecord]
+
+
+class Claim(TypedDict):
+    """``claim_work``'s result: the claimed question, or ``node_id`` None with whether the graph is done."""
+
+    node_id: str | None
+    graph_done: bool
+    graph_status: str
+    graph_id: NotRequired[str]
+    text: NotRequired[str]
+    depth: NotRequired[int]
+    parent_id: NotRequired[str | None]
+    metadata: NotRequired[dict[str, Any]]
+    lease_s: NotRequired[float]
+
+
+class SynthesisClaim(TypedDict):
+    """``claim_synthesis``'s result: the question whose synthesis is held, or ``node_id`` None."""
+
+    node_id: str | None
+    graph_id: str
+    graph_status: str
+    text: NotRequired[str]
+    depth: NotRequired[int]
+    lease_s: NotRequired[float]
+
+
+class AncestorRecord(TypedDict):
+    """One question above the claimed one, with its answer."""
+
+    node_id: str
+    depth: int
+    question: str
+    answer: str | None
+
+
+class QuestionBrief(TypedDict):
+    """A sibling question, or a synthesized one of the branch."""
+
+    node_id: str
+    text: str
+    status: str
+    synthesis: str | None
+
+
+class Candidate(TypedDict):
+    """An answer the worker may link its own to."""
+
+    node_id: str
+    text: str
+    relation: str  # "sibling" or "other_branch"
+    depth: int
+
+
+class QuestionContext(TypedDict):
+    """``get_context``: what a worker reads to answer a claimed question, each part capped."""
+
+    graph_id: str
+    seed: str
+    node: NodeRecord
+    ancestry: list[AncestorRecord]
+    siblings: list[QuestionBrief]
+    syntheses: list[QuestionBrief]
+    candidates: list[Candidate]
+
+
+class AnswerBrief(TypedDict):
+    """An answer's id and text."""
+
+    node_id: str
+    text: str
+
+
+class SubQuestionBrief(QuestionBrief):
+    """A sub-question with its synthesis, or why it has none."""
+
+    status_reason: str | None
+
+
+class SynthesisInputs(TypedDict):
+    """``get_synthesis_inputs``: a question, its answers and its sub-questions."""
+
+    graph_id: str
+    node: NodeRecord
+    answers: list[AnswerBrief]
+    sub_questions: list[SubQuestionBrief]
+
+
+class AddedNode(TypedDict):
+    """A node just added."""
+
+    node_id: str
+    graph_id: str
+    parent_id: str | None
+    depth: int
+    node_type: str
+    status: str
+
+
+class RepeatedQuestion(TypedDict):
+    """A sub-question left out because the graph asks it already (``asked_at``; None: twice in one answer)."""
+
+    text: str
+    asked_at: str | None
+
+
+class AnswerWritten(TypedDict):
+    """``add_answer``: the answer, its sub-questions and the question's status after it."""
+
+    answer: AddedNode
+    sub_questions: list[AddedNode]
+    status: str
+    status_reason: str | None
+
+
+class AnswerSubmitted(AnswerWritten):
+    """``submit_answer``: :class:`AnswerWritten` plus links made, repeats left out, the boundary question."""
+
+    edges_created: int
+    repeated: list[RepeatedQuestion]
+    boundary: str | None
+
+
+class ReadyList(TypedDict):
+    """``get_ready_to_synthesize``: answered questions whose sub-questions are done, deepest first."""
+
+    graph_id: str
+    ready_nodes: list[NodeRecord]
+    count: int
+
+
+class ClaimableList(TypedDict):
+    """``get_claimable_work``: what ``claim_work`` would hand out, in order."""
+
+    graph_id: str
+    claimable: list[NodeRecord]
+    count: int
+
+
+class OpenQuestions(TypedDict):
+    """``get_open_questions``."""
+
+    graph_id: str
+    open_questions: list[NodeRecord]
+    count: int
+
+
+class GraphList(TypedDict):
+    """``list_graphs``: every graph, oldest first."""
+
+    graphs: list[GraphRecord]
+    count: int
+
+
+class Recovered(TypedDict):
+    """``recover_stuck``: the questions reopened."""
+
+    graph_id: str
+    recovered: list[str]
+    count: int
+
+
+class Heartbeat(TypedDict):
+    """``heartbeat``: how many claims were renewed, and the lease they hold."""
+
+    holder_id: str
+    renewed: int
+    lease_s: float
+
+
+class ClaimReleased(TypedDict):
+    """``release_claim``: the question's status after it, and its failed attempts."""
+
+    node_id: str
+    status: str
+    failures: int
+
+
+class SynthesisReleased(TypedDict):
+    """``release_synthesis``: whether this worker held it."""
+
+    node_id: str
+    released: bool
+
+
+class Synthesized(TypedDict):
+    """``synthesize_node`` / ``submit_synthesis``."""
+
+    node_id: str
+    status: str
+
+
+class StatusChanged(TypedDict):
+    """``update_graph_status``."""
+
+    graph_id: str
+    status: str
+    previous_status: str
+
+
+class NodeUpdated(TypedDict):
+    """``update_node``: the merged metadata and the links it made."""
+
+    node_id: str
+    metadata: dict[str, Any]
+    edges_created: int
+
+
+class Saturated(TypedDict):
+    """``mark_saturated`` / ``prune_branch``: the node and the questions below that inherited it."""
+
+    node_id: str
+    status: str
+    reason: str
+    cascaded: list[str]
+
+
+class ModelSpend(TypedDict):
+    """``llm_spend``: one model's calls and tokens in a graph."""
+
+    model: str
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class FeedNode(TypedDict):
+    """A node as the live view's feed carries it (its synthesis pulled out of the metadata)."""
+
+    node_id: str
+    parent_id: str | None
+    node_type: str
+    text: str
+    depth: int
+    status: str
+    status_reason: str | None
+    owner: str | None
+    seq: int
+    synthesis: str | None
+
+
+class FeedLink(TypedDict):
+    """A cross-branch link as the feed carries it."""
+
+    from_node: str
+    to_node: str
+    edge_type: str
+    metadata: dict[str, Any]
+
+
+class Changes(TypedDict):
+    """``get_changes``: what changed after an event id, read at one moment (the live view's feed)."""
+
+    graph_id: str
+    status: str
+    root_node_id: str
+    since: int
+    last_event_id: int
+    nodes: list[FeedNode]
+    links: list[FeedLink]

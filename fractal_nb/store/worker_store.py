@@ -1,0 +1,135 @@
+"""``WorkerStore``: the store methods a worker's loop uses, the seam between the engine and a store.
+
+:class:`~fractal_nb.store.GraphStore` (DuckDB, in this process) and
+:class:`~fractal_nb.remote.RemoteStore` (another process's store, over MCP) both
+satisfy it, and a second backend implements it to run the engine's workers
+(docs/architecture.md, "Layers"). Seeding, settling a run and the harvest need
+the whole local store (``RunState.local``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from .holders import HolderInfo
+from .records import (
+    AnswerSubmitted,
+    Claim,
+    ClaimableList,
+    ClaimReleased,
+    GraphRecord,
+    Heartbeat,
+    NodeUpdated,
+    QuestionContext,
+    ReadyList,
+    Recovered,
+    Saturated,
+    SynthesisClaim,
+    SynthesisInputs,
+    SynthesisReleased,
+    Synthesized,
+)
+
+
+class WorkerStore(Protocol):
+    """Claims, context, the worker's one write, syntheses, releases and the call log."""
+
+    holder: HolderInfo  # who holds the claims made through this store
+    lease_s: float  # how long a claim holds without a heartbeat
+
+    def get_graph(self, graph_id: str) -> GraphRecord:
+        """See :meth:`GraphStore.get_graph`."""
+
+    def claim_work(
+        self, graph_id: str, worker_id: str, *, holder: HolderInfo | dict[str, Any] | str | None = "store"
+    ) -> Claim:
+        """See :meth:`GraphStore.claim_work`."""
+
+    def get_claimable_work(self, graph_id: str, worker_id: str | None = None) -> ClaimableList:
+        """See :meth:`GraphStore.get_claimable_work`."""
+
+    def recover_stuck(
+        self,
+        graph_id: str,
+        older_than_s: float | None = None,
+        *,
+        include_errors: bool = False,
+        worker_id: str | None = None,
+    ) -> Recovered:
+        """See :meth:`GraphStore.recover_stuck`."""
+
+    def heartbeat(self, holder_id: str) -> Heartbeat:
+        """See :meth:`GraphStore.heartbeat`."""
+
+    def get_context(
+        self, graph_id: str, node_id: str, *, limit: int = 6, candidates: int = 8
+    ) -> QuestionContext:
+        """See :meth:`GraphStore.get_context`."""
+
+    def submit_answer(
+        self,
+        graph_id: str,
+        question_id: str,
+        text: str,
+        *,
+        owner: str | None = None,
+        metadata: dict[str, Any] | str | None = None,
+        sub_questions: Sequence[str | dict[str, Any]] | None = None,
+        links: dict[str, Any] | str | None = None,
+        calls: list[dict[str, Any]] | None = None,
+        saturation: str | None = None,
+        boundary: dict[str, Any] | str | None = None,
+    ) -> AnswerSubmitted:
+        """See :meth:`GraphStore.submit_answer`."""
+
+    def release_claim(
+        self,
+        graph_id: str,
+        node_id: str,
+        worker_id: str,
+        error: str,
+        *,
+        max_failures: int = 3,
+        failed: bool = True,
+    ) -> ClaimReleased:
+        """See :meth:`GraphStore.release_claim`."""
+
+    def update_node(self, graph_id: str, node_id: str, metadata: dict[str, Any] | str) -> NodeUpdated:
+        """See :meth:`GraphStore.update_node`."""
+
+    def mark_saturated(self, graph_id: str, node_id: str, reason: str) -> Saturated:
+        """See :meth:`GraphStore.mark_saturated`."""
+
+    def get_ready_to_synthesize(self, graph_id: str) -> ReadyList:
+        """See :meth:`GraphStore.get_ready_to_synthesize`."""
+
+    def get_synthesis_inputs(self, graph_id: str, node_id: str) -> SynthesisInputs:
+        """See :meth:`GraphStore.get_synthesis_inputs`."""
+
+    def claim_synthesis(
+        self,
+        graph_id: str,
+        worker_id: str,
+        *,
+        holder: HolderInfo | dict[str, Any] | str | None = "store",
+        skip: list[str] | None = None,
+    ) -> SynthesisClaim:
+        """See :meth:`GraphStore.claim_synthesis`."""
+
+    def submit_synthesis(
+        self,
+        graph_id: str,
+        node_id: str,
+        synthesis_text: str,
+        *,
+        worker_id: str,
+        calls: list[dict[str, Any]] | None = None,
+    ) -> Synthesized:
+        """See :meth:`GraphStore.submit_synthesis`."""
+
+    def release_synthesis(self, graph_id: str, node_id: str, worker_id: str) -> SynthesisReleased:
+        """See :meth:`GraphStore.release_synthesis`."""
+
+    def record_llm_calls(self, calls: list[dict[str, Any]]) -> int:
+        """See :meth:`GraphStore.record_llm_calls`."""

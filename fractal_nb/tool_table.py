@@ -1,0 +1,427 @@
+"""The tool table: every MCP tool once, from which both the server and ``RemoteStore`` are generated.
+
+Each row names a store method and says how its parameters travel: the tool's
+name is ``fractal_`` + the method's, its parameters the method's (a row may
+rename one, e.g. ``node_id`` for ``submit_answer``'s ``question_id``), objects
+and lists as JSON text, optional text as ``""``. :func:`fractal_nb.mcp_server.build_server`
+turns each row into a tool that decodes its arguments and calls the store;
+:class:`fractal_nb.remote.RemoteStore` turns it back into a method with the
+store's own signature that encodes them (docs/architecture.md, "The graph
+contract"). A new store method reaches MCP and remote workers by one row here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import Enum
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from .errors import InvalidInputError
+from .store.holders import parse_holder
+
+
+class Wire(Enum):
+    """How a parameter travels as an MCP argument."""
+
+    VALUE = "value"  # as it is: ids, text, numbers, booleans, a list of ids
+    OPTIONAL_TEXT = "optional_text"  # text or None; "" stands for None
+    JSON_OBJECT = "json_object"  # a dict (or its JSON text) as JSON text; "" for None
+    JSON_LIST = "json_list"  # a list as JSON text; "[]" for None
+    HOLDER = "holder"  # a claim's holder as JSON text; "" for none
+
+
+@dataclass(frozen=True)
+class Param:
+    """One tool parameter: its MCP name, type and description, and how it travels."""
+
+    name: str
+    annotation: Any
+    wire: Wire = Wire.VALUE
+    default: Any = ...  # ...: required
+    store_name: str | None = None  # the store method's parameter, when it is named otherwise
+
+    @property
+    def arg(self) -> str:
+        """The store method's parameter name."""
+        return self.store_name or self.name
+
+    def decode(self, value: Any) -> Any:
+        """The MCP argument as the store method takes it."""
+        if self.wire is Wire.OPTIONAL_TEXT or self.wire is Wire.JSON_OBJECT:
+            return value if self.default is ... else value or None  # a required one is checked by the store
+        if self.wire is Wire.JSON_LIST:
+            return json_list(value, self.name)
+        if self.wire is Wire.HOLDER:
+            return parse_holder(value) if value else None
+        return value
+
+    def encode(self, value: Any) -> Any:
+        """A store-method argument as the MCP argument."""
+        if self.wire is Wire.OPTIONAL_TEXT:
+            return value or ""
+        if self.wire is Wire.JSON_OBJECT:
+            return value if isinstance(value, str) else (json.dumps(value) if value else "")
+        if self.wire is Wire.JSON_LIST:
+            return json.dumps(list(value or []))
+        if self.wire is Wire.HOLDER:
+            return json.dumps(value) if value else ""
+        return value
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One MCP tool: the store method it calls, what the tool says it does, its parameters."""
+
+    method: str
+    doc: str
+    params: tuple[Param, ...] = ()
+    result_key: str | None = None  # a method returning a bare value: the tool wraps it as {key: value}
+
+    @property
+    def name(self) -> str:
+        """The tool's MCP name."""
+        return f"fractal_{self.method}"
+
+
+def json_list(text: str, what: str) -> list[Any]:
+    """A JSON-list argument, or a clear error."""
+    try:
+        value = json.loads(text or "[]")
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"{what} must be a JSON list: {exc}") from exc
+    if not isinstance(value, list):
+        raise InvalidInputError(f"{what} must be a JSON list, not {type(value).__name__}")
+    return value
+
+
+def _text(description: str) -> Any:
+    return Annotated[str, Field(description=description)]
+
+
+GRAPH_ID = Param("graph_id", _text("The graph's id, e.g. 'g-3f9c0a1b2c4d5e6f' (from fractal_create_graph)."))
+NODE_ID = Param("node_id", _text("A node's id, e.g. 'n-3f9c0a1b2c4d5e6f'."))
+WORKER_ID = Param("worker_id", _text("A stable name for the calling worker, e.g. 'worker-1'."))
+# Optional strings default to "" rather than None: the SDK parses a JSON-looking string
+# meant for an optional parameter into an object, which '{"a": 1}' metadata must not become.
+_METADATA = _text(
+    'A JSON object as a string, e.g. \'{"proxy_signal": "assumptions"}\'. Keys that make links: '
+    "convergence_with / contradiction_with (lists of node ids), with convergence_insight / "
+    "contradiction_tension (text)."
+)
+HOLDER = Param(
+    "holder",
+    _text(
+        'Optional JSON object naming the claiming process: {"holder_id", "host", "pid", "proc_start", '
+        '"label"}. The server gives its claims back at once when that process exits (same host), and '
+        "fractal_heartbeat renews them."
+    ),
+    Wire.HOLDER,
+    "",
+)
+CALLS = Param("calls", _text("JSON list of model-call log records behind it."), Wire.JSON_LIST, "[]")
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        "create_graph",
+        "Create a graph with its root question; returns graph_id, root_node_id, budget and status.",
+        (
+            Param("seed", _text("The question to explore.")),
+            Param(
+                "intensity",
+                _text(
+                    "pulse | explore | deep: workers, depth and seed-question budget "
+                    "(3/2/3-4, 8/4/5-7, 15/6/8-12)."
+                ),
+                default="explore",
+            ),
+            Param(
+                "checkpoint_mode",
+                _text(
+                    "autonomous | convergence | interactive | depth:N (questions at depths N, 2N, … wait as "
+                    "'gated' until fractal_approve_gate)."
+                ),
+                default="autonomous",
+            ),
+            Param(
+                "metadata", _text("Optional JSON object (string) kept on the graph."), Wire.JSON_OBJECT, ""
+            ),
+        ),
+    ),
+    Tool(
+        "resume_graph",
+        "Make a paused or budget-exhausted graph active again; returns the full snapshot.",
+        (GRAPH_ID,),
+    ),
+    Tool(
+        "update_graph_status",
+        "Move the graph to another status (finished graphs take no more writes).",
+        (
+            GRAPH_ID,
+            Param("status", _text("active | paused | completed | error | budget_exhausted")),
+            Param("reason", _text("Why, for the record (optional)."), Wire.OPTIONAL_TEXT, ""),
+        ),
+    ),
+    Tool("delete_graph", "Delete the graph with its nodes, edges, events and call log.", (GRAPH_ID,)),
+    Tool(
+        "add_node",
+        "Add an answer under a question or a sub-question under an answer; returns the new node.\n\n"
+        "Refused beyond the intensity's depth, in a saturated branch, or on a finished graph.",
+        (
+            GRAPH_ID,
+            Param(
+                "parent_id",
+                _text(
+                    "For an answer: the question it answers (claimed by you). For a sub-question: the answer "
+                    "it follows from."
+                ),
+            ),
+            Param("node_type", _text("answer | question")),
+            Param("text", _text("The answer or the question, as plain text.")),
+            Param("owner", _text("Your worker_id (for answers)."), Wire.OPTIONAL_TEXT, ""),
+            Param(
+                "metadata",
+                _text('Optional JSON object as a string, e.g. \'{"proxy_signal": "assumptions"}\'.'),
+                Wire.JSON_OBJECT,
+                "",
+            ),
+        ),
+    ),
+    Tool(
+        "update_node",
+        "Merge metadata into a node; convergence_with / contradiction_with create links (never twice).",
+        (GRAPH_ID, NODE_ID, Param("metadata", _METADATA, Wire.JSON_OBJECT)),
+    ),
+    Tool(
+        "mark_saturated",
+        "Mark a question's branch done: it and every unfinished question below it become saturated.",
+        (
+            GRAPH_ID,
+            NODE_ID,
+            Param(
+                "reason",
+                _text(
+                    "semantic_overlap | derivable | actionable | hollow_questions | budget_exhausted | error"
+                ),
+            ),
+        ),
+    ),
+    Tool(
+        "claim_work",
+        "Atomically claim the next open question (branch affinity first); no two workers get the same "
+        "one.\n\nReturns the claimed node, or node_id null with graph_done true when nothing is left and no "
+        "one holds a claim (stop then), or graph_done false (wait and retry). A claim is a lease (lease_s): "
+        "finish within it, or send a holder and renew with fractal_heartbeat.",
+        (GRAPH_ID, WORKER_ID, HOLDER),
+    ),
+    Tool(
+        "synthesize_node",
+        "Synthesize an answered question whose sub-questions are all synthesized or saturated.",
+        (
+            GRAPH_ID,
+            NODE_ID,
+            Param(
+                "synthesis_text",
+                _text("What the question's answer and its sub-questions' syntheses add up to."),
+            ),
+        ),
+    ),
+    Tool("get_snapshot", "The whole graph: its fields, every node and edge in creation order.", (GRAPH_ID,)),
+    Tool(
+        "get_branch",
+        "The subtree under a node (itself included) and the edges inside it.",
+        (GRAPH_ID, NODE_ID),
+    ),
+    Tool("get_open_questions", "Questions waiting for a worker (status open).", (GRAPH_ID,)),
+    Tool(
+        "query_convergence", "Clusters of nodes joined by convergence links, with their insight.", (GRAPH_ID,)
+    ),
+    Tool(
+        "query_contradictions",
+        "Pairs of nodes joined by contradiction links, with their tension.",
+        (GRAPH_ID,),
+    ),
+    Tool(
+        "get_saturation_status",
+        "Per seed-question branch: counts by status and whether it is done; all_saturated, all_complete.",
+        (GRAPH_ID,),
+    ),
+    Tool(
+        "get_claimable_work",
+        "What fractal_claim_work would hand out, in order (nothing is claimed).",
+        (
+            GRAPH_ID,
+            Param("worker_id", _text("Order by this worker's branch affinity."), Wire.OPTIONAL_TEXT, ""),
+        ),
+    ),
+    Tool(
+        "get_ready_to_synthesize",
+        "Answered questions whose sub-questions are all done, deepest first: synthesize these next.",
+        (GRAPH_ID,),
+    ),
+    Tool(
+        "recover_stuck",
+        "Return stuck claims (and optionally errors) to open, e.g. after a worker crashed.",
+        (
+            GRAPH_ID,
+            Param(
+                "older_than_s",
+                Annotated[
+                    float | None,
+                    Field(
+                        description="Reopen claims older than this many seconds (default: expired leases)."
+                    ),
+                ],
+                default=None,
+            ),
+            Param(
+                "include_errors",
+                Annotated[bool, Field(description="Also reopen questions in error.")],
+                default=False,
+            ),
+            Param("worker_id", _text("Only this worker's claims."), Wire.OPTIONAL_TEXT, ""),
+        ),
+    ),
+    Tool(
+        "approve_gate",
+        "Open gated questions (a depth:N checkpoint) so workers can claim them.",
+        (
+            GRAPH_ID,
+            Param(
+                "node_ids",
+                Annotated[list[str] | None, Field(description="Gated questions (default all).")],
+                default=None,
+            ),
+        ),
+    ),
+    Tool(
+        "prune_branch",
+        "Cut a branch: the question and its unfinished questions below become saturated ('pruned').",
+        (GRAPH_ID, NODE_ID),
+    ),
+    # -- for fractal-nb worker processes (fractal-nb worker --mcp-url) -----------------------------
+    Tool(
+        "get_graph",
+        "The graph's own fields (seed, intensity, budget, checkpoint mode, status) without its nodes.",
+        (GRAPH_ID,),
+    ),
+    Tool("list_graphs", "Every graph this server holds (without nodes), oldest first."),
+    Tool(
+        "get_context",
+        "What a worker needs to answer a claimed question, each part capped.\n\nAncestry with answers, "
+        "siblings, recent syntheses in the branch, and answers from other branches to link to.",
+        (GRAPH_ID, NODE_ID),
+    ),
+    Tool(
+        "submit_answer",
+        "A worker's whole write for a claimed question, in one transaction.\n\nThe answer, its "
+        "sub-questions (or the leaf's synthesis), the answer's links and its call log: all of it lands or "
+        "none does.",
+        (
+            GRAPH_ID,
+            Param("node_id", NODE_ID.annotation, store_name="question_id"),
+            Param("owner", WORKER_ID.annotation, Wire.OPTIONAL_TEXT),
+            Param("text", _text("The answer to the claimed question.")),
+            Param("metadata", _METADATA, Wire.JSON_OBJECT, ""),
+            Param(
+                "sub_questions",
+                _text(
+                    'JSON list of sub-questions: texts, or {"text": ..., "metadata": {...}} objects. '
+                    'None ("[]") makes the question a leaf, synthesized from its answer.'
+                ),
+                Wire.JSON_LIST,
+                "[]",
+            ),
+            Param("links", _METADATA, Wire.JSON_OBJECT, ""),
+            Param(
+                "calls", _text("JSON list of model-call log records behind the answer."), Wire.JSON_LIST, "[]"
+            ),
+            Param(
+                "saturation",
+                _text(
+                    "For a leaf: why the branch needs no more questions (semantic_overlap, derivable, "
+                    "actionable, hollow_questions, budget_exhausted, error); it is then saturated with that "
+                    "reason, its answer kept as its synthesis. Empty: none."
+                ),
+                Wire.OPTIONAL_TEXT,
+                "",
+            ),
+            Param(
+                "boundary",
+                _text(
+                    'JSON {"text": ..., "converging_with": <answer id>}: the boundary question on a '
+                    "convergence with another branch's answer, placed under the shallower of the two "
+                    'answers with {"boundary": true, "converging_nodes": [new, other]}. Empty: none.'
+                ),
+                Wire.JSON_OBJECT,
+                "",
+            ),
+        ),
+    ),
+    Tool(
+        "get_synthesis_inputs",
+        "A question, its answers and its sub-questions with their syntheses: what a synthesis reads.",
+        (GRAPH_ID, NODE_ID),
+    ),
+    Tool(
+        "release_claim",
+        "Give back a claim after a failed attempt (the third failure marks the question error).",
+        (
+            GRAPH_ID,
+            NODE_ID,
+            WORKER_ID,
+            Param("error", _text("Why the attempt failed.")),
+            Param(
+                "failed",
+                Annotated[
+                    bool,
+                    Field(
+                        description="Count it as a failed attempt (false: the model "
+                        "was unreachable, not the question's fault)."
+                    ),
+                ],
+                default=True,
+            ),
+        ),
+    ),
+    Tool(
+        "claim_synthesis",
+        "Take the deepest ready question no other worker is synthesizing; node_id null when none.\n\n"
+        "Each synthesis goes to one worker at a time, so the model is paid once for it.",
+        (
+            GRAPH_ID,
+            WORKER_ID,
+            HOLDER,
+            Param(
+                "skip",
+                _text("JSON list of node ids not to hand out (already failed here)."),
+                Wire.JSON_LIST,
+                "[]",
+            ),
+        ),
+    ),
+    Tool(
+        "submit_synthesis",
+        "Synthesize a question whose synthesis this worker holds, with its call log, in one transaction.",
+        (GRAPH_ID, NODE_ID, WORKER_ID, Param("synthesis_text", _text("The question's synthesis.")), CALLS),
+    ),
+    Tool(
+        "release_synthesis",
+        "Give back a synthesis this worker could not compose, so another worker may take it.",
+        (GRAPH_ID, NODE_ID, WORKER_ID),
+    ),
+    Tool(
+        "heartbeat",
+        "Renew the leases of every claim of a holder (send it a few times per lease_s).",
+        (Param("holder_id", _text("The holder_id sent with the claims.")),),
+    ),
+    Tool(
+        "record_llm_calls",
+        "Append model-call log records (role, node, worker, model, tokens, latency, outcome, error).",
+        (Param("calls", _text("JSON list of model-call log records."), Wire.JSON_LIST),),
+        result_key="recorded",
+    ),
+)
+TOOLS_BY_METHOD = {tool.method: tool for tool in TOOLS}
