@@ -1,7 +1,8 @@
 """The live view's feed: snapshots and deltas read from the store's event log.
 
 The feed remembers the last event id it has sent, so each ``delta()`` holds
-only the nodes and links touched since, in their current state. A view that
+only the questions (answers folded in, :mod:`.question_tree`) and links touched
+since, in their current state. A view that
 opens late asks for ``snapshot()``; both carry the event id they reach
 (``seq``), so a view can tell a gap and ask again.
 """
@@ -10,37 +11,52 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
 from ..model import NodeStatus
 from ..store import GraphStore
-from ..store.records import FeedNode
-from .network_style import LIVE_PHYSICS_LIMIT, network_options, radial_positions, vis_items
+from ..store.records import Changes, FeedNode
+from .question_tree import LinkItem, QuestionItem, QuestionTree
 
 
 class SnapshotMessage(TypedDict):
-    """The whole graph for a view that opens or lost a delta (vis-network items and options)."""
+    """The whole graph, for a view that opens or lost a delta: question items and links."""
 
     type: Literal["snapshot"]
     seq: int  # the last event id it covers
     status: str  # the graph's
-    nodes: list[dict[str, Any]]
-    edges: list[dict[str, Any]]
+    questions: list[QuestionItem]
+    links: list[LinkItem]
     counts: dict[str, int]
-    physics_limit: int
-    options: dict[str, Any]
 
 
 class DeltaMessage(TypedDict):
-    """What changed after event ``since``, up to ``seq``: nodes and edges in their current state."""
+    """What changed after event ``since``, up to ``seq``: question items in their current state."""
 
     type: Literal["delta"]
     since: int
     seq: int
     status: str
-    nodes: list[dict[str, Any]]
-    edges: list[dict[str, Any]]
+    questions: list[QuestionItem]
+    links: list[LinkItem]
     counts: dict[str, int]
+
+
+def snapshot_of(changes: Changes, tree: QuestionTree | None = None) -> SnapshotMessage:
+    """A full ``get_changes`` result as a ``snapshot`` message (``tree``: the one to fold it into)."""
+    tree = tree or QuestionTree(changes["root_node_id"])
+    tally = Counter(r["status"] for r in changes["nodes"] if r["node_type"] == "question")
+    counts = {s.value: tally.get(s.value, 0) for s in NodeStatus}
+    counts["answers"] = sum(1 for r in changes["nodes"] if r["node_type"] == "answer")
+    counts["total"] = len(changes["nodes"])
+    return {
+        "type": "snapshot",
+        "seq": changes["last_event_id"],
+        "status": changes["status"],
+        "questions": tree.fold(changes["nodes"]),
+        "links": tree.links(changes["links"]),
+        "counts": counts,
+    }
 
 
 class GraphFeed:
@@ -51,6 +67,7 @@ class GraphFeed:
         self.graph_id = graph_id
         self.seq = 0
         self.status = ""
+        self.tree = QuestionTree(store.get_graph(graph_id)["root_node_id"])
         self._questions: dict[str, str] = {}  # question id → status
         self._answers: set[str] = set()
         self._gated: dict[str, str] = {}  # gated question id → its text
@@ -84,27 +101,15 @@ class GraphFeed:
                 self._gated.pop(nid, None)
 
     def snapshot(self) -> SnapshotMessage:
-        """The whole graph as a ``snapshot`` message (positions laid out when physics is off)."""
+        """The whole graph as a ``snapshot`` message."""
         with self._lock:
             changes = self.store.get_changes(self.graph_id)
             self._questions, self._answers, self._gated = {}, set(), {}
             self._track(changes["nodes"])
+            self.tree = QuestionTree(changes["root_node_id"])
+            message = snapshot_of(changes, self.tree)
             self.seq, self.status = changes["last_event_id"], changes["status"]
-        nodes, edges = vis_items(changes)
-        if len(nodes) > LIVE_PHYSICS_LIMIT:
-            positions = radial_positions(changes["nodes"])
-            for node in nodes:
-                node["x"], node["y"] = positions[node["id"]]
-        return {
-            "type": "snapshot",
-            "seq": changes["last_event_id"],
-            "status": changes["status"],
-            "nodes": nodes,
-            "edges": edges,
-            "counts": self.counts(),
-            "physics_limit": LIVE_PHYSICS_LIMIT,
-            "options": network_options(len(nodes), physics_limit=LIVE_PHYSICS_LIMIT),
-        }
+        return message
 
     def delta(self) -> DeltaMessage | None:
         """A ``delta`` message of what changed since the last one, or None when nothing did."""
@@ -114,14 +119,15 @@ class GraphFeed:
             if changes["last_event_id"] == since and changes["status"] == self.status:
                 return None
             self._track(changes["nodes"])
+            questions = self.tree.fold(changes["nodes"])
+            links = self.tree.links(changes["links"])
             self.seq, self.status = changes["last_event_id"], changes["status"]
-        nodes, edges = vis_items(changes)
         return {
             "type": "delta",
             "since": since,
             "seq": changes["last_event_id"],
             "status": changes["status"],
-            "nodes": nodes,
-            "edges": edges,
+            "questions": questions,
+            "links": links,
             "counts": self.counts(),
         }

@@ -1,61 +1,80 @@
-"""A graph as one offline HTML file, drawn by pyvis with the live widget's look."""
+"""A graph as one offline HTML page: the live view's question tree, legend, search and details.
+
+The page inlines vis-network (the build the pyvis package installed), our own
+``static/network.js`` and ``network.css``, and the graph as JSON, so it opens
+from a file with nothing fetched. Model text travels only inside the JSON block
+(``</`` escaped) and reaches the page through textContent or vis-network's
+text tooltips (docs/architecture.md, "The live view's protocol").
+"""
 
 from __future__ import annotations
 
 import html
-import re
-from functools import cache
+import json
 from pathlib import Path
-
-import pyvis
-from jinja2 import Environment, FileSystemLoader
-from pyvis.network import Network
 
 from ..errors import InvalidInputError
 from ..store.records import Changes
-from .network_style import EXPORT_PHYSICS_LIMIT, network_options, radial_positions, vis_items
+from .assets import static_text, vis_network_source
+from .graph_feed import snapshot_of
 
-# Tags that pyvis's template loads from CDNs even in ``in_line`` mode (bootstrap).
-_REMOTE_TAGS = re.compile(
-    r"<link\b[^>]*\bhref=\"https?://[^\"]*\"[^>]*>|<script\b[^>]*\bsrc=\"https?://[^\"]*\"[^>]*>\s*</script>",
-    re.IGNORECASE,
-)
-# A URL-valued attribute; anchored on the literal '="' so a 10 MB page scans in milliseconds.
-_URL_VALUE = re.compile(r"=\"(?:https?:)?//", re.IGNORECASE)
+_PAGE_CSS = """
+body { margin: 0; background: var(--page-bg); color: var(--page-text);
+       font-family: system-ui, -apple-system, "Segoe UI", sans-serif; }
+body { --page-bg: #ffffff; --page-text: #1b1f24; --page-muted: #57606a; }
+body[data-jp-theme-light="false"] { --page-bg: #0d1117; --page-text: #e6edf3; --page-muted: #9da7b3;
+  --jp-layout-color0: #0d1117; --jp-layout-color1: #161b22; --jp-ui-font-color0: #e6edf3;
+  --jp-ui-font-color2: #9da7b3; --jp-border-color1: #30363d; }
+.fractal-page { max-width: 1400px; margin: 0 auto; padding: 16px 20px; }
+.fractal-page header h1 { font-size: 20px; font-weight: 600; margin: 0 0 4px 0; }
+.fractal-page header p { margin: 0 0 10px 0; color: var(--page-muted); }
+"""
+_THEME = """
+const dark = window.matchMedia("(prefers-color-scheme: dark)");
+const setTheme = () => { document.body.dataset.jpThemeLight = dark.matches ? "false" : "true"; };
+setTheme();
+dark.addEventListener("change", setTheme);
+"""
 
 
-@cache
-def _pyvis_templates() -> Environment:
-    """One jinja environment over pyvis's templates, so the page template compiles once per process."""
-    return Environment(loader=FileSystemLoader(Path(pyvis.__file__).parent / "templates"))
+def _script_json(value: object) -> str:
+    """JSON that cannot end the <script> element holding it."""
+    return json.dumps(value, ensure_ascii=False).replace("</", "<\\/").replace("<!--", "<\\!--")
 
 
 def render_html(changes: Changes, *, heading: str) -> str:
-    """The page for a full ``get_changes`` result: vis-network inlined, nothing fetched."""
-    nodes, edges = vis_items(changes)
-    if len(nodes) > EXPORT_PHYSICS_LIMIT:  # physics off: start from a radial tree layout
-        positions = radial_positions(changes["nodes"])
-        for node in nodes:
-            node["x"], node["y"] = positions[node["id"]]
-    for node in nodes:
-        # pyvis switches every tooltip to innerHTML when a title contains "href"; a
-        # zero-width joiner keeps model text on vis-network's innerText path.
-        node["title"] = node["title"].replace("href", "hre\u200df")
-    net = Network(
-        height="820px", width="100%", directed=True, cdn_resources="in_line", heading=html.escape(heading)
+    """The page for a full ``get_changes`` result: everything inlined, nothing fetched."""
+    message = snapshot_of(changes)
+    counts = message["counts"]
+    synthesized = counts["synthesized"]
+    questions = sum(counts[s] for s in counts if s not in ("answers", "total"))
+    summary = (
+        f"{questions:,} questions · {counts['answers']:,} answers · {synthesized:,} synthesized · "
+        f"{len(message['links']):,} cross-branch links · graph {changes['status']}"
     )
-    net.nodes, net.edges = nodes, edges  # in bulk: add_node one at a time is quadratic
-    net.node_ids = [n["id"] for n in nodes]
-    net.node_map = {n["id"]: n for n in nodes}
-    net.options = network_options(len(nodes), physics_limit=EXPORT_PHYSICS_LIMIT)
-    net.templateEnv = _pyvis_templates()
-    page = _REMOTE_TAGS.sub("", net.generate_html(notebook=False))
-    for found in _URL_VALUE.finditer(page):
-        if page[max(0, found.start() - 4) : found.start()].lower().endswith(("src", "href")):
-            # a pyvis release that loads something new: fail loudly, not silently online
-            near = page[found.start() - 4 :][:80]
-            raise RuntimeError(f"the exported page still loads a remote resource near {near!r}")
-    return page
+    starter = (
+        "globalThis.__fractalNbVis = globalThis.vis;\n"
+        "const data = JSON.parse(document.getElementById('fractal-data').textContent);\n"
+        "const view = createView(document.getElementById('fractal-view'), {height: '72vh', details: true});\n"
+        "view.apply(data);\n"
+        "window.fractalView = view;\n"
+    )
+    return "".join(
+        [
+            '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
+            f"<title>{html.escape(heading)}</title>\n",
+            f"<style>{_PAGE_CSS}\n{static_text('network.css')}</style>\n</head>\n<body>\n",
+            f"<script>{_THEME}</script>\n",
+            '<main class="fractal-page">\n<header>\n',
+            f"<h1>{html.escape(heading)}</h1>\n<p>{html.escape(summary)}</p>\n</header>\n",
+            '<div id="fractal-view"></div>\n</main>\n',
+            f"<script>{vis_network_source()}</script>\n",
+            f'<script type="application/json" id="fractal-data">{_script_json(message)}</script>\n',
+            f'<script type="module">\n{static_text("network.js")}\n{starter}</script>\n',
+            "</body>\n</html>\n",
+        ]
+    )
 
 
 def write_html(changes: Changes, path: str | Path, *, heading: str) -> Path:

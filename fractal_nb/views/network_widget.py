@@ -1,27 +1,16 @@
-"""``NetworkWidget``: the live graph, an anywidget drawing with pyvis's own vis-network build."""
+"""``NetworkWidget``: the live question tree, an anywidget drawing with pyvis's own vis-network build."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import anywidget
-import pyvis
 import traitlets
 
 from ..store import GraphStore
+from .assets import STATIC, vis_network_source
 from .graph_feed import DeltaMessage, GraphFeed
-
-STATIC = Path(__file__).parent / "static"
-VIS_NETWORK_JS = Path(pyvis.__file__).parent / "lib" / "vis-9.1.2" / "vis-network.min.js"
-
-
-@cache
-def vis_network_source() -> str:
-    """The vis-network build installed with pyvis (read once; never copied into this repo)."""
-    return VIS_NETWORK_JS.read_text(encoding="utf-8")
 
 
 class NetworkWidget(anywidget.AnyWidget):

@@ -1,11 +1,22 @@
-// Live fractal graph: vis-network fed by snapshots and deltas from Python.
+// The question tree: vis-network fed by snapshots and deltas of question items from Python.
 //
-// vis-network itself is not in this file: Python sends the build that the pyvis
-// package installed (once per page), and it is evaluated here as a CommonJS
-// module. Every node text reaches the page as a vis `title` string, which
-// vis-network shows with innerText, or through textContent below: never as HTML.
+// One item per question (its answers and synthesis folded in: views/question_tree.py),
+// laid out here as a left-to-right tree with cross-branch links drawn over it; the
+// full question/answer graph is one toggle away. Large trees open collapsed below
+// the depth that keeps about AUTO_VISIBLE questions on screen; double-click a
+// question (or use the outline) to open or close its branch.
+//
+// vis-network is not in this file: the widget gets the build the pyvis package
+// installed from Python (once per page); the exported page inlines the same build.
+// Model text reaches the page only as vis `title` strings (shown with innerText)
+// or through textContent: never as HTML.
 
 const VIS_KEY = "__fractalNbVis";
+const STATUSES = ["open", "gated", "claimed", "answered", "synthesized", "saturated", "error"];
+const COLUMN = 250; // px between depths
+const ROW = 66; // px between leaves
+const AUTO_VISIBLE = 60; // questions shown before deeper levels start collapsed
+const TITLE_CHARS = 600;
 
 function loadVis(source) {
   if (!globalThis[VIS_KEY]) {
@@ -17,151 +28,604 @@ function loadVis(source) {
   return globalThis[VIS_KEY];
 }
 
-function setCounts(el, legend, counts, status) {
-  el.dataset.nodeCount = String(counts.total ?? 0);
-  el.dataset.gatedCount = String(counts.gated ?? 0);
-  el.dataset.counts = JSON.stringify(counts);
-  el.dataset.status = status;
-  legend.replaceChildren();
-  for (const [name, value] of Object.entries(counts)) {
-    if (name === "total" || !value) continue;
-    const chip = document.createElement("span");
-    chip.className = `fractal-chip fractal-${name}`;
-    chip.textContent = `${name} ${value}`;
-    legend.appendChild(chip);
-  }
-  const state = document.createElement("span");
-  state.className = "fractal-graph-status";
-  state.textContent = `graph ${status}`;
-  legend.appendChild(state);
+function clipText(text, limit) {
+  if (!text) return "";
+  return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`;
 }
 
-function render({ model, el }) {
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+// Colours come from CSS (network.css), so JupyterLab's theme decides them.
+function palette(el) {
+  const style = getComputedStyle(el);
+  const read = (name) => style.getPropertyValue(name).trim();
+  const colors = { bg: read("--fractal-bg"), text: read("--fractal-text"), tree: read("--fractal-tree-edge") };
+  colors.convergence = read("--fractal-convergence");
+  colors.contradiction = read("--fractal-contradiction");
+  for (const status of [...STATUSES, "answer"]) {
+    colors[status] = {
+      fill: read(`--fractal-${status}-fill`),
+      border: read(`--fractal-${status}-border`),
+      font: read(`--fractal-${status}-font`),
+    };
+  }
+  return colors;
+}
+
+function groups(colors) {
+  const result = {};
+  for (const status of [...STATUSES, "answer"]) {
+    const c = colors[status];
+    result[status] = {
+      shape: "box",
+      color: {
+        background: c.fill,
+        border: c.border,
+        highlight: { background: c.fill, border: colors.text },
+        hover: { background: c.fill, border: colors.text },
+      },
+      font: { color: c.font, size: 12, face: "system-ui, sans-serif", multi: false },
+      borderWidth: status === "gated" ? 3 : 1.5,
+      shapeProperties: { borderDashes: status === "gated" ? [6, 3] : false, borderRadius: 5 },
+      margin: { top: 5, bottom: 5, left: 7, right: 7 },
+    };
+  }
+  return result;
+}
+
+function options(colors) {
+  return {
+    autoResize: true,
+    physics: { enabled: false },
+    layout: { improvedLayout: false, hierarchical: { enabled: false } },
+    interaction: { hover: true, tooltipDelay: 150, hideEdgesOnDrag: true, navigationButtons: false },
+    groups: groups(colors),
+    nodes: { shape: "box" },
+    edges: { smooth: false, color: { color: colors.tree }, width: 1, arrows: { to: { enabled: false } } },
+  };
+}
+
+// A question's hover box: plain text, bounded (network.css caps its height too).
+function questionTitle(q) {
+  const lines = [`question · ${q.status}${q.reason ? ` (${q.reason})` : ""}${q.owner && q.status === "claimed" ? ` · ${q.owner}` : ""}`];
+  lines.push("", clipText(q.text, 300));
+  if (q.answers.length) lines.push("", `Answer: ${clipText(q.answers[q.answers.length - 1].text, 300)}`);
+  if (q.synthesis) lines.push("", `Synthesis: ${clipText(q.synthesis, 300)}`);
+  return clipText(lines.join("\n"), TITLE_CHARS);
+}
+
+export function createView(
+  el,
+  { height = "520px", send = () => {}, onSelect = () => {}, details = false, showOutline = true } = {},
+) {
   el.classList.add("fractal-network");
-  el.dataset.drawn = "0";
-  el.dataset.seq = "0";
-  el.dataset.selected = "";
-  const legend = document.createElement("div");
-  legend.className = "fractal-legend";
-  const canvas = document.createElement("div");
-  canvas.className = "fractal-canvas";
-  canvas.style.height = model.get("height");
-  el.append(legend, canvas);
+  Object.assign(el.dataset, { drawn: "0", seq: "0", selected: "", mode: "tree", follow: "1" });
+
+  const toolbar = element("div", "fractal-toolbar");
+  const button = (label, title) => {
+    const b = element("button", "", label);
+    b.type = "button";
+    b.title = title;
+    toolbar.appendChild(b);
+    return b;
+  };
+  const fitButton = button("Fit", "Show the whole tree, and follow it as it grows");
+  const zoomIn = button("+", "Zoom in");
+  const zoomOut = button("−", "Zoom out");
+  const modeButton = button("Q/A graph", "Toggle between the question tree and the full question/answer graph");
+  const expandButton = button("Expand all", "Open every collapsed branch");
+  const outlineButton = button("Outline", "Show or hide the syntheses as an outline beside the graph");
+  outlineButton.setAttribute("aria-pressed", String(showOutline));
+  const search = element("input");
+  search.type = "search";
+  search.placeholder = "Search questions…";
+  search.setAttribute("aria-label", "Search questions");
+  toolbar.appendChild(search);
+  const statusFilter = element("select");
+  statusFilter.setAttribute("aria-label", "Filter by status");
+  for (const value of ["any status", ...STATUSES]) statusFilter.appendChild(new Option(value, value));
+  toolbar.appendChild(statusFilter);
+  const found = element("select");
+  found.setAttribute("aria-label", "Matching questions");
+  found.hidden = true;
+  toolbar.appendChild(found);
+  const foundCount = element("span", "fractal-found");
+  toolbar.appendChild(foundCount);
+
+  const body = element("div", "fractal-body");
+  const canvas = element("div", "fractal-canvas");
+  canvas.style.height = height;
+  const outline = element("div", "fractal-outline");
+  outline.style.height = height;
+  outline.hidden = !showOutline;
+  body.append(canvas, outline);
+  const legend = element("div", "fractal-legend");
+  const panel = element("div", "fractal-details");
+  panel.hidden = true;
+  el.append(toolbar, body, legend);
+  if (details) el.appendChild(panel);
 
   let vis = globalThis[VIS_KEY] || null;
   let network = null;
   let nodes = null;
   let edges = null;
+  let colors = null;
+  let root = null;
   let seq = 0;
-  let ready = false;
-  let physicsLimit = 1000; // above it, physics is stabilised once then switched off
-  let physicsOn = false;
-  let waiting = false; // a snapshot has been asked for
+  let follow = true; // fit as the tree grows, until the reader pans or zooms
+  let mode = "tree";
+  let counts = {};
+  let status = "";
+  const questions = new Map();
+  const links = new Map();
+  const children = new Map(); // question id -> child question ids, in creation order
+  const opened = new Set(); // opened by the reader beyond the automatic depth
+  const closed = new Set(); // closed by the reader
+  let autoDepth = Infinity;
+  let matches = [];
 
-  const ask = () => {
-    waiting = true;
-    model.send({ type: "hello", need_vis: vis === null });
-  };
-
-  function place(items, edgeItems) {
-    // New nodes start beside their parent, so the picture grows instead of jumping.
-    if (!network) return items;
-    const parentOf = new Map();
-    for (const e of edgeItems) if (e.edge_type === "parent_child") parentOf.set(e.to, e.from);
-    return items.map((item) => {
-      const parent = parentOf.get(item.id);
-      if (item.x !== undefined || nodes.get(item.id) || !parent || !nodes.get(parent)) return item;
-      const at = network.getPosition(parent);
-      const angle = Math.random() * 2 * Math.PI;
-      return { ...item, x: at.x + 60 * Math.cos(angle), y: at.y + 60 * Math.sin(angle) };
-    });
+  function childrenOf(id) {
+    return children.get(id) || [];
   }
 
-  function draw(message) {
-    nodes = new vis.DataSet(message.nodes);
-    edges = new vis.DataSet(message.edges);
-    network = new vis.Network(canvas, { nodes, edges }, message.options);
-    physicsOn = message.options.physics.enabled;
+  function index(items) {
+    for (const q of items) {
+      const known = questions.get(q.id);
+      if (!known && q.parent !== null) {
+        const list = children.get(q.parent) || [];
+        list.push(q.id);
+        children.set(q.parent, list);
+      }
+      if (q.root) root = q.id;
+      questions.set(q.id, q);
+    }
+  }
+
+  // The depth below which branches start closed: the deepest level that keeps the count low.
+  function chooseAutoDepth() {
+    const perDepth = new Map();
+    for (const q of questions.values()) perDepth.set(q.depth, (perDepth.get(q.depth) || 0) + 1);
+    let shown = 0;
+    autoDepth = Infinity;
+    for (const depth of [...perDepth.keys()].sort((a, b) => a - b)) {
+      shown += perDepth.get(depth);
+      if (shown > AUTO_VISIBLE && depth > 1) {
+        autoDepth = depth - 1;
+        return;
+      }
+    }
+  }
+
+  function isClosed(id) {
+    if (closed.has(id)) return true;
+    if (opened.has(id)) return false;
+    const q = questions.get(id);
+    return q.depth >= autoDepth && childrenOf(id).length > 0;
+  }
+
+  function countBelow(id) {
+    let total = 0;
+    const stack = [...childrenOf(id)];
+    while (stack.length) {
+      const next = stack.pop();
+      total += 1;
+      stack.push(...childrenOf(next));
+    }
+    return total;
+  }
+
+  // Left-to-right tidy tree of the visible questions: leaves take rows, parents sit mid-way.
+  function layout() {
+    const at = new Map();
+    if (!root || !questions.has(root)) return at;
+    let row = 0;
+    const stack = [[root, false]];
+    const span = new Map();
+    while (stack.length) {
+      const [id, done] = stack.pop();
+      const q = questions.get(id);
+      const kids = isClosed(id) ? [] : childrenOf(id);
+      if (!done && kids.length) {
+        stack.push([id, true]);
+        for (let i = kids.length - 1; i >= 0; i -= 1) stack.push([kids[i], false]);
+        continue;
+      }
+      const y = kids.length ? (span.get(kids[0]) + span.get(kids[kids.length - 1])) / 2 : (row++) * ROW;
+      span.set(id, y);
+      at.set(id, { x: q.depth * COLUMN, y });
+    }
+    return at;
+  }
+
+  function questionNode(q, position) {
+    const hidden = isClosed(q.id) ? countBelow(q.id) : 0;
+    const label = hidden ? `${q.label}\n▸ ${hidden} more` : q.label;
+    return {
+      id: q.id,
+      label,
+      title: questionTitle(q),
+      group: q.status,
+      x: position.x,
+      y: position.y,
+      borderWidth: q.root ? 3 : undefined,
+      font: q.root ? { size: 14, bold: true } : undefined,
+    };
+  }
+
+  function items() {
+    const at = layout();
+    const nodeItems = [];
+    const edgeItems = [];
+    for (const [id, position] of at) {
+      const q = questions.get(id);
+      nodeItems.push(questionNode(q, position));
+      if (q.parent !== null && at.has(q.parent)) {
+        if (mode === "graph" && q.via) {
+          edgeItems.push({ id: `${q.via}>${id}`, from: q.via, to: id });
+        } else {
+          edgeItems.push({ id: `${q.parent}>${id}`, from: q.parent, to: id });
+        }
+      }
+      if (mode === "graph") {
+        q.answers.forEach((answer, i) => {
+          nodeItems.push({
+            id: answer.id,
+            label: clipText(answer.text, 60).replace(/(.{1,26})(\s|$)/g, "$1\n").trim(),
+            title: clipText(`answer\n\n${answer.text}`, TITLE_CHARS),
+            group: "answer",
+            x: position.x + COLUMN / 2,
+            y: position.y + i * 22,
+          });
+          edgeItems.push({ id: `${id}>${answer.id}`, from: id, to: answer.id, dashes: [2, 2] });
+        });
+      }
+    }
+    const shown = new Set(nodeItems.map((n) => n.id));
+    for (const link of links.values()) {
+      const [from, to] = mode === "graph" ? [link.from_node, link.to_node] : [link.from_question, link.to_question];
+      if (!shown.has(from) || !shown.has(to) || from === to) continue;
+      const color = link.type === "contradiction" ? colors.contradiction : colors.convergence;
+      edgeItems.push({
+        id: link.id,
+        from,
+        to,
+        title: clipText(`${link.type}: ${link.note}`, TITLE_CHARS),
+        color: { color, opacity: 0.6 },
+        width: 1.8,
+        dashes: link.type === "contradiction" ? [2, 5] : [8, 4],
+        smooth: { enabled: true, type: "curvedCW", roundness: 0.25 },
+      });
+    }
+    return [nodeItems, edgeItems];
+  }
+
+  function redraw() {
+    const [nodeItems, edgeItems] = items();
+    const keepNodes = new Set(nodeItems.map((n) => n.id));
+    const keepEdges = new Set(edgeItems.map((e) => e.id));
+    nodes.remove(nodes.getIds().filter((id) => !keepNodes.has(id)));
+    edges.remove(edges.getIds().filter((id) => !keepEdges.has(id)));
+    nodes.update(nodeItems);
+    edges.update(edgeItems);
+    el.dataset.visibleCount = String(nodes.length);
+    el.dataset.edgeCount = String(edges.length);
+    if (follow) network.fit({ animation: false });
+    if (outline.hidden === false) renderOutline();
+  }
+
+  function draw() {
+    colors = palette(el);
+    nodes = new vis.DataSet([]);
+    edges = new vis.DataSet([]);
+    network = new vis.Network(canvas, { nodes, edges }, options(colors));
     el.visNetwork = network; // for the browser console (and the browser tests)
     network.once("afterDrawing", () => {
       el.dataset.drawn = "1";
     });
-    network.on("stabilizationIterationsDone", () => {
-      if (nodes.length > physicsLimit) {
-        network.setOptions({ physics: { enabled: false } });
-        physicsOn = false;
-      }
+    const stopFollowing = () => {
+      follow = false;
+      el.dataset.follow = "0";
+    };
+    network.on("dragEnd", (params) => {
+      if (!params.nodes.length) stopFollowing();
     });
-    network.on("click", (params) => {
+    network.on("zoom", stopFollowing);
+    network.on("click", (params) => select(params.nodes.length ? String(params.nodes[0]) : "", false));
+    network.on("doubleClick", (params) => {
       const id = params.nodes.length ? String(params.nodes[0]) : "";
-      el.dataset.selected = id;
-      model.set("selected", id);
-      model.save_changes();
+      if (!questions.has(id) || !childrenOf(id).length) return;
+      if (isClosed(id)) {
+        closed.delete(id);
+        opened.add(id);
+      } else {
+        opened.delete(id);
+        closed.add(id);
+      }
+      redraw();
     });
   }
+
+  function retheme() {
+    if (!network) return;
+    colors = palette(el);
+    network.setOptions(options(colors));
+    redraw();
+    network.redraw();
+  }
+
+  // Open every closed question above ``id``, so a found or chosen question is on screen.
+  function reveal(id) {
+    let q = questions.get(id);
+    let changed = false;
+    while (q && q.parent !== null) {
+      if (isClosed(q.parent)) {
+        closed.delete(q.parent);
+        opened.add(q.parent);
+        changed = true;
+      }
+      q = questions.get(q.parent);
+    }
+    if (changed) redraw();
+  }
+
+  function select(id, focus) {
+    el.dataset.selected = id;
+    onSelect(id);
+    if (!network) return;
+    if (id && questions.has(id)) {
+      reveal(id);
+      network.selectNodes([id]);
+      if (focus) {
+        follow = false;
+        el.dataset.follow = "0";
+        network.focus(id, { scale: Math.max(network.getScale(), 0.9), animation: false });
+      }
+    } else if (id && nodes.get(id)) {
+      network.selectNodes([id]);
+    }
+    if (details) showDetails(id);
+    markOutline(id);
+  }
+
+  function showDetails(id) {
+    const q = questions.get(id);
+    panel.hidden = !q;
+    if (!q) return;
+    panel.replaceChildren();
+    panel.appendChild(element("h4", "", `question · ${q.status}${q.reason ? ` (${q.reason})` : ""} · depth ${q.depth}`));
+    panel.appendChild(element("p", "", q.text));
+    for (const answer of q.answers) panel.appendChild(element("p", "", `Answer: ${answer.text}`));
+    if (q.synthesis) panel.appendChild(element("p", "", `Synthesis: ${q.synthesis}`));
+    const subs = childrenOf(id).map((c) => questions.get(c));
+    if (subs.length) {
+      panel.appendChild(element("p", "", "Sub-questions:"));
+      const list = element("ul");
+      for (const sub of subs) list.appendChild(element("li", "", `${sub.text} (${sub.status})`));
+      panel.appendChild(list);
+    }
+    panel.appendChild(element("p", "fractal-found", id));
+  }
+
+  // -- finding ---------------------------------------------------------------------------
+
+  function find() {
+    const text = search.value.trim().toLowerCase();
+    const wanted = statusFilter.value === "any status" ? null : statusFilter.value;
+    matches = [];
+    if (text || wanted) {
+      for (const q of questions.values()) {
+        const hit = (!text || `${q.text}\n${q.synthesis || ""}`.toLowerCase().includes(text))
+          && (!wanted || q.status === wanted);
+        if (hit) matches.push(q);
+      }
+    }
+    found.replaceChildren(new Option(`${matches.length} found: choose one…`, ""));
+    for (const q of matches.slice(0, 500)) found.appendChild(new Option(clipText(q.label.replace(/\n/g, " "), 80), q.id));
+    found.hidden = !(text || wanted);
+    foundCount.textContent = text || wanted ? "" : "";
+    el.dataset.found = String(matches.length);
+    if (network) {
+      for (const q of matches) reveal(q.id);
+      network.selectNodes(matches.map((q) => q.id).filter((id) => nodes.get(id)));
+    }
+  }
+
+  // -- the outline: question → synthesis → sub-questions, opened on demand -------------------
+
+  function outlineEntry(id) {
+    const q = questions.get(id);
+    const entry = element("details");
+    entry.dataset.id = id;
+    const summary = element("summary");
+    const chip = element("span", `fractal-chip fractal-${q.status}`, q.status);
+    summary.append(chip, document.createTextNode(` ${q.label.replace(/\n/g, " ")}`));
+    summary.addEventListener("click", () => select(id, true));
+    entry.appendChild(summary);
+    const finding = q.synthesis || (q.answers.length ? q.answers[q.answers.length - 1].text : "");
+    if (finding) entry.appendChild(element("div", "fractal-finding", clipText(finding, 700)));
+    const kids = childrenOf(id);
+    if (kids.length) {
+      entry.addEventListener("toggle", () => {
+        if (entry.open && !entry.dataset.filled) {
+          entry.dataset.filled = "1";
+          for (const kid of kids) entry.appendChild(outlineEntry(kid));
+        }
+      });
+    }
+    return entry;
+  }
+
+  function renderOutline() {
+    const openIds = new Set([...outline.querySelectorAll("details[open]")].map((d) => d.dataset.id));
+    outline.replaceChildren(element("h5", "", "Outline: questions and their syntheses"));
+    if (!root || !questions.has(root)) return;
+    const top = outlineEntry(root);
+    outline.appendChild(top);
+    const reopen = (entry) => {
+      if (entry.dataset.id === root || openIds.has(entry.dataset.id)) {
+        entry.open = true;
+        entry.dispatchEvent(new Event("toggle"));
+        for (const child of entry.querySelectorAll(":scope > details")) reopen(child);
+      }
+    };
+    reopen(top);
+  }
+
+  function markOutline(id) {
+    for (const s of outline.querySelectorAll("summary.fractal-current")) s.classList.remove("fractal-current");
+    const entry = id ? outline.querySelector(`details[data-id="${CSS.escape(id)}"] > summary`) : null;
+    if (entry) entry.classList.add("fractal-current");
+  }
+
+  // -- the legend: shapes, colours and link styles, with the counts --------------------------
+
+  function renderLegend() {
+    legend.replaceChildren();
+    for (const name of [...STATUSES, "answers"]) {
+      const value = counts[name] || 0;
+      if (!value && name !== "answers") continue;
+      legend.appendChild(element("span", `fractal-chip fractal-${name}`, `${name} ${value}`));
+    }
+    const key = (cls, text) => {
+      const item = element("span", `fractal-link-key ${cls}`);
+      item.append(element("i"), document.createTextNode(text));
+      legend.appendChild(item);
+    };
+    key("fractal-tree", mode === "tree" ? "sub-question" : "question → answer → sub-question");
+    key("fractal-convergence", "convergence");
+    key("fractal-contradiction", "contradiction");
+    legend.appendChild(element("span", "fractal-link-key", "▸ N more: double-click to open"));
+    legend.appendChild(element("span", "fractal-graph-status", `graph ${status}`));
+  }
+
+  function setCounts(message) {
+    counts = message.counts;
+    status = message.status;
+    el.dataset.nodeCount = String(counts.total ?? 0);
+    el.dataset.gatedCount = String(counts.gated ?? 0);
+    el.dataset.counts = JSON.stringify(counts);
+    el.dataset.status = status;
+    renderLegend();
+  }
+
+  // -- messages --------------------------------------------------------------------------------
 
   function apply(message) {
-    physicsLimit = message.physics_limit;
-    if (!network) {
-      draw(message);
-    } else {
-      const keep = new Set(message.nodes.map((n) => n.id));
-      nodes.remove(nodes.getIds().filter((id) => !keep.has(id)));
-      const keepEdges = new Set(message.edges.map((e) => e.id));
-      edges.remove(edges.getIds().filter((id) => !keepEdges.has(id)));
-      edges.update(message.edges);
-      nodes.update(place(message.nodes, message.edges));
-    }
-    seq = message.seq;
-    ready = true;
-    waiting = false;
-  }
-
-  function update(message) {
-    // Edges first, so a new node finds its parent edge and starts beside it.
-    edges.update(message.edges);
-    nodes.update(place(message.nodes, message.edges));
-    if (physicsOn && nodes.length > physicsLimit) {
-      network.stabilize(100);
-    }
-    seq = Math.max(seq, message.seq);
-  }
-
-  function onMessage(message) {
     if (message.type === "vis") {
       vis = loadVis(message.source);
       return;
     }
     if (!vis) return;
     if (message.type === "snapshot") {
-      apply(message);
+      questions.clear();
+      links.clear();
+      children.clear();
+      index(message.questions);
+      for (const link of message.links) links.set(link.id, link);
+      chooseAutoDepth();
+      if (!network) draw();
+      seq = message.seq;
     } else if (message.type === "delta") {
-      if (!ready) return; // the snapshot asked for covers it
+      if (!network) return; // the snapshot asked for covers it
       if (message.since > seq) {
-        if (!waiting) ask(); // missed a delta: start over from a snapshot
+        send({ type: "hello", need_vis: false }); // missed a delta: start over from a snapshot
         return;
       }
-      update(message);
+      const before = questions.size;
+      index(message.questions);
+      for (const link of message.links) links.set(link.id, link);
+      if (autoDepth === Infinity && questions.size > before) chooseAutoDepth();
+      seq = Math.max(seq, message.seq);
     } else {
       return;
     }
+    redraw();
     el.dataset.seq = String(seq);
-    el.dataset.edgeCount = String(edges.length);
-    setCounts(el, legend, message.counts, message.status);
+    setCounts(message);
+    if (search.value || statusFilter.value !== "any status") find();
   }
 
+  fitButton.addEventListener("click", () => {
+    follow = true;
+    el.dataset.follow = "1";
+    if (network) network.fit({ animation: false });
+  });
+  const zoom = (factor) => {
+    if (!network) return;
+    follow = false;
+    el.dataset.follow = "0";
+    network.moveTo({ scale: network.getScale() * factor });
+  };
+  zoomIn.addEventListener("click", () => zoom(1.4));
+  zoomOut.addEventListener("click", () => zoom(1 / 1.4));
+  modeButton.addEventListener("click", () => {
+    mode = mode === "tree" ? "graph" : "tree";
+    el.dataset.mode = mode;
+    modeButton.setAttribute("aria-pressed", String(mode === "graph"));
+    modeButton.textContent = mode === "graph" ? "Question tree" : "Q/A graph";
+    if (network) redraw();
+    renderLegend();
+  });
+  expandButton.addEventListener("click", () => {
+    closed.clear();
+    for (const id of questions.keys()) opened.add(id);
+    if (network) redraw();
+  });
+  outlineButton.addEventListener("click", () => {
+    outline.hidden = !outline.hidden;
+    outlineButton.setAttribute("aria-pressed", String(!outline.hidden));
+    if (!outline.hidden) renderOutline();
+    if (network) network.redraw();
+  });
+  search.addEventListener("input", find);
+  statusFilter.addEventListener("change", find);
+  found.addEventListener("change", () => {
+    if (found.value) select(found.value, true);
+  });
+
+  // JupyterLab switches themes by attributes on <body>; the canvas is repainted with the new colours.
+  const themeWatch = new MutationObserver(retheme);
+  themeWatch.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-light", "data-jp-theme-name", "class"] });
+  const darkQuery = globalThis.matchMedia ? globalThis.matchMedia("(prefers-color-scheme: dark)") : null;
+  if (darkQuery) darkQuery.addEventListener("change", retheme);
+
+  return {
+    apply,
+    select,
+    destroy() {
+      themeWatch.disconnect();
+      if (darkQuery) darkQuery.removeEventListener("change", retheme);
+      if (network) network.destroy();
+    },
+  };
+}
+
+function render({ model, el }) {
+  const view = createView(el, {
+    height: model.get("height"),
+    send: (message) => model.send(message),
+    onSelect: (id) => {
+      model.set("selected", id);
+      model.save_changes();
+    },
+  });
+  const onMessage = (message) => view.apply(message);
   const onSelected = () => {
-    const id = model.get("selected");
-    el.dataset.selected = id || "";
-    if (network && id && nodes.get(id)) network.selectNodes([id]);
+    const id = model.get("selected") || "";
+    if (id !== el.dataset.selected) view.select(id, true);
   };
   model.on("msg:custom", onMessage);
   model.on("change:selected", onSelected);
-  ask();
+  model.send({ type: "hello", need_vis: !globalThis[VIS_KEY] });
   return () => {
     model.off("msg:custom", onMessage);
     model.off("change:selected", onSelected);
-    if (network) network.destroy();
+    view.destroy();
   };
 }
 

@@ -1,0 +1,152 @@
+"""The graph as a reader sees it: one item per question, its answers and synthesis folded in.
+
+The store keeps questions and answers as separate nodes (question → answer →
+sub-questions); a reader thinks in questions. :class:`QuestionTree` folds the
+store's feed rows (``GraphStore.get_changes``) into question items, remembering
+across deltas which question each answer belongs to, and maps the links between
+answers onto their questions. The view (``static/network.js``) lays the items
+out as a tree and can unfold them into the full question/answer graph again,
+since each item keeps its answers' ids and the answer it hangs under
+(docs/architecture.md, "The live view's protocol").
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Iterable
+from typing import TypedDict
+
+from ..store.records import FeedLink, FeedNode
+
+LABEL_WIDTH = 26  # characters per label line
+LABEL_LINES = 3
+TEXT_CHARS = 2000  # an answer or synthesis as the hover box and details panel get it
+# A tag the model or the simulator puts before its text ("[simulated] ..."): noise in a label.
+_TAG = re.compile(r"^\s*\[[^\]\n]{1,40}\]\s*")
+
+
+class AnswerItem(TypedDict):
+    """An answer folded into its question."""
+
+    id: str
+    text: str
+
+
+class QuestionItem(TypedDict):
+    """One question as the view draws it."""
+
+    id: str
+    parent: str | None  # the question above (None: the root)
+    via: str | None  # the answer it hangs under (None: the root, or directly under a question)
+    depth: int
+    seq: int
+    text: str
+    label: str
+    status: str
+    reason: str | None
+    owner: str | None
+    answers: list[AnswerItem]
+    synthesis: str | None
+    root: bool
+
+
+class LinkItem(TypedDict):
+    """A convergence or contradiction, between answers and between their questions."""
+
+    id: str
+    type: str
+    from_node: str  # the answers (or questions) the store linked
+    to_node: str
+    from_question: str
+    to_question: str
+    note: str
+
+
+def question_label(text: str) -> str:
+    """A short label: the leading tag dropped, wrapped to ``LABEL_LINES`` lines of ``LABEL_WIDTH``."""
+    plain = " ".join(_TAG.sub("", text).split()) or text.strip()
+    lines = textwrap.wrap(plain, LABEL_WIDTH, break_long_words=True, max_lines=LABEL_LINES, placeholder=" …")
+    return "\n".join(lines)
+
+
+def _clip(text: str | None) -> str | None:
+    if text is None or len(text) <= TEXT_CHARS:
+        return text
+    return text[: TEXT_CHARS - 1] + "…"
+
+
+class QuestionTree:
+    """Folds feed rows into question items; what it returns is what changed (items to send again)."""
+
+    def __init__(self, root_id: str) -> None:
+        self.root_id = root_id
+        self.questions: dict[str, QuestionItem] = {}
+        self.answer_of: dict[str, str] = {}  # answer id -> its question id
+        self._orphans: dict[str, list[FeedNode]] = {}  # rows under an answer not seen yet, by that answer
+
+    def fold(self, rows: Iterable[FeedNode]) -> list[QuestionItem]:
+        """Take feed rows (creation order); the question items they changed, in creation order."""
+        changed: dict[str, QuestionItem] = {}
+        pending = list(rows)
+        while pending:
+            row = pending.pop(0)
+            if row["node_type"] == "answer":
+                question = self.questions.get(row["parent_id"] or "")
+                if question is None:  # its question was not sent yet (a partial delta): wait for it
+                    self._orphans.setdefault(row["parent_id"] or "", []).append(row)
+                    continue
+                self.answer_of[row["node_id"]] = question["id"]
+                answers = [a for a in question["answers"] if a["id"] != row["node_id"]]
+                answers.append({"id": row["node_id"], "text": _clip(row["text"]) or ""})
+                question["answers"] = answers
+                changed[question["id"]] = question
+            else:
+                parent, via = row["parent_id"], None
+                if parent is not None and parent in self.answer_of:
+                    parent, via = self.answer_of[parent], parent
+                elif parent is not None and parent not in self.questions:
+                    self._orphans.setdefault(parent, []).append(row)
+                    continue
+                item = self._question(row, parent, via)
+                changed[item["id"]] = item
+            pending[:0] = self._orphans.pop(row["node_id"], [])
+        return sorted(changed.values(), key=lambda q: q["seq"])
+
+    def _question(self, row: FeedNode, parent: str | None, via: str | None) -> QuestionItem:
+        known = self.questions.get(row["node_id"])
+        item: QuestionItem = {
+            "id": row["node_id"],
+            "parent": parent,
+            "via": via,
+            "depth": row["depth"],
+            "seq": row["seq"],
+            "text": row["text"],
+            "label": question_label(row["text"]),
+            "status": row["status"],
+            "reason": row["status_reason"],
+            "owner": row["owner"],
+            "answers": known["answers"] if known else [],
+            "synthesis": _clip(row["synthesis"]),
+            "root": row["node_id"] == self.root_id,
+        }
+        self.questions[item["id"]] = item
+        return item
+
+    def links(self, rows: Iterable[FeedLink]) -> list[LinkItem]:
+        """The links between answers, each with the questions it joins in the tree view."""
+        items: list[LinkItem] = []
+        for link in rows:
+            meta = link["metadata"]
+            items.append(
+                {
+                    "id": f"{link['from_node']}|{link['to_node']}|{link['edge_type']}",
+                    "type": link["edge_type"],
+                    "from_node": link["from_node"],
+                    "to_node": link["to_node"],
+                    "from_question": self.answer_of.get(link["from_node"], link["from_node"]),
+                    "to_question": self.answer_of.get(link["to_node"], link["to_node"]),
+                    "note": str(meta.get("insight") or meta.get("tension") or ""),
+                }
+            )
+        return items
