@@ -434,18 +434,36 @@ class Exploration:
         return _timestamps(pd.DataFrame(calls, columns=_CALL_COLUMNS), ["created_at"])
 
     def inspect(self, node_id: str) -> dict[str, Any]:
-        """One node: its fields, direct children, links, and the model calls made for it."""
-        details = self.store.get_node(self.graph_id, node_id)
+        """One node: its fields, direct children, links, and the model calls made for it.
+
+        A question's ``sub_questions`` (they hang under its answers) come with their
+        status and synthesis.
+        """
+        details: dict[str, Any] = dict(self.store.get_node(self.graph_id, node_id))
+        details["sub_questions"] = (
+            self.store.get_synthesis_inputs(self.graph_id, node_id)["sub_questions"]
+            if details["node"]["node_type"] == "question"
+            else []
+        )
         calls = self.store.get_llm_calls(self.graph_id, node_id=details["node"]["node_id"])["calls"]
         details["llm_calls"] = _timestamps(pd.DataFrame(calls, columns=_CALL_COLUMNS), ["created_at"])
         return details
+
+    def usage(self) -> dict[str, Any]:
+        """What the graph's model calls spent: ``calls``, ``tokens``, and ``cost`` (None without prices)."""
+        spend = self.store.llm_spend(self.graph_id)
+        return {
+            "calls": sum(s["calls"] for s in spend),
+            "tokens": sum(s["prompt_tokens"] + s["completion_tokens"] for s in spend),
+            "cost": self._state.limits.cost(spend),
+        }
 
     def to_networkx(self) -> nx.MultiDiGraph:
         """The graph for networkx: node and edge fields as attributes, edges keyed by type."""
         return to_networkx(self.store.get_snapshot(self.graph_id))
 
     def to_html(self, path: str | Path) -> Path:
-        """Write the graph as one self-contained HTML file (pyvis, vis-network inlined, offline)."""
+        """Write the graph as one self-contained page: the question tree, legend, search, details; offline."""
         from .views.html_export import write_html  # a face: loaded when asked for (docs/architecture.md)
 
         return write_html(self.store.get_changes(self.graph_id), path, heading=self._state.seed)

@@ -1,10 +1,12 @@
 """``ExplorationView``: the live graph with its controls, what ``Exploration.view()`` returns.
 
-Step, Step ×N and Run work in a background thread, so the cell returns at
-once and the kernel stays free. Those threads only push to a queue; one task
-on the kernel's loop (:class:`KernelPump`) drains it and is the only code
-that writes to the widgets. Buttons act through the :class:`Exploration`
-facade, never through the store directly.
+Step, Step ×N, Run and Harvest work in a background thread, so the cell
+returns at once and the kernel stays free. Those threads only push to a queue;
+one task on the kernel's loop (:class:`KernelPump`) drains it and is the only
+code that writes to the widgets. Buttons act through the :class:`Exploration`
+facade, never through the store directly. A control that cannot act now is
+disabled, and the line under the buttons says why (finished, waiting at gates,
+nothing left to explore); the newest message replaces the one before it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import html
 import json
 import keyword
+import math
 import queue
 import threading
 from collections.abc import Callable
@@ -20,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from ..model import GraphStatus
 from ..results import StepRecord
 from ..text import clip
 from .kernel_pump import KernelPump
@@ -29,10 +33,13 @@ if TYPE_CHECKING:
     from ..exploration import Exploration
 
 _STATUS_ORDER = ("open", "gated", "claimed", "answered", "synthesized", "saturated", "error")
+ERROR_STYLE = "color:var(--jp-error-color1, #b42323)"
+MUTED_STYLE = "color:var(--jp-ui-font-color2, #57606a)"
+GATES_TAB, INSPECTOR_TAB, RESULT_TAB, EXPORT_TAB = range(4)
 
 
 class ExplorationView(widgets.VBox):  # type: ignore[misc]
-    """Live network, run controls, progress, gates, node inspector and export, in one widget.
+    """Live question tree, run controls, progress, gates, inspector, result and export, in one widget.
 
     Outside a kernel (no running event loop) nothing refreshes by itself:
     call :meth:`refresh` after acting, as the tests do.
@@ -70,18 +77,33 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             disabled=True,
             tooltip="Finish nodes in flight, then stop",
         )
+        self.harvest_button = widgets.Button(
+            description="Harvest",
+            icon="flag-checkered",
+            layout=button,
+            tooltip="Finish the exploration and write its result; work left becomes gaps",
+        )
+        self.report_button = widgets.Button(
+            description="Report",
+            icon="file-text",
+            layout=button,
+            tooltip="The result as the graph stands now: read-only, no model call",
+        )
         self.workers = widgets.IntSlider(
             value=min(4, budget.max_agents),
             min=1,
             max=budget.max_agents,
             description="workers",
             continuous_update=False,
+            layout=widgets.Layout(width="230px"),
         )
         self.progress = widgets.IntProgress(
             value=0, min=0, max=1, description="done", bar_style="info", layout=widgets.Layout(width="260px")
         )
         self.counts = widgets.HTML()
-        self.message = widgets.HTML()
+        self.totals = widgets.HTML()
+        self.guide = widgets.HTML()  # why a control is disabled, or where to go next
+        self.message = widgets.HTML()  # the newest note or error
 
         self.gate_list = widgets.SelectMultiple(options=[], rows=5, layout=widgets.Layout(width="100%"))
         self.approve_button = widgets.Button(description="Approve", icon="check", layout=button)
@@ -93,10 +115,14 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         )
         self.gate_note = widgets.HTML("No gated questions.")
 
-        self.inspector = widgets.HTML("<i>Click a node in the graph to inspect it.</i>")
+        self.inspector = widgets.HTML("<i>Click a question in the graph to inspect it.</i>")
+        self.approve_node_button = widgets.Button(
+            description="Approve", icon="check", disabled=True, button_style="success", layout=button
+        )
         self.prune_branch_button = widgets.Button(
             description="Prune branch", icon="cut", disabled=True, button_style="danger", layout=button
         )
+        self.result = widgets.HTML("<i>Report shows the result as the graph stands; Harvest finishes it.</i>")
 
         self.export_name = widgets.Text(value="syntheses", description="variable")
         self.export_path = widgets.Text(value="", description="file", placeholder="syntheses.csv or .parquet")
@@ -112,13 +138,17 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                         widgets.HBox([self.approve_button, self.approve_all_button, self.prune_gate_button]),
                     ]
                 ),
-                widgets.VBox([self.inspector, self.prune_branch_button]),
+                widgets.VBox(
+                    [self.inspector, widgets.HBox([self.approve_node_button, self.prune_branch_button])]
+                ),
+                widgets.VBox([self.result]),
                 widgets.VBox([self.export_name, self.export_path, self.export_button]),
             ]
         )
-        for i, title in enumerate(("Gates", "Inspector", "Export")):
+        for i, title in enumerate(("Gates", "Inspector", "Result", "Export")):
             tabs.set_title(i, title)
         self.tabs = tabs
+        row = widgets.Layout(flex_flow="row wrap", align_items="center")
         super().__init__(
             [
                 widgets.HBox(
@@ -129,12 +159,16 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                         self.run_button,
                         self.pause_button,
                         self.workers,
-                    ]
+                        self.harvest_button,
+                        self.report_button,
+                    ],
+                    layout=row,
                 ),
-                widgets.HBox([self.progress, self.counts]),
+                widgets.HBox([self.progress, self.counts, self.totals], layout=row),
+                self.guide,
+                self.message,
                 self.network,
                 tabs,
-                self.message,
             ]
         )
 
@@ -142,9 +176,9 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self._job: threading.Thread | None = None
         self._stop = threading.Event()
         self._steps = 0
-        self._note = ""
-        self._error = ""
         self._inspected: str | None = None
+        self._totals_seq = -1
+        self._gates_seen = 0
         self._pump = KernelPump(self.refresh, interval_s=interval_s)
 
         self.step_button.on_click(self._handler(lambda: self._start("step", lambda: self._steps_of(1))))
@@ -153,14 +187,26 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         )
         self.run_button.on_click(self._handler(lambda: self._start("run", self._run)))
         self.pause_button.on_click(self._handler(self._pause))
+        self.harvest_button.on_click(self._handler(lambda: self._start("harvest", self._harvest)))
+        self.report_button.on_click(self._handler(self._report))
         self.approve_button.on_click(self._handler(lambda: self._approve(list(self.gate_list.value))))
         self.approve_all_button.on_click(self._handler(lambda: self._approve(None)))
         self.prune_gate_button.on_click(self._handler(self._prune_gated))
+        self.approve_node_button.on_click(self._handler(self._approve_selected))
         self.prune_branch_button.on_click(self._handler(self._prune_selected))
         self.export_button.on_click(self._handler(self._export))
         self.network.observe(lambda _change: self._post("inspect", None), names="selected")
+        self.gate_list.observe(self._show_chosen_gate, names="value")
         self.refresh()
         self._pump.start()
+
+    def __repr__(self) -> str:
+        """What a saved notebook shows where the widget is not live (no kernel)."""
+        counts = self.network.feed.counts()
+        return (
+            f"<ExplorationView of {self.exploration.graph_id}: {counts['total']} nodes, "
+            f"graph {self.network.feed.status}; a live widget: run the notebook to see it>"
+        )
 
     # -- the kernel-side writer -------------------------------------------------------
 
@@ -173,21 +219,21 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                 break
             if kind == "step":
                 self._steps += 1
-                self._note = f"{self._steps} node(s) processed · last: {clip(value.question, 70)}"
                 if value.error:
-                    self._error = f"{clip(value.question, 50)}: {value.error}"
+                    self._say(f"{clip(value.question, 50)}: {value.error}", error=True)
+                else:
+                    self._say(f"{self._steps} node(s) processed · last: {clip(value.question, 70)}")
             elif kind == "note":
-                self._note = value
+                self._say(value)
             elif kind == "error":
-                self._error = value
-            self._say()
+                self._say(value, error=True)
+            elif kind == "result":
+                self.result.value = value
+                self.tabs.selected_index = RESULT_TAB
         self.network.refresh()
-        busy = self._job is not None and self._job.is_alive()
-        for control in (self.step_button, self.step_n_button, self.run_button):
-            control.disabled = busy
-        self.pause_button.disabled = not busy
         self._show_counts()
         self._show_gates()
+        self._show_controls()
         if self.network.selected != self._inspected:
             self._inspect(self.network.selected)
 
@@ -210,35 +256,57 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
 
         return on_click
 
-    def _start(self, name: str, work: Callable[[], str]) -> None:
-        if self._job is not None and self._job.is_alive():
+    def _busy(self) -> bool:
+        return self._job is not None and self._job.is_alive()
+
+    def _start(self, name: str, work: Callable[[], tuple[str, bool]]) -> None:
+        """Run ``work`` in a thread; its outcome (text, whether it failed) becomes the message."""
+        if self._busy():
+            assert self._job is not None
             raise RuntimeError(f"busy: pause the {self._job.name} first")
         self._stop.clear()
-        self._error = ""
 
         def target() -> None:
             try:
-                self._post("note", f"{name}: {work()}")
+                text, failed = work()
+                self._post("error" if failed else "note", f"{name}: {text}")
             except Exception as exc:
                 self._post("error", f"{name} failed: {type(exc).__name__}: {exc}")
 
         self._job = threading.Thread(target=target, name=name, daemon=True)
         self._job.start()
+        self._say(f"{name}: working…")
 
-    def _steps_of(self, n: int) -> str:
-        done = 0
+    def _steps_of(self, n: int) -> tuple[str, bool]:
+        done, failed = 0, []
         while done < n and not self._stop.is_set():
             records = self.exploration.step(1)
             for record in records:
                 self._record(record)
+                if record.error:
+                    failed.append(record)
             if not records:
                 break
             done += len(records)
-        return f"{done} node(s) processed" + (" (paused)" if self._stop.is_set() else "")
+        text = f"{done} node(s) processed" + (" (paused)" if self._stop.is_set() else "")
+        if failed:
+            text += f"; {len(failed)} failed, the last: {clip(failed[-1].error or '', 160)}"
+        return text, bool(failed) and len(failed) == done
 
-    def _run(self) -> str:
+    def _run(self) -> tuple[str, bool]:
         report = self.exploration.run(self.workers.value, progress=False, on_step=self._record)
-        return report.headline()
+        return report.headline(), report.status in ("model_unavailable", "seed_failed", "error")
+
+    def _harvest(self) -> tuple[str, bool]:
+        result = self.exploration.harvest(finish=True)
+        self._post("result", result._repr_html_())
+        degraded = " (degraded: see the Result tab)" if result.degraded else ""
+        return f"finished; the result is in the Result tab{degraded}", False
+
+    def _report(self) -> None:
+        result = self.exploration.preview()
+        self._post("result", result._repr_html_())
+        self._post("note", "report: the result as the graph stands now (Result tab); nothing was changed")
 
     def _record(self, record: StepRecord) -> None:
         """From worker threads: queue the news and wake the kernel task."""
@@ -252,7 +320,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         if node_ids is not None and not node_ids:
             raise ValueError("select gated questions to approve (or use Approve all)")
         opened = self.exploration.approve(node_ids)
-        self._post("note", f"approved {opened['count']} gated question(s)")
+        self._post("note", f"approved {opened['count']} gated question(s): Step or Run works on them")
 
     def _prune_gated(self) -> None:
         chosen = list(self.gate_list.value)
@@ -261,6 +329,12 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         for node_id in chosen:
             self.exploration.prune(node_id)
         self._post("note", f"pruned {len(chosen)} gated question(s)")
+
+    def _approve_selected(self) -> None:
+        node_id = self.network.selected
+        if not node_id:
+            raise ValueError("click a gated question in the graph first")
+        self._approve([node_id])
 
     def _prune_selected(self) -> None:
         node_id = self.network.selected
@@ -288,6 +362,12 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             where.append(path)
         self._post("note", f"exported {len(frame)} syntheses to {' and '.join(where) or 'view.exported'}")
 
+    def _show_chosen_gate(self, change: dict[str, Any]) -> None:
+        """A gate chosen in the list is selected (and shown) in the graph too."""
+        chosen = change["new"]
+        if chosen:
+            self.network.selected = chosen[0]
+
     # -- widget writing (kernel task only) ------------------------------------------------
 
     def _post(self, kind: str, value: Any) -> None:
@@ -295,23 +375,69 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self._inbox.put((kind, value))
         self._pump.wake()
 
-    def _say(self) -> None:
-        """The last note, and the last error under it until the next job starts."""
-        text = f"<div>{html.escape(self._note)}</div>"
-        if self._error:
-            text += f"<div style='color:#b42323'>error: {html.escape(self._error)}</div>"
-        self.message.value = text
+    def _say(self, text: str, *, error: bool = False) -> None:
+        """Show the newest message in place of the one before."""
+        style = ERROR_STYLE if error else ""
+        prefix = "error: " if error else ""
+        self.message.value = f"<div style='{style}'>{html.escape(prefix + text)}</div>"
 
     def _show_counts(self) -> None:
-        counts = self.network.feed.counts()
+        feed = self.network.feed
+        counts = feed.counts()
         questions = sum(counts[s] for s in _STATUS_ORDER)
         self.progress.max = max(questions, 1)
         self.progress.value = counts["synthesized"] + counts["saturated"]
         parts = [f"{counts[s]} {s}" for s in _STATUS_ORDER if counts[s]]
         parts.append(f"{counts['answers']} answers")
-        self.counts.value = (
-            f"<span>{' · '.join(parts)} · graph <b>{html.escape(self.network.feed.status)}</b></span>"
+        self.counts.value = f"<span>{' · '.join(parts)} · graph <b>{html.escape(feed.status)}</b></span>"
+        if feed.seq != self._totals_seq:  # the call log changes with the graph: read it when that does
+            self._totals_seq = feed.seq
+            usage = self.exploration.usage()
+            spent = usage["cost"]
+            cost = (
+                ""
+                if spent is None
+                else " · cost unknown: a model has no price"
+                if math.isinf(spent)
+                else f" · cost {spent:.4f}"
+            )
+            self.totals.value = (
+                f"<span style='{MUTED_STYLE}'>{usage['calls']:,} model calls · {usage['tokens']:,} tokens"
+                f"{cost}</span>"
+            )
+
+    def _blocked(self) -> str:
+        """Why Step and Run cannot act now ('' when they can)."""
+        feed = self.network.feed
+        counts = feed.counts()
+        if feed.status in (GraphStatus.COMPLETED, GraphStatus.ERROR):
+            return (
+                f"This exploration is {feed.status}: nothing is left to run. Report shows its result "
+                "(Result tab); Export saves the syntheses."
+            )
+        if counts["open"] == 0 and counts["claimed"] == 0 and counts["gated"]:
+            return (
+                f"Waiting at {counts['gated']} gate(s): approve or prune them in the Gates tab "
+                "below (or Approve in the Inspector), then Step or Run."
+            )
+        if counts["total"] > 1 and not any(counts[s] for s in ("open", "claimed", "gated", "answered")):
+            return "Nothing is left to explore: Harvest writes the result (Report shows it first)."
+        return ""
+
+    def _show_controls(self) -> None:
+        busy = self._busy()
+        blocked = self._blocked()
+        for control in (self.step_button, self.step_n_button, self.run_button):
+            control.disabled = busy or bool(blocked)
+        self.pause_button.disabled = not busy
+        finished = self.network.feed.status in (GraphStatus.COMPLETED, GraphStatus.ERROR)
+        self.harvest_button.disabled = busy or finished
+        self.harvest_button.description = (
+            "Harvest" if finished or blocked.startswith("Nothing") else "Finish & harvest"
         )
+        self.report_button.disabled = False
+        text = "Working… Pause stops after the nodes in flight." if busy else blocked
+        self.guide.value = f"<div style='{MUTED_STYLE}'>{html.escape(text)}</div>" if text else ""
 
     def _show_gates(self) -> None:
         gated = self.network.feed.gated()
@@ -319,18 +445,26 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         if options != list(self.gate_list.options):
             self.gate_list.options = options
         self.gate_note.value = (
-            f"{len(gated)} gated question(s) wait for approval." if gated else "No gated questions."
+            f"{len(gated)} gated question(s) wait for approval: choose some and Approve, or Approve all."
+            if gated
+            else "No gated questions."
         )
         for control in (self.approve_button, self.approve_all_button, self.prune_gate_button):
             control.disabled = not gated
+        if gated and not self._gates_seen and not self._busy():
+            self.tabs.selected_index = GATES_TAB  # new gates: show where to act on them
+        self._gates_seen = len(gated)
 
     def _inspect(self, node_id: str) -> None:
         self._inspected = node_id
         self.prune_branch_button.disabled = not node_id
+        self.approve_node_button.disabled = True
         if not node_id:
-            self.inspector.value = "<i>Click a node in the graph to inspect it.</i>"
+            self.inspector.value = "<i>Click a question in the graph to inspect it.</i>"
             return
-        self.inspector.value = inspector_html(self.exploration.inspect(node_id))
+        details = self.exploration.inspect(node_id)
+        self.approve_node_button.disabled = details["node"]["status"] != "gated"
+        self.inspector.value = inspector_html(details)
 
 
 def inspector_html(details: dict[str, Any]) -> str:
@@ -348,7 +482,7 @@ def inspector_html(details: dict[str, Any]) -> str:
     answers = [c for c in details["children"] if c["node_type"] == "answer"]
     for answer in answers:
         rows.append(f"<p><b>Answer:</b> {html.escape(answer['text'])}</p>")
-    subs = [c for c in details["children"] if c["node_type"] == "question"]
+    subs = [c for c in details["children"] if c["node_type"] == "question"] + details.get("sub_questions", [])
     if subs:
         items = "".join(
             f"<li>{html.escape(c['text'])} <i>({html.escape(c['status'])})</i></li>" for c in subs
@@ -376,7 +510,7 @@ def inspector_html(details: dict[str, Any]) -> str:
         )
     else:
         rows.append("<p><i>No LLM calls logged for this node.</i></p>")
-    rows.append(f"<p style='color:#777'>{html.escape(node['node_id'])}</p>")
+    rows.append(f"<p style='{MUTED_STYLE}'>{html.escape(node['node_id'])}</p>")
     return "".join(rows)
 
 

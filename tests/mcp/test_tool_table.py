@@ -69,7 +69,9 @@ def test_both_stores_have_what_a_worker_uses() -> None:
         (Param("failed", bool), False, False, False),
     ],
 )
-def test_parameters_travel_there_and_back(param: Param, value: object, wire_value: object, decoded: object) -> None:
+def test_parameters_travel_there_and_back(
+    param: Param, value: object, wire_value: object, decoded: object
+) -> None:
     assert param.encode(value) == wire_value
     assert param.decode(wire_value) == decoded
 

@@ -37,6 +37,18 @@ def test_step_then_gate_approval_then_run_to_the_end(gated: Exploration) -> None
     settle(view)
     assert "1 node(s) processed" in view.message.value
     assert len(view.gate_list.options) >= 3 and not view.approve_all_button.disabled
+    # Only gated work left: Step and Run say why they wait, and the Gates tab is shown.
+    assert view.step_button.disabled and view.run_button.disabled
+    assert "Waiting at 3 gate(s)" in view.guide.value or "Waiting at 4 gate(s)" in view.guide.value
+    assert view.tabs.selected_index == 0
+    # Choosing a gate selects it in the graph; the Inspector offers Approve for it.
+    view.gate_list.value = (view.gate_list.options[-1][1],)
+    view.refresh()
+    assert view.network.selected == view.gate_list.options[-1][1] and not view.approve_node_button.disabled
+    view.approve_node_button.click()
+    settle(view)
+    assert "approved 1 gated question(s)" in view.message.value and not view.step_button.disabled
+    view.gate_list.value = ()
     view.gate_list.value = (view.gate_list.options[0][1],)
     view.approve_button.click()
     settle(view)
@@ -49,7 +61,18 @@ def test_step_then_gate_approval_then_run_to_the_end(gated: Exploration) -> None
     assert "run: all_complete" in view.message.value
     counts = view.network.feed.counts()
     assert view.progress.value == view.progress.max == counts["synthesized"] + counts["saturated"]
-    assert not view.run_button.disabled and view.pause_button.disabled
+    assert view.run_button.disabled and view.pause_button.disabled, "nothing is left to run"
+    assert "Nothing is left to explore: Harvest" in view.guide.value
+    view.report_button.click()
+    settle(view)
+    assert "Synthesis chain" in view.result.value and view.tabs.selected_index == 2
+    assert gated.status == "active", "a report changes nothing"
+    view.harvest_button.click()
+    settle(view)
+    assert gated.status == "completed" and "the result is in the Result tab" in view.message.value
+    assert view.harvest_button.disabled and "This exploration is completed" in view.guide.value
+    assert "model calls" in view.totals.value and "tokens" in view.totals.value
+    assert "ExplorationView of" in repr(view), "a saved notebook shows a sentence, not the widget tree"
 
 
 def test_step_n_processes_n_nodes_and_pause_stops_it(gated: Exploration) -> None:
@@ -151,7 +174,7 @@ def test_bad_export_input_is_reported_and_writes_nothing(
     view.export_path.value = str(tmp_path / path) if path else ""
     view.export_button.click()
     view.refresh()
-    assert error in view.message.value and "color:#b42323" in view.message.value
+    assert error in view.message.value and "--jp-error-color1" in view.message.value
     assert list(tmp_path.iterdir()) == [] and view.exported is None
 
 
@@ -175,5 +198,5 @@ def test_a_failing_model_shows_in_the_panel_and_leaves_the_node_recoverable() ->
         view = ex.view()
         view.step_button.click()
         settle(view)
-        assert "error" in view.message.value
+        assert "error" in view.message.value and "failed" in view.message.value
         assert set(ex.nodes().status) <= {"open", "error"}

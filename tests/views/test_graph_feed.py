@@ -8,13 +8,12 @@ import pytest
 
 from fractal_nb import Exploration, GraphStore, InvalidInputError, NotFoundError, SimulatedLLM
 from fractal_nb.views.graph_feed import GraphFeed
-from fractal_nb.views.network_style import LIVE_PHYSICS_LIMIT
 from tests.engine.test_runs import FAST
 from tests.graph_builder import grow_graph
 
 
-def visible_state(nodes: dict[str, dict], edges: dict[str, dict]) -> tuple[dict, set]:
-    return {k: (v["group"], v["label"], v["title"]) for k, v in nodes.items()}, set(edges)
+def visible_state(questions: dict[str, dict], links: dict[str, dict]) -> tuple[dict, dict]:
+    return questions, links
 
 
 def test_get_changes_since_zero_is_everything_and_later_only_what_moved(fresh_store: GraphStore) -> None:
@@ -72,8 +71,8 @@ def test_deltas_polled_during_a_threaded_run_add_up_to_the_final_graph() -> None
                 if delta is not None:
                     assert delta["since"] <= delta["seq"]
                     seen_deltas.append(delta["seq"])
-                    nodes.update({n["id"]: n for n in delta["nodes"]})
-                    edges.update({e["id"]: e for e in delta["edges"]})
+                    nodes.update({q["id"]: q for q in delta["questions"]})
+                    edges.update({link["id"]: link for link in delta["links"]})
 
         poller = threading.Thread(target=poll)
         poller.start()
@@ -84,24 +83,67 @@ def test_deltas_polled_during_a_threaded_run_add_up_to_the_final_graph() -> None
             poller.join()
         last = feed.delta()
         if last is not None:
-            nodes.update({n["id"]: n for n in last["nodes"]})
-            edges.update({e["id"]: e for e in last["edges"]})
+            nodes.update({q["id"]: q for q in last["questions"]})
+            edges.update({link["id"]: link for link in last["links"]})
         snapshot = GraphFeed(ex.store, ex.graph_id).snapshot()
         assert len(seen_deltas) > 3, "the run was watched while it grew"
         assert seen_deltas == sorted(seen_deltas)
         assert visible_state(nodes, edges) == visible_state(
-            {n["id"]: n for n in snapshot["nodes"]}, {e["id"]: e for e in snapshot["edges"]}
+            {q["id"]: q for q in snapshot["questions"]}, {link["id"]: link for link in snapshot["links"]}
         )
-        assert any(e["edge_type"] != "parent_child" for e in snapshot["edges"]), "links are fed too"
+        assert snapshot["links"], "links are fed too"
         counts = feed.counts()
-        assert counts["total"] == len(snapshot["nodes"]) and counts["synthesized"] > 0
+        assert counts["total"] == len(ex.nodes()) and counts["synthesized"] > 0
+        # One item per question, each answer folded into its question, none lost.
+        answers = [a["id"] for q in snapshot["questions"] for a in q["answers"]]
+        frame = ex.nodes()
+        assert len(snapshot["questions"]) == (frame.node_type == "question").sum()
+        assert sorted(answers) == sorted(frame[frame.node_type == "answer"].node_id)
 
 
-def test_snapshot_of_a_big_graph_has_positions_and_no_physics(fresh_store: GraphStore) -> None:
-    gid = grow_graph(fresh_store, LIVE_PHYSICS_LIMIT + 10)
+def test_questions_hang_under_questions_and_links_join_questions(fresh_store: GraphStore) -> None:
+    g = fresh_store.create_graph(
+        "[simulated] Why do tides turn twice a day in most places?", "explore", "autonomous"
+    )
+    gid, root = g["graph_id"], g["root_node_id"]
+    first = fresh_store.add_answer(
+        gid, root, "The moon pulls.", sub_questions=["Why the moon?", "Why twice?"]
+    )
+    moon, twice = (q["node_id"] for q in first["sub_questions"])
+    a_moon = fresh_store.submit_answer(gid, moon, "Its mass.")["answer"]["node_id"]
+    a_twice = fresh_store.submit_answer(gid, twice, "Two bulges.")["answer"]["node_id"]
+    fresh_store.update_node(gid, a_moon, {"convergence_with": [a_twice], "convergence_insight": "same cause"})
     snapshot = GraphFeed(fresh_store, gid).snapshot()
-    assert snapshot["options"]["physics"]["enabled"] is False
-    assert all("x" in n and "y" in n for n in snapshot["nodes"])
-    assert len({(round(n["x"]), round(n["y"])) for n in snapshot["nodes"]}) > len(snapshot["nodes"]) * 0.9
-    small = GraphFeed(fresh_store, fresh_store.create_graph("Small?", "pulse", "autonomous")["graph_id"])
-    assert small.snapshot()["options"]["physics"]["enabled"] is True
+    items = {q["id"]: q for q in snapshot["questions"]}
+    assert set(items) == {root, moon, twice}
+    assert items[moon]["parent"] == root and items[moon]["via"] == first["answer"]["node_id"]
+    assert items[root]["root"] and items[root]["answers"] == [
+        {"id": first["answer"]["node_id"], "text": "The moon pulls."}
+    ]
+    assert items[root]["label"].startswith("Why do tides turn") and "[simulated]" not in items[root]["label"]
+    assert all(len(line) <= 26 for line in items[root]["label"].splitlines())
+    assert items[moon]["synthesis"] == "Its mass."  # a leaf: its answer is its synthesis
+    [link] = snapshot["links"]
+    assert (link["from_question"], link["to_question"], link["note"]) == (moon, twice, "same cause")
+    assert (link["from_node"], link["to_node"]) == (a_moon, a_twice)
+
+
+def test_a_delta_refolds_the_question_its_new_answer_belongs_to(fresh_store: GraphStore) -> None:
+    g = fresh_store.create_graph("Why?", "explore", "autonomous")
+    feed = GraphFeed(fresh_store, g["graph_id"])
+    feed.snapshot()
+    sub = fresh_store.add_answer(g["graph_id"], g["root_node_id"], "Because.", sub_questions=["How?"])
+    delta = feed.delta()
+    assert delta is not None
+    by_id = {q["id"]: q for q in delta["questions"]}
+    assert by_id[g["root_node_id"]]["answers"][0]["text"] == "Because."
+    assert by_id[sub["sub_questions"][0]["node_id"]]["parent"] == g["root_node_id"]
+    assert feed.delta() is None
+
+
+def test_a_big_snapshot_is_one_item_per_question(fresh_store: GraphStore) -> None:
+    gid = grow_graph(fresh_store, 1010)
+    snapshot = GraphFeed(fresh_store, gid).snapshot()
+    assert snapshot["counts"]["total"] >= 1010
+    assert len(snapshot["questions"]) == snapshot["counts"]["total"] - snapshot["counts"]["answers"]
+    assert len({q["id"] for q in snapshot["questions"]}) == len(snapshot["questions"])

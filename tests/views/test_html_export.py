@@ -1,4 +1,4 @@
-"""to_html: one offline page, pyvis in_line, no CDN, model text kept out of HTML; report()."""
+"""to_html: one offline page (vis-network and our view inlined), no CDN, model text kept out of HTML."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 
 from fractal_nb import Exploration, GraphStore, InvalidInputError, SimulatedLLM
 from fractal_nb.views.html_export import render_html
-from fractal_nb.views.network_style import EXPORT_PHYSICS_LIMIT
 from tests.engine.test_runs import FAST
 from tests.graph_builder import grow_graph
 
@@ -26,9 +25,9 @@ def test_page_is_offline_and_carries_every_node(tmp_path: Path) -> None:
         nodes = ex.nodes()
     assert not re.search(r"\b(?:src|href)=\"(?:https?:)?//", page), "nothing is fetched from a CDN"
     assert "cdn.jsdelivr" not in page and "cdnjs" not in page
-    assert "vis.Network(" in page and "@version 9.1.2" in page, "vis-network is inlined"
+    assert "@version 9.1.2" in page and "createView(" in page, "vis-network and the view are inlined"
     assert all(node_id in page for node_id in nodes.node_id)
-    assert '"physics": {"enabled": true' in page
+    assert page.count("<h1>") == 1 and "questions · " in page, "one styled title, with the counts"
     assert "convergence" in page or "contradiction" in page
 
 
@@ -36,19 +35,21 @@ def test_model_text_never_becomes_markup(fresh_store: GraphStore) -> None:
     g = fresh_store.create_graph(HOSTILE, "pulse", "autonomous")
     fresh_store.add_answer(g["graph_id"], g["root_node_id"], HOSTILE, sub_questions=[HOSTILE])
     page = render_html(fresh_store.get_changes(g["graph_id"]), heading=HOSTILE)
-    assert "<img src=x" not in page and "</script><img" not in page
-    assert "&lt;img src=x" in page, "the heading is escaped"
-    assert "hre\\u200df" in page, "titles never say 'href', which would switch pyvis to innerHTML"
-    assert "tooltip_link" not in page and "popup.innerHTML" not in page, (
-        "pyvis's innerHTML tooltip path stays off"
-    )
+    before, rest = page.split('<script type="application/json" id="fractal-data">')
+    data, after = rest.split("</script>", 1)
+    assert "<img src=x" not in before + after, "outside the JSON block, model text is escaped"
+    assert "</" not in data, "nothing in the JSON block can end it"
+    assert "&lt;img src=x" in before, "the heading is escaped"
+    assert "\u200d" not in page, "model text is left as it is"
+    assert "innerHTML" not in page.split('<script type="module">')[1], "our view never writes HTML"
 
 
-def test_big_graphs_are_laid_out_with_physics_off(fresh_store: GraphStore) -> None:
-    gid = grow_graph(fresh_store, EXPORT_PHYSICS_LIMIT + 10)
-    page = render_html(fresh_store.get_changes(gid), heading="big")
-    assert '"physics": {"enabled": false' in page
-    assert page.count('"x": ') > EXPORT_PHYSICS_LIMIT
+def test_big_graphs_carry_every_question(fresh_store: GraphStore) -> None:
+    gid = grow_graph(fresh_store, 2010)
+    changes = fresh_store.get_changes(gid)
+    page = render_html(changes, heading="big")
+    questions = [n["node_id"] for n in changes["nodes"] if n["node_type"] == "question"]
+    assert all(f'"id": "{q}"' in page for q in questions)
 
 
 def test_bad_paths_are_refused_and_write_nothing(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 from fractal_nb import GraphStore
 from fractal_nb.views import NetworkWidget
 from fractal_nb.views.kernel_pump import KernelPump
-from fractal_nb.views.network_widget import STATIC, VIS_NETWORK_JS, vis_network_source
+from fractal_nb.views.assets import STATIC, vis_network_source
 
 HOSTILE = '<img src=x onerror="window.__pwned=1"> see href="javascript:alert(1)"'
 
@@ -48,16 +48,16 @@ def test_refresh_sends_ordered_deltas_only_when_something_changed(fresh_store: G
     fresh_store.add_answer(g["graph_id"], g["root_node_id"], "The moon.", sub_questions=["Which moon?"])
     delta = widget.refresh()
     assert delta is not None and delta["since"] == first["seq"] and delta["seq"] > first["seq"]
-    assert {n["group"] for n in delta["nodes"]} == {"answered", "open"}
-    assert {e["edge_type"] for e in delta["edges"]} == {"parent_child"}
-    assert delta["counts"]["total"] == 3 and delta["counts"]["open"] == 1
+    assert {q["status"] for q in delta["questions"]} == {"answered", "open"}
+    assert [a["text"] for q in delta["questions"] for a in q["answers"]] == ["The moon."]
+    assert delta["links"] == [] and delta["counts"]["total"] == 3 and delta["counts"]["open"] == 1
 
 
 def test_model_text_stays_text(fresh_store: GraphStore) -> None:
     g = fresh_store.create_graph(HOSTILE, "pulse", "autonomous")
     widget = NetworkWidget(fresh_store, g["graph_id"])
-    node = widget.feed.snapshot()["nodes"][0]
-    assert HOSTILE in node["title"], "a plain-text title, shown by vis-network with innerText"
+    item = widget.feed.snapshot()["questions"][0]
+    assert item["text"] == HOSTILE, "sent as data; the view shows it with textContent or a text title"
     script = (STATIC / "network.js").read_text()
     assert "innerHTML" not in script and "insertAdjacentHTML" not in script
 
@@ -65,12 +65,12 @@ def test_model_text_stays_text(fresh_store: GraphStore) -> None:
 def test_the_vis_build_comes_from_the_installed_pyvis_not_from_this_repo() -> None:
     import pyvis
 
-    assert VIS_NETWORK_JS.is_relative_to(Path(pyvis.__file__).parent)
-    assert vis_network_source() == VIS_NETWORK_JS.read_text()
+    build = Path(pyvis.__file__).parent / "lib" / "vis-9.1.2" / "vis-network.min.js"
+    assert vis_network_source() == build.read_text()
     repo = Path(__file__).parents[2]
     committed_js = list((repo / "fractal_nb").rglob("*.js"))
     assert committed_js == [STATIC / "network.js"]
-    assert all(p.stat().st_size < 20_000 for p in committed_js)
+    assert all(p.stat().st_size < 40_000 for p in committed_js), "our own view, not a library"
     assert all("https://" not in p.read_text() for p in committed_js)
 
 

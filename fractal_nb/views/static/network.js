@@ -3,7 +3,7 @@
 // One item per question (its answers and synthesis folded in: views/question_tree.py),
 // laid out here as a left-to-right tree with cross-branch links drawn over it; the
 // full question/answer graph is one toggle away. Large trees open collapsed below
-// the depth that keeps about AUTO_VISIBLE questions on screen; double-click a
+// the depth whose rows fit the canvas at a readable zoom; double-click a
 // question (or use the outline) to open or close its branch.
 //
 // vis-network is not in this file: the widget gets the build the pyvis package
@@ -15,7 +15,7 @@ const VIS_KEY = "__fractalNbVis";
 const STATUSES = ["open", "gated", "claimed", "answered", "synthesized", "saturated", "error"];
 const COLUMN = 250; // px between depths
 const ROW = 66; // px between leaves
-const AUTO_VISIBLE = 60; // questions shown before deeper levels start collapsed
+const READABLE_SCALE = 0.75; // the zoom at which 12 px labels still read
 const TITLE_CHARS = 600;
 
 function loadVis(source) {
@@ -186,18 +186,26 @@ export function createView(
     }
   }
 
-  // The depth below which branches start closed: the deepest level that keeps the count low.
+  // The depth below which branches start closed: the deepest level whose rows still fit the
+  // canvas at a readable zoom (labels at about 3/4 size), the seed questions at least.
   function chooseAutoDepth() {
-    const perDepth = new Map();
-    for (const q of questions.values()) perDepth.set(q.depth, (perDepth.get(q.depth) || 0) + 1);
-    let shown = 0;
+    const budget = Math.max(8, Math.floor((canvas.clientHeight || 520) / (ROW * READABLE_SCALE)));
+    const byDepth = new Map(); // depth -> [questions there, of them with no sub-question]
+    let deepest = 0;
+    for (const q of questions.values()) {
+      const [all, leaves] = byDepth.get(q.depth) || [0, 0];
+      byDepth.set(q.depth, [all + 1, leaves + (childrenOf(q.id).length ? 0 : 1)]);
+      deepest = Math.max(deepest, q.depth);
+    }
+    let leavesAbove = 0;
     autoDepth = Infinity;
-    for (const depth of [...perDepth.keys()].sort((a, b) => a - b)) {
-      shown += perDepth.get(depth);
-      if (shown > AUTO_VISIBLE && depth > 1) {
-        autoDepth = depth - 1;
+    for (let depth = 1; depth <= deepest; depth += 1) {
+      const [all, leaves] = byDepth.get(depth) || [0, 0];
+      if (depth > 1 && leavesAbove + all > budget) {
+        autoDepth = depth - 1; // rows if closed at depth - 1 fitted; this level does not
         return;
       }
+      leavesAbove += leaves;
     }
   }
 
