@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+
 import pytest
 
 from fractal_nb.errors import InvalidInputError

@@ -12,8 +12,8 @@ import pytest
 
 from fractal_nb import GraphStore
 from fractal_nb.views import NetworkWidget
-from fractal_nb.views.kernel_pump import KernelPump
 from fractal_nb.views.assets import STATIC, vis_network_source
+from fractal_nb.views.kernel_pump import KernelPump
 
 HOSTILE = '<img src=x onerror="window.__pwned=1"> see href="javascript:alert(1)"'
 
