@@ -1,44 +1,94 @@
-"""The exported page draws offline in a real browser, and model text stays text there."""
+"""The exported page in a real browser: offline, a readable tree, details on click, search, both themes."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
+from tests.browser.tree_checks import NETWORK, boxes, low_contrast, outside, overlapping, screenshot
 from tests.engine.test_runs import FAST
 
 pytestmark = pytest.mark.browser
 
 HOSTILE = '<img src=x onerror="window.__pwned=1"> <a href="javascript:alert(1)">read</a>'
+SHOTS = Path(os.environ.get("FRACTAL_NB_SCREENSHOTS", "screenshots"))
 
 
-def test_exported_graph_draws_offline_with_no_failed_requests(page: tuple[Any, Any], tmp_path: Path) -> None:
-    tab, traffic = page
+def drawn(tab: Any) -> None:
+    tab.wait_for_function(f"() => document.querySelector('{NETWORK}')?.dataset.drawn === '1'", timeout=30_000)
+
+
+def data(tab: Any) -> dict[str, str]:
+    return dict(tab.evaluate(f"() => ({{...document.querySelector('{NETWORK}').dataset}})"))
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, int]:
+    """A ~200-node explore run as a page: (path, questions, nodes)."""
+    folder = tmp_path_factory.mktemp("export")
     with Exploration.create(
         "Why do rivers meander?", intensity="explore", llm=SimulatedLLM(seed=3, link_rate=0.5), clock=FAST
     ) as ex:
         ex.run(progress=False)
-        path = ex.to_html(tmp_path / "graph.html")
-        expected_nodes, expected_edges = len(ex.nodes()), len(ex.edges())
+        nodes = ex.nodes()
+        path = ex.to_html(folder / "graph.html")
+    return path, int((nodes.node_type == "question").sum()), len(nodes)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_page_draws_offline_a_readable_tree_in_both_themes(
+    browser: Any, exported: tuple[Path, int, int], scheme: str
+) -> None:
+    path, questions, total = exported
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=scheme)
+    tab, failures = context.new_page(), []
+    tab.on("pageerror", lambda error: failures.append(str(error)))
+    tab.on("requestfailed", lambda request: failures.append(request.url))
     tab.goto(path.as_uri())
-    tab.wait_for_function(
-        "() => typeof network !== 'undefined' && network.body"
-        " && Object.keys(network.getPositions()).length > 0",
-        timeout=30_000,
-    )
-    drawn = tab.evaluate("""() => ({
-        nodes: nodes.length, edges: edges.length,
-        canvas: document.querySelector('#mynetwork canvas')?.width || 0,
-        placed: Object.keys(network.getPositions()).length})""")
-    assert drawn["nodes"] == expected_nodes and drawn["edges"] == expected_edges
-    assert drawn["placed"] == expected_nodes and drawn["canvas"] > 0
+    drawn(tab)
+    assert data(tab)["nodeCount"] == str(total) and tab.locator("h1").count() == 1
+    assert "questions · " in tab.locator("header p").inner_text()
+    opening = boxes(tab)
+    assert outside(opening) == [] and overlapping(opening) == [], "the opening view fits and reads"
+    assert opening["scale"] >= 0.6, "labels are readable at the opening zoom"
+    screenshot(tab, f"export-{scheme}", SHOTS)
+    tab.get_by_role("button", name="Expand all").click()
+    tab.get_by_role("button", name="Fit").click()
+    everything = boxes(tab)
+    assert len(everything["boxes"]) == questions, "one node per question"
+    assert outside(everything) == [], "after Fit every node is in view"
+    assert overlapping(everything) == [], "no two labels overlap"
+    assert low_contrast(tab) == {}, f"{scheme}: text under 4.5:1"
+    screenshot(tab, f"export-{scheme}-expanded", SHOTS)
+    tab.get_by_role("button", name="Q/A graph").click()
+    assert len(boxes(tab)["boxes"]) == total, "the full question/answer graph is one toggle away"
+    assert failures == []
+    context.close()
+
+
+def test_search_finds_and_a_click_shows_the_details(page: tuple[Any, Any], exported: tuple[Path, int, int]) -> None:
+    tab, traffic = page
+    tab.goto(exported[0].as_uri())
+    drawn(tab)
+    tab.get_by_placeholder("Search questions…").fill("alternatives")
+    found = int(data(tab)["found"])
+    assert found > 0
+    chosen = tab.locator(".fractal-toolbar select").nth(1)
+    value = chosen.locator("option").nth(1).get_attribute("value")
+    chosen.select_option(value)
+    assert data(tab)["selected"] == value
+    details = tab.locator(".fractal-details")
+    assert details.is_visible() and "alternatives" in details.inner_text().lower()
+    tab.locator(".fractal-toolbar select").nth(0).select_option("saturated")
+    assert int(data(tab)["found"]) > 0
     assert traffic.failed == [] and traffic.aborted == [] and traffic.errors == []
 
 
-def test_hostile_model_text_shows_as_text_in_the_tooltip(page: tuple[Any, Any], tmp_path: Path) -> None:
+def test_hostile_model_text_stays_text(page: tuple[Any, Any], tmp_path: Path) -> None:
     tab, traffic = page
     store = GraphStore()
     g = store.create_graph(HOSTILE, "pulse", "autonomous")
@@ -46,12 +96,12 @@ def test_hostile_model_text_shows_as_text_in_the_tooltip(page: tuple[Any, Any], 
     ex = Exploration(store, g["graph_id"], SimulatedLLM())
     path = ex.to_html(tmp_path / "hostile.html")
     tab.goto(path.as_uri())
-    tab.wait_for_function("() => typeof network !== 'undefined' && network.body", timeout=30_000)
-    tab.evaluate("() => network.setOptions({physics: {enabled: false}})")  # the node stays where we hover
+    drawn(tab)
     root = g["root_node_id"]
     at = tab.evaluate(f"""() => {{
-        const box = document.querySelector('#mynetwork').getBoundingClientRect();
-        const p = network.canvasToDOM(network.getPositions(['{root}'])['{root}']);
+        const el = document.querySelector('{NETWORK}'), net = el.visNetwork;
+        const box = el.querySelector('canvas').getBoundingClientRect();
+        const p = net.canvasToDOM(net.getPositions(['{root}'])['{root}']);
         return {{x: box.left + p.x, y: box.top + p.y}}; }}""")
     tab.mouse.move(at["x"], at["y"])
     tab.wait_for_function(
@@ -61,9 +111,12 @@ def test_hostile_model_text_shows_as_text_in_the_tooltip(page: tuple[Any, Any], 
     )
     tooltip = tab.evaluate(
         "() => { const t = document.querySelector('.vis-tooltip');"
-        " return {text: t.innerText, elements: t.querySelectorAll(':not(br)').length}; }"
+        " return {text: t.innerText, elements: t.querySelectorAll(':not(br)').length,"
+        " height: t.getBoundingClientRect().height}; }"
     )
-    assert "<img src=x" in tooltip["text"] and tooltip["elements"] == 0
+    assert "<img src=x" in tooltip["text"] and tooltip["elements"] == 0 and tooltip["height"] <= 262
+    tab.mouse.click(at["x"], at["y"])
+    assert "<img src=x" in tab.locator(".fractal-details").inner_text()
     assert tab.evaluate("() => window.__pwned") is None
     assert tab.evaluate("() => document.querySelectorAll('img').length") == 0
     assert traffic.failed == [] and traffic.errors == []

@@ -1,4 +1,7 @@
-"""The live view in Voila, in a real browser: Step and Run grow the graph, a gate gets approved."""
+"""The live view in Voila, in a real browser: the app steps and runs, gates get approved, the tree reads.
+
+Screenshots go to ``$FRACTAL_NB_SCREENSHOTS`` (default ``screenshots/``) for a person to look at.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
+from tests.browser.tree_checks import boxes, low_contrast, outside, overlapping, screenshot
 from tests.local_port import free_port
 
 pytestmark = pytest.mark.browser
@@ -29,6 +33,23 @@ ex = Exploration.create("Why do some cities grow faster than others?", intensity
 ex.view(height="420px")
 """
 NETWORK = ".fractal-network"
+SHOTS = Path(os.environ.get("FRACTAL_NB_SCREENSHOTS", "screenshots"))
+REPO = Path(__file__).parents[2]
+
+# A finished explore run of about 200 nodes, as a notebook that demonstrates one shows it.
+GROWN_APP = """\
+from fractal_nb import Exploration, SimulatedLLM
+from fractal_nb.engine.dispatcher import Clock
+
+class Instant(Clock):
+    def wait(self, condition, seconds): pass
+    def now(self): return 0.0
+
+ex = Exploration.create("Why do some cities grow faster than others?", intensity="explore",
+                        llm=SimulatedLLM(seed=4, branching=2.0, link_rate=0.3), clock=Instant())
+ex.run(progress=False)
+ex.view(height="560px")
+"""
 
 
 BIG_APP = """\
@@ -50,10 +71,13 @@ NetworkWidget(store, g["graph_id"], height="500px")
 
 
 @contextmanager
-def voila(folder: Path, code: str) -> Iterator[str]:
-    """Voila serving a one-cell notebook of ``code`` on 127.0.0.1; yields its URL."""
-    notebook = new_notebook(cells=[new_code_cell(code)])
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+def voila(folder: Path, code: str | Path, theme: str = "light") -> Iterator[str]:
+    """Voila serving a notebook (a path, or one cell of ``code``) on 127.0.0.1; yields its URL."""
+    if isinstance(code, Path):
+        notebook = nbformat.read(code, as_version=4)
+    else:
+        notebook = new_notebook(cells=[new_code_cell(code)])
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(notebook, folder / "app.ipynb")
     port = free_port()
     log = (folder / "voila.log").open("w")
@@ -67,6 +91,7 @@ def voila(folder: Path, code: str) -> Iterator[str]:
             f"--port={port}",
             "--Voila.ip=127.0.0.1",
             "--show_tracebacks=True",
+            f"--theme={theme}",
         ],
         cwd=folder,
         stdout=log,
@@ -137,11 +162,15 @@ def drive_the_app(tab: Any, url: str) -> None:
     wait_for(tab, "Number(el.dataset.nodeCount) > 1 && Number(el.dataset.gatedCount) > 0")
     after_step = int(attr(tab, "node-count"))
     assert int(attr(tab, "gated-count")) >= 3, "the seed questions wait behind the depth:1 gate"
+    # Only gated work is left: the panel says where to go, beside the buttons, and Step waits.
+    tab.wait_for_selector("text=Waiting at", timeout=30_000)
+    assert tab.locator("button.widget-button:has-text('Step')").first.is_disabled()
 
-    scale = tab.evaluate(f"() => document.querySelector('{NETWORK}').visNetwork.getScale()")
     tab.get_by_text("Gates", exact=True).click()
     button(tab, "Approve all").click()
     wait_for(tab, "el.dataset.gatedCount === '0'")
+    tab.locator(".fractal-toolbar button", has_text="+").click()  # the reader zooms: the view stops following
+    scale = tab.evaluate(f"() => document.querySelector('{NETWORK}').visNetwork.getScale()")
 
     button(tab, "Run").click()
     wait_for(tab, f"Number(el.dataset.nodeCount) > {after_step + 2}")
@@ -158,6 +187,8 @@ def drive_the_app(tab: Any, url: str) -> None:
     assert tab.evaluate(f"() => document.querySelector('{NETWORK}').visNetwork.getScale()") == scale, (
         "updates keep the reader's zoom"
     )
+    tab.locator(".fractal-toolbar button", has_text="Fit").click()
+    assert outside(boxes(tab)) == [], "after Fit every node is in view"
 
 
 def test_five_thousand_nodes_draw_with_physics_off(page: tuple[Any, Any], tmp_path: Path) -> None:
@@ -173,3 +204,62 @@ def test_five_thousand_nodes_draw_with_physics_off(page: tuple[Any, Any], tmp_pa
             return before === JSON.stringify(net.getPositions()); }}""")
         assert still, "laid out once, not simulated: the page stays responsive"
     assert traffic.errors == []
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_app_notebook_steps_and_runs_and_follows_the_tree(
+    page: tuple[Any, Any], tmp_path: Path, theme: str
+) -> None:
+    """notebooks/app.ipynb, the Voila entry: a fresh exploration the visitor steps and runs."""
+    tab, traffic = page
+    with voila(tmp_path, REPO / "notebooks" / "app.ipynb", theme=theme) as url:
+        tab.goto(url, timeout=90_000)
+        wait_for(tab, "el.dataset.drawn === '1'", timeout_s=90)
+        button(tab, "Step").click()
+        wait_for(tab, "Number(el.dataset.nodeCount) > 2")
+        screenshot(tab, f"voila-app-{theme}-after-step", SHOTS)
+        button(tab, "Run").click()
+        wait_for(tab, "JSON.parse(el.dataset.counts).open === 0 && JSON.parse(el.dataset.counts).claimed === 0", 120)
+        tab.wait_for_selector("text=Nothing is left to explore", timeout=30_000)
+        assert attr(tab, "follow") == "1"
+        after_run = boxes(tab)
+        assert outside(after_run) == [], "the view followed the run: every node is in view"
+        assert overlapping(after_run) == [] and after_run["scale"] >= 0.6, "labels read at the fitted zoom"
+        assert low_contrast(tab) == {}
+        screenshot(tab, f"voila-app-{theme}-after-run", SHOTS)
+        button(tab, "Harvest").click()
+        tab.wait_for_selector("text=This exploration is completed", timeout=60_000)
+        assert tab.locator("button.widget-button:has-text('Run')").first.is_disabled()
+    assert traffic.errors == []
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_two_hundred_nodes_read_as_a_tree(page: tuple[Any, Any], tmp_path: Path, theme: str) -> None:
+    tab, traffic = page
+    with voila(tmp_path, GROWN_APP, theme=theme) as url:
+        tab.goto(url, timeout=120_000)
+        wait_for(tab, "el.dataset.drawn === '1'", timeout_s=120)
+        total = int(attr(tab, "node-count"))
+        assert total >= 150, "about 200 nodes"
+        opening = boxes(tab)
+        assert outside(opening) == [] and overlapping(opening) == [] and opening["scale"] >= 0.6
+        assert low_contrast(tab) == {}, f"{theme}: text under 4.5:1"
+        screenshot(tab, f"voila-200-{theme}", SHOTS)
+        tab.locator(".fractal-toolbar button", has_text="Expand all").click()
+        everything = boxes(tab)
+        assert len(everything["boxes"]) == total - json_counts(tab)["answers"], "one node per question"
+        assert outside(everything) == [] and overlapping(everything) == []
+        screenshot(tab, f"voila-200-{theme}-expanded", SHOTS)
+        # Themes switch in place: the canvas repaints with the other palette at once.
+        other = "true" if theme == "dark" else "false"
+        tab.evaluate(f"() => {{ document.body.dataset.jpThemeLight = '{other}'; }}")
+        wait_for(
+            tab,
+            "el.dataset.palette === getComputedStyle(el).getPropertyValue('--fractal-open-fill').trim()",
+        )
+        assert low_contrast(tab) == {}
+    assert traffic.errors == []
+
+
+def json_counts(tab: Any) -> dict[str, int]:
+    return dict(tab.evaluate(f"() => JSON.parse(document.querySelector('{NETWORK}').dataset.counts)"))

@@ -14,7 +14,7 @@
 const VIS_KEY = "__fractalNbVis";
 const STATUSES = ["open", "gated", "claimed", "answered", "synthesized", "saturated", "error"];
 const COLUMN = 250; // px between depths
-const ROW = 66; // px between leaves
+const ROW = 80; // px between leaves: a box of four lines (three of label, "▸ N more") and a gap
 const READABLE_SCALE = 0.75; // the zoom at which 12 px labels still read
 const TITLE_CHARS = 600;
 
@@ -54,6 +54,7 @@ function palette(el) {
       font: read(`--fractal-${status}-font`),
     };
   }
+  el.dataset.palette = colors.open.fill; // which palette the canvas was last painted with
   return colors;
 }
 

@@ -1,0 +1,99 @@
+"""Measurements of the question tree in a page: what a reader would see, computed from vis-network."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+NETWORK = ".fractal-network"
+
+# Node boxes in DOM pixels (label included: the boxes hold their labels), and the canvas's own box.
+BOXES = f"""() => {{
+    const el = document.querySelector('{NETWORK}'), net = el.visNetwork;
+    const canvas = el.querySelector('canvas').getBoundingClientRect();
+    const boxes = net.body.nodeIndices.map((id) => {{
+        const b = net.getBoundingBox(id);
+        const a = net.canvasToDOM({{x: b.left, y: b.top}}), z = net.canvasToDOM({{x: b.right, y: b.bottom}});
+        return {{id, left: canvas.left + a.x, top: canvas.top + a.y, right: canvas.left + z.x, bottom: canvas.top + z.y}};
+    }});
+    return {{boxes, canvas: {{left: canvas.left, top: canvas.top, right: canvas.right, bottom: canvas.bottom}},
+             scale: net.getScale()}};
+}}"""
+
+
+def boxes(tab: Any) -> dict[str, Any]:
+    return dict(tab.evaluate(BOXES))
+
+
+def outside(measured: dict[str, Any], slack: float = 1.0) -> list[str]:
+    """Nodes not wholly inside the canvas."""
+    c = measured["canvas"]
+    return [
+        b["id"]
+        for b in measured["boxes"]
+        if b["left"] < c["left"] - slack
+        or b["top"] < c["top"] - slack
+        or b["right"] > c["right"] + slack
+        or b["bottom"] > c["bottom"] + slack
+    ]
+
+
+def overlapping(measured: dict[str, Any]) -> list[tuple[str, str]]:
+    """Pairs of node boxes (labels inside them) that overlap, found by a sweep along x."""
+    found = []
+    ordered = sorted(measured["boxes"], key=lambda b: b["left"])
+    for i, a in enumerate(ordered):
+        for b in ordered[i + 1 :]:
+            if b["left"] >= a["right"]:
+                break
+            if b["top"] < a["bottom"] and a["top"] < b["bottom"]:
+                found.append((a["id"], b["id"]))
+    return found
+
+
+def _luminance(color: str) -> float:
+    """Relative luminance of an ``rgb(r, g, b)`` colour (as a browser computes it)."""
+    channels = [int(v) / 255 for v in color[color.index("(") + 1 : color.index(")")].split(",")[:3]]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast(foreground: str, background: str) -> float:
+    """The WCAG contrast ratio of two ``rgb(...)`` colours."""
+    light, dark = sorted((_luminance(foreground), _luminance(background)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+STATUSES = ("open", "gated", "claimed", "answered", "synthesized", "saturated", "error", "answer")
+
+PALETTE = f"""() => {{
+    const el = document.querySelector('{NETWORK}'), style = getComputedStyle(el);
+    const probe = document.createElement('span');
+    el.appendChild(probe);
+    const read = (name) => {{  // any CSS colour ('white', '#111') as the browser's rgb(...)
+        probe.style.color = style.getPropertyValue(name).trim();
+        return getComputedStyle(probe).color;
+    }};
+    const result = {{text: read('--fractal-text'), bg: read('--fractal-bg')}};
+    for (const s of {list(STATUSES)!r}) result[s] = [read(`--fractal-${{s}}-font`), read(`--fractal-${{s}}-fill`)];
+    probe.remove();
+    return result;
+}}"""
+
+
+def low_contrast(tab: Any) -> dict[str, float]:
+    """Text/fill pairs of the view (node labels, chips, the page's text) under 4.5:1."""
+    colors = tab.evaluate(PALETTE)
+    pairs = {s: colors[s] for s in STATUSES}
+    pairs["text"] = [colors["text"], colors["bg"]]
+    ratios = {name: contrast(fg, bg) for name, (fg, bg) in pairs.items()}
+    return {name: round(r, 2) for name, r in ratios.items() if r < 4.5}
+
+
+def screenshot(tab: Any, name: str, folder: Path) -> Path:
+    """A full-page screenshot in ``folder`` (``$FRACTAL_NB_SCREENSHOTS`` keeps them for a person to look at)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
+    tab.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 10_000, f"{path} is (nearly) blank"
+    return path
