@@ -129,8 +129,8 @@ def delta_run(store: GraphStore, gid: str, nodes: int, kind: str, reps: int) -> 
         t0 = time.perf_counter()
         snapshot = widget.feed.snapshot()  # the first full load (sets the feed's seq)
         snapshot_s = time.perf_counter() - t0
-        if len(snapshot["nodes"]) != nodes:
-            raise SystemExit(f"snapshot has {len(snapshot['nodes'])} nodes, the graph {nodes}")
+        if snapshot["counts"]["total"] != nodes:
+            raise SystemExit(f"snapshot counts {snapshot['counts']['total']} nodes, the graph {nodes}")
         questions = answerable(store, gid, reps + 1)
         refresh_s: list[float] = []
         end_to_end_s: list[float] = []
@@ -148,14 +148,14 @@ def delta_run(store: GraphStore, gid: str, nodes: int, kind: str, reps: int) -> 
             widget.refresh()
             if clock.at is None or clock.message is None or clock.message["type"] != "delta":
                 raise SystemExit(f"refresh sent no delta ({kind}, {nodes} nodes)")
-            sent = {n["id"] for n in clock.message["nodes"]}
+            sent = {a["id"] for q in clock.message["questions"] for a in q["answers"]}
             if written["answer"]["node_id"] not in sent:
                 raise SystemExit(f"the delta misses the new answer ({kind}, {nodes} nodes)")
             if i == 0:
                 continue  # warm-up: the first since > 0 read
             refresh_s.append(clock.at - t1)
             end_to_end_s.append(clock.at - t0)
-            sizes.append((len(clock.message["nodes"]), len(clock.message["edges"])))
+            sizes.append((len(clock.message["questions"]), len(clock.message["links"])))
     finally:
         widget.close()
     delta_nodes, delta_edges = sizes[len(sizes) // 2]
@@ -204,7 +204,7 @@ def print_deltas(runs: list[DeltaRun], reps: int) -> None:
     )
     header = (
         f"| {'store':6} | {'nodes':>6} | {'1st snapshot ms':>15} | {'refresh ms':>10} | "
-        f"{'write+refresh ms':>16} | {'max ms':>7} | {'delta n/e':>9} | {'vs target':>9} | "
+        f"{'write+refresh ms':>16} | {'max ms':>7} | {'delta q/l':>9} | {'vs target':>9} | "
         f"{'target':6} |"
     )
     print(header)
@@ -221,7 +221,7 @@ def print_deltas(runs: list[DeltaRun], reps: int) -> None:
     print(
         "  refresh: from the write's commit to send; write+refresh: from just before add_answer "
         "to send;\n  max: the slowest write+refresh; vs target: write+refresh median / "
-        f"{DELTA_TARGET_S * 1000:.0f} ms; delta n/e: nodes/edges in one delta message"
+        f"{DELTA_TARGET_S * 1000:.0f} ms; delta q/l: question items/links in one delta message"
     )
 
 

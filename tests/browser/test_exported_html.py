@@ -11,6 +11,7 @@ import pytest
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
 from tests.browser.tree_checks import NETWORK, boxes, low_contrast, outside, overlapping, screenshot
 from tests.engine.test_runs import FAST
+from tests.graph_builder import grow_graph
 
 pytestmark = pytest.mark.browser
 
@@ -70,7 +71,9 @@ def test_the_page_draws_offline_a_readable_tree_in_both_themes(
     context.close()
 
 
-def test_search_finds_and_a_click_shows_the_details(page: tuple[Any, Any], exported: tuple[Path, int, int]) -> None:
+def test_search_finds_and_a_click_shows_the_details(
+    page: tuple[Any, Any], exported: tuple[Path, int, int]
+) -> None:
     tab, traffic = page
     tab.goto(exported[0].as_uri())
     drawn(tab)
@@ -120,4 +123,25 @@ def test_hostile_model_text_stays_text(page: tuple[Any, Any], tmp_path: Path) ->
     assert tab.evaluate("() => window.__pwned") is None
     assert tab.evaluate("() => document.querySelectorAll('img').length") == 0
     assert traffic.failed == [] and traffic.errors == []
+    store.close()
+
+
+@pytest.mark.slow
+def test_twenty_thousand_nodes_open_readable_and_every_question_has_a_place(
+    page: tuple[Any, Any], tmp_path: Path
+) -> None:
+    tab, traffic = page
+    store = GraphStore()
+    gid = grow_graph(store, 20_000)
+    path = Exploration(store, gid, SimulatedLLM()).to_html(tmp_path / "big.html")
+    tab.goto(path.as_uri(), timeout=120_000)
+    tab.wait_for_function(
+        f"() => document.querySelector('{NETWORK}')?.dataset.drawn === '1'", timeout=120_000
+    )
+    opening = boxes(tab)
+    assert len(opening["boxes"]) < 100 and overlapping(opening) == [] and outside(opening) == []
+    placed = tab.evaluate("() => window.fractalView.layoutAll()")
+    questions = sum(1 for n in store.get_changes(gid)["nodes"] if n["node_type"] == "question")
+    assert placed == {"count": questions, "distinct": questions}
+    assert traffic.errors == []
     store.close()

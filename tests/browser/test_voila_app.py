@@ -77,7 +77,11 @@ def voila(folder: Path, code: str | Path, theme: str = "light") -> Iterator[str]
         notebook = nbformat.read(code, as_version=4)
     else:
         notebook = new_notebook(cells=[new_code_cell(code)])
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        notebook.metadata["kernelspec"] = {
+            "name": "python3",
+            "display_name": "Python 3",
+            "language": "python",
+        }
     nbformat.write(notebook, folder / "app.ipynb")
     port = free_port()
     log = (folder / "voila.log").open("w")
@@ -203,6 +207,14 @@ def test_five_thousand_nodes_draw_with_physics_off(page: tuple[Any, Any], tmp_pa
             await new Promise((done) => setTimeout(done, 1000));
             return before === JSON.stringify(net.getPositions()); }}""")
         assert still, "laid out once, not simulated: the page stays responsive"
+        assert int(attr(tab, "visible-count")) < 100, "it opens collapsed to what reads"
+        tab.locator(".fractal-toolbar button", has_text="Expand all").click()
+        wait_for(tab, "Number(el.dataset.visibleCount) > 500")
+        positions = tab.evaluate(f"""() => {{
+            const net = document.querySelector('{NETWORK}').visNetwork;
+            const all = Object.values(net.getPositions());
+            return {{count: all.length, distinct: new Set(all.map((p) => p.x + ',' + p.y)).size}}; }}""")
+        assert positions["count"] == positions["distinct"], "every question has a place of its own"
     assert traffic.errors == []
 
 
@@ -219,7 +231,11 @@ def test_the_app_notebook_steps_and_runs_and_follows_the_tree(
         wait_for(tab, "Number(el.dataset.nodeCount) > 2")
         screenshot(tab, f"voila-app-{theme}-after-step", SHOTS)
         button(tab, "Run").click()
-        wait_for(tab, "JSON.parse(el.dataset.counts).open === 0 && JSON.parse(el.dataset.counts).claimed === 0", 120)
+        wait_for(
+            tab,
+            "JSON.parse(el.dataset.counts).open === 0 && JSON.parse(el.dataset.counts).claimed === 0",
+            120,
+        )
         tab.wait_for_selector("text=Nothing is left to explore", timeout=30_000)
         assert attr(tab, "follow") == "1"
         after_run = boxes(tab)

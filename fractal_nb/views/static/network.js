@@ -229,7 +229,7 @@ export function createView(
   }
 
   // Left-to-right tidy tree of the visible questions: leaves take rows, parents sit mid-way.
-  function layout() {
+  function layout(everything = false) {
     const at = new Map();
     if (!root || !questions.has(root)) return at;
     let row = 0;
@@ -238,7 +238,7 @@ export function createView(
     while (stack.length) {
       const [id, done] = stack.pop();
       const q = questions.get(id);
-      const kids = isClosed(id) ? [] : childrenOf(id);
+      const kids = !everything && isClosed(id) ? [] : childrenOf(id);
       if (!done && kids.length) {
         stack.push([id, true]);
         for (let i = kids.length - 1; i >= 0; i -= 1) stack.push([kids[i], false]);
@@ -606,6 +606,11 @@ export function createView(
   return {
     apply,
     select,
+    // Where every question would be with all branches open (the layout's own check).
+    layoutAll() {
+      const at = layout(true);
+      return { count: at.size, distinct: new Set([...at.values()].map((p) => `${p.x},${p.y}`)).size };
+    },
     destroy() {
       themeWatch.disconnect();
       if (darkQuery) darkQuery.removeEventListener("change", retheme);
