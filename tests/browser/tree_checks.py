@@ -13,11 +13,13 @@ BOXES = f"""() => {{
     const canvas = el.querySelector('canvas').getBoundingClientRect();
     const boxes = net.body.nodeIndices.map((id) => {{
         const b = net.getBoundingBox(id);
-        const a = net.canvasToDOM({{x: b.left, y: b.top}}), z = net.canvasToDOM({{x: b.right, y: b.bottom}});
-        return {{id, left: canvas.left + a.x, top: canvas.top + a.y, right: canvas.left + z.x, bottom: canvas.top + z.y}};
+        const a = net.canvasToDOM({{x: b.left, y: b.top}});
+        const z = net.canvasToDOM({{x: b.right, y: b.bottom}});
+        return {{id, left: canvas.left + a.x, top: canvas.top + a.y,
+                 right: canvas.left + z.x, bottom: canvas.top + z.y}};
     }});
-    return {{boxes, canvas: {{left: canvas.left, top: canvas.top, right: canvas.right, bottom: canvas.bottom}},
-             scale: net.getScale()}};
+    const frame = {{left: canvas.left, top: canvas.top, right: canvas.right, bottom: canvas.bottom}};
+    return {{boxes, canvas: frame, scale: net.getScale()}};
 }}"""
 
 
@@ -74,8 +76,12 @@ PALETTE = f"""() => {{
         probe.style.color = style.getPropertyValue(name).trim();
         return getComputedStyle(probe).color;
     }};
-    const result = {{text: read('--fractal-text'), bg: read('--fractal-bg')}};
-    for (const s of {list(STATUSES)!r}) result[s] = [read(`--fractal-${{s}}-font`), read(`--fractal-${{s}}-fill`)];
+    const result = {{
+        text: read('--fractal-text'), bg: read('--fractal-bg'),
+    }};
+    for (const s of {list(STATUSES)!r}) {{
+        result[s] = [read(`--fractal-${{s}}-font`), read(`--fractal-${{s}}-fill`)];
+    }}
     probe.remove();
     return result;
 }}"""
@@ -91,7 +97,7 @@ def low_contrast(tab: Any) -> dict[str, float]:
 
 
 def screenshot(tab: Any, name: str, folder: Path) -> Path:
-    """A full-page screenshot in ``folder`` (``$FRACTAL_NB_SCREENSHOTS`` keeps them for a person to look at)."""
+    """A full-page screenshot in ``folder`` (``$FRACTAL_NB_SCREENSHOTS``), for a person to look at."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.png"
     tab.screenshot(path=str(path), full_page=True)
