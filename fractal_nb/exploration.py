@@ -476,7 +476,7 @@ class Exploration:
         return self._state.budget
 
     def view(self, *, height: str = "520px") -> ExplorationView:
-        """The live graph with its controls (step, run, pause, gates, inspector, export)."""
+        """The live question tree and its controls: step, run, pause, harvest, report, gates, inspector."""
         from .views import ExplorationView  # widgets load when a view is asked for, not on import
 
         return ExplorationView(self, height=height)

@@ -214,7 +214,13 @@ def test_a_cost_budget_with_a_price_table() -> None:
         report = ex.run(progress=False, max_cost=0.01, prices={model: (1.0, 2.0)})
         assert report == "budget_exhausted" and "cost budget of 0.01 reached" in (report.status_reason or "")
         assert report.cost is not None and report.cost >= 0.01
+        calls = ex.llm_calls()
+        usage = ex.usage()  # the graph's whole spend, the run's included (what the panel shows)
+        assert usage["calls"] == len(calls) and usage["calls"] >= report.model_calls
+        assert usage["tokens"] == int(calls.prompt_tokens.sum() + calls.completion_tokens.sum())
+        assert usage["cost"] is not None and usage["cost"] >= report.cost
     with explore() as ex:
+        assert ex.usage() == {"calls": 0, "tokens": 0, "cost": None}
         report = ex.run(progress=False, max_cost=5.0, prices={"another-model": (1.0, 2.0)})
         assert report == "budget_exhausted"
         assert "no price for model(s) simulated-4" in (report.status_reason or "")
