@@ -84,7 +84,12 @@ function options(colors) {
     autoResize: true,
     physics: { enabled: false },
     layout: { improvedLayout: false, hierarchical: { enabled: false } },
-    interaction: { hover: true, tooltipDelay: 150, hideEdgesOnDrag: true, navigationButtons: false },
+    interaction: {
+      hover: true,
+      tooltipDelay: 150,
+      hideEdgesOnDrag: true,
+      keyboard: { enabled: true, bindToWindow: false }, // arrows pan, +/- zoom when the canvas has focus
+    },
     groups: groups(colors),
     nodes: { shape: "box" },
     edges: { smooth: false, color: { color: colors.tree }, width: 1, arrows: { to: { enabled: false } } },
@@ -135,8 +140,6 @@ export function createView(
   found.setAttribute("aria-label", "Matching questions");
   found.hidden = true;
   toolbar.appendChild(found);
-  const foundCount = element("span", "fractal-found");
-  toolbar.appendChild(foundCount);
 
   const body = element("div", "fractal-body");
   const canvas = element("div", "fractal-canvas");
@@ -436,7 +439,6 @@ export function createView(
     found.replaceChildren(new Option(`${matches.length} found: choose one…`, ""));
     for (const q of matches.slice(0, 500)) found.appendChild(new Option(clipText(q.label.replace(/\n/g, " "), 80), q.id));
     found.hidden = !(text || wanted);
-    foundCount.textContent = text || wanted ? "" : "";
     el.dataset.found = String(matches.length);
     if (network) {
       for (const q of matches) reveal(q.id);
