@@ -66,7 +66,9 @@ def test_the_page_draws_offline_a_readable_tree_in_both_themes(
     assert low_contrast(tab) == {}, f"{scheme}: text under 4.5:1"
     screenshot(tab, f"export-{scheme}-expanded", SHOTS)
     tab.get_by_role("button", name="Q/A graph").click()
-    assert len(boxes(tab)["boxes"]) == total, "the full question/answer graph is one toggle away"
+    graph = boxes(tab)
+    assert len(graph["boxes"]) == total, "the full question/answer graph is one toggle away"
+    assert overlapping(graph) == [], "answers have a column of their own"
     assert failures == []
     context.close()
 

@@ -249,7 +249,8 @@ export function createView(
       }
       const y = kids.length ? (span.get(kids[0]) + span.get(kids[kids.length - 1])) / 2 : (row++) * ROW;
       span.set(id, y);
-      at.set(id, { x: q.depth * COLUMN, y });
+      // In the Q/A graph each answer takes a column of its own between its question and the next depth.
+      at.set(id, { x: q.depth * COLUMN * (mode === "graph" ? 2 : 1), y });
     }
     return at;
   }
@@ -290,8 +291,8 @@ export function createView(
             label: clipText(answer.text, 60).replace(/(.{1,26})(\s|$)/g, "$1\n").trim(),
             title: clipText(`answer\n\n${answer.text}`, TITLE_CHARS),
             group: "answer",
-            x: position.x + COLUMN / 2,
-            y: position.y + i * 22,
+            x: position.x + COLUMN,
+            y: position.y + i * (ROW / 2),
           });
           edgeItems.push({ id: `${id}>${answer.id}`, from: id, to: answer.id, dashes: [2, 2] });
         });
