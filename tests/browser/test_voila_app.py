@@ -33,6 +33,9 @@ ex = Exploration.create("Why do some cities grow faster than others?", intensity
 ex.view(height="420px")
 """
 NETWORK = ".fractal-network"
+# The panel's message once a run ended ("run: all_complete: ..." or "run: budget_exhausted ..."), or null.
+RUN_MESSAGE = """() => [...document.querySelectorAll('.widget-html-content')]
+    .map((e) => e.textContent).find((t) => /^run: (all_complete|budget_exhausted)/.test(t)) || null"""
 SHOTS = Path(os.environ.get("FRACTAL_NB_SCREENSHOTS", "screenshots"))
 REPO = Path(__file__).parents[2]
 
@@ -230,12 +233,18 @@ def test_the_app_notebook_steps_and_runs_and_follows_the_tree(
         button(tab, "Step").click()
         wait_for(tab, "Number(el.dataset.nodeCount) > 2")
         screenshot(tab, f"voila-app-{theme}-after-step", SHOTS)
-        button(tab, "Run").click()
-        wait_for(
-            tab,
-            "JSON.parse(el.dataset.counts).open === 0 && JSON.parse(el.dataset.counts).claimed === 0",
-            120,
-        )
+        # Each worker stops after max_depth x 3 nodes (the circuit breaker): a run may end
+        # budget_exhausted with questions left, and the visitor runs again, as here.
+        for _ in range(6):
+            before = tab.evaluate(RUN_MESSAGE)
+            button(tab, "Run").click()
+            tab.wait_for_function(  # this run's own outcome, not the last one's
+                f"(before) => {{ const now = ({RUN_MESSAGE})(); return now && now !== before; }}",
+                arg=before,
+                timeout=120_000,
+            )
+            if tab.get_by_text("Nothing is left to explore").count():
+                break
         tab.wait_for_selector("text=Nothing is left to explore", timeout=30_000)
         assert attr(tab, "follow") == "1"
         after_run = boxes(tab)
