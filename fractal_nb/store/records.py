@@ -13,21 +13,26 @@ from typing import Any, NotRequired, TypedDict
 from ..model import BudgetRecord
 
 
-class NodeRecord(TypedDict):
-    """A node: a question or an answer, with its status and metadata (times as ISO-8601 UTC)."""
+class NodeFields(TypedDict):
+    """What every form of a node carries: its place in the tree, its text and its status."""
 
     node_id: str
-    graph_id: str
     parent_id: str | None
     node_type: str
     text: str
     depth: int
     status: str
     status_reason: str | None
-    inherited_from: str | None
     owner: str | None
-    branch_id: str | None
     seq: int
+
+
+class NodeRecord(NodeFields):
+    """A node: a question or an answer, with its status and metadata (times as ISO-8601 UTC)."""
+
+    graph_id: str
+    inherited_from: str | None
+    branch_id: str | None
     metadata: dict[str, Any]
     claimed_at: str | None
     created_at: str | None
@@ -291,18 +296,9 @@ class ModelSpend(TypedDict):
     completion_tokens: int
 
 
-class FeedNode(TypedDict):
+class FeedNode(NodeFields):
     """A node as the live view's feed carries it (its synthesis pulled out of the metadata)."""
 
-    node_id: str
-    parent_id: str | None
-    node_type: str
-    text: str
-    depth: int
-    status: str
-    status_reason: str | None
-    owner: str | None
-    seq: int
     synthesis: str | None
 
 
