@@ -13,15 +13,14 @@ import networkx as nx
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .engine.calls import ModelCaller
 from .engine.dispatcher import Clock, Dispatcher, RealClock, heartbeat
-from .engine.limits import Limits
+from .engine.limits import Limits, spend_tokens
 from .engine.phases import gap_rows, harvest, preview, seed
 from .engine.primitive import RunState, process
 from .errors import InvalidInputError, StateError, StoreUnreachableError
 from .export import to_networkx
 from .llm.protocol import LLM
-from .model import BUDGETS, Budget, CheckpointMode, GraphStatus, Intensity, pending_counts
+from .model import Budget, GraphStatus, pending_counts
 from .results import FractalResult, MarkdownText, StepRecord
 from .run_report import RunReport
 from .store import GraphStore
@@ -61,16 +60,7 @@ class Exploration:
         self.graph_id = graph_id
         self.llm = llm
         self._owns_store = owns_store
-        self._state = RunState(
-            store=store,
-            graph_id=graph_id,
-            root_id=graph["root_node_id"],
-            seed=graph["seed"],
-            budget=BUDGETS[Intensity(graph["intensity"])],
-            checkpoint=CheckpointMode.parse(graph["checkpoint_mode"]),
-            call=ModelCaller(llm, store, graph_id),
-            limits=Limits.from_metadata(graph["metadata"]),
-        )
+        self._state = RunState.for_graph(store, graph, llm, limits=Limits.from_metadata(graph["metadata"]))
         self._clock = clock or RealClock()
         self._dispatcher: Dispatcher | None = None
         # One run per graph in this process, whichever Exploration object asks (a notebook
@@ -207,14 +197,16 @@ class Exploration:
             node_timeout_s=node_timeout_s,
         )
         limits = self._state.limits.merged(asked)
-        raised = asked != Limits() and limits.reached(self.store.llm_spend(self.graph_id), 0.0) is None
+        # The graph's spend before this run, and what this process's model caller had counted then.
+        spent, counted = self.store.llm_spend(self.graph_id), dict(self._state.call.spent)
+        raised = asked != Limits() and limits.reached(spent, 0.0) is None
         with self._exclusive("pause() it first", resume=resume or raised):
             if asked != Limits():
                 self.store.update_graph_metadata(self.graph_id, {"limits": limits.to_metadata()})
             self._state.limits = limits
             self._state.convergence_found.clear()
             self._state.call.reset_health()  # the model may be back
-            started, spent = time.perf_counter(), self.store.llm_spend(self.graph_id)
+            started = time.perf_counter()
             processed: list[StepRecord] = []
             bar = tqdm(desc="fractal", unit="node", disable=not progress, leave=True)
 
@@ -239,7 +231,12 @@ class Exploration:
                         status = "model_unavailable" if outage else "seed_failed"
                         return self._run_report(status, None, processed, spent, started)
                 dispatcher = self._dispatcher = Dispatcher(
-                    self._state, workers=min(workers, budget.max_agents), clock=self._clock, on_step=stepped
+                    self._state,
+                    workers=min(workers, budget.max_agents),
+                    clock=self._clock,
+                    on_step=stepped,
+                    spent_before=spent,
+                    caller_before=counted,
                 )
                 try:
                     status = dispatcher.run()
@@ -279,9 +276,7 @@ class Exploration:
         answers = {r.answer_id for r in processed if r.answer_id}
         now = store.llm_spend(g)
         calls = sum(r["calls"] for r in now) - sum(r["calls"] for r in spent)
-        tokens = sum(r["prompt_tokens"] + r["completion_tokens"] for r in now) - sum(
-            r["prompt_tokens"] + r["completion_tokens"] for r in spent
-        )
+        tokens = spend_tokens(now) - spend_tokens(spent)
         before, after = self._state.limits.cost(spent), self._state.limits.cost(now)
         return RunReport(
             status=status,
@@ -454,7 +449,7 @@ class Exploration:
         spend = self.store.llm_spend(self.graph_id)
         return {
             "calls": sum(s["calls"] for s in spend),
-            "tokens": sum(s["prompt_tokens"] + s["completion_tokens"] for s in spend),
+            "tokens": spend_tokens(spend),
             "cost": self._state.limits.cost(spend),
         }
 

@@ -13,7 +13,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import uvicorn
@@ -31,6 +31,7 @@ from .mcp_auth import (
     token_verifier,
     transport_security,
 )
+from .model import TERMINAL_GRAPH
 from .store import GraphStore
 from .tool_table import TOOLS, Tool
 
@@ -52,28 +53,25 @@ and call fractal_heartbeat a few times per lease to keep long work.
 Errors come back as {"error": "..."} and change nothing."""
 
 
-def _result(call: Callable[[], Mapping[str, Any]]) -> CallToolResult:
-    """The store's answer as JSON (text and structured), or its refusal as ``{"error": ...}``."""
-    value: dict[str, Any]
-    try:
-        value, failed = dict(call()), False
-    except FractalError as exc:
-        value, failed = {"error": str(exc), "error_type": type(exc).__name__}, True
-    return CallToolResult(
-        content=[TextContent(type="text", text=json.dumps(value))], structured_content=value, is_error=failed
-    )
-
-
 def _tool_function(store: GraphStore, tool: Tool) -> Callable[..., CallToolResult]:
-    """The function served as ``tool``: its signature says the parameters, its body calls the store."""
+    """The function served as ``tool``: its signature says the parameters, its body calls the store.
+
+    The store's answer comes back as JSON (text and structured), its refusal as ``{"error": ...}``.
+    """
     method = getattr(store, tool.method)
 
     def call_store(**arguments: Any) -> CallToolResult:
-        def call() -> Mapping[str, Any]:
-            value = method(**{p.arg: p.decode(arguments[p.name]) for p in tool.params})
-            return {tool.result_key: value} if tool.result_key else value
-
-        return _result(call)
+        value: dict[str, Any]
+        try:
+            answer = method(**{p.arg: p.decode(arguments[p.name]) for p in tool.params})
+            value, failed = ({tool.result_key: answer} if tool.result_key else dict(answer)), False
+        except FractalError as exc:
+            value, failed = {"error": str(exc), "error_type": type(exc).__name__}, True
+        return CallToolResult(
+            content=[TextContent(type="text", text=json.dumps(value))],
+            structured_content=value,
+            is_error=failed,
+        )
 
     call_store.__name__ = tool.method
     call_store.__doc__ = tool.doc
@@ -97,7 +95,7 @@ def recover_claims(store: GraphStore) -> int:
     return sum(
         store.recover_stuck(g["graph_id"])["count"]
         for g in store.list_graphs()["graphs"]
-        if g["status"] not in ("completed", "error")
+        if g["status"] not in TERMINAL_GRAPH
     )
 
 

@@ -7,7 +7,9 @@ and lists as JSON text, optional text as ``""``. :func:`fractal_nb.mcp_server.bu
 turns each row into a tool that decodes its arguments and calls the store;
 :class:`fractal_nb.remote.RemoteStore` turns it back into a method with the
 store's own signature that encodes them (docs/architecture.md, "The graph
-contract"). A new store method reaches MCP and remote workers by one row here.
+contract"). A new store method reaches MCP by one row here, and remote workers by that
+row plus its one-line ``remote_method`` in ``RemoteStore`` (kept for the static types; a
+test fails when one is missing).
 """
 
 from __future__ import annotations
@@ -62,8 +64,8 @@ class Param:
         """A store-method argument as the MCP argument."""
         if self.wire is Wire.OPTIONAL_TEXT:
             return value or ""
-        if self.wire is Wire.JSON_OBJECT:
-            return value if isinstance(value, str) else (json.dumps(value) if value else "")
+        if self.wire is Wire.JSON_OBJECT:  # {} travels as "{}": an empty object is not an absent one
+            return "" if value is None else value if isinstance(value, str) else json.dumps(value)
         if self.wire is Wire.JSON_LIST:
             return json.dumps(list(value or []))
         if self.wire is Wire.HOLDER:

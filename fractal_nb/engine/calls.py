@@ -136,13 +136,15 @@ class ModelCaller:
                 error = LLMOutputError(f"{schema.__name__} reply refused: {exc}")
             except LLMError as exc:
                 error = exc
+        model = str(getattr(self.llm, "model", type(self.llm).__name__))
+        prompt_tokens = usage.prompt_tokens or messages_tokens(messages)
         call = {
             "graph_id": self.graph_id,
             "node_id": node_id,
             "worker": worker,
             "role": role_of(schema),
-            "model": getattr(self.llm, "model", type(self.llm).__name__),
-            "prompt_tokens": usage.prompt_tokens or messages_tokens(messages),
+            "model": model,
+            "prompt_tokens": prompt_tokens,
             "completion_tokens": usage.completion_tokens,
             "attempts": max(1, usage.requests or usage.attempts),  # what the server saw, when known
             "corrections": max(0, usage.attempts - 1),
@@ -153,7 +155,6 @@ class ModelCaller:
             "error": None if error is None else f"{type(error).__name__}: {error}"[:2000],
         }
         if not usage.cached:  # what budgets count (limits.py), known before the write lands
-            model, prompt_tokens = str(call["model"]), usage.prompt_tokens or messages_tokens(messages)
             with self._health:
                 prompt, completion = self.spent.get(model, (0, 0))
                 self.spent[model] = (prompt + prompt_tokens, completion + usage.completion_tokens)

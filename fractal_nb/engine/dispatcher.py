@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -119,8 +118,11 @@ class Dispatcher:
     reports: list[WorkerReport] = field(default_factory=list)
     budget_reached: str | None = None  # why the run stopped for a budget (limits.py), once it did
     _started: float = 0.0
-    _spent_before: list[ModelSpend] | None = None  # the graph's spend when the run began
-    _caller_before: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # The graph's spend when the run began (the store's figure, read once by the caller) and what
+    # the model caller had counted then: this run's calls are the difference, counted in memory
+    # (no query per claim).
+    spent_before: list[ModelSpend] = field(default_factory=list)
+    caller_before: dict[str, tuple[int, int]] = field(default_factory=dict)
     _in_flight: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -236,16 +238,12 @@ class Dispatcher:
             limits = self.run_state.limits
             spend: list[ModelSpend] = []
             if limits.max_tokens is not None or limits.max_cost is not None:
-                # The store's figure once per run, then this run's calls in memory: no query per claim.
-                if self._spent_before is None:
-                    self._spent_before = self.run_state.local.llm_spend(self.run_state.graph_id)
-                    self._caller_before = dict(self.run_state.call.spent)
-                spend = self._spent_before + [
+                spend = self.spent_before + [
                     {
                         "model": model,
                         "calls": 0,  # not counted here: the budgets are of tokens and cost
-                        "prompt_tokens": p - self._caller_before.get(model, (0, 0))[0],
-                        "completion_tokens": c - self._caller_before.get(model, (0, 0))[1],
+                        "prompt_tokens": p - self.caller_before.get(model, (0, 0))[0],
+                        "completion_tokens": c - self.caller_before.get(model, (0, 0))[1],
                     }
                     for model, (p, c) in self.run_state.call.spent.items()
                 ]
@@ -262,15 +260,15 @@ class Dispatcher:
         snapshot = store.get_snapshot(g)
         if snapshot["status"] != GraphStatus.ACTIVE:
             return str(snapshot["status"])
-        pending = +Counter(pending_counts(snapshot["nodes"]))  # the statuses with work, others 0
+        pending = pending_counts(snapshot["nodes"])
         claimable = store.get_claimable_work(g)["count"]
         if run.call.outage:  # not finished, not a budget: resumable when the model is back
             store.update_graph_status(g, GraphStatus.PAUSED, reason=run.call.outage)
             return "model_unavailable"
-        if self.budget_reached and (pending or claimable):
+        if self.budget_reached and (any(pending.values()) or claimable):
             self._freeze_open(self.budget_reached)
             return "budget_exhausted"
-        if not pending:
+        if not any(pending.values()):
             # The resume routing's case c (docs/architecture.md): nothing to claim, the root
             # not synthesized; the cascade reaches every ready question before the run calls itself complete.
             cascade(run, worker=f"{self.worker_prefix}-cascade")

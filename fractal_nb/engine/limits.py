@@ -90,7 +90,7 @@ class Limits:
 
     def reached(self, spend: Sequence[Mapping[str, Any]], elapsed_s: float) -> str | None:
         """Why the run must stop now (e.g. ``"token budget of 5,000 reached (5,210 spent)"``), or None."""
-        tokens = sum(r["prompt_tokens"] + r["completion_tokens"] for r in spend)
+        tokens = spend_tokens(spend)
         if self.max_tokens is not None and tokens >= self.max_tokens:
             return f"token budget of {self.max_tokens:,} reached ({tokens:,} spent)"
         cost = self.cost(spend)
@@ -102,6 +102,11 @@ class Limits:
         if self.max_wall_s is not None and elapsed_s >= self.max_wall_s:
             return f"wall-time budget of {self.max_wall_s:g} s reached ({elapsed_s:.1f} s)"
         return None
+
+
+def spend_tokens(spend: Sequence[Mapping[str, Any]]) -> int:
+    """The tokens, prompt and completion, of ``llm_spend`` rows."""
+    return sum(int(r["prompt_tokens"]) + int(r["completion_tokens"]) for r in spend)
 
 
 def _positive(name: str, value: object, *, integer: bool = False) -> Any:

@@ -16,18 +16,18 @@ from typing import Any
 
 from ..errors import (
     FractalError,
-    InvalidInputError,
     LLMError,
     LLMUnavailableError,
     NodeTimeLimitError,
     StateError,
 )
+from ..llm.protocol import LLM
 from ..llm.schemas import Answer, Connections, LeafAnswer, Synthesis, connections_among
-from ..model import UNEXPLORED, Budget, CheckpointMode, SaturationReason
+from ..model import BUDGETS, UNEXPLORED, Budget, CheckpointMode, Intensity, SaturationReason
 from ..prompts import chat, render
 from ..results import StepRecord
 from ..store import GraphStore, WorkerStore
-from ..store.records import Claim, QuestionContext, SubQuestionBrief
+from ..store.records import Claim, GraphRecord, QuestionContext, SubQuestionBrief
 from ..text import clip, normalize
 from .calls import ModelCaller
 from .limits import Limits
@@ -49,6 +49,22 @@ class RunState:
     work_added: threading.Condition = field(default_factory=threading.Condition)
     convergence_found: threading.Event = field(default_factory=threading.Event)
     limits: Limits = field(default_factory=Limits)
+
+    @classmethod
+    def for_graph(
+        cls, store: WorkerStore, graph: GraphRecord, llm: LLM, *, limits: Limits | None = None
+    ) -> RunState:
+        """The run state of ``graph`` (a ``get_graph`` record) on ``store`` with ``llm``."""
+        return cls(
+            store=store,
+            graph_id=graph["graph_id"],
+            root_id=graph["root_node_id"],
+            seed=graph["seed"],
+            budget=BUDGETS[Intensity(graph["intensity"])],
+            checkpoint=CheckpointMode.parse(graph["checkpoint_mode"]),
+            call=ModelCaller(llm, store, graph["graph_id"]),
+            limits=limits or Limits(),
+        )
 
     @property
     def local(self) -> GraphStore:
@@ -74,10 +90,7 @@ class RunState:
 def process(run: RunState, claim: Claim, worker: str) -> StepRecord:
     """Run the primitive on a claimed question and return what it did."""
     node_id, question = claim["node_id"], claim.get("text")
-    if node_id is None or question is None:
-        raise InvalidInputError(
-            f"process needs a claim that holds a question; claim_work found none: {claim}"
-        )
+    assert node_id is not None and question is not None, "callers pass only claims that found a question"
     context = run.store.get_context(run.graph_id, node_id)
     calls: list[dict[str, Any]] = []  # call logs, written with the node's transaction
     last_level = context["node"]["depth"] + 1 >= run.budget.max_depth  # no sub-question can follow
@@ -97,13 +110,15 @@ def process(run: RunState, claim: Claim, worker: str) -> StepRecord:
             links = _connect(run, context, answer, worker, calls) if context["candidates"] else Connections()
         try:
             relation = {c["node_id"]: c["relation"] for c in context["candidates"]}
-            claimed = (node_id, question)
-            written = _write(run, claimed, worker, answer, subs, depth_limited, links, calls, relation)
+            written = _write(
+                run, node_id, question, worker, answer, subs, depth_limited, links, calls, relation
+            )
         except FractalError as exc:  # pruned or saturated meanwhile: the write is refused whole
             discard(calls)
             return StepRecord(node_id, worker, question, error=f"write refused: {exc}")
     finally:
-        run.store.record_llm_calls(calls)  # whatever did not land with the node
+        if calls:  # whatever did not land with the node
+            run.store.record_llm_calls(calls)
     if written["questions"]:
         # New sub-questions: this node now waits on them, and nothing else got closer
         # to synthesis, so the cascade has nothing new to do.
@@ -281,7 +296,8 @@ def _connect(
 
 def _write(
     run: RunState,
-    claimed: tuple[str, str],
+    q: str,
+    question: str,
     worker: str,
     answer: LeafAnswer,
     subs: list[Any],
@@ -291,7 +307,7 @@ def _write(
     relation: dict[str, str],
 ) -> dict[str, Any]:
     """Write the node's results in one transaction; a refusal rolls all of it back."""
-    (store, g), (q, question) = (run.store, run.graph_id), claimed
+    store, g = run.store, run.graph_id
     meta: dict[str, Any] = {"confidence": answer.confidence}
     if answer.saturation:
         meta["saturation"] = answer.saturation

@@ -80,16 +80,19 @@ def remote_method(
     tool = TOOLS_BY_METHOD[method.__name__]
     signature = inspect.signature(method)
     carried = {p.arg for p in tool.params}
+    # Worked out once: the parameters the tool leaves out (they must keep their defaults).
+    left_out = {n: p.default for n, p in list(signature.parameters.items())[1:] if n not in carried}
+    takes_holder = "holder" in carried
 
     def call(self: RemoteStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
         bound = signature.bind(self, *args, **kwargs)
         bound.apply_defaults()
-        for name, value in list(bound.arguments.items())[1:]:
-            if name not in carried and value != signature.parameters[name].default:
+        for name, default in left_out.items():
+            if bound.arguments[name] != default:
                 raise InvalidInputError(
                     f"{name} is not carried by {tool.name}; RemoteStore keeps its default"
                 )
-        if bound.arguments.get("holder") == "store":
+        if takes_holder and bound.arguments["holder"] == "store":
             bound.arguments["holder"] = self.holder
         value = self.call(tool.name, **{p.name: p.encode(bound.arguments[p.arg]) for p in tool.params})
         return cast(R, value[tool.result_key] if tool.result_key else value)

@@ -7,12 +7,10 @@ can be spread over processes and machines while one process owns the DuckDB file
 
 from __future__ import annotations
 
-from ..engine.calls import ModelCaller
 from ..engine.dispatcher import Clock, Dispatcher, RealClock, WorkerReport
 from ..engine.primitive import RunState
 from ..errors import InvalidInputError
 from ..llm.protocol import LLM
-from ..model import BUDGETS, CheckpointMode, Intensity
 from .store import RemoteStore
 
 
@@ -36,15 +34,7 @@ def work_remotely(
             raise InvalidInputError(f"the server holds {len(active)} active graphs ({ids}); pass graph_id")
         graph_id = str(active[0]["graph_id"])
     graph = store.get_graph(graph_id)
-    state = RunState(
-        store=store,
-        graph_id=graph_id,
-        root_id=graph["root_node_id"],
-        seed=graph["seed"],
-        budget=BUDGETS[Intensity(graph["intensity"])],
-        checkpoint=CheckpointMode.parse(graph["checkpoint_mode"]),
-        call=ModelCaller(llm, store, graph_id),
-    )
+    state = RunState.for_graph(store, graph, llm)
     dispatcher = Dispatcher(
         state, workers=threads, clock=clock or RealClock(), worker_prefix=worker_id, patient=True
     )

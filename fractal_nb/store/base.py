@@ -246,15 +246,17 @@ class StoreBase:
             assigned["metadata"] = json.dumps(metadata)
         sets = ", ".join(f"{column} = ?" for column in assigned)
         self._db.execute(f"UPDATE nodes SET {sets} WHERE node_id = ?", [*assigned.values(), node.node_id])
-        if through is not None:
-            hop = {"from": node.status, "to": through}
-            self._log(node.graph_id, node.node_id, "status_changed", actor, hop, at)
         logged: dict[str, Any] = {"from": through or node.status, "to": status, **(payload or {})}
         if reason is not None:
             logged["reason"] = reason
         if inherited_from is not None:
             logged["inherited_from"] = inherited_from
-        self._log(node.graph_id, node.node_id, kind, actor, logged, at)
+        events: list[tuple[str | None, str, str | None, dict[str, Any]]] = [
+            (node.node_id, kind, actor, logged)
+        ]
+        if through is not None:  # the first hop's event, before the second's (one INSERT for both)
+            events.insert(0, (node.node_id, "status_changed", actor, {"from": node.status, "to": through}))
+        self._log_many(node.graph_id, events, at)
 
 
 def new_id(prefix: str) -> str:
