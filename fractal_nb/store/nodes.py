@@ -229,7 +229,7 @@ class NodeWrites(LLMLog):
         question = self._node(graph_id, question_id)
         if other.depth < question.depth:  # the other answer is shallower: under it
             return other, False
-        if question.depth + 1 < self._budget(self._graph(graph_id)).max_depth:
+        if question.depth + 1 < self._budget(self._known_graph(graph_id)).max_depth:
             return other, True
         return None, False  # no level below this one: left out
 
@@ -259,7 +259,7 @@ class NodeWrites(LLMLog):
             return None
         try:
             placed = self._add_children(
-                self._graph(graph_id),
+                self._known_graph(graph_id),  # its intensity and checkpoint mode: static fields
                 other,
                 NodeType.QUESTION,
                 [(text, {"boundary": True, "converging_nodes": converging})],

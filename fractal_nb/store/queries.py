@@ -12,7 +12,7 @@ from typing import Any
 import networkx as nx
 
 from ..errors import InvalidInputError
-from ..model import DONE_QUESTION, EdgeType, NodeStatus
+from ..model import DONE_QUESTION, PENDING_QUESTION, EdgeType, NodeStatus
 from .base import StoreBase, optional_name, require_id
 from .records import (
     Changes,
@@ -185,7 +185,7 @@ class GraphQueries(StoreBase):
                     # the reference's fields, beside ours
                     "saturated": q.status == NodeStatus.SATURATED,
                     "saturation_reason": (q.status_reason if q.status == NodeStatus.SATURATED else None),
-                    "open_questions": counts["open"] + counts["claimed"] + counts["gated"],
+                    "open_questions": sum(counts[s] for s in PENDING_QUESTION),
                 }
             )
         all_saturated = bool(branches) and all(b["done"] for b in branches)

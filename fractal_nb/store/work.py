@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import InvalidInputError, StateError
 from ..model import (
     DONE_QUESTION,
+    PENDING_QUESTION,
     TERMINAL_GRAPH,
     GraphStatus,
     NodeStatus,
@@ -95,8 +96,6 @@ class WorkQueue(StoreBase):
             node = NodeRow(*row)
             if held is not None:
                 self._register(held, now)
-            # The guard on status/claimed_at keeps the update honest even if the
-            # candidate changed; under the write lock it cannot have.
             payload: dict[str, Any] = {"lease_s": self.lease_s}
             if node.status == NodeStatus.CLAIMED:
                 payload["lease_expired_for"] = node.owner
@@ -338,7 +337,7 @@ class WorkQueue(StoreBase):
     def _graph_done(self, graph_id: str) -> bool:
         row = self._db.fetchone(
             "SELECT count(*) FROM nodes WHERE graph_id = ? AND node_type = 'question' "
-            "AND status IN ('open', 'claimed', 'gated')",
-            [graph_id],
+            f"AND status IN ({', '.join('?' for _ in PENDING_QUESTION)})",
+            [graph_id, *PENDING_QUESTION],
         )
         return row is not None and row[0] == 0

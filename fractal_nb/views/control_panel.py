@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from ..model import GraphStatus
+from ..model import PENDING_QUESTION, TERMINAL_GRAPH, NodeStatus
 from ..results import StepRecord
 from ..text import clip
+from .graph_feed import DeltaMessage
 from .kernel_pump import KernelPump
 from .network_widget import NetworkWidget
 
@@ -230,12 +231,14 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             elif kind == "result":
                 self.result.value = value
                 self.tabs.selected_index = RESULT_TAB
-        self.network.refresh()
-        self._show_counts()
+        delta = self.network.refresh()
+        selected = self.network.selected
+        if selected != self._inspected or (selected and _touches(delta, selected)):
+            self._inspect(selected)  # a new selection, or the inspected node changed
+        counts = self.network.feed.counts()  # once per tick, for every part below
+        self._show_counts(counts)
         self._show_gates()
-        self._show_controls()
-        if self.network.selected != self._inspected:
-            self._inspect(self.network.selected)
+        self._show_controls(counts)
 
     def close(self) -> None:
         """Stop refreshing and close the widgets (a running job is paused first)."""
@@ -381,10 +384,9 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         prefix = "error: " if error else ""
         self.message.value = f"<div style='{style}'>{html.escape(prefix + text)}</div>"
 
-    def _show_counts(self) -> None:
+    def _show_counts(self, counts: dict[str, int]) -> None:
         feed = self.network.feed
-        counts = feed.counts()
-        questions = sum(counts[s] for s in _STATUS_ORDER)
+        questions = counts["total"] - counts["answers"]
         self.progress.max = max(questions, 1)
         self.progress.value = counts["synthesized"] + counts["saturated"]
         parts = [f"{counts[s]} {s}" for s in _STATUS_ORDER if counts[s]]
@@ -406,36 +408,36 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                 f"{cost}</span>"
             )
 
-    def _blocked(self) -> str:
-        """Why Step and Run cannot act now ('' when they can)."""
-        feed = self.network.feed
-        counts = feed.counts()
-        if feed.status in (GraphStatus.COMPLETED, GraphStatus.ERROR):
-            return (
-                f"This exploration is {feed.status}: nothing is left to run. Report shows its result "
+    def _blocked(self, counts: dict[str, int]) -> tuple[str, str]:
+        """Why Step and Run cannot act now: (``finished``/``gates``/``explored``, the reason), or ('', '')."""
+        status = self.network.feed.status
+        if status in TERMINAL_GRAPH:
+            return "finished", (
+                f"This exploration is {status}: nothing is left to run. Report shows its result "
                 "(Result tab); Export saves the syntheses."
             )
         if counts["open"] == 0 and counts["claimed"] == 0 and counts["gated"]:
-            return (
+            return "gates", (
                 f"Waiting at {counts['gated']} gate(s): approve or prune them in the Gates tab "
                 "below (or Approve in the Inspector), then Step or Run."
             )
-        if counts["total"] > 1 and not any(counts[s] for s in ("open", "claimed", "gated", "answered")):
-            return "Nothing is left to explore: Harvest writes the result (Report shows it first)."
-        return ""
+        if counts["total"] > 1 and not any(counts[s] for s in (*PENDING_QUESTION, NodeStatus.ANSWERED)):
+            return (
+                "explored",
+                "Nothing is left to explore: Harvest writes the result (Report shows it first).",
+            )
+        return "", ""
 
-    def _show_controls(self) -> None:
+    def _show_controls(self, counts: dict[str, int]) -> None:
         busy = self._busy()
-        blocked = self._blocked()
+        state, blocked = self._blocked(counts)
         for control in (self.step_button, self.step_n_button, self.run_button):
-            control.disabled = busy or bool(blocked)
+            control.disabled = busy or bool(state)
         self.pause_button.disabled = not busy
-        finished = self.network.feed.status in (GraphStatus.COMPLETED, GraphStatus.ERROR)
-        self.harvest_button.disabled = busy or finished
+        self.harvest_button.disabled = busy or state == "finished"
         self.harvest_button.description = (
-            "Harvest" if finished or blocked.startswith("Nothing") else "Finish & harvest"
+            "Harvest" if state in ("finished", "explored") else "Finish & harvest"
         )
-        self.report_button.disabled = False
         text = "Working… Pause stops after the nodes in flight." if busy else blocked
         self.guide.value = f"<div style='{MUTED_STYLE}'>{html.escape(text)}</div>" if text else ""
 
@@ -451,6 +453,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         )
         for control in (self.approve_button, self.approve_all_button, self.prune_gate_button):
             control.disabled = not gated
+        self.approve_node_button.disabled = self.network.selected not in gated
         if gated and not self._gates_seen and not self._busy():
             self.tabs.selected_index = GATES_TAB  # new gates: show where to act on them
         self._gates_seen = len(gated)
@@ -458,13 +461,17 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
     def _inspect(self, node_id: str) -> None:
         self._inspected = node_id
         self.prune_branch_button.disabled = not node_id
-        self.approve_node_button.disabled = True
         if not node_id:
             self.inspector.value = "<i>Click a question in the graph to inspect it.</i>"
             return
-        details = self.exploration.inspect(node_id)
-        self.approve_node_button.disabled = details["node"]["status"] != "gated"
-        self.inspector.value = inspector_html(details)
+        self.inspector.value = inspector_html(self.exploration.inspect(node_id))
+
+
+def _touches(delta: DeltaMessage | None, node_id: str) -> bool:
+    """Whether ``delta`` carries the node (a question, or an answer folded into one)."""
+    return delta is not None and any(
+        q["id"] == node_id or any(a["id"] == node_id for a in q["answers"]) for q in delta["questions"]
+    )
 
 
 def inspector_html(details: dict[str, Any]) -> str:

@@ -10,12 +10,11 @@ opens late asks for ``snapshot()``; both carry the event id they reach
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from typing import Literal, TypedDict
 
 from ..model import NodeStatus
 from ..store import GraphStore
-from ..store.records import Changes, FeedNode
+from ..store.records import Changes
 from .question_tree import LinkItem, QuestionItem, QuestionTree
 
 
@@ -45,22 +44,19 @@ class DeltaMessage(TypedDict):
 def snapshot_of(changes: Changes, tree: QuestionTree | None = None) -> SnapshotMessage:
     """A full ``get_changes`` result as a ``snapshot`` message (``tree``: the one to fold it into)."""
     tree = tree or QuestionTree(changes["root_node_id"])
-    tally = Counter(r["status"] for r in changes["nodes"] if r["node_type"] == "question")
-    counts = {s.value: tally.get(s.value, 0) for s in NodeStatus}
-    counts["answers"] = sum(1 for r in changes["nodes"] if r["node_type"] == "answer")
-    counts["total"] = len(changes["nodes"])
+    questions = tree.fold(changes["nodes"])
     return {
         "type": "snapshot",
         "seq": changes["last_event_id"],
         "status": changes["status"],
-        "questions": tree.fold(changes["nodes"]),
+        "questions": questions,
         "links": tree.links(changes["links"]),
-        "counts": counts,
+        "counts": tree.counts(),
     }
 
 
 class GraphFeed:
-    """Deltas of one graph for the live view, from its event log."""
+    """Deltas of one graph for the live view, from its event log (folded by a :class:`QuestionTree`)."""
 
     def __init__(self, store: GraphStore, graph_id: str) -> None:
         self.store = store
@@ -68,44 +64,24 @@ class GraphFeed:
         self.seq = 0
         self.status = ""
         self.tree = QuestionTree(store.get_graph(graph_id)["root_node_id"])
-        self._questions: dict[str, str] = {}  # question id → status
-        self._answers: set[str] = set()
-        self._gated: dict[str, str] = {}  # gated question id → its text
         self._lock = threading.Lock()
 
     def counts(self) -> dict[str, int]:
         """Questions by status (zeros included), then ``answers`` and ``total`` nodes."""
         with self._lock:
-            tally = Counter(self._questions.values())
-            answers = len(self._answers)
-        counts = {s.value: tally.get(s.value, 0) for s in NodeStatus}
-        counts["answers"] = answers
-        counts["total"] = len(self._questions) + answers
-        return counts
+            return self.tree.counts()
 
     def gated(self) -> dict[str, str]:
         """Gated questions (id → text) in creation order, as of the last snapshot or delta."""
         with self._lock:
-            return dict(self._gated)
-
-    def _track(self, rows: list[FeedNode]) -> None:
-        for row in rows:
-            nid = row["node_id"]
-            if row["node_type"] == "answer":
-                self._answers.add(nid)
-                continue
-            self._questions[nid] = row["status"]
-            if row["status"] == NodeStatus.GATED:
-                self._gated[nid] = row["text"]
-            else:
-                self._gated.pop(nid, None)
+            return {
+                q["id"]: q["text"] for q in self.tree.questions.values() if q["status"] == NodeStatus.GATED
+            }
 
     def snapshot(self) -> SnapshotMessage:
         """The whole graph as a ``snapshot`` message."""
         with self._lock:
             changes = self.store.get_changes(self.graph_id)
-            self._questions, self._answers, self._gated = {}, set(), {}
-            self._track(changes["nodes"])
             self.tree = QuestionTree(changes["root_node_id"])
             message = snapshot_of(changes, self.tree)
             self.seq, self.status = changes["last_event_id"], changes["status"]
@@ -118,9 +94,9 @@ class GraphFeed:
             changes = self.store.get_changes(self.graph_id, since=since)
             if changes["last_event_id"] == since and changes["status"] == self.status:
                 return None
-            self._track(changes["nodes"])
             questions = self.tree.fold(changes["nodes"])
             links = self.tree.links(changes["links"])
+            counts = self.tree.counts()
             self.seq, self.status = changes["last_event_id"], changes["status"]
         return {
             "type": "delta",
@@ -129,5 +105,5 @@ class GraphFeed:
             "status": changes["status"],
             "questions": questions,
             "links": links,
-            "counts": self.counts(),
+            "counts": counts,
         }

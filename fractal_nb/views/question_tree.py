@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections import Counter, deque
 from collections.abc import Iterable
 from typing import TypedDict
 
+from ..model import NodeStatus
 from ..store.records import FeedLink, FeedNode
 
 LABEL_WIDTH = 26  # characters per label line
@@ -85,12 +87,20 @@ class QuestionTree:
         self.answer_of: dict[str, str] = {}  # answer id -> its question id
         self._orphans: dict[str, list[FeedNode]] = {}  # rows under an answer not seen yet, by that answer
 
+    def counts(self) -> dict[str, int]:
+        """Questions by status (every status, zeros included), then ``answers`` and ``total`` nodes."""
+        tally = Counter(q["status"] for q in self.questions.values())
+        counts = {s.value: tally.get(s.value, 0) for s in NodeStatus}
+        counts["answers"] = len(self.answer_of)
+        counts["total"] = len(self.questions) + len(self.answer_of)
+        return counts
+
     def fold(self, rows: Iterable[FeedNode]) -> list[QuestionItem]:
         """Take feed rows (creation order); the question items they changed, in creation order."""
         changed: dict[str, QuestionItem] = {}
-        pending = list(rows)
+        pending = deque(rows)
         while pending:
-            row = pending.pop(0)
+            row = pending.popleft()
             if row["node_type"] == "answer":
                 question = self.questions.get(row["parent_id"] or "")
                 if question is None:  # its question was not sent yet (a partial delta): wait for it
@@ -110,7 +120,7 @@ class QuestionTree:
                     continue
                 item = self._question(row, parent, via)
                 changed[item["id"]] = item
-            pending[:0] = self._orphans.pop(row["node_id"], [])
+            pending.extendleft(reversed(self._orphans.pop(row["node_id"], [])))
         return sorted(changed.values(), key=lambda q: q["seq"])
 
     def _question(self, row: FeedNode, parent: str | None, via: str | None) -> QuestionItem:
