@@ -162,6 +162,10 @@ export function createView(
   let root = null;
   let seq = 0;
   let follow = true; // fit as the tree grows, until the reader pans or zooms
+  const setFollow = (on) => {
+    follow = on;
+    el.dataset.follow = on ? "1" : "0";
+  };
   let mode = "tree";
   let counts = {};
   let status = "";
@@ -171,7 +175,6 @@ export function createView(
   const opened = new Set(); // opened by the reader beyond the automatic depth
   const closed = new Set(); // closed by the reader
   let autoDepth = Infinity;
-  let matches = [];
 
   function childrenOf(id) {
     return children.get(id) || [];
@@ -328,7 +331,6 @@ export function createView(
     el.dataset.visibleCount = String(nodes.length);
     el.dataset.edgeCount = String(edges.length);
     if (follow) network.fit({ animation: false });
-    if (outline.hidden === false) renderOutline();
   }
 
   function draw() {
@@ -340,14 +342,10 @@ export function createView(
     network.once("afterDrawing", () => {
       el.dataset.drawn = "1";
     });
-    const stopFollowing = () => {
-      follow = false;
-      el.dataset.follow = "0";
-    };
     network.on("dragEnd", (params) => {
-      if (!params.nodes.length) stopFollowing();
+      if (!params.nodes.length) setFollow(false);
     });
-    network.on("zoom", stopFollowing);
+    network.on("zoom", () => setFollow(false));
     network.on("click", (params) => select(params.nodes.length ? String(params.nodes[0]) : "", false));
     network.on("doubleClick", (params) => {
       const id = params.nodes.length ? String(params.nodes[0]) : "";
@@ -371,8 +369,9 @@ export function createView(
     network.redraw();
   }
 
-  // Open every closed question above ``id``, so a found or chosen question is on screen.
-  function reveal(id) {
+  // Open every closed question above ``id``, so a found or chosen question is on screen;
+  // whether anything opened (the caller redraws once).
+  function openAbove(id) {
     let q = questions.get(id);
     let changed = false;
     while (q && q.parent !== null) {
@@ -383,7 +382,7 @@ export function createView(
       }
       q = questions.get(q.parent);
     }
-    if (changed) redraw();
+    return changed;
   }
 
   function select(id, focus) {
@@ -391,11 +390,10 @@ export function createView(
     onSelect(id);
     if (!network) return;
     if (id && questions.has(id)) {
-      reveal(id);
+      if (openAbove(id)) redraw();
       network.selectNodes([id]);
       if (focus) {
-        follow = false;
-        el.dataset.follow = "0";
+        setFollow(false);
         network.focus(id, { scale: Math.max(network.getScale(), 0.9), animation: false });
       }
     } else if (id && nodes.get(id)) {
@@ -421,15 +419,17 @@ export function createView(
       for (const sub of subs) list.appendChild(element("li", "", `${sub.text} (${sub.status})`));
       panel.appendChild(list);
     }
-    panel.appendChild(element("p", "fractal-found", id));
+    panel.appendChild(element("p", "fractal-id", id));
   }
 
   // -- finding ---------------------------------------------------------------------------
 
-  function find() {
+  // The questions matching the search and the status filter, listed and selected; ``open``: the
+  // reader asked (not a delta), so their branches open too.
+  function find(open) {
     const text = search.value.trim().toLowerCase();
     const wanted = statusFilter.value === "any status" ? null : statusFilter.value;
-    matches = [];
+    const matches = [];
     if (text || wanted) {
       for (const q of questions.values()) {
         const hit = (!text || `${q.text}\n${q.synthesis || ""}`.toLowerCase().includes(text))
@@ -442,7 +442,9 @@ export function createView(
     found.hidden = !(text || wanted);
     el.dataset.found = String(matches.length);
     if (network) {
-      for (const q of matches) reveal(q.id);
+      let opened = false;
+      if (open) for (const q of matches) opened = openAbove(q.id) || opened;
+      if (opened) redraw();
       network.selectNodes(matches.map((q) => q.id).filter((id) => nodes.get(id)));
     }
   }
@@ -486,6 +488,7 @@ export function createView(
       }
     };
     reopen(top);
+    markOutline(el.dataset.selected);
   }
 
   function markOutline(id) {
@@ -557,20 +560,19 @@ export function createView(
       return;
     }
     redraw();
+    if (!outline.hidden) renderOutline(); // its content changed (a redraw alone does not change it)
     el.dataset.seq = String(seq);
     setCounts(message);
-    if (search.value || statusFilter.value !== "any status") find();
+    if (search.value || statusFilter.value !== "any status") find(false);
   }
 
   fitButton.addEventListener("click", () => {
-    follow = true;
-    el.dataset.follow = "1";
+    setFollow(true);
     if (network) network.fit({ animation: false });
   });
   const zoom = (factor) => {
     if (!network) return;
-    follow = false;
-    el.dataset.follow = "0";
+    setFollow(false);
     network.moveTo({ scale: network.getScale() * factor });
   };
   zoomIn.addEventListener("click", () => zoom(1.4));
@@ -594,8 +596,8 @@ export function createView(
     if (!outline.hidden) renderOutline();
     if (network) network.redraw();
   });
-  search.addEventListener("input", find);
-  statusFilter.addEventListener("change", find);
+  search.addEventListener("input", () => find(true));
+  statusFilter.addEventListener("change", () => find(true));
   found.addEventListener("change", () => {
     if (found.value) select(found.value, true);
   });
