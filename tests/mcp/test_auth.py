@@ -7,7 +7,6 @@ import os
 import re
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -36,6 +35,7 @@ from fractal_nb.mcp_auth import (
 from fractal_nb.mcp_server import BackgroundServer, build_server
 from fractal_nb.remote import RemoteStore
 from tests.local_port import free_port
+from tests.mcp.conftest import serve_mcp_command, worker_command
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -109,18 +109,7 @@ def cli_server(tmp_path: Path, *options: str, env: dict[str, str]) -> Iterator[C
     """``fractal-nb serve-mcp --http`` in a subprocess, its stderr collected line by line as it comes."""
     port = free_port()
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "fractal_nb.cli",
-            "serve-mcp",
-            "--db",
-            str(tmp_path / "auth.duckdb"),
-            "--http",
-            "--port",
-            str(port),
-            *options,
-        ],
+        serve_mcp_command(tmp_path / "auth.duckdb", port, *options),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -250,22 +239,7 @@ def test_serve_mcp_beyond_loopback_needs_the_token_end_to_end(
         assert post_initialize(url).status_code == 401
         assert post_initialize(url, token=token).status_code == 200
 
-        worker = [
-            sys.executable,
-            "-m",
-            "fractal_nb.cli",
-            "worker",
-            "--mcp-url",
-            url,
-            "--worker-id",
-            "far",
-            "--threads",
-            "2",
-            "--llm",
-            "simulated",
-            "--seed-value",
-            "3",
-        ]
+        worker = worker_command(url, "far", 2, "--llm", "simulated", "--seed-value", "3")
         refused = subprocess.run(worker, capture_output=True, text=True, timeout=120, env=env_without_token())
         assert refused.returncode != 0
         assert re.search(REFUSED_401, refused.stderr), refused.stderr

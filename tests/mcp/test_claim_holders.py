@@ -29,6 +29,7 @@ from fractal_nb.remote import RemoteStore
 from tests.engine.test_openai_runs import role_responder
 from tests.llm.fake_openai import FakeOpenAI
 from tests.local_port import free_port
+from tests.mcp.conftest import serve_mcp_command, worker_command
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_S = 120.0
@@ -96,22 +97,7 @@ def test_four_worker_processes_pay_once_per_synthesis(
         for i in range(4):
             procs.append(
                 subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "fractal_nb.cli",
-                        "worker",
-                        "--mcp-url",
-                        url,
-                        "--worker-id",
-                        f"p{i}",
-                        "--threads",
-                        "2",
-                        "--llm",
-                        "simulated",
-                        "--seed-value",
-                        "2",
-                    ],
+                    worker_command(url, f"p{i}", 2, "--llm", "simulated", "--seed-value", "2"),
                     env=env(),
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
@@ -222,41 +208,16 @@ def test_a_worker_whose_server_died_says_so_and_the_restarted_server_recovers_it
     graph_id = seeded(path)
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    serve = [
-        sys.executable,
-        "-m",
-        "fractal_nb.cli",
-        "serve-mcp",
-        "--db",
-        str(path),
-        "--http",
-        "--port",
-        str(port),
-    ]
+    serve = serve_mcp_command(path, port)
     with FakeOpenAI(responder=slow) as model:
         procs.append(
             subprocess.Popen(serve, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         )
         wait_for(lambda: port_open(port), "the server to listen")
         worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "fractal_nb.cli",
-                "worker",
-                "--mcp-url",
-                url,
-                "--worker-id",
-                "orphan",
-                "--threads",
-                "2",
-                "--llm",
-                "openai",
-                "--model",
-                "fake",
-                "--base-url",
-                model.base_url,
-            ],
+            worker_command(
+                url, "orphan", 2, "--llm", "openai", "--model", "fake", "--base-url", model.base_url
+            ),
             env=env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -22,6 +22,7 @@ from mcp import Client, StdioServerParameters
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
 from fractal_nb.mcp_server import BackgroundServer
 from tests.local_port import free_port
+from tests.mcp.conftest import serve_mcp_command, worker_command
 from tests.mcp.seed_worker import call, seed_worker
 
 
@@ -49,17 +50,7 @@ def test_stdio_from_the_cli(tmp_path: Path) -> None:
 def test_http_from_the_cli_binds_loopback(tmp_path: Path) -> None:
     port = free_port()
     server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "fractal_nb.cli",
-            "serve-mcp",
-            "--db",
-            str(tmp_path / "http.duckdb"),
-            "--http",
-            "--port",
-            str(port),
-        ],
+        serve_mcp_command(tmp_path / "http.duckdb", port),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -167,22 +158,7 @@ def test_worker_processes_complete_a_graph_the_notebook_owns(tmp_path: Path) -> 
         url = ex.serve_mcp()
         workers = [
             subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "fractal_nb.cli",
-                    "worker",
-                    "--mcp-url",
-                    url,
-                    "--worker-id",
-                    f"proc{i}",
-                    "--threads",
-                    "4",
-                    "--llm",
-                    "simulated",
-                    "--seed-value",
-                    "2",
-                ],
+                worker_command(url, f"proc{i}", 4, "--llm", "simulated", "--seed-value", "2"),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
