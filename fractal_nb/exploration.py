@@ -154,6 +154,20 @@ class Exploration:
         """The graph's status: active, paused, completed, error or budget_exhausted."""
         return str(self.store.get_graph(self.graph_id)["status"])
 
+    @property
+    def status_reason(self) -> str | None:
+        """Why the graph has its status (e.g. ``"circuit breaker"`` for a budget_exhausted one), or None."""
+        return self.store.get_graph(self.graph_id)["status_reason"]
+
+    def budget_reached(self) -> str | None:
+        """The spend budget (tokens or cost) the graph has already reached, or None.
+
+        Any run would stop at it at once: going on needs a larger budget
+        (``run(max_tokens=...)``). A run stopped by the circuit breaker or the
+        wall clock goes on with ``run(resume=True)``.
+        """
+        return self._state.limits.reached(self.store.llm_spend(self.graph_id), 0.0)
+
     def run(
         self,
         max_workers: int | None = None,

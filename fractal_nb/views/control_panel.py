@@ -6,7 +6,9 @@ one task on the kernel's loop (:class:`KernelPump`) drains it and is the only
 code that writes to the widgets. Buttons act through the :class:`Exploration`
 facade, never through the store directly. A control that cannot act now is
 disabled, and the line under the buttons says why (finished, waiting at gates,
-nothing left to explore); the newest message replaces the one before it.
+nothing left to explore, a spent budget); after a run stopped at its circuit
+breaker or wall clock, Run reads Resume. The newest message replaces the one
+before it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from ..model import PENDING_QUESTION, TERMINAL_GRAPH, NodeStatus
+from ..model import PENDING_QUESTION, TERMINAL_GRAPH, GraphStatus, NodeStatus
 from ..results import StepRecord
 from ..text import clip
 from .graph_feed import DeltaMessage
@@ -179,6 +181,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self._steps = 0
         self._inspected: str | None = None
         self._totals_seq = -1
+        self._budget_seen: tuple[int, str, str] = (-1, "", "")
         self._gates_seen = 0
         self._pump = KernelPump(self.refresh, interval_s=interval_s)
 
@@ -297,7 +300,9 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         return text, bool(failed) and len(failed) == done
 
     def _run(self) -> tuple[str, bool]:
-        report = self.exploration.run(self.workers.value, progress=False, on_step=self._record)
+        # Run reads "Resume" on a budget_exhausted graph: clicking it is the explicit act of going on.
+        resume = self.exploration.status == GraphStatus.BUDGET_EXHAUSTED
+        report = self.exploration.run(self.workers.value, progress=False, on_step=self._record, resume=resume)
         return report.headline(), report.status in ("model_unavailable", "seed_failed", "error")
 
     def _harvest(self) -> tuple[str, bool]:
@@ -416,6 +421,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                 f"This exploration is {status}: nothing is left to run. Report shows its result "
                 "(Result tab); Export saves the syntheses."
             )
+        if status == GraphStatus.BUDGET_EXHAUSTED:
+            return self._stopped_at_budget()
         if counts["open"] == 0 and counts["claimed"] == 0 and counts["gated"]:
             return "gates", (
                 f"Waiting at {counts['gated']} gate(s): approve or prune them in the Gates tab "
@@ -428,11 +435,43 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             )
         return "", ""
 
+    def _stopped_at_budget(self) -> tuple[str, str]:
+        """A budget_exhausted graph: ``spent`` (tokens or cost: raise it in code) or ``stopped`` (Resume).
+
+        Read from the store once per change of the graph, not on every tick.
+        """
+        seq = self.network.feed.seq
+        if self._budget_seen[0] != seq:
+            spent, why = self.exploration.budget_reached(), self.exploration.status_reason
+            self._budget_seen = (
+                seq,
+                *(
+                    (
+                        "spent",
+                        f"The run stopped: {spent}. To go on, raise it in code (e.g. "
+                        "ex.run(max_tokens=...)); Harvest finishes with the questions left as gaps.",
+                    )
+                    if spent
+                    else (
+                        "stopped",
+                        f"The last run stopped at its budget ({why}); the questions it left are marked "
+                        "unexplored. Resume goes on past it; Harvest finishes with them as gaps.",
+                    )
+                ),
+            )
+        return self._budget_seen[1], self._budget_seen[2]
+
     def _show_controls(self, counts: dict[str, int]) -> None:
         busy = self._busy()
         state, blocked = self._blocked(counts)
         for control in (self.step_button, self.step_n_button, self.run_button):
-            control.disabled = busy or bool(state)
+            control.disabled = busy or state not in ("", "stopped")
+        self.run_button.description = "Resume" if state == "stopped" else "Run"
+        self.run_button.tooltip = (
+            "Go on past the budget the last run stopped at, with the chosen number of workers"
+            if state == "stopped"
+            else "Work with the chosen number of workers"
+        )
         self.pause_button.disabled = not busy
         self.harvest_button.disabled = busy or state == "finished"
         self.harvest_button.description = (

@@ -33,9 +33,10 @@ ex = Exploration.create("Why do some cities grow faster than others?", intensity
 ex.view(height="420px")
 """
 NETWORK = ".fractal-network"
-# The panel's message once a run ended ("run: all_complete: ..." or "run: budget_exhausted ..."), or null.
+# The panel's message once a run ended ("run: all_complete: ...", "run: budget_exhausted ...",
+# "error: run failed: ..."), or null.
 RUN_MESSAGE = """() => [...document.querySelectorAll('.widget-html-content')]
-    .map((e) => e.textContent).find((t) => /^run: (all_complete|budget_exhausted)/.test(t)) || null"""
+    .map((e) => e.textContent).find((t) => /^(error: )?run( failed)?: (?!working)/.test(t)) || null"""
 SHOTS = Path(os.environ.get("FRACTAL_NB_SCREENSHOTS", "screenshots"))
 REPO = Path(__file__).parents[2]
 
@@ -234,15 +235,17 @@ def test_the_app_notebook_steps_and_runs_and_follows_the_tree(
         wait_for(tab, "Number(el.dataset.nodeCount) > 2")
         screenshot(tab, f"voila-app-{theme}-after-step", SHOTS)
         # Each worker stops after max_depth x 3 nodes (the circuit breaker): a run may end
-        # budget_exhausted with questions left, and the visitor runs again, as here.
+        # budget_exhausted with questions left; Run then reads Resume, and the visitor goes on.
         for _ in range(6):
             before = tab.evaluate(RUN_MESSAGE)
-            button(tab, "Run").click()
-            tab.wait_for_function(  # this run's own outcome, not the last one's
-                f"(before) => {{ const now = ({RUN_MESSAGE})(); return now && now !== before; }}",
+            label = "Resume" if button(tab, "Resume").count() else "Run"
+            button(tab, label).click()
+            outcome = tab.wait_for_function(  # this run's own outcome, not the last one's
+                f"(before) => {{ const now = ({RUN_MESSAGE})(); return now && now !== before && now; }}",
                 arg=before,
                 timeout=120_000,
-            )
+            ).json_value()
+            assert outcome.startswith("run: "), f"{label}: {outcome}"
             if tab.get_by_text("Nothing is left to explore").count():
                 break
         tab.wait_for_selector("text=Nothing is left to explore", timeout=30_000)

@@ -200,3 +200,42 @@ def test_a_failing_model_shows_in_the_panel_and_leaves_the_node_recoverable() ->
         settle(view)
         assert "error" in view.message.value and "failed" in view.message.value
         assert set(ex.nodes().status) <= {"open", "error"}
+
+
+def test_a_run_stopped_by_its_circuit_breaker_offers_resume_which_goes_on() -> None:
+    # One explore worker stops at max_depth x 3 = 12 nodes: the run ends budget_exhausted with work left.
+    with Exploration.create("Why?", intensity="explore", llm=SimulatedLLM(seed=3), clock=FAST) as ex:
+        view = ex.view()
+        view.workers.value = 1
+        view.run_button.click()
+        settle(view)
+        assert (
+            ex.status == "budget_exhausted"
+            and "run: budget_exhausted (circuit breaker)" in view.message.value
+        )
+        assert view.run_button.description == "Resume" and not view.run_button.disabled
+        assert (
+            "stopped at its budget (circuit breaker)" in view.guide.value
+            and "Resume goes on" in view.guide.value
+        )
+        for _ in range(20):  # each resume is one more run of one worker, as a visitor clicks
+            view.run_button.click()
+            settle(view)
+            assert "error" not in view.message.value
+            if ex.status != "budget_exhausted":
+                break
+        assert "run: all_complete" in view.message.value and view.run_button.description == "Run"
+        assert "Nothing is left to explore" in view.guide.value
+
+
+def test_a_spent_token_budget_disables_run_and_says_how_to_go_on() -> None:
+    with Exploration.create("Why?", intensity="pulse", llm=SimulatedLLM(seed=3), clock=FAST) as ex:
+        ex.run(progress=False, max_tokens=1_000)
+        view = ex.view()
+        assert ex.budget_reached() is not None and ex.budget_reached() == ex.status_reason
+        assert view.run_button.disabled and view.step_button.disabled and not view.harvest_button.disabled
+        assert "token budget of 1,000 reached" in view.guide.value and "max_tokens" in view.guide.value
+        ex.run(progress=False, max_tokens=10**9)  # raised in code, the panel follows
+        view.refresh()
+        assert ex.budget_reached() is None and "token budget" not in view.guide.value
+        assert "Nothing is left to explore" in view.guide.value
