@@ -261,6 +261,46 @@ def test_the_app_notebook_steps_and_runs_and_follows_the_tree(
     assert traffic.errors == []
 
 
+# One worker stops at max_depth x 3 = 12 nodes (the circuit breaker): each run ends budget_exhausted.
+ONE_WORKER_APP = """\
+from fractal_nb import Exploration, SimulatedLLM
+
+ex = Exploration.create("Why do some cities grow faster than others?", intensity="explore",
+                        llm=SimulatedLLM(seed=7, latency_s=0.01))
+view = ex.view(height="420px")
+view.workers.value = 1
+view
+"""
+
+
+def test_a_run_stopped_at_its_circuit_breaker_resumes_from_the_panel(
+    page: tuple[Any, Any], tmp_path: Path
+) -> None:
+    tab, traffic = page
+    with voila(tmp_path, ONE_WORKER_APP) as url:
+        tab.goto(url, timeout=90_000)
+        wait_for(tab, "el.dataset.drawn === '1'", timeout_s=90)
+        button(tab, "Run").click()
+        tab.wait_for_selector("text=Resume goes on past it", timeout=120_000)
+        assert tab.get_by_text("run: budget_exhausted (circuit breaker)").count() == 1
+        assert button(tab, "Resume").is_enabled() and button(tab, "Run").count() == 0
+        screenshot(tab, "voila-resume-light", SHOTS)
+        for _ in range(10):  # each resume is one more run of one worker
+            before = tab.evaluate(RUN_MESSAGE)
+            button(tab, "Resume").click()
+            outcome = tab.wait_for_function(
+                f"(before) => {{ const now = ({RUN_MESSAGE})(); return now && now !== before && now; }}",
+                arg=before,
+                timeout=120_000,
+            ).json_value()
+            assert outcome.startswith("run: "), outcome
+            if outcome.startswith("run: all_complete"):
+                break
+        tab.wait_for_selector("text=Nothing is left to explore", timeout=30_000)
+        assert button(tab, "Run").is_disabled()
+    assert traffic.errors == []
+
+
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_two_hundred_nodes_read_as_a_tree(page: tuple[Any, Any], tmp_path: Path, theme: str) -> None:
     tab, traffic = page
