@@ -129,6 +129,27 @@ def button(tab: Any, label: str) -> Any:
     return tab.locator("button.widget-button", has_text=re.compile(rf"^\s*{re.escape(label)}\s*$"))
 
 
+def run_to_the_end(tab: Any, label: str, runs: int = 10) -> None:
+    """Click ``label`` (Run or Resume), then Resume after each run the circuit breaker stopped.
+
+    Each step waits for the run's own outcome message; the buttons' state arrives
+    after it, so the next click waits for Resume to be there and enabled.
+    """
+    for _ in range(runs):
+        before = tab.evaluate(RUN_MESSAGE)
+        button(tab, label).click()
+        outcome = tab.wait_for_function(  # this run's own outcome, not the last one's
+            f"(before) => {{ const now = ({RUN_MESSAGE})(); return now && now !== before && now; }}",
+            arg=before,
+            timeout=120_000,
+        ).json_value()
+        if outcome.startswith("run: all_complete"):
+            return
+        assert outcome.startswith("run: budget_exhausted (circuit breaker)"), f"{label}: {outcome}"
+        label = "Resume"
+    raise AssertionError(f"not complete after {runs} runs")
+
+
 def attr(tab: Any, name: str) -> str:
     return str(tab.get_attribute(NETWORK, f"data-{name}"))
 
@@ -236,18 +257,7 @@ def test_the_app_notebook_steps_and_runs_and_follows_the_tree(
         screenshot(tab, f"voila-app-{theme}-after-step", SHOTS)
         # Each worker stops after max_depth x 3 nodes (the circuit breaker): a run may end
         # budget_exhausted with questions left; Run then reads Resume, and the visitor goes on.
-        for _ in range(6):
-            before = tab.evaluate(RUN_MESSAGE)
-            label = "Resume" if button(tab, "Resume").count() else "Run"
-            button(tab, label).click()
-            outcome = tab.wait_for_function(  # this run's own outcome, not the last one's
-                f"(before) => {{ const now = ({RUN_MESSAGE})(); return now && now !== before && now; }}",
-                arg=before,
-                timeout=120_000,
-            ).json_value()
-            assert outcome.startswith("run: "), f"{label}: {outcome}"
-            if tab.get_by_text("Nothing is left to explore").count():
-                break
+        run_to_the_end(tab, "Run")
         tab.wait_for_selector("text=Nothing is left to explore", timeout=30_000)
         assert attr(tab, "follow") == "1"
         after_run = boxes(tab)
@@ -285,17 +295,7 @@ def test_a_run_stopped_at_its_circuit_breaker_resumes_from_the_panel(
         assert tab.get_by_text("run: budget_exhausted (circuit breaker)").count() == 1
         assert button(tab, "Resume").is_enabled() and button(tab, "Run").count() == 0
         screenshot(tab, "voila-resume-light", SHOTS)
-        for _ in range(10):  # each resume is one more run of one worker
-            before = tab.evaluate(RUN_MESSAGE)
-            button(tab, "Resume").click()
-            outcome = tab.wait_for_function(
-                f"(before) => {{ const now = ({RUN_MESSAGE})(); return now && now !== before && now; }}",
-                arg=before,
-                timeout=120_000,
-            ).json_value()
-            assert outcome.startswith("run: "), outcome
-            if outcome.startswith("run: all_complete"):
-                break
+        run_to_the_end(tab, "Resume")  # each resume is one more run of one worker
         tab.wait_for_selector("text=Nothing is left to explore", timeout=30_000)
         assert button(tab, "Run").is_disabled()
     assert traffic.errors == []
