@@ -39,6 +39,8 @@ _STATUS_ORDER = ("open", "gated", "claimed", "answered", "synthesized", "saturat
 ERROR_STYLE = "color:var(--jp-error-color1, #b42323)"
 MUTED_STYLE = "color:var(--jp-ui-font-color2, #57606a)"
 GATES_TAB, INSPECTOR_TAB, RESULT_TAB, EXPORT_TAB = range(4)
+RUN_TIP = "Work with the chosen number of workers"
+RESUME_TIP = "Go on past the budget the last run stopped at, with the chosen number of workers"
 
 
 class ExplorationView(widgets.VBox):  # type: ignore[misc]
@@ -52,45 +54,20 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self.exploration = exploration
         budget = exploration.budget
         self.network = NetworkWidget(exploration.store, exploration.graph_id, height=height)
-        button = widgets.Layout(width="auto")
-        self.step_button = widgets.Button(
-            description="Step",
-            icon="step-forward",
-            layout=button,
-            tooltip="Process one node in a background thread",
-        )
+        self.step_button = _button("Step", "step-forward", "Process one node in a background thread")
         self.step_count = widgets.BoundedIntText(
             value=5, min=1, max=10_000, layout=widgets.Layout(width="70px")
         )
-        self.step_n_button = widgets.Button(
-            description="Step ×N", icon="forward", layout=button, tooltip="Process N nodes, one after another"
+        self.step_n_button = _button("Step ×N", "forward", "Process N nodes, one after another")
+        self.run_button = _button("Run", "play", RUN_TIP, style="success")
+        self.pause_button = _button(
+            "Pause", "pause", "Finish nodes in flight, then stop", style="warning", disabled=True
         )
-        self.run_button = widgets.Button(
-            description="Run",
-            icon="play",
-            button_style="success",
-            layout=button,
-            tooltip="Work with the chosen number of workers",
+        self.harvest_button = _button(
+            "Harvest", "flag-checkered", "Finish the exploration and write its result; work left becomes gaps"
         )
-        self.pause_button = widgets.Button(
-            description="Pause",
-            icon="pause",
-            button_style="warning",
-            layout=button,
-            disabled=True,
-            tooltip="Finish nodes in flight, then stop",
-        )
-        self.harvest_button = widgets.Button(
-            description="Harvest",
-            icon="flag-checkered",
-            layout=button,
-            tooltip="Finish the exploration and write its result; work left becomes gaps",
-        )
-        self.report_button = widgets.Button(
-            description="Report",
-            icon="file-text",
-            layout=button,
-            tooltip="The result as the graph stands now: read-only, no model call",
+        self.report_button = _button(
+            "Report", "file-text", "The result as the graph stands now: read-only, no model call"
         )
         self.workers = widgets.IntSlider(
             value=min(4, budget.max_agents),
@@ -109,27 +86,19 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self.message = widgets.HTML()  # the newest note or error
 
         self.gate_list = widgets.SelectMultiple(options=[], rows=5, layout=widgets.Layout(width="100%"))
-        self.approve_button = widgets.Button(description="Approve", icon="check", layout=button)
-        self.approve_all_button = widgets.Button(
-            description="Approve all", icon="check-double", button_style="success", layout=button
-        )
-        self.prune_gate_button = widgets.Button(
-            description="Prune", icon="cut", button_style="danger", layout=button
-        )
+        self.approve_button = _button("Approve", "check")
+        self.approve_all_button = _button("Approve all", "check-double", style="success")
+        self.prune_gate_button = _button("Prune", "cut", style="danger")
         self.gate_note = widgets.HTML("No gated questions.")
 
         self.inspector = widgets.HTML("<i>Click a question in the graph to inspect it.</i>")
-        self.approve_node_button = widgets.Button(
-            description="Approve", icon="check", disabled=True, button_style="success", layout=button
-        )
-        self.prune_branch_button = widgets.Button(
-            description="Prune branch", icon="cut", disabled=True, button_style="danger", layout=button
-        )
+        self.approve_node_button = _button("Approve", "check", style="success", disabled=True)
+        self.prune_branch_button = _button("Prune branch", "cut", style="danger", disabled=True)
         self.result = widgets.HTML("<i>Report shows the result as the graph stands; Harvest finishes it.</i>")
 
         self.export_name = widgets.Text(value="syntheses", description="variable")
         self.export_path = widgets.Text(value="", description="file", placeholder="syntheses.csv or .parquet")
-        self.export_button = widgets.Button(description="Export syntheses", icon="download", layout=button)
+        self.export_button = _button("Export syntheses", "download")
         self.exported: Any = None  # the last exported DataFrame
 
         tabs = widgets.Tab(
@@ -442,23 +411,21 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         """
         seq = self.network.feed.seq
         if self._budget_seen[0] != seq:
-            spent, why = self.exploration.budget_reached(), self.exploration.status_reason
-            self._budget_seen = (
-                seq,
-                *(
-                    (
-                        "spent",
-                        f"The run stopped: {spent}. To go on, raise it in code (e.g. "
-                        "ex.run(max_tokens=...)); Harvest finishes with the questions left as gaps.",
-                    )
-                    if spent
-                    else (
-                        "stopped",
-                        f"The last run stopped at its budget ({why}); the questions it left are marked "
-                        "unexplored. Resume goes on past it; Harvest finishes with them as gaps.",
-                    )
-                ),
-            )
+            spent = self.exploration.budget_reached()
+            if spent:
+                state = "spent"
+                text = (
+                    f"The run stopped: {spent}. To go on, raise it in code "
+                    "(e.g. ex.run(max_tokens=...)); Harvest finishes with the questions left as gaps."
+                )
+            else:
+                state = "stopped"
+                text = (
+                    f"The last run stopped at its budget ({self.exploration.status_reason}); the "
+                    "questions it left are marked unexplored. Resume goes on past it; Harvest "
+                    "finishes with them as gaps."
+                )
+            self._budget_seen = (seq, state, text)
         return self._budget_seen[1], self._budget_seen[2]
 
     def _show_controls(self, counts: dict[str, int]) -> None:
@@ -466,11 +433,9 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         state, blocked = self._blocked(counts)
         for control in (self.step_button, self.step_n_button, self.run_button):
             control.disabled = busy or state not in ("", "stopped")
-        self.run_button.description = "Resume" if state == "stopped" else "Run"
-        self.run_button.tooltip = (
-            "Go on past the budget the last run stopped at, with the chosen number of workers"
-            if state == "stopped"
-            else "Work with the chosen number of workers"
+        stopped = state == "stopped"
+        self.run_button.description, self.run_button.tooltip = (
+            ("Resume", RESUME_TIP) if stopped else ("Run", RUN_TIP)
         )
         self.pause_button.disabled = not busy
         self.harvest_button.disabled = busy or state == "finished"
@@ -504,6 +469,20 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             self.inspector.value = "<i>Click a question in the graph to inspect it.</i>"
             return
         self.inspector.value = inspector_html(self.exploration.inspect(node_id))
+
+
+def _button(
+    description: str, icon: str, tooltip: str = "", *, style: str = "", disabled: bool = False
+) -> widgets.Button:
+    """A panel button: sized to its label, with an icon and a tooltip."""
+    return widgets.Button(
+        description=description,
+        icon=icon,
+        tooltip=tooltip,
+        button_style=style,
+        disabled=disabled,
+        layout=widgets.Layout(width="auto"),
+    )
 
 
 def _touches(delta: DeltaMessage | None, node_id: str) -> bool:
