@@ -20,9 +20,9 @@ from .engine.primitive import RunState, process
 from .errors import InvalidInputError, StateError, StoreUnreachableError
 from .export import to_networkx
 from .llm.protocol import LLM
-from .model import Budget, GraphStatus, pending_counts
+from .model import TERMINAL_GRAPH, Budget, GraphStatus, pending_counts
 from .results import FractalResult, MarkdownText, StepRecord
-from .run_report import RunReport
+from .run_report import RunReport, Usage
 from .store import GraphStore
 from .store.records import ModelSpend, Saturated
 
@@ -125,7 +125,7 @@ class Exploration:
             if graph_id is None:
                 graph_id = _only_graph(store)
             # Claims of a dead run come back at once; a live run's (this process's) never do.
-            if store.get_graph(graph_id)["status"] not in (GraphStatus.COMPLETED, GraphStatus.ERROR):
+            if store.get_graph(graph_id)["status"] not in TERMINAL_GRAPH:
                 store.recover_stuck(graph_id)
         except BaseException:
             store.close()
@@ -288,10 +288,7 @@ class Exploration:
         reports = dispatcher.reports if dispatcher is not None else []
         mine = {a for r in processed for pair in r.convergences for a in pair}
         answers = {r.answer_id for r in processed if r.answer_id}
-        now = store.llm_spend(g)
-        calls = sum(r["calls"] for r in now) - sum(r["calls"] for r in spent)
-        tokens = spend_tokens(now) - spend_tokens(spent)
-        before, after = self._state.limits.cost(spent), self._state.limits.cost(now)
+        before, after = self._usage(spent), self._usage(store.llm_spend(g))
         return RunReport(
             status=status,
             graph_id=g,
@@ -308,9 +305,9 @@ class Exploration:
             ],
             worker_reports=list(reports),
             nodes_processed=len(processed),
-            model_calls=calls,
-            tokens=tokens,
-            cost=None if before is None or after is None else after - before,
+            model_calls=after["calls"] - before["calls"],
+            tokens=after["tokens"] - before["tokens"],
+            cost=None if before["cost"] is None or after["cost"] is None else after["cost"] - before["cost"],
             wall_s=time.perf_counter() - started,
         )
 
@@ -328,7 +325,7 @@ class Exploration:
                 records.append(first)
             with heartbeat(self._state):  # a slow model keeps its claim past the lease
                 while len(records) < n:
-                    claim = self.store.claim_work(self.graph_id, STEP_WORKER, holder=self._state.holder)
+                    claim = self.store.claim_work(self.graph_id, STEP_WORKER)
                     if claim["node_id"] is None:
                         break
                     records.append(process(self._state, claim, STEP_WORKER))
@@ -458,9 +455,11 @@ class Exploration:
         details["llm_calls"] = _timestamps(pd.DataFrame(calls, columns=_CALL_COLUMNS), ["created_at"])
         return details
 
-    def usage(self) -> dict[str, Any]:
+    def usage(self) -> Usage:
         """What the graph's model calls spent: ``calls``, ``tokens``, and ``cost`` (None without prices)."""
-        spend = self.store.llm_spend(self.graph_id)
+        return self._usage(self.store.llm_spend(self.graph_id))
+
+    def _usage(self, spend: list[ModelSpend]) -> Usage:
         return {
             "calls": sum(s["calls"] for s in spend),
             "tokens": spend_tokens(spend),
@@ -545,7 +544,7 @@ class Exploration:
         """
         graph = self.store.get_graph(self.graph_id)
         status = graph["status"]
-        if status in (GraphStatus.COMPLETED, GraphStatus.ERROR):
+        if status in TERMINAL_GRAPH:
             why = f" ({graph['status_reason']})" if graph["status_reason"] else ""
             raise StateError(f"graph {self.graph_id} is {status!r}{why}: it is finished; harvest() reads it")
         if status == GraphStatus.BUDGET_EXHAUSTED and not resume:

@@ -12,10 +12,18 @@ from __future__ import annotations
 
 import html
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from .results import StepRecord
 from .text import markdown_escape as _md
+
+
+class Usage(TypedDict):
+    """What model calls spent: ``cost`` is None without prices, inf when a model has none."""
+
+    calls: int
+    tokens: int
+    cost: float | None
 
 
 @dataclass

@@ -69,7 +69,7 @@ class Param:
         if self.wire is Wire.JSON_LIST:
             return json.dumps(list(value or []))
         if self.wire is Wire.HOLDER:
-            return json.dumps(value) if value else ""
+            return "" if not value else value if isinstance(value, str) else json.dumps(value)
         return value
 
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..errors import StoreUnreachableError
 from ..model import GraphStatus, pending_counts
@@ -40,7 +40,7 @@ HEARTBEATS_PER_LEASE = 3  # a live holder renews its claims three times per leas
 @contextmanager
 def heartbeat(run: RunState) -> Iterator[None]:
     """While the block runs, renew the leases of the claims the run's holder has, a few times a lease."""
-    store, holder = run.store, run.holder["holder_id"]
+    store, holder = run.store, run.store.holder["holder_id"]
     done = threading.Event()
 
     def beat() -> None:
@@ -203,7 +203,7 @@ class Dispatcher:
             if self._over_budget():
                 report.exit_reason, report.detail = "budget", self.budget_reached or ""
                 return
-            claim = run.store.claim_work(run.graph_id, report.worker, holder=run.holder)
+            claim = run.store.claim_work(run.graph_id, report.worker)
             if claim["node_id"] is None:
                 if claim["graph_done"] or claim["graph_status"] != GraphStatus.ACTIVE:
                     report.exit_reason = "graph_done"
@@ -236,16 +236,18 @@ class Dispatcher:
         """Whether a budget of :mod:`.limits` is reached (remembered: the run then stops)."""
         if self.budget_reached is None:
             limits = self.run_state.limits
-            spend: list[ModelSpend] = []
+            spend: list[Mapping[str, Any]] = []
             if limits.max_tokens is not None or limits.max_cost is not None:
-                spend = self.spent_before + [
-                    {
-                        "model": model,
-                        "calls": 0,  # not counted here: the budgets are of tokens and cost
-                        "prompt_tokens": p - self.caller_before.get(model, (0, 0))[0],
-                        "completion_tokens": c - self.caller_before.get(model, (0, 0))[1],
-                    }
-                    for model, (p, c) in self.run_state.call.spent.items()
+                spend = [
+                    *self.spent_before,
+                    *(
+                        {
+                            "model": model,
+                            "prompt_tokens": p - self.caller_before.get(model, (0, 0))[0],
+                            "completion_tokens": c - self.caller_before.get(model, (0, 0))[1],
+                        }
+                        for model, (p, c) in self.run_state.call.spent.items()
+                    ),
                 ]
             self.budget_reached = limits.reached(spend, self.clock.now() - self._started)
         return self.budget_reached is not None
@@ -305,5 +307,5 @@ class Dispatcher:
         store, g = self.run_state.local, self.run_state.graph_id
         with store.batch():
             for node in store.get_open_questions(g)["open_questions"]:
-                freeze_unexplored(self.run_state, node["node_id"], reason)
+                freeze_unexplored(store, g, node["node_id"], reason)
             store.update_graph_status(g, GraphStatus.BUDGET_EXHAUSTED, reason=reason)

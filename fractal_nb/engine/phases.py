@@ -245,7 +245,9 @@ def _freeze_and_repair(run: RunState) -> None:
         if node["node_type"] != "question" or node["depth"] == 0:
             continue
         if node["status"] in PENDING_QUESTION:
-            freeze_unexplored(run, node["node_id"], saturate=True)
+            with suppress(FractalError):  # already saturated by an ancestor's cascade
+                freeze_unexplored(store, g, node["node_id"])
+                store.mark_saturated(g, node["node_id"], SaturationReason.BUDGET_EXHAUSTED)
         elif node["status"] == NodeStatus.ERROR:
             with suppress(FractalError):  # already saturated by an ancestor's cascade
                 store.mark_saturated(g, node["node_id"], SaturationReason.ERROR)

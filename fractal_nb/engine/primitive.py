@@ -23,7 +23,7 @@ from ..errors import (
 )
 from ..llm.protocol import LLM
 from ..llm.schemas import Answer, Connections, LeafAnswer, Synthesis, connections_among
-from ..model import BUDGETS, UNEXPLORED, Budget, CheckpointMode, Intensity, SaturationReason
+from ..model import BUDGETS, UNEXPLORED, Budget, CheckpointMode, Intensity
 from ..prompts import chat, render
 from ..results import StepRecord
 from ..store import GraphStore, WorkerStore
@@ -75,11 +75,6 @@ class RunState:
                 "process that owns its file"
             )
         return self.store
-
-    @property
-    def holder(self) -> dict[str, Any]:
-        """Who holds this run's claims: the store's process (local) or the worker process (remote)."""
-        return dict(self.store.holder)
 
     def announce_work(self) -> None:
         """Wake workers waiting for new questions."""
@@ -151,7 +146,7 @@ def cascade(run: RunState, worker: str) -> tuple[str, ...]:
     done: list[str] = []
     failed: list[str] = []
     while run.call.outage is None:
-        claim = run.store.claim_synthesis(run.graph_id, worker, holder=run.holder, skip=failed)
+        claim = run.store.claim_synthesis(run.graph_id, worker, skip=failed)
         node_id = claim["node_id"]
         if node_id is None:
             break
@@ -191,23 +186,13 @@ def synthesize(run: RunState, node_id: str, worker: str) -> None:
         raise
 
 
-def freeze_unexplored(
-    run: RunState, node_id: str, reason: str | None = None, *, saturate: bool = False
-) -> None:
-    """The budget protocol for one pending question (docs/architecture.md, error table).
+def freeze_unexplored(store: GraphStore, graph_id: str, node_id: str, reason: str | None = None) -> None:
+    """The budget protocol's marks on one pending question (docs/architecture.md, error table).
 
-    Marked unexplored (with the budget's ``reason`` when given), then saturated as
-    ``budget_exhausted`` when ``saturate`` (the harvest's freeze; the dispatcher's
-    leaves it open for a resumed run). A question an ancestor's cascade saturated
-    already is left as it is.
+    Marked unexplored, with the budget's ``reason`` when given; the dispatcher
+    leaves it open for a resumed run, the harvest saturates it next.
     """
-    marks = {**UNEXPLORED, "budget_reason": reason} if reason else UNEXPLORED
-    try:
-        run.store.update_node(run.graph_id, node_id, marks)
-        if saturate:
-            run.store.mark_saturated(run.graph_id, node_id, SaturationReason.BUDGET_EXHAUSTED)
-    except FractalError:  # already saturated by an ancestor's cascade
-        pass
+    store.update_node(graph_id, node_id, {**UNEXPLORED, "budget_reason": reason} if reason else UNEXPLORED)
 
 
 def discard(calls: list[dict[str, Any]]) -> None:

@@ -7,7 +7,7 @@ that nodes and edges come from the same moment.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import networkx as nx
 
@@ -32,6 +32,7 @@ _Filter = tuple[str, list[Any]]  # a WHERE fragment and its parameters
 _ALL: _Filter = ("TRUE", [])
 # Node fields the live view and the HTML export draw from.
 _FEED_COLUMNS = "node_id, parent_id, node_type, text, depth, status, status_reason, owner, seq"
+_FEED_NAMES = (*_FEED_COLUMNS.split(", "), "synthesis")  # a feed node's keys, in the SELECT's order
 _TOUCHED = "SELECT node_id FROM events WHERE graph_id = ? AND event_id > ? AND event_id <= ?"
 
 
@@ -263,7 +264,7 @@ class GraphQueries(StoreBase):
             "root_node_id": graph.root_node_id,
             "since": since,
             "last_event_id": last,
-            "nodes": [_feed_node(r) for r in nodes],
+            "nodes": [cast(FeedNode, dict(zip(_FEED_NAMES, r, strict=True))) for r in nodes],
             "links": [
                 {"from_node": f, "to_node": t, "edge_type": e, "metadata": json.loads(m)}
                 for f, t, e, m in links
@@ -288,20 +289,3 @@ class GraphQueries(StoreBase):
     def _seq_of(self, graph_id: str) -> dict[str, int]:
         rows = self._db.fetchall("SELECT node_id, seq FROM nodes WHERE graph_id = ?", [graph_id])
         return dict(rows)
-
-
-def _feed_node(row: tuple[Any, ...]) -> FeedNode:
-    """A row of ``_FEED_COLUMNS`` and the synthesis, as the feed's node."""
-    node_id, parent_id, node_type, text, depth, status, status_reason, owner, seq, synthesis = row
-    return {
-        "node_id": node_id,
-        "parent_id": parent_id,
-        "node_type": node_type,
-        "text": text,
-        "depth": depth,
-        "status": status,
-        "status_reason": status_reason,
-        "owner": owner,
-        "seq": seq,
-        "synthesis": synthesis,
-    }
