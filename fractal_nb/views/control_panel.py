@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 _STATUS_ORDER = ("open", "gated", "claimed", "answered", "synthesized", "saturated", "error")
 ERROR_STYLE = "color:var(--jp-error-color1, #b42323)"
 MUTED_STYLE = "color:var(--jp-ui-font-color2, #57606a)"
-GATES_TAB, INSPECTOR_TAB, RESULT_TAB, EXPORT_TAB = range(4)
+TABS = ("Gates", "Inspector", "Result", "Export")
+GATES_TAB, RESULT_TAB = TABS.index("Gates"), TABS.index("Result")  # the tabs the panel brings forward
 RUN_TIP = "Work with the chosen number of workers"
 RESUME_TIP = "Go on past the budget the last run stopped at, with the chosen number of workers"
 
@@ -101,25 +102,17 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self.export_button = _button("Export syntheses", "download")
         self.exported: Any = None  # the last exported DataFrame
 
-        tabs = widgets.Tab(
-            children=[
-                widgets.VBox(
-                    [
-                        self.gate_note,
-                        self.gate_list,
-                        widgets.HBox([self.approve_button, self.approve_all_button, self.prune_gate_button]),
-                    ]
-                ),
-                widgets.VBox(
-                    [self.inspector, widgets.HBox([self.approve_node_button, self.prune_branch_button])]
-                ),
-                widgets.VBox([self.result]),
-                widgets.VBox([self.export_name, self.export_path, self.export_button]),
-            ]
-        )
-        for i, title in enumerate(("Gates", "Inspector", "Result", "Export")):
-            tabs.set_title(i, title)
-        self.tabs = tabs
+        pages = {
+            "Gates": [
+                self.gate_note,
+                self.gate_list,
+                widgets.HBox([self.approve_button, self.approve_all_button, self.prune_gate_button]),
+            ],
+            "Inspector": [self.inspector, widgets.HBox([self.approve_node_button, self.prune_branch_button])],
+            "Result": [self.result],
+            "Export": [self.export_name, self.export_path, self.export_button],
+        }
+        self.tabs = widgets.Tab(children=[widgets.VBox(pages[title]) for title in TABS], titles=TABS)
         row = widgets.Layout(flex_flow="row wrap", align_items="center")
         super().__init__(
             [
@@ -140,7 +133,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                 self.guide,
                 self.message,
                 self.network,
-                tabs,
+                self.tabs,
             ]
         )
 
@@ -149,8 +142,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self._stop = threading.Event()
         self._steps = 0
         self._inspected: str | None = None
-        self._totals_seq = -1
-        self._budget_seen: tuple[int, str, str] = (-1, "", "")
+        self._read_at: tuple[int, str] = (-1, "")  # the feed's (seq, status) when the store was last read
+        self._budget_state = ("", "")  # a budget_exhausted graph's state and reason (_budget_state_now)
         self._gates_seen = 0
         self._pump = KernelPump(self.refresh, interval_s=interval_s)
 
@@ -207,7 +200,16 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         selected = self.network.selected
         if selected != self._inspected or (selected and _touches(delta, selected)):
             self._inspect(selected)  # a new selection, or the inspected node changed
-        counts = self.network.feed.counts()  # once per tick, for every part below
+        feed = self.network.feed
+        if (
+            feed.seq,
+            feed.status,
+        ) != self._read_at:  # what the feed does not carry: read when the graph changed
+            self._read_at = (feed.seq, feed.status)
+            self._show_totals()
+            stopped = feed.status == GraphStatus.BUDGET_EXHAUSTED
+            self._budget_state = self._budget_state_now() if stopped else ("", "")
+        counts = feed.counts()  # once per tick, for every part below
         self._show_counts(counts)
         self._show_gates()
         self._show_controls(counts)
@@ -366,21 +368,21 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         parts = [f"{counts[s]} {s}" for s in _STATUS_ORDER if counts[s]]
         parts.append(f"{counts['answers']} answers")
         self.counts.value = f"<span>{' · '.join(parts)} · graph <b>{html.escape(feed.status)}</b></span>"
-        if feed.seq != self._totals_seq:  # the call log changes with the graph: read it when that does
-            self._totals_seq = feed.seq
-            usage = self.exploration.usage()
-            spent = usage["cost"]
-            cost = (
-                ""
-                if spent is None
-                else " · cost unknown: a model has no price"
-                if math.isinf(spent)
-                else f" · cost {spent:.4f}"
-            )
-            self.totals.value = (
-                f"<span style='{MUTED_STYLE}'>{usage['calls']:,} model calls · {usage['tokens']:,} tokens"
-                f"{cost}</span>"
-            )
+
+    def _show_totals(self) -> None:
+        usage = self.exploration.usage()
+        spent = usage["cost"]
+        cost = (
+            ""
+            if spent is None
+            else " · cost unknown: a model has no price"
+            if math.isinf(spent)
+            else f" · cost {spent:.4f}"
+        )
+        self.totals.value = (
+            f"<span style='{MUTED_STYLE}'>{usage['calls']:,} model calls · {usage['tokens']:,} tokens"
+            f"{cost}</span>"
+        )
 
     def _blocked(self, counts: dict[str, int]) -> tuple[str, str]:
         """Why Step and Run cannot act now: (``finished``/``gates``/``explored``, the reason), or ('', '')."""
@@ -391,7 +393,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                 "(Result tab); Export saves the syntheses."
             )
         if status == GraphStatus.BUDGET_EXHAUSTED:
-            return self._stopped_at_budget()
+            return self._budget_state
         if counts["open"] == 0 and counts["claimed"] == 0 and counts["gated"]:
             return "gates", (
                 f"Waiting at {counts['gated']} gate(s): approve or prune them in the Gates tab "
@@ -404,29 +406,19 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             )
         return "", ""
 
-    def _stopped_at_budget(self) -> tuple[str, str]:
-        """A budget_exhausted graph: ``spent`` (tokens or cost: raise it in code) or ``stopped`` (Resume).
-
-        Read from the store once per change of the graph, not on every tick.
-        """
-        seq = self.network.feed.seq
-        if self._budget_seen[0] != seq:
-            spent = self.exploration.budget_reached()
-            if spent:
-                state = "spent"
-                text = (
-                    f"The run stopped: {spent}. To go on, raise it in code "
-                    "(e.g. ex.run(max_tokens=...)); Harvest finishes with the questions left as gaps."
-                )
-            else:
-                state = "stopped"
-                text = (
-                    f"The last run stopped at its budget ({self.exploration.status_reason}); the "
-                    "questions it left are marked unexplored. Resume goes on past it; Harvest "
-                    "finishes with them as gaps."
-                )
-            self._budget_seen = (seq, state, text)
-        return self._budget_seen[1], self._budget_seen[2]
+    def _budget_state_now(self) -> tuple[str, str]:
+        """A budget_exhausted graph: ``spent`` (tokens or cost: raise it in code) or ``stopped`` (Resume)."""
+        spent = self.exploration.budget_reached()
+        if spent:
+            return "spent", (
+                f"The run stopped: {spent}. To go on, raise it in code "
+                "(e.g. ex.run(max_tokens=...)); Harvest finishes with the questions left as gaps."
+            )
+        return "stopped", (
+            f"The last run stopped at its budget ({self.exploration.status_reason}); the "
+            "questions it left are marked unexplored. Resume goes on past it; Harvest "
+            "finishes with them as gaps."
+        )
 
     def _show_controls(self, counts: dict[str, int]) -> None:
         busy = self._busy()

@@ -18,10 +18,7 @@ from ..store.records import Changes
 from .question_tree import LinkItem, QuestionItem, QuestionTree
 
 
-class SnapshotMessage(TypedDict):
-    """The whole graph, for a view that opens or lost a delta: question items and links."""
-
-    type: Literal["snapshot"]
+class _FeedBody(TypedDict):
     seq: int  # the last event id it covers
     status: str  # the graph's
     questions: list[QuestionItem]
@@ -29,30 +26,34 @@ class SnapshotMessage(TypedDict):
     counts: dict[str, int]
 
 
-class DeltaMessage(TypedDict):
+class SnapshotMessage(_FeedBody):
+    """The whole graph, for a view that opens or lost a delta: question items and links."""
+
+    type: Literal["snapshot"]
+
+
+class DeltaMessage(_FeedBody):
     """What changed after event ``since``, up to ``seq``: question items in their current state."""
 
     type: Literal["delta"]
     since: int
-    seq: int
-    status: str
-    questions: list[QuestionItem]
-    links: list[LinkItem]
-    counts: dict[str, int]
 
 
-def snapshot_of(changes: Changes, tree: QuestionTree | None = None) -> SnapshotMessage:
-    """A full ``get_changes`` result as a ``snapshot`` message (``tree``: the one to fold it into)."""
-    tree = tree or QuestionTree(changes["root_node_id"])
+def _body(changes: Changes, tree: QuestionTree) -> _FeedBody:
+    """``changes`` folded into ``tree``: the items it changed, the links, the counts after."""
     questions = tree.fold(changes["nodes"])
     return {
-        "type": "snapshot",
         "seq": changes["last_event_id"],
         "status": changes["status"],
         "questions": questions,
         "links": tree.links(changes["links"]),
         "counts": tree.counts(),
     }
+
+
+def snapshot_of(changes: Changes, tree: QuestionTree | None = None) -> SnapshotMessage:
+    """A full ``get_changes`` result as a ``snapshot`` message (``tree``: the one to fold it into)."""
+    return {"type": "snapshot", **_body(changes, tree or QuestionTree())}
 
 
 class GraphFeed:
@@ -63,7 +64,7 @@ class GraphFeed:
         self.graph_id = graph_id
         self.seq = 0
         self.status = ""
-        self.tree = QuestionTree(store.get_graph(graph_id)["root_node_id"])
+        self.tree = QuestionTree()
         self._lock = threading.Lock()
 
     def counts(self) -> dict[str, int]:
@@ -82,7 +83,7 @@ class GraphFeed:
         """The whole graph as a ``snapshot`` message."""
         with self._lock:
             changes = self.store.get_changes(self.graph_id)
-            self.tree = QuestionTree(changes["root_node_id"])
+            self.tree = QuestionTree()
             message = snapshot_of(changes, self.tree)
             self.seq, self.status = changes["last_event_id"], changes["status"]
         return message
@@ -94,16 +95,6 @@ class GraphFeed:
             changes = self.store.get_changes(self.graph_id, since=since)
             if changes["last_event_id"] == since and changes["status"] == self.status:
                 return None
-            questions = self.tree.fold(changes["nodes"])
-            links = self.tree.links(changes["links"])
-            counts = self.tree.counts()
+            body = _body(changes, self.tree)
             self.seq, self.status = changes["last_event_id"], changes["status"]
-        return {
-            "type": "delta",
-            "since": since,
-            "seq": changes["last_event_id"],
-            "status": changes["status"],
-            "questions": questions,
-            "links": links,
-            "counts": counts,
-        }
+        return {"type": "delta", "since": since, **body}

@@ -47,15 +47,15 @@ def render_html(changes: Changes, *, heading: str) -> str:
     message = snapshot_of(changes)
     counts = message["counts"]
     synthesized = counts["synthesized"]
-    questions = sum(counts[s] for s in counts if s not in ("answers", "total"))
+    questions = len(message["questions"])
     summary = (
         f"{questions:,} questions · {counts['answers']:,} answers · {synthesized:,} synthesized · "
         f"{len(message['links']):,} cross-branch links · graph {changes['status']}"
     )
     starter = (
-        "globalThis.__fractalNbVis = globalThis.vis;\n"
         "const data = JSON.parse(document.getElementById('fractal-data').textContent);\n"
-        "const view = createView(document.getElementById('fractal-view'), {height: '72vh', details: true});\n"
+        "const view = createView(document.getElementById('fractal-view'),\n"
+        "  {vis: globalThis.vis, height: '72vh', details: true});\n"
         "view.apply(data);\n"
         "window.fractalView = view;\n"
     )

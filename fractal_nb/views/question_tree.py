@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable
 from typing import TypedDict
 
@@ -81,11 +81,9 @@ def _clip(text: str | None) -> str | None:
 class QuestionTree:
     """Folds feed rows into question items; what it returns is what changed (items to send again)."""
 
-    def __init__(self, root_id: str) -> None:
-        self.root_id = root_id
+    def __init__(self) -> None:
         self.questions: dict[str, QuestionItem] = {}
         self.answer_of: dict[str, str] = {}  # answer id -> its question id
-        self._orphans: dict[str, list[FeedNode]] = {}  # rows under an answer not seen yet, by that answer
 
     def counts(self) -> dict[str, int]:
         """Questions by status (every status, zeros included), then ``answers`` and ``total`` nodes."""
@@ -96,31 +94,27 @@ class QuestionTree:
         return counts
 
     def fold(self, rows: Iterable[FeedNode]) -> list[QuestionItem]:
-        """Take feed rows (creation order); the question items they changed, in creation order."""
+        """Take feed rows (creation order); the question items they changed, in creation order.
+
+        A row's parent is folded already (earlier in ``rows`` or before): the store
+        reads each delta in one transaction, in creation order.
+        """
         changed: dict[str, QuestionItem] = {}
-        pending = deque(rows)
-        while pending:
-            row = pending.popleft()
+        for row in rows:
+            parent = row["parent_id"]
             if row["node_type"] == "answer":
-                question = self.questions.get(row["parent_id"] or "")
-                if question is None:  # its question was not sent yet (a partial delta): wait for it
-                    self._orphans.setdefault(row["parent_id"] or "", []).append(row)
-                    continue
-                self.answer_of[row["node_id"]] = question["id"]
-                answers = [a for a in question["answers"] if a["id"] != row["node_id"]]
-                answers.append({"id": row["node_id"], "text": _clip(row["text"]) or ""})
-                question["answers"] = answers
+                question = self.questions[parent or ""]
+                if row["node_id"] not in self.answer_of:  # an answer's text never changes
+                    self.answer_of[row["node_id"]] = question["id"]
+                    question["answers"] = [
+                        *question["answers"],
+                        {"id": row["node_id"], "text": _clip(row["text"]) or ""},
+                    ]
                 changed[question["id"]] = question
             else:
-                parent, via = row["parent_id"], None
-                if parent is not None and parent in self.answer_of:
-                    parent, via = self.answer_of[parent], parent
-                elif parent is not None and parent not in self.questions:
-                    self._orphans.setdefault(parent, []).append(row)
-                    continue
-                item = self._question(row, parent, via)
+                via = parent if parent is not None and parent in self.answer_of else None
+                item = self._question(row, self.answer_of[via] if via else parent, via)
                 changed[item["id"]] = item
-            pending.extendleft(reversed(self._orphans.pop(row["node_id"], [])))
         return sorted(changed.values(), key=lambda q: q["seq"])
 
     def _question(self, row: FeedNode, parent: str | None, via: str | None) -> QuestionItem:
@@ -138,7 +132,7 @@ class QuestionTree:
             "owner": row["owner"],
             "answers": known["answers"] if known else [],
             "synthesis": _clip(row["synthesis"]),
-            "root": row["node_id"] == self.root_id,
+            "root": parent is None,
         }
         self.questions[item["id"]] = item
         return item

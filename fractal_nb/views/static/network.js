@@ -107,10 +107,10 @@ function questionTitle(q) {
 
 export function createView(
   el,
-  { height = "520px", send = () => {}, onSelect = () => {}, details = false, showOutline = true } = {},
+  { height = "520px", send = () => {}, onSelect = () => {}, details = false, vis: given = null } = {},
 ) {
   el.classList.add("fractal-network");
-  Object.assign(el.dataset, { drawn: "0", seq: "0", selected: "", mode: "tree", follow: "1" });
+  Object.assign(el.dataset, { drawn: "0", seq: "0", selected: "", follow: "1" });
 
   const toolbar = element("div", "fractal-toolbar");
   const button = (label, title) => {
@@ -126,7 +126,7 @@ export function createView(
   const modeButton = button("Q/A graph", "Toggle between the question tree and the full question/answer graph");
   const expandButton = button("Expand all", "Open every collapsed branch");
   const outlineButton = button("Outline", "Show or hide the syntheses as an outline beside the graph");
-  outlineButton.setAttribute("aria-pressed", String(showOutline));
+  outlineButton.setAttribute("aria-pressed", "true");
   const search = element("input");
   search.type = "search";
   search.placeholder = "Search questions…";
@@ -146,7 +146,6 @@ export function createView(
   canvas.style.height = height;
   const outline = element("div", "fractal-outline");
   outline.style.height = height;
-  outline.hidden = !showOutline;
   body.append(canvas, outline);
   const legend = element("div", "fractal-legend");
   const panel = element("div", "fractal-details");
@@ -154,13 +153,14 @@ export function createView(
   el.append(toolbar, body, legend);
   if (details) el.appendChild(panel);
 
-  let vis = globalThis[VIS_KEY] || null;
+  let vis = given || globalThis[VIS_KEY] || null;
   let network = null;
   let nodes = null;
   let edges = null;
   let colors = null;
   let root = null;
   let seq = 0;
+  let resyncing = false; // a hello for a missed delta is out: the snapshot answers it
   let follow = true; // fit as the tree grows, until the reader pans or zooms
   const setFollow = (on) => {
     follow = on;
@@ -361,9 +361,12 @@ export function createView(
     });
   }
 
+  // Repaint only when the palette changed (a <body> class also changes for other reasons).
   function retheme() {
     if (!network) return;
-    colors = palette(el);
+    const next = palette(el);
+    if (JSON.stringify(next) === JSON.stringify(colors)) return;
+    colors = next;
     network.setOptions(options(colors));
     redraw();
     network.redraw();
@@ -545,10 +548,12 @@ export function createView(
       chooseAutoDepth();
       if (!network) draw();
       seq = message.seq;
+      resyncing = false;
     } else if (message.type === "delta") {
       if (!network) return; // the snapshot asked for covers it
       if (message.since > seq) {
-        send({ type: "hello", need_vis: false }); // missed a delta: start over from a snapshot
+        if (!resyncing) send({ type: "hello", need_vis: false }); // missed a delta: start over from a snapshot
+        resyncing = true;
         return;
       }
       const before = questions.size;
@@ -579,7 +584,6 @@ export function createView(
   zoomOut.addEventListener("click", () => zoom(1 / 1.4));
   modeButton.addEventListener("click", () => {
     mode = mode === "tree" ? "graph" : "tree";
-    el.dataset.mode = mode;
     modeButton.setAttribute("aria-pressed", String(mode === "graph"));
     modeButton.textContent = mode === "graph" ? "Question tree" : "Q/A graph";
     if (network) redraw();
@@ -605,8 +609,6 @@ export function createView(
   // JupyterLab switches themes by attributes on <body>; the canvas is repainted with the new colours.
   const themeWatch = new MutationObserver(retheme);
   themeWatch.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-light", "data-jp-theme-name", "class"] });
-  const darkQuery = globalThis.matchMedia ? globalThis.matchMedia("(prefers-color-scheme: dark)") : null;
-  if (darkQuery) darkQuery.addEventListener("change", retheme);
 
   return {
     apply,
@@ -618,7 +620,6 @@ export function createView(
     },
     destroy() {
       themeWatch.disconnect();
-      if (darkQuery) darkQuery.removeEventListener("change", retheme);
       if (network) network.destroy();
     },
   };
