@@ -12,10 +12,6 @@ from tests.engine.test_runs import FAST
 from tests.graph_builder import grow_graph
 
 
-def visible_state(questions: dict[str, dict], links: dict[str, dict]) -> tuple[dict, dict]:
-    return questions, links
-
-
 def test_get_changes_since_zero_is_everything_and_later_only_what_moved(fresh_store: GraphStore) -> None:
     g = fresh_store.create_graph("Why do tides turn?", "pulse", "autonomous")
     full = fresh_store.get_changes(g["graph_id"])
@@ -88,8 +84,9 @@ def test_deltas_polled_during_a_threaded_run_add_up_to_the_final_graph() -> None
         snapshot = GraphFeed(ex.store, ex.graph_id).snapshot()
         assert len(seen_deltas) > 3, "the run was watched while it grew"
         assert seen_deltas == sorted(seen_deltas)
-        assert visible_state(nodes, edges) == visible_state(
-            {q["id"]: q for q in snapshot["questions"]}, {link["id"]: link for link in snapshot["links"]}
+        assert (nodes, edges) == (
+            {q["id"]: q for q in snapshot["questions"]},
+            {link["id"]: link for link in snapshot["links"]},
         )
         assert snapshot["links"], "links are fed too"
         counts = feed.counts()
@@ -147,3 +144,23 @@ def test_a_big_snapshot_is_one_item_per_question(fresh_store: GraphStore) -> Non
     assert snapshot["counts"]["total"] >= 1010
     assert len(snapshot["questions"]) == snapshot["counts"]["total"] - snapshot["counts"]["answers"]
     assert len({q["id"] for q in snapshot["questions"]}) == len(snapshot["questions"])
+
+
+def test_a_touched_answer_keeps_its_place_among_its_questions_answers(fresh_store: GraphStore) -> None:
+    g = fresh_store.create_graph("Why do tides turn?", "pulse", "autonomous")
+    feed = GraphFeed(fresh_store, g["graph_id"])
+    feed.delta()
+    first = fresh_store.add_node(g["graph_id"], g["root_node_id"], "answer", "First answer.")
+    fresh_store.add_node(g["graph_id"], g["root_node_id"], "answer", "Second answer.")
+    feed.delta()
+    fresh_store.update_node(g["graph_id"], first["node_id"], {"note": "touched"})
+    (root,) = feed.delta()["questions"]  # type: ignore[index]
+    snapshot = GraphFeed(fresh_store, g["graph_id"]).snapshot()["questions"][0]
+    assert (
+        [a["text"] for a in root["answers"]]
+        == [a["text"] for a in snapshot["answers"]]
+        == [
+            "First answer.",
+            "Second answer.",
+        ]
+    )
