@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
@@ -62,9 +63,10 @@ def browser() -> Iterator[Any]:
         chromium.close()
 
 
-@pytest.fixture
-def page(browser: Any) -> Iterator[tuple[Any, Traffic]]:
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+@contextmanager
+def guarded_page(browser: Any, **context_options: Any) -> Iterator[tuple[Any, Traffic]]:
+    """A new page whose requests off this machine are refused, with what failed on it."""
+    context = browser.new_context(**{"viewport": {"width": 1280, "height": 1000}, **context_options})
     traffic = Traffic()
 
     def guard(route: Any) -> None:
@@ -75,9 +77,17 @@ def page(browser: Any) -> Iterator[tuple[Any, Traffic]]:
             traffic.aborted.append(route.request.url)
             route.abort()
 
-    context.route("**/*", guard)
-    page = context.new_page()
-    page.on("requestfailed", lambda request: traffic.failed.append(request.url))
-    page.on("pageerror", lambda error: traffic.errors.append(str(error)))
-    yield page, traffic
-    context.close()
+    try:
+        context.route("**/*", guard)
+        page = context.new_page()
+        page.on("requestfailed", lambda request: traffic.failed.append(request.url))
+        page.on("pageerror", lambda error: traffic.errors.append(str(error)))
+        yield page, traffic
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[tuple[Any, Traffic]]:
+    with guarded_page(browser) as opened:
+        yield opened

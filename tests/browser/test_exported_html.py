@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
+from tests.browser.conftest import guarded_page
 from tests.browser.tree_checks import NETWORK, boxes, low_contrast, outside, overlapping, screenshot
 from tests.engine.test_runs import FAST
 from tests.graph_builder import grow_graph
@@ -16,11 +16,12 @@ from tests.graph_builder import grow_graph
 pytestmark = pytest.mark.browser
 
 HOSTILE = '<img src=x onerror="window.__pwned=1"> <a href="javascript:alert(1)">read</a>'
-SHOTS = Path(os.environ.get("FRACTAL_NB_SCREENSHOTS", "screenshots"))
 
 
-def drawn(tab: Any) -> None:
-    tab.wait_for_function(f"() => document.querySelector('{NETWORK}')?.dataset.drawn === '1'", timeout=30_000)
+def drawn(tab: Any, timeout_ms: float = 30_000) -> None:
+    tab.wait_for_function(
+        f"() => document.querySelector('{NETWORK}')?.dataset.drawn === '1'", timeout=timeout_ms
+    )
 
 
 def data(tab: Any) -> dict[str, str]:
@@ -29,7 +30,7 @@ def data(tab: Any) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, int]:
-    """A ~200-node explore run as a page: (path, questions, nodes)."""
+    """An explore run (about 80 nodes, with cross-branch links) as a page: (path, questions, nodes)."""
     folder = tmp_path_factory.mktemp("export")
     with Exploration.create(
         "Why do rivers meander?", intensity="explore", llm=SimulatedLLM(seed=3, link_rate=0.5), clock=FAST
@@ -45,32 +46,29 @@ def test_the_page_draws_offline_a_readable_tree_in_both_themes(
     browser: Any, exported: tuple[Path, int, int], scheme: str
 ) -> None:
     path, questions, total = exported
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=scheme)
-    tab, failures = context.new_page(), []
-    tab.on("pageerror", lambda error: failures.append(str(error)))
-    tab.on("requestfailed", lambda request: failures.append(request.url))
-    tab.goto(path.as_uri())
-    drawn(tab)
-    assert data(tab)["nodeCount"] == str(total) and tab.locator("h1").count() == 1
-    assert "questions · " in tab.locator("header p").inner_text()
-    opening = boxes(tab)
-    assert outside(opening) == [] and overlapping(opening) == [], "the opening view fits and reads"
-    assert opening["scale"] >= 0.6, "labels are readable at the opening zoom"
-    screenshot(tab, f"export-{scheme}", SHOTS)
-    tab.get_by_role("button", name="Expand all").click()
-    tab.get_by_role("button", name="Fit").click()
-    everything = boxes(tab)
-    assert len(everything["boxes"]) == questions, "one node per question"
-    assert outside(everything) == [], "after Fit every node is in view"
-    assert overlapping(everything) == [], "no two labels overlap"
-    assert low_contrast(tab) == {}, f"{scheme}: text under 4.5:1"
-    screenshot(tab, f"export-{scheme}-expanded", SHOTS)
-    tab.get_by_role("button", name="Q/A graph").click()
-    graph = boxes(tab)
-    assert len(graph["boxes"]) == total, "the full question/answer graph is one toggle away"
-    assert overlapping(graph) == [], "answers have a column of their own"
-    assert failures == []
-    context.close()
+    options = {"viewport": {"width": 1280, "height": 900}, "color_scheme": scheme}
+    with guarded_page(browser, **options) as (tab, traffic):
+        tab.goto(path.as_uri())
+        drawn(tab)
+        assert data(tab)["nodeCount"] == str(total) and tab.locator("h1").count() == 1
+        assert "questions · " in tab.locator("header p").inner_text()
+        opening = boxes(tab)
+        assert outside(opening) == [] and overlapping(opening) == [], "the opening view fits and reads"
+        assert opening["scale"] >= 0.6, "labels are readable at the opening zoom"
+        screenshot(tab, f"export-{scheme}")
+        tab.get_by_role("button", name="Expand all").click()
+        tab.get_by_role("button", name="Fit").click()
+        everything = boxes(tab)
+        assert len(everything["boxes"]) == questions, "one node per question"
+        assert outside(everything) == [], "after Fit every node is in view"
+        assert overlapping(everything) == [], "no two labels overlap"
+        assert low_contrast(tab) == {}, f"{scheme}: text under 4.5:1"
+        screenshot(tab, f"export-{scheme}-expanded")
+        tab.get_by_role("button", name="Q/A graph").click()
+        graph = boxes(tab)
+        assert len(graph["boxes"]) == total, "the full question/answer graph is one toggle away"
+        assert overlapping(graph) == [], "answers have a column of their own"
+        assert traffic.failed == [] and traffic.errors == [], "offline: nothing fetched, no page error"
 
 
 def test_search_finds_and_a_click_shows_the_details(
@@ -137,9 +135,7 @@ def test_twenty_thousand_nodes_open_readable_and_every_question_has_a_place(
     gid = grow_graph(store, 20_000)
     path = Exploration(store, gid, SimulatedLLM()).to_html(tmp_path / "big.html")
     tab.goto(path.as_uri(), timeout=120_000)
-    tab.wait_for_function(
-        f"() => document.querySelector('{NETWORK}')?.dataset.drawn === '1'", timeout=120_000
-    )
+    drawn(tab, timeout_ms=120_000)
     opening = boxes(tab)
     assert len(opening["boxes"]) < 100 and overlapping(opening) == [] and outside(opening) == []
     placed = tab.evaluate("() => window.fractalView.layoutAll()")

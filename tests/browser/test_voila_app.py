@@ -20,7 +20,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from tests.browser.tree_checks import boxes, low_contrast, outside, overlapping, screenshot
+from tests.browser.tree_checks import NETWORK, boxes, low_contrast, outside, overlapping, screenshot
 from tests.local_port import free_port
 
 pytestmark = pytest.mark.browser
@@ -32,25 +32,18 @@ ex = Exploration.create("Why do some cities grow faster than others?", intensity
                         checkpoint="depth:1", llm=SimulatedLLM(seed=4, latency_s=0.05))
 ex.view(height="420px")
 """
-NETWORK = ".fractal-network"
 # The panel's message once a run ended ("run: all_complete: ...", "run: budget_exhausted ...",
 # "error: run failed: ..."), or null.
 RUN_MESSAGE = """() => [...document.querySelectorAll('.widget-html-content')]
     .map((e) => e.textContent).find((t) => /^(error: )?run( failed)?: (?!working)/.test(t)) || null"""
-SHOTS = Path(os.environ.get("FRACTAL_NB_SCREENSHOTS", "screenshots"))
 REPO = Path(__file__).parents[2]
 
 # A finished explore run of about 200 nodes, as a notebook that demonstrates one shows it.
 GROWN_APP = """\
 from fractal_nb import Exploration, SimulatedLLM
-from fractal_nb.engine.dispatcher import Clock
-
-class Instant(Clock):
-    def wait(self, condition, seconds): pass
-    def now(self): return 0.0
 
 ex = Exploration.create("Why do some cities grow faster than others?", intensity="explore",
-                        llm=SimulatedLLM(seed=4, branching=2.0, link_rate=0.3), clock=Instant())
+                        llm=SimulatedLLM(seed=4, branching=2.0, link_rate=0.3))
 ex.run(progress=False)
 ex.view(height="560px")
 """
@@ -193,7 +186,7 @@ def drive_the_app(tab: Any, url: str) -> None:
     assert int(attr(tab, "gated-count")) >= 3, "the seed questions wait behind the depth:1 gate"
     # Only gated work is left: the panel says where to go, beside the buttons, and Step waits.
     tab.wait_for_selector("text=Waiting at", timeout=30_000)
-    assert tab.locator("button.widget-button:has-text('Step')").first.is_disabled()
+    assert button(tab, "Step").is_disabled()
 
     tab.get_by_text("Gates", exact=True).click()
     button(tab, "Approve all").click()
@@ -208,7 +201,7 @@ def drive_the_app(tab: Any, url: str) -> None:
         "JSON.parse(el.dataset.counts).open === 0 && JSON.parse(el.dataset.counts).claimed === 0",
         timeout_s=120,
     )
-    counts = tab.evaluate(f"() => JSON.parse(document.querySelector('{NETWORK}').dataset.counts)")
+    counts = json_counts(tab)
     assert counts["synthesized"] > 0 and counts["total"] > after_step
 
     drawn = tab.evaluate(f"() => document.querySelector('{NETWORK} canvas').width")
@@ -226,12 +219,10 @@ def test_five_thousand_nodes_draw_with_physics_off(page: tuple[Any, Any], tmp_pa
         tab.goto(url, timeout=120_000)
         wait_for(tab, "el.dataset.drawn === '1'", timeout_s=120)
         assert int(attr(tab, "node-count")) >= 5000
-        still = tab.evaluate(f"""async () => {{
-            const net = document.querySelector('{NETWORK}').visNetwork;
-            const before = JSON.stringify(net.getPositions());
-            await new Promise((done) => setTimeout(done, 1000));
-            return before === JSON.stringify(net.getPositions()); }}""")
-        assert still, "laid out once, not simulated: the page stays responsive"
+        simulated = tab.evaluate(
+            f"() => document.querySelector('{NETWORK}').visNetwork.physics.options.enabled"
+        )
+        assert simulated is False, "laid out once, not simulated: the page stays responsive"
         assert int(attr(tab, "visible-count")) < 100, "it opens collapsed to what reads"
         tab.locator(".fractal-toolbar button", has_text="Expand all").click()
         wait_for(tab, "Number(el.dataset.visibleCount) > 500")
@@ -254,7 +245,7 @@ def test_the_app_notebook_steps_and_runs_and_follows_the_tree(
         wait_for(tab, "el.dataset.drawn === '1'", timeout_s=90)
         button(tab, "Step").click()
         wait_for(tab, "Number(el.dataset.nodeCount) > 2")
-        screenshot(tab, f"voila-app-{theme}-after-step", SHOTS)
+        screenshot(tab, f"voila-app-{theme}-after-step")
         # Each worker stops after max_depth x 3 nodes (the circuit breaker): a run may end
         # budget_exhausted with questions left; Run then reads Resume, and the visitor goes on.
         run_to_the_end(tab, "Run")
@@ -264,10 +255,10 @@ def test_the_app_notebook_steps_and_runs_and_follows_the_tree(
         assert outside(after_run) == [], "the view followed the run: every node is in view"
         assert overlapping(after_run) == [] and after_run["scale"] >= 0.6, "labels read at the fitted zoom"
         assert low_contrast(tab) == {}
-        screenshot(tab, f"voila-app-{theme}-after-run", SHOTS)
+        screenshot(tab, f"voila-app-{theme}-after-run")
         button(tab, "Harvest").click()
         tab.wait_for_selector("text=This exploration is completed", timeout=60_000)
-        assert tab.locator("button.widget-button:has-text('Run')").first.is_disabled()
+        assert button(tab, "Run").is_disabled()
     assert traffic.errors == []
 
 
@@ -294,7 +285,7 @@ def test_a_run_stopped_at_its_circuit_breaker_resumes_from_the_panel(
         tab.wait_for_selector("text=Resume goes on past it", timeout=120_000)
         assert tab.get_by_text("run: budget_exhausted (circuit breaker)").count() == 1
         assert button(tab, "Resume").is_enabled() and button(tab, "Run").count() == 0
-        screenshot(tab, "voila-resume-light", SHOTS)
+        screenshot(tab, "voila-resume-light")
         run_to_the_end(tab, "Resume")  # each resume is one more run of one worker
         tab.wait_for_selector("text=Nothing is left to explore", timeout=30_000)
         assert button(tab, "Run").is_disabled()
@@ -312,17 +303,18 @@ def test_two_hundred_nodes_read_as_a_tree(page: tuple[Any, Any], tmp_path: Path,
         opening = boxes(tab)
         assert outside(opening) == [] and overlapping(opening) == [] and opening["scale"] >= 0.6
         assert low_contrast(tab) == {}, f"{theme}: text under 4.5:1"
-        screenshot(tab, f"voila-200-{theme}", SHOTS)
+        screenshot(tab, f"voila-200-{theme}")
         tab.locator(".fractal-toolbar button", has_text="Expand all").click()
         everything = boxes(tab)
         assert len(everything["boxes"]) == total - json_counts(tab)["answers"], "one node per question"
         assert outside(everything) == [] and overlapping(everything) == []
-        screenshot(tab, f"voila-200-{theme}-expanded", SHOTS)
+        screenshot(tab, f"voila-200-{theme}-expanded")
         # Themes switch in place: the canvas repaints with the other palette at once.
-        other = "true" if theme == "dark" else "false"
+        other, before = "true" if theme == "dark" else "false", attr(tab, "palette")
         tab.evaluate(f"() => {{ document.body.dataset.jpThemeLight = '{other}'; }}")
         wait_for(
             tab,
+            f"el.dataset.palette !== '{before}' && "
             "el.dataset.palette === getComputedStyle(el).getPropertyValue('--fractal-open-fill').trim()",
         )
         assert low_contrast(tab) == {}

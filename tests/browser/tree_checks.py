@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 NETWORK = ".fractal-network"
+SHOTS = Path(os.environ.get("FRACTAL_NB_SCREENSHOTS", "screenshots"))  # for a person to look at
 
 # Node boxes in DOM pixels (label included: the boxes hold their labels), and the canvas's own box.
 BOXES = f"""() => {{
@@ -96,7 +98,7 @@ def low_contrast(tab: Any) -> dict[str, float]:
     return {name: round(r, 2) for name, r in ratios.items() if r < 4.5}
 
 
-def screenshot(tab: Any, name: str, folder: Path) -> Path:
+def screenshot(tab: Any, name: str, folder: Path = SHOTS) -> Path:
     """A full-page screenshot in ``folder`` (``$FRACTAL_NB_SCREENSHOTS``), for a person to look at."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.png"

@@ -48,7 +48,6 @@ def test_step_then_gate_approval_then_run_to_the_end(gated: Exploration) -> None
     view.approve_node_button.click()
     settle(view)
     assert "approved 1 gated question(s)" in view.message.value and not view.step_button.disabled
-    view.gate_list.value = ()
     view.gate_list.value = (view.gate_list.options[0][1],)
     view.approve_button.click()
     settle(view)
