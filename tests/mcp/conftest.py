@@ -1,10 +1,12 @@
-"""Collect garbage after each MCP test, so a socket a client or server leaves open fails that test."""
+"""MCP tests: garbage collected after each (a socket left open fails it), command lines, waiting."""
 
 from __future__ import annotations
 
 import gc
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -46,3 +48,20 @@ def worker_command(url: str, worker_id: str, threads: int, *llm_options: str) ->
         str(threads),
         *llm_options,
     ]
+
+
+def wait_until(
+    condition: Callable[[], Any],
+    what: str,
+    *,
+    alive: Callable[[], bool] = lambda: True,
+    timeout_s: float = 30.0,
+) -> Any:
+    """Poll ``condition`` until it is truthy and return it; fail naming ``what`` at the deadline,
+    or at once when ``alive`` says the other side died."""
+    deadline = time.monotonic() + timeout_s
+    while not (value := condition()):
+        assert alive(), f"gave up waiting for {what}: the process exited"
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.05)
+    return value

@@ -8,8 +8,7 @@ import re
 import socket
 import subprocess
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,8 +33,8 @@ from fractal_nb.mcp_auth import (
 )
 from fractal_nb.mcp_server import BackgroundServer, build_server
 from fractal_nb.remote import RemoteStore
-from tests.local_port import free_port
-from tests.mcp.conftest import serve_mcp_command, worker_command
+from tests.local_port import free_port, listening
+from tests.mcp.conftest import serve_mcp_command, wait_until, worker_command
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -62,25 +61,6 @@ def post_initialize(url: str, *, token: str | None = None, host: str | None = No
     if host is not None:
         headers["Host"] = host
     return httpx.post(url, json=INITIALIZE, headers=headers, timeout=30)
-
-
-def wait_until(
-    condition: Callable[[], bool], what: str, *, alive: Callable[[], bool], timeout_s: float = 30.0
-) -> None:
-    """Poll ``condition`` until it holds; fail as soon as ``alive`` says the other side died."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert alive(), f"gave up waiting for {what}: the process exited"
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.05)
-
-
-def listening(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
 
 
 def env_without_token(**extra: str) -> dict[str, str]:

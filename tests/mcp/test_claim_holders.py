@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -28,22 +27,11 @@ from fractal_nb.mcp_server import BackgroundServer
 from fractal_nb.remote import RemoteStore
 from tests.engine.test_openai_runs import role_responder
 from tests.llm.fake_openai import FakeOpenAI
-from tests.local_port import free_port
-from tests.mcp.conftest import serve_mcp_command, worker_command
+from tests.local_port import free_port, listening
+from tests.mcp.conftest import serve_mcp_command, wait_until, worker_command
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_S = 120.0
-
-
-def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = DEADLINE_S) -> Any:
-    """Poll ``condition`` until it is truthy; fail naming ``what`` at the deadline."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    pytest.fail(f"timed out waiting for {what}")
 
 
 def env() -> dict[str, str]:
@@ -156,7 +144,9 @@ def a_killed_worker(
                 )
             )
             with RemoteStore(url) as remote:
-                held = wait_for(lambda: two_claims(remote, graph_id), "the worker process to hold two claims")
+                held = wait_until(
+                    lambda: two_claims(remote, graph_id), "the worker process to hold two claims"
+                )
                 assert store.recover_stuck(graph_id)["recovered"] == [], "a live holder keeps its claims"
                 procs[0].send_signal(signal.SIGKILL)
                 procs[0].wait(timeout=30)
@@ -196,11 +186,6 @@ def slow(body: dict[str, Any]) -> Any:
     return role_responder()(body)
 
 
-def port_open(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
 def test_a_worker_whose_server_died_says_so_and_the_restarted_server_recovers_its_claims(
     tmp_path: Path, procs: list[subprocess.Popen[str]]
 ) -> None:
@@ -213,7 +198,7 @@ def test_a_worker_whose_server_died_says_so_and_the_restarted_server_recovers_it
         procs.append(
             subprocess.Popen(serve, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         )
-        wait_for(lambda: port_open(port), "the server to listen")
+        wait_until(lambda: listening(port), "the server to listen", timeout_s=DEADLINE_S)
         worker = subprocess.Popen(
             worker_command(
                 url, "orphan", 2, "--llm", "openai", "--model", "fake", "--base-url", model.base_url
@@ -225,7 +210,9 @@ def test_a_worker_whose_server_died_says_so_and_the_restarted_server_recovers_it
         )
         procs.append(worker)
         with RemoteStore(url) as remote:
-            wait_for(lambda: claimed_by(remote, graph_id), "the worker to hold a claim")
+            wait_until(
+                lambda: claimed_by(remote, graph_id), "the worker to hold a claim", timeout_s=DEADLINE_S
+            )
             procs[0].send_signal(signal.SIGKILL)  # the server dies under the worker
             procs[0].wait(timeout=30)
         out, err = worker.communicate(timeout=DEADLINE_S)
@@ -239,7 +226,7 @@ def test_a_worker_whose_server_died_says_so_and_the_restarted_server_recovers_it
         procs.append(
             subprocess.Popen(serve, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         )
-        wait_for(lambda: port_open(port), "the restarted server to listen")
+        wait_until(lambda: listening(port), "the restarted server to listen", timeout_s=DEADLINE_S)
         with RemoteStore(url) as remote:
             assert claimed_by(remote, graph_id) == [], "recovered at once on start (lease is 300 s)"
             events = remote.call("fractal_get_snapshot", graph_id=graph_id)["nodes"]

@@ -5,11 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from collections import Counter
 from pathlib import Path
@@ -21,8 +19,8 @@ from mcp import Client, StdioServerParameters
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
 from fractal_nb.mcp_server import BackgroundServer
-from tests.local_port import free_port
-from tests.mcp.conftest import serve_mcp_command, worker_command
+from tests.local_port import free_port, listening
+from tests.mcp.conftest import serve_mcp_command, wait_until, worker_command
 from tests.mcp.seed_worker import call, seed_worker
 
 
@@ -57,15 +55,7 @@ def test_http_from_the_cli_binds_loopback(tmp_path: Path) -> None:
     )
     url = f"http://127.0.0.1:{port}/mcp"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                assert server.poll() is None, server.stdout.read() if server.stdout else ""
-                assert time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.2)
+        wait_until(lambda: listening(port), "the server to listen", alive=lambda: server.poll() is None)
 
         async def scenario() -> dict[str, Any]:
             async with Client(url) as client:
