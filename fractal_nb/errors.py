@@ -83,6 +83,13 @@ class NodeTimeLimitError(LLMTimeoutError):
     """A node's model call outlived the run's per-node time limit (``run(node_timeout_s=...)``)."""
 
 
+class BudgetExhaustedError(LLMError):
+    """A model call refused before it was made: the graph's token or cost budget is spent.
+
+    No request is sent and nothing is logged; the node stays recoverable (README, "Budgets").
+    """
+
+
 class LLMUnavailableError(LLMError):
     """The model cannot be reached or refuses every request (connection, key, model name, server down).
 

@@ -211,8 +211,7 @@ class Exploration:
             node_timeout_s=node_timeout_s,
         )
         limits = self._state.limits.merged(asked)
-        # The graph's spend before this run, and what this process's model caller had counted then.
-        spent, counted = self.store.llm_spend(self.graph_id), dict(self._state.call.spent)
+        spent = self.store.llm_spend(self.graph_id)  # the graph's spend before this run
         raised = asked != Limits() and limits.reached(spent, 0.0) is None
         with self._exclusive("pause() it first", resume=resume or raised):
             if asked != Limits():
@@ -249,8 +248,6 @@ class Exploration:
                     workers=min(workers, budget.max_agents),
                     clock=self._clock,
                     on_step=stepped,
-                    spent_before=spent,
-                    caller_before=counted,
                 )
                 try:
                     status = dispatcher.run()
@@ -581,6 +578,7 @@ _CALL_COLUMNS = [
     "model",
     "prompt_tokens",
     "completion_tokens",
+    "tokens_estimated",
     "attempts",
     "corrections",
     "queue_s",

@@ -1,4 +1,10 @@
-"""Every model call goes through here: metered, timed, validated and logged in the store.
+"""Every model call goes through here: admitted by the budget, metered, timed, validated and logged.
+
+Before a call, its tokens are reserved against the graph's budgets
+(:class:`~.limits.Allowance`); a call the budget refuses is never made. Each call
+made is one row of the ledger (``llm_calls``), as the server saw it: ``attempts``
+the requests that reached it, tokens as it reported them (``tokens_estimated``
+when it reported none and the backend estimated them).
 
 The caller also watches the model's health across the workers of a run: after
 ``UNAVAILABLE_AFTER`` calls in a row that could not reach it (or
@@ -13,17 +19,18 @@ import contextvars
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from ..errors import LLMError, LLMOutputError, LLMUnavailableError, NodeTimeLimitError
-from ..llm.protocol import LLM, Message, messages_tokens, metered
+from ..llm.protocol import LLM, Message, messages_tokens, metered, reply_bound
 from ..llm.quality import ReplyContext
 from ..llm.schemas import role_of
 from ..store import WorkerStore
+from .limits import Allowance, Limits
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -42,10 +49,17 @@ class ModelCaller:
         self._failed_in_row = 0
         self._unavailable_in_row = 0
         self._health = threading.Lock()
-        self.spent: dict[
-            str, tuple[int, int]
-        ] = {}  # per model: (prompt, completion) tokens paid via this caller
+        self.allowance = Allowance(Limits())  # what the calls may spend (arm() sets the budgets)
         self._deadline = threading.local()  # this worker thread's node time limit, while it holds one
+
+    @property
+    def model(self) -> str:
+        """The model's name, as the ledger and the price table know it."""
+        return str(getattr(self.llm, "model", type(self.llm).__name__))
+
+    def arm(self, limits: Limits, spent: Sequence[Mapping[str, Any]]) -> None:
+        """Admit the calls from now on against ``limits``, ``spent`` (the graph's ledger) already spent."""
+        self.allowance = Allowance(limits, spent)
 
     @contextmanager
     def time_limit(self, seconds: float | None) -> Iterator[None]:
@@ -125,6 +139,9 @@ class ModelCaller:
         With ``defer``, the log row of a successful call is appended there for the
         caller to write with its own transaction (one statement fewer per call).
         """
+        role, allowance = role_of(schema), self.allowance
+        # Refused (BudgetExhaustedError) before anything is sent: no request, no row.
+        held = allowance.reserve(self.model, messages_tokens(messages), reply_bound(self.llm, role))
         started = time.perf_counter()
         error: LLMError | None = None
         result: T | None = None
@@ -136,17 +153,19 @@ class ModelCaller:
                 error = LLMOutputError(f"{schema.__name__} reply refused: {exc}")
             except LLMError as exc:
                 error = exc
-        model = str(getattr(self.llm, "model", type(self.llm).__name__))
-        prompt_tokens = usage.prompt_tokens or messages_tokens(messages)
+            finally:  # what budgets count, known before the row lands
+                allowance.settle(held, usage.prompt_tokens, usage.completion_tokens, spent=not usage.cached)
         call = {
             "graph_id": self.graph_id,
             "node_id": node_id,
             "worker": worker,
-            "role": role_of(schema),
-            "model": model,
-            "prompt_tokens": prompt_tokens,
+            "role": role,
+            "model": self.model,
+            "prompt_tokens": usage.prompt_tokens,  # as the server reported them, nothing invented
             "completion_tokens": usage.completion_tokens,
-            "attempts": max(1, usage.requests or usage.attempts),  # what the server saw, when known
+            "tokens_estimated": usage.estimated or usage.cached,
+            # The requests that reached the server; a backend that does not count them: its replies.
+            "attempts": 0 if usage.cached else usage.attempts if usage.requests is None else usage.requests,
             "corrections": max(0, usage.attempts - 1),
             "queue_s": usage.queue_s,
             "latency_s": time.perf_counter() - started,
@@ -154,10 +173,6 @@ class ModelCaller:
             "outcome": "error" if error else ("cached" if usage.cached else "ok"),
             "error": None if error is None else f"{type(error).__name__}: {error}"[:2000],
         }
-        if not usage.cached:  # what budgets count (limits.py), known before the write lands
-            with self._health:
-                prompt, completion = self.spent.get(model, (0, 0))
-                self.spent[model] = (prompt + prompt_tokens, completion + usage.completion_tokens)
         self._observe(error)
         if error is not None:
             self.store.record_llm_calls([*(defer or []), call])

@@ -6,7 +6,8 @@ repeat; with nothing to claim but work in flight they back off 2, 4, 8 s
 stops at ``max_depth × 3`` nodes (the circuit breaker). While they work, a
 heartbeat renews the leases of the claims they hold, so a slow model never
 loses a claim to the lease. When the model is down (:mod:`.calls`), or a
-budget (:mod:`.limits`) is reached, every worker stops. After they exit, the
+budget (:mod:`.limits`: tokens and cost admitted before each call, wall time
+before each claim) is reached, every worker stops. After they exit, the
 dispatcher decides: model unavailable (the graph paused with the reason,
 resumable), paused (asked to, a checkpoint, or only gated work left),
 convergence found, budget exhausted (a budget reached, or breakers fired with
@@ -18,16 +19,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..errors import StoreUnreachableError
 from ..model import GraphStatus, pending_counts
 from ..results import StepRecord
 from ..run_report import WorkerReport
-from ..store.records import ModelSpend
 from .primitive import RunState, cascade, freeze_unexplored, process
 
 __all__ = ["BACKOFF_S", "Clock", "Dispatcher", "RealClock", "ScaledClock", "WorkerReport", "heartbeat"]
@@ -118,11 +118,6 @@ class Dispatcher:
     reports: list[WorkerReport] = field(default_factory=list)
     budget_reached: str | None = None  # why the run stopped for a budget (limits.py), once it did
     _started: float = 0.0
-    # The graph's spend when the run began (the store's figure, read once by the caller) and what
-    # the model caller had counted then: this run's calls are the difference, counted in memory
-    # (no query per claim).
-    spent_before: list[ModelSpend] = field(default_factory=list)
-    caller_before: dict[str, tuple[int, int]] = field(default_factory=dict)
     _in_flight: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -233,24 +228,22 @@ class Dispatcher:
                 return
 
     def _over_budget(self) -> bool:
-        """Whether a budget of :mod:`.limits` is reached (remembered: the run then stops)."""
+        """Whether a budget of :mod:`.limits` is reached (remembered: the run then stops).
+
+        The spend as the model caller's allowance settled it (no query per claim).
+        """
         if self.budget_reached is None:
-            limits = self.run_state.limits
-            spend: list[Mapping[str, Any]] = []
-            if limits.max_tokens is not None or limits.max_cost is not None:
-                spend = [
-                    *self.spent_before,
-                    *(
-                        {
-                            "model": model,
-                            "prompt_tokens": p - self.caller_before.get(model, (0, 0))[0],
-                            "completion_tokens": c - self.caller_before.get(model, (0, 0))[1],
-                        }
-                        for model, (p, c) in self.run_state.call.spent.items()
-                    ),
-                ]
-            self.budget_reached = limits.reached(spend, self.clock.now() - self._started)
+            self.budget_reached = self.run_state.call.allowance.reached() or self.run_state.limits.reached(
+                [], self.clock.now() - self._started
+            )
         return self.budget_reached is not None
+
+    def _budget_reason(self) -> str | None:
+        """Why the run stopped for a budget, the spend read from the ledger now that the workers are out."""
+        if self.budget_reached is None:
+            return None
+        run = self.run_state
+        return run.limits.spent(run.local.llm_spend(run.graph_id)) or self.budget_reached
 
     def _idle(self) -> bool:
         """No node in flight here: waiting cannot bring new questions from this process."""
@@ -267,8 +260,9 @@ class Dispatcher:
         if run.call.outage:  # not finished, not a budget: resumable when the model is back
             store.update_graph_status(g, GraphStatus.PAUSED, reason=run.call.outage)
             return "model_unavailable"
-        if self.budget_reached and (any(pending.values()) or claimable):
-            self._freeze_open(self.budget_reached)
+        spent = self._budget_reason()
+        if spent and (any(pending.values()) or claimable):
+            self._freeze_open(spent)
             return "budget_exhausted"
         if not any(pending.values()):
             # The resume routing's case c (docs/architecture.md): nothing to claim, the root
@@ -277,6 +271,10 @@ class Dispatcher:
             left = store.get_ready_to_synthesize(g)["count"]
             if not left:
                 return "all_complete"
+            if spent := run.call.allowance.reached():  # the budget refused the syntheses
+                reason = run.limits.spent(store.llm_spend(g)) or spent
+                store.update_graph_status(g, GraphStatus.BUDGET_EXHAUSTED, reason=reason)
+                return "budget_exhausted"
             outcome, reason = (
                 "paused",
                 (

@@ -2,18 +2,20 @@
 
 The intensity bounds agents and depth; these bound what a run may spend. Tokens
 and cost count the graph's whole call log (a ceiling for the exploration, kept
-with the graph); wall time counts one ``run()``. Workers check before each claim,
-so a run overshoots by at most the nodes in flight when the budget is reached.
+with the graph); wall time counts one ``run()``. Tokens and cost are admitted
+before each model call by an :class:`Allowance`; wall time is checked before
+each claim.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..errors import InvalidInputError
+from ..errors import BudgetExhaustedError, InvalidInputError
 
 Prices = dict[str, tuple[float, float]]
 """Per model: (input, output) price per million tokens, in the currency the user thinks in."""
@@ -88,8 +90,20 @@ class Limits:
             total += (row["prompt_tokens"] * price[0] + row["completion_tokens"] * price[1]) / 1e6
         return total
 
+    def spends(self) -> bool:
+        """Whether a token or cost budget is set (what an :class:`Allowance` admits calls against)."""
+        return self.max_tokens is not None or self.max_cost is not None
+
     def reached(self, spend: Sequence[Mapping[str, Any]], elapsed_s: float) -> str | None:
         """Why the run must stop now (e.g. ``"token budget of 5,000 reached (5,210 spent)"``), or None."""
+        if spent := self.spent(spend):
+            return spent
+        if self.max_wall_s is not None and elapsed_s >= self.max_wall_s:
+            return f"wall-time budget of {self.max_wall_s:g} s reached ({elapsed_s:.1f} s)"
+        return None
+
+    def spent(self, spend: Sequence[Mapping[str, Any]]) -> str | None:
+        """Which spend budget (tokens, cost) ``spend`` has reached, in words; None if neither."""
         tokens = spend_tokens(spend)
         if self.max_tokens is not None and tokens >= self.max_tokens:
             return f"token budget of {self.max_tokens:,} reached ({tokens:,} spent)"
@@ -99,9 +113,99 @@ class Limits:
                 unpriced = sorted({r["model"] for r in spend} - set(self.prices))
                 return f"cost budget: no price for model(s) {', '.join(unpriced)}"
             return f"cost budget of {self.max_cost:g} reached ({cost:.4f} spent)"
-        if self.max_wall_s is not None and elapsed_s >= self.max_wall_s:
-            return f"wall-time budget of {self.max_wall_s:g} s reached ({elapsed_s:.1f} s)"
         return None
+
+    def within(self, spend: Sequence[Mapping[str, Any]]) -> bool:
+        """Whether ``spend`` stays under every spend budget (at a ceiling is still under)."""
+        tokens, cost = spend_tokens(spend), self.cost(spend)
+        return (self.max_tokens is None or tokens <= self.max_tokens) and (
+            self.max_cost is None or cost is None or cost <= self.max_cost
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Reservation:
+    """One model call's hold on the budget until it is settled: its model and the most it may take."""
+
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class Allowance:
+    """The token and cost budgets of one graph, admitted before each model call (README, "Budgets").
+
+    A call first reserves an estimate (its prompt's tokens and its reply's bound).
+    It is admitted when the reservation fits under the ceilings beside the calls
+    in flight; it waits while calls in flight may still leave room; it is refused
+    with :class:`~fractal_nb.errors.BudgetExhaustedError` once the spend has reached
+    a ceiling. With no call in flight and budget left, a call is admitted whatever
+    its size: a run ends with its budget spent, at most one call past it. ``settle``
+    replaces the reservation by what the call really spent. Shared by every worker
+    thread of a graph in this process; ``spent`` starts from the graph's ledger.
+
+    >>> purse = Allowance(Limits(max_tokens=1_000))
+    >>> first = purse.reserve("m", 300, 400)
+    >>> purse.settle(first, 300, 750)
+    >>> purse.reached()
+    'token budget of 1,000 reached (1,050 spent)'
+    """
+
+    def __init__(self, limits: Limits, spent: Sequence[Mapping[str, Any]] = ()) -> None:
+        self.limits = limits
+        self._spent: dict[str, tuple[int, int]] = {}
+        for row in spent:
+            self._add(row["model"], int(row["prompt_tokens"]), int(row["completion_tokens"]))
+        self._held: list[Reservation] = []
+        self._changed = threading.Condition()
+
+    def _add(self, model: str, prompt: int, completion: int) -> None:
+        before = self._spent.get(model, (0, 0))
+        self._spent[model] = (before[0] + prompt, before[1] + completion)
+
+    def spend(self, *extra: Reservation) -> list[dict[str, Any]]:
+        """The spend settled so far, per model (rows as ``llm_spend`` gives them), with ``extra`` added."""
+        rows = [{"model": m, "prompt_tokens": p, "completion_tokens": c} for m, (p, c) in self._spent.items()]
+        rows += [
+            {"model": r.model, "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens}
+            for r in extra
+        ]
+        return rows
+
+    def reached(self) -> str | None:
+        """Which spend budget the settled spend has reached, in words; None if neither."""
+        with self._changed:
+            return self.limits.spent(self.spend())
+
+    def reserve(self, model: str, prompt_tokens: int, completion_tokens: int) -> Reservation:
+        """Hold ``prompt_tokens + completion_tokens`` of ``model`` for a call about to be made.
+
+        Blocks while calls in flight keep the reservation from fitting; raises
+        BudgetExhaustedError once a budget is spent (the call must not be made).
+        """
+        held = Reservation(model, max(0, prompt_tokens), max(0, completion_tokens))
+        if not self.limits.spends():
+            return held
+        with self._changed:
+            while True:
+                if reason := self.limits.spent(self.spend()):
+                    raise BudgetExhaustedError(reason)
+                if not self._held or self.limits.within(self.spend(*self._held, held)):
+                    self._held.append(held)
+                    return held
+                self._changed.wait()
+
+    def settle(
+        self, held: Reservation, prompt_tokens: int, completion_tokens: int, *, spent: bool = True
+    ) -> None:
+        """Replace a reservation by what the call spent (``spent=False``: nothing, e.g. a replayed call)."""
+        if not self.limits.spends():
+            return
+        with self._changed:
+            self._held = [r for r in self._held if r is not held]
+            if spent:
+                self._add(held.model, prompt_tokens, completion_tokens)
+            self._changed.notify_all()
 
 
 def spend_tokens(spend: Sequence[Mapping[str, Any]]) -> int:

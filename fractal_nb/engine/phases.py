@@ -5,7 +5,7 @@ from __future__ import annotations
 from contextlib import suppress
 from typing import Any
 
-from ..errors import FractalError, LLMError
+from ..errors import BudgetExhaustedError, FractalError, LLMError
 from ..llm.quality import STORED
 from ..llm.schemas import HarvestSummary, SeedPlan
 from ..model import PENDING_QUESTION, GraphStatus, NodeStatus, SaturationReason
@@ -85,8 +85,13 @@ def harvest(run: RunState, *, finish: bool = True) -> FractalResult:
     answered leaves left behind get their answer as synthesis, the cascade runs
     to the root, and the graph moves to ``completed``. A paused graph without
     ``finish``, or one in error, is summarised as it stands.
+
+    Its model calls count against the graph's budgets (engine/limits.py): at a
+    spent budget it makes none, joins the syntheses left and says so in a gap.
     """
     store, g = run.local, run.graph_id
+    run.arm()  # its calls are admitted against the ledger as it is now
+    spent = run.call.allowance.reached()
     snapshot = store.get_snapshot(g)
     status = snapshot["status"]
     if "harvest" in snapshot["metadata"] and status == GraphStatus.COMPLETED:  # harvested before
@@ -97,7 +102,7 @@ def harvest(run: RunState, *, finish: bool = True) -> FractalResult:
     if finishing and status != GraphStatus.ACTIVE:
         store.resume_graph(g)
     if finishing:
-        _freeze_and_repair(run)
+        _freeze_and_repair(run, model=spent is None)
     snapshot = store.get_snapshot(g)
     nodes = snapshot["nodes"]
     chain = _chain(nodes)
@@ -116,6 +121,8 @@ def harvest(run: RunState, *, finish: bool = True) -> FractalResult:
         f"{'  ' * c.depth}- {clip(c.question, 200)}: {clip(c.synthesis, 600)}" for c in sound[:40]
     )
     try:
+        if spent is not None:
+            raise BudgetExhaustedError(f"{spent}: the harvest made no model calls")
         summary = run.call(
             HarvestSummary,
             chat(
@@ -239,7 +246,8 @@ def _degraded_reasons(
     return reasons
 
 
-def _freeze_and_repair(run: RunState) -> None:
+def _freeze_and_repair(run: RunState, *, model: bool = True) -> None:
+    """Freeze what is left, then synthesize up to the root: with the model, else (or when it fails) joined."""
     store, g = run.local, run.graph_id
     for node in store.get_snapshot(g)["nodes"]:
         if node["node_type"] != "question" or node["depth"] == 0:
@@ -256,7 +264,7 @@ def _freeze_and_repair(run: RunState) -> None:
             inputs = store.get_synthesis_inputs(g, node["node_id"])
             if not inputs["sub_questions"] and inputs["answers"]:  # an answered leaf left behind
                 store.synthesize_node(g, node["node_id"], inputs["answers"][0]["text"])
-    for _ in range(HARVEST_PASSES):  # a failed synthesis call may succeed on another try
+    for _ in range(HARVEST_PASSES if model else 0):  # a failed synthesis call may succeed on another try
         cascade(run, worker="harvest")
         if not store.get_ready_to_synthesize(g)["count"]:
             return

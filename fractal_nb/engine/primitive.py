@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import (
+    BudgetExhaustedError,
     FractalError,
     LLMError,
     LLMUnavailableError,
@@ -48,14 +49,13 @@ class RunState:
     call: ModelCaller
     work_added: threading.Condition = field(default_factory=threading.Condition)
     convergence_found: threading.Event = field(default_factory=threading.Event)
-    limits: Limits = field(default_factory=Limits)
 
     @classmethod
     def for_graph(
         cls, store: WorkerStore, graph: GraphRecord, llm: LLM, *, limits: Limits | None = None
     ) -> RunState:
         """The run state of ``graph`` (a ``get_graph`` record) on ``store`` with ``llm``."""
-        return cls(
+        state = cls(
             store=store,
             graph_id=graph["graph_id"],
             root_id=graph["root_node_id"],
@@ -63,8 +63,27 @@ class RunState:
             budget=BUDGETS[Intensity(graph["intensity"])],
             checkpoint=CheckpointMode.parse(graph["checkpoint_mode"]),
             call=ModelCaller(llm, store, graph["graph_id"]),
-            limits=limits or Limits(),
         )
+        state.limits = limits or Limits()
+        return state
+
+    @property
+    def limits(self) -> Limits:
+        """What the graph may spend (:mod:`.limits`); its model calls are admitted against them."""
+        return self.call.allowance.limits
+
+    @limits.setter
+    def limits(self, limits: Limits) -> None:
+        self.arm(limits)
+
+    def arm(self, limits: Limits | None = None) -> None:
+        """Admit the model calls from now on against ``limits`` (None: the current ones).
+
+        Spend budgets count the graph's whole ledger: it is read now (call this
+        while none of the graph's calls is in flight here).
+        """
+        limits = self.limits if limits is None else limits
+        self.call.arm(limits, self.local.llm_spend(self.graph_id) if limits.spends() else [])
 
     @property
     def local(self) -> GraphStore:
@@ -353,9 +372,11 @@ def _link_metadata(links: Connections) -> dict[str, Any]:
 
 
 def _release(run: RunState, node_id: str, question: str, worker: str, exc: LLMError) -> StepRecord:
-    # A model that cannot be reached, or a run's time limit, is not the question's fault: it keeps its tries.
+    # A model that cannot be reached, a run's time limit or a spent budget is not the question's
+    # fault: it is open again with its tries.
     over_time = isinstance(exc, NodeTimeLimitError)
-    failed = not isinstance(exc, LLMUnavailableError) and not over_time
+    spent = isinstance(exc, BudgetExhaustedError)
+    failed = not isinstance(exc, LLMUnavailableError) and not over_time and not spent
     try:
         run.store.release_claim(run.graph_id, node_id, worker, f"{type(exc).__name__}: {exc}", failed=failed)
     except FractalError:  # pruned or taken over meanwhile: nothing of ours to release
@@ -366,7 +387,7 @@ def _release(run: RunState, node_id: str, question: str, worker: str, exc: LLMEr
         worker,
         question,
         error=f"{type(exc).__name__}: {exc}",
-        budget_reached=f"{exc} (on {node_id})" if over_time else None,
+        budget_reached=f"{exc} (on {node_id})" if over_time else str(exc) if spent else None,
     )
 
 

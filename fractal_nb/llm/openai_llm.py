@@ -30,6 +30,7 @@ from functools import cache
 from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
+import httpx
 import json_repair
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
@@ -37,13 +38,20 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import InvalidInputError, LLMError, LLMOutputError, LLMTimeoutError, LLMUnavailableError
 from ..loopback import is_loopback
-from .protocol import Message, estimate_tokens, messages_tokens, report_request, report_usage, report_wait
+from .protocol import (
+    REPLY_BOUNDS,
+    Message,
+    estimate_tokens,
+    messages_tokens,
+    report_request,
+    report_usage,
+    report_wait,
+)
 from .quality import ReplyContext
 from .schemas import role_of
 
 _MODES = ("json_schema", "json_object", "text")
-# Reply length bounds per role (tokens): enough for the schema's fields, never unbounded.
-MAX_TOKENS = {"seed": 768, "answer": 640, "connect": 320, "synthesize": 512, "harvest": 768}
+MAX_TOKENS = REPLY_BOUNDS  # the default reply length bounds per role (tokens)
 _REJECTS_FORMAT = {400, 422, 500}  # what servers answer to a response_format they lack
 _PLACEHOLDER_KEY = "not-needed"  # local servers ignore the key, the client insists on one
 _SNIPPET = 300
@@ -67,7 +75,7 @@ class OpenAILLM:
     client
         A pre-built ``openai.OpenAI`` (tests, custom transports); then ``base_url``,
         ``api_key``, ``timeout`` and ``max_retries`` are the client's own, and its
-        HTTP requests are not counted one by one.
+        HTTP requests are not counted one by one (the ledger counts the replies).
     timeout
         Seconds per HTTP request, counted from when it is sent (a request waiting
         for a slot is not timing out).
@@ -136,7 +144,7 @@ class OpenAILLM:
                 base_url=base_url,
                 timeout=timeout,
                 max_retries=max_retries,
-                http_client=openai.DefaultHttpxClient(event_hooks={"request": [_count_request]}),
+                http_client=openai.DefaultHttpxClient(transport=_CountingTransport()),
             )
         self.model = model
         self.base_url = str(client.base_url)
@@ -289,9 +297,11 @@ class OpenAILLM:
         usage = getattr(response, "usage", None)
         prompt = getattr(usage, "prompt_tokens", None)
         completion = getattr(usage, "completion_tokens", None)
-        report_usage(
+        reported = isinstance(prompt, int) and isinstance(completion, int)
+        report_usage(  # the server's figures; estimated (and marked so) only where it gave none
             prompt if isinstance(prompt, int) else messages_tokens(convo),
             completion if isinstance(completion, int) else estimate_tokens(text),
+            estimated=not reported,
         )
         return text
 
@@ -305,9 +315,33 @@ class OpenAILLM:
             yield
 
 
-def _count_request(request: object) -> None:
-    """The HTTP client's hook: every request the server is sent counts, retries included."""
-    report_request()
+class _CountingTransport(httpx.BaseTransport):
+    """HTTP transport that counts each request the server received, retries included.
+
+    A request counts once a reply came back, or when the reply timed out after the
+    request was sent (a stalled server has it); a connection refused, a bad URL or
+    a connection dropped before any reply counts as none (the ledger's ``attempts``,
+    docs/architecture.md "The ledger").
+    """
+
+    def __init__(self) -> None:
+        # openai's own pool limits (DefaultHttpxClient applies them to its default transport only).
+        limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100, keepalive_expiry=5.0)
+        self._inner = httpx.HTTPTransport(limits=limits)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request``; count it when it reached the server."""
+        try:
+            response = self._inner.handle_request(request)
+        except httpx.ReadTimeout:
+            report_request()
+            raise
+        report_request()
+        return response
+
+    def close(self) -> None:
+        """Close the pooled connections."""
+        self._inner.close()
 
 
 @cache

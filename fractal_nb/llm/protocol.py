@@ -1,12 +1,14 @@
 """The one seam between the engine and a model: ``complete(messages, schema) -> dict``.
 
 Backends report token usage to the caller's meter (a context variable, so each
-worker thread has its own) instead of changing the return type.
+worker thread has its own) instead of changing the return type. Budgets reserve
+a call's tokens before it is made (engine/limits.py): :func:`reply_bound` says how
+long its reply may be.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -38,17 +40,19 @@ class Usage:
     """What one metered call cost; backends add to it through the ``report_*`` functions.
 
     ``attempts`` counts completions received (a correction round trip is one more);
-    ``requests`` the HTTP requests the server was sent (retries and failed ones
-    included; 0 where the backend cannot see them); ``queue_s`` the time spent
-    waiting for a free slot before the first request; ``mode`` how structured
-    output was asked for.
+    ``requests`` the HTTP requests that reached the server (retries and failed ones
+    included; a connection refused is none; None where the backend does not count
+    them); ``estimated`` whether some tokens were estimated here because the server
+    reported none; ``queue_s`` the time spent waiting for a free slot before the
+    first request; ``mode`` how structured output was asked for.
     """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     attempts: int = 0
     cached: bool = False
-    requests: int = 0
+    requests: int | None = None
+    estimated: bool = False
     queue_s: float = 0.0
     mode: str | None = None
 
@@ -67,21 +71,27 @@ def metered() -> Iterator[Usage]:
         _meter.reset(token)
 
 
-def report_usage(prompt_tokens: int, completion_tokens: int, *, cached: bool = False) -> None:
-    """Add one request's tokens to the current meter, if someone is metering."""
+def report_usage(
+    prompt_tokens: int, completion_tokens: int, *, cached: bool = False, estimated: bool = False
+) -> None:
+    """Add one completion's tokens to the current meter, if someone is metering.
+
+    ``estimated``: the server reported no usage, so the backend estimated the tokens.
+    """
     usage = _meter.get()
     if usage is not None:
         usage.prompt_tokens += prompt_tokens
         usage.completion_tokens += completion_tokens
         usage.attempts += 1
         usage.cached = usage.cached or cached
+        usage.estimated = usage.estimated or estimated
 
 
 def report_request() -> None:
-    """Count one HTTP request sent to the server (a transport retry is another)."""
+    """Count one HTTP request that reached the server (a transport retry is another)."""
     usage = _meter.get()
     if usage is not None:
-        usage.requests += 1
+        usage.requests = (usage.requests or 0) + 1
 
 
 def report_wait(queue_s: float, mode: str | None) -> None:
@@ -90,6 +100,29 @@ def report_wait(queue_s: float, mode: str | None) -> None:
     if usage is not None:
         usage.queue_s += queue_s
         usage.mode = mode
+
+
+REPLY_BOUNDS = {"seed": 768, "answer": 640, "connect": 320, "synthesize": 512, "harvest": 768}
+"""Reply length bounds per role (tokens): enough for the schema's fields, never unbounded."""
+
+
+def reply_bound(llm: object, role: str) -> int:
+    """The most completion tokens one reply of ``role`` may take, for reserving a budget before a call.
+
+    The backend's own bound when it has one (``max_tokens``: role -> tokens, as
+    :class:`~fractal_nb.llm.openai_llm.OpenAILLM` keeps it, looked up through a
+    wrapper's ``inner`` model), else :data:`REPLY_BOUNDS`.
+
+    >>> reply_bound(object(), "connect"), reply_bound(object(), "other")
+    (320, 768)
+    """
+    model: object = llm
+    while model is not None:
+        bounds = getattr(model, "max_tokens", None)
+        if isinstance(bounds, Mapping) and isinstance(bounds.get(role), int):
+            return int(bounds[role])
+        model = getattr(model, "inner", None)
+    return REPLY_BOUNDS.get(role, max(REPLY_BOUNDS.values()))
 
 
 def estimate_tokens(text: str) -> int:

@@ -1,20 +1,44 @@
-"""Model calls kept in the store: the call log (cost, failures) and the record/replay cache."""
+"""Model calls kept in the store: the call log (cost, failures) and the record/replay cache.
+
+The call log is the ledger budgets count (engine/limits.py), and rows also come from
+outside (MCP's ``fractal_record_llm_calls``): each row is checked before any lands,
+and a batch with one bad row is refused whole.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Mapping
 from typing import Any
 
-from ..errors import InvalidInputError
-from .base import StoreBase, require_id
+from ..errors import InvalidInputError, NotFoundError
+from .base import StoreBase, optional_name, require_id
 from .records import ModelSpend
 from .rows import iso
 
 _CALL_COLUMNS = (
-    "call_id, graph_id, node_id, worker, role, model, prompt_tokens, completion_tokens, "
+    "call_id, graph_id, node_id, worker, role, model, prompt_tokens, completion_tokens, tokens_estimated, "
     "attempts, corrections, queue_s, latency_s, mode, outcome, error, created_at"
 )
 OUTCOMES = ("ok", "cached", "error", "discarded")  # discarded: paid for, then refused by the store
+ROLES = ("seed", "answer", "connect", "synthesize", "harvest")  # llm/schemas.py role_of, one per schema
+MAX_CALL_TOKENS = 10_000_000  # prompt or completion tokens of one call: far past any model's context
+MAX_CALL_TRIES = 1_000  # attempts or corrections of one call
+MAX_CALL_SECONDS = 1e6  # latency or queue time of one call
+MAX_CALLS = 1_000  # rows per batch
+_REQUIRED = (
+    "graph_id",
+    "role",
+    "model",
+    "prompt_tokens",
+    "completion_tokens",
+    "attempts",
+    "latency_s",
+    "outcome",
+)
+_OPTIONAL = ("node_id", "worker", "corrections", "queue_s", "mode", "error", "tokens_estimated")
+_TEXT_LIMITS = {"model": 200, "mode": 50, "error": 2000}
 
 
 class LLMLog(StoreBase):
@@ -55,22 +79,31 @@ class LLMLog(StoreBase):
     def record_llm_calls(self, calls: list[dict[str, Any]]) -> int:
         """Append several calls (dicts of :meth:`record_llm_call`'s fields) in one statement.
 
-        Inside :meth:`batch` they land with the node's other writes.
+        Each row is checked first (``_checked_call``): a known graph and role, a node
+        of that graph or None, whole non-negative token counts of at most
+        ``MAX_CALL_TOKENS``, bounded text; one bad row refuses the batch with
+        InvalidInputError and nothing lands. Inside :meth:`batch` they land with the
+        node's other writes.
         """
-        for call in calls:
-            if call.get("outcome") not in OUTCOMES:
-                raise InvalidInputError(
-                    f"invalid outcome {call.get('outcome')!r}; valid values: {', '.join(OUTCOMES)}"
-                )
-        if not calls:
+        if not isinstance(calls, list):
+            raise InvalidInputError(
+                f"calls must be a list of call records (objects), not {type(calls).__name__}"
+            )
+        if len(calls) > MAX_CALLS:
+            raise InvalidInputError(f"{len(calls):,} calls in one batch; at most {MAX_CALLS:,}")
+        rows = [_checked_call(i, call) for i, call in enumerate(calls)]
+        self._check_places(rows)
+        if not rows:
             return 0
         now = self.clock()
-        rows = ", ".join("(nextval('call_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in calls)
+        values = ", ".join(
+            "(nextval('call_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in rows
+        )
         self._db.write_one(
-            f"INSERT INTO llm_calls ({_CALL_COLUMNS}) VALUES {rows}",
+            f"INSERT INTO llm_calls ({_CALL_COLUMNS}) VALUES {values}",
             [
                 v
-                for c in calls
+                for c in rows
                 for v in (
                     c["graph_id"],
                     c["node_id"],
@@ -79,18 +112,38 @@ class LLMLog(StoreBase):
                     c["model"],
                     c["prompt_tokens"],
                     c["completion_tokens"],
+                    c["tokens_estimated"],
                     c["attempts"],
-                    c.get("corrections", 0),
-                    c.get("queue_s", 0.0),
+                    c["corrections"],
+                    c["queue_s"],
                     c["latency_s"],
-                    c.get("mode"),
+                    c["mode"],
                     c["outcome"],
-                    c.get("error"),
+                    c["error"],
                     now,
                 )
             ],
         )
-        return len(calls)
+        return len(rows)
+
+    def _check_places(self, rows: list[dict[str, Any]]) -> None:
+        """Every row's graph exists and its node (when it names one) is a node of that graph."""
+        for gid in dict.fromkeys(r["graph_id"] for r in rows):
+            try:
+                self._known_graph(gid)
+            except NotFoundError as exc:
+                raise InvalidInputError(f"call records name {exc}") from None
+            named = sorted({r["node_id"] for r in rows if r["graph_id"] == gid and r["node_id"] is not None})
+            if not named:
+                continue
+            marks = ", ".join("?" for _ in named)
+            found = self._db.fetchall(
+                f"SELECT node_id FROM nodes WHERE graph_id = ? AND node_id IN ({marks})", [gid, *named]
+            )
+            missing = sorted(set(named) - {r[0] for r in found})
+            if missing:
+                listed = ", ".join(map(repr, missing[:5]))
+                raise InvalidInputError(f"call records name node(s) {listed} that are not in graph {gid}")
 
     def get_llm_calls(self, graph_id: str, node_id: str | None = None) -> dict[str, Any]:
         """Every logged call of a graph (or of one of its nodes), in order."""
@@ -156,3 +209,68 @@ class LLMLog(StoreBase):
             "INSERT OR REPLACE INTO llm_cache VALUES (?, ?, ?, ?, ?)",
             [cache_key, model, role, json.dumps(response), self.clock()],
         )
+
+
+def _checked_call(index: int, call: object) -> dict[str, Any]:
+    """One call record as the ledger keeps it, or InvalidInputError saying what is wrong and allowed."""
+    where = f"calls[{index}]"
+    if not isinstance(call, Mapping):
+        raise InvalidInputError(
+            f"{where} must be an object with {', '.join(_REQUIRED)} (and optionally "
+            f"{', '.join(_OPTIONAL)}), not {type(call).__name__} {call!r:.80}"
+        )
+    unknown = sorted(set(map(str, call)) - set(_REQUIRED) - set(_OPTIONAL))
+    missing = [k for k in _REQUIRED if k not in call]
+    if unknown or missing:
+        problem = f"lacks {', '.join(missing)}" if missing else f"has unknown field(s) {', '.join(unknown)}"
+        raise InvalidInputError(
+            f"{where} {problem}; fields: {', '.join(_REQUIRED)} (required), {', '.join(_OPTIONAL)} (optional)"
+        )
+    row = {k: call.get(k) for k in (*_REQUIRED, *_OPTIONAL)}
+    row["graph_id"] = require_id(row["graph_id"], f"{where}.graph_id")
+    row["node_id"] = None if row["node_id"] is None else require_id(row["node_id"], f"{where}.node_id")
+    row["worker"] = optional_name(row["worker"], f"{where}.worker")
+    if row["role"] not in ROLES:
+        raise InvalidInputError(f"{where}.role {row['role']!r} is not a role; roles: {', '.join(ROLES)}")
+    if row["outcome"] not in OUTCOMES:
+        raise InvalidInputError(
+            f"{where}.outcome {row['outcome']!r} is invalid; valid values: {', '.join(OUTCOMES)}"
+        )
+    for name, most in (
+        ("prompt_tokens", MAX_CALL_TOKENS),
+        ("completion_tokens", MAX_CALL_TOKENS),
+        ("attempts", MAX_CALL_TRIES),
+        ("corrections", MAX_CALL_TRIES),
+    ):
+        value = 0 if row[name] is None and name == "corrections" else row[name]
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
+            raise InvalidInputError(
+                f"{where}.{name} must be a whole number from 0 to {most:,}, not {value!r:.40}"
+            )
+        row[name] = value
+    for name in ("latency_s", "queue_s"):
+        value = 0.0 if row[name] is None and name == "queue_s" else row[name]
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or not 0 <= value <= MAX_CALL_SECONDS
+        ):
+            raise InvalidInputError(
+                f"{where}.{name} must be seconds from 0 to {MAX_CALL_SECONDS:g}, not {value!r:.40}"
+            )
+        row[name] = float(value)
+    for name, most in _TEXT_LIMITS.items():
+        value = row[name]
+        if value is None and name != "model":
+            continue
+        if not isinstance(value, str) or not value or len(value) > most or "\x00" in value:
+            raise InvalidInputError(
+                f"{where}.{name} must be text of 1 to {most:,} characters without NUL, not {value!r:.60}"
+            )
+    if not isinstance(row["tokens_estimated"] or False, bool):
+        raise InvalidInputError(
+            f"{where}.tokens_estimated must be true or false, not {row['tokens_estimated']!r}"
+        )
+    row["tokens_estimated"] = bool(row["tokens_estimated"])
+    return row

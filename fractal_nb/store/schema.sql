@@ -109,7 +109,7 @@ CREATE TABLE IF NOT EXISTS llm_calls (
     model VARCHAR NOT NULL,
     prompt_tokens INTEGER NOT NULL,
     completion_tokens INTEGER NOT NULL,
-    attempts INTEGER NOT NULL,
+    attempts INTEGER NOT NULL,         -- requests that reached the server (0: none did)
     latency_s DOUBLE NOT NULL,
     outcome VARCHAR NOT NULL,          -- ok | cached | error | discarded (paid, then refused)
     error VARCHAR,
@@ -121,6 +121,9 @@ CREATE TABLE IF NOT EXISTS llm_calls (
 ALTER TABLE llm_calls ADD COLUMN IF NOT EXISTS corrections INTEGER DEFAULT 0;
 ALTER TABLE llm_calls ADD COLUMN IF NOT EXISTS queue_s DOUBLE DEFAULT 0;
 ALTER TABLE llm_calls ADD COLUMN IF NOT EXISTS mode VARCHAR;
+-- Tokens are the server's figures; true where it reported none and the backend estimated them
+-- (older files: their rows read as reported).
+ALTER TABLE llm_calls ADD COLUMN IF NOT EXISTS tokens_estimated BOOLEAN DEFAULT false;
 
 -- Record/replay cache of completions, keyed by a hash of model, schema and messages.
 CREATE TABLE IF NOT EXISTS llm_cache (
