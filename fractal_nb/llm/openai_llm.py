@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -30,7 +31,6 @@ from functools import cache
 from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
-import httpx
 import json_repair
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
@@ -55,6 +55,10 @@ MAX_TOKENS = REPLY_BOUNDS  # the default reply length bounds per role (tokens)
 _REJECTS_FORMAT = {400, 422, 500}  # what servers answer to a response_format they lack
 _PLACEHOLDER_KEY = "not-needed"  # local servers ignore the key, the client insists on one
 _SNIPPET = 300
+# The HTTP library the installed openai client is built on (httpx; httpx2 in newer releases).
+_HTTP: Any = sys.modules[
+    next(c for c in openai.DefaultHttpxClient.__mro__ if c.__name__ == "Client").__module__.partition(".")[0]
+]
 
 
 class _BadBody(Exception):
@@ -315,29 +319,36 @@ class OpenAILLM:
             yield
 
 
-class _CountingTransport(httpx.BaseTransport):
-    """HTTP transport that counts each request the server received, retries included.
+class _CountingTransport:
+    """HTTP transport (the client's default one, wrapped) that counts each request the server received.
 
     A request counts once a reply came back, or when the reply timed out after the
     request was sent (a stalled server has it); a connection refused, a bad URL or
     a connection dropped before any reply counts as none (the ledger's ``attempts``,
-    docs/architecture.md "The ledger").
+    docs/architecture.md "The ledger"). Transport retries are requests too.
     """
 
     def __init__(self) -> None:
         # openai's own pool limits (DefaultHttpxClient applies them to its default transport only).
-        limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100, keepalive_expiry=5.0)
-        self._inner = httpx.HTTPTransport(limits=limits)
+        limits = _HTTP.Limits(max_connections=1000, max_keepalive_connections=100, keepalive_expiry=5.0)
+        self._inner: Any = _HTTP.HTTPTransport(limits=limits)
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def handle_request(self, request: Any) -> Any:
         """Send ``request``; count it when it reached the server."""
         try:
             response = self._inner.handle_request(request)
-        except httpx.ReadTimeout:
+        except _HTTP.ReadTimeout:
             report_request()
             raise
         report_request()
         return response
+
+    def __enter__(self) -> _CountingTransport:
+        self._inner.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._inner.__exit__(*exc)
 
     def close(self) -> None:
         """Close the pooled connections."""

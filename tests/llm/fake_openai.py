@@ -17,7 +17,8 @@ Modes:
 
 ``down_after=N`` (any mode) answers HTTP 503 to every request after the first N, as a
 server whose model died; set ``fake.down_after = None`` to bring it back. ``port`` binds
-a given port (a test can start the server where a client already points).
+a given port (a test can start the server where a client already points). ``latency_s``
+is the model's time per reply (requests are served in parallel).
 
 A responder takes the request body and returns the answer: a dict (sent as JSON), a
 str (sent verbatim as the message content) or None (null content).
@@ -126,6 +127,9 @@ class FakeOpenAI:
     ----------
     requests, headers
         Each request's parsed JSON body and its HTTP headers (lower-case names), in order.
+    usages
+        Per request, the ``usage`` block the server answered with (None: no completion,
+        or one sent without usage), in the order of ``requests``.
     faults
         The faults the ``"flaky"`` mode injected, in order.
     """
@@ -142,6 +146,7 @@ class FakeOpenAI:
         usage: bool = True,
         down_after: int | None = None,
         port: int = 0,
+        latency_s: float = 0.0,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}, should be one of {MODES}")
@@ -154,7 +159,9 @@ class FakeOpenAI:
         self.slow_s = slow_s
         self.usage = usage
         self.down_after = down_after
+        self.latency_s = latency_s
         self.requests: list[dict[str, Any]] = []
+        self.usages: list[dict[str, int] | None] = []
         self.headers: list[dict[str, str]] = []
         self.faults: list[str] = []
         self._rng = random.Random(seed)
@@ -204,6 +211,8 @@ class FakeOpenAI:
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
+            self.usages.append(None)
+            index = len(self.requests) - 1
             fault = None
             if self.mode == "flaky" and self._rng.random() < self.failure_rate:
                 fault = self._rng.choice(self.fault_kinds)
@@ -225,6 +234,8 @@ class FakeOpenAI:
             return 200, {"Content-Type": "application/json"}, b'{"choices": [{"mess'
         if fault == "slow":
             self._closing.wait(self.slow_s)
+        elif self.latency_s:
+            self._closing.wait(self.latency_s)
         try:
             answer = self.responder(body)
         except ValueError as exc:
@@ -235,9 +246,11 @@ class FakeOpenAI:
             content = _junk(answer) if self.mode == "junk" else json.dumps(answer)
         else:
             content = answer
-        completion = _completion(body, content, len(self.requests))
+        completion = _completion(body, content, index + 1)
         if not self.usage:
             del completion["usage"]
+        with self._lock:
+            self.usages[index] = completion.get("usage")
         return _json(200, completion)
 
 
