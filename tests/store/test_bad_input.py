@@ -271,3 +271,125 @@ def test_a_store_file_of_schema_1_gains_the_holder_column(tmp_path) -> None:
         answer = store.add_node(g["graph_id"], g["root_node_id"], "answer", "Yes.")["node_id"]
         store.add_node(g["graph_id"], answer, "question", "Why?")
         assert store.claim_work(g["graph_id"], "w1")["node_id"] is not None
+
+
+# -- the ledger: spend rows from outside (MCP's fractal_record_llm_calls) ---------------------------
+
+
+def _call_row(tree: Tree, **changes: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "graph_id": tree.graph_id,
+        "node_id": tree.seeds[0],
+        "worker": "w1",
+        "role": "answer",
+        "model": "m",
+        "prompt_tokens": 120,
+        "completion_tokens": 30,
+        "attempts": 1,
+        "latency_s": 0.5,
+        "outcome": "ok",
+    }
+    return {**row, **changes}
+
+
+BAD_LEDGER_ROWS: list[tuple[str, Callable[[Tree], Any], str]] = [
+    ("not objects", lambda t: [1, 2, 3], r"calls\[0\] must be an object with graph_id"),
+    ("not a list", lambda t: {"calls": []}, "calls must be a list"),
+    ("role hack", lambda t: [_call_row(t, role="hack")], "role 'hack' is not a role; roles: seed, answer"),
+    ("unknown graph", lambda t: [_call_row(t, graph_id="g-unknown")], "graph 'g-unknown' not found"),
+    (
+        "node of no graph",
+        lambda t: [_call_row(t, node_id="n-0000000000000000")],
+        "node\\(s\\) 'n-0000000000000000' that are not in graph",
+    ),
+    ("-1000000 tokens", lambda t: [_call_row(t, prompt_tokens=-1_000_000)], "prompt_tokens must be a whole"),
+    ("-10**12 tokens", lambda t: [_call_row(t, completion_tokens=-(10**12))], "completion_tokens must be"),
+    ("10**12 tokens", lambda t: [_call_row(t, prompt_tokens=10**12)], "from 0 to 10,000,000"),
+    ("tokens as text", lambda t: [_call_row(t, prompt_tokens="5")], "prompt_tokens must be a whole"),
+    ("tokens as bool", lambda t: [_call_row(t, attempts=True)], "attempts must be a whole"),
+    ("latency nan", lambda t: [_call_row(t, latency_s=float("nan"))], "latency_s must be seconds"),
+    ("model too long", lambda t: [_call_row(t, model="m" * 201)], "model must be text of 1 to 200"),
+    ("error too long", lambda t: [_call_row(t, error="e" * 2001)], "error must be text of 1 to 2,000"),
+    ("worker not text", lambda t: [_call_row(t, worker=5)], "worker"),
+    ("unknown field", lambda t: [_call_row(t, cost=3.0)], "unknown field\\(s\\) cost"),
+    ("missing field", lambda t: [{"graph_id": t.graph_id}], "lacks role, model"),
+    ("outcome bad", lambda t: [_call_row(t, outcome="free")], "outcome 'free' is invalid"),
+    ("one bad row of two", lambda t: [_call_row(t), _call_row(t, prompt_tokens=-1)], r"calls\[1\]"),
+    ("too many rows", lambda t: [_call_row(t)] * 1_001, "at most 1,000"),
+]
+
+
+@pytest.mark.parametrize(("name", "rows", "message"), BAD_LEDGER_ROWS, ids=[c[0] for c in BAD_LEDGER_ROWS])
+def test_a_bad_spend_row_is_refused_and_records_nothing(
+    tree: Tree, name: str, rows: Callable[[Tree], Any], message: str
+) -> None:
+    store = tree.store
+    with pytest.raises(InvalidInputError, match=message):
+        store.record_llm_calls(rows(tree))
+    assert store.get_llm_calls(tree.graph_id)["count"] == 0 and store.llm_spend(tree.graph_id) == []
+    assert (
+        store.record_llm_calls([_call_row(tree), _call_row(tree, node_id=None, tokens_estimated=True)]) == 2
+    )
+    rows_kept = store.get_llm_calls(tree.graph_id)["calls"]
+    assert [r["tokens_estimated"] for r in rows_kept] == [False, True]
+
+
+def test_the_ledgers_roles_are_the_engines() -> None:
+    from fractal_nb.llm.schemas import SCHEMAS, role_of
+    from fractal_nb.store.llm_log import ROLES
+
+    assert {role_of(s) for s in SCHEMAS} == set(ROLES)
+
+
+def test_bad_spend_rows_over_mcp_are_clear_errors_that_record_nothing(tree: Tree) -> None:
+    import asyncio
+    import json
+
+    from mcp import Client
+
+    from fractal_nb.mcp_server import build_server
+
+    store = tree.store
+    refusals = {
+        "[1, 2, 3]": "must be an object",
+        json.dumps([_call_row(tree, role="hack")]): "role 'hack' is not a role",
+        json.dumps([_call_row(tree, graph_id="g-unknown")]): "not found",
+        json.dumps([_call_row(tree, prompt_tokens=-1_000_000)]): "prompt_tokens must be a whole number",
+        json.dumps([_call_row(tree, prompt_tokens=-(10**12))]): "prompt_tokens must be a whole number",
+    }
+
+    async def scenario() -> list[Any]:
+        async with Client(build_server(store)) as client:
+            return [await client.call_tool("fractal_record_llm_calls", {"calls": c}) for c in refusals]
+
+    for result, message in zip(asyncio.run(scenario()), refusals.values(), strict=True):
+        assert result.is_error
+        error = json.loads(result.content[0].text)
+        assert message in error["error"] and error["error_type"] == "InvalidInputError", error
+    assert store.get_llm_calls(tree.graph_id)["count"] == 0
+
+
+def test_a_store_file_without_the_estimated_column_gains_it(tmp_path) -> None:
+    import duckdb
+
+    path = tmp_path / "old-ledger.duckdb"
+    with GraphStore(path) as store:
+        g = store.create_graph("An old ledger", "pulse", "autonomous")
+        row = {
+            "graph_id": g["graph_id"],
+            "node_id": None,
+            "worker": None,
+            "role": "seed",
+            "model": "m",
+            "prompt_tokens": 10,
+            "completion_tokens": 5,
+            "attempts": 1,
+            "latency_s": 0.1,
+            "outcome": "ok",
+        }
+        store.record_llm_calls([row])
+    with duckdb.connect(str(path)) as con:  # as files before the column left it
+        con.execute("ALTER TABLE llm_calls DROP COLUMN tokens_estimated")
+    with GraphStore(path) as store:
+        assert [c["tokens_estimated"] for c in store.get_llm_calls(g["graph_id"])["calls"]] == [False]
+        assert store.llm_spend(g["graph_id"])[0]["prompt_tokens"] == 10

@@ -1,0 +1,102 @@
+"""Budgets that hold (README, "Budgets"): tokens admitted before each call, so a run and its harvest
+spend at most one call past the budget, whatever the number of workers; the reason states the spend
+the ledger holds; a call the budget refuses is never made and leaves its question open."""
+
+from __future__ import annotations
+
+import pytest
+
+from fractal_nb import Exploration, SimulatedLLM
+from fractal_nb.engine.limits import Allowance, Limits
+from fractal_nb.errors import BudgetExhaustedError
+from tests.engine.test_openai_runs import FAST, role_responder
+from tests.llm.fake_openai import FakeOpenAI
+
+BUDGET = 6_000
+SEED = "Why do rivers meander?"
+
+
+def ledger(ex: Exploration) -> tuple[int, int, int]:
+    """The graph's calls, their tokens, and the most one call took: what the ledger says."""
+    calls = ex.llm_calls()
+    tokens = calls["prompt_tokens"] + calls["completion_tokens"]
+    return len(calls), int(tokens.sum()), int(tokens.max())
+
+
+def check_budget_held(ex: Exploration, workers: int) -> None:
+    report = ex.run(workers, progress=False, max_tokens=BUDGET)
+    calls, spent, biggest = ledger(ex)
+    assert report == "budget_exhausted"
+    assert report.status_reason == f"token budget of {BUDGET:,} reached ({spent:,} spent)", (
+        "the ledger's spend"
+    )
+    assert BUDGET <= spent <= BUDGET + biggest, f"{spent:,} spent on a {BUDGET:,} budget at {workers} workers"
+    nodes = ex.nodes()
+    assert not (nodes["status"] == "claimed").any(), "a refused call leaves its question open, never claimed"
+    assert (nodes.query("status == 'open'")["meta_budget_exhausted"]).all()
+    result = ex.harvest(finish=True)  # at a spent budget: no model call, and the result says so
+    assert ledger(ex)[:2] == (calls, spent)
+    assert any(g.endswith("the harvest made no model calls") for g in result.gaps) and result.degraded
+
+
+@pytest.mark.parametrize("workers", [1, 8, 15])
+def test_a_deep_run_and_its_harvest_stay_within_one_call_of_the_budget(workers: int) -> None:
+    with Exploration.create(SEED, intensity="deep", llm=SimulatedLLM(seed=1), clock=FAST) as ex:
+        check_budget_held(ex, workers)
+
+
+@pytest.mark.parametrize("workers", [1, 8, 15])
+def test_the_budget_holds_with_a_slow_model_behind_http(workers: int) -> None:
+    with FakeOpenAI(responder=role_responder(), latency_s=0.05) as server:
+        llm = server.llm(max_concurrency=None)  # every worker's call in flight at once
+        with Exploration.create(SEED, intensity="deep", llm=llm, clock=FAST) as ex:
+            check_budget_held(ex, workers)
+            assert sum(ex.llm_calls()["attempts"]) == len(server.requests)
+
+
+def test_a_harvest_spends_what_is_left_of_the_budget_and_no_more() -> None:
+    with Exploration.create(
+        SEED, intensity="deep", llm=SimulatedLLM(seed=1), clock=FAST, max_tokens=BUDGET
+    ) as ex:
+        ex.step(4)
+        calls, before, _ = ledger(ex)
+        assert before < BUDGET
+        result = ex.harvest(finish=True)
+        after_calls, spent, biggest = ledger(ex)
+        assert after_calls > calls, "the harvest had budget left and used the model"
+        assert spent <= BUDGET + biggest
+        assert result.status == "completed"
+
+
+def test_a_lone_call_is_admitted_while_budget_is_left_and_refused_once_it_is_spent() -> None:
+    purse = Allowance(Limits(max_tokens=1_000))
+    first = purse.reserve("m", 400, 800)  # larger than the budget, but nothing else is in flight
+    purse.settle(first, 300, 200)
+    second = purse.reserve("m", 100, 200)  # fits beside nothing: 500 + 300
+    third = purse.reserve("m", 50, 100)  # fits beside the second: 500 + 300 + 150
+    purse.settle(second, 100, 150)
+    purse.settle(third, 60, 240)
+    assert purse.reached() == "token budget of 1,000 reached (1,050 spent)"
+    with pytest.raises(BudgetExhaustedError, match=r"token budget of 1,000 reached \(1,050 spent\)"):
+        purse.reserve("m", 1, 1)
+
+
+def test_replayed_calls_spend_nothing_and_no_ceiling_holds_nothing() -> None:
+    purse = Allowance(Limits(max_tokens=100), [{"model": "m", "prompt_tokens": 60, "completion_tokens": 0}])
+    held = purse.reserve("m", 30, 30)
+    purse.settle(held, 500, 500, spent=False)
+    assert purse.reached() is None
+    free = Allowance(Limits())
+    free.settle(free.reserve("m", 10**9, 10**9), 10**9, 0)
+    assert free.reached() is None
+
+
+def test_a_cost_budget_is_admitted_before_calls_too() -> None:
+    with Exploration.create(SEED, intensity="explore", llm=SimulatedLLM(seed=2), clock=FAST) as ex:
+        model = ex.llm.model  # type: ignore[attr-defined]
+        report = ex.run(8, progress=False, max_cost=0.01, prices={model: (1.0, 2.0)})
+        calls = ex.llm_calls()
+        cost = (calls["prompt_tokens"] * 1.0 + calls["completion_tokens"] * 2.0) / 1e6
+        assert report == "budget_exhausted"
+        assert report.status_reason == f"cost budget of 0.01 reached ({cost.sum():.4f} spent)"
+        assert 0.01 <= cost.sum() <= 0.01 + cost.max()
