@@ -19,7 +19,7 @@ from ..model import (
     parse_metadata,
 )
 from ..text import normalize
-from .base import new_id, optional_name, require_id, require_text
+from .base import merged_metadata, new_id, optional_name, require_id, require_text
 from .llm_log import LLMLog
 from .records import AddedNode, AnswerSubmitted, AnswerWritten, NodeUpdated, RepeatedQuestion, Saturated
 from .rows import GraphRow, NodeRow
@@ -310,11 +310,11 @@ class NodeWrites(LLMLog):
     ) -> tuple[dict[str, Any], int]:
         """Merge ``meta`` into the node's metadata and create the edges its link keys ask for."""
         links = self._link_targets(graph_id, node.node_id, meta)
-        merged = {**node.metadata, **meta}
+        merged, text = merged_metadata(node.metadata, meta, f"node {node.node_id}")
         now = self.clock()
         self._db.execute(
             "UPDATE nodes SET metadata = ?, updated_at = ? WHERE node_id = ?",
-            [json.dumps(merged), now, node.node_id],
+            [text, now, node.node_id],
         )
         self._log(graph_id, node.node_id, "metadata_updated", None, {"keys": sorted(meta)}, now)
         created = 0
