@@ -160,7 +160,17 @@ REFUSED: list[tuple[str, Call, str]] = [
         lambda s: s.store.update_graph_status(s.graph_id, "paused", "r" * (MAX_TEXT_CHARS + 1)),
         "reason is 100,001 characters; the limit is 100,000",
     ),
-    # -- id lists
+    # -- lists
+    (
+        "sub_questions a number",
+        lambda s: s.store.submit_answer(s.graph_id, s.claimed, "An answer.", owner="w1", sub_questions=5),
+        "sub_questions must be a list of question texts .* or None; not 5",
+    ),
+    (
+        "sub_questions a string",
+        lambda s: s.store.add_answer(s.graph_id, s.claimed, "An answer.", sub_questions="Why?"),
+        "sub_questions must be a list of question texts .* or None; not 'Why\\?'",
+    ),
     (
         "skip not a list",
         lambda s: s.store.claim_synthesis(s.graph_id, "w2", skip=5),
