@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..errors import InvalidInputError
-from .base import StoreBase, require_id
+from .base import StoreBase, require_count, require_id
 from .records import Candidate, QuestionBrief, QuestionContext, SynthesisInputs
 
 
@@ -26,9 +25,7 @@ class NodeContext(StoreBase):
         the :data:`RECENT_POOL` most recent), ``candidates`` in all, each with its
         ``relation`` (``sibling`` or ``other_branch``) and ``depth``.
         """
-        for name, value in (("limit", limit), ("candidates", candidates)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InvalidInputError(f"{name} must be an integer >= 0, not {value!r}")
+        limit, candidates = require_count(limit, "limit"), require_count(candidates, "candidates")
         graph = self._known_graph(graph_id)
         question = self._question_of(self._node(graph.graph_id, node_id))
         # The path down from the root (kept on each node), each question with its first answer.

@@ -5,17 +5,24 @@ per store, a cursor per thread, one process-wide write lock around short write
 transactions, and reads without the lock. DuckDB shares one database instance
 between connections to the same file in a process, so the lock is keyed by the
 file's real path and shared by every store on it.
+
+Nothing reaches for the network (docs/architecture.md, "Store rules", rule 12):
+every connection is opened with :data:`NO_NETWORK`, and a file that is not a
+DuckDB database is refused by its first bytes, before DuckDB opens it.
 """
 
 from __future__ import annotations
 
+import codecs
+import os
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import duckdb
@@ -39,6 +46,20 @@ OWN_TABLES = frozenset(
 )
 
 _HOLDER_PID = re.compile(r"PID (\d+)")
+
+# DuckDB downloads an extension it lacks when a file or query asks for one (a SQLite
+# file wants sqlite_scanner). The store needs none: no autoinstall, no autoload, no
+# file or network access beyond the database itself, and no SET that undoes it.
+NO_NETWORK: Mapping[str, bool] = MappingProxyType(
+    {
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False,
+        "enable_external_access": False,
+        "lock_configuration": True,
+    }
+)
+_DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 Tracer = Callable[[str, tuple[Any, ...]], None]
 
@@ -68,7 +89,9 @@ class Database:
     def __init__(
         self, path: str | Path | None, *, read_only: bool = False, tracer: Tracer | None = None
     ) -> None:
-        self.path = None if path is None else str(Path(path).resolve())
+        self.path = None if path is None else str(Path(_store_path(path)).resolve())
+        if not isinstance(read_only, bool):
+            raise InvalidInputError(f"read_only must be True or False, not {read_only!r}")
         self.read_only = read_only
         self.tracer = tracer
         if read_only and self.path is None:
@@ -86,7 +109,7 @@ class Database:
         self._closed = False
         try:
             if read_only:
-                self._check_schema()
+                self._refuse_foreign_file(self.cursor())
             else:
                 with self.write() as cur:
                     self._create_schema(cur)
@@ -98,14 +121,22 @@ class Database:
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
         if self.path is None:
-            return duckdb.connect(":memory:")
-        if not Path(self.path).parent.is_dir():
-            folder = Path(self.path).parent
-            raise InvalidInputError(f"cannot open {self.path}: folder {folder} does not exist")
-        if self.read_only and not Path(self.path).exists():
+            return duckdb.connect(":memory:", config={**NO_NETWORK})
+        file = Path(self.path)
+        if not file.parent.is_dir():
+            what = "is not a folder" if file.parent.exists() else "does not exist"
+            raise InvalidInputError(f"cannot open {self.path}: folder {file.parent} {what}")
+        if file.is_dir():
+            raise InvalidInputError(
+                f"cannot open {self.path}: it is a folder; pass a file path such as "
+                f"{file / 'exploration.duckdb'} (a new file is created)"
+            )
+        if file.exists():
+            _refuse_other_formats(file)
+        elif self.read_only:
             raise InvalidInputError(f"cannot open {self.path} read-only: the file does not exist")
         try:
-            return duckdb.connect(self.path, read_only=self.read_only)
+            return duckdb.connect(self.path, read_only=self.read_only, config={**NO_NETWORK})
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
                 raise StateError(f"cannot open {self.path}: {exc}") from exc
@@ -151,15 +182,15 @@ class Database:
             listed = ", ".join((foreign or sorted(tables))[:8])
             raise InvalidInputError(
                 f"{self.path} is not a fractal_nb store: it holds other tables ({listed}). fractal_nb "
-                "keeps its graphs in a file of its own and left this one unchanged; pass another path "
-                "(a new file is created)"
+                "keeps its graphs in a file of its own and left this one unchanged; pass "
+                + ("a store's path" if self.read_only else "another path (a new file is created)")
             )
-
-    def _check_schema(self) -> None:
-        try:
-            self.cursor().execute("SELECT value FROM store_info WHERE key = 'schema_version'")
-        except duckdb.Error as exc:
-            raise StateError(f"{self.path} is not a fractal_nb store: {exc}") from exc
+        if self.read_only and not tables:
+            raise InvalidInputError(
+                f"{self.path} is an empty DuckDB database, not a fractal_nb store: there is nothing to "
+                "read. read_only=True opens a store a run wrote; open it without read_only to make "
+                "this file a store"
+            )
 
     # -- cursors and transactions -----------------------------------------------------
 
@@ -257,6 +288,56 @@ class Database:
                 cur.close()
             self._cursors.clear()
         self._conn.close()
+
+
+def _store_path(path: object) -> str:
+    """A store's path: text or a path object naming a file, without NUL characters."""
+    name = os.fspath(path) if isinstance(path, str | os.PathLike) else None
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInputError(
+            f"the store's path must be a file path (a str or pathlib.Path such as 'exploration.duckdb'), "
+            f"or None for an in-memory store; not {path!r}"
+        )
+    if "\x00" in name:
+        raise InvalidInputError(f"the store's path contains a NUL character (\\x00): {name!r}")
+    return name
+
+
+def _refuse_other_formats(file: Path) -> None:
+    """Refuse, by its first bytes, a file that is not a DuckDB database; DuckDB never opens it.
+
+    DuckDB would try to download an extension for some (a SQLite file) and fail on
+    others with a raw error; this says what the file is and what is expected.
+    """
+    try:
+        with file.open("rb") as opened:
+            head = opened.read(4096)
+    except OSError as exc:
+        raise StateError(f"cannot open {file}: {exc.strerror or exc}") from exc
+    if head[8:12] == _DUCKDB_MAGIC:
+        return
+    if not head:
+        kind = "an empty file"
+    elif head.startswith(_SQLITE_MAGIC):
+        kind = "a SQLite database"
+    elif _is_text(head):
+        kind = "a text file"
+    else:
+        kind = f"a file of another format (it starts with bytes {head[:8].hex(' ')})"
+    raise InvalidInputError(
+        f"{file} is {kind}, not a fractal_nb store: the store is a DuckDB file of its own. Pass a store's "
+        "path or a path that does not exist yet (a new store is created there); this file was left "
+        "unchanged"
+    )
+
+
+def _is_text(head: bytes) -> bool:
+    """The bytes read as UTF-8 text without NUL characters (a character cut at the end is fine)."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return False
+    return b"\x00" not in head
 
 
 def _split_sql(script: str) -> list[str]:

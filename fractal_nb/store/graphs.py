@@ -19,7 +19,7 @@ from ..model import (
     parse_metadata,
 )
 from ..text import normalize
-from .base import new_id, require_text
+from .base import merged_metadata, new_id, optional_text, require_text
 from .queries import GraphQueries
 from .records import Snapshot, StatusChanged
 
@@ -99,8 +99,7 @@ class GraphLifecycle(GraphQueries):
     def update_graph_status(self, graph_id: str, status: str, reason: str | None = None) -> StatusChanged:
         """Move the graph to ``status`` if the transition table allows it."""
         target = parse_choice(GraphStatus, status, "status")
-        if reason is not None and not isinstance(reason, str):
-            raise InvalidInputError(f"reason must be a string or null, not {reason!r}")
+        reason = optional_text(reason, "reason")
         with self._db.write():
             graph = self._graph(graph_id)
             self._change_graph_status(graph.graph_id, graph.status, target, reason)
@@ -113,11 +112,11 @@ class GraphLifecycle(GraphQueries):
             raise InvalidInputError("metadata is empty; send a JSON object with at least one key")
         with self._db.write():
             graph = self._active_graph(graph_id)
-            merged = {**json.loads(graph.metadata_json), **meta}
+            merged, text = merged_metadata(json.loads(graph.metadata_json), meta, f"graph {graph.graph_id}")
             now = self.clock()
             self._db.execute(
                 "UPDATE graphs SET metadata = ?, updated_at = ? WHERE graph_id = ?",
-                [json.dumps(merged), now, graph.graph_id],
+                [text, now, graph.graph_id],
             )
             self._log(graph.graph_id, None, "graph_metadata_updated", None, {"keys": sorted(meta)}, now)
         return {"graph_id": graph.graph_id, "metadata": merged}

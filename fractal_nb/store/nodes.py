@@ -19,7 +19,7 @@ from ..model import (
     parse_metadata,
 )
 from ..text import normalize
-from .base import new_id, optional_name, require_id, require_text
+from .base import merged_metadata, new_id, optional_name, require_id, require_text, shown
 from .llm_log import LLMLog
 from .records import AddedNode, AnswerSubmitted, AnswerWritten, NodeUpdated, RepeatedQuestion, Saturated
 from .rows import GraphRow, NodeRow
@@ -85,7 +85,7 @@ class NodeWrites(LLMLog):
         text = require_text(text, "text")
         owner = optional_name(owner, "owner")
         meta = parse_metadata(metadata)
-        subs = [_sub_question(item, i) for i, item in enumerate(sub_questions or [])]
+        subs = _sub_questions(sub_questions)
         verdict = None if saturation is None else parse_choice(SaturationReason, saturation, "saturation")
         with self._db.write():
             graph, question = self._active_node(graph_id, question_id, "question_id")
@@ -161,7 +161,7 @@ class NodeWrites(LLMLog):
         Returns :meth:`add_answer`'s result plus ``edges_created``, ``repeated``
         (those left out) and ``boundary`` (the boundary question's id, or None).
         """
-        parsed = [_sub_question(item, i) for i, item in enumerate(sub_questions or [])]
+        parsed = _sub_questions(sub_questions)
         meta = parse_metadata(metadata)
         gid = require_id(graph_id, "graph_id")
         b_text, b_other = _boundary(boundary)
@@ -310,11 +310,11 @@ class NodeWrites(LLMLog):
     ) -> tuple[dict[str, Any], int]:
         """Merge ``meta`` into the node's metadata and create the edges its link keys ask for."""
         links = self._link_targets(graph_id, node.node_id, meta)
-        merged = {**node.metadata, **meta}
+        merged, text = merged_metadata(node.metadata, meta, f"node {node.node_id}")
         now = self.clock()
         self._db.execute(
             "UPDATE nodes SET metadata = ?, updated_at = ? WHERE node_id = ?",
-            [json.dumps(merged), now, node.node_id],
+            [text, now, node.node_id],
         )
         self._log(graph_id, node.node_id, "metadata_updated", None, {"keys": sorted(meta)}, now)
         created = 0
@@ -675,6 +675,18 @@ def _added(node: NodeRow) -> AddedNode:
         "node_type": node.node_type,
         "status": node.status,
     }
+
+
+def _sub_questions(value: object) -> list[tuple[str, dict[str, Any]]]:
+    """An answer's sub-questions (None: none): a list of texts or ``{"text", "metadata"}`` objects."""
+    if value is None:
+        return []
+    if not isinstance(value, list | tuple):
+        raise InvalidInputError(
+            f"sub_questions must be a list of question texts or {{'text': ..., 'metadata': {{...}}}} "
+            f"objects, or None; not {shown(value)}"
+        )
+    return [_sub_question(item, i) for i, item in enumerate(value)]
 
 
 def _sub_question(item: object, index: int) -> tuple[str, dict[str, Any]]:

@@ -11,9 +11,8 @@ from typing import Any, cast
 
 import networkx as nx
 
-from ..errors import InvalidInputError
 from ..model import DONE_QUESTION, PENDING_QUESTION, EdgeType, NodeStatus
-from .base import StoreBase, optional_name, require_id
+from .base import StoreBase, optional_name, require_count, require_id
 from .records import (
     Changes,
     ClaimableList,
@@ -199,10 +198,10 @@ class GraphQueries(StoreBase):
         }
 
     def get_events(self, graph_id: str, since: int = 0, limit: int | None = None) -> dict[str, Any]:
-        """Events with ``event_id`` > ``since`` in order: the feed of the live view."""
-        for name, value in (("since", since), ("limit", limit)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-                raise InvalidInputError(f"{name} must be an integer >= 0, not {value!r}")
+        """Events after ``since`` in order, at most ``limit`` (None: all): the feed of the live view."""
+        since = require_count(since, "since")
+        if limit is not None:
+            limit = require_count(limit, "limit", none="all of them")
         graph = self._known_graph(graph_id)
         sql = f"SELECT {EVENT_COLUMNS} FROM events WHERE graph_id = ? AND event_id > ? ORDER BY event_id"
         params: list[Any] = [graph.graph_id, since]
@@ -219,8 +218,7 @@ class GraphQueries(StoreBase):
         out of the metadata in SQL, nothing else of it), links added by them, the
         graph's status and the last event id, all read at one moment.
         """
-        if isinstance(since, bool) or not isinstance(since, int) or since < 0:
-            raise InvalidInputError(f"since must be an integer >= 0, not {since!r}")
+        since = require_count(since, "since")
         gid = require_id(graph_id, "graph_id")
         with self._db.read():
             # The graph and its last event in one query: a quiet poll stops here.

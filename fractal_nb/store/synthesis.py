@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import StateError
 from ..model import GraphStatus
-from .base import require_id
+from .base import require_id, require_ids
 from .holders import HolderInfo
 from .llm_log import LLMLog
 from .records import SynthesisClaim, SynthesisReleased, Synthesized
@@ -41,7 +41,7 @@ class SynthesisQueue(WorkQueue, LLMLog):
         gid = require_id(graph_id, "graph_id")
         worker = require_id(worker_id, "worker_id")
         held = self._held(holder)
-        skipped = [require_id(n, "skip[]") for n in (skip or [])]
+        skipped = require_ids(skip, "skip")
         with self._db.write():
             graph = self._graph(gid)
             if graph.status != GraphStatus.ACTIVE:

@@ -17,7 +17,7 @@ from ..model import (
     NodeStatus,
     NodeType,
 )
-from .base import StoreBase, optional_name, require_id, require_text
+from .base import StoreBase, optional_name, require_count, require_id, require_seconds, require_text
 from .holders import HolderInfo, is_gone, parse_holder
 from .records import Claim, ClaimReleased, Heartbeat, Recovered, Synthesized
 from .rows import NODE_COLUMNS, NodeRow
@@ -190,10 +190,8 @@ class WorkQueue(StoreBase):
         them (a worker thread that crashed); ``include_errors`` also reopens
         questions marked ``error``.
         """
-        if older_than_s is not None and (
-            isinstance(older_than_s, bool) or not isinstance(older_than_s, int | float) or older_than_s < 0
-        ):
-            raise InvalidInputError(f"older_than_s must be a number >= 0 or null, not {older_than_s!r}")
+        if older_than_s is not None:
+            older_than_s = require_seconds(older_than_s, "older_than_s", none="claims past their lease")
         worker = optional_name(worker_id, "worker_id")
         with self._db.write():
             graph = self._graph(graph_id)
@@ -264,6 +262,7 @@ class WorkQueue(StoreBase):
         """
         worker = require_id(worker_id, "worker_id")
         error = require_text(error, "error")
+        require_count(max_failures, "max_failures", minimum=1)
         with self._db.write():
             graph = self._active_graph(graph_id)
             node = self._node(graph.graph_id, node_id)

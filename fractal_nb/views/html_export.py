@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import html
 import json
+import os
+import uuid
 from pathlib import Path
 
 from ..errors import InvalidInputError
+from ..store.base import shown
 from ..store.records import Changes
 from .assets import static_text, vis_network_source
 from .graph_feed import snapshot_of
@@ -78,13 +81,57 @@ def render_html(changes: Changes, *, heading: str) -> str:
 
 
 def write_html(changes: Changes, path: str | Path, *, heading: str) -> Path:
-    """Write :func:`render_html` to ``path`` (UTF-8); returns the path."""
-    target = Path(path)
-    if target.suffix.lower() not in (".html", ".htm"):
-        raise InvalidInputError(f"the HTML export path must end in .html, not {str(path)!r}")
-    if not target.parent.is_dir():
+    """Write :func:`render_html` to ``path`` (UTF-8) whole or not at all; returns the path.
+
+    The path is checked before anything is rendered; the page goes to a file
+    beside it first and takes its name at the end, so a failed write leaves no
+    partial page and an existing page as it was.
+    """
+    target = _export_path(path)
+    page = render_html(changes, heading=heading).encode("utf-8")
+    part = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.part")
+    try:
+        descriptor = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as exc:
         raise InvalidInputError(
-            f"cannot write {target}: folder {target.parent} does not exist (create it first)"
+            f"cannot write {target}: folder {target.parent} does not take new files "
+            f"({exc.strerror or exc}); pass a path in a folder you can write"
+        ) from None
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(page)
+        os.replace(part, target)
+    except OSError as exc:
+        part.unlink(missing_ok=True)
+        raise InvalidInputError(
+            f"cannot write {target}: {exc.strerror or exc}; nothing was written there"
+        ) from None
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    return target
+
+
+def _export_path(path: object) -> Path:
+    """The page's path: text or a path object ending in .html, in a folder that exists, not a folder."""
+    name = os.fspath(path) if isinstance(path, str | os.PathLike) else None
+    if not isinstance(name, str):
+        raise InvalidInputError(
+            "the HTML export path must be a file path (a str or pathlib.Path ending in .html), "
+            f"not {shown(path)}"
         )
-    target.write_text(render_html(changes, heading=heading), encoding="utf-8")
+    if "\x00" in name:
+        raise InvalidInputError(f"the HTML export path contains a NUL character (\\x00): {name!r}")
+    target = Path(name)
+    if target.suffix.lower() not in (".html", ".htm"):
+        raise InvalidInputError(f"the HTML export path must end in .html, not {name!r}")
+    if not target.parent.is_dir():
+        what = "is not a folder" if target.parent.exists() else "does not exist (create it first)"
+        raise InvalidInputError(f"cannot write {target}: folder {target.parent} {what}")
+    if target.is_dir():
+        raise InvalidInputError(
+            f"cannot write {target}: it is a folder; pass a file path such as {target / 'graph.html'}"
+        )
+    if target.exists() and not target.is_file():
+        raise InvalidInputError(f"cannot write {target}: it exists and is not a regular file")
     return target

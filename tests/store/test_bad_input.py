@@ -228,7 +228,7 @@ def test_a_file_that_is_not_a_store_is_refused(tmp_path) -> None:
 
     path = tmp_path / "other.duckdb"
     duckdb.connect(str(path)).close()
-    with pytest.raises(StateError, match="not a fractal_nb store"):
+    with pytest.raises(InvalidInputError, match="an empty DuckDB database, not a fractal_nb store"):
         GraphStore(path, read_only=True)
 
 

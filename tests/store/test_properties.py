@@ -121,17 +121,6 @@ def good_name(value: Any) -> bool:
 # -- an independent reading of a snapshot ------------------------------------------------
 
 
-def single_thread(store: GraphStore) -> None:
-    """Run DuckDB on one thread: these graphs are tiny, and thread hand-offs dominate.
-
-    A speed tweak only (about 2x on a busy 2-core box); skipped if the store's
-    internals move.
-    """
-    conn = getattr(getattr(store, "_db", None), "_conn", None)
-    if conn is not None:
-        conn.execute("SET threads = 1")
-
-
 class View:
     """The tree of one snapshot, computed without asking the store anything else."""
 
@@ -256,7 +245,6 @@ class GraphMachine(RuleBasedStateMachine):
         super().__init__()
         self.now = START
         self.store = GraphStore(clock=lambda: self.now, lease_s=LEASE_S)
-        single_thread(self.store)
         # A second graph in the same store: its ids are "foreign" to the graph under
         # test, and nothing done to the graph under test may touch it.
         foreign = self.store.create_graph("A foreign graph", "explore", "autonomous")
@@ -1307,7 +1295,6 @@ def _expected_checkpoint(value: Any) -> str | None | bool:
 def shared_store() -> Iterator[GraphStore]:
     """One store for every example of the plain properties; each example makes its own graphs."""
     with GraphStore() as store:
-        single_thread(store)
         yield store
 
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,6 +63,99 @@ def test_bad_paths_are_refused_and_write_nothing(tmp_path: Path) -> None:
         with pytest.raises(InvalidInputError, match="folder .*missing does not exist"):
             ex.to_html(tmp_path / "missing" / "graph.html")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        (42, r"must be a file path \(a str or pathlib.Path ending in .html\), not 42"),
+        (None, "must be a file path .*, not None"),
+        (b"graph.html", "must be a file path .*, not b'graph.html'"),
+        ("gra\x00ph.html", "NUL character"),
+    ],
+    ids=["int", "None", "bytes", "nul"],
+)
+def test_a_non_path_is_refused_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: object, message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with Exploration.create("Why?", intensity="pulse", llm=SimulatedLLM(), clock=FAST) as ex:
+        with pytest.raises(InvalidInputError, match=message):
+            ex.to_html(path)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_folder_as_the_page_or_a_file_as_its_folder_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "graph.html").mkdir()
+    (tmp_path / "graph.html" / "inside.txt").write_text("kept")
+    (tmp_path / "notes.txt").write_text("kept")
+    with Exploration.create("Why?", intensity="pulse", llm=SimulatedLLM(), clock=FAST) as ex:
+        with pytest.raises(InvalidInputError, match="graph.html: it is a folder; pass a file path such as"):
+            ex.to_html(tmp_path / "graph.html")
+        with pytest.raises(InvalidInputError, match="folder .*notes.txt is not a folder"):
+            ex.to_html(tmp_path / "notes.txt" / "graph.html")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["graph.html", "inside.txt", "notes.txt"]
+    assert (tmp_path / "notes.txt").read_text() == "kept"
+
+
+_EXPORT_INTO = """
+import sys
+from fractal_nb import Exploration, InvalidInputError, SimulatedLLM
+with Exploration.create("Why?", intensity="pulse", llm=SimulatedLLM()) as ex:
+    try:
+        ex.to_html(sys.argv[1])
+    except InvalidInputError as exc:
+        print(f"refused: {exc}")
+    else:
+        print("written")
+"""
+
+
+def test_a_folder_that_takes_no_new_files_is_refused_and_its_page_kept(tmp_path: Path) -> None:
+    """A read-only folder: the export says so, leaves no partial file, and an older page stays as it was.
+
+    Root writes anywhere, so as root the export runs without the capability that lets it
+    (setpriv, from util-linux, drops it).
+    """
+    as_root = os.geteuid() == 0
+    setpriv = shutil.which("setpriv")
+    if as_root and setpriv is None:
+        pytest.skip("as root this needs setpriv to drop CAP_DAC_OVERRIDE: apt-get install util-linux")
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    (folder / "graph.html").write_text("<p>the older page</p>")
+    folder.chmod(0o555)
+    drop = [str(setpriv), "--bounding-set=-dac_override", "--"] if as_root else []
+    try:
+        done = subprocess.run(
+            [*drop, sys.executable, "-c", _EXPORT_INTO, str(folder / "graph.html")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+    finally:
+        folder.chmod(0o755)
+    assert done.stdout.startswith(f"refused: cannot write {folder / 'graph.html'}: folder "), (
+        done.stdout + done.stderr
+    )
+    assert "does not take new files (Permission denied); pass a path in a folder you can write" in done.stdout
+    assert [p.name for p in folder.iterdir()] == ["graph.html"], "no partial file"
+    assert (folder / "graph.html").read_text() == "<p>the older page</p>"
+
+
+def test_a_page_is_replaced_whole(tmp_path: Path) -> None:
+    (tmp_path / "graph.html").write_text("<p>the older page</p>")
+    with Exploration.create("Why?", intensity="pulse", llm=SimulatedLLM(), clock=FAST) as ex:
+        path = ex.to_html(tmp_path / "graph.html")
+    assert path == tmp_path / "graph.html" and [p.name for p in tmp_path.iterdir()] == ["graph.html"]
+    assert path.read_text().startswith("<!doctype html>") and "the older page" not in path.read_text()
+    assert path.stat().st_mode & 0o777 == 0o666 & ~_umask(), "the page gets the usual permissions"
+
+
+def _umask() -> int:
+    done = subprocess.run(["sh", "-c", "umask"], capture_output=True, text=True, check=True)
+    return int(done.stdout.strip(), 8)
 
 
 def test_report_is_markdown_of_the_result_as_it_stands() -> None:
