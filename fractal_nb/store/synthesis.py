@@ -64,11 +64,12 @@ class SynthesisQueue(WorkQueue, LLMLog):
             node = NodeRow(*row)
             if held is not None:
                 self._register(held, now)
+            lease = self._lease_for(held and held["holder_id"])
             self._db.execute(
                 "INSERT INTO synthesis_claims VALUES (?, ?, ?, ?, ?, ?)",
-                [node.node_id, gid, worker, held and held["holder_id"], now, self.lease_s],
+                [node.node_id, gid, worker, held and held["holder_id"], now, lease],
             )
-            self._log(gid, node.node_id, "synthesis_claimed", worker, {"lease_s": self.lease_s}, now)
+            self._log(gid, node.node_id, "synthesis_claimed", worker, {"lease_s": lease}, now)
         if held is not None:
             self._known.holders.add(held["holder_id"])
         return {
@@ -76,7 +77,7 @@ class SynthesisQueue(WorkQueue, LLMLog):
             "graph_id": gid,
             "text": node.text,
             "depth": node.depth,
-            "lease_s": self.lease_s,
+            "lease_s": lease,
             "graph_status": graph.status,
         }
 

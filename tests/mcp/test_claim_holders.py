@@ -1,7 +1,8 @@
 """Claims belong to a live holder, across real processes and a real MCP server over HTTP.
 
 - 4 ``fractal-nb worker`` processes x 2 threads on one server: each synthesis is paid once.
-- A worker process killed while it holds claims: they come back at once, no lease to wait out.
+- A worker process killed while it holds claims: they come back at once, no lease to wait out;
+  without any recovery asked for, within the short lease of another process's holder (<= 30 s).
 - The server killed under a worker: the worker exits saying so; the restarted server
   recovers the dead worker's claims at once.
 
@@ -14,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +27,7 @@ import pytest
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
 from fractal_nb.mcp_server import BackgroundServer
 from fractal_nb.remote import RemoteStore
+from fractal_nb.store.holders import HOLDER_LEASE_S
 from tests.engine.test_openai_runs import role_responder
 from tests.llm.fake_openai import FakeOpenAI
 from tests.local_port import free_port, listening
@@ -232,3 +235,66 @@ def test_a_worker_whose_server_died_says_so_and_the_restarted_server_recovers_it
             events = remote.call("fractal_get_snapshot", graph_id=graph_id)["nodes"]
             assert {n["node_id"] for n in events if n["node_id"] in left} == set(left)
             assert all(n["status"] == "open" for n in events if n["node_id"] in left)
+
+
+def test_a_killed_fractal_nb_worker_gives_its_claims_back_within_30_s(
+    tmp_path: Path, procs: list[subprocess.Popen[str]]
+) -> None:
+    """kill -9 of a real `fractal-nb worker`: its claims are claimable by another client <= 30 s
+    later, while other work is open (no recovery asked for), though the store's lease is 300 s."""
+    path = tmp_path / "dead.duckdb"
+    graph_id = seeded(path)
+    stalled = threading.Event()  # the model answers nothing until the test ends
+
+    def stall(body: dict[str, Any]) -> Any:
+        stalled.wait(DEADLINE_S)
+        return role_responder()(body)
+
+    with FakeOpenAI(responder=stall) as model, GraphStore(path) as store:
+        server = BackgroundServer(store)
+        url = server.start()
+        try:
+            worker = subprocess.Popen(
+                worker_command(
+                    url, "doomed", 2, "--llm", "openai", "--model", "fake", "--base-url", model.base_url
+                ),
+                env=env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            procs.append(worker)
+            with RemoteStore(url) as other:
+                held = wait_until(
+                    lambda: two_claims(other, graph_id),
+                    "the worker to hold two claims",
+                    alive=lambda: worker.poll() is None,
+                    timeout_s=DEADLINE_S,
+                )
+                ids = {n["node_id"] for n in held}
+                # The worker's heartbeat renews the short lease while it lives.
+                wait_until(
+                    lambda: {n["claimed_at"] for n in two_claims(other, graph_id)}
+                    - {n["claimed_at"] for n in held},
+                    "a heartbeat to renew the claims",
+                    alive=lambda: worker.poll() is None,
+                )
+                worker.send_signal(signal.SIGKILL)
+                worker.wait(timeout=30)
+                killed = time.monotonic()
+
+                def claimable() -> bool:
+                    listed = other.get_claimable_work(graph_id)["claimable"]
+                    return ids <= {n["node_id"] for n in listed}
+
+                wait_until(claimable, "the dead worker's claims to be claimable", timeout_s=60)
+                back_s = time.monotonic() - killed
+                print(f"claims claimable {back_s:.1f} s after kill -9")
+                assert back_s <= 30.0 and back_s <= HOLDER_LEASE_S + 5.0
+                got = set()
+                while ids - got and (claim := other.claim_work(graph_id, "next"))["node_id"]:
+                    got.add(claim["node_id"])
+                assert ids <= got, "another client takes the dead worker's questions"
+        finally:
+            stalled.set()
+            server.stop()
