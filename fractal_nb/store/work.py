@@ -299,9 +299,11 @@ class WorkQueue(StoreBase):
         return self.holder if holder == "store" else parse_holder(holder)
 
     def _lease_for(self, holder_id: str | None) -> float:
-        """A claim's lease: the store's own (or a plain lease's), or a short one for another process's
-        holder, renewed by its heartbeat, so a holder that dies anywhere gives its claims back within
-        it, on any host (docs/architecture.md, rule 5)."""
+        """A claim's lease: the store's own (or a plain lease's), or a short one for another process's holder.
+
+        The short one is renewed by the holder's heartbeat, so a holder that dies anywhere gives its
+        claims back within it, on any host (docs/architecture.md, rule 5).
+        """
         if holder_id is None or holder_id == self.holder["holder_id"]:
             return self.lease_s
         return min(self.lease_s, HOLDER_LEASE_S)
