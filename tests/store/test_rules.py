@@ -18,6 +18,7 @@ from fractal_nb import (
     NotFoundError,
     StateError,
 )
+from fractal_nb.store.holders import HOLDER_LEASE_S
 from tests.conftest import FakeClock, Tree, make_tree
 
 # -- rule 2: adding an answer (or a first sub-question) answers the question ----------
@@ -258,6 +259,37 @@ def test_a_live_holders_claims_are_never_recovered_and_its_heartbeat_renews_them
     assert tree.store.get_claimable_work(tree.graph_id)["count"] == len(tree.seeds) - 1
     clock.advance(11)  # a holder that stops beating loses the claim when the lease runs out
     assert held in [n["node_id"] for n in tree.store.get_claimable_work(tree.graph_id)["claimable"]]
+
+
+def test_another_process_holds_a_short_lease_its_heartbeat_renews(tree: Tree, clock: FakeClock) -> None:
+    """A remote worker's claims (a holder on another host: never known gone) come back within
+    HOLDER_LEASE_S of its last heartbeat, not the store's lease (60 s here, 300 s by default)."""
+    remote = {"holder_id": "far/7/abc", "host": "far-away", "pid": 7, "proc_start": None, "label": "w"}
+    g = tree.graph_id
+    claim = tree.store.claim_work(g, "remote", holder=remote)
+    assert claim["lease_s"] == HOLDER_LEASE_S < tree.store.lease_s
+    tree.answer(claim["node_id"])  # a ready question's synthesis, held the same way
+    sub = tree.ask(tree.store.get_snapshot(g)["nodes"][-1]["node_id"], "sub")
+    tree.answer(sub)
+    tree.store.synthesize_node(g, sub, "done")
+    synthesis = tree.store.claim_synthesis(g, "remote", holder=remote)
+    assert synthesis["node_id"] == claim["node_id"] and synthesis["lease_s"] == HOLDER_LEASE_S
+    held = tree.store.claim_work(g, "remote", holder=remote)["node_id"]
+    assert tree.store.heartbeat(tree.store.holder["holder_id"])["lease_s"] == tree.store.lease_s
+    clock.advance(HOLDER_LEASE_S - 1)
+    assert tree.store.heartbeat(remote["holder_id"]) == {
+        "holder_id": remote["holder_id"],
+        "renewed": 1,
+        "lease_s": HOLDER_LEASE_S,
+    }
+    clock.advance(HOLDER_LEASE_S - 1)  # renewed: still held
+    claimable = [n["node_id"] for n in tree.store.get_claimable_work(g)["claimable"]]
+    assert held not in claimable
+    assert tree.store.claim_synthesis(g, "other")["node_id"] is None
+    clock.advance(1)  # silent for a whole short lease: back, though the store's lease has not run out
+    claimable = [n["node_id"] for n in tree.store.get_claimable_work(g)["claimable"]]
+    assert held in claimable
+    assert tree.store.claim_synthesis(g, "other")["node_id"] == claim["node_id"]
 
 
 def test_claims_of_a_closed_store_in_this_process_come_back_at_once(tmp_path: Path) -> None:
