@@ -23,7 +23,7 @@ from .. import errors
 from ..errors import FractalError, InvalidInputError, StateError, StoreUnreachableError
 from ..llm.openai_llm import connection_problem
 from ..store import GraphStore
-from ..store.holders import HolderInfo, hold, let_go, new_holder
+from ..store.holders import HOLDER_LEASE_S, HolderInfo, hold, let_go, new_holder
 from ..store.records import Heartbeat
 from ..tool_table import TOOLS_BY_METHOD
 
@@ -127,7 +127,8 @@ class RemoteStore:
         self.url = url
         # This worker process holds the claims made through this store while it is open.
         self.holder: HolderInfo = new_holder("remote worker")
-        self.lease_s = 300.0  # until the server's first heartbeat answer says otherwise
+        # A remote holder's lease, until the server's first heartbeat answer says otherwise.
+        self.lease_s = HOLDER_LEASE_S
         self._stack = ExitStack()
         refusals: list[httpx2.Response] = []
         try:

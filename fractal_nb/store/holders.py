@@ -3,8 +3,10 @@
 A claim records its holder. A live holder renews its claims' leases with a
 heartbeat; recovery gives back only the claims of holders that are gone: at once
 for a process on this host that has exited (or a store of this process that was
-closed), after the lease for a holder on another host that has gone silent
-(README, "How claims recover").
+closed, or a killed process its parent has not reaped yet), after its lease for
+a holder that has gone silent anywhere: a store's own claims hold for the
+store's lease, another process's (a remote worker's) for the short
+:data:`HOLDER_LEASE_S`, which its heartbeat renews (README, "How claims recover").
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from ..errors import InvalidInputError
 from ..model import parse_metadata
 
 HOST = socket.gethostname()
+# The lease of a claim held by another process (a remote worker): short, and renewed by its heartbeat
+# three times a lease, so a worker killed anywhere gives its claims back within it (rule 5).
+HOLDER_LEASE_S = 20.0
 
 
 class HolderInfo(TypedDict):
@@ -60,14 +65,19 @@ def let_go(holder: HolderInfo) -> None:
         _LIVE.discard(holder["holder_id"])
 
 
-def process_start(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (Linux), or None where it cannot be read."""
+def _stat(pid: int) -> list[str]:
+    """The fields of ``/proc/PID/stat`` after the command name (Linux): [] where it cannot be read."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return None
+        return []
     # The command name (field 2) may hold spaces and parentheses: count from its closing one.
-    fields = stat[stat.rindex(")") + 2 :].split()
+    return stat[stat.rindex(")") + 2 :].split()
+
+
+def process_start(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (Linux), or None where it cannot be read."""
+    fields = _stat(pid)
     return fields[19] if len(fields) > 19 else None
 
 
@@ -84,7 +94,10 @@ def is_gone(holder_id: str, host: str, pid: int, proc_start: str | None) -> bool
         return True
     except PermissionError:  # alive, someone else's
         pass
-    start = process_start(pid)
+    fields = _stat(pid)
+    if fields[:1] == ["Z"]:  # killed, not yet reaped by its parent: gone all the same
+        return True
+    start = fields[19] if len(fields) > 19 else None
     return proc_start is not None and start is not None and start != proc_start
 
 

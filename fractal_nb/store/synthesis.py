@@ -9,11 +9,12 @@ holder's heartbeat and dropped when the holder is gone.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..errors import StateError
-from ..model import GraphStatus
-from .base import require_id, require_ids
+from ..model import DONE_QUESTION, GraphStatus, NodeStatus, NodeType
+from .base import require_id, require_ids, require_text
 from .holders import HolderInfo
 from .llm_log import LLMLog
 from .records import SynthesisClaim, SynthesisReleased, Synthesized
@@ -64,11 +65,12 @@ class SynthesisQueue(WorkQueue, LLMLog):
             node = NodeRow(*row)
             if held is not None:
                 self._register(held, now)
+            lease = self._lease_for(held and held["holder_id"])
             self._db.execute(
                 "INSERT INTO synthesis_claims VALUES (?, ?, ?, ?, ?, ?)",
-                [node.node_id, gid, worker, held and held["holder_id"], now, self.lease_s],
+                [node.node_id, gid, worker, held and held["holder_id"], now, lease],
             )
-            self._log(gid, node.node_id, "synthesis_claimed", worker, {"lease_s": self.lease_s}, now)
+            self._log(gid, node.node_id, "synthesis_claimed", worker, {"lease_s": lease}, now)
         if held is not None:
             self._known.holders.add(held["holder_id"])
         return {
@@ -76,7 +78,7 @@ class SynthesisQueue(WorkQueue, LLMLog):
             "graph_id": gid,
             "text": node.text,
             "depth": node.depth,
-            "lease_s": self.lease_s,
+            "lease_s": lease,
             "graph_status": graph.status,
         }
 
@@ -93,9 +95,17 @@ class SynthesisQueue(WorkQueue, LLMLog):
 
         Refused (and nothing written) when the worker no longer holds it: its lease
         ran out and another worker took it, or the claim was dropped.
+
+        The claim holds the synthesis against questions added below the node while
+        it was being written (docs/architecture.md, rule 11): the synthesis lands
+        as if written just before them, and they reopen it at once (a
+        ``reopened`` event keeps it), so the call behind it is paid once and
+        never discarded; the cascade synthesizes the question again once the new
+        questions are done.
         """
         worker = require_id(worker_id, "worker_id")
         nid = require_id(node_id, "node_id")
+        text = require_text(synthesis_text, "synthesis_text")
         with self._db.write():
             row = self._db.fetchone("SELECT worker FROM synthesis_claims WHERE node_id = ?", [nid])
             if row is None or row[0] != worker:
@@ -106,10 +116,54 @@ class SynthesisQueue(WorkQueue, LLMLog):
                     graph_id=graph_id,
                     node_id=nid,
                 )
-            result = self.synthesize_node(graph_id, nid, synthesis_text)
+            graph, node = self._active_node(graph_id, nid)
+            added = self._added_meanwhile(node)
+            if added:
+                result = self._synthesize_then_reopen(node, text, worker, added)
+            else:
+                result = self.synthesize_node(graph.graph_id, nid, text)
             if calls:
                 self.record_llm_calls(calls)
         return result
+
+    def _added_meanwhile(self, node: NodeRow) -> list[str]:
+        """The unfinished sub-questions of a held, answered question.
+
+        Asked (or reopened) below it since its synthesis was claimed, when all of them were done.
+        """
+        if node.node_type != NodeType.QUESTION or node.status != NodeStatus.ANSWERED:
+            return []
+        rows = self._db.fetchall(
+            "SELECT node_id FROM nodes WHERE question_id = ? AND node_type = 'question' "
+            "AND status NOT IN (?, ?) ORDER BY seq",
+            [node.node_id, *sorted(DONE_QUESTION)],
+        )
+        return [r[0] for r in rows]
+
+    def _synthesize_then_reopen(self, node: NodeRow, text: str, worker: str, added: list[str]) -> Synthesized:
+        """Write a held synthesis, then reopen it for the questions ``added`` below meanwhile (rule 11)."""
+        now = self.clock()
+        kept = node.metadata
+        self._set_status(
+            node,
+            NodeStatus.SYNTHESIZED,
+            now,
+            actor=worker,
+            kind="synthesized",
+            metadata={**kept, "synthesis": text},
+        )
+        written = replace(node, status=NodeStatus.SYNTHESIZED.value)
+        self._set_status(
+            written,
+            NodeStatus.ANSWERED,
+            now,
+            actor=worker,
+            kind="reopened",
+            metadata=kept,
+            payload={"synthesis": text, "asked_meanwhile": added},
+        )
+        self._db.execute("DELETE FROM synthesis_claims WHERE node_id = ?", [node.node_id])
+        return {"node_id": node.node_id, "status": NodeStatus.ANSWERED.value}
 
     def release_synthesis(self, graph_id: str, node_id: str, worker_id: str) -> SynthesisReleased:
         """Give back a synthesis claim (after a failed call), so another worker may take it."""

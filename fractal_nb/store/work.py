@@ -18,7 +18,7 @@ from ..model import (
     NodeType,
 )
 from .base import StoreBase, optional_name, require_count, require_id, require_seconds, require_text
-from .holders import HolderInfo, is_gone, parse_holder
+from .holders import HOLDER_LEASE_S, HolderInfo, is_gone, parse_holder
 from .records import Claim, ClaimReleased, Heartbeat, Recovered, Synthesized
 from .rows import NODE_COLUMNS, NodeRow
 
@@ -96,7 +96,8 @@ class WorkQueue(StoreBase):
             node = NodeRow(*row)
             if held is not None:
                 self._register(held, now)
-            payload: dict[str, Any] = {"lease_s": self.lease_s}
+            lease = self._lease_for(held and held["holder_id"])
+            payload: dict[str, Any] = {"lease_s": lease}
             if node.status == NodeStatus.CLAIMED:
                 payload["lease_expired_for"] = node.owner
             self._set_status(
@@ -109,7 +110,7 @@ class WorkQueue(StoreBase):
                     "owner": worker,
                     "holder": held and held["holder_id"],
                     "claimed_at": now,
-                    "lease_s": self.lease_s,
+                    "lease_s": lease,
                 },
                 payload=payload,
             )
@@ -122,7 +123,7 @@ class WorkQueue(StoreBase):
             "depth": node.depth,
             "parent_id": node.parent_id,
             "metadata": node.metadata,
-            "lease_s": self.lease_s,
+            "lease_s": lease,
             "graph_done": False,
             "graph_status": GraphStatus.ACTIVE.value,
         }
@@ -240,7 +241,7 @@ class WorkQueue(StoreBase):
                 "UPDATE nodes SET claimed_at = ? WHERE holder = ? AND status = 'claimed'", [now, hid]
             )
             self._db.execute("UPDATE synthesis_claims SET claimed_at = ? WHERE holder = ?", [now, hid])
-        return {"holder_id": hid, "renewed": int(row[0]) if row else 0, "lease_s": self.lease_s}
+        return {"holder_id": hid, "renewed": int(row[0]) if row else 0, "lease_s": self._lease_for(hid)}
 
     def release_claim(
         self,
@@ -295,6 +296,16 @@ class WorkQueue(StoreBase):
         if holder is None:
             return None
         return self.holder if holder == "store" else parse_holder(holder)
+
+    def _lease_for(self, holder_id: str | None) -> float:
+        """A claim's lease: the store's own (or a plain lease's), or a short one for another process's holder.
+
+        The short one is renewed by the holder's heartbeat, so a holder that dies anywhere gives its
+        claims back within it, on any host (docs/architecture.md, rule 5).
+        """
+        if holder_id is None or holder_id == self.holder["holder_id"]:
+            return self.lease_s
+        return min(self.lease_s, HOLDER_LEASE_S)
 
     def _register(self, holder: HolderInfo, now: float) -> None:
         """Record a holder once (inside the caller's write transaction)."""

@@ -1,7 +1,9 @@
 """Claims belong to a live holder, across real processes and a real MCP server over HTTP.
 
-- 4 ``fractal-nb worker`` processes x 2 threads on one server: each synthesis is paid once.
-- A worker process killed while it holds claims: they come back at once, no lease to wait out.
+- 4 ``fractal-nb worker`` processes x 2 threads on one server: each synthesis is paid once;
+  so is each with 4, 16 and 64 MCP clients whose answers add boundary questions meanwhile.
+- A worker process killed while it holds claims: they come back at once, no lease to wait out;
+  without any recovery asked for, within the short lease of another process's holder (<= 30 s).
 - The server killed under a worker: the worker exits saying so; the restarted server
   recovers the dead worker's claims at once.
 
@@ -14,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,7 +27,8 @@ import pytest
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
 from fractal_nb.mcp_server import BackgroundServer
-from fractal_nb.remote import RemoteStore
+from fractal_nb.remote import RemoteStore, work_remotely
+from fractal_nb.store.holders import HOLDER_LEASE_S
 from tests.engine.test_openai_runs import role_responder
 from tests.llm.fake_openai import FakeOpenAI
 from tests.local_port import free_port, listening
@@ -232,3 +236,111 @@ def test_a_worker_whose_server_died_says_so_and_the_restarted_server_recovers_it
             events = remote.call("fractal_get_snapshot", graph_id=graph_id)["nodes"]
             assert {n["node_id"] for n in events if n["node_id"] in left} == set(left)
             assert all(n["status"] == "open" for n in events if n["node_id"] in left)
+
+
+def test_a_killed_fractal_nb_worker_gives_its_claims_back_within_30_s(
+    tmp_path: Path, procs: list[subprocess.Popen[str]]
+) -> None:
+    """kill -9 of a real `fractal-nb worker`: its claims are claimable by another client <= 30 s
+    later, while other work is open (no recovery asked for), though the store's lease is 300 s."""
+    path = tmp_path / "dead.duckdb"
+    graph_id = seeded(path)
+    stalled = threading.Event()  # the model answers nothing until the test ends
+
+    def stall(body: dict[str, Any]) -> Any:
+        stalled.wait(DEADLINE_S)
+        return role_responder()(body)
+
+    with FakeOpenAI(responder=stall) as model, GraphStore(path) as store:
+        server = BackgroundServer(store)
+        url = server.start()
+        try:
+            worker = subprocess.Popen(
+                worker_command(
+                    url, "doomed", 2, "--llm", "openai", "--model", "fake", "--base-url", model.base_url
+                ),
+                env=env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            procs.append(worker)
+            with RemoteStore(url) as other:
+                held = wait_until(
+                    lambda: two_claims(other, graph_id),
+                    "the worker to hold two claims",
+                    alive=lambda: worker.poll() is None,
+                    timeout_s=DEADLINE_S,
+                )
+                ids = {n["node_id"] for n in held}
+                # The worker's heartbeat renews the short lease while it lives.
+                wait_until(
+                    lambda: (
+                        {n["claimed_at"] for n in two_claims(other, graph_id)}
+                        - {n["claimed_at"] for n in held}
+                    ),
+                    "a heartbeat to renew the claims",
+                    alive=lambda: worker.poll() is None,
+                )
+                worker.send_signal(signal.SIGKILL)
+                worker.wait(timeout=30)
+                killed = time.monotonic()
+
+                def claimable() -> bool:
+                    listed = other.get_claimable_work(graph_id)["claimable"]
+                    return ids <= {n["node_id"] for n in listed}
+
+                wait_until(claimable, "the dead worker's claims to be claimable", timeout_s=60)
+                back_s = time.monotonic() - killed
+                print(f"claims claimable {back_s:.1f} s after kill -9")
+                assert back_s <= 30.0 and back_s <= HOLDER_LEASE_S + 5.0
+                got = set()
+                while ids - got and (claim := other.claim_work(graph_id, "next"))["node_id"]:
+                    got.add(claim["node_id"])
+                assert ids <= got, "another client takes the dead worker's questions"
+        finally:
+            stalled.set()
+            server.stop()
+
+
+@pytest.mark.parametrize(("clients", "seed"), [(4, 3), (16, 2), pytest.param(64, 1, marks=pytest.mark.slow)])
+def test_each_synthesis_is_paid_once_by_many_mcp_clients(tmp_path: Path, clients: int, seed: int) -> None:
+    """Real MCP clients (one RemoteStore and holder each, on threads) working one graph whose
+    answers link across branches: boundary questions land below questions whose synthesis is
+    being written, and no synthesis call is discarded on a question that was not reopened."""
+    with Exploration.create(
+        "Why do some cities grow faster than others?",
+        intensity="explore",
+        llm=SimulatedLLM(seed=seed),
+        path=tmp_path / "many.duckdb",
+    ) as ex:
+        ex.step(1)
+        url = ex.serve_mcp()
+        failures: list[BaseException] = []
+
+        def client(i: int) -> None:
+            try:
+                with RemoteStore(url) as remote:
+                    llm = SimulatedLLM(seed=seed + i, latency_s=0.05, link_rate=0.4)
+                    work_remotely(remote, llm, worker_id=f"c{i}")
+            except BaseException as exc:  # noqa: BLE001 - reported by the test below
+                failures.append(exc)
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=DEADLINE_S * 3)
+        assert not any(t.is_alive() for t in threads) and not failures, failures
+        calls = ex.llm_calls()
+        synth = calls[calls["role"] == "synthesize"]
+        events = ex.events()
+        reopened = set(events[events["kind"] == "reopened"]["node_id"])
+        discarded = synth[(synth["outcome"] == "discarded") & ~synth["node_id"].isin(reopened)]
+        print(f"{clients} clients: {len(synth)} synthesis calls, {len(reopened)} reopened questions")
+        assert discarded.empty, f"syntheses discarded without a reopening: {list(discarded['node_id'])}"
+        paid = synth.groupby("node_id").size()
+        syntheses = 1 + events[events["kind"] == "reopened"].groupby("node_id").size()
+        assert not {n: int(c) for n, c in paid.items() if c > syntheses.get(n, 1)}, "paid twice"
+        claims = events.query("kind == 'claimed'")
+        assert claims["node_id"].is_unique, "no question claimed twice"

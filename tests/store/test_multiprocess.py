@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from fractal_nb import GraphStore, NotFoundError, StateError, StoreLockedError
+from fractal_nb.store.holders import HOST, is_gone, process_start
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S = 30.0
@@ -514,3 +515,26 @@ def test_two_stores_in_one_process_share_the_write_lock(tmp_path: Path) -> None:
     # and the file is free again once both are closed
     with GraphStore(db, read_only=True) as ro:
         assert ro.get_open_questions(gid)["count"] == 0
+
+
+def test_a_killed_holder_not_yet_reaped_is_gone() -> None:
+    """kill -9 of a holder whose parent has not waited for it yet (a zombie) is gone at once."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; print(flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "\n"  # running
+        start = process_start(child.pid)
+        assert not is_gone("h", HOST, child.pid, start), "a live process is not gone"
+        os.kill(child.pid, signal.SIGKILL)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not Path(f"/proc/{child.pid}/stat").read_text().split(") ")[1].startswith("Z"):
+            assert time.monotonic() < deadline, "the killed child never became a zombie"
+            time.sleep(0.01)
+        assert is_gone("h", HOST, child.pid, start), "killed, unreaped: gone all the same"
+    finally:
+        child.kill()
+        child.communicate(timeout=30)

@@ -6,6 +6,7 @@ Rule 1 (atomic claims) under real threads lives in test_concurrency.py.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,7 @@ from fractal_nb import (
     NotFoundError,
     StateError,
 )
+from fractal_nb.store.holders import HOLDER_LEASE_S
 from tests.conftest import FakeClock, Tree, make_tree
 
 # -- rule 2: adding an answer (or a first sub-question) answers the question ----------
@@ -109,6 +111,67 @@ def test_cascade_runs_deepest_first_and_reaches_root(fresh_store: GraphStore) ->
     assert t.status(t.root) == "synthesized"
 
 
+# -- rule 11 against a held synthesis: a question asked below it meanwhile reopens it -------
+
+
+def _held_synthesis(tree: Tree) -> tuple[str, str, str]:
+    """The first seed answered with one synthesized sub-question, its synthesis claimed by w1:
+    (the seed, its answer, the sub-question)."""
+    q = tree.seeds[0]
+    ans = tree.answer(q)
+    sub = tree.ask(ans, "sub")
+    tree.answer(sub, "sub answer")
+    tree.store.synthesize_node(tree.graph_id, sub, "sub synthesis")
+    assert tree.store.claim_synthesis(tree.graph_id, "w1")["node_id"] == q
+    return q, ans, sub
+
+
+def _events(tree: Tree, node_id: str) -> list[dict[str, Any]]:
+    return [e for e in tree.store.get_events(tree.graph_id)["events"] if e["node_id"] == node_id]
+
+
+@pytest.mark.parametrize("where", ["beside", "below"])
+def test_a_question_asked_below_a_held_synthesis_reopens_it_and_the_synthesis_is_kept(
+    tree: Tree, where: str
+) -> None:
+    """The paid call is never discarded: the held synthesis lands, then the new question reopens it."""
+    g = tree.graph_id
+    q, ans, sub = _held_synthesis(tree)
+    if where == "beside":  # a question under the held question's answer
+        added = tree.ask(ans, "asked while the synthesis was written")
+        unfinished = added
+    else:  # a question deeper down, reopening the synthesized sub-question
+        sub_answer = next(n["node_id"] for n in tree.store.get_snapshot(g)["nodes"] if n["parent_id"] == sub)
+        added = tree.ask(sub_answer, "asked while the synthesis was written")
+        unfinished = sub
+    assert tree.status(q) == "answered"
+    written = tree.store.submit_synthesis(g, q, "the held synthesis", worker_id="w1")
+    assert written == {"node_id": q, "status": "answered"}
+    kinds = [e["kind"] for e in _events(tree, q)]
+    assert kinds[-3:] == ["synthesis_claimed", "synthesized", "reopened"]
+    reopened = _events(tree, q)[-1]["payload"]
+    assert reopened["synthesis"] == "the held synthesis" and reopened["asked_meanwhile"] == [unfinished]
+    assert tree.status(q) == "answered" and "synthesis" not in tree.node(q)["metadata"]
+    assert tree.store.claim_synthesis(g, "w2")["node_id"] is None, "not ready again yet, claim dropped"
+    # Once the new question is done, the cascade synthesizes the question again, for anyone.
+    tree.answer(added, "new answer")
+    tree.store.synthesize_node(g, added, "new synthesis")
+    if where == "below":
+        assert tree.store.claim_synthesis(g, "w2")["node_id"] == sub
+        tree.store.submit_synthesis(g, sub, "sub synthesis again", worker_id="w2")
+    assert tree.store.claim_synthesis(g, "w2")["node_id"] == q
+    assert tree.store.submit_synthesis(g, q, "again", worker_id="w2")["status"] == "synthesized"
+
+
+def test_a_held_synthesis_whose_question_was_saturated_meanwhile_is_still_refused(tree: Tree) -> None:
+    g = tree.graph_id
+    q, _, _ = _held_synthesis(tree)
+    tree.store.mark_saturated(g, q, "derivable")
+    with pytest.raises(StateError):
+        tree.store.submit_synthesis(g, q, "too late", worker_id="w1")
+    assert tree.status(q) == "saturated"
+
+
 # -- rule 4: saturation cascades; a claim holder's next write is refused ------------------
 
 
@@ -196,6 +259,37 @@ def test_a_live_holders_claims_are_never_recovered_and_its_heartbeat_renews_them
     assert tree.store.get_claimable_work(tree.graph_id)["count"] == len(tree.seeds) - 1
     clock.advance(11)  # a holder that stops beating loses the claim when the lease runs out
     assert held in [n["node_id"] for n in tree.store.get_claimable_work(tree.graph_id)["claimable"]]
+
+
+def test_another_process_holds_a_short_lease_its_heartbeat_renews(tree: Tree, clock: FakeClock) -> None:
+    """A remote worker's claims (a holder on another host: never known gone) come back within
+    HOLDER_LEASE_S of its last heartbeat, not the store's lease (60 s here, 300 s by default)."""
+    remote = {"holder_id": "far/7/abc", "host": "far-away", "pid": 7, "proc_start": None, "label": "w"}
+    g = tree.graph_id
+    claim = tree.store.claim_work(g, "remote", holder=remote)
+    assert claim["lease_s"] == HOLDER_LEASE_S < tree.store.lease_s
+    tree.answer(claim["node_id"])  # a ready question's synthesis, held the same way
+    sub = tree.ask(tree.store.get_snapshot(g)["nodes"][-1]["node_id"], "sub")
+    tree.answer(sub)
+    tree.store.synthesize_node(g, sub, "done")
+    synthesis = tree.store.claim_synthesis(g, "remote", holder=remote)
+    assert synthesis["node_id"] == claim["node_id"] and synthesis["lease_s"] == HOLDER_LEASE_S
+    held = tree.store.claim_work(g, "remote", holder=remote)["node_id"]
+    assert tree.store.heartbeat(tree.store.holder["holder_id"])["lease_s"] == tree.store.lease_s
+    clock.advance(HOLDER_LEASE_S - 1)
+    assert tree.store.heartbeat(remote["holder_id"]) == {
+        "holder_id": remote["holder_id"],
+        "renewed": 1,
+        "lease_s": HOLDER_LEASE_S,
+    }
+    clock.advance(HOLDER_LEASE_S - 1)  # renewed: still held
+    claimable = [n["node_id"] for n in tree.store.get_claimable_work(g)["claimable"]]
+    assert held not in claimable
+    assert tree.store.claim_synthesis(g, "other")["node_id"] is None
+    clock.advance(1)  # silent for a whole short lease: back, though the store's lease has not run out
+    claimable = [n["node_id"] for n in tree.store.get_claimable_work(g)["claimable"]]
+    assert held in claimable
+    assert tree.store.claim_synthesis(g, "other")["node_id"] == claim["node_id"]
 
 
 def test_claims_of_a_closed_store_in_this_process_come_back_at_once(tmp_path: Path) -> None:
