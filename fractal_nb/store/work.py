@@ -215,7 +215,9 @@ class WorkQueue(StoreBase):
                     ]
                     if live:
                         marks = ", ".join("?" for _ in live)
-                        where, params = where + f" AND holder NOT IN ({marks})", [*params, *live]
+                        # a claim with no holder is not a live holder's (NOT IN alone never matches NULL)
+                        where = where + f" AND (holder IS NULL OR holder NOT IN ({marks}))"
+                        params = [*params, *live]
             elif worker is None:  # default: claims past their own lease
                 where, params = where + " AND claimed_at + lease_s <= ?", [*params, now]
             if worker is not None:

@@ -246,6 +246,18 @@ def test_recover_stuck_returns_old_claims_to_open(tree: Tree, clock: FakeClock) 
     assert tree.status(old) == "open" and tree.status(young) == "claimed"
 
 
+def test_recover_stuck_takes_old_plain_leases_beside_a_live_holders_claims(
+    tree: Tree, clock: FakeClock
+) -> None:
+    # A claim with no holder beside one held by this live store: SQL's NOT IN never matches NULL,
+    # so the plain lease used to be skipped whenever a live holder had claims in the graph.
+    plain = tree.store.claim_work(tree.graph_id, "agent", holder=None)["node_id"]
+    held = tree.store.claim_work(tree.graph_id, "w1")["node_id"]
+    clock.advance(30)
+    assert tree.store.recover_stuck(tree.graph_id, older_than_s=30)["recovered"] == [plain]
+    assert tree.status(plain) == "open" and tree.status(held) == "claimed"
+
+
 def test_a_live_holders_claims_are_never_recovered_and_its_heartbeat_renews_them(
     tree: Tree, clock: FakeClock
 ) -> None:
