@@ -34,7 +34,8 @@ DEMO_DB = "fractal-demo.duckdb"
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MODEL, EXIT_STOPPED = 0, 1, 2, 3, 4
 EXIT_CODES = {
     EXIT_OK: "finished: the exploration is complete and harvested (or the command did its work)",
-    EXIT_ERROR: "failed: a file in use or not a store, an unknown graph, a lost MCP server",
+    EXIT_ERROR: "failed: a file in use or not a store, an unknown graph or a file of several without "
+    "--graph-id, an address the MCP server cannot listen on (before the file is opened), a lost MCP server",
     EXIT_USAGE: "usage error: a bad option or argument (nothing was opened or written)",
     EXIT_MODEL: "the model failed: unreachable or failing every call (the graph is paused with the "
     "reason and resumes with `fractal-nb resume`), or the run finished degraded (failed "
