@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from .arguments import check_bind_host, check_store_path
 from .errors import FractalError, InvalidInputError
@@ -297,8 +299,16 @@ def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM |
                 CheckpointMode.parse(args.checkpoint, Intensity(args.intensity))
             except InvalidInputError as exc:
                 raise InvalidInputError(f"--checkpoint: {exc}") from None
-        if args.command == "worker" and not args.mcp_url.startswith(("http://", "https://")):
-            raise InvalidInputError(f"--mcp-url must be an http:// or https:// URL, not {args.mcp_url!r}")
+        if args.command == "worker":
+            _check_url(args.mcp_url, "--mcp-url", "http://127.0.0.1:8765/mcp")
+            from .store.base import require_id
+
+            require_id(args.worker_id, "--worker-id")
+        if getattr(args, "llm", None) == "openai":
+            base = args.base_url if args.base_url is not None else os.environ.get("OPENAI_BASE_URL")
+            if base is not None:
+                what = "--base-url" if args.base_url is not None else "$OPENAI_BASE_URL"
+                _check_url(base, what, "http://127.0.0.1:8080/v1")
         if args.command == "serve-mcp":
             if not 0 <= args.port <= 65535:
                 raise InvalidInputError(f"--port must be 0-65535, not {args.port}")
@@ -360,6 +370,19 @@ def _serve(args: argparse.Namespace) -> int:
                 f"the MCP server on {args.host}:{args.port} could not start (see above)"
             ) from None
     return EXIT_OK
+
+
+def _check_url(url: str, what: str, example: str) -> None:
+    """Refuse a URL that is not http(s) with a host: nothing could be sent to it."""
+    try:
+        parts = urlsplit(url)
+        host, _ = parts.hostname, parts.port  # a port out of range raises here
+    except ValueError as exc:
+        raise InvalidInputError(f"{what} {url!r} is not a URL ({exc}); e.g. {example}") from None
+    if parts.scheme not in ("http", "https") or not host:
+        raise InvalidInputError(
+            f"{what} must be an http:// or https:// URL with a host, not {url!r}; e.g. {example}"
+        )
 
 
 def _resolved(host: str, port: int) -> tuple[Any, ...]:

@@ -182,6 +182,10 @@ def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str
         ["worker", "--mcp-url", "http://127.0.0.1:1/mcp", "--graph-id", ""],
         ["resume", "--db", "."],
         ["harvest", "--db", "x.duckdb", "--graph-id", "g" * 301],
+        ["run", "Why?", "--llm", "openai", "--model", "m", "--base-url", "not-a-url", "--db", "b.duckdb"],
+        ["run", "Why?", "--llm", "openai", "--model", "m", "--base-url", "http://127.0.0.1:99999/v1"],
+        ["worker", "--mcp-url", "http://"],
+        ["worker", "--mcp-url", "http://127.0.0.1:1/mcp", "--worker-id", ""],
     ],
 )
 def test_bad_options_exit_2_before_any_file_is_opened(

@@ -148,3 +148,16 @@ def test_store_paths_name_the_argument_as_the_caller_spells_it(tmp_path: Path) -
     with pytest.raises(InvalidInputError, match="^--db must be a file path"):
         check_store_path("a\x00b", "--db")
     assert check_store_path(str(tmp_path / "new.duckdb")) == tmp_path / "new.duckdb"
+
+
+def test_serve_mcp_refuses_a_host_or_port_of_the_wrong_form_before_building_a_server() -> None:
+    with Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM()) as ex:
+        for given, named in [
+            ({"host": "999.1.1.1"}, "not an IPv4 address"),
+            ({"host": "my host"}, "neither an IP address"),
+            ({"port": 70000}, "port must be an integer 0-65535"),
+            ({"port": "8765"}, "port must be an integer"),
+        ]:
+            with pytest.raises(InvalidInputError, match=named):
+                ex.serve_mcp(**given)  # type: ignore[arg-type]
+            assert ex.mcp_token is None
