@@ -28,6 +28,9 @@ from .model import (
     CheckpointMode,
     GraphStatus,
     Intensity,
+    NodeStatus,
+    NodeType,
+    check_node_transition,
     parse_choice,
     parse_metadata,
     pending_counts,
@@ -390,12 +393,41 @@ class Exploration:
             self._dispatcher.stop.set()
 
     def approve(self, node_ids: list[str] | None = None) -> dict[str, Any]:
-        """Open gated questions (all when None); a paused graph becomes active again."""
+        """Open gated questions (all when None); a paused graph becomes active again.
+
+        Each node is checked before the graph is resumed: an unknown or ungated one changes nothing.
+        """
+        if node_ids is not None:
+            if not isinstance(node_ids, list | tuple) or not all(isinstance(n, str) for n in node_ids):
+                raise InvalidInputError(f"node_ids must be a list of node ids or None, not {node_ids!r}")
+            for node_id in node_ids:
+                node = self.store.get_node(self.graph_id, node_id)["node"]
+                if node["status"] != NodeStatus.GATED:
+                    raise StateError(
+                        f"node {node['node_id']} is {node['status']!r}, not gated; only gated questions "
+                        "can be approved",
+                        graph_id=self.graph_id,
+                        node_id=node["node_id"],
+                    )
         self._activate(resume=True)
         return self.store.approve_gate(self.graph_id, node_ids)
 
     def prune(self, node_id: str) -> Saturated:
-        """Cut a branch: the node and its unfinished questions become saturated (``pruned``)."""
+        """Cut a branch: the node and its unfinished questions become saturated (``pruned``).
+
+        The node is checked before the graph is resumed: one that cannot be pruned changes nothing.
+        """
+        node = self.store.get_node(self.graph_id, node_id)["node"]
+        root = self.store.get_graph(self.graph_id)["root_node_id"]
+        if node["node_id"] == root or (node["node_type"] == NodeType.ANSWER and node["parent_id"] == root):
+            raise InvalidInputError(
+                f"node {node['node_id']} is the root or its answer: pruning it would end the exploration "
+                "with no result. To stop, pause or harvest it; to drop the work below, prune its seed "
+                "questions",
+                graph_id=self.graph_id,
+                node_id=node["node_id"],
+            )
+        check_node_transition(node["node_id"], node["node_type"], node["status"], NodeStatus.SATURATED)
         self._activate(resume=True)
         return self.store.prune_branch(self.graph_id, node_id)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fractal_nb import Exploration, InvalidInputError, SimulatedLLM, StateError
+from fractal_nb import Exploration, InvalidInputError, NotFoundError, SimulatedLLM, StateError
 from fractal_nb.engine.dispatcher import ScaledClock
 from fractal_nb.model import BUDGETS, Intensity
 
@@ -272,3 +272,28 @@ def test_an_error_graph_runs_again_only_when_resumed_explicitly() -> None:
         check_finished_graph(ex)
         kinds = ex.events().query("kind == 'graph_status_changed'")["payload"].tolist()
         assert [(k["from"], k["to"]) for k in kinds][:2] == [("active", "error"), ("error", "active")]
+
+
+def test_a_refused_approve_or_prune_leaves_a_paused_graph_paused() -> None:
+    with paused_at_gates() as ex:
+        nodes = ex.nodes()
+        root = nodes.query("depth == 0 and node_type == 'question'")["node_id"].iloc[0]
+        root_answer = nodes.query("depth == 0 and node_type == 'answer'")["node_id"].iloc[0]
+        gated = ex.gates["node_id"].tolist()
+        events = len(ex.events())
+        for refused, error in [
+            (lambda: ex.approve(["n-0000000000000000"]), NotFoundError),
+            (lambda: ex.approve([root]), StateError),
+            (lambda: ex.approve([gated[0], root]), StateError),  # all or nothing
+            (lambda: ex.approve("n-1"), InvalidInputError),  # type: ignore[arg-type]
+            (lambda: ex.prune("n-0000000000000000"), NotFoundError),
+            (lambda: ex.prune(root), InvalidInputError),
+            (lambda: ex.prune(root_answer), InvalidInputError),
+        ]:
+            with pytest.raises(error):
+                refused()
+            assert ex.status == "paused" and len(ex.events()) == events
+        ex.prune(gated[0])
+        assert ex.approve()["count"] == len(gated) - 1
+        with pytest.raises(StateError, match="cannot become 'saturated'"):
+            ex.prune(gated[0])  # pruned already
