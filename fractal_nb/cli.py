@@ -406,12 +406,11 @@ def _check_listen(address: tuple[Any, ...], host: str, port: int) -> None:
 
 def _work(args: argparse.Namespace, llm: LLM) -> int:
     from .mcp_auth import client_token
-    from .remote import RemoteStore, work_remotely
+    from .remote import RemoteStore, only_active_graph, work_remotely
 
     with RemoteStore(args.mcp_url, token=client_token(args.token)) as store:
-        reports = work_remotely(
-            store, llm, worker_id=args.worker_id, graph_id=args.graph_id, threads=args.threads
-        )
+        graph_id = args.graph_id or only_active_graph(store, "--graph-id")
+        reports = work_remotely(store, llm, worker_id=args.worker_id, graph_id=graph_id, threads=args.threads)
     for report in reports:
         print(
             f"{report.worker}: {report.answered} answered, {report.synthesized} synthesized, "
@@ -487,6 +486,11 @@ def _opened(args: argparse.Namespace, llm: LLM) -> Exploration:
 
 def _resume(args: argparse.Namespace, llm: LLM) -> int:
     with _opened(args, llm) as exploration:
+        if exploration.status == "completed":
+            raise FractalError(
+                f"graph {exploration.graph_id} in {args.db} is completed: nothing is left to run; "
+                f"`fractal-nb harvest --db {args.db} --graph-id {exploration.graph_id}` prints its result"
+            )
         if args.approve and len(exploration.gates):
             print(f"Approved {exploration.approve()['count']} gated question(s).")
         # `resume` is the explicit act that goes on with a budget-exhausted graph, or one an

@@ -460,6 +460,23 @@ def test_a_worker_whose_model_is_down_exits_3_and_gives_its_claims_back(
         assert "meta_failures" not in questions or questions["meta_failures"].fillna(0).eq(0).all()
 
 
+def test_a_worker_on_a_server_of_several_graphs_asks_for_the_graph_id_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from fractal_nb.mcp_server import BackgroundServer
+
+    with Exploration.create("First?", intensity="pulse", llm=SimulatedLLM()) as ex:
+        ex.store.create_graph("Second?", "pulse", "autonomous")
+        server = BackgroundServer(ex.store)
+        url = server.start()
+        try:
+            assert main(["worker", "--mcp-url", url]) == EXIT_ERROR
+        finally:
+            server.stop()
+    err = capsys.readouterr().err
+    assert "holds 2 active graphs" in err and "pass --graph-id" in err and "graph_id" not in err
+
+
 def test_serve_mcp_needs_a_file(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["serve-mcp"])
@@ -626,3 +643,12 @@ def test_resume_goes_on_with_a_graph_an_engine_failure_stopped(
     assert main(["resume", "--db", "e.duckdb", "--quiet"]) == EXIT_OK
     assert "is completed in e.duckdb" in capsys.readouterr().out
     check_completed(tmp_path / "e.duckdb", "Why?")
+
+
+def test_resume_of_a_finished_graph_points_to_the_harvest_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "Why?", "--intensity", "pulse", "--db", "done.duckdb", "--quiet"]) == EXIT_OK
+    capsys.readouterr()
+    assert main(["resume", "--db", "done.duckdb", "--quiet"]) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert "is completed: nothing is left to run" in err and "`fractal-nb harvest --db done.duckdb" in err
+    assert "harvest()" not in err
