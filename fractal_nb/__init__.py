@@ -5,8 +5,8 @@ loads on first use, so the shell's ``--help`` answers without loading pandas,
 openai or DuckDB (docs/architecture.md, "Layers").
 """
 
-import importlib as _importlib
-import typing as _typing
+import importlib
+import typing
 
 from .errors import (
     BudgetError,
@@ -24,7 +24,7 @@ from .errors import (
     StoreUnreachableError,
 )
 
-if _typing.TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from .exploration import Exploration
     from .llm.cache import CachedLLM
     from .llm.openai_llm import OpenAILLM
@@ -50,7 +50,7 @@ def __getattr__(name: str) -> object:
     module = _LOADED_ON_USE.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module, __name__), name)
+    value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value
     return value
 

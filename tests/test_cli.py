@@ -565,6 +565,9 @@ def test_a_file_of_several_graphs_asks_for_the_graph_id_flag(capsys: pytest.Capt
         err = capsys.readouterr().err
         assert "holds 2 explorations" in err and "'First?'" in err and "pass --graph-id" in err
         assert "graph_id" not in err  # the Python parameter's name is not the shell's
+    GraphStore(Path("empty.duckdb")).close()
+    assert main(["harvest", "--db", "empty.duckdb"]) == EXIT_ERROR
+    assert "--db empty.duckdb holds no exploration" in capsys.readouterr().err
 
 
 def test_serve_mcp_on_an_address_in_use_exits_1_before_the_file_is_opened(

@@ -148,6 +148,10 @@ def test_store_paths_name_the_argument_as_the_caller_spells_it(tmp_path: Path) -
     with pytest.raises(InvalidInputError, match="^--db must be a file path"):
         check_store_path("a\x00b", "--db")
     assert check_store_path(str(tmp_path / "new.duckdb")) == tmp_path / "new.duckdb"
+    with pytest.raises(InvalidInputError, match="is not a regular file"):
+        check_store_path("/dev/null", "--db")
+    with pytest.raises(InvalidInputError, match="must be a file path, not ''"):
+        check_store_path("", "--db")
 
 
 def test_serve_mcp_refuses_a_host_or_port_of_the_wrong_form_before_building_a_server() -> None:
