@@ -655,3 +655,14 @@ def test_resume_of_a_finished_graph_points_to_the_harvest_command(capsys: pytest
     err = capsys.readouterr().err
     assert "is completed: nothing is left to run" in err and "`fractal-nb harvest --db done.duckdb" in err
     assert "harvest()" not in err
+
+
+def test_a_base_url_from_the_environment_is_checked_under_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "not-a-url")
+    with pytest.raises(SystemExit) as info:
+        main(["run", "Why?", "--llm", "openai", "--model", "m", "--db", "b.duckdb", "--quiet"])
+    assert info.value.code == EXIT_USAGE
+    assert "$OPENAI_BASE_URL must be an http:// or https:// URL with a host" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
