@@ -439,6 +439,7 @@ class Exploration:
         ``harvest(finish=True)``; :meth:`report` shows it as it stands instead.
         A finished graph is read back without calling the model.
         """
+        _check_flag(finish, "finish")
         with self._running:
             status = self.status
             if status in (GraphStatus.ACTIVE, GraphStatus.PAUSED) and not finish:

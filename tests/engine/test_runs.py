@@ -217,12 +217,14 @@ def test_a_refused_run_changes_nothing(kwargs: dict[str, object], named: str) ->
         assert ex.run(progress=False) == "all_complete"  # and it runs on as if nothing was asked
 
 
-def test_step_refuses_a_bad_count_and_changes_nothing() -> None:
+def test_step_and_harvest_refuse_bad_arguments_and_change_nothing() -> None:
     with paused_at_gates() as ex:
         events = len(ex.events())
         for n in (0, -1, 1.0, True, "2"):
             with pytest.raises(InvalidInputError, match="n must be an integer"):
                 ex.step(n)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match="finish must be True or False"):
+            ex.harvest(finish="no")  # type: ignore[arg-type]
         assert ex.status == "paused" and len(ex.events()) == events
 
 
