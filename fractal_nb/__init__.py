@@ -1,4 +1,12 @@
-"""fractal_nb: fractal thinking in Jupyter, on a DuckDB graph of questions and answers."""
+"""fractal_nb: fractal thinking in Jupyter, on a DuckDB graph of questions and answers.
+
+The errors load with the package; the rest (the facade, the models, the store)
+loads on first use, so the shell's ``--help`` answers without loading pandas,
+openai or DuckDB (docs/architecture.md, "Layers").
+"""
+
+import importlib
+import typing
 
 from .errors import (
     BudgetError,
@@ -15,13 +23,41 @@ from .errors import (
     StoreLockedError,
     StoreUnreachableError,
 )
-from .exploration import Exploration
-from .llm.cache import CachedLLM
-from .llm.openai_llm import OpenAILLM
-from .llm.protocol import LLM
-from .llm.simulated import SimulatedLLM
-from .results import FractalResult, StepRecord
-from .store import GraphStore
+
+if typing.TYPE_CHECKING:
+    from .exploration import Exploration
+    from .llm.cache import CachedLLM
+    from .llm.openai_llm import OpenAILLM
+    from .llm.protocol import LLM
+    from .llm.simulated import SimulatedLLM
+    from .results import FractalResult, StepRecord
+    from .store import GraphStore
+
+_LOADED_ON_USE = {
+    "CachedLLM": ".llm.cache",
+    "Exploration": ".exploration",
+    "FractalResult": ".results",
+    "GraphStore": ".store",
+    "LLM": ".llm.protocol",
+    "OpenAILLM": ".llm.openai_llm",
+    "SimulatedLLM": ".llm.simulated",
+    "StepRecord": ".results",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Load a public name's module when the name is first used (``from fractal_nb import Exploration``)."""
+    module = _LOADED_ON_USE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LOADED_ON_USE})
+
 
 __all__ = [
     "BudgetError",

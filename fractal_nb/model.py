@@ -32,7 +32,7 @@ class NodeType(StrEnum):
 
 
 class GraphStatus(StrEnum):
-    """Lifecycle of a graph; ``completed`` and ``error`` are terminal."""
+    """Lifecycle of a graph; ``completed`` is final, ``error`` waits for an explicit resume."""
 
     ACTIVE = "active"
     PAUSED = "paused"
@@ -74,6 +74,7 @@ class SaturationReason(StrEnum):
 
 
 TERMINAL_GRAPH = frozenset({GraphStatus.COMPLETED, GraphStatus.ERROR})
+"""Statuses no worker, view or server resumes on its own (``error`` only by an explicit resume)."""
 DONE_QUESTION = frozenset({NodeStatus.SYNTHESIZED, NodeStatus.SATURATED})
 UNEXPLORED = {"budget_exhausted": True, "unexplored_reason": "budget limit reached"}
 """The reference's marks on a question a budget left unexplored (docs/architecture.md, error table)."""
@@ -101,7 +102,8 @@ GRAPH_TRANSITIONS: dict[GraphStatus, frozenset[GraphStatus]] = {
     GraphStatus.PAUSED: frozenset({GraphStatus.ACTIVE, GraphStatus.COMPLETED}),
     GraphStatus.BUDGET_EXHAUSTED: frozenset({GraphStatus.ACTIVE, GraphStatus.COMPLETED}),
     GraphStatus.COMPLETED: frozenset(),
-    GraphStatus.ERROR: frozenset(),
+    # An engine failure stopped it; only an explicit resume (run(resume=True)) moves it on.
+    GraphStatus.ERROR: frozenset({GraphStatus.ACTIVE}),
 }
 
 _S = NodeStatus

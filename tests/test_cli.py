@@ -168,6 +168,24 @@ def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str
         ["serve-mcp", "--db", "x.duckdb", "--http", "--port", "70000"],
         ["run", "Why?", "--llm", "openai", "--model", "m", "--max-concurrency", "0"],
         ["run", "Why?", "--llm", "openai", "--model", "m", "--timeout", "-1"],
+        # issue 24: each of these used to exit 1 or 3, or leave a file
+        ["run", "", "--db", "a.duckdb"],
+        ["run", "   ", "--db", "a.duckdb"],
+        ["run", "Why\x00?", "--db", "a.duckdb"],
+        ["run", "x" * 100_001, "--db", "a.duckdb"],
+        ["run", "Why?", "--max-wall-s", "inf", "--db", "a.duckdb"],
+        ["run", "Why?", "--db", "."],
+        ["demo", "--checkpoint", "depth:0"],
+        ["serve-mcp", "--db", "s.duckdb", "--http", "--host", "999.1.1.1"],
+        ["serve-mcp", "--db", "s.duckdb", "--host", "my host"],
+        ["serve-mcp", "--db", "."],
+        ["worker", "--mcp-url", "http://127.0.0.1:1/mcp", "--graph-id", ""],
+        ["resume", "--db", "."],
+        ["harvest", "--db", "x.duckdb", "--graph-id", "g" * 301],
+        ["run", "Why?", "--llm", "openai", "--model", "m", "--base-url", "not-a-url", "--db", "b.duckdb"],
+        ["run", "Why?", "--llm", "openai", "--model", "m", "--base-url", "http://127.0.0.1:99999/v1"],
+        ["worker", "--mcp-url", "http://"],
+        ["worker", "--mcp-url", "http://127.0.0.1:1/mcp", "--worker-id", ""],
     ],
 )
 def test_bad_options_exit_2_before_any_file_is_opened(
@@ -442,6 +460,23 @@ def test_a_worker_whose_model_is_down_exits_3_and_gives_its_claims_back(
         assert "meta_failures" not in questions or questions["meta_failures"].fillna(0).eq(0).all()
 
 
+def test_a_worker_on_a_server_of_several_graphs_asks_for_the_graph_id_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from fractal_nb.mcp_server import BackgroundServer
+
+    with Exploration.create("First?", intensity="pulse", llm=SimulatedLLM()) as ex:
+        ex.store.create_graph("Second?", "pulse", "autonomous")
+        server = BackgroundServer(ex.store)
+        url = server.start()
+        try:
+            assert main(["worker", "--mcp-url", url]) == EXIT_ERROR
+        finally:
+            server.stop()
+    err = capsys.readouterr().err
+    assert "holds 2 active graphs" in err and "pass --graph-id" in err and "graph_id" not in err
+
+
 def test_serve_mcp_needs_a_file(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["serve-mcp"])
@@ -485,3 +520,149 @@ def test_the_module_runs_with_python_dash_m(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: fractal-nb run")
+
+
+# --- issue 24: a shell that answers at once and speaks its own language ------------------------
+
+
+def test_the_shell_loads_no_heavy_module_for_help_version_or_a_usage_error(tmp_path: Path) -> None:
+    probe = textwrap.dedent("""
+        import sys
+        from fractal_nb.cli import main
+        try:
+            main(sys.argv[1:])
+        except SystemExit:
+            pass
+        heavy = ("openai", "pandas", "duckdb", "networkx", "pydantic", "tqdm")
+        print(sorted(m for m in heavy if m in sys.modules))
+    """)
+    for argv in (["--help"], ["--version"], ["run", "Why?", "--workers", "0"], ["serve-mcp", "--db", "."]):
+        done = subprocess.run(
+            [sys.executable, "-c", probe, *argv], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines()[-1] == "[]", (argv, done.stdout)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_directory_as_db_says_it_is_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "runs.duckdb").mkdir()
+    for argv in (["run", "Why?"], ["demo"], ["resume"], ["harvest"], ["serve-mcp"]):
+        with pytest.raises(SystemExit) as info:
+            main([*argv, "--db", "runs.duckdb"])
+        assert info.value.code == EXIT_USAGE
+        err = capsys.readouterr().err
+        assert "--db runs.duckdb: is a directory" in err and "no such file" not in err
+    assert list((tmp_path / "runs.duckdb").iterdir()) == []
+
+
+def test_a_file_of_several_graphs_asks_for_the_graph_id_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    for seed in ("First?", "Second?"):
+        assert main(["run", seed, "--intensity", "pulse", "--db", "two.duckdb", "--quiet"]) == EXIT_OK
+    capsys.readouterr()
+    for command in ("resume", "harvest"):
+        assert main([command, "--db", "two.duckdb"]) == EXIT_ERROR
+        err = capsys.readouterr().err
+        assert "holds 2 explorations" in err and "'First?'" in err and "pass --graph-id" in err
+        assert "graph_id" not in err  # the Python parameter's name is not the shell's
+    GraphStore(Path("empty.duckdb")).close()
+    assert main(["harvest", "--db", "empty.duckdb"]) == EXIT_ERROR
+    assert "--db empty.duckdb holds no exploration" in capsys.readouterr().err
+
+
+def test_serve_mcp_on_an_address_in_use_exits_1_before_the_file_is_opened(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = main(["serve-mcp", "--db", "s.duckdb", "--http", "--port", str(port)])
+    assert code == EXIT_ERROR  # not uvicorn's 3, which means "the model failed" here
+    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_printed_counts_are_the_call_logs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--db", "demo.duckdb", "--quiet"]) == EXIT_OK
+    out = capsys.readouterr().out
+    [run_line] = [line for line in out.splitlines() if line.startswith("This run:")]
+    assert "model call" not in run_line and "tokens" not in run_line  # one line counts the spend
+    [ledger] = [line for line in out.splitlines() if "model calls" in line]
+    found = re.search(
+        r"^([\d,]+) model calls .* ([\d,]+) requests, ([\d,]+) tokens \(([\d,]+) prompt", ledger
+    )
+    assert found, ledger
+    calls, requests, tokens, prompt = (int(g.replace(",", "")) for g in found.groups())
+    with Exploration.open(tmp_path / "demo.duckdb", llm=SimulatedLLM()) as ex:
+        log = ex.llm_calls()
+        usage = ex.usage()
+    assert (
+        (calls, tokens)
+        == (usage["calls"], usage["tokens"])
+        == (len(log), int(log["prompt_tokens"].sum() + log["completion_tokens"].sum()))
+    )
+    assert (requests, prompt) == (int(log["attempts"].sum()), int(log["prompt_tokens"].sum()))
+
+
+def test_a_run_stopped_at_its_gates_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "Why?", "--checkpoint", "depth:1", "--db", "g.duckdb", "--quiet"]) == EXIT_STOPPED
+    [run_line] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("This run:")]
+    assert "every question it made waits at a gate, so no worker started" in run_line
+    assert "0 worker(s)" not in run_line
+
+
+def test_printed_findings_carry_no_digest(capsys: pytest.CaptureFixture[str]) -> None:
+    seed = "Should a mid-sized coastal city with an ageing population build a tram line or expand its buses?"
+    assert len(seed) > 80  # the simulator cuts a long seed where it quotes it
+    assert main(["run", seed, "--intensity", "pulse", "--db", "f.duckdb", "--quiet"]) == EXIT_OK
+    out = capsys.readouterr().out
+    findings = out.split("Findings:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert findings and all(line.startswith("  - [simulated] finding") for line in findings)
+    assert not any(re.search(r"#[0-9a-f]{6}", line) for line in findings), findings
+
+
+class FixableBackend(SimulatedLLM):
+    """A model backend with a bug in its answers: a failure inside the engine sets the graph to error."""
+
+    def complete(self, messages, schema):  # type: ignore[no-untyped-def]
+        if getattr(schema, "role", "") == "answer":
+            raise RuntimeError("backend bug")
+        return super().complete(messages, schema)
+
+
+def test_resume_goes_on_with_a_graph_an_engine_failure_stopped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with Exploration.create(
+        "Why?", intensity="pulse", llm=FixableBackend(), path=tmp_path / "e.duckdb"
+    ) as ex:
+        with pytest.raises(RuntimeError, match="backend bug"):
+            ex.run(progress=False)
+        assert ex.status == "error"
+    # The backend is fixed (here: the simulator): an explicit resume runs it to the end.
+    assert main(["resume", "--db", "e.duckdb", "--quiet"]) == EXIT_OK
+    assert "is completed in e.duckdb" in capsys.readouterr().out
+    check_completed(tmp_path / "e.duckdb", "Why?")
+
+
+def test_resume_of_a_finished_graph_points_to_the_harvest_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "Why?", "--intensity", "pulse", "--db", "done.duckdb", "--quiet"]) == EXIT_OK
+    capsys.readouterr()
+    assert main(["resume", "--db", "done.duckdb", "--quiet"]) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert "is completed: nothing is left to run" in err and "`fractal-nb harvest --db done.duckdb" in err
+    assert "harvest()" not in err
+
+
+def test_a_base_url_from_the_environment_is_checked_under_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "not-a-url")
+    with pytest.raises(SystemExit) as info:
+        main(["run", "Why?", "--llm", "openai", "--model", "m", "--db", "b.duckdb", "--quiet"])
+    assert info.value.code == EXIT_USAGE
+    assert "$OPENAI_BASE_URL must be an http:// or https:// URL with a host" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

@@ -5,7 +5,7 @@ import fractal_nb
 
 def test_all_is_sorted_and_complete() -> None:
     assert fractal_nb.__all__ == sorted(fractal_nb.__all__)
-    public = {name for name in vars(fractal_nb) if not name.startswith("_")}
+    public = {name for name in dir(fractal_nb) if not name.startswith("_")}  # names load on first use
     modules = {name for name in public if type(getattr(fractal_nb, name)).__name__ == "module"}
     assert set(fractal_nb.__all__) == public - modules
 

@@ -217,7 +217,7 @@ class SimulatedLLM:
             "Connect a real model (OpenAILLM) for real answers.",
             "findings": [
                 {
-                    "finding": f"[simulated] finding {i + 1} about {_topic(seed)}",
+                    "finding": f"[simulated] finding {i + 1} about {_topic(seed, digest=False)}",
                     "confidence": rng.choice(["high", "medium", "low"]),
                 }
                 for i in range(min(3, steps))
@@ -243,13 +243,16 @@ def _field(prompt: str, pattern: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
-def _topic(text: str) -> str:
+def _topic(text: str, *, digest: bool = True) -> str:
     """A question as quoted in simulated text; a long one cut, with a digest of the whole.
 
     Boundary questions open alike; the digest keeps their answers apart (an answer
-    that copies another shown in the prompt is refused as an echo).
+    that copies another shown in the prompt is refused as an echo). A finding, read
+    by a person, quotes the seed without one (``digest=False``).
     """
     text = _ANY_ID.sub("n-id", text).strip().rstrip("?.!")  # ids differ between runs; topics must not
     if len(text) <= 80:
         return f"'{text}'"
+    if not digest:
+        return f"'{text[:70]}…'"
     return f"'{text[:70]}… #{hashlib.sha256(text.encode()).hexdigest()[:6]}'"

@@ -5,6 +5,6 @@
 """
 
 from .store import RemoteStore
-from .worker import work_remotely
+from .worker import only_active_graph, work_remotely
 
-__all__ = ["RemoteStore", "work_remotely"]
+__all__ = ["RemoteStore", "only_active_graph", "work_remotely"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fractal_nb import Exploration, SimulatedLLM, StateError
+from fractal_nb import Exploration, InvalidInputError, NotFoundError, SimulatedLLM, StateError
 from fractal_nb.engine.dispatcher import ScaledClock
 from fractal_nb.model import BUDGETS, Intensity
 
@@ -175,3 +175,127 @@ def test_several_workers_without_links_grow_the_same_graph() -> None:
             return sorted(zip(nodes["node_type"], nodes["depth"], nodes["text"], strict=True))
 
     assert graph() == graph()
+
+
+# -- a bad call changes nothing; only the engine's own failure sets `error` (issue 24) --------------
+
+
+def paused_at_gates() -> Exploration:
+    """A pulse graph paused at its depth-1 gates: a call that went ahead would resume it."""
+    ex = explore("pulse", checkpoint="depth:1")
+    assert ex.run(progress=False) == "paused" and ex.status == "paused"
+    return ex
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [
+        ({"on_step": 5}, "on_step"),
+        ({"on_step": "print"}, "on_step"),
+        ({"progress": "yes"}, "progress"),
+        ({"resume": 1}, "resume"),
+        ({"max_workers": 0}, "max_workers"),
+        ({"max_workers": 2.5}, "max_workers"),
+        ({"max_tokens": -1}, "max_tokens"),
+        ({"max_tokens": 10.5}, "max_tokens"),
+        ({"max_wall_s": float("inf")}, "max_wall_s"),
+        ({"max_wall_s": float("nan")}, "max_wall_s"),
+        ({"node_timeout_s": float("inf")}, "node_timeout_s"),
+        ({"max_cost": float("inf"), "prices": {"m": (1.0, 1.0)}}, "max_cost"),
+        ({"max_cost": 1.0, "prices": {"m": (float("inf"), 1.0)}}, "prices"),
+        ({"max_cost": 1.0}, "price table"),
+    ],
+)
+def test_a_refused_run_changes_nothing(kwargs: dict[str, object], named: str) -> None:
+    with paused_at_gates() as ex:
+        events, graph = len(ex.events()), ex.store.get_graph(ex.graph_id)
+        with pytest.raises(InvalidInputError, match=named):
+            ex.run(**kwargs)  # type: ignore[arg-type]
+        assert ex.store.get_graph(ex.graph_id) == graph  # still paused, same metadata and limits
+        assert len(ex.events()) == events
+        ex.approve()
+        assert ex.run(progress=False) == "all_complete"  # and it runs on as if nothing was asked
+
+
+def test_step_and_harvest_refuse_bad_arguments_and_change_nothing() -> None:
+    with paused_at_gates() as ex:
+        events = len(ex.events())
+        for n in (0, -1, 1.0, True, "2"):
+            with pytest.raises(InvalidInputError, match="n must be an integer"):
+                ex.step(n)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match="finish must be True or False"):
+            ex.harvest(finish="no")  # type: ignore[arg-type]
+        assert ex.status == "paused" and len(ex.events()) == events
+
+
+def test_an_on_step_that_raises_stops_the_run_but_is_not_the_engines_failure() -> None:
+    seen: list[object] = []
+
+    def fails(record: object) -> None:  # past the seed phase: in a worker thread of the dispatcher
+        seen.append(record)
+        if len(seen) == 3:
+            raise KeyError("the caller's bug")
+
+    with explore("pulse") as ex:
+        with pytest.raises(KeyError, match="the caller's bug"):
+            ex.run(progress=False, on_step=fails)
+        assert len(seen) >= 3 and ex.status == "active" and ex.status_reason is None
+        assert ex.run(progress=False) == "all_complete"  # no resume needed: nothing was marked
+        assert ex.harvest().status == "completed"
+        check_finished_graph(ex)
+
+
+class FixableBackend(SimulatedLLM):
+    """A model backend with a bug in its answers until it is fixed: a failure inside the engine."""
+
+    fixed = False
+
+    def complete(self, messages, schema):  # type: ignore[no-untyped-def]
+        if not self.fixed and getattr(schema, "role", "") == "answer":
+            raise RuntimeError("backend bug")
+        return super().complete(messages, schema)
+
+
+def test_an_error_graph_runs_again_only_when_resumed_explicitly() -> None:
+    llm = FixableBackend(seed=3)
+    with explore("pulse", llm) as ex:
+        with pytest.raises(RuntimeError, match="backend bug"):
+            ex.run(progress=False)
+        assert ex.status == "error" and ex.status_reason == "RuntimeError: backend bug"
+        for refused in (lambda: ex.run(progress=False), lambda: ex.step()):
+            with pytest.raises(
+                StateError, match=r"is 'error' \(RuntimeError: backend bug\).*run\(resume=True\)"
+            ):
+                refused()
+        assert ex.status == "error"
+        llm.fixed = True  # the cause is gone
+        assert ex.run(progress=False, resume=True) == "all_complete"
+        assert ex.harvest().status == "completed"
+        check_finished_graph(ex)
+        kinds = ex.events().query("kind == 'graph_status_changed'")["payload"].tolist()
+        assert [(k["from"], k["to"]) for k in kinds][:2] == [("active", "error"), ("error", "active")]
+
+
+def test_a_refused_approve_or_prune_leaves_a_paused_graph_paused() -> None:
+    with paused_at_gates() as ex:
+        nodes = ex.nodes()
+        root = nodes.query("depth == 0 and node_type == 'question'")["node_id"].iloc[0]
+        root_answer = nodes.query("depth == 0 and node_type == 'answer'")["node_id"].iloc[0]
+        gated = ex.gates["node_id"].tolist()
+        events = len(ex.events())
+        for refused, error in [
+            (lambda: ex.approve(["n-0000000000000000"]), NotFoundError),
+            (lambda: ex.approve([root]), StateError),
+            (lambda: ex.approve([gated[0], root]), StateError),  # all or nothing
+            (lambda: ex.approve("n-1"), InvalidInputError),  # type: ignore[arg-type]
+            (lambda: ex.prune("n-0000000000000000"), NotFoundError),
+            (lambda: ex.prune(root), InvalidInputError),
+            (lambda: ex.prune(root_answer), InvalidInputError),
+        ]:
+            with pytest.raises(error):
+                refused()
+            assert ex.status == "paused" and len(ex.events()) == events
+        ex.prune(gated[0])
+        assert ex.approve()["count"] == len(gated) - 1
+        with pytest.raises(StateError, match="cannot become 'saturated'"):
+            ex.prune(gated[0])  # pruned already

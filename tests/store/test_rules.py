@@ -358,7 +358,9 @@ def test_stuck_node_does_not_block_graph_done_forever(tree: Tree, clock: FakeClo
         (["paused", "budget_exhausted"], False),
         (["paused", "error"], False),
         (["completed", "active"], False),
-        (["error", "active"], False),
+        (["error", "active"], True),  # an explicit resume after an engine failure
+        (["error", "paused"], False),
+        (["error", "completed"], False),
         (["completed", "paused"], False),
         (["active"], False),
     ],

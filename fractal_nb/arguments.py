@@ -1,0 +1,99 @@
+"""Checks of where a person points the facade and the shell: store paths and bind addresses.
+
+They run before anything is opened, created or bound, so a refused argument
+leaves no file behind (docs/architecture.md, "Arguments"). Each check names the
+argument as the caller spells it (``path`` in Python, ``--db`` in the shell).
+Light to import: the shell's usage errors load nothing else.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from pathlib import Path
+
+from .errors import InvalidInputError
+
+__all__ = ["check_bind_host", "check_store_path"]
+
+_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+
+
+def check_store_path(path: object, what: str = "path", *, must_exist: bool = False) -> Path:
+    """``path`` as a :class:`~pathlib.Path` if it can hold a store; InvalidInputError saying what it is.
+
+    A store is a file: an existing directory, or a path whose folder is missing or
+    is not a folder, is refused; with ``must_exist`` the file must be there.
+
+    >>> check_store_path("notes.duckdb")
+    PosixPath('notes.duckdb')
+    >>> try:
+    ...     check_store_path(".", "--db")
+    ... except InvalidInputError as exc:
+    ...     print(exc)
+    --db .: is a directory; give a DuckDB file inside it, e.g. exploration.duckdb
+    """
+    if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
+        raise InvalidInputError(
+            f"{what} must be a file path (str or Path), not {type(path).__name__}: {path!r}"
+        )
+    text = os.fspath(path)
+    if not isinstance(text, str) or not text.strip() or "\x00" in text:
+        raise InvalidInputError(f"{what} must be a file path, not {text!r}")
+    where = Path(text)
+    if where.is_dir():
+        raise InvalidInputError(
+            f"{what} {text}: is a directory; give a DuckDB file inside it, "
+            f"e.g. {where / 'exploration.duckdb'}"
+        )
+    if where.exists() and not where.is_file():
+        raise InvalidInputError(f"{what} {text}: is not a regular file (a device, socket or pipe)")
+    folder = where.parent
+    if not folder.exists():
+        raise InvalidInputError(f"{what} {text}: folder {folder} does not exist")
+    if not folder.is_dir():
+        raise InvalidInputError(f"{what} {text}: {folder} is a file, not a folder")
+    if must_exist and not where.exists():
+        raise InvalidInputError(f"{what} {text}: no such file")
+    return where
+
+
+def check_bind_host(host: object, what: str = "host") -> str:
+    """``host`` if it can be an address to bind: an IPv4 or IPv6 address, or a host name.
+
+    Checked by its form alone (no name is looked up): ``999.1.1.1`` is no IPv4
+    address, ``my host`` no name.
+
+    >>> check_bind_host("0.0.0.0")
+    '0.0.0.0'
+    >>> try:
+    ...     check_bind_host("999.1.1.1", "--host")
+    ... except InvalidInputError as exc:
+    ...     print(exc)
+    --host '999.1.1.1' is not an IPv4 address (each of its four numbers is 0-255)
+    """
+    if not isinstance(host, str) or not host.strip():
+        raise InvalidInputError(f"{what} must be an IP address or a host name, not {host!r}")
+    name = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if ":" in name:
+        try:
+            ipaddress.IPv6Address(name)
+        except ValueError:
+            raise InvalidInputError(f"{what} {host!r} is not an IPv6 address") from None
+        return host
+    if re.fullmatch(r"[0-9.]+", name):
+        try:
+            ipaddress.IPv4Address(name)
+        except ValueError:
+            raise InvalidInputError(
+                f"{what} {host!r} is not an IPv4 address (each of its four numbers is 0-255)"
+            ) from None
+        return host
+    labels = name.removesuffix(".").split(".")
+    if len(name) > 253 or not all(_LABEL.fullmatch(label) for label in labels):
+        raise InvalidInputError(
+            f"{what} {host!r} is neither an IP address nor a host name (letters, digits and "
+            "hyphens, in dot-separated labels of at most 63 characters)"
+        )
+    return host
