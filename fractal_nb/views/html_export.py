@@ -32,7 +32,7 @@ body[data-jp-theme-light="false"] { --page-bg: #0d1117; --page-text: #e6edf3; --
 .fractal-page { max-width: 1400px; margin: 0 auto; padding: 16px 20px; }
 .fractal-page header h1 { font-size: 20px; font-weight: 600; margin: 0 0 4px 0; }
 .fractal-page header p { margin: 0 0 10px 0; color: var(--page-muted); }
-.fractal-page .fractal-warning { margin: 0 0 10px 0; padding: 6px 10px;
+.fractal-page header .fractal-warning { margin: 0 0 10px 0; padding: 6px 10px; color: var(--page-text);
   border-left: 4px solid var(--page-warn); background: var(--page-warn-bg); }
 body { --page-warn: #9a3412; --page-warn-bg: #fff4e5; }
 body[data-jp-theme-light="false"] { --page-warn: #fb923c; --page-warn-bg: #2b1a0c; }

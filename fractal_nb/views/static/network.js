@@ -281,7 +281,13 @@ export function createView(
     };
     if (q.weak) {
       // A weak synthesis keeps its status colour, drawn with the failed border, dashed.
-      node.color = { border: colors.failed.border, highlight: { border: colors.text }, hover: { border: colors.text } };
+      const fill = colors[q.status].fill;
+      node.color = {
+        background: fill,
+        border: colors.failed.border,
+        highlight: { background: fill, border: colors.text },
+        hover: { background: fill, border: colors.text },
+      };
       node.borderWidth = 3;
       node.shapeProperties = { borderDashes: [4, 3], borderRadius: 5 };
     }
