@@ -126,3 +126,17 @@ def test_gaps_name_their_real_reason() -> None:
         assert (
             sum(g.startswith("unexplored (gated: never approved): ") for g in result.gaps) == len(gated) - 1
         )
+
+
+def test_a_weak_root_is_named_among_the_degraded_reasons() -> None:
+    from fractal_nb import Exploration, GraphStore, SimulatedLLM
+    from tests.engine.test_runs import FAST
+    from tests.views.failing_graph import failing_graph
+
+    store = GraphStore()
+    built = failing_graph(store)
+    with Exploration(store, built["graph_id"], SimulatedLLM(failure_rate=1.0), clock=FAST) as ex:
+        result = ex.harvest(finish=True)  # every call fails: the root's synthesis is joined
+        assert result.synthesis_chain[0].degraded and result.degraded
+        assert "the root's synthesis is not the model's" in "; ".join(result.degraded_reasons)
+        assert [r["kind"] for r in result.gap_rows].count("failed") == 2

@@ -236,6 +236,8 @@ def _degraded_reasons(
     root = next((n for n in questions if n["depth"] == 0), None)
     if finished and root is not None and root["status"] != NodeStatus.SYNTHESIZED:
         reasons.append("the root question has no synthesis")
+    if root is not None and root["metadata"].get("synthesis_failed"):  # a weak root
+        reasons.append("the root's synthesis is not the model's: its sub-findings were joined without it")
     return reasons
 
 
