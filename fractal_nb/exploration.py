@@ -554,10 +554,14 @@ class Exploration:
         return to_networkx(self.store.get_snapshot(self.graph_id))
 
     def to_html(self, path: str | Path) -> Path:
-        """Write the graph as one self-contained page: the question tree, legend, search, details; offline."""
+        """Write the graph as one self-contained page: the question tree, legend, search, details; offline.
+
+        Below the tree, the result as ``report()`` shows it (a degraded one says so above the tree).
+        """
         from .views.html_export import write_html  # a face: loaded when asked for (docs/architecture.md)
 
-        return write_html(self.store.get_changes(self.graph_id), path, heading=self._state.seed)
+        changes = self.store.get_changes(self.graph_id)
+        return write_html(changes, path, heading=self._state.seed, result=self.preview())
 
     # -- the notebook face ------------------------------------------------------------
 

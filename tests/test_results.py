@@ -83,3 +83,60 @@ def test_a_degraded_result_says_so_in_markdown_and_html() -> None:
 
 def test_a_sound_result_shows_no_degraded_line() -> None:
     assert "Degraded" not in result()._repr_markdown_() and "fractal-degraded" not in result()._repr_html_()
+
+
+# -- gaps read from the graph as it is ------------------------------------------------------------
+
+
+def test_a_resumed_and_finished_question_is_no_gap() -> None:
+    from fractal_nb import Exploration, SimulatedLLM
+    from tests.engine.test_runs import FAST
+
+    seed = "Why do some cities grow faster than others?"
+    with Exploration.create(seed, intensity="explore", llm=SimulatedLLM(seed=4), clock=FAST) as ex:
+        assert ex.run(1, progress=False) == "budget_exhausted"  # one worker: the circuit breaker
+        cut = ex.gaps()
+        assert len(cut) and set(cut["kind"]) == {"unexplored"}
+        assert all(d == "budget_exhausted: circuit breaker" for d in cut["detail"])
+        outcome = "budget_exhausted"
+        while outcome == "budget_exhausted":
+            outcome = str(ex.run(1, progress=False, resume=True))
+        assert outcome == "all_complete"
+        nodes = ex.store.get_snapshot(ex.graph_id)["nodes"]
+        assert sum(bool(n["metadata"].get("budget_exhausted")) for n in nodes) >= len(cut)  # stale marks
+        assert ex.gaps().empty, "a resumed and finished question is no gap"
+        assert ex.preview().gaps == [] and ex.harvest().gaps == []
+
+
+def test_gaps_name_their_real_reason() -> None:
+    from fractal_nb import Exploration, SimulatedLLM
+    from tests.engine.test_runs import FAST
+
+    with Exploration.create(
+        "Why?", intensity="pulse", checkpoint="depth:1", llm=SimulatedLLM(seed=7), clock=FAST
+    ) as ex:
+        ex.run(progress=False)
+        gated = set(ex.gates["node_id"])
+        pruned = ex.prune(sorted(gated)[0])["node_id"]
+        result = ex.harvest(finish=True)
+        rows = {r["node_id"]: r for r in result.gap_rows}
+        assert rows[pruned]["kind"] == "pruned"
+        assert {rows[n]["kind"] for n in gated - {pruned}} == {"gated"}
+        assert not any("budget" in g for g in result.gaps), result.gaps
+        assert (
+            sum(g.startswith("unexplored (gated: never approved): ") for g in result.gaps) == len(gated) - 1
+        )
+
+
+def test_a_weak_root_is_named_among_the_degraded_reasons() -> None:
+    from fractal_nb import Exploration, GraphStore, SimulatedLLM
+    from tests.engine.test_runs import FAST
+    from tests.views.failing_graph import failing_graph
+
+    store = GraphStore()
+    built = failing_graph(store)
+    with Exploration(store, built["graph_id"], SimulatedLLM(failure_rate=1.0), clock=FAST) as ex:
+        result = ex.harvest(finish=True)  # every call fails: the root's synthesis is joined
+        assert result.synthesis_chain[0].degraded and result.degraded
+        assert "the root's synthesis is not the model's" in "; ".join(result.degraded_reasons)
+        assert [r["kind"] for r in result.gap_rows].count("failed") == 2

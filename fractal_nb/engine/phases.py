@@ -243,6 +243,8 @@ def _degraded_reasons(
     root = next((n for n in questions if n["depth"] == 0), None)
     if finished and root is not None and root["status"] != NodeStatus.SYNTHESIZED:
         reasons.append("the root question has no synthesis")
+    if root is not None and root["metadata"].get("synthesis_failed"):  # a weak root
+        reasons.append("the root's synthesis is not the model's: its sub-findings were joined without it")
     return reasons
 
 
@@ -255,6 +257,8 @@ def _freeze_and_repair(run: RunState, *, model: bool = True) -> None:
         if node["status"] in PENDING_QUESTION:
             with suppress(FractalError):  # already saturated by an ancestor's cascade
                 freeze_unexplored(store, g, node["node_id"])
+                if node["status"] == NodeStatus.GATED:  # a gate held it, not a budget (gap_rows)
+                    store.update_node(g, node["node_id"], {"unexplored_reason": GATED_UNEXPLORED})
                 store.mark_saturated(g, node["node_id"], SaturationReason.BUDGET_EXHAUSTED)
         elif node["status"] == NodeStatus.ERROR:
             with suppress(FractalError):  # already saturated by an ancestor's cascade
@@ -307,17 +311,24 @@ def _chain(nodes: list[NodeRecord]) -> list[ChainLink]:
     return chain
 
 
+GATED_UNEXPLORED = "gated: never approved"
+"""``unexplored_reason`` of a question the harvest found behind a gate (a checkpoint, not a budget)."""
+
+
 def gap_rows(nodes: list[NodeRecord]) -> list[dict[str, Any]]:
     """Every unexplored, pruned, failed or budget-cut question, one row each (README, "Gaps").
 
-    Rows: ``node_id``, ``depth``, ``kind`` (failed, pruned, unexplored, waiting,
-    synthesis_failed), ``question`` and ``detail`` (why).
+    Read from the graph as it is: a question's status and saturation reason
+    decide, so a question a budget once marked unexplored and a resumed run
+    then finished is no gap. Rows: ``node_id``, ``depth``, ``kind`` (failed,
+    pruned, gated, unexplored — a budget cut it —, waiting, synthesis_failed),
+    ``question`` and ``detail`` (why).
     """
     rows = []
     for n in nodes:
         if n["node_type"] != "question":
             continue
-        meta, reason = n["metadata"], n["status_reason"]
+        meta, reason, status = n["metadata"], n["status_reason"], n["status"]
 
         def row(kind: str, detail: str, n: NodeRecord = n) -> None:
             rows.append(
@@ -330,28 +341,36 @@ def gap_rows(nodes: list[NodeRecord]) -> list[dict[str, Any]]:
                 }
             )
 
+        budget = "budget_exhausted" + (f": {meta['budget_reason']}" if meta.get("budget_reason") else "")
         if meta.get("synthesis_failed"):
             row("synthesis_failed", "the model could not synthesize it: its sub-findings were joined")
-        if n["status"] == NodeStatus.ERROR or reason == "error":
+        if status == NodeStatus.ERROR or (
+            status == NodeStatus.SATURATED and reason == SaturationReason.ERROR
+        ):
             row("failed", str(meta.get("last_error") or reason or "error"))
-        elif reason == SaturationReason.PRUNED:
+        elif status == NodeStatus.SATURATED and reason == SaturationReason.PRUNED:
             row("pruned", f"pruned with {n['inherited_from']}" if n["inherited_from"] else "pruned")
-        elif reason == SaturationReason.BUDGET_EXHAUSTED or meta.get("budget_exhausted"):
-            row(
-                "unexplored",
-                "budget_exhausted" + (f": {meta['budget_reason']}" if meta.get("budget_reason") else ""),
-            )
-        elif n["status"] in PENDING_QUESTION:
-            row("waiting", str(n["status"]))
+        elif status == NodeStatus.SATURATED and reason == SaturationReason.BUDGET_EXHAUSTED:
+            if meta.get("unexplored_reason") == GATED_UNEXPLORED:
+                row("gated", GATED_UNEXPLORED)
+            else:
+                row("unexplored", budget if meta.get("budget_exhausted") else "budget_exhausted")
+        elif status == NodeStatus.GATED:
+            row("gated", "gated")
+        elif status in PENDING_QUESTION:  # open or claimed: a budget's mark, or work not done yet
+            row("unexplored", budget) if meta.get("budget_exhausted") else row("waiting", str(status))
     return rows
 
 
 def gap_text(row: dict[str, Any]) -> str:
-    """A gap row as the one line the result lists."""
+    """A gap row as the one line the result lists, its real reason first (gated, pruned, failed, budget)."""
     question, detail = clip(row["question"], 160), clip(row["detail"], 160)
     return {
         "failed": f"failed: {question} ({detail})",
         "pruned": f"pruned: {question}",
+        "gated": f"waiting (gated): {question}"
+        if detail == "gated"
+        else f"unexplored ({detail}): {question}",
         "unexplored": f"unexplored ({detail}): {question}",
         "waiting": f"waiting ({detail}): {question}",
         "synthesis_failed": f"synthesis failed, sub-findings joined instead: {question}",

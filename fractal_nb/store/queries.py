@@ -31,7 +31,12 @@ _Filter = tuple[str, list[Any]]  # a WHERE fragment and its parameters
 _ALL: _Filter = ("TRUE", [])
 # Node fields the live view and the HTML export draw from.
 _FEED_COLUMNS = "node_id, parent_id, node_type, text, depth, status, status_reason, owner, seq"
-_FEED_NAMES = (*_FEED_COLUMNS.split(", "), "synthesis")  # a feed node's keys, in the SELECT's order
+# What the view needs of the metadata, pulled out in SQL: a feed node's keys, in the SELECT's order.
+_FEED_METADATA = (
+    "json_extract_string(metadata, '$.synthesis'), json_extract_string(metadata, '$.last_error'), "
+    "coalesce(json_extract(metadata, '$.synthesis_failed')::BOOLEAN, false)"
+)
+_FEED_NAMES = (*_FEED_COLUMNS.split(", "), "synthesis", "last_error", "synthesis_failed")
 _TOUCHED = "SELECT node_id FROM events WHERE graph_id = ? AND event_id > ? AND event_id <= ?"
 
 
@@ -214,9 +219,10 @@ class GraphQueries(StoreBase):
     def get_changes(self, graph_id: str, since: int = 0) -> Changes:
         """What changed after event ``since`` (everything when 0), lean: the live view's feed.
 
-        Nodes touched by those events in their current state (synthesis text pulled
-        out of the metadata in SQL, nothing else of it), links added by them, the
-        graph's status and the last event id, all read at one moment.
+        Nodes touched by those events in their current state (synthesis text, last
+        error and whether the synthesis was joined pulled out of the metadata in SQL,
+        nothing else of it), links added by them, the graph's status and the last
+        event id, all read at one moment.
         """
         since = require_count(since, "since")
         gid = require_id(graph_id, "graph_id")
@@ -242,7 +248,7 @@ class GraphQueries(StoreBase):
                 []
                 if quiet
                 else self._db.fetchall(
-                    f"SELECT {_FEED_COLUMNS}, json_extract_string(metadata, '$.synthesis') FROM nodes "
+                    f"SELECT {_FEED_COLUMNS}, {_FEED_METADATA} FROM nodes "
                     f"WHERE graph_id = ? AND {node_filter} ORDER BY seq",
                     [gid, *params],
                 )

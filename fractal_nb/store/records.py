@@ -297,9 +297,11 @@ class ModelSpend(TypedDict):
 
 
 class FeedNode(NodeFields):
-    """A node as the live view's feed carries it (its synthesis pulled out of the metadata)."""
+    """A node as the live view's feed carries it (synthesis and failure marks pulled out of the metadata)."""
 
     synthesis: str | None
+    last_error: str | None  # the last failed attempt's error (metadata ``last_error``)
+    synthesis_failed: bool  # its synthesis was joined from sub-findings without the model
 
 
 class FeedLink(TypedDict):

@@ -26,16 +26,16 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from ..model import PENDING_QUESTION, TERMINAL_GRAPH, GraphStatus, NodeStatus
-from ..results import StepRecord
+from ..results import FractalResult, StepRecord
 from ..text import clip
 from .graph_feed import DeltaMessage
 from .kernel_pump import KernelPump
 from .network_widget import NetworkWidget
+from .question_tree import FAILED, VIEW_STATUSES, view_status
 
 if TYPE_CHECKING:
     from ..exploration import Exploration
 
-_STATUS_ORDER = ("open", "gated", "claimed", "answered", "synthesized", "saturated", "error")
 ERROR_STYLE = "color:var(--jp-error-color1, #b42323)"
 MUTED_STYLE = "color:var(--jp-ui-font-color2, #57606a)"
 TABS = ("Gates", "Inspector", "Result", "Export")
@@ -85,6 +85,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self.totals = widgets.HTML()
         self.guide = widgets.HTML()  # why a control is disabled, or where to go next
         self.message = widgets.HTML()  # the newest note or error
+        self.warning = widgets.HTML()  # a degraded result's warning, while the graph's result is degraded
 
         self.gate_list = widgets.SelectMultiple(options=[], rows=5, layout=widgets.Layout(width="100%"))
         self.approve_button = _button("Approve", "check")
@@ -132,6 +133,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                 widgets.HBox([self.progress, self.counts, self.totals], layout=row),
                 self.guide,
                 self.message,
+                self.warning,
                 self.network,
                 self.tabs,
             ]
@@ -144,6 +146,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self._inspected: str | None = None
         self._read_at: tuple[int, str] = (-1, "")  # the feed's (seq, status) when the store was last read
         self._budget_state = ("", "")  # a budget_exhausted graph's state and reason (_budget_state_now)
+        self._result_for = ""  # the graph status the Result tab and the warning were last read at
         self._gates_seen = 0
         self._pump = KernelPump(self.refresh, interval_s=interval_s)
 
@@ -194,7 +197,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             elif kind == "error":
                 self._say(value, error=True)
             elif kind == "result":
-                self.result.value = value
+                self._show_result(value)
                 self.tabs.selected_index = RESULT_TAB
         delta = self.network.refresh()
         selected = self.network.selected
@@ -209,6 +212,9 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             self._show_totals()
             stopped = feed.status == GraphStatus.BUDGET_EXHAUSTED
             self._budget_state = self._budget_state_now() if stopped else ("", "")
+            if feed.status != self._result_for and feed.status != GraphStatus.ACTIVE:
+                self._show_result(self.exploration.preview())  # a run ended: its result as it stands
+            self._result_for = feed.status
         counts = feed.counts()  # once per tick, for every part below
         self._show_counts(counts)
         self._show_gates()
@@ -278,13 +284,13 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
 
     def _harvest(self) -> tuple[str, bool]:
         result = self.exploration.harvest(finish=True)
-        self._post("result", result._repr_html_())
+        self._post("result", result)
         degraded = " (degraded: see the Result tab)" if result.degraded else ""
         return f"finished; the result is in the Result tab{degraded}", False
 
     def _report(self) -> None:
         result = self.exploration.preview()
-        self._post("result", result._repr_html_())
+        self._post("result", result)
         self._post("note", "report: the result as the graph stands now (Result tab); nothing was changed")
 
     def _record(self, record: StepRecord) -> None:
@@ -360,12 +366,29 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         prefix = "error: " if error else ""
         self.message.value = f"<div style='{style}'>{html.escape(prefix + text)}</div>"
 
+    def _show_result(self, result: FractalResult) -> None:
+        """The result in the Result tab (what ``report()`` shows); a degraded one warns above the graph."""
+        self.result.value = result._repr_html_()
+        self.warning.value = (
+            f"<div class='fractal-degraded-warning' style='{ERROR_STYLE};border-left:3px solid currentColor;"
+            f"padding-left:.5em'><b>Degraded result:</b> "
+            f"{html.escape('; '.join(result.degraded_reasons))} (Result tab)</div>"
+            if result.degraded
+            else ""
+        )
+
     def _show_counts(self, counts: dict[str, int]) -> None:
         feed = self.network.feed
         questions = counts["total"] - counts["answers"]
         self.progress.max = max(questions, 1)
-        self.progress.value = counts["synthesized"] + counts["saturated"]
-        parts = [f"{counts[s]} {s}" for s in _STATUS_ORDER if counts[s]]
+        self.progress.value = counts["synthesized"] + counts["saturated"] + counts[FAILED]
+        parts = [
+            f"<b style='{ERROR_STYLE}'>{counts[s]} {s}</b>" if s == FAILED else f"{counts[s]} {s}"
+            for s in VIEW_STATUSES
+            if counts[s]
+        ]
+        if counts["weak"]:
+            parts.append(f"<b style='{ERROR_STYLE}'>{counts['weak']} weak synthesis(es)</b>")
         parts.append(f"{counts['answers']} answers")
         self.counts.value = f"<span>{' · '.join(parts)} · graph <b>{html.escape(feed.status)}</b></span>"
 
@@ -489,13 +512,27 @@ def inspector_html(details: dict[str, Any]) -> str:
     node = details["node"]
     meta = dict(node["metadata"])
     synthesis = meta.pop("synthesis", None)
+    shown = view_status(node["status"], node["status_reason"])
+    failed = shown == FAILED
     rows = [
-        f"<h4 style='margin:4px 0'>{html.escape(node['node_type'])} · {html.escape(node['status'])}"
+        f"<h4 style='margin:4px 0'>{html.escape(node['node_type'])} · {html.escape(shown)}"
         f"{' (' + html.escape(node['status_reason']) + ')' if node['status_reason'] else ''}"
         f" · depth {node['depth']}</h4>",
-        f"<p><b>{'Question' if node['node_type'] == 'question' else 'Answer'}:</b> "
-        f"{html.escape(node['text'])}</p>",
     ]
+    if failed:
+        error = str(meta.get("last_error") or node["status_reason"] or "error")
+        rows.append(
+            f"<p class='fractal-failed-note' style='{ERROR_STYLE}'><b>Failed:</b> {html.escape(error)}</p>"
+        )
+    if meta.get("synthesis_failed"):
+        rows.append(
+            f"<p class='fractal-weak-note' style='{ERROR_STYLE}'><b>Weak synthesis:</b> the model could not "
+            "synthesize it; its sub-findings were joined without the model.</p>"
+        )
+    rows.append(
+        f"<p><b>{'Question' if node['node_type'] == 'question' else 'Answer'}:</b> "
+        f"{html.escape(node['text'])}</p>"
+    )
     answers = [c for c in details["children"] if c["node_type"] == "answer"]
     for answer in answers:
         rows.append(f"<p><b>Answer:</b> {html.escape(answer['text'])}</p>")

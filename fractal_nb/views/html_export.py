@@ -14,12 +14,16 @@ import json
 import os
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidInputError
 from ..store.base import shown
 from ..store.records import Changes
 from .assets import static_text, vis_network_source
 from .graph_feed import snapshot_of
+
+if TYPE_CHECKING:
+    from ..results import FractalResult
 
 _PAGE_CSS = """
 body { margin: 0; background: var(--page-bg); color: var(--page-text);
@@ -31,6 +35,13 @@ body[data-jp-theme-light="false"] { --page-bg: #0d1117; --page-text: #e6edf3; --
 .fractal-page { max-width: 1400px; margin: 0 auto; padding: 16px 20px; }
 .fractal-page header h1 { font-size: 20px; font-weight: 600; margin: 0 0 4px 0; }
 .fractal-page header p { margin: 0 0 10px 0; color: var(--page-muted); }
+.fractal-page header .fractal-warning { margin: 0 0 10px 0; padding: 6px 10px; color: var(--page-text);
+  border-left: 4px solid var(--page-warn); background: var(--page-warn-bg); }
+body { --page-warn: #9a3412; --page-warn-bg: #fff4e5; }
+body[data-jp-theme-light="false"] { --page-warn: #fb923c; --page-warn-bg: #2b1a0c; }
+.fractal-page section.fractal-report { margin-top: 14px; line-height: 1.45; }
+.fractal-page section.fractal-report h2 { font-size: 17px; margin: 0 0 6px 0; }
+.fractal-page section.fractal-report .fractal-result h3 { display: none; }
 """
 _THEME = """
 const dark = window.matchMedia("(prefers-color-scheme: dark)");
@@ -45,8 +56,28 @@ def _script_json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False).replace("</", "<\\/").replace("<!--", "<\\!--")
 
 
-def render_html(changes: Changes, *, heading: str) -> str:
-    """The page for a full ``get_changes`` result: everything inlined, nothing fetched."""
+def _report(result: FractalResult | None) -> tuple[str, str]:
+    """The degraded warning (above the view) and the result section (below it), model text escaped."""
+    if result is None:
+        return "", ""
+    warning = (
+        '<p class="fractal-warning" role="alert"><b>Degraded result:</b> '
+        + html.escape("; ".join(result.degraded_reasons))
+        + " (the result below says more)</p>\n"
+        if result.degraded
+        else ""
+    )
+    section = f'<section class="fractal-report">\n<h2>Result</h2>\n{result._repr_html_()}\n</section>\n'
+    return warning, section
+
+
+def render_html(changes: Changes, *, heading: str, result: FractalResult | None = None) -> str:
+    """The page for a full ``get_changes`` result: everything inlined, nothing fetched.
+
+    With ``result`` (``Exploration.preview()``), the page shows what ``report()``
+    shows: the degraded warning above the tree, the summary, findings, gaps and
+    synthesis chain below it.
+    """
     message = snapshot_of(changes)
     counts = message["counts"]
     synthesized = counts["synthesized"]
@@ -55,6 +86,7 @@ def render_html(changes: Changes, *, heading: str) -> str:
         f"{questions:,} questions · {counts['answers']:,} answers · {synthesized:,} synthesized · "
         f"{len(message['links']):,} cross-branch links · graph {changes['status']}"
     )
+    warning, report = _report(result)
     starter = (
         "const data = JSON.parse(document.getElementById('fractal-data').textContent);\n"
         "const view = createView(document.getElementById('fractal-view'),\n"
@@ -70,8 +102,10 @@ def render_html(changes: Changes, *, heading: str) -> str:
             f"<style>{_PAGE_CSS}\n{static_text('network.css')}</style>\n</head>\n<body>\n",
             f"<script>{_THEME}</script>\n",
             '<main class="fractal-page">\n<header>\n',
-            f"<h1>{html.escape(heading)}</h1>\n<p>{html.escape(summary)}</p>\n</header>\n",
-            '<div id="fractal-view"></div>\n</main>\n',
+            f"<h1>{html.escape(heading)}</h1>\n<p>{html.escape(summary)}</p>\n{warning}</header>\n",
+            '<div id="fractal-view"></div>\n',
+            report,
+            "</main>\n",
             f"<script>{vis_network_source()}</script>\n",
             f'<script type="application/json" id="fractal-data">{_script_json(message)}</script>\n',
             f'<script type="module">\n{static_text("network.js")}\n{starter}</script>\n',
@@ -80,7 +114,9 @@ def render_html(changes: Changes, *, heading: str) -> str:
     )
 
 
-def write_html(changes: Changes, path: str | Path, *, heading: str) -> Path:
+def write_html(
+    changes: Changes, path: str | Path, *, heading: str, result: FractalResult | None = None
+) -> Path:
     """Write :func:`render_html` to ``path`` (UTF-8) whole or not at all; returns the path.
 
     The path is checked before anything is rendered; the page goes to a file
@@ -88,7 +124,7 @@ def write_html(changes: Changes, path: str | Path, *, heading: str) -> Path:
     partial page and an existing page as it was.
     """
     target = _export_path(path)
-    page = render_html(changes, heading=heading).encode("utf-8")
+    page = render_html(changes, heading=heading, result=result).encode("utf-8")
     part = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.part")
     try:
         descriptor = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)

@@ -18,12 +18,19 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import TypedDict
 
-from ..model import NodeStatus
+from ..model import NodeStatus, SaturationReason
 from ..store.records import FeedLink, FeedNode
 
 LABEL_WIDTH = 26  # characters per label line
 LABEL_LINES = 3
 TEXT_CHARS = 2000  # an answer or synthesis as the hover box and details panel get it
+FAILED = "failed"
+"""The view's status of a question that failed (``error``, or saturated as ``error`` by a harvest)."""
+VIEW_STATUSES = (
+    *(s.value for s in NodeStatus if s != NodeStatus.ERROR),
+    FAILED,
+)
+"""The statuses a question item shows: the store's, with ``failed`` for both forms of a failure."""
 # A tag the model or the simulator puts before its text ("[simulated] ..."): noise in a label.
 _TAG = re.compile(r"^\s*\[[^\]\n]{1,40}\]\s*")
 
@@ -45,8 +52,10 @@ class QuestionItem(TypedDict):
     seq: int
     text: str
     label: str
-    status: str
+    status: str  # one of VIEW_STATUSES
     reason: str | None
+    error: str | None  # why it failed (a failed question's last error), else None
+    weak: bool  # its synthesis was joined from sub-findings without the model
     owner: str | None
     answers: list[AnswerItem]
     synthesis: str | None
@@ -72,6 +81,13 @@ def question_label(text: str) -> str:
     return "\n".join(lines)
 
 
+def view_status(status: str, reason: str | None) -> str:
+    """The status a question shows: ``failed`` for a failure in either form, else the store's."""
+    if status == NodeStatus.ERROR or (status == NodeStatus.SATURATED and reason == SaturationReason.ERROR):
+        return FAILED
+    return status
+
+
 def _clip(text: str | None) -> str | None:
     if text is None or len(text) <= TEXT_CHARS:
         return text
@@ -86,9 +102,10 @@ class QuestionTree:
         self.answer_of: dict[str, str] = {}  # answer id -> its question id
 
     def counts(self) -> dict[str, int]:
-        """Questions by status (every status, zeros included), then ``answers`` and ``total`` nodes."""
+        """Questions by view status (zeros included), ``weak`` syntheses, ``answers``, ``total`` nodes."""
         tally = Counter(q["status"] for q in self.questions.values())
-        counts = {s.value: tally.get(s.value, 0) for s in NodeStatus}
+        counts = {s: tally.get(s, 0) for s in VIEW_STATUSES}
+        counts["weak"] = sum(q["weak"] for q in self.questions.values())
         counts["answers"] = len(self.answer_of)
         counts["total"] = len(self.questions) + len(self.answer_of)
         return counts
@@ -119,6 +136,7 @@ class QuestionTree:
 
     def _question(self, row: FeedNode, parent: str | None, via: str | None) -> QuestionItem:
         known = self.questions.get(row["node_id"])
+        status = view_status(row["status"], row["status_reason"])
         item: QuestionItem = {
             "id": row["node_id"],
             "parent": parent,
@@ -127,8 +145,12 @@ class QuestionTree:
             "seq": row["seq"],
             "text": row["text"],
             "label": question_label(row["text"]),
-            "status": row["status"],
+            "status": status,
             "reason": row["status_reason"],
+            "error": _clip(row["last_error"] or row["status_reason"] or "error")
+            if status == FAILED
+            else None,
+            "weak": bool(row["synthesis_failed"]),
             "owner": row["owner"],
             "answers": known["answers"] if known else [],
             "synthesis": _clip(row["synthesis"]),

@@ -9,7 +9,7 @@ import pytest
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
 from tests.browser.conftest import guarded_page
-from tests.browser.tree_checks import NETWORK, boxes, low_contrast, outside, overlapping, screenshot
+from tests.browser.tree_checks import NETWORK, boxes, contrast, low_contrast, outside, overlapping, screenshot
 from tests.engine.test_runs import FAST
 from tests.graph_builder import grow_graph
 
@@ -142,4 +142,39 @@ def test_twenty_thousand_nodes_open_readable_and_every_question_has_a_place(
     questions = sum(1 for n in store.get_changes(gid)["nodes"] if n["node_type"] == "question")
     assert placed == {"count": questions, "distinct": questions}
     assert traffic.errors == []
+    store.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_failures_are_visible_on_the_page(browser: Any, tmp_path: Path, scheme: str) -> None:
+    from tests.views.failing_graph import RATE_LIMIT, failing_graph
+
+    store = GraphStore()
+    built = failing_graph(store)
+    path = Exploration(store, built["graph_id"], SimulatedLLM(), clock=FAST).to_html(tmp_path / "failed.html")
+    options = {"viewport": {"width": 1280, "height": 900}, "color_scheme": scheme}
+    with guarded_page(browser, **options) as (tab, traffic):
+        tab.goto(path.as_uri())
+        drawn(tab)
+        assert "2 question(s) failed" in tab.locator(".fractal-warning").inner_text()
+        assert tab.locator(".fractal-legend .fractal-failed").inner_text() == "failed 2"
+        assert data(tab)["failedCount"] == "2"
+        tab.locator(".fractal-toolbar select").nth(0).select_option("failed")
+        assert data(tab)["found"] == "2", "the filter finds the failed questions"
+        tab.evaluate(f"() => window.fractalView.select('{built['failed']}', true)")
+        note = tab.locator(".fractal-details .fractal-failed-note")
+        assert note.inner_text() == f"Failed: {RATE_LIMIT}", "the error text, as text"
+        tab.evaluate(f"() => window.fractalView.select('{built['weak']}', true)")
+        assert "weak synthesis" in tab.locator(".fractal-details .fractal-weak-note").inner_text()
+        report = tab.locator("section.fractal-report")
+        assert "failed: Which loads matter most?" in report.inner_text()
+        assert low_contrast(tab) == {}, f"{scheme}: text under 4.5:1"
+        warn = tab.evaluate(
+            "() => { const w = getComputedStyle(document.querySelector('.fractal-warning'));"
+            " return [w.color, w.backgroundColor]; }"
+        )
+        assert contrast(*warn) >= 4.5, f"{scheme}: the warning under 4.5:1"
+        screenshot(tab, f"export-failed-{scheme}")
+        assert tab.evaluate("() => window.__pwned") is None
+        assert traffic.aborted == [] and traffic.failed == [] and traffic.errors == []
     store.close()

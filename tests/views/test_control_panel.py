@@ -238,3 +238,28 @@ def test_a_spent_token_budget_disables_run_and_says_how_to_go_on() -> None:
         view.refresh()
         assert ex.budget_reached() is None and "token budget" not in view.guide.value
         assert "Nothing is left to explore" in view.guide.value
+
+
+def test_failures_show_in_the_counts_the_inspector_and_a_degraded_warning() -> None:
+    from fractal_nb import GraphStore
+    from tests.views.failing_graph import HOSTILE, failing_graph
+
+    store = GraphStore()
+    built = failing_graph(store)
+    with Exploration(store, built["graph_id"], SimulatedLLM(), clock=FAST) as ex:
+        view = ex.view()
+        assert ">2 failed</b>" in view.counts.value and "1 weak synthesis(es)" in view.counts.value
+        view.network.selected = built["failed"]
+        view.refresh()
+        assert "question · failed (RateLimitError" in view.inspector.value
+        assert "<b>Failed:</b> RateLimitError: 429 Too Many Requests &lt;img" in view.inspector.value
+        view.network.selected = built["weak"]
+        view.refresh()
+        assert "<b>Weak synthesis:</b>" in view.inspector.value
+        assert view.warning.value == "", "an active graph's result is not in yet"
+        ex.harvest(finish=True)  # from code: the Result tab and the warning follow the graph
+        view.refresh()
+        assert "Degraded result:" in view.warning.value and "2 question(s) failed" in view.warning.value
+        assert view.result.value == ex.preview()._repr_html_() and "failed: Which loads" in view.result.value
+        assert HOSTILE not in view.result.value + view.inspector.value + view.warning.value
+        view.close()

@@ -164,3 +164,23 @@ def test_a_touched_answer_keeps_its_place_among_its_questions_answers(fresh_stor
             "Second answer.",
         ]
     )
+
+
+def test_failed_questions_are_failed_with_their_error_and_weak_syntheses_are_marked(
+    fresh_store: GraphStore,
+) -> None:
+    from tests.views.failing_graph import RATE_LIMIT, TIMEOUT, failing_graph
+
+    built = failing_graph(fresh_store)
+    feed = GraphFeed(fresh_store, built["graph_id"])
+    items = {q["id"]: q for q in feed.snapshot()["questions"]}
+    counts = feed.counts()
+    assert (counts["failed"], counts["saturated"], counts["weak"]) == (2, 0, 1), (
+        "a failure is no settled branch"
+    )
+    assert "error" not in counts, "one word for a failure: failed"
+    assert (items[built["failed"]]["status"], items[built["failed"]]["error"]) == ("failed", RATE_LIMIT)
+    settled = items[built["saturated_failed"]]
+    assert (settled["status"], settled["reason"], settled["error"]) == ("failed", "error", TIMEOUT)
+    assert items[built["weak"]]["weak"] and items[built["weak"]]["status"] == "synthesized"
+    assert not any(q["weak"] or q["error"] for q in items.values() if q["id"] not in built.values())

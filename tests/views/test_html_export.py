@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import shutil
@@ -173,3 +174,29 @@ def test_report_is_markdown_of_the_result_as_it_stands() -> None:
     assert report.startswith("### Why do rivers meander?")
     assert "**Findings**" in report and "**Synthesis chain**" in report
     assert result.synthesis_chain[0].question in report.replace("\\", "")
+
+
+def test_the_page_shows_the_degraded_warning_and_the_result_report_shows(
+    fresh_store: GraphStore, tmp_path: Path
+) -> None:
+    from tests.views.failing_graph import failing_graph
+
+    built = failing_graph(fresh_store)
+    ex = Exploration(fresh_store, built["graph_id"], SimulatedLLM(), clock=FAST)
+    result = ex.preview()
+    page = ex.to_html(tmp_path / "failed.html").read_text()
+    before, rest = page.split('<script type="application/json" id="fractal-data">')
+    after = rest.split("</script>", 1)[1]
+    warning = before.split('<p class="fractal-warning" role="alert">')[1].split("</p>")[0]
+    assert "2 question(s) failed" in warning and "1 synthesis(es) failed" in warning
+    assert (
+        before.index('class="fractal-warning"')
+        < before.index('id="fractal-view"')
+        < before.index("<h2>Result</h2>")
+    )
+    assert result._repr_html_() in before, "the result as report() shows it"
+    assert all(html.escape(gap, quote=True) in before for gap in result.gaps) and len(result.gaps) == 3
+    assert "<img src=x" not in before + after, "model text and errors stay text"
+    sound = fresh_store.create_graph("Why?", "pulse", "autonomous")
+    clean = Exploration(fresh_store, sound["graph_id"], SimulatedLLM(), clock=FAST)
+    assert 'class="fractal-warning"' not in clean.to_html(tmp_path / "sound.html").read_text()

@@ -12,7 +12,10 @@
 // or through textContent: never as HTML.
 
 const VIS_KEY = "__fractalNbVis";
-const STATUSES = ["open", "gated", "claimed", "answered", "synthesized", "saturated", "error"];
+// The statuses a question item shows (views/question_tree.py VIEW_STATUSES): "failed" is a question the
+// model failed on, whether still recoverable (the store's "error") or saturated as "error" by a harvest.
+const STATUSES = ["open", "gated", "claimed", "answered", "synthesized", "saturated", "failed"];
+const WEAK = "⚠ weak synthesis"; // a synthesis joined from sub-findings without the model
 const COLUMN = 250; // px between depths
 const ROW = 80; // px between leaves: a box of four lines (three of label, "▸ N more") and a gap
 const READABLE_SCALE = 0.75; // the zoom at which 12 px labels still read
@@ -99,6 +102,8 @@ function options(colors) {
 // A question's hover box: plain text, bounded (network.css caps its height too).
 function questionTitle(q) {
   const lines = [`question · ${q.status}${q.reason ? ` (${q.reason})` : ""}${q.owner && q.status === "claimed" ? ` · ${q.owner}` : ""}`];
+  if (q.error) lines.push(`Failed: ${clipText(q.error, 200)}`);
+  if (q.weak) lines.push(`${WEAK}: sub-findings joined without the model`);
   lines.push("", clipText(q.text, 300));
   if (q.answers.length) lines.push("", `Answer: ${clipText(q.answers[q.answers.length - 1].text, 300)}`);
   if (q.synthesis) lines.push("", `Synthesis: ${clipText(q.synthesis, 300)}`);
@@ -134,7 +139,9 @@ export function createView(
   toolbar.appendChild(search);
   const statusFilter = element("select");
   statusFilter.setAttribute("aria-label", "Filter by status");
-  for (const value of ["any status", ...STATUSES]) statusFilter.appendChild(new Option(value, value));
+  for (const value of ["any status", ...STATUSES, "weak"]) {
+    statusFilter.appendChild(new Option(value === "weak" ? "weak synthesis" : value, value));
+  }
   toolbar.appendChild(statusFilter);
   const found = element("select");
   found.setAttribute("aria-label", "Matching questions");
@@ -260,8 +267,9 @@ export function createView(
 
   function questionNode(q, position) {
     const hidden = isClosed(q.id) ? countBelow(q.id) : 0;
-    const label = hidden ? `${q.label}\n▸ ${hidden} more` : q.label;
-    return {
+    let label = hidden ? `${q.label}\n▸ ${hidden} more` : q.label;
+    if (q.weak) label = `${WEAK}\n${label}`;
+    const node = {
       id: q.id,
       label,
       title: questionTitle(q),
@@ -271,6 +279,19 @@ export function createView(
       borderWidth: q.root ? 3 : undefined,
       font: q.root ? { size: 14, bold: true } : undefined,
     };
+    if (q.weak) {
+      // A weak synthesis keeps its status colour, drawn with the failed border, dashed.
+      const fill = colors[q.status].fill;
+      node.color = {
+        background: fill,
+        border: colors.failed.border,
+        highlight: { background: fill, border: colors.text },
+        hover: { background: fill, border: colors.text },
+      };
+      node.borderWidth = 3;
+      node.shapeProperties = { borderDashes: [4, 3], borderRadius: 5 };
+    }
+    return node;
   }
 
   function items() {
@@ -412,6 +433,10 @@ export function createView(
     if (!q) return;
     panel.replaceChildren();
     panel.appendChild(element("h4", "", `question · ${q.status}${q.reason ? ` (${q.reason})` : ""} · depth ${q.depth}`));
+    if (q.error) panel.appendChild(element("p", "fractal-failed-note", `Failed: ${q.error}`));
+    if (q.weak) {
+      panel.appendChild(element("p", "fractal-weak-note", `${WEAK}: the model could not synthesize this question; its sub-findings were joined without it.`));
+    }
     panel.appendChild(element("p", "", q.text));
     for (const answer of q.answers) panel.appendChild(element("p", "", `Answer: ${answer.text}`));
     if (q.synthesis) panel.appendChild(element("p", "", `Synthesis: ${q.synthesis}`));
@@ -436,7 +461,7 @@ export function createView(
     if (text || wanted) {
       for (const q of questions.values()) {
         const hit = (!text || `${q.text}\n${q.synthesis || ""}`.toLowerCase().includes(text))
-          && (!wanted || q.status === wanted);
+          && (!wanted || (wanted === "weak" ? q.weak : q.status === wanted));
         if (hit) matches.push(q);
       }
     }
@@ -460,7 +485,9 @@ export function createView(
     entry.dataset.id = id;
     const summary = element("summary");
     const chip = element("span", `fractal-chip fractal-${q.status}`, q.status);
-    summary.append(chip, document.createTextNode(` ${q.label.replace(/\n/g, " ")}`));
+    summary.append(chip);
+    if (q.weak) summary.append(" ", element("span", "fractal-chip fractal-weak", WEAK));
+    summary.append(document.createTextNode(` ${q.label.replace(/\n/g, " ")}`));
     summary.addEventListener("click", () => select(id, true));
     entry.appendChild(summary);
     const finding = q.synthesis || (q.answers.length ? q.answers[q.answers.length - 1].text : "");
@@ -504,10 +531,11 @@ export function createView(
 
   function renderLegend() {
     legend.replaceChildren();
-    for (const name of [...STATUSES, "answers"]) {
+    for (const name of [...STATUSES, "weak", "answers"]) {
       const value = counts[name] || 0;
       if (!value && name !== "answers") continue;
-      legend.appendChild(element("span", `fractal-chip fractal-${name}`, `${name} ${value}`));
+      const text = name === "weak" ? `${WEAK} ${value}` : `${name} ${value}`;
+      legend.appendChild(element("span", `fractal-chip fractal-${name}`, text));
     }
     const key = (cls, text) => {
       const item = element("span", `fractal-link-key ${cls}`);
@@ -526,6 +554,7 @@ export function createView(
     status = message.status;
     el.dataset.nodeCount = String(counts.total ?? 0);
     el.dataset.gatedCount = String(counts.gated ?? 0);
+    el.dataset.failedCount = String(counts.failed ?? 0);
     el.dataset.counts = JSON.stringify(counts);
     el.dataset.status = status;
     renderLegend();
