@@ -527,29 +527,10 @@ def _report(exploration: Exploration, report: RunReport, llm: LLM, db: str) -> i
     else:
         print(_render_unfinished(exploration, status, db))
         code = _UNFINISHED.get(status, EXIT_STOPPED)
-    print(f"\nThis run: {run_line(report)}")
+    print(f"\nThis run: {report.headline(spend=False)}")
     print(f"\n{ledger_line(exploration)}; model: {llm!r}")
     print(f"Open it in a notebook: Exploration.open({db!r}, {exploration.graph_id!r}, llm=...)")
     return code
-
-
-def run_line(report: RunReport) -> str:
-    """How the run ended and what it did, without the model's spend (:func:`ledger_line` counts that).
-
-    A run whose questions all wait behind their gates says so, not "processed by 0 worker(s)".
-    """
-    reason = f" ({report.status_reason})" if report.status_reason else ""
-    nodes = f"{report.nodes_processed} node(s) processed"
-    if report.workers_dispatched:
-        did = f"{nodes} by {report.workers_dispatched} worker(s)"
-    elif report.gated_questions_remaining and not report.open_questions_remaining:
-        did = f"{nodes} (the seed phase); every question it made waits at a gate, so no worker started"
-    else:
-        did = f"{nodes}, no worker started"
-    return (
-        f"{report.status}{reason}: {did}, {report.wall_s:.1f} s; left: {report.open_questions_remaining} "
-        f"open, {report.claimed_nodes_remaining} claimed, {report.gated_questions_remaining} gated"
-    )
 
 
 def ledger_line(exploration: Exploration) -> str:

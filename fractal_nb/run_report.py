@@ -125,15 +125,23 @@ class RunReport:
         data["worker_reports"] = [w.to_dict() for w in self.worker_reports]
         return data
 
-    def headline(self) -> str:
-        """One line: status, reason, and what the run did."""
+    def headline(self, *, spend: bool = True) -> str:
+        """One line: status, reason, what the run did and (with ``spend``) what its model calls cost.
+
+        A run whose questions all wait behind their gates says so, not "processed by 0 worker(s)".
+        """
         reason = f" ({self.status_reason})" if self.status_reason else ""
-        cost = f", cost {self.cost:.4f}" if self.cost is not None else ""
-        return (
-            f"{self.status}{reason}: {self.nodes_processed} node(s) processed by "
-            f"{self.workers_dispatched} worker(s), {self.model_calls} model call(s), "
-            f"{self.tokens:,} tokens{cost}, {self.wall_s:.1f} s; left: {self._left()}"
-        )
+        nodes = f"{self.nodes_processed} node(s) processed"
+        if self.workers_dispatched:
+            did = f"{nodes} by {self.workers_dispatched} worker(s)"
+        elif self.gated_questions_remaining and not self.open_questions_remaining:
+            did = f"{nodes} (the seed phase); every question it made waits at a gate, so no worker started"
+        else:
+            did = f"{nodes}, no worker started"
+        if spend:
+            cost = f", cost {self.cost:.4f}" if self.cost is not None else ""
+            did += f", {self.model_calls} model call(s), {self.tokens:,} tokens{cost}"
+        return f"{self.status}{reason}: {did}, {self.wall_s:.1f} s; left: {self._left()}"
 
     def _left(self) -> str:
         return (

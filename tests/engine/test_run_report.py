@@ -354,3 +354,13 @@ def test_connect_sees_siblings_and_related_answers_and_places_boundary_questions
             assert question["parent_id"] == shallower
             assert nodes.loc[new, "branch_id"] != nodes.loc[other, "branch_id"]
         assert ex.harvest(finish=True).status == "completed"
+
+
+def test_a_run_stopped_at_its_gates_says_so_in_its_headline() -> None:
+    with explore("explore", checkpoint="depth:1") as ex:
+        report = ex.run(progress=False)
+        assert report == "paused" and report.workers_dispatched == 0 and report.gated_questions_remaining
+        line = report.headline()
+        assert "every question it made waits at a gate, so no worker started" in line
+        assert "0 worker(s)" not in line and "model call(s)" in line
+        assert "model call" not in report.headline(spend=False)
