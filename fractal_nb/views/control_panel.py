@@ -277,8 +277,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         return text, bool(failed) and len(failed) == done
 
     def _run(self) -> tuple[str, bool]:
-        # Run reads "Resume" on a budget_exhausted graph: clicking it is the explicit act of going on.
-        resume = self.exploration.status == GraphStatus.BUDGET_EXHAUSTED
+        # Run reads "Resume" on a budget_exhausted or error graph: clicking it is the explicit act of going on.
+        resume = self.exploration.status in (GraphStatus.BUDGET_EXHAUSTED, GraphStatus.ERROR)
         report = self.exploration.run(self.workers.value, progress=False, on_step=self._record, resume=resume)
         return report.headline(), report.status in ("model_unavailable", "seed_failed", "error")
 
@@ -410,6 +410,11 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
     def _blocked(self, counts: dict[str, int]) -> tuple[str, str]:
         """Why Step and Run cannot act now: (``finished``/``gates``/``explored``, the reason), or ('', '')."""
         status = self.network.feed.status
+        if status == GraphStatus.ERROR:  # resumable by an explicit act (docs/architecture.md, statuses)
+            return "stopped", (
+                f"The last run failed inside the engine ({self.exploration.status_reason}). "
+                "Resume runs again once the cause is gone; Report shows the result as it stands."
+            )
         if status in TERMINAL_GRAPH:
             return "finished", (
                 f"This exploration is {status}: nothing is left to run. Report shows its result "

@@ -227,6 +227,24 @@ def test_a_run_stopped_by_its_circuit_breaker_offers_resume_which_goes_on() -> N
         assert "Nothing is left to explore" in view.guide.value
 
 
+def test_an_engine_failure_offers_resume_which_runs_again_once_the_cause_is_gone() -> None:
+    from tests.engine.test_runs import FixableBackend
+
+    llm = FixableBackend(seed=3)
+    with Exploration.create("Why?", intensity="pulse", llm=llm, clock=FAST) as ex:
+        view = ex.view()
+        view.run_button.click()
+        settle(view)
+        assert ex.status == "error" and "backend bug" in view.message.value
+        assert view.run_button.description == "Resume" and not view.run_button.disabled
+        assert "failed inside the engine (RuntimeError: backend bug)" in view.guide.value
+        llm.fixed = True  # the cause is gone: Resume is the explicit act
+        view.run_button.click()
+        settle(view)
+        assert ex.status == "active" and "run: all_complete" in view.message.value
+        assert view.run_button.description == "Run"
+
+
 def test_a_spent_token_budget_disables_run_and_says_how_to_go_on() -> None:
     with Exploration.create("Why?", intensity="pulse", llm=SimulatedLLM(seed=3), clock=FAST) as ex:
         ex.run(progress=False, max_tokens=1_000)
