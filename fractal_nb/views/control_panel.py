@@ -277,7 +277,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         return text, bool(failed) and len(failed) == done
 
     def _run(self) -> tuple[str, bool]:
-        # Run reads "Resume" on a budget_exhausted or error graph: clicking it is the explicit act of going on.
+        # Run reads "Resume" on a budget_exhausted or error graph: clicking it is the explicit act.
         resume = self.exploration.status in (GraphStatus.BUDGET_EXHAUSTED, GraphStatus.ERROR)
         report = self.exploration.run(self.workers.value, progress=False, on_step=self._record, resume=resume)
         return report.headline(), report.status in ("model_unavailable", "seed_failed", "error")
