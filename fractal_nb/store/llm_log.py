@@ -38,7 +38,7 @@ _REQUIRED = (
     "outcome",
 )
 _OPTIONAL = ("node_id", "worker", "corrections", "queue_s", "mode", "error", "tokens_estimated")
-_TEXT_LIMITS = {"model": 200, "mode": 50, "error": 2000}
+_TEXT_LIMITS = {"model": 500, "mode": 50, "error": 2000}
 
 
 class LLMLog(StoreBase):
