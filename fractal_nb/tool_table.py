@@ -421,8 +421,21 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "record_llm_calls",
-        "Append model-call log records (role, node, worker, model, tokens, latency, outcome, error).",
-        (Param("calls", _text("JSON list of model-call log records."), Wire.JSON_LIST),),
+        "Append model-call log records to the ledger budgets count. Each record is an object: "
+        "graph_id, role (seed|answer|connect|synthesize|harvest), model, prompt_tokens, "
+        "completion_tokens, attempts, latency_s, outcome (ok|cached|error|discarded); optional "
+        "node_id (a node of that graph), worker, corrections, queue_s, mode, error, tokens_estimated. "
+        "A batch with one invalid record is refused whole.",
+        (
+            Param(
+                "calls",
+                _text(
+                    "JSON list of model-call records (at most 1,000); token counts are whole "
+                    "numbers from 0 to 10,000,000."
+                ),
+                Wire.JSON_LIST,
+            ),
+        ),
         result_key="recorded",
     ),
 )

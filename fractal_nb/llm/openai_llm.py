@@ -148,7 +148,7 @@ class OpenAILLM:
                 base_url=base_url,
                 timeout=timeout,
                 max_retries=max_retries,
-                http_client=openai.DefaultHttpxClient(transport=_CountingTransport()),
+                http_client=openai.DefaultHttpxClient(transport=cast("Any", _CountingTransport())),
             )
         self.model = model
         self.base_url = str(client.base_url)

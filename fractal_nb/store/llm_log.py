@@ -38,7 +38,7 @@ _REQUIRED = (
     "outcome",
 )
 _OPTIONAL = ("node_id", "worker", "corrections", "queue_s", "mode", "error", "tokens_estimated")
-_TEXT_LIMITS = {"model": 200, "mode": 50, "error": 2000}
+_TEXT_LIMITS = {"model": 500, "mode": 50, "error": 2000}
 
 
 class LLMLog(StoreBase):
@@ -151,9 +151,13 @@ class LLMLog(StoreBase):
         where, params = "graph_id = ?", [gid]
         if node_id is not None:
             where, params = where + " AND node_id = ?", [gid, require_id(node_id, "node_id")]
-        rows = self._db.fetchall(
-            f"SELECT {_CALL_COLUMNS} FROM llm_calls WHERE {where} ORDER BY call_id", params
-        )
+        columns = _CALL_COLUMNS
+        if self._db.read_only and not self._db.fetchone(  # a file older than the column, opened read-only
+            "SELECT 1 FROM information_schema.columns WHERE table_name = 'llm_calls' "
+            "AND column_name = 'tokens_estimated' AND table_catalog = current_database()"
+        ):
+            columns = columns.replace("tokens_estimated", "NULL AS tokens_estimated")
+        rows = self._db.fetchall(f"SELECT {columns} FROM llm_calls WHERE {where} ORDER BY call_id", params)
         names = [c.strip() for c in _CALL_COLUMNS.split(",")]
         calls = [dict(zip(names, row, strict=True)) for row in rows]
         for call in calls:

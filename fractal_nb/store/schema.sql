@@ -122,8 +122,8 @@ ALTER TABLE llm_calls ADD COLUMN IF NOT EXISTS corrections INTEGER DEFAULT 0;
 ALTER TABLE llm_calls ADD COLUMN IF NOT EXISTS queue_s DOUBLE DEFAULT 0;
 ALTER TABLE llm_calls ADD COLUMN IF NOT EXISTS mode VARCHAR;
 -- Tokens are the server's figures; true where it reported none and the backend estimated them
--- (older files: their rows read as reported).
-ALTER TABLE llm_calls ADD COLUMN IF NOT EXISTS tokens_estimated BOOLEAN DEFAULT false;
+-- (NULL in the rows of older files: not recorded then).
+ALTER TABLE llm_calls ADD COLUMN IF NOT EXISTS tokens_estimated BOOLEAN;
 
 -- Record/replay cache of completions, keyed by a hash of model, schema and messages.
 CREATE TABLE IF NOT EXISTS llm_cache (

@@ -265,9 +265,37 @@ def test_usage_is_reported_once_per_completion() -> None:
 def test_usage_is_estimated_when_the_server_sends_none() -> None:
     with FakeOpenAI("ok", responder=lambda body: GOOD, usage=False) as server, metered() as usage:
         make_llm(server).complete(MESSAGES, Answer)
-    assert usage.attempts == 1
+    assert usage.attempts == 1 and usage.estimated
     assert usage.prompt_tokens == messages_tokens(MESSAGES)
     assert usage.completion_tokens == estimate_tokens(json.dumps(GOOD))
+    with FakeOpenAI("ok", responder=lambda body: GOOD) as server, metered() as usage:
+        make_llm(server).complete(MESSAGES, Answer)
+    assert usage.attempts == 1 and not usage.estimated
+
+
+@pytest.mark.parametrize("url", ["refused", "not-a-url"])
+def test_requests_that_never_reach_a_server_count_as_none_and_cost_nothing(url: str) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    base_url = f"http://127.0.0.1:{port}/v1" if url == "refused" else url
+    llm = OpenAILLM("fake", base_url, "x", max_retries=2, timeout=0.5)
+    for _ in range(2):  # the probe (no retries), then a call with the client's retries
+        with metered() as usage, pytest.raises(LLMUnavailableError):
+            llm.complete(MESSAGES, Answer)
+        assert usage.requests is None and usage.attempts == 0
+        assert (usage.prompt_tokens, usage.completion_tokens) == (0, 0)
+
+
+def test_a_request_the_server_stalls_on_counts_as_sent() -> None:
+    with FakeOpenAI("flaky", faults=("slow",), failure_rate=1.0, slow_s=30) as server:
+        llm = make_llm(server, timeout=0.2, max_retries=1)
+        for _ in range(2):  # the probe (no retries), then a call and the client's one retry
+            before = len(server.requests)
+            with metered() as usage, pytest.raises(LLMTimeoutError):
+                llm.complete(MESSAGES, Answer)
+            assert usage.requests == len(server.requests) - before > 0
+            assert (usage.prompt_tokens, usage.attempts) == (0, 0)
 
 
 # --- configuration -----------------------------------------------------------------------
