@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -111,7 +110,7 @@ class Exploration:
         require_text(seed, "seed")
         level = parse_choice(Intensity, intensity, "intensity")
         CheckpointMode.parse(checkpoint, level)
-        limits = _limits(
+        limits = Limits.parse(
             max_tokens=max_tokens,
             max_cost=max_cost,
             prices=prices,
@@ -249,7 +248,7 @@ class Exploration:
             raise InvalidInputError(
                 f"on_step must be a function called with each StepRecord, or None, not {on_step!r}"
             )
-        asked = _limits(
+        asked = Limits.parse(
             max_tokens=max_tokens,
             max_cost=max_cost,
             prices=prices,
@@ -704,19 +703,6 @@ def _timestamps(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     for column in columns:
         frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
     return frame
-
-
-def _limits(**given: object) -> Limits:
-    """The budgets a person passed, checked (``Limits.parse``) and finite: no limit is None, not inf."""
-    limits = Limits.parse(**given)
-    for name in ("max_cost", "max_wall_s", "node_timeout_s"):
-        value = getattr(limits, name)
-        if value is not None and not math.isfinite(value):
-            raise InvalidInputError(f"{name} must be a finite number > 0, not {value!r} (None: no limit)")
-    for model, pair in limits.prices.items():
-        if not all(math.isfinite(p) for p in pair):
-            raise InvalidInputError(f"prices[{model!r}] must be finite numbers >= 0, not {pair!r}")
-    return limits
 
 
 def _check_flag(value: object, name: str) -> None:

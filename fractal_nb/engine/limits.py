@@ -217,10 +217,15 @@ def _positive(name: str, value: object, *, integer: bool = False) -> Any:
     if value is None:
         return None
     kinds = (int,) if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kinds) or not value > 0 or value != value:
-        kind = "an integer" if integer else "a number"
-        raise InvalidInputError(f"{name} must be {kind} > 0 or None, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, kinds) or not 0 < value < math.inf:
+        kind = "an integer" if integer else "a finite number"
+        raise InvalidInputError(f"{name} must be {kind} > 0 or None (no limit), not {value!r}")
     return value
+
+
+def _price(value: object) -> bool:
+    """Whether ``value`` is a price: a finite number >= 0."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < math.inf
 
 
 def _prices(value: object) -> Prices:
@@ -234,11 +239,13 @@ def _prices(value: object) -> Prices:
             not isinstance(model, str)
             or not isinstance(pair, list | tuple)
             or len(pair) != 2
-            or not all(isinstance(p, int | float) and not isinstance(p, bool) and p >= 0 for p in pair)
+            or not all(
+                isinstance(p, int | float) and not isinstance(p, bool) and 0 <= p < math.inf for p in pair
+            )
         ):
             raise InvalidInputError(
                 f"prices[{model!r}] must be (input, output) prices per million tokens, "
-                f"each a number >= 0, not {pair!r}"
+                f"each a finite number >= 0, not {pair!r}"
             )
         table[model] = (float(pair[0]), float(pair[1]))
     return table

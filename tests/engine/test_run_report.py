@@ -197,7 +197,7 @@ def test_budgets_are_kept_from_create_and_checked_before_anything_changes() -> N
     for bad, message in [
         ({"max_tokens": 0}, "max_tokens must be an integer > 0"),
         ({"max_tokens": 1.5}, "max_tokens must be an integer"),
-        ({"max_wall_s": -1}, "max_wall_s must be a number > 0"),
+        ({"max_wall_s": -1}, "max_wall_s must be a finite number > 0"),
         ({"max_cost": 1.0}, "max_cost needs a price table"),
         ({"max_cost": 1.0, "prices": {"m": (1,)}}, r"prices\['m'\] must be"),
     ]:
