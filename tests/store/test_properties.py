@@ -287,7 +287,12 @@ class GraphMachine(RuleBasedStateMachine):
         assert claim.after.snap == claim.before.snap and not claim.new_events
         refused = [
             ("resume_graph", self.store.resume_graph, ()),
-            ("update_graph_status", self.store.update_graph_status, ("active",)),
+            # error -> active is an explicit resume (model.GRAPH_TRANSITIONS); error -> paused is not
+            (
+                "update_graph_status",
+                self.store.update_graph_status,
+                ("active" if goal == "completed" else "paused",),
+            ),
             ("recover_stuck", self.store.recover_stuck, (0,)),
             ("add_node", self.store.add_node, (self.root, "answer", "Late.")),
         ]
