@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
 from pydantic import BaseModel
@@ -41,7 +41,8 @@ class Usage:
     ``requests`` the HTTP requests the server was sent (retries and failed ones
     included; 0 where the backend cannot see them); ``queue_s`` the time spent
     waiting for a free slot before the first request; ``mode`` how structured
-    output was asked for.
+    output was asked for; ``retries`` the (seed, temperature) each retry after a
+    refused reply was sampled with (llm/openai_llm.py varies them).
     """
 
     prompt_tokens: int = 0
@@ -51,6 +52,7 @@ class Usage:
     requests: int = 0
     queue_s: float = 0.0
     mode: str | None = None
+    retries: list[tuple[int | None, float | None]] = field(default_factory=list)
 
 
 _meter: ContextVar[Usage | None] = ContextVar("fractal_nb_llm_meter", default=None)
@@ -82,6 +84,13 @@ def report_request() -> None:
     usage = _meter.get()
     if usage is not None:
         usage.requests += 1
+
+
+def report_retry(seed: int | None, temperature: float | None) -> None:
+    """Record how a retry after a refused reply was sampled (its seed and temperature)."""
+    usage = _meter.get()
+    if usage is not None:
+        usage.retries.append((seed, temperature))
 
 
 def report_wait(queue_s: float, mode: str | None) -> None:
