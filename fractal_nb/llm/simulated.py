@@ -83,7 +83,8 @@ _SYNTHESIS_WORDINGS = [
     "details open.",
     "[simulated] Taken together, {n} sub-findings on {topic} share one core driver, while the finer "
     "points stay unsettled.",
-    "[simulated] {topic}: across {n} sub-findings a common cause emerges, with the specifics still in dispute.",
+    "[simulated] {topic}: across {n} sub-findings a common cause emerges, with the specifics still "
+    "in dispute.",
     "[simulated] Summing up {n} sub-findings about {topic}: broad agreement on causes, open questions on "
     "mechanisms.",
     "[simulated] For {topic}, {n} sub-findings converge on one explanation and differ on its size.",
@@ -287,7 +288,7 @@ def _field(prompt: str, pattern: str) -> str | None:
 
 
 def _remark(question: str) -> str:
-    """The remark a question's answer adds, by a digest of its id-free text (the run's draws stay as they were)."""
+    """The remark a question's answer adds, by a digest of its id-free text (no draw of the run)."""
     digest = hashlib.sha256(_ANY_ID.sub("n-id", question).encode()).digest()
     return _REMARKS[digest[0] % len(_REMARKS)]
 
