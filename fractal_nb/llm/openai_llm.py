@@ -12,8 +12,8 @@ three modes in turn and remembers the first one the server accepts:
 Every reply is repaired with ``json_repair`` and validated against the schema; a bad
 reply is sent back with a correction, ``output_retries`` times. A retry after a refused
 reply (a correction, or the same prompt asked again after one) is sampled differently:
-the next ``seed`` and a higher temperature (:func:`retry_sampling`), reported to the meter. Transport retries
-(429, 5xx, timeouts) are the client's own ``max_retries``. Requests in flight are
+the next ``seed`` and a higher temperature (:func:`retry_sampling`), reported to the
+meter. Transport retries (429, 5xx, timeouts) are the client's own ``max_retries``. Requests in flight are
 bounded by ``max_concurrency`` (1 for a server on this machine), each carries a
 ``max_tokens`` bound and, when given, a ``seed``. This is the only module that sees
 ``openai``; its errors leave as :class:`~fractal_nb.errors.LLMError`.
@@ -240,7 +240,7 @@ class OpenAILLM:
         """Ask in one structured-output mode, correcting bad replies; openai errors propagate when probing."""
         mode = _MODES[index]
         convo = _with_schema_note(messages, schema) if mode == "text" else list(messages)
-        judged = ReplyContext.of(convo, schema)  # replies are judged against the prompt as first sent
+        judged = ReplyContext.of(convo, schema)  # against the prompt as sent, then the corrections too
         prompt = _prompt_key(messages, schema)
         problem = ""
         for _ in range(self.output_retries + 1):
