@@ -685,6 +685,7 @@ _CALL_COLUMNS = [
     "mode",
     "outcome",
     "error",
+    "retry_sampling",
     "created_at",
 ]
 

@@ -16,6 +16,7 @@ of its questions (README, "Exit codes").
 from __future__ import annotations
 
 import contextvars
+import json
 import queue
 import threading
 import time
@@ -172,6 +173,7 @@ class ModelCaller:
             "mode": usage.mode,
             "outcome": "error" if error else ("cached" if usage.cached else "ok"),
             "error": None if error is None else f"{type(error).__name__}: {error}"[:2000],
+            "retry_sampling": _retry_sampling(usage.retries),
         }
         self._observe(error)
         if error is not None:
@@ -185,3 +187,15 @@ class ModelCaller:
             self.store.record_llm_calls([call])
         assert result is not None
         return result
+
+
+def _retry_sampling(retries: list[tuple[int | None, float | None]]) -> str | None:
+    """The ledger's ``retry_sampling``: each retry's seed and temperature as JSON, or None.
+
+    >>> _retry_sampling([(12, 0.5)])
+    '[{"seed": 12, "temperature": 0.5}]'
+    """
+    if not retries:
+        return None
+    # a call retries a few times; 40 entries stay well inside the column's 2,000 characters
+    return json.dumps([{"seed": seed, "temperature": temperature} for seed, temperature in retries[:40]])

@@ -10,8 +10,10 @@ three modes in turn and remembers the first one the server accepts:
    where the server does not enforce it), the reply parsed as text.
 
 Every reply is repaired with ``json_repair`` and validated against the schema; a bad
-reply is sent back with a correction, ``output_retries`` times. Transport retries
-(429, 5xx, timeouts) are the client's own ``max_retries``. Requests in flight are
+reply is sent back with a correction, ``output_retries`` times. A retry after a refused
+reply (a correction, or the same prompt asked again after one) is sampled differently:
+the next ``seed`` and a higher temperature (:func:`retry_sampling`), reported to the
+meter. Transport retries (429, 5xx, timeouts) are the client's own ``max_retries``. Requests in flight are
 bounded by ``max_concurrency`` (1 for a server on this machine), each carries a
 ``max_tokens`` bound and, when given, a ``seed``. This is the only module that sees
 ``openai``; its errors leave as :class:`~fractal_nb.errors.LLMError`.
@@ -20,6 +22,7 @@ bounded by ``max_concurrency`` (1 for a server on this machine), each carries a
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import sys
@@ -34,7 +37,7 @@ from urllib.parse import urlsplit
 import json_repair
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from ..errors import InvalidInputError, LLMError, LLMOutputError, LLMTimeoutError, LLMUnavailableError
 from ..loopback import is_loopback
@@ -44,10 +47,12 @@ from .protocol import (
     estimate_tokens,
     messages_tokens,
     report_request,
+    report_retry,
     report_usage,
     report_wait,
 )
-from .quality import ReplyContext
+from .quality import ReplyContext, correction, describe
+from .retries import FailureCount
 from .schemas import role_of
 
 _MODES = ("json_schema", "json_object", "text")
@@ -59,6 +64,8 @@ _SNIPPET = 300
 _HTTP: Any = sys.modules[
     next(c for c in openai.DefaultHttpxClient.__mro__ if c.__name__ == "Client").__module__.partition(".")[0]
 ]
+RETRY_TEMPERATURE_STEP = 0.3  # each retry after a refusal samples this much hotter…
+MAX_RETRY_TEMPERATURE = 1.0  # …up to this (a higher temperature set by the caller is kept)
 
 
 class _BadBody(Exception):
@@ -169,6 +176,7 @@ class OpenAILLM:
         self._client = client
         self._mode: int | None = None  # index into _MODES, once the probe found what the server takes
         self._probe = threading.Lock()
+        self._refused = FailureCount()  # per prompt: replies refused since its last accepted one
 
     def __repr__(self) -> str:
         return f"OpenAILLM(model={self.model!r}, base_url={self.base_url!r})"
@@ -236,14 +244,16 @@ class OpenAILLM:
     ) -> dict[str, Any]:
         """Ask in one structured-output mode, correcting bad replies; openai errors propagate when probing."""
         mode = _MODES[index]
-        judged = ReplyContext.of(messages, schema)  # replies are judged against the prompt as first sent
         convo = _with_schema_note(messages, schema) if mode == "text" else list(messages)
+        judged = ReplyContext.of(convo, schema)  # against the prompt as sent, then the corrections too
+        prompt = _prompt_key(messages, schema)
         problem = ""
         for _ in range(self.output_retries + 1):
             try:
-                text = self._request(mode, convo, schema, role, client)
+                text = self._request(mode, convo, schema, role, client, self._refused[prompt])
             except _BadBody as exc:
                 problem = str(exc)
+                self._refused.failed(prompt)
                 continue
             except openai.OpenAIError as exc:
                 if probing:
@@ -251,30 +261,44 @@ class OpenAILLM:
                 raise _translate(exc, self.model, self.base_url) from exc
             self._mode = index  # the server took this mode: every later call uses it
             try:
-                return _parse(text, schema, judged)
+                result = _parse(text, schema, judged)
             except ValueError as exc:  # pydantic's ValidationError is a ValueError
-                problem = _describe(exc)
+                self._refused.failed(prompt)
+                message, wording = correction(schema, exc)
+                problem = describe(exc)
+                judged = judged.after(wording)  # a reply that copies the correction is no answer
                 if text:
                     convo = [*convo, {"role": "assistant", "content": text}]
-                correction = (
-                    f"That reply was not a valid {schema.__name__}: {problem}. "
-                    "Reply again with only the corrected JSON object."
-                )
-                convo = [*convo, {"role": "user", "content": correction}]
+                convo = [*convo, {"role": "user", "content": message}]
+            else:
+                self._refused.succeeded(prompt)
+                return result
         raise LLMOutputError(
             f"{self.model} gave no valid {schema.__name__} in {self.output_retries + 1} "
             f"attempts ({mode} mode); last error: {problem}"
         )
 
     def _request(
-        self, mode: str, convo: list[Message], schema: type[BaseModel], role: str, client: openai.OpenAI
+        self,
+        mode: str,
+        convo: list[Message],
+        schema: type[BaseModel],
+        role: str,
+        client: openai.OpenAI,
+        refused: int = 0,
     ) -> str:
-        """Send one chat completion request (after waiting for a slot) and return the reply text."""
+        """Send one chat completion request (after waiting for a slot) and return the reply text.
+
+        After ``refused`` refused replies to the same prompt, it is sampled as :func:`retry_sampling` says.
+        """
         options: dict[str, Any] = {"max_tokens": self.max_tokens[role]}
-        if self.temperature is not None:
-            options["temperature"] = self.temperature
-        if self.seed is not None:
-            options["seed"] = self.seed
+        seed, temperature = retry_sampling(self.seed, self.temperature, refused)
+        if temperature is not None:
+            options["temperature"] = temperature
+        if seed is not None:
+            options["seed"] = seed
+        if refused:
+            report_retry(seed, temperature)
         json_schema = _json_schema(schema)
         if mode == "json_schema":
             options["response_format"] = {
@@ -355,6 +379,35 @@ class _CountingTransport:
         self._inner.close()
 
 
+def retry_sampling(
+    seed: int | None, temperature: float | None, refused: int
+) -> tuple[int | None, float | None]:
+    """The seed and temperature of a request after ``refused`` refused replies to its prompt.
+
+    The same request with the same seed gets the same reply: each retry takes the
+    next seed and samples hotter, by :data:`RETRY_TEMPERATURE_STEP` up to
+    :data:`MAX_RETRY_TEMPERATURE`. What the caller left out (None) stays out.
+
+    >>> retry_sampling(11, 0.2, 0), retry_sampling(11, 0.2, 1), retry_sampling(11, 0.2, 5)
+    ((11, 0.2), (12, 0.5), (16, 1.0))
+    >>> retry_sampling(None, 1.3, 2)
+    (None, 1.3)
+    """
+    if not refused:
+        return seed, temperature
+    if temperature is not None:
+        temperature = max(
+            temperature, min(MAX_RETRY_TEMPERATURE, round(temperature + RETRY_TEMPERATURE_STEP * refused, 2))
+        )
+    return (None if seed is None else seed + refused), temperature
+
+
+def _prompt_key(messages: list[Message], schema: type[BaseModel]) -> str:
+    """What tells one prompt from another: the schema and every message."""
+    text = json.dumps([schema.__name__, [[m["role"], m["content"]] for m in messages]])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 @cache
 def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:
     """A schema class's JSON schema, built once (it is sent with every request)."""
@@ -403,16 +456,6 @@ def _parse(text: str, schema: type[BaseModel], context: ReplyContext) -> dict[st
     if not isinstance(data, dict):
         raise ValueError(f"the reply held no JSON object: {_short(text)}")
     return schema.model_validate(data, context=context).model_dump(mode="json")
-
-
-def _describe(exc: ValueError) -> str:
-    """Say briefly why a reply failed: each validation error's field and message."""
-    if isinstance(exc, ValidationError):
-        errors = exc.errors(include_url=False, include_input=False)
-        text = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in errors)
-    else:
-        text = str(exc)
-    return _short(text)
 
 
 def _rejects_format(exc: openai.OpenAIError) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
 from pydantic import BaseModel
@@ -44,7 +44,9 @@ class Usage:
     included; a connection refused is none; None where the backend does not count
     them); ``estimated`` whether some tokens were estimated here because the server
     reported none; ``queue_s`` the time spent waiting for a free slot before the
-    first request; ``mode`` how structured output was asked for.
+    first request; ``mode`` how structured output was asked for; ``retries`` the
+    (seed, temperature) each retry after a refused reply was sampled with
+    (llm/openai_llm.py varies them; the ledger's ``retry_sampling``).
     """
 
     prompt_tokens: int = 0
@@ -55,6 +57,7 @@ class Usage:
     estimated: bool = False
     queue_s: float = 0.0
     mode: str | None = None
+    retries: list[tuple[int | None, float | None]] = field(default_factory=list)
 
 
 _meter: ContextVar[Usage | None] = ContextVar("fractal_nb_llm_meter", default=None)
@@ -92,6 +95,13 @@ def report_request() -> None:
     usage = _meter.get()
     if usage is not None:
         usage.requests = (usage.requests or 0) + 1
+
+
+def report_retry(seed: int | None, temperature: float | None) -> None:
+    """Record how a retry after a refused reply was sampled (its seed and temperature)."""
+    usage = _meter.get()
+    if usage is not None:
+        usage.retries.append((seed, temperature))
 
 
 def report_wait(queue_s: float, mode: str | None) -> None:

@@ -10,6 +10,17 @@ rejected and nothing of it is stored.
 Echoes need the prompt: validate with ``context=ReplyContext.of(messages, schema)``.
 Without a context (the simulated model's own check) the other rules still hold;
 with :data:`STORED` (text read back from the store) none of them run.
+
+Copies are judged by the share of a text's words that sit in runs of
+:data:`COPY_RUN` words found in a source (word shingles): a text is a copy when
+:data:`NEVER_CONTENT_SHARE` of it comes from what is never content, or
+:data:`NEAR_COPY_SHARE` from one line of the prompt, so a small edit (a word
+appended or changed) does not make it new. Some sources are never content, in any field: the
+gates' own wording and the corrections sent (a model that answers with the
+correction), the prompts' fixed instructions (prompts/*.txt) and the schema's
+wording. The rest of the prompt (the question, the parent's answer, the
+children's syntheses) is material a note or a harvest may quote, so only the
+fields judged for echoes refuse a copy of one of its lines.
 """
 
 from __future__ import annotations
@@ -17,19 +28,27 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
+from importlib import resources
 from typing import Any
 
-from pydantic import BaseModel, ValidationInfo
+from pydantic import BaseModel, ValidationError, ValidationInfo
 
 from ..text import clip, normalize
 from .protocol import Message
 
 _WORD = re.compile(r"[^\W\d_]{2,}")  # two letters or more: "1", "}, {" and ":{" hold none
-_URL = re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE)
+_TOKEN = re.compile(r"[^\W_]+")  # the words copies are compared by: "value_error" is "value", "error"
+# A link, however a model splits it: the scheme or "www." may be cut by spaces or a line break.
+_URL_START = re.compile(r"(?:h\s*t\s*t\s*p\s*s?\s*:\s*/\s*/|www\s*\.|(?:[\w-]+\.)+[a-z]{2,}/)", re.IGNORECASE)
+_URL_PIECE = re.compile(r"(\s*)(\S+)")
+_URLISH = re.compile(r"[/_=&%#]|\w\.\w")  # a piece of a path, a query or a domain
+_JOINS_BEFORE = "/-_=?&#%~+"  # a piece that ends so goes on after a break
+_JOINS_AFTER = "/.-_=?&#%~+:"  # a piece that starts so went on before one
 _JSON_KEY = re.compile(r'"\w+"\s*:')
 _REPLY_WITH = "Reply with a JSON object:"
 _HINT = re.compile(r"\(([^()]+)\)")
+_PLACEHOLDER = re.compile(r"\$(?:\w+|\{\w+\})")
 _QUESTION_MARKS = ("?", "？", "؟")
 _ASKING = frozenset(
     "what why how which who whom whose when where whether is are was were do does did can could "
@@ -86,7 +105,54 @@ GENERIC_PLACEHOLDERS = frozenset(
 )
 ECHO_MIN_WORDS = 3  # shorter texts ("Paris") may well appear in a prompt; they are judged by the rest
 MIN_LETTER_SHARE = 0.35  # letters among the visible characters of prose
+MAX_LINK_SHARE = 0.5  # a text whose visible characters are half a link is a link, not prose
 _REPEAT_MIN_WORDS, _REPEAT_MAX_SHARE = 12, 0.25  # "the the the ...": a model caught in a loop
+NEAR_COPY_MIN_WORDS = 4  # a three-word note may share its one run ("the same conclusion") fairly
+COPY_RUN = 3  # words in a row that make a copied run ("of the", "in the" recur in any prose; three rarely)
+# Four words in five from what is never content (the gates', the instructions', the schema's wording):
+# a correction quoted whole, clipped or with a word of its own is refused (tests/llm/test_quality.py).
+NEVER_CONTENT_SHARE = 0.8
+# Nine words in ten from one line of the prompt: a parent's answer with a word appended or changed is
+# refused, while an answer that restates its question and adds a clause passes; the simulated model's
+# texts, which quote their question, stay below 0.85 (tests/llm/test_quality.py).
+NEAR_COPY_SHARE = 0.9
+
+# The gates' own wording (README, "Output you can trust"): each refusal says why, after the text it quotes.
+NO_WORDS = "holds no words: write sentences, not symbols, numbers or a link"
+TOO_SHORT = "is too short: write at least {words} words"
+A_LINK = "is a link, not prose: write sentences (a link may only support them)"
+SYMBOLS = "is mostly symbols: write sentences"
+JSON_TEXT = "is JSON inside a text field: write the text itself"
+REPEATS = "repeats itself: write it once, in full sentences"
+SCHEMA_WORDING = "is the schema's wording, not content: write your own text"
+INSTRUCTIONS = "repeats the instructions or a correction, not content: write your own text"
+ECHO = "copies the prompt: write it in your own words"
+ASKS_NOTHING = "asks nothing: write a question that ends with '?'"
+CORRECTION = (
+    "That reply was not a valid {schema}: {problem}. Reply again with only the corrected JSON object."
+)
+_GATES = (
+    NO_WORDS,
+    *(TOO_SHORT.format(words=n) for n in range(1, 6)),
+    A_LINK,
+    SYMBOLS,
+    JSON_TEXT,
+    REPEATS,
+    SCHEMA_WORDING,
+    INSTRUCTIONS,
+    ECHO,
+    ASKS_NOTHING,
+)
+
+Shingles = frozenset[tuple[str, ...]]
+
+
+class Refusal(ValueError):
+    """A text a gate refused: the message quotes the text; ``reason`` is the gate's own wording."""
+
+    def __init__(self, text: str, reason: str) -> None:
+        super().__init__(f"{clip(text, 60)!r} {reason}")
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -96,48 +162,92 @@ class ReplyContext:
     prompt: str = ""  # normalized text of every message sent
     placeholders: frozenset[str] = field(default=GENERIC_PLACEHOLDERS)
     trusted: bool = False  # text read back from the store: judged when it was written
+    lines: tuple[Shingles, ...] = ()  # each line of the prompt: material an echo would copy
+    # Besides the gates' wording and the instructions: the schema's wording, the corrections sent.
+    never: Shingles = frozenset()
 
     @classmethod
     def of(cls, messages: list[Message], schema: type[BaseModel]) -> ReplyContext:
         """The context of a reply to ``messages`` asked for as ``schema``."""
         prompt = " \n ".join(normalize(m["content"]) for m in messages)
         asked = {normalize(hint) for m in messages for hint in _reply_hints(m["content"])}
-        return cls(prompt=prompt, placeholders=_placeholders(schema) | asked)
+        lines = {
+            grams
+            for m in messages
+            for line in m["content"].splitlines()
+            if (grams := shingles(_tokens(line)))
+        }
+        return cls(
+            prompt=prompt,
+            placeholders=_placeholders(schema) | asked,
+            lines=tuple(lines),
+            never=_schema_shingles(schema),
+        )
+
+    def after(self, correction: str) -> ReplyContext:
+        """The context once ``correction`` (its wording without the quoted reply) was sent back."""
+        return ReplyContext(
+            prompt=self.prompt,
+            placeholders=self.placeholders,
+            trusted=self.trusted,
+            lines=self.lines,
+            never=self.never | shingles(_tokens(correction)),
+        )
 
 
 STORED = ReplyContext(trusted=True)
 
 
-def prose(text: str, info: ValidationInfo, *, min_words: int, echo: bool = True) -> str:
-    """``text`` if it reads as prose of at least ``min_words`` words; else ValueError saying why."""
+def prose(text: str, info: ValidationInfo, *, min_words: int, echo: bool = True, near: bool = True) -> str:
+    """``text`` if it reads as prose of at least ``min_words`` words; else ValueError saying why.
+
+    ``echo``: a copy of the prompt is refused; ``near``: a near copy of one of its lines too.
+    """
     context = _context(info)
     if context.trusted:
         return text
-    shown = clip(text, 60)
-    words = _WORD.findall(_URL.sub(" ", text))
+    linked, rest = _links(text)
+    words = _WORD.findall(rest)
     if not words:
-        raise ValueError(f"{shown!r} holds no words: write sentences, not symbols, numbers or a link")
-    if len(words) < min_words:
-        raise ValueError(f"{shown!r} is too short: write at least {min_words} words")
+        raise Refusal(text, NO_WORDS)
     visible = [ch for ch in text if not ch.isspace()]
+    if linked >= MAX_LINK_SHARE * len(visible):
+        raise Refusal(text, A_LINK)
+    if len(words) < min_words:
+        raise Refusal(text, TOO_SHORT.format(words=min_words))
     if sum(ch.isalpha() for ch in visible) < MIN_LETTER_SHARE * len(visible):
-        raise ValueError(f"{shown!r} is mostly symbols: write sentences")
+        raise Refusal(text, SYMBOLS)
     stripped = text.strip()
     if (stripped[:1] in "{[" and stripped[-1:] in "}]") or _JSON_KEY.search(text):
-        raise ValueError(f"{shown!r} is JSON inside a text field: write the text itself")
+        raise Refusal(text, JSON_TEXT)
     if len(words) >= _REPEAT_MIN_WORDS and len({w.lower() for w in words}) < _REPEAT_MAX_SHARE * len(words):
-        raise ValueError(f"{shown!r} repeats itself: write it once, in full sentences")
+        raise Refusal(text, REPEATS)
     key = normalize(text)
     if key in context.placeholders:
-        raise ValueError(f"{shown!r} is the schema's wording, not content: write your own text")
+        raise Refusal(text, SCHEMA_WORDING)
     if echo and context.prompt and len(key.split()) >= ECHO_MIN_WORDS and key in context.prompt:
-        raise ValueError(f"{shown!r} copies the prompt: write it in your own words")
+        raise Refusal(text, ECHO)
+    tokens = _tokens(text)
+    if len(tokens) >= NEAR_COPY_MIN_WORDS:
+        never = _covered(tokens, _never_content()) | _covered(tokens, context.never)
+        if len(never) >= NEVER_CONTENT_SHARE * len(tokens):
+            raise Refusal(text, INSTRUCTIONS)
+        if (
+            echo
+            and near
+            and any(
+                len(never | _covered(tokens, line)) >= NEAR_COPY_SHARE * len(tokens) for line in context.lines
+            )
+        ):
+            raise Refusal(text, ECHO)
     return text
 
 
 def question(text: str, info: ValidationInfo) -> str:
     """``text`` if it asks something in at least three words; else ValueError saying why."""
-    text = prose(text, info, min_words=3)
+    # Near copies of other questions are the store's to weigh (docs/architecture.md): a sub-question
+    # differs from its parent's by a clause, and questions quote one another.
+    text = prose(text, info, min_words=3, near=False)
     if _context(info).trusted:
         return text
     stripped = text.strip().lstrip("¿¡\"'“ ").lower()
@@ -147,8 +257,110 @@ def question(text: str, info: ValidationInfo) -> str:
         or stripped.split()[0].strip(",:") in _ASKING
         or first_two in _ASKING_PAIRS
     ):
-        raise ValueError(f"{clip(text, 60)!r} asks nothing: write a question that ends with '?'")
+        raise Refusal(text, ASKS_NOTHING)
     return text
+
+
+def describe(error: ValueError) -> str:
+    """Why a reply failed, briefly: each validation error's field and message, on one line."""
+    if isinstance(error, ValidationError):
+        errors = error.errors(include_url=False, include_input=False)
+        text = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in errors)
+    else:
+        text = str(error)
+    return clip(text, 300)
+
+
+def correction(schema: type[BaseModel], error: ValueError) -> tuple[str, str]:
+    """The message that sends a refused reply back, and its wording without the reply's own text.
+
+    The second is what a model must not answer with (:meth:`ReplyContext.after`):
+    the gates' reasons and pydantic's messages, not the quoted text, which the
+    model may well mend into a good one.
+    """
+    wording = ""
+    if isinstance(error, ValidationError):
+        wording = "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: "
+            + (
+                f"value error, {cause.reason}"
+                if isinstance(cause := e.get("ctx", {}).get("error"), Refusal)
+                else e["msg"]
+            )
+            for e in error.errors(include_url=False, include_input=False)
+        )
+    return (
+        CORRECTION.format(schema=schema.__name__, problem=describe(error)),
+        CORRECTION.format(schema=schema.__name__, problem=wording),
+    )
+
+
+def shingles(tokens: list[str]) -> Shingles:
+    """Every run of :data:`COPY_RUN` words in ``tokens`` (none in a shorter text)."""
+    return frozenset(tuple(tokens[i : i + COPY_RUN]) for i in range(len(tokens) - COPY_RUN + 1))
+
+
+def copied_share(text: str, source: str) -> float:
+    """The share of ``text``'s words that sit in runs of :data:`COPY_RUN` words found in ``source``.
+
+    >>> copied_share("Jobs pull people into cities, mostly.", "Jobs pull people into cities.")
+    0.8333333333333334
+    >>> copied_share("Jobs pull people in.", "Housing holds them back.")
+    0.0
+    """
+    tokens = _tokens(text)
+    return len(_covered(tokens, shingles(_tokens(source)))) / len(tokens) if tokens else 0.0
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+def _covered(tokens: list[str], source: Shingles) -> set[int]:
+    """The positions of ``tokens`` inside a run that ``source`` holds too."""
+    covered: set[int] = set()
+    if not source:
+        return covered
+    for i in range(len(tokens) - COPY_RUN + 1):
+        if tuple(tokens[i : i + COPY_RUN]) in source:
+            covered.update(range(i, i + COPY_RUN))
+    return covered
+
+
+def _links(text: str) -> tuple[int, str]:
+    r"""The visible characters of the links in ``text``, and the text without them.
+
+    A link cut by a line break or spaces (a model's line wrapping) goes on past the
+    break when the piece before ends like a path (``/``, ``-``, ``_``…) or the piece
+    after starts like one or holds a path, a query or a domain.
+
+    >>> _links("See https://en.wikipedia.org/wiki/\nUrban_growth for more")
+    (42, 'See   for more')
+    """
+    spans: list[tuple[int, int]] = []
+    at = 0
+    while start := _URL_START.search(text, at):
+        end = start.end()
+        while piece := _URL_PIECE.match(text, end):
+            gap, chunk = piece.group(1), piece.group(2)
+            joined = (
+                not gap
+                or text[end - 1] in _JOINS_BEFORE
+                or chunk[0] in _JOINS_AFTER
+                or _URLISH.search(chunk) is not None
+            )
+            if not joined:
+                break
+            end = piece.end()
+        spans.append((start.start(), end))
+        at = end
+    rest, linked, last = [], 0, 0
+    for begin, end in spans:
+        rest.append(text[last:begin])
+        linked += sum(not ch.isspace() for ch in text[begin:end])
+        last = end
+    rest.append(text[last:])
+    return linked, " ".join(rest)
 
 
 def _reply_hints(content: str) -> list[str]:
@@ -166,10 +378,34 @@ def _context(info: ValidationInfo) -> ReplyContext:
     return context if isinstance(context, ReplyContext) else ReplyContext()
 
 
+@cache
+def _never_content() -> Shingles:
+    """What no reply may consist of: the gates' wording and every prompt's fixed instructions."""
+    texts = [f"value error, {gate}" for gate in _GATES] + [CORRECTION.format(schema="", problem="")]
+    return frozenset().union(*(shingles(_tokens(t)) for t in [*texts, *_instructions()]))
+
+
+def _instructions() -> Iterator[str]:
+    """The fixed text of every prompt template (prompts/*.txt), cut where a value goes in."""
+    for entry in resources.files("fractal_nb.prompts").iterdir():
+        if entry.name.endswith(".txt"):
+            yield from _PLACEHOLDER.split(entry.read_text(encoding="utf-8"))
+
+
 @lru_cache(maxsize=256)
 def _placeholders(schema: type[BaseModel]) -> frozenset[str]:
     wording = {normalize(text) for text in _schema_wording(schema.model_json_schema())}
     return GENERIC_PLACEHOLDERS | (wording - {""})
+
+
+@lru_cache(maxsize=256)
+def _schema_shingles(schema: type[BaseModel]) -> Shingles:
+    """The schema's wording, and how a correction names it and its fields."""
+    named = [
+        CORRECTION.format(schema=schema.__name__, problem=f"{name}: value error,")
+        for name in schema.model_fields
+    ]
+    return frozenset().union(*(shingles(_tokens(text)) for text in [*_placeholders(schema), *named]))
 
 
 def _schema_wording(node: Any) -> Iterator[str]:

@@ -1,8 +1,9 @@
 """Pydantic models of every structured output the engine asks a model for, one per role.
 
-Their text fields refuse junk (:mod:`.quality`): a reply that holds no words,
-JSON fragments, a copy of the prompt or of the schema's wording, or a "question"
-that asks nothing fails validation like a missing field would.
+Their text fields refuse junk (:mod:`.quality`): a reply that holds no words or
+is a link, JSON fragments, a copy (or a near copy) of the prompt, of the schema's
+wording or of a correction, or a "question" that asks nothing fails validation
+like a missing field would.
 """
 
 from __future__ import annotations

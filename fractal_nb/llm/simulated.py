@@ -50,6 +50,46 @@ _FOLLOW_UPS = [
     ("How does {q} change the other lines of inquiry?", ProxySignal.HIGH_BLAST_RADIUS),
 ]
 _HEDGES = ["probably", "it depends on the setting, but", "in most cases", "assuming the data hold,"]
+# Each level of a path words its answers and syntheses its own way: a text that said what its parent
+# (or its children) said with another topic would be a near copy of the prompt, which llm/quality.py refuses.
+_ANSWER_WORDINGS = [
+    "[simulated] About {topic}: {hedge} history explains much of it (depth {depth}); a real model would "
+    "supply the specifics.",
+    "[simulated] On {topic}: {hedge} the answer turns on a few concrete factors at depth {depth}; this text "
+    "stands in for a real model's answer.",
+    "[simulated] Regarding {topic}, {hedge} two or three measurable conditions decide it (depth {depth}); "
+    "a real model would name them here.",
+    "[simulated] {topic}: {hedge} it comes down to local circumstances (depth {depth}); here a real model "
+    "would spell those out.",
+    "[simulated] As for {topic}, {hedge} the evidence points several ways (depth {depth}); weighing it "
+    "needs a real model.",
+    "[simulated] Concerning {topic}: {hedge} timing and scale matter most (depth {depth}); the details "
+    "await a real model.",
+]
+# …and each question adds a remark of its own (by a digest of its text), so two questions that open
+# alike at one depth (boundary questions under boundary questions) get answers that differ.
+_REMARKS = [
+    "Costs and benefits fall unevenly across groups.",
+    "Institutions shape most of the outcome.",
+    "Timing decides more than size does.",
+    "Early advantages compound over the years.",
+    "Supply limits cap what is possible.",
+    "Incentives explain most of the spread.",
+    "Measurement errors blur the picture.",
+    "Outside shocks can tip the balance.",
+]
+_SYNTHESIS_WORDINGS = [
+    "[simulated] Synthesis of {topic} from {n} sub-findings: they agree on the main drivers and leave the "
+    "details open.",
+    "[simulated] Taken together, {n} sub-findings on {topic} share one core driver, while the finer "
+    "points stay unsettled.",
+    "[simulated] {topic}: across {n} sub-findings a common cause emerges, with the specifics still "
+    "in dispute.",
+    "[simulated] Summing up {n} sub-findings about {topic}: broad agreement on causes, open questions on "
+    "mechanisms.",
+    "[simulated] For {topic}, {n} sub-findings converge on one explanation and differ on its size.",
+    "[simulated] The {n} sub-findings under {topic} line up behind a single account, its limits unclear.",
+]
 _NODE_ID = re.compile(r"^- \[(n-[0-9a-f]+)\]", re.MULTILINE)  # a candidate's line (its text may cite ids)
 _ANY_ID = re.compile(r"\bn-[0-9a-f]{1,16}")  # a node id, whole or cut short by a clipped text
 
@@ -151,9 +191,10 @@ class SimulatedLLM:
         topic = _topic(seed)
         angles = rng.sample(_ANGLES, k=min(len(_ANGLES), rng.randint(lo, hi)))
         kind = "question" if seed.rstrip().endswith("?") else rng.choice(["claim", "goal", "fact"])
+        quoted = repr(seed) if len(seed) <= 80 else _topic(seed)  # a long seed quoted whole would echo it
         return {
             "seed_kind": kind,
-            "decomposition": f"[simulated] {seed!r} splits into {len(angles)} independent "
+            "decomposition": f"[simulated] {quoted} splits into {len(angles)} independent "
             "dimensions: causes, evidence, stakes and alternatives.",
             "questions": [a.format(topic=topic) for a in angles],
         }
@@ -166,11 +207,13 @@ class SimulatedLLM:
         follow_ups = rng.sample(_FOLLOW_UPS, k=min(count, len(_FOLLOW_UPS)))
         hedge = rng.choice(_HEDGES) if follow_ups else "clearly"
         short = _topic(question)
+        # A follow-up whose opening its question already holds would nearly copy it or an ancestor: dropped.
+        follow_ups = [(t, s) for t, s in follow_ups if t.split(" {q}")[0] not in question]
+        wording = _ANSWER_WORDINGS[depth % len(_ANSWER_WORDINGS)]
         return {
             # The depth tells apart the answers to questions that read alike along one path
             # (boundary questions under boundary questions): a copy of an ancestor's answer is refused.
-            "answer": f"[simulated] On {short}: {hedge} the answer turns on a few concrete "
-            f"factors at depth {depth}; this text stands in for a real model's answer.",
+            "answer": wording.format(topic=short, hedge=hedge, depth=depth) + " " + _remark(question),
             "confidence": round(rng.uniform(0.45, 0.95), 2),
             "sub_questions": [{"text": t.format(q=short), "proxy_signal": s} for t, s in follow_ups],
             "saturation": None if follow_ups else rng.choice(["actionable", "derivable"]),
@@ -184,9 +227,10 @@ class SimulatedLLM:
             if "contradict" in prompt.lower()
             else []
         )
+        depth = int(_field(prompt, r"Its own answer:\n[^\n]*?depth (\d+)") or 0)  # the root's is the plan
+        wording = _SYNTHESIS_WORDINGS[depth % len(_SYNTHESIS_WORDINGS)]
         return {
-            "synthesis": f"[simulated] Synthesis of {_topic(question)} from {children} sub-findings: "
-            "they agree on the main drivers and leave the details open.",
+            "synthesis": wording.format(topic=_topic(question), n=children),
             "tensions": tensions,
         }
 
@@ -241,6 +285,12 @@ def _decisive(role: str, prompt: str) -> str:
 def _field(prompt: str, pattern: str) -> str | None:
     match = re.search(pattern, prompt)
     return match.group(1).strip() if match else None
+
+
+def _remark(question: str) -> str:
+    """The remark a question's answer adds, by a digest of its id-free text (no draw of the run)."""
+    digest = hashlib.sha256(_ANY_ID.sub("n-id", question).encode()).digest()
+    return _REMARKS[digest[0] % len(_REMARKS)]
 
 
 def _topic(text: str, *, digest: bool = True) -> str:

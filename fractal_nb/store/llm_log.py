@@ -19,8 +19,9 @@ from .rows import iso
 
 _CALL_COLUMNS = (
     "call_id, graph_id, node_id, worker, role, model, prompt_tokens, completion_tokens, tokens_estimated, "
-    "attempts, corrections, queue_s, latency_s, mode, outcome, error, created_at"
+    "attempts, corrections, queue_s, latency_s, mode, outcome, error, retry_sampling, created_at"
 )
+_LATER_COLUMNS = ("tokens_estimated", "retry_sampling")  # NULL when read from a file older than them
 OUTCOMES = ("ok", "cached", "error", "discarded")  # discarded: paid for, then refused by the store
 ROLES = ("seed", "answer", "connect", "synthesize", "harvest")  # llm/schemas.py role_of, one per schema
 MAX_CALL_TOKENS = 10_000_000  # prompt or completion tokens of one call: far past any model's context
@@ -37,8 +38,17 @@ _REQUIRED = (
     "latency_s",
     "outcome",
 )
-_OPTIONAL = ("node_id", "worker", "corrections", "queue_s", "mode", "error", "tokens_estimated")
-_TEXT_LIMITS = {"model": 500, "mode": 50, "error": 2000}
+_OPTIONAL = (
+    "node_id",
+    "worker",
+    "corrections",
+    "queue_s",
+    "mode",
+    "error",
+    "tokens_estimated",
+    "retry_sampling",
+)
+_TEXT_LIMITS = {"model": 500, "mode": 50, "error": 2000, "retry_sampling": 2000}
 
 
 class LLMLog(StoreBase):
@@ -97,7 +107,7 @@ class LLMLog(StoreBase):
             return 0
         now = self.clock()
         values = ", ".join(
-            "(nextval('call_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in rows
+            "(nextval('call_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in rows
         )
         self._db.write_one(
             f"INSERT INTO llm_calls ({_CALL_COLUMNS}) VALUES {values}",
@@ -120,6 +130,7 @@ class LLMLog(StoreBase):
                     c["mode"],
                     c["outcome"],
                     c["error"],
+                    c["retry_sampling"],
                     now,
                 )
             ],
@@ -152,11 +163,17 @@ class LLMLog(StoreBase):
         if node_id is not None:
             where, params = where + " AND node_id = ?", [gid, require_id(node_id, "node_id")]
         columns = _CALL_COLUMNS
-        if self._db.read_only and not self._db.fetchone(  # a file older than the column, opened read-only
-            "SELECT 1 FROM information_schema.columns WHERE table_name = 'llm_calls' "
-            "AND column_name = 'tokens_estimated' AND table_catalog = current_database()"
-        ):
-            columns = columns.replace("tokens_estimated", "NULL AS tokens_estimated")
+        if self._db.read_only:  # a file older than some columns, opened read-only: they read as NULL
+            present = {
+                row[0]
+                for row in self._db.fetchall(
+                    "SELECT column_name FROM information_schema.columns WHERE table_name = 'llm_calls' "
+                    "AND table_catalog = current_database()"
+                )
+            }
+            for later in _LATER_COLUMNS:
+                if later not in present:
+                    columns = columns.replace(later, f"NULL AS {later}")
         rows = self._db.fetchall(f"SELECT {columns} FROM llm_calls WHERE {where} ORDER BY call_id", params)
         names = [c.strip() for c in _CALL_COLUMNS.split(",")]
         calls = [dict(zip(names, row, strict=True)) for row in rows]

@@ -124,6 +124,9 @@ ALTER TABLE llm_calls ADD COLUMN IF NOT EXISTS mode VARCHAR;
 -- Tokens are the server's figures; true where it reported none and the backend estimated them
 -- (NULL in the rows of older files: not recorded then).
 ALTER TABLE llm_calls ADD COLUMN IF NOT EXISTS tokens_estimated BOOLEAN;
+-- How the retries after a refused reply were sampled, as JSON: [{"seed": 12, "temperature": 0.5}, ...]
+-- (llm/openai_llm.py varies them, so a retry does not get the same reply again); NULL: no retry.
+ALTER TABLE llm_calls ADD COLUMN IF NOT EXISTS retry_sampling VARCHAR;
 
 -- Record/replay cache of completions, keyed by a hash of model, schema and messages.
 CREATE TABLE IF NOT EXISTS llm_cache (

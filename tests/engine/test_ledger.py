@@ -5,7 +5,9 @@ replies, stalls, and a server that reports no usage."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,3 +96,31 @@ def test_tokens_a_server_does_not_report_are_marked_estimated(tmp_path: Path) ->
             check_ledger_matches(ex, server, tokens=False)
             calls = ex.llm_calls()
             assert calls["tokens_estimated"].all() and (calls["prompt_tokens"] > 0).all()
+
+
+def test_the_ledger_says_how_each_retry_after_a_refusal_was_sampled(tmp_path: Path) -> None:
+    good = role_responder()
+    asked: set[str] = set()
+
+    def first_a_link(body: dict[str, Any]) -> dict[str, Any]:
+        """Each answer's first reply is a bare link (refused by the gates); asked again, a good answer."""
+        reply = good(body)
+        prompt = json.dumps(body["messages"][:2])
+        if "answer" in reply and prompt not in asked:
+            asked.add(prompt)
+            return {**reply, "answer": "https://en.wikipedia.org/wiki/\nUrban_growth"}
+        return reply
+
+    with FakeOpenAI("ok", responder=first_a_link) as server:
+        status, ex = run_on(server.llm(seed=5), tmp_path / "retries.duckdb")
+        with ex:
+            assert status == "all_complete"
+            calls = ex.llm_calls()
+            retried = calls[calls["retry_sampling"].notna()]
+            assert len(retried) >= 3, "every answer was refused once and asked again"
+            sent = [(r.get("seed"), r.get("temperature")) for r in server.requests]
+            for text in retried["retry_sampling"]:
+                for entry in json.loads(text):
+                    assert (entry["seed"], entry["temperature"]) in sent  # what the server was sent
+                    assert entry["seed"] > 5  # never the first request's seed again
+            assert calls.loc[calls["corrections"] == 0, "retry_sampling"].isna().all()

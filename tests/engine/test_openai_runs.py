@@ -136,7 +136,9 @@ def answer(prompt: str) -> dict[str, Any]:
         for k in range(sub_count(question))
     ]
     return {
-        "answer": f"A grounded answer to: {question[:120]}",
+        # Its own point (a digest of the question): questions that differ by a digit get answers that
+        # differ by more, or one would be a near copy of the other shown nearby (llm/quality.py).
+        "answer": f"A grounded answer to: {question[:120]} (point {h % 997}, weight {h % 89})",
         "confidence": round(0.5 + (h % 40) / 100, 2),
         "sub_questions": subs,
         "saturation": None if subs else "actionable",

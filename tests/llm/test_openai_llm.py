@@ -471,3 +471,110 @@ def test_the_ledger_counts_every_request_the_server_saw() -> None:
             llm.complete(MESSAGES, Answer)  # a 503 and the client's one retry of it
         assert usage.requests == 2 and usage.attempts == 0
     assert len(server.requests) == 4
+
+
+# --- issue 24: a retry after a refusal is asked differently, and the ledger says how --------------
+
+JUNK_SYNTHESIS = "value_error: The schema's wording, not content: write your own text"  # the issue's
+
+
+def test_a_correction_round_trip_takes_the_next_seed_and_a_hotter_temperature() -> None:
+    responder = scripted({"answer": JUNK_SYNTHESIS, "confidence": 0.5}, GOOD)
+    with FakeOpenAI("ok", responder=responder) as server, metered() as usage:
+        assert make_llm(server, seed=11).complete(MESSAGES, Answer) == GOOD_FULL
+    first, retry = server.requests
+    assert (first["seed"], first["temperature"]) == (11, 0.2)
+    assert (retry["seed"], retry["temperature"]) == (12, 0.5)
+    assert usage.retries == [(12, 0.5)]  # what the ledger is told
+
+
+def test_the_same_prompt_asked_again_after_a_refusal_is_sampled_differently() -> None:
+    """The engine's own retries (a question released, a synthesis tried again) send the same messages."""
+    junk = {"answer": "https://en.wikipedia.org/wiki/\nUrban_growth", "confidence": 0.5}
+    with FakeOpenAI("ok", responder=scripted(junk, junk, GOOD)) as server:
+        llm = make_llm(server, output_retries=0)
+        for _ in range(2):
+            with pytest.raises(LLMOutputError, match="holds no words"):
+                llm.complete(MESSAGES, Answer)
+        with metered() as usage:
+            assert llm.complete(MESSAGES, Answer) == GOOD_FULL
+        llm.complete(MESSAGES, Answer)  # accepted last time: asked as at first again
+    sampling = [(r.get("seed"), r["temperature"]) for r in server.requests]
+    assert sampling == [(None, 0.2), (None, 0.5), (None, 0.8), (None, 0.2)]  # no seed was set: none sent
+    assert usage.retries == [(None, 0.8)]
+    assert [r["messages"] for r in server.requests] == [MESSAGES] * 4
+
+
+def test_a_retry_never_samples_past_the_bound_nor_below_the_callers_temperature() -> None:
+    from fractal_nb.llm.openai_llm import MAX_RETRY_TEMPERATURE, retry_sampling
+
+    assert retry_sampling(7, 0.0, 10) == (17, MAX_RETRY_TEMPERATURE)
+    assert retry_sampling(7, 1.5, 1) == (8, 1.5)
+    assert retry_sampling(None, None, 3) == (None, None)
+
+
+def test_a_cached_retry_is_recorded_and_replayed_apart(tmp_path: Any) -> None:
+    """Record: the refused first reply stores nothing, the varied retry is kept under its own key;
+    replay then fails where the recorded run failed and answers where it answered."""
+    from fractal_nb.llm.cache import CachedLLM
+    from fractal_nb.store import GraphStore
+
+    junk = {"answer": JUNK_SYNTHESIS, "confidence": 0.5}
+    with (
+        FakeOpenAI("ok", responder=scripted(junk, GOOD)) as server,
+        GraphStore(tmp_path / "c.duckdb") as store,
+    ):
+        recorder = CachedLLM(make_llm(server, output_retries=0), store, "record")
+        with pytest.raises(LLMOutputError):
+            recorder.complete(MESSAGES, Answer)
+        assert recorder.complete(MESSAGES, Answer) == GOOD_FULL
+        assert server.requests[1]["temperature"] > server.requests[0]["temperature"]
+        replay = CachedLLM(None, store, "replay")
+        with pytest.raises(LLMError, match="no recorded Answer completion"):
+            replay.complete(MESSAGES, Answer)
+        assert replay.complete(MESSAGES, Answer) == GOOD_FULL  # the retry's own recording
+        # A recording is judged like a fresh reply: junk recorded by an older version is refused.
+        store.cache_put(recorder._key(MESSAGES, Answer, []), model="fake", role="answer", response=junk)
+        with pytest.raises(LLMOutputError, match="recorded Answer reply refused"):
+            CachedLLM(None, store, "replay").complete(MESSAGES, Answer)
+
+
+def test_a_model_that_answers_with_the_correction_leaves_a_degraded_result(tmp_path: Any) -> None:
+    """The issue's run: the gates' correction given back as the root synthesis and the summary.
+
+    Refused every time, it is never stored; the root's synthesis is joined visibly and the
+    result says it is degraded.
+    """
+    from fractal_nb import Exploration
+    from tests.engine.test_openai_runs import FAST, SEED, role_responder, schema_name
+
+    sensible = role_responder()
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        name = schema_name(body)
+        if name == "Synthesis":
+            return {"synthesis": JUNK_SYNTHESIS, "tensions": []}
+        if name == "HarvestSummary":
+            return {"summary": "'A paragraph of your own.' is the schema's wording, not…", "findings": []}
+        return sensible(body)
+
+    with FakeOpenAI("ok", responder=respond) as server:
+        llm = server.llm(timeout=5.0, max_retries=0, seed=7)
+        with Exploration.create(
+            SEED, intensity="pulse", llm=llm, clock=FAST, path=tmp_path / "j.duckdb"
+        ) as ex:
+            ex.run(progress=False)
+            result = ex.harvest(finish=True)
+            texts = " ".join(ex.nodes()["text"]) + " ".join(c.synthesis for c in result.synthesis_chain)
+            calls = ex.llm_calls()
+    assert "value_error" not in texts and "schema's wording" not in result.summary
+    assert result.degraded and result.synthesis_chain[0].degraded
+    assert any("synthes" in r for r in result.degraded_reasons)
+    assert any("harvest summary failed" in r for r in result.degraded_reasons)
+    refused = calls[calls["role"] == "synthesize"]
+    assert (refused["outcome"] == "error").all() and refused["error"].str.contains(
+        "repeats the instructions"
+    ).all()
+    # Each synthesis retried is sampled with a seed of its own: the same prompt never gets the same request.
+    synthesize = [r for r in server.requests if schema_name(r) == "Synthesis"]
+    assert len({(json.dumps(r["messages"]), r["seed"]) for r in synthesize}) == len(synthesize) > 2

@@ -183,3 +183,146 @@ def test_the_prompts_own_reply_hints_are_placeholders() -> None:
     assert "too short" in refusal(SeedPlan, plan, ReplyContext.of(seed, SeedPlan))
     plan["decomposition"] = "Two or three sentences of your own naming the dimensions."
     assert "schema's wording" in refusal(SeedPlan, plan, ReplyContext.of(seed, SeedPlan))
+
+
+# --- issue 24: junk a real small model (Gemma 3 270M) wrote, refused however it is dressed ------------
+
+CORRECTION_COPY = "value_error: The schema's wording, not content: write your own text"  # verbatim, the issue
+PARENT_ANSWER = "Cities with more jobs attract workers, who in turn create demand for more local jobs."
+CHILD_PROMPT: list[Message] = [
+    {"role": "system", "content": "You answer one question of a question tree."},
+    {
+        "role": "user",
+        "content": "Path from the seed to this question (each question with its answer):\n"
+        "- Q: Why do some cities grow faster than others?\n"
+        f"  A: {PARENT_ANSWER}\n"
+        "Question to answer now (depth 1 of 3):\nHow strong is the pull of jobs on migration?",
+    },
+]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "https://en.wikipedia.org/wiki/\nUrban_growth",  # a URL split by a newline, as Gemma wrote one
+        "https://en.wikipedia.org/wiki/Urban_gro\nwth",  # cut inside a word
+        "https://www.\nexample.com/cities/growth",
+        "https:\n//example.com/cities-grow-faster",
+        "https://en.wiki pedia.org/wiki/Urban growth",  # spaces instead of the line break
+        "en.wikipedia.org/wiki/Urban_growth\nUrban growth",
+        "[Urban growth](https://en.wikipedia.org/wiki/Urban_growth)",
+    ],
+)
+def test_links_however_split_are_refused(text: str) -> None:
+    why = refusal(LeafAnswer, answer(text))
+    assert "is a link" in why or "holds no words" in why, why
+
+
+def test_a_copy_of_a_correction_is_refused_in_every_field() -> None:
+    """The issue's root synthesis and summary: the gates' own correction, given back as content."""
+    assert "repeats the instructions or a correction" in refusal(LeafAnswer, answer(CORRECTION_COPY))
+    assert "repeats the instructions" in refusal(Synthesis, {"synthesis": CORRECTION_COPY, "tensions": []})
+    summary = {"summary": CORRECTION_COPY, "findings": [], "gaps": []}
+    assert "repeats the instructions" in refusal(HarvestSummary, summary)
+    # Without any context too (the simulated model's own check, the engine's second look).
+    assert "repeats the instructions" in refusal(HarvestSummary, summary, context=ReplyContext())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "That reply was not a valid HarvestSummary: summary: Value error, 'A paragraph of your own.' is the…",
+        "'A paragraph of your own.' is the schema's wording, not…",
+        "is too short: write at least 3 words",
+        "Reply again with only the corrected JSON object.",
+        "The copies the prompt: write it in your own words, please",
+    ],
+)
+def test_a_clipped_quote_of_a_correction_is_refused_as_a_harvest_summary(text: str) -> None:
+    from fractal_nb.prompts import chat
+
+    messages = chat("harvest", seed="Why do cities grow?", chain="- Jobs pull people.", gaps="(none)")
+    reply = {"summary": text, "findings": [], "gaps": []}
+    assert "repeats the instructions" in refusal(
+        HarvestSummary, reply, ReplyContext.of(messages, HarvestSummary)
+    )
+
+
+def test_a_correction_actually_sent_is_never_content_but_the_text_it_quotes_may_be_mended() -> None:
+    """Pydantic's own messages (not only the gates') count once sent; the model's quoted text does not."""
+    from fractal_nb.llm.quality import correction
+
+    with pytest.raises(ValidationError) as info:
+        Answer.model_validate(
+            answer(
+                "Jobs draw people.",
+                confidence=1.7,
+                sub_questions=[{"text": "Jobs and housing in cities", "proxy_signal": "qualifiers"}],
+            ),
+            context=ReplyContext.of(PROMPT, Answer),
+        )
+    message, wording = correction(Answer, info.value)
+    assert "Jobs and housing in cities" in message and "Jobs and housing" not in wording
+    context = ReplyContext.of(PROMPT, Answer).after(wording)
+    copied = answer("Input should be less than or equal to 1, confidence")
+    assert "repeats the instructions" in refusal(LeafAnswer, copied, context)
+    mended = answer(
+        "Jobs draw people.",
+        sub_questions=[{"text": "How do jobs and housing in cities interact?", "proxy_signal": "qualifiers"}],
+    )
+    assert Answer.model_validate(mended, context=context).sub_questions[0].text.startswith("How do jobs")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        PARENT_ANSWER + " Indeed.",  # the issue's case: the parent's answer with a word appended
+        PARENT_ANSWER.replace("workers", "people"),  # a word changed
+        PARENT_ANSWER.replace(" local", ""),  # a word dropped
+        "So: " + PARENT_ANSWER.lower(),
+    ],
+)
+def test_a_parents_answer_with_small_edits_is_refused(text: str) -> None:
+    assert "copies the prompt" in refusal(LeafAnswer, answer(text), ReplyContext.of(CHILD_PROMPT, LeafAnswer))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # The parent's answer with a clause of its own: a quarter of it new, so it says something.
+        PARENT_ANSWER + " Migration follows wages with a lag of a few years.",
+        "Jobs pull strongly: most movers name work as the reason, but housing costs cap the flow.",
+        "Cities with more jobs attract workers; the pull is strongest for young graduates.",
+        "Strong.",
+    ],
+)
+def test_answers_that_build_on_their_parent_pass(text: str) -> None:
+    assert LeafAnswer.model_validate(answer(text), context=ReplyContext.of(CHILD_PROMPT, LeafAnswer))
+
+
+def test_copies_of_the_instructions_or_the_schema_with_small_edits_are_refused() -> None:
+    from fractal_nb.prompts import chat
+
+    messages = chat("synthesize", question="Why do cities grow?", answer="Jobs.", children="- a\n  b")
+    context = ReplyContext.of(messages, Synthesis)
+    copied = "Compose a synthesis that answers the question from its sub-questions' syntheses, briefly."
+    assert "repeats the instructions" in refusal(Synthesis, {"synthesis": copied}, context)
+    plan = {
+        "seed_kind": "question",
+        "decomposition": "How the seed breaks apart, in prose, mostly.",
+        "questions": ["Why do wages differ?"],
+    }
+    assert "repeats the instructions" in refusal(SeedPlan, plan)
+
+
+def test_the_thresholds_are_where_the_tests_say() -> None:
+    """Four words in five from what is never content; nine in ten from one line of the prompt."""
+    from fractal_nb.llm.quality import NEAR_COPY_SHARE, NEVER_CONTENT_SHARE, copied_share
+
+    appended = copied_share(PARENT_ANSWER + " Indeed.", PARENT_ANSWER)
+    clause = copied_share(
+        PARENT_ANSWER + " Migration follows wages with a lag of a few years.", PARENT_ANSWER
+    )
+    assert clause < 0.65 < NEVER_CONTENT_SHARE < NEAR_COPY_SHARE <= appended
+    gate = "Value error, 'x' is the schema's wording, not content: write your own text"
+    assert copied_share(CORRECTION_COPY, gate) >= NEVER_CONTENT_SHARE
