@@ -15,47 +15,55 @@ from pathlib import Path
 
 from .errors import InvalidInputError
 
-__all__ = ["check_bind_host", "check_store_path"]
+__all__ = ["check_bind_host", "check_file_path", "check_store_path"]
 
 _LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
 
 
-def check_store_path(path: object, what: str = "path", *, must_exist: bool = False) -> Path:
-    """``path`` as a :class:`~pathlib.Path` if it can hold a store; InvalidInputError saying what it is.
+def check_file_path(path: object, what: str = "path", *, example: str = "exploration.duckdb") -> Path:
+    """``path`` as a :class:`~pathlib.Path` if a file can be there; InvalidInputError saying what it is.
 
-    A store is a file: an existing directory, or a path whose folder is missing or
-    is not a folder, is refused; with ``must_exist`` the file must be there.
+    One check for every file a person names (a store, an exported page): text or a
+    path object without NUL, not a folder nor a device, in a folder that exists.
+    ``example`` is the file name suggested inside a folder given by mistake.
 
-    >>> check_store_path("notes.duckdb")
+    >>> check_file_path("notes.duckdb")
     PosixPath('notes.duckdb')
     >>> try:
-    ...     check_store_path(".", "--db")
+    ...     check_file_path(".", "--db")
     ... except InvalidInputError as exc:
     ...     print(exc)
-    --db .: is a directory; give a DuckDB file inside it, e.g. exploration.duckdb
+    --db .: is a directory; give a file inside it, e.g. exploration.duckdb
     """
     if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
         raise InvalidInputError(
-            f"{what} must be a file path (str or Path), not {type(path).__name__}: {path!r}"
+            f"{what} must be a file path (str or Path), not {type(path).__name__}: {path!r:.80}"
         )
     text = os.fspath(path)
-    if not isinstance(text, str) or not text.strip() or "\x00" in text:
-        raise InvalidInputError(f"{what} must be a file path, not {text!r}")
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInputError(f"{what} must be a file path, not {text!r:.80}")
+    if "\x00" in text:
+        raise InvalidInputError(f"{what} contains a NUL character (\\x00): {text!r:.80}")
     where = Path(text)
     if where.is_dir():
         raise InvalidInputError(
-            f"{what} {text}: is a directory; give a DuckDB file inside it, "
-            f"e.g. {where / 'exploration.duckdb'}"
+            f"{what} {text}: is a directory; give a file inside it, e.g. {where / example}"
         )
     if where.exists() and not where.is_file():
         raise InvalidInputError(f"{what} {text}: is not a regular file (a device, socket or pipe)")
     folder = where.parent
     if not folder.exists():
-        raise InvalidInputError(f"{what} {text}: folder {folder} does not exist")
+        raise InvalidInputError(f"{what} {text}: folder {folder} does not exist (create it first)")
     if not folder.is_dir():
         raise InvalidInputError(f"{what} {text}: {folder} is a file, not a folder")
+    return where
+
+
+def check_store_path(path: object, what: str = "path", *, must_exist: bool = False) -> Path:
+    """:func:`check_file_path` for a store; with ``must_exist`` the file must be there."""
+    where = check_file_path(path, what)
     if must_exist and not where.exists():
-        raise InvalidInputError(f"{what} {text}: no such file")
+        raise InvalidInputError(f"{what} {where}: no such file")
     return where
 
 

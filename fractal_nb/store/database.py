@@ -14,7 +14,6 @@ DuckDB database is refused by its first bytes, before DuckDB opens it.
 from __future__ import annotations
 
 import codecs
-import os
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -27,6 +26,7 @@ from typing import Any
 
 import duckdb
 
+from ..arguments import check_file_path
 from ..errors import InvalidInputError, StateError, StoreLockedError
 
 SCHEMA_VERSION = "2"  # 2: claim holders, synthesis claims (schema.sql migrates a file of 1)
@@ -89,7 +89,7 @@ class Database:
     def __init__(
         self, path: str | Path | None, *, read_only: bool = False, tracer: Tracer | None = None
     ) -> None:
-        self.path = None if path is None else str(Path(_store_path(path)).resolve())
+        self.path = None if path is None else str(check_file_path(path, "the store's path").resolve())
         if not isinstance(read_only, bool):
             raise InvalidInputError(f"read_only must be True or False, not {read_only!r}")
         self.read_only = read_only
@@ -123,14 +123,6 @@ class Database:
         if self.path is None:
             return duckdb.connect(":memory:", config={**NO_NETWORK})
         file = Path(self.path)
-        if not file.parent.is_dir():
-            what = "is not a folder" if file.parent.exists() else "does not exist"
-            raise InvalidInputError(f"cannot open {self.path}: folder {file.parent} {what}")
-        if file.is_dir():
-            raise InvalidInputError(
-                f"cannot open {self.path}: it is a folder; pass a file path such as "
-                f"{file / 'exploration.duckdb'} (a new file is created)"
-            )
         if file.exists():
             _refuse_other_formats(file)
         elif self.read_only:
@@ -288,19 +280,6 @@ class Database:
                 cur.close()
             self._cursors.clear()
         self._conn.close()
-
-
-def _store_path(path: object) -> str:
-    """A store's path: text or a path object naming a file, without NUL characters."""
-    name = os.fspath(path) if isinstance(path, str | os.PathLike) else None
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidInputError(
-            f"the store's path must be a file path (a str or pathlib.Path such as 'exploration.duckdb'), "
-            f"or None for an in-memory store; not {path!r}"
-        )
-    if "\x00" in name:
-        raise InvalidInputError(f"the store's path contains a NUL character (\\x00): {name!r}")
-    return name
 
 
 def _refuse_other_formats(file: Path) -> None:

@@ -16,8 +16,8 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..arguments import check_file_path
 from ..errors import InvalidInputError
-from ..store.base import shown
 from ..store.records import Changes
 from .assets import static_text, vis_network_source
 from .graph_feed import snapshot_of
@@ -149,25 +149,8 @@ def write_html(
 
 
 def _export_path(path: object) -> Path:
-    """The page's path: text or a path object ending in .html, in a folder that exists, not a folder."""
-    name = os.fspath(path) if isinstance(path, str | os.PathLike) else None
-    if not isinstance(name, str):
-        raise InvalidInputError(
-            "the HTML export path must be a file path (a str or pathlib.Path ending in .html), "
-            f"not {shown(path)}"
-        )
-    if "\x00" in name:
-        raise InvalidInputError(f"the HTML export path contains a NUL character (\\x00): {name!r}")
-    target = Path(name)
+    """The page's path: a file path (``arguments.check_file_path``) ending in .html."""
+    target = check_file_path(path, "the HTML export path", example="graph.html")
     if target.suffix.lower() not in (".html", ".htm"):
-        raise InvalidInputError(f"the HTML export path must end in .html, not {name!r}")
-    if not target.parent.is_dir():
-        what = "is not a folder" if target.parent.exists() else "does not exist (create it first)"
-        raise InvalidInputError(f"cannot write {target}: folder {target.parent} {what}")
-    if target.is_dir():
-        raise InvalidInputError(
-            f"cannot write {target}: it is a folder; pass a file path such as {target / 'graph.html'}"
-        )
-    if target.exists() and not target.is_file():
-        raise InvalidInputError(f"cannot write {target}: it exists and is not a regular file")
+        raise InvalidInputError(f"the HTML export path must end in .html, not {str(target)!r}")
     return target

@@ -111,7 +111,7 @@ def test_an_empty_duckdb_database_opens_read_write_but_not_read_only(tmp_path: P
 @pytest.mark.parametrize(
     ("path", "message"),
     [
-        (42, "the store's path must be a file path .* not 42"),
+        (42, "the store's path must be a file path .* not int: 42"),
         (b"store.duckdb", "the store's path must be a file path"),
         ("   ", "the store's path must be a file path"),
         ("a\x00b.duckdb", "NUL character"),
@@ -130,9 +130,9 @@ def test_a_path_that_is_not_one_is_refused(
 
 def test_a_folder_or_a_file_as_folder_is_refused(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("x")
-    with pytest.raises(InvalidInputError, match="it is a folder; pass a file path such as"):
+    with pytest.raises(InvalidInputError, match="is a directory; give a file inside it"):
         GraphStore(tmp_path)
-    with pytest.raises(InvalidInputError, match="notes.txt is not a folder"):
+    with pytest.raises(InvalidInputError, match="notes.txt is a file, not a folder"):
         GraphStore(tmp_path / "notes.txt" / "store.duckdb")
     with pytest.raises(InvalidInputError, match="read_only must be True or False, not 'yes'"):
         GraphStore(tmp_path / "new.duckdb", read_only="yes")  # type: ignore[arg-type]

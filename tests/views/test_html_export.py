@@ -69,9 +69,9 @@ def test_bad_paths_are_refused_and_write_nothing(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("path", "message"),
     [
-        (42, r"must be a file path \(a str or pathlib.Path ending in .html\), not 42"),
+        (42, r"must be a file path \(str or Path\), not int: 42"),
         (None, "must be a file path .*, not None"),
-        (b"graph.html", "must be a file path .*, not b'graph.html'"),
+        (b"graph.html", "must be a file path .*, not bytes: b'graph.html'"),
         ("gra\x00ph.html", "NUL character"),
     ],
     ids=["int", "None", "bytes", "nul"],
@@ -91,9 +91,9 @@ def test_a_folder_as_the_page_or_a_file_as_its_folder_is_refused(tmp_path: Path)
     (tmp_path / "graph.html" / "inside.txt").write_text("kept")
     (tmp_path / "notes.txt").write_text("kept")
     with Exploration.create("Why?", intensity="pulse", llm=SimulatedLLM(), clock=FAST) as ex:
-        with pytest.raises(InvalidInputError, match="graph.html: it is a folder; pass a file path such as"):
+        with pytest.raises(InvalidInputError, match="graph.html: is a directory; give a file inside it"):
             ex.to_html(tmp_path / "graph.html")
-        with pytest.raises(InvalidInputError, match="folder .*notes.txt is not a folder"):
+        with pytest.raises(InvalidInputError, match="notes.txt is a file, not a folder"):
             ex.to_html(tmp_path / "notes.txt" / "graph.html")
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["graph.html", "inside.txt", "notes.txt"]
     assert (tmp_path / "notes.txt").read_text() == "kept"
