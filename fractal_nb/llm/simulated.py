@@ -213,7 +213,7 @@ class SimulatedLLM:
         return {
             # The depth tells apart the answers to questions that read alike along one path
             # (boundary questions under boundary questions): a copy of an ancestor's answer is refused.
-            "answer": wording.format(topic=short, hedge=hedge, depth=depth) + " " + _remark(question),
+            "answer": wording.format(topic=short, hedge=hedge, depth=depth) + " " + _remark(question, prompt),
             "confidence": round(rng.uniform(0.45, 0.95), 2),
             "sub_questions": [{"text": t.format(q=short), "proxy_signal": s} for t, s in follow_ups],
             "saturation": None if follow_ups else rng.choice(["actionable", "derivable"]),
@@ -287,10 +287,16 @@ def _field(prompt: str, pattern: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
-def _remark(question: str) -> str:
-    """The remark a question's answer adds, by a digest of its id-free text (no draw of the run)."""
-    digest = hashlib.sha256(_ANY_ID.sub("n-id", question).encode()).digest()
-    return _REMARKS[digest[0] % len(_REMARKS)]
+def _remark(question: str, prompt: str) -> str:
+    """The remark a question's answer adds, by a digest of its id-free text (no draw of the run).
+
+    The first from there that the prompt does not hold already: an answer whose
+    question quotes another answer (a boundary question) would otherwise be a near
+    copy of a line of its prompt, which the gates refuse (llm/quality.py).
+    """
+    start = hashlib.sha256(_ANY_ID.sub("n-id", question).encode()).digest()[0]
+    turns = [_REMARKS[(start + i) % len(_REMARKS)] for i in range(len(_REMARKS))]
+    return next((r for r in turns if r not in prompt), turns[0])
 
 
 def _topic(text: str, *, digest: bool = True) -> str:
