@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..errors import LLMError, LLMOutputError, LLMUnavailableError, NodeTimeLimitError
-from ..llm.protocol import LLM, Message, messages_tokens, metered, reply_bound
+from ..llm.protocol import LLM, Message, metered, reply_bound, reply_rounds
 from ..llm.quality import ReplyContext
 from ..llm.schemas import role_of
 from ..store import WorkerStore
@@ -142,7 +142,7 @@ class ModelCaller:
         """
         role, allowance = role_of(schema), self.allowance
         # Refused (BudgetExhaustedError) before anything is sent: no request, no row.
-        held = allowance.reserve(self.model, messages_tokens(messages), reply_bound(self.llm, role))
+        held = allowance.reserve(self.model, *call_bound(self.llm, messages, role))
         started = time.perf_counter()
         error: LLMError | None = None
         result: T | None = None
@@ -172,7 +172,7 @@ class ModelCaller:
             "latency_s": time.perf_counter() - started,
             "mode": usage.mode,
             "outcome": "error" if error else ("cached" if usage.cached else "ok"),
-            "error": None if error is None else f"{type(error).__name__}: {error}"[:2000],
+            "error": None if error is None else _printable(f"{type(error).__name__}: {error}")[:2000],
             "retry_sampling": _retry_sampling(usage.retries),
         }
         self._observe(error)
@@ -199,3 +199,29 @@ def _retry_sampling(retries: list[tuple[int | None, float | None]]) -> str | Non
         return None
     # a call retries a few times; 40 entries stay well inside the column's 2,000 characters
     return json.dumps([{"seed": seed, "temperature": temperature} for seed, temperature in retries[:40]])
+
+
+def call_bound(llm: object, messages: list[Message], role: str) -> tuple[int, int]:
+    """The most (prompt, completion) tokens one call may spend, to reserve before it is made.
+
+    Every round a backend may make (``reply_rounds``: the first request and its
+    corrections, each resending the conversation with the refused reply) at the
+    reply's bound; the prompt estimated at 3 characters a token, denser than
+    ``messages_tokens``' 4, since a tokenizer may count more than the estimate.
+
+    >>> call_bound(object(), [{"role": "user", "content": "x" * 300}], "connect")
+    (104, 320)
+    """
+    bound, rounds = reply_bound(llm, role), reply_rounds(llm)
+    prompt = sum(len(m["content"]) // 3 + 4 for m in messages)
+    # round k resends the prompt and the k refused replies before it (each within the bound)
+    return rounds * prompt + bound * rounds * (rounds - 1) // 2, rounds * bound
+
+
+def _printable(text: str) -> str:
+    r"""``text`` without control characters (a server's error body may hold NUL, which the ledger refuses).
+
+    >>> _printable("bad\x00 body\x1b[0m, line\nnext")
+    'bad body[0m, line\nnext'
+    """
+    return "".join(c for c in text if c in "\n\t" or c.isprintable())

@@ -186,6 +186,8 @@ class Allowance:
         held = Reservation(model, max(0, prompt_tokens), max(0, completion_tokens))
         if not self.limits.spends():
             return held
+        if self.limits.max_cost is not None and model not in self.limits.prices:  # its cost is unknown
+            raise BudgetExhaustedError(f"cost budget: no price for model(s) {model}")
         with self._changed:
             while True:
                 if reason := self.limits.spent(self.spend()):
@@ -239,9 +241,7 @@ def _prices(value: object) -> Prices:
             not isinstance(model, str)
             or not isinstance(pair, list | tuple)
             or len(pair) != 2
-            or not all(
-                isinstance(p, int | float) and not isinstance(p, bool) and 0 <= p < math.inf for p in pair
-            )
+            or not all(_price(p) for p in pair)
         ):
             raise InvalidInputError(
                 f"prices[{model!r}] must be (input, output) prices per million tokens, "

@@ -143,3 +143,22 @@ def estimate_tokens(text: str) -> int:
 def messages_tokens(messages: list[Message]) -> int:
     """Estimated prompt tokens of a message list."""
     return sum(estimate_tokens(m["content"]) + 4 for m in messages)
+
+
+def reply_rounds(llm: object) -> int:
+    """How many requests one call of ``llm`` may make: its first, then ``output_retries`` corrections.
+
+    A correction resends the conversation with the refused reply in it, so a
+    budget reserves every round (engine/limits.py). Looked up through a wrapper's
+    ``inner`` model; 1 for a backend without corrections.
+
+    >>> reply_rounds(object())
+    1
+    """
+    model: object = llm
+    while model is not None:
+        retries = getattr(model, "output_retries", None)
+        if isinstance(retries, int) and not isinstance(retries, bool) and retries >= 0:
+            return retries + 1
+        model = getattr(model, "inner", None)
+    return 1

@@ -4,11 +4,14 @@ the ledger holds; a call the budget refuses is never made and leaves its questio
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
 from fractal_nb import Exploration, SimulatedLLM
 from fractal_nb.engine.limits import Allowance, Limits
-from fractal_nb.errors import BudgetExhaustedError
+from fractal_nb.errors import BudgetExhaustedError, LLMOutputError
 from tests.engine.test_openai_runs import FAST, role_responder
 from tests.llm.fake_openai import FakeOpenAI
 
@@ -52,6 +55,47 @@ def test_the_budget_holds_with_a_slow_model_behind_http(workers: int) -> None:
         with Exploration.create(SEED, intensity="deep", llm=llm, clock=FAST) as ex:
             check_budget_held(ex, workers)
             assert sum(ex.llm_calls()["attempts"]) == len(server.requests)
+
+
+def corrected_once(body: dict[str, Any], asked: set[str], good: Any) -> dict[str, Any]:
+    """Each answer's first reply a bare link, refused by the gates: the call sends a correction round."""
+    reply = good(body)
+    prompt = json.dumps(body["messages"][:2])
+    if "answer" in reply and prompt not in asked:
+        asked.add(prompt)
+        return {**reply, "answer": "https://en.wikipedia.org/wiki/\nRiver_meander"}
+    return reply
+
+
+@pytest.mark.parametrize("workers", [8, 15])
+def test_the_budget_holds_when_calls_take_correction_rounds(workers: int) -> None:
+    # A call of several requests (its corrections resend the conversation) is reserved whole.
+    good, asked = role_responder(), set[str]()
+    with FakeOpenAI(responder=lambda body: corrected_once(body, asked, good), latency_s=0.05) as server:
+        llm = server.llm(max_concurrency=None, output_retries=2)
+        with Exploration.create(SEED, intensity="deep", llm=llm, clock=FAST) as ex:
+            check_budget_held(ex, workers)
+            assert (ex.llm_calls()["corrections"] > 0).any(), "no call took a correction round"
+
+
+def test_a_model_without_a_price_is_refused_before_its_first_call() -> None:
+    purse = Allowance(Limits.parse(max_cost=1.0, prices={"priced": (1.0, 1.0)}))
+    with pytest.raises(BudgetExhaustedError, match="no price for model"):
+        purse.reserve("unpriced", 10, 10)
+    purse.settle(purse.reserve("priced", 10, 10), 10, 10)
+
+
+def test_a_model_error_holding_control_characters_is_logged_not_a_crash() -> None:
+    class NulErrors(SimulatedLLM):
+        def complete(self, messages, schema):  # type: ignore[no-untyped-def]
+            if getattr(schema, "role", "") == "connect":
+                raise LLMOutputError("the reply held no JSON object: '\x00\x1b[31mjunk'")
+            return super().complete(messages, schema)
+
+    with Exploration.create(SEED, intensity="pulse", llm=NulErrors(seed=1), clock=FAST) as ex:
+        assert ex.run(progress=False) != "error" and ex.status != "error"
+        errors = ex.llm_calls().query("outcome == 'error'")["error"]
+        assert len(errors) and all("\x00" not in e and "\x1b" not in e for e in errors)
 
 
 def test_a_harvest_spends_what_is_left_of_the_budget_and_no_more() -> None:
