@@ -127,16 +127,20 @@ class SynthesisQueue(WorkQueue, LLMLog):
         return result
 
     def _added_meanwhile(self, node: NodeRow) -> list[str]:
-        """The unfinished sub-questions of a held, answered question.
+        """The sub-questions of a held, answered question that changed since its synthesis was claimed.
 
-        Asked (or reopened) below it since its synthesis was claimed, when all of them were done.
+        Asked below it, reopened, or synthesized again after the claim (when all of
+        them were done), finished by now or not: the held synthesis did not see them.
         """
         if node.node_type != NodeType.QUESTION or node.status != NodeStatus.ANSWERED:
             return []
         rows = self._db.fetchall(
-            "SELECT node_id FROM nodes WHERE question_id = ? AND node_type = 'question' "
-            "AND status NOT IN (?, ?) ORDER BY seq",
-            [node.node_id, *sorted(DONE_QUESTION)],
+            "SELECT n.node_id FROM nodes n WHERE n.question_id = ? AND n.node_type = 'question' "
+            "AND (n.status NOT IN (?, ?) OR EXISTS (SELECT 1 FROM events e WHERE e.node_id = n.node_id "
+            "AND e.kind IN ('node_added', 'reopened', 'synthesized', 'saturated', 'status_changed') "
+            "AND e.event_id > (SELECT max(event_id) FROM events WHERE node_id = ? "
+            "AND kind = 'synthesis_claimed'))) ORDER BY n.seq",
+            [node.node_id, *sorted(DONE_QUESTION), node.node_id],
         )
         return [r[0] for r in rows]
 

@@ -163,6 +163,20 @@ def test_a_question_asked_below_a_held_synthesis_reopens_it_and_the_synthesis_is
     assert tree.store.submit_synthesis(g, q, "again", worker_id="w2")["status"] == "synthesized"
 
 
+def test_a_question_asked_and_finished_below_a_held_synthesis_still_reopens_it(tree: Tree) -> None:
+    """A synthesis written without a finding that landed meanwhile is no final synthesis."""
+    g = tree.graph_id
+    q, ans, _ = _held_synthesis(tree)
+    added = tree.ask(ans, "asked and finished while the synthesis was written")
+    tree.answer(added, "new answer")
+    tree.store.synthesize_node(g, added, "new synthesis")
+    written = tree.store.submit_synthesis(g, q, "the held synthesis", worker_id="w1")
+    assert written == {"node_id": q, "status": "answered"}, "the stale synthesis must not stand"
+    assert _events(tree, q)[-1]["payload"]["asked_meanwhile"] == [added]
+    assert tree.store.claim_synthesis(g, "w2")["node_id"] == q  # ready again, with the new finding
+    assert tree.store.submit_synthesis(g, q, "again", worker_id="w2")["status"] == "synthesized"
+
+
 def test_a_held_synthesis_whose_question_was_saturated_meanwhile_is_still_refused(tree: Tree) -> None:
     g = tree.graph_id
     q, _, _ = _held_synthesis(tree)
