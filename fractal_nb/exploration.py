@@ -37,7 +37,7 @@ from .model import (
 from .results import FractalResult, MarkdownText, StepRecord
 from .run_report import RunReport, Usage
 from .store import GraphStore
-from .store.base import require_id, require_text
+from .store.base import merged_metadata, require_id, require_text
 from .store.records import ModelSpend, Saturated
 
 if TYPE_CHECKING:
@@ -258,6 +258,9 @@ class Exploration:
         limits = self._state.limits.merged(asked)
         kept = {"limits": limits.to_metadata()}
         parse_metadata(kept)
+        if asked != Limits():  # checked before the graph moves: a refused run changes nothing
+            graph = self.store.get_graph(self.graph_id)
+            merged_metadata(graph["metadata"], kept, f"graph {self.graph_id}")
         spent = self.store.llm_spend(self.graph_id)  # the graph's spend before this run
         raised = asked != Limits() and limits.reached(spent, 0.0) is None
         with self._exclusive("pause() it first", resume=resume or raised, revive=resume):

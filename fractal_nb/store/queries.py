@@ -34,7 +34,8 @@ _FEED_COLUMNS = "node_id, parent_id, node_type, text, depth, status, status_reas
 # What the view needs of the metadata, pulled out in SQL: a feed node's keys, in the SELECT's order.
 _FEED_METADATA = (
     "json_extract_string(metadata, '$.synthesis'), json_extract_string(metadata, '$.last_error'), "
-    "coalesce(json_extract(metadata, '$.synthesis_failed')::BOOLEAN, false)"
+    # true only for JSON true: any other value an outside client wrote there reads as false
+    "coalesce(json_extract(metadata, '$.synthesis_failed') = 'true'::JSON, false)"
 )
 _FEED_NAMES = (*_FEED_COLUMNS.split(", "), "synthesis", "last_error", "synthesis_failed")
 _TOUCHED = "SELECT node_id FROM events WHERE graph_id = ? AND event_id > ? AND event_id <= ?"

@@ -299,3 +299,13 @@ def test_a_refused_approve_or_prune_leaves_a_paused_graph_paused() -> None:
         assert ex.approve()["count"] == len(gated) - 1
         with pytest.raises(StateError, match="cannot become 'saturated'"):
             ex.prune(gated[0])  # pruned already
+
+
+def test_a_run_whose_budget_cannot_be_kept_leaves_a_stopped_graph_as_it_was() -> None:
+    with explore("pulse", SimulatedLLM(seed=3)) as ex:
+        ex.store.update_graph_metadata(ex.graph_id, {"notes": "x" * 998_000})  # near the limit
+        assert ex.run(progress=False, max_tokens=1_000) == "budget_exhausted"
+        prices = {f"model-{i}": (1.0, 1.0) for i in range(200)}  # kept with the graph: past the limit
+        with pytest.raises(InvalidInputError, match="the limit is 1,000,000"):
+            ex.run(progress=False, max_cost=1.0, prices=prices)
+        assert ex.status == "budget_exhausted"

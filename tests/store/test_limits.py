@@ -239,3 +239,17 @@ def test_four_big_updates_keep_a_node_within_the_metadata_limit(fresh_store: Gra
     assert len(json.dumps(tree.node(node)["metadata"])) == MAX_METADATA_BYTES
     with pytest.raises(InvalidInputError, match=r"would be 1,000,013 characters .* \(it holds 1,000,000\)"):
         store.update_node(gid, node, {"part2": ""})
+
+
+@pytest.mark.parametrize("value", ["maybe", 1, None, {"a": 1}, [True]])
+def test_a_feed_key_written_with_another_type_does_not_break_the_feed(value: object) -> None:
+    # synthesis_failed is read in SQL for the live view; an outside client may write anything there.
+    store = GraphStore()
+    graph = store.create_graph("Why?", "pulse")
+    gid, root = graph["graph_id"], graph["root_node_id"]
+    store.update_node(gid, root, {"synthesis_failed": value})
+    [node] = [n for n in store.get_changes(gid)["nodes"] if n["node_id"] == root]
+    assert node["synthesis_failed"] is False
+    store.update_node(gid, root, {"synthesis_failed": True})
+    [node] = [n for n in store.get_changes(gid)["nodes"] if n["node_id"] == root]
+    assert node["synthesis_failed"] is True
