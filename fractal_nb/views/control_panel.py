@@ -214,6 +214,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             self._budget_state = self._budget_state_now() if stopped else ("", "")
             if feed.status != self._result_for and feed.status != GraphStatus.ACTIVE:
                 self._show_result(self.exploration.preview())  # a run ended: its result as it stands
+            elif feed.status != self._result_for:  # running again: the last result's warning is old
+                self.warning.value = ""
             self._result_for = feed.status
         counts = feed.counts()  # once per tick, for every part below
         self._show_counts(counts)

@@ -281,3 +281,20 @@ def test_failures_show_in_the_counts_the_inspector_and_a_degraded_warning() -> N
         assert view.result.value == ex.preview()._repr_html_() and "failed: Which loads" in view.result.value
         assert HOSTILE not in view.result.value + view.inspector.value + view.warning.value
         view.close()
+
+
+def test_the_degraded_warning_goes_when_the_graph_runs_again() -> None:
+    from fractal_nb import GraphStore
+    from tests.views.failing_graph import failing_graph
+
+    store = GraphStore()
+    built = failing_graph(store)
+    with Exploration(store, built["graph_id"], SimulatedLLM(), clock=FAST) as ex:
+        view = ex.view()
+        store.update_graph_status(ex.graph_id, "paused", reason="paused")  # a run stopped
+        view.refresh()
+        assert "Degraded result:" in view.warning.value
+        store.resume_graph(ex.graph_id)  # running again (here, or in another process)
+        view.refresh()
+        assert view.warning.value == "", "the last result's warning stays only while it is the result"
+        view.close()
