@@ -291,6 +291,11 @@ class Exploration:
                 first = seed(self._state)
                 if first is not None:
                     stepped(first)
+                    if first.budget_reached:  # the budget refused the seed plan's call: nothing was sent
+                        self.store.update_graph_status(
+                            self.graph_id, GraphStatus.BUDGET_EXHAUSTED, reason=first.budget_reached
+                        )
+                        return self._run_report("budget_exhausted", None, processed, spent, started)
                     if not first.ok:  # nothing to work on: paused with the reason, resumable
                         outage = self._state.call.outage
                         self.store.update_graph_status(
