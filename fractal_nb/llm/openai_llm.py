@@ -28,6 +28,7 @@ import os
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
@@ -155,7 +156,9 @@ class OpenAILLM:
                 base_url=base_url,
                 timeout=timeout,
                 max_retries=max_retries,
-                http_client=openai.DefaultHttpxClient(transport=cast("Any", _CountingTransport())),
+                http_client=openai.DefaultHttpxClient(
+                    transport=cast("Any", _CountingTransport(_environment_proxy(base_url)))
+                ),
             )
         self.model = model
         self.base_url = str(client.base_url)
@@ -343,6 +346,19 @@ class OpenAILLM:
             yield
 
 
+def _environment_proxy(base_url: str | None) -> str | None:
+    """The proxy the environment names for the model's URL (``HTTPS_PROXY``, ``NO_PROXY``, …), or None.
+
+    A transport of our own turns off the HTTP library's reading of those
+    variables, so :class:`_CountingTransport` is given the proxy this way.
+    """
+    url = urlsplit(base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1")
+    if not url.hostname or urllib.request.proxy_bypass(url.hostname):
+        return None
+    proxies = urllib.request.getproxies()
+    return proxies.get(url.scheme) or proxies.get("all")
+
+
 class _CountingTransport:
     """HTTP transport (the client's default one, wrapped) that counts each request the server received.
 
@@ -352,10 +368,10 @@ class _CountingTransport:
     docs/architecture.md "The ledger"). Transport retries are requests too.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, proxy: str | None = None) -> None:
         # openai's own pool limits (DefaultHttpxClient applies them to its default transport only).
         limits = _HTTP.Limits(max_connections=1000, max_keepalive_connections=100, keepalive_expiry=5.0)
-        self._inner: Any = _HTTP.HTTPTransport(limits=limits)
+        self._inner: Any = _HTTP.HTTPTransport(limits=limits, proxy=proxy)
 
     def handle_request(self, request: Any) -> Any:
         """Send ``request``; count it when it reached the server."""

@@ -578,3 +578,48 @@ def test_a_model_that_answers_with_the_correction_leaves_a_degraded_result(tmp_p
     # Each synthesis retried is sampled with a seed of its own: the same prompt never gets the same request.
     synthesize = [r for r in server.requests if schema_name(r) == "Synthesis"]
     assert len({(json.dumps(r["messages"]), r["seed"]) for r in synthesize}) == len(synthesize) > 2
+
+
+def test_a_proxy_named_by_the_environment_carries_the_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ledger's counting transport keeps the environment's proxy (HTTP_PROXY, NO_PROXY)."""
+    import http.server
+    import urllib.request
+
+    with FakeOpenAI("ok") as server:
+        target = server.base_url.rsplit("/v1", 1)[0]
+        seen: list[str] = []
+
+        class Forwarder(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # a proxy gets the whole URL; it sends the request on to the server
+                seen.append(self.path)
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                path = "/" + self.path.split("/", 3)[3]
+                forward = urllib.request.Request(
+                    target + path, data=body, headers={"Content-Type": "application/json"}
+                )
+                direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # not via itself
+                with direct.open(forward, timeout=10) as reply:
+                    data = reply.read()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        proxy = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Forwarder)
+        threading.Thread(target=proxy.serve_forever, daemon=True).start()
+        try:
+            monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.server_address[1]}")
+            monkeypatch.setenv("NO_PROXY", "")
+            llm = OpenAILLM(model="fake", base_url="http://model.invalid/v1", api_key="x")
+            with metered() as usage:
+                llm.complete(MESSAGES, Answer)
+            llm.close()
+        finally:
+            proxy.shutdown()
+            proxy.server_close()
+        assert seen == ["http://model.invalid/v1/chat/completions"] and len(server.requests) == 1
+        assert usage.requests == 1  # counted as a request the server had
