@@ -169,7 +169,7 @@ class SimulatedLLM:
         if self.latency_s:
             time.sleep(self.latency_s)
         if rng.random() < self.failure_rate:
-            report_usage(messages_tokens(messages), 0)
+            report_usage(messages_tokens(messages), 0, estimated=True)  # no server: estimates
             raise LLMError(f"simulated failure of a {role} call (failure_rate={self.failure_rate})")
         build = {
             "seed": self._seed,
@@ -179,7 +179,7 @@ class SimulatedLLM:
             "harvest": self._harvest,
         }[role]
         output = schema.model_validate(build(prompt, rng)).model_dump(mode="json")
-        report_usage(messages_tokens(messages), estimate_tokens(json.dumps(output)))
+        report_usage(messages_tokens(messages), estimate_tokens(json.dumps(output)), estimated=True)
         return output
 
     # -- one builder per role ---------------------------------------------------------

@@ -336,3 +336,12 @@ def test_usage_accumulates_and_needs_no_meter() -> None:
     assert usage.attempts == 2
     expected = messages_tokens(PROMPTS[Answer]) + messages_tokens(PROMPTS[Synthesis])
     assert usage.prompt_tokens == expected
+
+
+def test_the_simulators_tokens_are_marked_estimated_in_the_ledger() -> None:
+    from fractal_nb import Exploration
+
+    with Exploration.create("Why?", intensity="pulse", llm=SimulatedLLM(seed=1)) as ex:
+        ex.run(progress=False)
+        calls = ex.llm_calls()
+        assert len(calls) and calls["tokens_estimated"].all()  # no server reported them
