@@ -4,15 +4,12 @@ the ledger holds; a call the budget refuses is never made and leaves its questio
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import pytest
 
 from fractal_nb import Exploration, SimulatedLLM
 from fractal_nb.engine.limits import Allowance, Limits
 from fractal_nb.errors import BudgetExhaustedError, LLMOutputError
-from tests.engine.test_openai_runs import FAST, role_responder
+from tests.engine.test_openai_runs import FAST, refused_once_responder, role_responder
 from tests.llm.fake_openai import FakeOpenAI
 
 BUDGET = 6_000
@@ -57,21 +54,10 @@ def test_the_budget_holds_with_a_slow_model_behind_http(workers: int) -> None:
             assert sum(ex.llm_calls()["attempts"]) == len(server.requests)
 
 
-def corrected_once(body: dict[str, Any], asked: set[str], good: Any) -> dict[str, Any]:
-    """Each answer's first reply a bare link, refused by the gates: the call sends a correction round."""
-    reply = good(body)
-    prompt = json.dumps(body["messages"][:2])
-    if "answer" in reply and prompt not in asked:
-        asked.add(prompt)
-        return {**reply, "answer": "https://en.wikipedia.org/wiki/\nRiver_meander"}
-    return reply
-
-
 @pytest.mark.parametrize("workers", [8, 15])
 def test_the_budget_holds_when_calls_take_correction_rounds(workers: int) -> None:
     # A call of several requests (its corrections resend the conversation) is reserved whole.
-    good, asked = role_responder(), set[str]()
-    with FakeOpenAI(responder=lambda body: corrected_once(body, asked, good), latency_s=0.05) as server:
+    with FakeOpenAI(responder=refused_once_responder(), latency_s=0.05) as server:
         llm = server.llm(max_concurrency=None, output_retries=2)
         with Exploration.create(SEED, intensity="deep", llm=llm, clock=FAST) as ex:
             check_budget_held(ex, workers)

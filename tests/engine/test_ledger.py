@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from fractal_nb import Exploration
 from fractal_nb.llm.openai_llm import OpenAILLM
-from tests.engine.test_openai_runs import FAST, SEED, role_responder
+from tests.engine.test_openai_runs import FAST, SEED, refused_once_responder, role_responder
 from tests.llm.fake_openai import FakeOpenAI
 from tests.local_port import free_port
 
@@ -99,19 +98,7 @@ def test_tokens_a_server_does_not_report_are_marked_estimated(tmp_path: Path) ->
 
 
 def test_the_ledger_says_how_each_retry_after_a_refusal_was_sampled(tmp_path: Path) -> None:
-    good = role_responder()
-    asked: set[str] = set()
-
-    def first_a_link(body: dict[str, Any]) -> dict[str, Any]:
-        """Each answer's first reply is a bare link (refused by the gates); asked again, a good answer."""
-        reply = good(body)
-        prompt = json.dumps(body["messages"][:2])
-        if "answer" in reply and prompt not in asked:
-            asked.add(prompt)
-            return {**reply, "answer": "https://en.wikipedia.org/wiki/\nUrban_growth"}
-        return reply
-
-    with FakeOpenAI("ok", responder=first_a_link) as server:
+    with FakeOpenAI("ok", responder=refused_once_responder()) as server:
         status, ex = run_on(server.llm(seed=5), tmp_path / "retries.duckdb")
         with ex:
             assert status == "all_complete"

@@ -194,6 +194,24 @@ def role_responder(*, poison: bool = False) -> Any:
     return respond
 
 
+def refused_once_responder() -> Any:
+    """:func:`role_responder`, but each answer's first reply is a bare link the gates refuse.
+
+    Asked again (a correction round, or the engine's retry), it answers well.
+    """
+    good, asked = role_responder(), set[str]()
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        reply = good(body)
+        prompt = json.dumps(body["messages"][:2])
+        if "answer" in reply and prompt not in asked:
+            asked.add(prompt)
+            return {**reply, "answer": "https://en.wikipedia.org/wiki/\nUrban_growth"}
+        return reply
+
+    return respond
+
+
 def test_the_fake_model_answers_every_role_validly() -> None:
     prompts = {
         SeedPlan: chat("seed", seed=SEED, lo=5, hi=7),
