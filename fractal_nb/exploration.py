@@ -266,7 +266,7 @@ class Exploration:
         with self._exclusive("pause() it first", resume=resume or raised, revive=resume):
             if asked != Limits():
                 self.store.update_graph_metadata(self.graph_id, kept)
-            self._state.limits = limits
+            self._state.arm(limits)
             self._state.convergence_found.clear()
             self._state.call.reset_health()  # the model may be back
             started = time.perf_counter()

@@ -238,12 +238,12 @@ class Dispatcher:
             )
         return self.budget_reached is not None
 
-    def _budget_reason(self) -> str | None:
-        """Why the run stopped for a budget, the spend read from the ledger now that the workers are out."""
-        if self.budget_reached is None:
+    def _ledger_reason(self, reached: str | None) -> str | None:
+        """A budget's ``reached`` reason restated with the spend the ledger holds (the workers are out)."""
+        if reached is None:
             return None
         run = self.run_state
-        return run.limits.spent(run.local.llm_spend(run.graph_id)) or self.budget_reached
+        return run.limits.spent(run.local.llm_spend(run.graph_id)) or reached
 
     def _idle(self) -> bool:
         """No node in flight here: waiting cannot bring new questions from this process."""
@@ -260,7 +260,7 @@ class Dispatcher:
         if run.call.outage:  # not finished, not a budget: resumable when the model is back
             store.update_graph_status(g, GraphStatus.PAUSED, reason=run.call.outage)
             return "model_unavailable"
-        spent = self._budget_reason()
+        spent = self._ledger_reason(self.budget_reached)
         if spent and (any(pending.values()) or claimable):
             self._freeze_open(spent)
             return "budget_exhausted"
@@ -271,9 +271,8 @@ class Dispatcher:
             left = store.get_ready_to_synthesize(g)["count"]
             if not left:
                 return "all_complete"
-            if spent := run.call.allowance.reached():  # the budget refused the syntheses
-                reason = run.limits.spent(store.llm_spend(g)) or spent
-                store.update_graph_status(g, GraphStatus.BUDGET_EXHAUSTED, reason=reason)
+            if spent := self._ledger_reason(run.call.allowance.reached()):  # the budget refused syntheses
+                store.update_graph_status(g, GraphStatus.BUDGET_EXHAUSTED, reason=spent)
                 return "budget_exhausted"
             outcome, reason = (
                 "paused",

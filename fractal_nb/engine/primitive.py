@@ -64,17 +64,13 @@ class RunState:
             checkpoint=CheckpointMode.parse(graph["checkpoint_mode"]),
             call=ModelCaller(llm, store, graph["graph_id"]),
         )
-        state.limits = limits or Limits()
+        state.arm(limits or Limits())
         return state
 
     @property
     def limits(self) -> Limits:
-        """What the graph may spend (:mod:`.limits`); its model calls are admitted against them."""
+        """What the graph may spend (:mod:`.limits`); its model calls are admitted against them (``arm``)."""
         return self.call.allowance.limits
-
-    @limits.setter
-    def limits(self, limits: Limits) -> None:
-        self.arm(limits)
 
     def arm(self, limits: Limits | None = None) -> None:
         """Admit the model calls from now on against ``limits`` (None: the current ones).
