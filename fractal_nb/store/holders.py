@@ -75,10 +75,14 @@ def _stat(pid: int) -> list[str]:
     return stat[stat.rindex(")") + 2 :].split()
 
 
+def _start(fields: list[str]) -> str | None:
+    """The start time (clock ticks since boot) among ``_stat``'s fields, or None."""
+    return fields[19] if len(fields) > 19 else None
+
+
 def process_start(pid: int) -> str | None:
     """The process's start time in clock ticks since boot (Linux), or None where it cannot be read."""
-    fields = _stat(pid)
-    return fields[19] if len(fields) > 19 else None
+    return _start(_stat(pid))
 
 
 def is_gone(holder_id: str, host: str, pid: int, proc_start: str | None) -> bool:
@@ -97,7 +101,7 @@ def is_gone(holder_id: str, host: str, pid: int, proc_start: str | None) -> bool
     fields = _stat(pid)
     if fields[:1] == ["Z"]:  # killed, not yet reaped by its parent: gone all the same
         return True
-    start = fields[19] if len(fields) > 19 else None
+    start = _start(fields)
     return proc_start is not None and start is not None and start != proc_start
 
 
