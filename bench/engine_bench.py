@@ -30,7 +30,8 @@ def run_to_end(ex: Exploration, workers: int) -> tuple[float, int]:
     started, runs = time.perf_counter(), 0
     while True:
         runs += 1
-        if ex.run(max_workers=workers, progress=False) != "budget_exhausted":
+        # resume=True: going on after a circuit-breaker stop is an explicit act (README, "What a run returns")
+        if ex.run(max_workers=workers, progress=False, resume=True) != "budget_exhausted":
             return time.perf_counter() - started, runs
 
 
@@ -74,7 +75,7 @@ def tokens_per_node(target: int) -> tuple[int, float]:
     llm = SimulatedLLM(seed=2, branching=3.0 if target > 100 else 1.2, decay=0.7)
     with Exploration.create(SEED, intensity="deep", llm=llm) as ex:
         while len(ex.nodes()) < target:
-            if ex.run(progress=False) not in ("budget_exhausted",):
+            if ex.run(progress=False, resume=True) != "budget_exhausted":
                 break
         calls = ex.llm_calls()
         nodes = max(1, len(ex.events().query("kind == 'claimed'")))
