@@ -245,6 +245,49 @@ def test_five_thousand_nodes_draw_with_physics_off(page: tuple[Any, Any], tmp_pa
     assert traffic.aborted == [] and traffic.errors == []
 
 
+# A tree that grows under the view after the view chose where branches start closed: four
+# seed questions, a few levels below two of them; Grow gives the other two six questions each.
+GROWING_APP = """\
+import ipywidgets as widgets
+from fractal_nb import GraphStore
+from fractal_nb.views import NetworkWidget
+
+store = GraphStore()
+g = store.create_graph("How does it grow?", "deep", "autonomous")
+gid = g["graph_id"]
+seeds = store.add_answer(gid, g["root_node_id"], "a", sub_questions=[f"seed {i}" for i in range(4)])
+seed_ids = [q["node_id"] for q in seeds["sub_questions"]]
+below = store.add_answer(gid, seed_ids[0], "b", sub_questions=["first 0", "first 1"])
+store.add_answer(gid, seed_ids[1], "c", sub_questions=["second 0", "second 1"])
+first = below["sub_questions"][0]["node_id"]
+store.add_answer(gid, first, "d", sub_questions=[f"third {i}" for i in range(4)])
+view = NetworkWidget(store, gid, height="480px")
+grow = widgets.Button(description="Grow")
+@grow.on_click
+def _(_):
+    for seed in seed_ids[2:]:
+        store.add_answer(gid, seed, "e", sub_questions=[f"{seed} {i}" for i in range(6)])
+    view.refresh()
+widgets.VBox([grow, view])
+"""
+
+
+def test_a_growing_tree_closes_branches_to_stay_readable(page: tuple[Any, Any], tmp_path: Path) -> None:
+    """Rows added at an open depth close that depth again, so the followed view still reads."""
+    tab, traffic = page
+    with voila(tmp_path, GROWING_APP) as url:
+        tab.goto(url, timeout=90_000)
+        wait_for(tab, "el.dataset.drawn === '1'", timeout_s=90)
+        opening = boxes(tab)
+        assert opening["scale"] >= 0.6 and attr(tab, "visible-count") == "9", "open to depth 2"
+        button(tab, "Grow").click()
+        wait_for(tab, "el.dataset.nodeCount === '31'")
+        grown = boxes(tab)
+        assert outside(grown) == [] and overlapping(grown) == []
+        assert grown["scale"] >= 0.6 and attr(tab, "visible-count") == "5", "the seed questions read"
+    assert traffic.aborted == [] and traffic.errors == []
+
+
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_the_app_notebook_steps_and_runs_and_follows_the_tree(
     page: tuple[Any, Any], tmp_path: Path, theme: str

@@ -588,7 +588,9 @@ export function createView(
       const before = questions.size;
       index(message.questions);
       for (const link of message.links) links.set(link.id, link);
-      if (autoDepth === Infinity && questions.size > before) chooseAutoDepth();
+      // Rows only accrue as a tree grows, so the deepest level that fits only gets shallower: a
+      // level that filled up closes again (branches the reader opened stay open).
+      if (questions.size > before) chooseAutoDepth();
       seq = Math.max(seq, message.seq);
     } else {
       return;
