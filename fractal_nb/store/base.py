@@ -63,6 +63,11 @@ class StoreBase:
         """The DuckDB file, or None for an in-memory store."""
         return self._db.path
 
+    @property
+    def read_only(self) -> bool:
+        """Opened ``read_only=True``: every write is refused (docs/architecture.md, "Inspecting a file")."""
+        return self._db.read_only
+
     def close(self) -> None:
         """Release the DuckDB file (idempotent); claims still held here become recoverable at once."""
         let_go(self.holder)

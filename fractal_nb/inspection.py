@@ -1,0 +1,199 @@
+"""The read-only commands of ``fractal-nb``: report, events, edges, tree, export.
+
+docs/architecture.md, "Inspecting a file": each command opens the file with
+``Exploration.open(..., read_only=True)``, so it never writes it, and is one
+small function of :data:`COMMANDS` that asks the facade and returns what to
+print: the text for a terminal and the same as one JSON document (``--json``).
+A command of the next wave (``state``, ``heads``, ``turns``) is one more such
+function and one more row of ``cli.INSPECTION_HELP``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pandas as pd
+
+from .errors import InvalidInputError, StoreLockedError
+from .exploration import Exploration
+from .graph_sql import TABLES, GraphRows
+
+_TEXT_WIDTH = 80  # a JSON column is cut to this in a table (--json prints it whole)
+
+
+class Shown(NamedTuple):
+    """What a command prints: ``text`` for a terminal, ``document`` for ``--json``."""
+
+    text: str
+    document: Any
+
+
+class GraphChoiceError(InvalidInputError):
+    """The file holds several graphs (or none) and ``--graph-id`` names none of them: a usage error."""
+
+
+Command = Callable[[Exploration, argparse.Namespace], Shown]
+
+
+def show_report(ex: Exploration, args: argparse.Namespace) -> Shown:
+    """The result as the graph stands (``ex.report()``): read, never harvested."""
+    result = ex.preview()
+    return Shown(result.to_markdown(), result.to_dict())
+
+
+def show_events(ex: Exploration, args: argparse.Namespace) -> Shown:
+    """The event log after ``--since`` (``ex.events(since)``)."""
+    return _table(
+        ex.events(since=args.since), "events", ["event_id", "created_at", "kind", "node_id", "actor"]
+    )
+
+
+def show_edges(ex: Exploration, args: argparse.Namespace) -> Shown:
+    """Every edge, tree and links (``ex.edges()``)."""
+    return _table(ex.edges(), "edges", ["from_node", "to_node", "edge_type", "created_at"])
+
+
+def show_tree(ex: Exploration, args: argparse.Namespace) -> Shown:
+    """The question tree, indented by level, each question with its status (``ex.nodes()``)."""
+    nodes = ex.nodes()
+    keys = nodes[_NODE_KEYS].astype(object)
+    by_id = {row["node_id"]: row for row in keys.where(keys.notna(), None).to_dict("records")}
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    for node in by_id.values():
+        if node["node_type"] == "question":
+            children.setdefault(_question_above(node, by_id), []).append(node)
+
+    def item(node: dict[str, Any]) -> dict[str, Any]:
+        below = [item(child) for child in children.get(node["node_id"], [])]
+        return {
+            **{k: node[k] for k in ("node_id", "depth", "status", "status_reason", "text")},
+            "children": below,
+        }
+
+    roots = [item(node) for node in children.get(None, [])]
+    lines: list[str] = []
+
+    def draw(entry: dict[str, Any], indent: int) -> None:
+        status = entry["status"] + (f": {entry['status_reason']}" if entry["status_reason"] else "")
+        lines.append(f"{'  ' * indent}[{status}] {_one_line(entry['text'])}  ({entry['node_id']})")
+        for child in entry["children"]:
+            draw(child, indent + 1)
+
+    for entry in roots:
+        draw(entry, 0)
+    return Shown("\n".join(lines), {"graph_id": ex.graph_id, "tree": roots})
+
+
+def export(ex: Exploration, args: argparse.Namespace) -> Shown:
+    """Write the graph to ``--to``, its format by suffix: Markdown, HTML, or one table as Parquet."""
+    out = Path(args.to)
+    suffix = out.suffix.lower()
+    if suffix == ".md":
+        out.write_text(ex.report() + "\n", encoding="utf-8")
+    elif suffix == ".html":
+        ex.to_html(out)
+    else:
+        TABLES[args.table](GraphRows(ex)).to_parquet(out, index=False)
+    what = f"the {args.table} table as Parquet" if suffix == ".parquet" else suffix[1:]
+    document = {"graph_id": ex.graph_id, "written": str(out), "format": suffix[1:]}
+    if suffix == ".parquet":
+        document["table"] = args.table
+    return Shown(f"wrote {out} ({what}) from graph {ex.graph_id}", document)
+
+
+COMMANDS: dict[str, Command] = {
+    "report": show_report,
+    "events": show_events,
+    "edges": show_edges,
+    "tree": show_tree,
+    "export": export,
+}
+"""Each read-only command: its name -> the function that asks the facade (one line each)."""
+
+
+def inspect_file(args: argparse.Namespace) -> str:
+    """Run ``args.command`` on ``args.file`` opened read-only; what to print."""
+    with open_read_only(Path(args.file), args.graph_id) as ex:
+        shown = COMMANDS[args.command](ex, args)
+    if args.json:
+        return json.dumps(shown.document, ensure_ascii=False, default=str, indent=2)
+    return shown.text
+
+
+def open_read_only(path: Path, graph_id: str | None) -> Exploration:
+    """The exploration ``path`` holds (``graph_id``: one of several), opened read-only.
+
+    A file another process holds for writing raises :class:`StoreLockedError`
+    with :func:`locked_message`'s text; a file of several graphs without
+    ``graph_id`` raises :class:`GraphChoiceError` listing them.
+    """
+    from .llm.simulated import SimulatedLLM  # never called: a read-only exploration refuses every write
+
+    try:
+        if graph_id is None:
+            graphs = Exploration.graphs(path, read_only=True)
+            if len(graphs) != 1:
+                listing = "".join(
+                    f"\n  {g.graph_id}  {g.status:<16} {_one_line(str(g.seed))[:60]}"
+                    for g in graphs.itertuples()
+                )
+                raise GraphChoiceError(
+                    f"{path} holds {len(graphs)} explorations; pass --graph-id with one of:{listing}"
+                    if len(graphs)
+                    else f"{path} holds no exploration"
+                )
+            graph_id = str(graphs["graph_id"].iloc[0])
+        return Exploration.open(path, graph_id, llm=SimulatedLLM(), read_only=True)
+    except StoreLockedError as exc:
+        raise StoreLockedError(
+            locked_message(path, exc.holder_pid), path=exc.path, holder_pid=exc.holder_pid
+        ) from None
+
+
+def locked_message(path: Path, pid: int | None) -> str:
+    """Who holds the file and the ways round: wait, or read through the holder's MCP server."""
+    holder = f"process {pid}" if pid else "another process"
+    return (
+        f"{path} is in use by {holder}, which has it open for writing: DuckDB then lets no other "
+        "process open it, not even to read. Ways round: wait until that process closes it (a run "
+        "ends, a notebook calls ex.close()); or read through that process's MCP server (a "
+        f"`fractal-nb serve-mcp --db {path} --http` it runs, or a notebook's ex.serve_mcp()): its tools "
+        "fractal_list_graphs, fractal_get_graph and fractal_get_snapshot (every node and edge) read the "
+        "same data, fractal_query_convergence and fractal_query_contradictions its links; in the "
+        "notebook that holds it, ex.report(), ex.events(), ex.edges() and ex.sql(...) do"
+    )
+
+
+_NODE_KEYS = ["node_id", "parent_id", "node_type", "depth", "status", "status_reason", "text"]
+
+
+def _question_above(node: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> str | None:
+    """The question a question hangs under (through its answer, or directly), None for the root."""
+    parent = by_id.get(node["parent_id"]) if node["parent_id"] else None
+    while parent is not None and parent["node_type"] != "question":
+        parent = by_id.get(parent["parent_id"]) if parent["parent_id"] else None
+    return None if parent is None else str(parent["node_id"])
+
+
+def _table(frame: pd.DataFrame, name: str, columns: list[str]) -> Shown:
+    """A frame as a text table (JSON columns cut) and as a JSON document (whole)."""
+    extra = [c for c in ("payload", "metadata") if c in frame.columns]
+    records = json.loads(frame.to_json(orient="records", date_format="iso"))
+    shown = frame[columns + extra].astype(object)
+    shown = shown.where(shown.notna(), "")
+    for column in extra:
+        shown[column] = [_cut(json.dumps(v, ensure_ascii=False)) for v in shown[column]]
+    text = shown.to_string(index=False) if len(shown) else f"(no {name})"
+    return Shown(text, {name: records})
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _TEXT_WIDTH else text[: _TEXT_WIDTH - 1] + "…"
