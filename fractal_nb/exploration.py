@@ -437,6 +437,7 @@ class Exploration:
 
         The node is checked before the graph is resumed: one that cannot be pruned changes nothing.
         """
+        self._check_writable()
         node = self.store.get_node(self.graph_id, node_id)["node"]
         root = self.store.get_graph(self.graph_id)["root_node_id"]
         if node["node_id"] == root or (node["node_type"] == NodeType.ANSWER and node["parent_id"] == root):

@@ -28,7 +28,19 @@ from fractal_nb.cli import (
 from fractal_nb.errors import StateError
 from tests.local_port import free_port
 
-SUBCOMMANDS = ["run", "demo", "resume", "harvest", "serve-mcp", "worker"]
+SUBCOMMANDS = [
+    "run",
+    "demo",
+    "resume",
+    "harvest",
+    "serve-mcp",
+    "worker",
+    "report",
+    "events",
+    "edges",
+    "tree",
+    "export",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -536,7 +548,14 @@ def test_the_shell_loads_no_heavy_module_for_help_version_or_a_usage_error(tmp_p
         heavy = ("openai", "pandas", "duckdb", "networkx", "pydantic", "tqdm")
         print(sorted(m for m in heavy if m in sys.modules))
     """)
-    for argv in (["--help"], ["--version"], ["run", "Why?", "--workers", "0"], ["serve-mcp", "--db", "."]):
+    for argv in (
+        ["--help"],
+        ["--version"],
+        ["run", "Why?", "--workers", "0"],
+        ["serve-mcp", "--db", "."],
+        ["tree", "missing.duckdb"],
+        ["export", "missing.duckdb", "--to", "out.txt"],
+    ):
         done = subprocess.run(
             [sys.executable, "-c", probe, *argv], cwd=tmp_path, capture_output=True, text=True, timeout=120
         )

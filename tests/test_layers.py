@@ -19,8 +19,8 @@ LAYERS = [
     ("model layer", ["llm", "prompts"]),
     ("results", ["results", "run_report", "export"]),
     ("engine", ["engine"]),
-    ("facade", ["exploration"]),
-    ("faces", ["views", "cli", "mcp_server", "mcp_auth", "tool_table", "remote", "remote_store", ""]),
+    ("facade", ["exploration", "graph_sql"]),
+    ("faces", ["views", "cli", "inspection", "mcp_server", "mcp_auth", "tool_table", "remote", "remote_store", ""]),
 ]
 RANK = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
 

@@ -1,0 +1,269 @@
+"""``fractal-nb report | events | edges | tree | export``: read-only commands on a fixture file."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fractal_nb import Exploration, SimulatedLLM
+from fractal_nb.cli import EXIT_ERROR, EXIT_OK, EXIT_USAGE, EXPORT_TABLES, INSPECTION_HELP, main
+from fractal_nb.graph_sql import TABLES
+from fractal_nb.inspection import COMMANDS
+from tests.test_cli import console_script
+
+SEED = "Why do cities grow?"
+
+
+@pytest.fixture(scope="module")
+def fixture_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One harvested exploration with a pruned seed question."""
+    path = tmp_path_factory.mktemp("inspect") / "one.duckdb"
+    with Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM(), path=path) as ex:
+        ex.step(2)
+        seeds = ex.nodes().query("node_type == 'question' and depth == 1 and status == 'open'")
+        ex.prune(str(seeds["node_id"].iloc[0]))
+        ex.run(progress=False)
+        ex.harvest()
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def opened(path: Path) -> Exploration:
+    return Exploration.open(path, llm=SimulatedLLM(), read_only=True)
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_report_prints_the_result_as_it_stands(
+    fixture_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(["report", str(fixture_file)], capsys)
+    assert code == EXIT_OK
+    with opened(fixture_file) as ex:
+        assert out.strip() == ex.report().strip()
+        expected = ex.preview().to_dict()
+    assert out.startswith(f"### {SEED}") and "**Gaps**" in out
+    code, out, _ = run(["report", str(fixture_file), "--json"], capsys)
+    assert code == EXIT_OK
+    document = json.loads(out)
+    assert document["status"] == "completed" and document["seed"] == SEED
+    assert document["gaps"] == expected["gaps"] and document["node_count"] == expected["node_count"]
+
+
+def test_events_prints_the_log_and_since_cuts_it(
+    fixture_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with opened(fixture_file) as ex:
+        events = ex.events()
+    code, out, _ = run(["events", str(fixture_file)], capsys)
+    assert code == EXIT_OK
+    lines = out.strip().splitlines()
+    assert lines[0].split()[:5] == ["event_id", "created_at", "kind", "node_id", "actor"]
+    assert len(lines) == 1 + len(events)
+    assert "graph_created" in lines[1] and "graph_status_changed" in out
+    middle = int(events["event_id"].iloc[len(events) // 2])
+    code, out, _ = run(["events", str(fixture_file), "--since", str(middle), "--json"], capsys)
+    assert code == EXIT_OK
+    ids = [e["event_id"] for e in json.loads(out)["events"]]
+    assert ids == [i for i in events["event_id"].tolist() if i > middle]
+    code, out, _ = run(["events", str(fixture_file), "--since", str(events["event_id"].max())], capsys)
+    assert code == EXIT_OK and out.strip() == "(no events)"
+
+
+def test_edges_prints_every_edge(fixture_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with opened(fixture_file) as ex:
+        edges = ex.edges()
+    code, out, _ = run(["edges", str(fixture_file), "--json"], capsys)
+    assert code == EXIT_OK
+    listed = json.loads(out)["edges"]
+    assert [(e["from_node"], e["to_node"], e["edge_type"]) for e in listed] == list(
+        edges[["from_node", "to_node", "edge_type"]].itertuples(index=False, name=None)
+    )
+    code, out, _ = run(["edges", str(fixture_file)], capsys)
+    assert code == EXIT_OK and len(out.strip().splitlines()) == 1 + len(edges)
+    assert "parent_child" in out
+
+
+def test_tree_indents_each_question_by_level_with_its_status(
+    fixture_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with opened(fixture_file) as ex:
+        questions = ex.nodes().query("node_type == 'question'")
+    code, out, _ = run(["tree", str(fixture_file)], capsys)
+    assert code == EXIT_OK
+    lines = out.rstrip("\n").splitlines()
+    assert len(lines) == len(questions)
+    for line in lines:
+        node_id = line.rsplit("(", 1)[1].rstrip(")")
+        row = questions[questions["node_id"] == node_id].iloc[0]
+        indent = len(line) - len(line.lstrip(" "))
+        assert indent == 2 * row["depth"]
+        assert line.lstrip().startswith(f"[{row['status']}")
+    assert lines[0] == f"[synthesized] {SEED}  ({questions['node_id'].iloc[0]})"
+    assert "[saturated: pruned]" in out
+    code, out, _ = run(["tree", str(fixture_file), "--json"], capsys)
+    document = json.loads(out)
+
+    def count(items: list[dict[str, object]]) -> int:
+        return sum(1 + count(item["children"]) for item in items)  # type: ignore[arg-type]
+
+    assert count(document["tree"]) == len(questions) and document["tree"][0]["text"] == SEED
+
+
+def test_export_writes_markdown_html_and_parquet(
+    fixture_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = digest(fixture_file)
+    with opened(fixture_file) as ex:
+        nodes, events, report = ex.nodes(), ex.events(), ex.report()
+    code, out, _ = run(["export", str(fixture_file), "--to", "out.md"], capsys)
+    assert code == EXIT_OK and out.startswith("wrote out.md")
+    assert (tmp_path / "out.md").read_text().strip() == report.strip()
+    code, out, _ = run(["export", str(fixture_file), "--to", "out.html", "--json"], capsys)
+    assert code == EXIT_OK and json.loads(out)["format"] == "html"
+    page = (tmp_path / "out.html").read_text()
+    assert page.lower().startswith("<!doctype html>") and "Why do cities grow" in page
+    code, out, _ = run(["export", str(fixture_file), "--to", "nodes.parquet"], capsys)
+    assert code == EXIT_OK and "the nodes table as Parquet" in out
+    table = pd.read_parquet(tmp_path / "nodes.parquet")
+    assert table["node_id"].tolist() == nodes["node_id"].tolist()
+    assert json.loads(table["metadata"].iloc[0])["synthesis"]  # metadata kept whole, as JSON text
+    code, out, _ = run(["export", str(fixture_file), "--to", "events.parquet", "--table", "events"], capsys)
+    assert code == EXIT_OK
+    assert pd.read_parquet(tmp_path / "events.parquet")["event_id"].tolist() == events["event_id"].tolist()
+    assert digest(fixture_file) == before
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["report", "missing.duckdb"],
+        ["tree", "."],
+        ["events", "{file}", "--since", "-1"],
+        ["events", "{file}", "--since", "x"],
+        ["edges", "{file}", "--graph-id", " "],
+        ["export", "{file}", "--to", "out.txt"],
+        ["export", "{file}", "--to", "{file}"],
+        ["export", "{file}", "--to", "no/such/dir/out.md"],
+        ["export", "{file}", "--to", "."],
+        ["export", "{file}", "--to", "out.parquet", "--table", "secrets"],
+        ["export", "{file}"],
+        ["tree"],
+    ],
+)
+def test_usage_errors_exit_2_before_the_file_is_opened(
+    fixture_file: Path, tmp_path: Path, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = tmp_path / "copy.duckdb"
+    copy.write_bytes(fixture_file.read_bytes())
+    before = digest(copy)
+    with pytest.raises(SystemExit) as info:
+        main([arg.format(file=copy) for arg in argv])
+    assert info.value.code == EXIT_USAGE
+    assert "usage: fractal-nb" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.duckdb"]  # no WAL, no output
+    assert digest(copy) == before
+
+
+def test_a_file_of_several_graphs_needs_the_graph_id_listing_them(
+    fixture_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "two.duckdb"
+    path.write_bytes(fixture_file.read_bytes())
+    with Exploration.create("Why do rivers meander?", intensity="pulse", llm=SimulatedLLM(), path=path) as ex:
+        second = ex.graph_id
+    first = str(Exploration.graphs(path)["graph_id"].iloc[0])
+    before = digest(path)
+    for command in INSPECTION_HELP:
+        extra = ["--to", "x.md"] if command == "export" else []
+        with pytest.raises(SystemExit) as info:
+            main([command, str(path), *extra])
+        assert info.value.code == EXIT_USAGE
+        err = capsys.readouterr().err
+        assert "holds 2 explorations; pass --graph-id" in err
+        assert first in err and second in err and "Why do rivers meander?" in err
+    code, out, _ = run(["tree", str(path), "--graph-id", second], capsys)
+    assert code == EXIT_OK and out.strip().endswith(")") and "Why do rivers meander?" in out
+    code, _, err = run(["tree", str(path), "--graph-id", "g-nope"], capsys)
+    assert code == EXIT_ERROR and "g-nope" in err
+    assert digest(path) == before
+
+
+HOLDER = textwrap.dedent("""
+    import sys
+    from fractal_nb import GraphStore
+    store = GraphStore(sys.argv[1])
+    print("ready", flush=True)
+    sys.stdin.readline()
+    store.close()
+""")
+
+
+def test_a_file_another_process_writes_exits_1_naming_it_and_the_way_round(
+    fixture_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "held.duckdb"
+    path.write_bytes(fixture_file.read_bytes())
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready", (
+            child.stderr.read() if child.stderr else ""
+        )
+        for command in INSPECTION_HELP:
+            extra = ["--to", "x.md"] if command == "export" else []
+            code, out, err = run([command, str(path), *extra], capsys)
+            assert code == EXIT_ERROR and out == ""
+            assert err.startswith("fractal-nb: error:")
+            assert f"is in use by process {child.pid}" in err
+            for way in ("fractal-nb serve-mcp", "ex.serve_mcp()", "fractal_get_snapshot", "ex.sql"):
+                assert way in err
+        assert not (tmp_path / "x.md").exists()
+    finally:
+        child.communicate("\n", timeout=60)
+    assert child.returncode == 0
+    assert main(["tree", str(path)]) == EXIT_OK  # once the holder is gone
+
+
+def test_the_console_script_prints_json(fixture_file: Path, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*console_script(), "tree", str(fixture_file), "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["tree"][0]["text"] == SEED
+
+
+def test_the_commands_and_tables_agree_with_their_modules() -> None:
+    assert list(COMMANDS) == list(INSPECTION_HELP)
+    assert EXPORT_TABLES == tuple(TABLES)
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    for command in INSPECTION_HELP:
+        assert f"fractal-nb {command} " in readme

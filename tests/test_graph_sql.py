@@ -1,0 +1,186 @@
+"""``Exploration.sql``: one SELECT over this graph's tables, read-only, on a database of its own."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fractal_nb import Exploration, InvalidInputError, SimulatedLLM
+from fractal_nb.errors import StateError
+from fractal_nb.graph_sql import TABLES
+
+
+@pytest.fixture(scope="module")
+def two_graphs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """A file of two explorations: the first harvested with a pruned branch, the second only created."""
+    path = tmp_path_factory.mktemp("sql") / "two.duckdb"
+    with Exploration.create("Why do cities grow?", intensity="pulse", llm=SimulatedLLM(), path=path) as ex:
+        ex.step(2)
+        seeds = ex.nodes().query("node_type == 'question' and depth == 1 and status == 'open'")
+        ex.prune(str(seeds["node_id"].iloc[0]))
+        ex.run(progress=False)
+        ex.harvest()
+        first = ex.graph_id
+    with Exploration.create("Why do rivers meander?", intensity="pulse", llm=SimulatedLLM(), path=path) as ex:
+        second = ex.graph_id
+    return path, first, second
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_each_table_holds_this_graphs_rows_as_the_facade_lists_them(
+    two_graphs: tuple[Path, str, str],
+) -> None:
+    path, first, _ = two_graphs
+    with Exploration.open(path, first, llm=SimulatedLLM(), read_only=True) as ex:
+        assert (
+            ex.sql("SELECT node_id FROM nodes ORDER BY seq")["node_id"].tolist()
+            == ex.nodes()["node_id"].tolist()
+        )
+        assert len(ex.sql("SELECT * FROM edges")) == len(ex.edges()) > 0
+        assert ex.sql("SELECT event_id FROM events")["event_id"].tolist() == ex.events()["event_id"].tolist()
+        assert (
+            ex.sql("SELECT call_id FROM llm_calls")["call_id"].tolist() == ex.llm_calls()["call_id"].tolist()
+        )
+        gaps = ex.sql("SELECT * FROM gaps")
+        pd.testing.assert_frame_equal(gaps, ex.gaps(), check_dtype=False)
+        assert "pruned" in set(gaps["kind"])
+        # metadata and payload are JSON: the synthesis reads with ->>
+        syntheses = ex.sql(
+            "SELECT node_id, metadata->>'synthesis' AS synthesis FROM nodes "
+            "WHERE status = 'synthesized' ORDER BY depth, seq"
+        )
+        assert dict(zip(syntheses["node_id"], syntheses["synthesis"], strict=True)) == dict(
+            zip(ex.syntheses()["node_id"], ex.syntheses()["synthesis"], strict=True)
+        )
+        kinds = ex.sql("SELECT payload->>'seed' AS seed FROM events WHERE kind = 'graph_created'")
+        assert kinds["seed"].tolist() == ["Why do cities grow?"]
+        assert str(ex.sql("SELECT created_at FROM nodes LIMIT 1")["created_at"].dtype).startswith(
+            "datetime64"
+        )
+
+
+def test_another_graph_of_the_file_is_never_read(two_graphs: tuple[Path, str, str]) -> None:
+    path, first, second = two_graphs
+    with Exploration.open(path, second, llm=SimulatedLLM(), read_only=True) as ex:
+        assert ex.sql("SELECT DISTINCT graph_id FROM nodes")["graph_id"].tolist() == [second]
+        with Exploration.open(path, first, llm=SimulatedLLM(), read_only=True) as other:
+            theirs = other.nodes()["node_id"].tolist()
+        assert len(ex.sql("SELECT * FROM nodes WHERE node_id IN (SELECT unnest(?))", [theirs])) == 0
+        assert ex.sql("SELECT count(*) AS n FROM events")["n"].iloc[0] == len(ex.events())
+        assert len(ex.sql("SELECT * FROM llm_calls")) == 0
+
+
+REFUSED = [
+    "INSERT INTO nodes (node_id) VALUES ('n-x')",
+    "UPDATE nodes SET status = 'open'",
+    "DELETE FROM events",
+    "CREATE TABLE mine AS SELECT * FROM nodes",
+    "DROP VIEW nodes",
+    "ATTACH '{path}' AS store",
+    "ATTACH '{path}' AS store (READ_ONLY)",
+    "COPY nodes TO '{out}'",
+    "INSTALL httpfs",
+    "LOAD httpfs",
+    "SET enable_external_access = true",
+    "PRAGMA database_list",
+    "SELECT 1; SELECT 2",
+    "SELECT * FROM read_csv('{csv}')",
+    "SELECT * FROM read_parquet('{out}')",
+    "SELECT * FROM '{csv}'",
+    "SELECT * FROM read_text('{path}')",
+    "SELECT * FROM secret_frame",
+    "SELECT * FROM not_a_table",
+    "SELEC oops",
+    "",
+]
+
+
+@pytest.mark.parametrize("query", REFUSED)
+def test_writes_files_extensions_and_other_databases_are_refused_the_file_unchanged(
+    two_graphs: tuple[Path, str, str], tmp_path: Path, query: str
+) -> None:
+    path, first, _ = two_graphs
+    csv = tmp_path / "local.csv"
+    csv.write_text("a,b\n1,2\n")
+    secret_frame = pd.DataFrame({"a": [1]})  # a Python variable is no table
+    before = digest(path)
+    with Exploration.open(path, first, llm=SimulatedLLM(), read_only=True) as ex:
+        nodes = ex.nodes()
+        with pytest.raises(InvalidInputError) as info:
+            ex.sql(query.format(path=path, out=tmp_path / "out.parquet", csv=csv))
+        message = str(info.value)
+        assert any(
+            word in message
+            for word in ("only reads", "one statement", "one SELECT", "failed", "does not parse", "files")
+        )
+        pd.testing.assert_frame_equal(ex.nodes(), nodes)
+    assert digest(path) == before
+    assert not (tmp_path / "out.parquet").exists()
+    assert len(secret_frame) == 1
+
+
+def test_params_fill_placeholders_and_bad_ones_are_refused(two_graphs: tuple[Path, str, str]) -> None:
+    path, first, _ = two_graphs
+    with Exploration.open(path, first, llm=SimulatedLLM(), read_only=True) as ex:
+        assert ex.sql("SELECT text FROM nodes WHERE depth = ? AND node_type = 'question'", [0])[
+            "text"
+        ].tolist() == ["Why do cities grow?"]
+        assert ex.sql("SELECT text FROM nodes WHERE depth = $d AND node_type = 'question'", {"d": 0})[
+            "text"
+        ].tolist() == ["Why do cities grow?"]
+        for bad in ("0", 0, {1, 2}):
+            with pytest.raises(InvalidInputError, match="params must be"):
+                ex.sql("SELECT 1", bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match="query must be"):
+            ex.sql(None)  # type: ignore[arg-type]
+
+
+def test_empty_tables_keep_their_columns() -> None:
+    with Exploration.create("Why is the sky blue?", intensity="pulse", llm=SimulatedLLM()) as ex:
+        assert ex.sql("SELECT role, prompt_tokens FROM llm_calls").empty
+        assert ex.sql("SELECT from_node, metadata FROM edges").empty
+        assert ex.sql("SELECT kind, detail FROM gaps").to_dict("records") == ex.gaps()[
+            ["kind", "detail"]
+        ].to_dict("records")
+        assert ex.sql("SELECT count(*) AS n FROM nodes")["n"].iloc[0] == 1
+
+
+def test_the_tables_are_the_documented_ones() -> None:
+    assert list(TABLES) == ["nodes", "edges", "events", "llm_calls", "gaps"]
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    for name in TABLES:
+        assert f"`{name}`" in readme
+
+
+def test_a_read_only_exploration_refuses_every_write_before_the_model(
+    two_graphs: tuple[Path, str, str],
+) -> None:
+    path, first, second = two_graphs
+    before = digest(path)
+    with Exploration.open(path, second, llm=SimulatedLLM(), read_only=True) as ex:
+        root = ex.nodes()["node_id"].iloc[0]
+        for call in (
+            lambda: ex.run(progress=False),
+            lambda: ex.step(),
+            lambda: ex.approve(),
+            lambda: ex.prune(root),
+            lambda: ex.harvest(finish=True),
+        ):
+            with pytest.raises(StateError, match="read_only=True"):
+                call()
+        assert ex.sql("SELECT count(*) AS n FROM llm_calls")["n"].iloc[0] == 0
+        assert ex.status == "active"
+    with Exploration.open(path, first, llm=SimulatedLLM(), read_only=True) as ex:
+        assert ex.harvest().status == "completed"  # a completed graph is read back
+    assert digest(path) == before
+    with pytest.raises(InvalidInputError, match="read_only must be"):
+        Exploration.open(path, first, llm=SimulatedLLM(), read_only="yes")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="read_only must be"):
+        Exploration.graphs(path, read_only=1)  # type: ignore[arg-type]
+    assert Exploration.graphs(path, read_only=True)["graph_id"].tolist() == [first, second]
