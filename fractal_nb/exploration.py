@@ -20,6 +20,7 @@ from .engine.phases import gap_rows, harvest, preview, seed
 from .engine.primitive import RunState, process
 from .errors import InvalidInputError, StateError, StoreUnreachableError
 from .export import to_networkx
+from .graph_sql import GAP_COLUMNS, SqlParams, run_sql
 from .llm.protocol import LLM
 from .model import (
     TERMINAL_GRAPH,
@@ -41,7 +42,6 @@ from .store.base import merged_metadata, require_id, require_text
 from .store.records import ModelSpend, Saturated
 
 if TYPE_CHECKING:
-    from .graph_sql import SqlParams
     from .mcp_server import BackgroundServer
     from .views import ExplorationView
 
@@ -490,7 +490,7 @@ class Exploration:
     def gaps(self) -> pd.DataFrame:
         """Every unexplored, pruned, failed or budget-cut question, one row each, with why."""
         rows = gap_rows(self.store.get_snapshot(self.graph_id)["nodes"])
-        return pd.DataFrame(rows, columns=["node_id", "depth", "kind", "question", "detail"])
+        return pd.DataFrame(rows, columns=GAP_COLUMNS)
 
     def _work_left(self) -> str:
         counts = pending_counts(self.store.get_snapshot(self.graph_id)["nodes"])
@@ -616,8 +616,6 @@ class Exploration:
         >>> ex.sql("SELECT text FROM nodes WHERE depth = ?", [0])["text"].tolist()
         ['Why do cities grow?']
         """
-        from .graph_sql import run_sql
-
         return run_sql(self, query, params)
 
     def view(self, *, height: str = "520px") -> ExplorationView:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import pandas as pd
 
+from .engine.phases import gap_rows
 from .errors import InvalidInputError
 from .store.database import NO_NETWORK
 from .store.records import EdgeRecord, NodeRecord, Snapshot
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 _PRIVATE: Mapping[str, bool] = MappingProxyType({**NO_NETWORK, "python_enable_replacements": False})
 _JSON_COLUMNS = ("metadata", "payload")  # kept as JSON text in the frames, typed JSON in the query
 SqlParams = Sequence[Any] | Mapping[str, Any] | None
+GAP_COLUMNS = ["node_id", "depth", "kind", "question", "detail"]  # Exploration.gaps(), the gaps table
 
 
 class GraphRows:
@@ -68,7 +70,7 @@ TABLES: Mapping[str, TableSource] = MappingProxyType(
         "edges": _edges,
         "events": lambda rows: _json_text(rows.exploration.events()),
         "llm_calls": lambda rows: rows.exploration.llm_calls(),
-        "gaps": lambda rows: rows.exploration.gaps(),
+        "gaps": lambda rows: pd.DataFrame(gap_rows(rows.snapshot["nodes"]), columns=GAP_COLUMNS),
     }
 )
 """The tables a query sees: name -> the function that returns its frame (one line per table)."""

@@ -20,7 +20,10 @@ LAYERS = [
     ("results", ["results", "run_report", "export"]),
     ("engine", ["engine"]),
     ("facade", ["exploration", "graph_sql"]),
-    ("faces", ["views", "cli", "inspection", "mcp_server", "mcp_auth", "tool_table", "remote", "remote_store", ""]),
+    (
+        "faces",
+        ["views", "cli", "inspection", "mcp_server", "mcp_auth", "tool_table", "remote", "remote_store", ""],
+    ),
 ]
 RANK = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
 
