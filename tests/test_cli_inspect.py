@@ -203,6 +203,9 @@ def test_a_file_of_several_graphs_needs_the_graph_id_listing_them(
         assert first in err and second in err and "Why do rivers meander?" in err
     code, out, _ = run(["tree", str(path), "--graph-id", second], capsys)
     assert code == EXIT_OK and out.strip().endswith(")") and "Why do rivers meander?" in out
+    code, out, _ = run(["report", str(path), "--graph-id", second, "--json"], capsys)
+    assert code == EXIT_OK and json.loads(out)["status"] == "active"  # an active graph: read, not harvested
+    assert "not harvested" in json.loads(out)["summary"]
     code, _, err = run(["tree", str(path), "--graph-id", "g-nope"], capsys)
     assert code == EXIT_ERROR and "g-nope" in err
     assert digest(path) == before
@@ -267,3 +270,46 @@ def test_the_commands_and_tables_agree_with_their_modules() -> None:
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     for command in INSPECTION_HELP:
         assert f"fractal-nb {command} " in readme
+
+
+def test_the_way_round_a_held_file_reads_the_same_nodes_through_its_mcp_server(
+    fixture_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fractal_nb.remote import RemoteStore
+    from tests.local_port import free_port, listening
+    from tests.mcp.conftest import wait_until
+
+    path = tmp_path / "served.duckdb"
+    path.write_bytes(fixture_file.read_bytes())
+    with opened(path) as ex:
+        graph_id, nodes = ex.graph_id, ex.nodes()
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fractal_nb.cli",
+            "serve-mcp",
+            "--db",
+            str(path),
+            "--http",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stderr is not None
+        started = server.stderr.readline()  # printed once the file is open, just before it listens
+        assert "MCP over HTTP at" in started, started + server.stderr.read()
+        code, out, err = run(["tree", str(path)], capsys)
+        assert code == EXIT_ERROR and f"process {server.pid}" in err and "fractal_get_snapshot" in err
+        wait_until(lambda: listening(port), "the server to listen", alive=lambda: server.poll() is None)
+        with RemoteStore(f"http://127.0.0.1:{port}/mcp") as remote:
+            snapshot = remote.get_snapshot(graph_id)
+        assert [n["node_id"] for n in snapshot["nodes"]] == nodes["node_id"].tolist()
+    finally:
+        server.terminate()
+        server.communicate(timeout=60)
