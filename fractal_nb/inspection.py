@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -23,6 +24,8 @@ from .exploration import Exploration
 from .graph_sql import TABLES, GraphRows
 
 _TEXT_WIDTH = 80  # a JSON column is cut to this in a table (--json prints it whole)
+# Model text is data: no escape sequence of it reaches the terminal (tabs and newlines aside).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 class Shown(NamedTuple):
@@ -119,9 +122,9 @@ def inspect_file(args: argparse.Namespace) -> str:
     """Run ``args.command`` on ``args.file`` opened read-only; what to print."""
     with open_read_only(Path(args.file), args.graph_id) as ex:
         shown = COMMANDS[args.command](ex, args)
-    if args.json:
+    if args.json:  # JSON escapes every control character
         return json.dumps(shown.document, ensure_ascii=False, default=str, indent=2)
-    return shown.text
+    return _CONTROL.sub("\N{REPLACEMENT CHARACTER}", shown.text)
 
 
 def open_read_only(path: Path, graph_id: str | None) -> Exploration:

@@ -313,3 +313,22 @@ def test_the_way_round_a_held_file_reads_the_same_nodes_through_its_mcp_server(
     finally:
         server.terminate()
         server.communicate(timeout=60)
+
+
+def test_model_text_reaches_the_terminal_without_its_control_characters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fractal_nb import GraphStore
+
+    path = tmp_path / "escapes.duckdb"
+    with GraphStore(path) as store:
+        graph = store.create_graph("Why \x1b[2Jdo cities grow?", "pulse", "autonomous")
+        answer = store.add_node(graph["graph_id"], graph["root_node_id"], "answer", "Trade.")
+        store.add_node(graph["graph_id"], answer["node_id"], "question", "Which \x1b]0;owned\x07trade?")
+    for command in ("tree", "report", "events"):
+        code, out, _ = run([command, str(path)], capsys)
+        assert code == EXIT_OK and "\x1b" not in out and "\x07" not in out
+    code, out, _ = run(["tree", str(path)], capsys)
+    assert "Which \N{REPLACEMENT CHARACTER}]0;owned\N{REPLACEMENT CHARACTER}trade?" in out
+    code, out, _ = run(["tree", str(path), "--json"], capsys)
+    assert json.loads(out)["tree"][0]["children"][0]["text"] == "Which \x1b]0;owned\x07trade?"
