@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
-from .errors import InvalidInputError, StoreLockedError
+from .errors import InvalidInputError, StateError, StoreLockedError
 from .exploration import Exploration
 from .graph_sql import TABLES, GraphRows
 
@@ -95,12 +95,15 @@ def export(ex: Exploration, args: argparse.Namespace) -> Shown:
     """Write the graph to ``--to``, its format by suffix: Markdown, HTML, or one table as Parquet."""
     out = Path(args.to)
     suffix = out.suffix.lower()
-    if suffix == ".md":
-        out.write_text(ex.report() + "\n", encoding="utf-8")
-    elif suffix == ".html":
-        ex.to_html(out)
-    else:
-        TABLES[args.table](GraphRows(ex)).to_parquet(out, index=False)
+    try:
+        if suffix == ".md":
+            out.write_text(ex.report() + "\n", encoding="utf-8")
+        elif suffix == ".html":
+            ex.to_html(out)
+        else:
+            TABLES[args.table](GraphRows(ex)).to_parquet(out, index=False)
+    except OSError as exc:
+        raise StateError(f"cannot write --to {out}: {exc.strerror or exc}") from None
     what = f"the {args.table} table as Parquet" if suffix == ".parquet" else suffix[1:]
     document = {"graph_id": ex.graph_id, "written": str(out), "format": suffix[1:]}
     if suffix == ".parquet":

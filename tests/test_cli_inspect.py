@@ -332,3 +332,12 @@ def test_model_text_reaches_the_terminal_without_its_control_characters(
     assert "Which \N{REPLACEMENT CHARACTER}]0;owned\N{REPLACEMENT CHARACTER}trade?" in out
     code, out, _ = run(["tree", str(path), "--json"], capsys)
     assert json.loads(out)["tree"][0]["children"][0]["text"] == "Which \x1b]0;owned\x07trade?"
+
+
+@pytest.mark.parametrize("target", ["/proc/out.md", "/proc/out.html", "/proc/out.parquet"])
+def test_an_export_that_cannot_be_written_exits_1_saying_so(
+    fixture_file: Path, target: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(["export", str(fixture_file), "--to", target], capsys)
+    assert code == EXIT_ERROR and out == ""
+    assert err.startswith("fractal-nb: error: cannot write") and target in err
