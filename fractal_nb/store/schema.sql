@@ -136,3 +136,31 @@ CREATE TABLE IF NOT EXISTS llm_cache (
     response VARCHAR NOT NULL,         -- JSON object
     created_at DOUBLE NOT NULL
 );
+
+-- Issue 25 (history): the state at any event, and forks (docs/architecture.md, "History and forks").
+-- Row images written by store/journal.py before each write transaction's COMMIT, keyed by the last
+-- event of that commit; the journal gives them every column nodes / graphs have (event_id first).
+CREATE TABLE IF NOT EXISTS node_history AS SELECT 0::BIGINT AS event_id, * FROM nodes LIMIT 0;
+CREATE TABLE IF NOT EXISTS graph_history AS SELECT 0::BIGINT AS event_id, * FROM graphs LIMIT 0;
+-- One row per commit that wrote a graph's events: its last event, and the node_seq / call_seq
+-- values then, so the links (edges.seq) and model calls (llm_calls.call_id) at an event are known.
+CREATE TABLE IF NOT EXISTS history_commits (
+    graph_id VARCHAR NOT NULL,
+    event_id BIGINT NOT NULL,           -- the commit's last event of this graph
+    max_seq BIGINT NOT NULL,            -- node_seq then: links with seq <= it existed
+    max_call_id BIGINT NOT NULL,        -- call_seq then: calls with call_id <= it existed
+    baseline BOOLEAN NOT NULL           -- where the graph's history starts (first open, or a fork)
+);
+-- A fork's origin: the graph and the event it was derived from.
+CREATE TABLE IF NOT EXISTS lineage (
+    graph_id VARCHAR PRIMARY KEY,       -- the fork
+    forked_from VARCHAR NOT NULL,
+    forked_at BIGINT NOT NULL,          -- the source's event the fork holds the state of
+    created_at DOUBLE NOT NULL
+);
+-- Which source node each node of a fork copies (the id map of store/lineage.py).
+CREATE TABLE IF NOT EXISTS fork_nodes (
+    graph_id VARCHAR NOT NULL,          -- the fork
+    node_id VARCHAR NOT NULL,           -- the fork's node
+    source_node_id VARCHAR NOT NULL     -- the source graph's node it was copied from
+);
