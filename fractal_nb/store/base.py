@@ -218,7 +218,7 @@ class StoreBase:
                 for v in (graph_id, node_id, kind, actor, at, json.dumps(payload))
             ],
         ).fetchall()
-        self._journal.logged(graph_id, max(int(i) for i, in ids), [e[0] for e in events])
+        self._journal.logged(graph_id, max(int(i) for (i,) in ids), [e[0] for e in events])
 
     def _set_status(
         self,

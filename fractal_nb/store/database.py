@@ -72,8 +72,8 @@ Tracer = Callable[[str, tuple[Any, ...]], None]
 class CommitHook(Protocol):
     """Told about the end of each outermost write transaction (store/journal.py is the one)."""
 
-    def before_commit(self, cur: duckdb.DuckDBPyConnection) -> None:
-        """Last writes of the transaction, just before its COMMIT (they commit with it)."""
+    def before_commit(self) -> None:
+        """Last writes of the transaction (through :meth:`Database.execute`), just before its COMMIT."""
         ...
 
     def rolled_back(self) -> None:
@@ -257,7 +257,7 @@ class Database:
             try:
                 yield cur
                 if self.commit_hook is not None:  # history at commit (docs/architecture.md, rule 13)
-                    self.commit_hook.before_commit(cur)
+                    self.commit_hook.before_commit()
             except BaseException:
                 self.execute("ROLLBACK")
                 if self.commit_hook is not None:

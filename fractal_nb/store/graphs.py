@@ -23,7 +23,6 @@ from .base import merged_metadata, new_id, optional_text, require_text
 from .queries import GraphQueries
 from .records import Snapshot, StatusChanged
 
-
 # A graph's history and lineage rows (docs/architecture.md, "History and forks"); its forks keep theirs.
 _OWN_ROWS = ("node_history", "graph_history", "history_commits", "fork_nodes", "lineage")
 

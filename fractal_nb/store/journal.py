@@ -22,8 +22,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import duckdb
-
 from .database import Database
 
 # node_seq and call_seq now: the watermark of links (edges.seq) and calls (llm_calls.call_id).
@@ -58,14 +56,14 @@ class Journal:
         if db.read_only:
             return
         db.commit_hook = self
-        with db.write() as cur:
-            _sync_columns(cur)
-            _baseline_unrecorded(cur)
+        with db.write():
+            _sync_columns(db)
+            _baseline_unrecorded(db)
 
     # -- what the transaction did (called inside it) ----------------------------------
 
     def logged(self, graph_id: str, last_event: int, node_ids: list[str | None]) -> None:
-        """Events up to ``last_event`` were written for ``graph_id``, naming ``node_ids`` (None: the graph)."""
+        """Events up to ``last_event`` were written for ``graph_id``, on ``node_ids`` (None: the graph)."""
         touched = self._pending.setdefault(graph_id, _Touched())
         touched.last_event = max(last_event, touched.last_event or 0)
         for node_id in node_ids:
@@ -86,61 +84,61 @@ class Journal:
 
     # -- the Database's hook --------------------------------------------------------------
 
-    def before_commit(self, cur: duckdb.DuckDBPyConnection) -> None:
+    def before_commit(self) -> None:
         """Write the images and watermarks of the transaction (they commit with it)."""
         pending, self._pending = self._pending, {}
         for graph_id, touched in pending.items():
             if touched.last_event is None:
-                _rewrite_at_last(cur, graph_id, sorted(touched.node_ids))
+                _rewrite_at_last(self._db, graph_id, sorted(touched.node_ids))
             else:
-                _record(cur, graph_id, touched.last_event, touched)
+                _record(self._db, graph_id, touched.last_event, touched)
 
     def rolled_back(self) -> None:
         """Forget what the rolled-back transaction noted."""
         self._pending = {}
 
 
-def _record(cur: duckdb.DuckDBPyConnection, graph_id: str, event_id: int, touched: _Touched) -> None:
+def _record(db: Database, graph_id: str, event_id: int, touched: _Touched) -> None:
     """Images and the watermark of one graph at ``event_id``: two or three statements."""
     if touched.every_node:
-        cur.execute(
+        db.execute(
             "INSERT INTO node_history BY NAME SELECT ? AS event_id, * FROM nodes WHERE graph_id = ?",
             [event_id, graph_id],
         )
     elif touched.node_ids:
         ids = sorted(touched.node_ids)
         marks = ", ".join("?" for _ in ids)
-        cur.execute(
+        db.execute(
             "INSERT INTO node_history BY NAME SELECT ? AS event_id, * FROM nodes "
             f"WHERE graph_id = ? AND node_id IN ({marks})",
             [event_id, graph_id, *ids],
         )
     if touched.graph_row:
-        cur.execute(
+        db.execute(
             "INSERT INTO graph_history BY NAME SELECT ? AS event_id, * FROM graphs WHERE graph_id = ?",
             [event_id, graph_id],
         )
-    cur.execute(_WATERMARK, [graph_id, event_id, touched.every_node])
+    db.execute(_WATERMARK, [graph_id, event_id, touched.every_node])
 
 
-def _rewrite_at_last(cur: duckdb.DuckDBPyConnection, graph_id: str, node_ids: list[str]) -> None:
+def _rewrite_at_last(db: Database, graph_id: str, node_ids: list[str]) -> None:
     """Images of nodes changed without an event, at the graph's last recorded event (rule 13)."""
-    row = cur.execute("SELECT max(event_id) FROM history_commits WHERE graph_id = ?", [graph_id]).fetchone()
+    row = db.execute("SELECT max(event_id) FROM history_commits WHERE graph_id = ?", [graph_id]).fetchone()
     if row is None or row[0] is None or not node_ids:
         return
     marks = ", ".join("?" for _ in node_ids)
     where = f"graph_id = ? AND node_id IN ({marks})"
-    cur.execute(f"DELETE FROM node_history WHERE event_id = ? AND {where}", [row[0], graph_id, *node_ids])
-    cur.execute(
+    db.execute(f"DELETE FROM node_history WHERE event_id = ? AND {where}", [row[0], graph_id, *node_ids])
+    db.execute(
         f"INSERT INTO node_history BY NAME SELECT ? AS event_id, * FROM nodes WHERE {where}",
         [row[0], graph_id, *node_ids],
     )
 
 
-def _sync_columns(cur: duckdb.DuckDBPyConnection) -> None:
+def _sync_columns(db: Database) -> None:
     """Give node_history / graph_history every column nodes / graphs have (a later ALTER adds one)."""
     for table, history in (("nodes", "node_history"), ("graphs", "graph_history")):
-        missing = cur.execute(
+        missing = db.execute(
             "SELECT column_name, data_type FROM information_schema.columns "
             "WHERE table_catalog = current_database() AND table_schema = 'main' AND table_name = ? "
             "AND column_name NOT IN (SELECT column_name FROM information_schema.columns "
@@ -149,15 +147,15 @@ def _sync_columns(cur: duckdb.DuckDBPyConnection) -> None:
             [table, history],
         ).fetchall()
         for name, data_type in missing:
-            cur.execute(f'ALTER TABLE {history} ADD COLUMN "{name}" {data_type}')
+            db.execute(f'ALTER TABLE {history} ADD COLUMN "{name}" {data_type}')
 
 
-def _baseline_unrecorded(cur: duckdb.DuckDBPyConnection) -> None:
+def _baseline_unrecorded(db: Database) -> None:
     """Graphs with no history yet (an older version wrote them): every row at their last event."""
-    todo = cur.execute(
+    todo = db.execute(
         "SELECT graph_id, max(event_id) FROM events WHERE graph_id IN ("
         "SELECT graph_id FROM graphs WHERE graph_id NOT IN (SELECT graph_id FROM history_commits)) "
         "GROUP BY graph_id ORDER BY graph_id"
     ).fetchall()
     for graph_id, last_event in todo:
-        _record(cur, graph_id, int(last_event), _Touched(every_node=True, graph_row=True))
+        _record(db, graph_id, int(last_event), _Touched(every_node=True, graph_row=True))

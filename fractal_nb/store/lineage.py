@@ -63,9 +63,10 @@ _NODES = f"""
         coalesce(branch.new, h.branch_id) AS branch_id,
         coalesce(paths.path, h.path) AS path,
         coalesce(inherited.new, h.inherited_from) AS inherited_from,
-        coalesce(list_reduce(metas.pairs,
-                             lambda acc, pair: replace(acc, split_part(pair, '|', 1), split_part(pair, '|', 2)),
-                             h.metadata), h.metadata) AS metadata,
+        coalesce(list_reduce(
+            metas.pairs,
+            lambda acc, pair: replace(acc, split_part(pair, '|', 1), split_part(pair, '|', 2)),
+            h.metadata), h.metadata) AS metadata,
         CASE WHEN h.status = 'claimed' THEN 'open' ELSE h.status END AS status,
         CASE WHEN h.status = 'claimed' THEN NULL ELSE h.holder END AS holder,
         CASE WHEN h.status = 'claimed' THEN NULL ELSE h.claimed_at END AS claimed_at,
@@ -126,7 +127,7 @@ _FAMILY = """
 _LISTING = """
     SELECT g.graph_id, l.forked_from, l.forked_at, g.seed, g.status, g.created_at
     FROM graphs g LEFT JOIN lineage l USING (graph_id)
-    WHERE {where} ORDER BY g.created_at, g.graph_id
+    WHERE {where} ORDER BY g.created_at, l.forked_at NULLS FIRST, g.graph_id
 """
 
 
@@ -216,4 +217,3 @@ class Lineage:
             }
             for graph, source, at, seed, status, created in rows
         ]
-
