@@ -172,15 +172,23 @@ def same_as(fork: Exploration, nodes: pd.DataFrame, edges: pd.DataFrame) -> None
     claimed = expected["status"] == "claimed"
     expected.loc[claimed, "status"] = "open"
     expected["claimed_at"] = expected["claimed_at"].where(~claimed, pd.NaT)
-    if "meta_convergence_with" in expected:
-        expected["meta_convergence_with"] = expected["meta_convergence_with"].map(
-            lambda v: [ids[i] for i in v] if isinstance(v, list) else v
-        )
+    for column in [c for c in expected.columns if c.startswith("meta_")]:  # ids inside metadata
+        expected[column] = expected[column].map(lambda v: remapped(v, ids))
     assert_frame_equal(mine, expected)
     theirs = edges.copy()
     for column in ("from_node", "to_node"):
         theirs[column] = theirs[column].map(ids)
     assert_frame_equal(fork.edges(), theirs)
+
+
+def remapped(value: Any, ids: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return ids.get(value, value)
+    if isinstance(value, list):
+        return [remapped(v, ids) for v in value]
+    if isinstance(value, dict):
+        return {k: remapped(v, ids) for k, v in value.items()}
+    return value
 
 
 def table_rows(ex: Exploration) -> dict[str, list[tuple[Any, ...]]]:
@@ -194,7 +202,7 @@ def table_rows(ex: Exploration) -> dict[str, list[tuple[Any, ...]]]:
         "llm_calls",
         "node_history",
         "graph_history",
-        "history_commits",
+        "history_baselines",
     )
     return {
         table: db.fetchall(f"SELECT * FROM {table} WHERE graph_id = ? ORDER BY ALL", [ex.graph_id])
@@ -208,7 +216,7 @@ def test_an_older_file_gets_a_baseline_and_says_where_history_starts(tmp_path: P
         ex.run(progress=False)
         graph_id, last, nodes, edges = ex.graph_id, last_event(ex), ex.nodes(), ex.edges()
     with duckdb.connect(str(path)) as con:  # the file as a version without history left it
-        for table in ("node_history", "graph_history", "history_commits", "lineage", "fork_nodes"):
+        for table in ("node_history", "graph_history", "history_baselines", "lineage", "fork_nodes"):
             con.execute(f"DROP TABLE {table}")
     with GraphStore(path, read_only=True) as reader, pytest.raises(StateError, match="has no history yet"):
         reader.get_state_at(graph_id, last)

@@ -44,7 +44,7 @@ OWN_TABLES = frozenset(
         "synthesis_claims",
         "node_history",
         "graph_history",
-        "history_commits",
+        "history_baselines",
         "lineage",
         "fork_nodes",
     }

@@ -24,7 +24,7 @@ from .queries import GraphQueries
 from .records import Snapshot, StatusChanged
 
 # A graph's history and lineage rows (docs/architecture.md, "History and forks"); its forks keep theirs.
-_OWN_ROWS = ("node_history", "graph_history", "history_commits", "fork_nodes", "lineage")
+_OWN_ROWS = ("node_history", "graph_history", "history_baselines", "fork_nodes", "lineage")
 
 
 class GraphLifecycle(GraphQueries):

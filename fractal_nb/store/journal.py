@@ -4,12 +4,12 @@ docs/architecture.md, "History and forks" (rules 13-15). The store logs every mu
 event inside the write transaction that makes it; the journal hears of those events as they
 are written (:meth:`Journal.logged`, from ``StoreBase._log``) and, just before the
 transaction's COMMIT (:class:`~.database.Database` calls :meth:`Journal.before_commit`),
-writes in a few statements:
+one statement per table it touches (most commits: one):
 
 - the images of the nodes the events name (``node_history``), and of the graph when an event
-  is the graph's own (``graph_history``), all keyed by the commit's last event id of that graph;
-- one ``history_commits`` row: that event and the ``node_seq`` / ``call_seq`` values then, so
-  the links and model calls that existed at the event are those under them.
+  is the graph's own (``graph_history``), keyed by the commit's last event id of that graph;
+- on each image, the ``node_seq`` / ``call_seq`` values then (the watermark): the links and
+  model calls that existed at the event are those under the largest at that event.
 
 The state at an event is then the latest image of each node at or before it (store/replay.py).
 A commit that changes nodes without an event (a heartbeat renewing leases) rewrites their
@@ -25,13 +25,8 @@ from dataclasses import dataclass, field
 from .database import Database
 
 # node_seq and call_seq now: the watermark of links (edges.seq) and calls (llm_calls.call_id).
-_WATERMARK = """
-    INSERT INTO history_commits
-    SELECT ?, ?,
-           coalesce(max(last_value) FILTER (WHERE sequence_name = 'node_seq'), 0),
-           coalesce(max(last_value) FILTER (WHERE sequence_name = 'call_seq'), 0), ?
-    FROM duckdb_sequences() WHERE database_name = current_database() AND schema_name = 'main'
-"""
+_WATERMARK = "currval('node_seq') AS max_seq, currval('call_seq') AS max_call_id"
+_SEQUENCES = ("node_seq", "call_seq")
 
 
 @dataclass
@@ -58,6 +53,7 @@ class Journal:
         db.commit_hook = self
         with db.write():
             _sync_columns(db)
+            _define_sequences(db)
             _baseline_unrecorded(db)
 
     # -- what the transaction did (called inside it) ----------------------------------
@@ -99,38 +95,46 @@ class Journal:
 
 
 def _record(db: Database, graph_id: str, event_id: int, touched: _Touched) -> None:
-    """Images and the watermark of one graph at ``event_id``: two or three statements."""
+    """Images of one graph at ``event_id``, with the watermark: one statement per table."""
     if touched.every_node:
         db.execute(
-            "INSERT INTO node_history BY NAME SELECT ? AS event_id, * FROM nodes WHERE graph_id = ?",
+            f"INSERT INTO node_history BY NAME SELECT ? AS event_id, {_WATERMARK}, * FROM nodes "
+            "WHERE graph_id = ?",
             [event_id, graph_id],
         )
+        db.execute("INSERT INTO history_baselines VALUES (?, ?)", [graph_id, event_id])
     elif touched.node_ids:
         ids = sorted(touched.node_ids)
         marks = ", ".join("?" for _ in ids)
         db.execute(
-            "INSERT INTO node_history BY NAME SELECT ? AS event_id, * FROM nodes "
+            f"INSERT INTO node_history BY NAME SELECT ? AS event_id, {_WATERMARK}, * FROM nodes "
             f"WHERE graph_id = ? AND node_id IN ({marks})",
             [event_id, graph_id, *ids],
         )
     if touched.graph_row:
         db.execute(
-            "INSERT INTO graph_history BY NAME SELECT ? AS event_id, * FROM graphs WHERE graph_id = ?",
+            f"INSERT INTO graph_history BY NAME SELECT ? AS event_id, {_WATERMARK}, * FROM graphs "
+            "WHERE graph_id = ?",
             [event_id, graph_id],
         )
-    db.execute(_WATERMARK, [graph_id, event_id, touched.every_node])
 
 
 def _rewrite_at_last(db: Database, graph_id: str, node_ids: list[str]) -> None:
     """Images of nodes changed without an event, at the graph's last recorded event (rule 13)."""
-    row = db.execute("SELECT max(event_id) FROM history_commits WHERE graph_id = ?", [graph_id]).fetchone()
+    row = db.fetchone(
+        "SELECT max(event_id) FROM (SELECT event_id FROM node_history WHERE graph_id = ? "
+        "UNION ALL SELECT event_id FROM graph_history WHERE graph_id = ?)",
+        [graph_id, graph_id],
+    )
     if row is None or row[0] is None or not node_ids:
         return
     marks = ", ".join("?" for _ in node_ids)
     where = f"graph_id = ? AND node_id IN ({marks})"
+    # the rewritten images keep no watermark of their own (0): the event's others hold it
     db.execute(f"DELETE FROM node_history WHERE event_id = ? AND {where}", [row[0], graph_id, *node_ids])
     db.execute(
-        f"INSERT INTO node_history BY NAME SELECT ? AS event_id, * FROM nodes WHERE {where}",
+        "INSERT INTO node_history BY NAME SELECT ? AS event_id, 0 AS max_seq, 0 AS max_call_id, * "
+        f"FROM nodes WHERE {where}",
         [row[0], graph_id, *node_ids],
     )
 
@@ -138,24 +142,35 @@ def _rewrite_at_last(db: Database, graph_id: str, node_ids: list[str]) -> None:
 def _sync_columns(db: Database) -> None:
     """Give node_history / graph_history every column nodes / graphs have (a later ALTER adds one)."""
     for table, history in (("nodes", "node_history"), ("graphs", "graph_history")):
-        missing = db.execute(
+        missing = db.fetchall(
             "SELECT column_name, data_type FROM information_schema.columns "
             "WHERE table_catalog = current_database() AND table_schema = 'main' AND table_name = ? "
             "AND column_name NOT IN (SELECT column_name FROM information_schema.columns "
             "WHERE table_catalog = current_database() AND table_schema = 'main' AND table_name = ?) "
             "ORDER BY ordinal_position",
             [table, history],
-        ).fetchall()
+        )
         for name, data_type in missing:
             db.execute(f'ALTER TABLE {history} ADD COLUMN "{name}" {data_type}')
 
 
+def _define_sequences(db: Database) -> None:
+    """Give each watermark sequence a value currval can read (one that never gave one: an unused id)."""
+    unused = db.fetchall(
+        "SELECT sequence_name FROM duckdb_sequences() WHERE database_name = current_database() "
+        "AND schema_name = 'main' AND last_value IS NULL AND sequence_name IN (?, ?)",
+        list(_SEQUENCES),
+    )
+    for (name,) in unused:
+        db.execute(f"SELECT nextval('{name}')")
+
+
 def _baseline_unrecorded(db: Database) -> None:
     """Graphs with no history yet (an older version wrote them): every row at their last event."""
-    todo = db.execute(
+    todo = db.fetchall(
         "SELECT graph_id, max(event_id) FROM events WHERE graph_id IN ("
-        "SELECT graph_id FROM graphs WHERE graph_id NOT IN (SELECT graph_id FROM history_commits)) "
+        "SELECT graph_id FROM graphs WHERE graph_id NOT IN (SELECT graph_id FROM graph_history)) "
         "GROUP BY graph_id ORDER BY graph_id"
-    ).fetchall()
+    )
     for graph_id, last_event in todo:
         _record(db, graph_id, int(last_event), _Touched(every_node=True, graph_row=True))

@@ -34,7 +34,8 @@ _MAP = """
 _NODES = f"""
     INSERT INTO nodes BY NAME
     WITH h AS (
-        SELECT * EXCLUDE (event_id) FROM node_history WHERE graph_id = ? AND event_id <= ?
+        SELECT * EXCLUDE (event_id, max_seq, max_call_id) FROM node_history
+        WHERE graph_id = ? AND event_id <= ?
         QUALIFY row_number() OVER (PARTITION BY node_id ORDER BY event_id DESC) = 1
     ),
     m AS (SELECT source_node_id AS old, node_id AS new FROM fork_nodes WHERE graph_id = ?),
@@ -81,28 +82,26 @@ _NODES = f"""
     LEFT JOIN paths ON paths.node_id = h.node_id
     LEFT JOIN metas ON metas.node_id = h.node_id
 """
-# Links under the commit's watermark, their ends rewritten. Parameters: fork, fork, gid, gid, commit.
+# Links under the commit's watermark, their ends rewritten. Parameters: fork, fork, gid, max_seq.
 _LINKS = """
     INSERT INTO edges BY NAME
     WITH m AS (SELECT source_node_id AS old, node_id AS new FROM fork_nodes WHERE graph_id = ?)
     SELECT e.* REPLACE (? AS graph_id, a.new AS from_node, b.new AS to_node)
     FROM edges e JOIN m AS a ON a.old = e.from_node JOIN m AS b ON b.old = e.to_node
-    WHERE e.graph_id = ?
-      AND e.seq <= (SELECT max_seq FROM history_commits WHERE graph_id = ? AND event_id = ?)
+    WHERE e.graph_id = ? AND e.seq <= ?
 """
-# The call log then, its nodes rewritten. Parameters: fork, fork, gid, gid, commit.
+# The call log then, its nodes rewritten. Parameters: fork, fork, gid, max_call_id.
 _CALLS = """
     INSERT INTO llm_calls BY NAME
     WITH m AS (SELECT source_node_id AS old, node_id AS new FROM fork_nodes WHERE graph_id = ?)
     SELECT c.* REPLACE (? AS graph_id, coalesce(m.new, c.node_id) AS node_id)
     FROM llm_calls c LEFT JOIN m ON m.old = c.node_id
-    WHERE c.graph_id = ?
-      AND c.call_id <= (SELECT max_call_id FROM history_commits WHERE graph_id = ? AND event_id = ?)
+    WHERE c.graph_id = ? AND c.call_id <= ?
 """
 # The graph's row then, as the fork's. Parameters: fork, now, now, fork, gid, commit.
 _GRAPH = """
     INSERT INTO graphs BY NAME
-    SELECT g.* EXCLUDE (event_id) REPLACE (
+    SELECT g.* EXCLUDE (event_id, max_seq, max_call_id) REPLACE (
         ? AS graph_id,
         (SELECT node_id FROM fork_nodes WHERE graph_id = ? AND source_node_id = g.root_node_id)
             AS root_node_id,
@@ -173,8 +172,9 @@ class Lineage:
             now = self._clock()
             self._db.execute(_MAP, [fork, gid, commit])
             self._db.execute(_NODES, [gid, commit, fork, fork])
-            self._db.execute(_LINKS, [fork, fork, gid, gid, commit])
-            self._db.execute(_CALLS, [fork, fork, gid, gid, commit])
+            max_seq, max_call_id = self._replay.watermark(gid, commit)
+            self._db.execute(_LINKS, [fork, fork, gid, max_seq])
+            self._db.execute(_CALLS, [fork, fork, gid, max_call_id])
             self._db.execute(_GRAPH, [fork, fork, now, now, gid, commit])
             self._db.execute("INSERT INTO lineage VALUES (?, ?, ?, ?)", [fork, gid, event, now])
             row = self._db.fetchone(

@@ -18,34 +18,39 @@ from .database import Database
 from .records import SnapshotAt
 from .rows import GRAPH_COLUMNS, NODE_COLUMNS, GraphRow, NodeRow, edge_dict
 
-# Where an event stands in its graph: its owner, the graph's last event, the commit holding it,
-# where the graph's history starts (a baseline, else its first event). Parameters: event, gid x5.
+# Where an event stands in its graph: its owner, the graph's last event, the commit holding it
+# (the first recorded event at or after it), where the graph's history starts (a baseline, else
+# its first event), whether the graph exists. Parameters: event, gid, gid, event, gid, event, gid x3.
 _PLACE = """
     SELECT (SELECT graph_id FROM events WHERE event_id = ?),
            (SELECT max(event_id) FROM events WHERE graph_id = ?),
-           (SELECT min(event_id) FROM history_commits WHERE graph_id = ? AND event_id >= ?),
-           (SELECT max(event_id) FROM history_commits WHERE graph_id = ? AND baseline),
+           (SELECT min(event_id) FROM (
+                SELECT event_id FROM node_history WHERE graph_id = ? AND event_id >= ?
+                UNION ALL SELECT event_id FROM graph_history WHERE graph_id = ? AND event_id >= ?)),
+           (SELECT max(event_id) FROM history_baselines WHERE graph_id = ?),
            (SELECT min(event_id) FROM events WHERE graph_id = ?),
            (SELECT count(*) FROM graphs WHERE graph_id = ?)
 """
+# The watermark at a commit: the largest node_seq / call_seq its images recorded. Parameters:
+# gid, commit, gid, commit.
+WATERMARK_AT = """
+    SELECT max(max_seq), max(max_call_id) FROM (
+        SELECT max_seq, max_call_id FROM node_history WHERE graph_id = ? AND event_id = ?
+        UNION ALL SELECT max_seq, max_call_id FROM graph_history WHERE graph_id = ? AND event_id = ?)
+"""
 # The latest image of each node at or before the commit. Parameters: gid, commit.
 _LATEST = """
-    SELECT * FROM node_history WHERE graph_id = ? AND event_id <= ?
+    SELECT * EXCLUDE (max_seq, max_call_id) FROM node_history WHERE graph_id = ? AND event_id <= ?
     QUALIFY row_number() OVER (PARTITION BY node_id ORDER BY event_id DESC) = 1
 """
-# Tree edges of those images and the links under the commit's watermark, as EDGES_SQL gives them.
-# Parameters: gid, commit, gid, gid, commit.
-_EDGES_AT = f"""
-    SELECT * FROM (
-        SELECT seq, parent_id AS from_node, node_id AS to_node, 'parent_child' AS edge_type,
-               '{{}}' AS metadata, created_at
-        FROM ({_LATEST}) WHERE parent_id IS NOT NULL
-        UNION ALL
-        SELECT seq, from_node, to_node, edge_type, metadata, created_at FROM edges
-        WHERE graph_id = ?
-          AND seq <= (SELECT max_seq FROM history_commits WHERE graph_id = ? AND event_id = ?)
-    ) ORDER BY seq
+# The links under the commit's watermark, as EDGES_SQL gives them. Parameters: gid, max_seq.
+_LINKS_AT = """
+    SELECT seq, from_node, to_node, edge_type, metadata, created_at FROM edges
+    WHERE graph_id = ? AND seq <= ?
 """
+_SEQ, _NODE_ID, _PARENT_ID, _CREATED_AT = (
+    NODE_COLUMNS.split(", ").index(c) for c in ("seq", "node_id", "parent_id", "created_at")
+)
 
 
 class Replay:
@@ -117,14 +122,27 @@ class Replay:
         if graph_row is None:  # every commit that made a graph wrote its row's image
             raise StateError(f"graph {graph_id} has no recorded row at event {commit}", graph_id=graph_id)
         nodes = self._db.fetchall(f"SELECT {NODE_COLUMNS} FROM ({_LATEST}) ORDER BY seq", [graph_id, commit])
-        edges = self._db.fetchall(_EDGES_AT, [graph_id, commit, graph_id, graph_id, commit])
-        return graph_row, nodes, edges
+        max_seq, _max_call_id = self.watermark(graph_id, commit)
+        links = self._db.fetchall(_LINKS_AT, [graph_id, max_seq])
+        # Tree edges are read off the nodes, as EDGES_SQL does, and merged with the links by seq.
+        tree = [
+            (n[_SEQ], n[_PARENT_ID], n[_NODE_ID], "parent_child", "{}", n[_CREATED_AT])
+            for n in nodes
+            if n[_PARENT_ID] is not None
+        ]
+        return graph_row, nodes, sorted(tree + links, key=lambda edge: int(edge[0]))
+
+    def watermark(self, graph_id: str, commit: int) -> tuple[int, int]:
+        """The ``node_seq`` and ``call_seq`` values at a commit: the links and calls that existed then."""
+        row = self._db.fetchone(WATERMARK_AT, [graph_id, commit, graph_id, commit])
+        assert row is not None and row[0] is not None  # a commit's images carry it (rule 13)
+        return int(row[0]), int(row[1])
 
     def _place(self, gid: str, event: int) -> tuple[Any, ...]:
         try:
-            row = self._db.fetchone(_PLACE, [event, gid, gid, event, gid, gid, gid])
+            row = self._db.fetchone(_PLACE, [event, gid, gid, event, gid, event, gid, gid, gid])
         except Exception as exc:  # a read-only file an older version wrote has no history tables
-            if "history_commits" not in str(exc):
+            if "_history" not in str(exc):
                 raise
             raise StateError(
                 f"{self._db.path} has no history yet: it was written by an older version; open it once "

@@ -139,17 +139,18 @@ CREATE TABLE IF NOT EXISTS llm_cache (
 
 -- Issue 25 (history): the state at any event, and forks (docs/architecture.md, "History and forks").
 -- Row images written by store/journal.py before each write transaction's COMMIT, keyed by the last
--- event of that commit; the journal gives them every column nodes / graphs have (event_id first).
-CREATE TABLE IF NOT EXISTS node_history AS SELECT 0::BIGINT AS event_id, * FROM nodes LIMIT 0;
-CREATE TABLE IF NOT EXISTS graph_history AS SELECT 0::BIGINT AS event_id, * FROM graphs LIMIT 0;
--- One row per commit that wrote a graph's events: its last event, and the node_seq / call_seq
--- values then, so the links (edges.seq) and model calls (llm_calls.call_id) at an event are known.
-CREATE TABLE IF NOT EXISTS history_commits (
+-- event of that commit, with the node_seq / call_seq values then (the watermark: the links with
+-- edges.seq and the calls with llm_calls.call_id under them existed). The journal gives them every
+-- column nodes / graphs have.
+CREATE TABLE IF NOT EXISTS node_history AS
+    SELECT 0::BIGINT AS event_id, 0::BIGINT AS max_seq, 0::BIGINT AS max_call_id, * FROM nodes LIMIT 0;
+CREATE TABLE IF NOT EXISTS graph_history AS
+    SELECT 0::BIGINT AS event_id, 0::BIGINT AS max_seq, 0::BIGINT AS max_call_id, * FROM graphs LIMIT 0;
+-- Where a graph's history starts when it did not start with the graph: the first open of a file
+-- an older version wrote, and a fork (its "forked" event).
+CREATE TABLE IF NOT EXISTS history_baselines (
     graph_id VARCHAR NOT NULL,
-    event_id BIGINT NOT NULL,           -- the commit's last event of this graph
-    max_seq BIGINT NOT NULL,            -- node_seq then: links with seq <= it existed
-    max_call_id BIGINT NOT NULL,        -- call_seq then: calls with call_id <= it existed
-    baseline BOOLEAN NOT NULL           -- where the graph's history starts (first open, or a fork)
+    event_id BIGINT NOT NULL
 );
 -- A fork's origin: the graph and the event it was derived from.
 CREATE TABLE IF NOT EXISTS lineage (
