@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from fractal_nb import GraphStore, StateError
+from fractal_nb import GraphStore, NotFoundError, StateError
 from tests.conftest import FakeClock, Tree, make_tree
 
 
@@ -126,3 +126,23 @@ def test_state_at_refuses_an_event_past_the_journal(tree: Tree) -> None:
         store._db.execute(f"DELETE FROM {table} WHERE graph_id = ? AND event_id >= ?", [gid, at])  # noqa: SLF001
     with pytest.raises(StateError, match="history starts"):
         store.get_state_at(gid, at)
+
+
+def test_unknown_graphs_and_read_only_stores_are_refused(tree: Tree, tmp_path: Any) -> None:
+    store = tree.store
+    for call in (
+        lambda: store.get_state_at("g-none", 1),
+        lambda: store.fork_graph("g-none", 1),
+        lambda: store.get_lineage("g-none"),
+    ):
+        with pytest.raises(NotFoundError, match="g-none"):
+            call()
+    path = tmp_path / "ro.duckdb"
+    with GraphStore(path) as writer:
+        gid = writer.create_graph("Why?", "pulse")["graph_id"]
+        at = last(writer, gid)
+    with GraphStore(path, read_only=True) as reader:
+        assert reader.get_state_at(gid, at)["nodes"][0]["text"] == "Why?"
+        with pytest.raises(StateError, match="read_only"):
+            reader.fork_graph(gid, at)
+        assert [g["graph_id"] for g in reader.list_family()] == [gid]
