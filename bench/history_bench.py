@@ -132,10 +132,10 @@ def beside_forks(where: Path, steps: int) -> None:
             Exploration(crowd.store, fork, llm).step(3)
         for ex in (alone, crowd, on, off):  # each file's log folded in, so no step pays for it
             ex.store._db.execute("CHECKPOINT")  # noqa: SLF001
-        alone_t, crowd_t = interleaved(alone, crowd, steps)
         size = len(alone.nodes())
+        alone_t, crowd_t = interleaved(alone, crowd, steps)
         ratio = statistics.median(crowd_t) / statistics.median(alone_t)
-        print(f"(c) step(1) on a {size}-node graph, {steps} steps each, interleaved:")
+        print(f"(c) step(1) on a graph of {size} nodes at the start, {steps} steps each, interleaved:")
         print(f"    alone in its file  {ms(alone_t)}")
         print(f"    beside 20 forks    {ms(crowd_t)}   ratio {ratio:.3f} (goal within 5%)")
         off.store._db.commit_hook = None  # noqa: SLF001 - the capture switched off, to measure it

@@ -89,7 +89,14 @@ class Replay:
                 graph_id=gid,
             )
         start = baseline if baseline is not None else first
-        if event < start or commit is None:
+        if commit is None:  # events after the last image: a version without history wrote them
+            raise StateError(
+                f"event {event} of graph {gid} has no recorded state: a version that keeps no history "
+                "wrote it after this one last did. The events up to the last one this version wrote "
+                "can be read",
+                graph_id=gid,
+            )
+        if event < start:
             raise StateError(
                 f"graph {gid}'s history starts at event {start}: the file was written by a version that "
                 "kept no history before then (history begins when this version first opens a file). "
