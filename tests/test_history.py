@@ -49,6 +49,9 @@ def test_at_every_observed_point_equals_what_nodes_and_edges_gave(ex: Exploratio
     for event, nodes, edges, status in seen:
         state = ex.at(event)
         assert isinstance(state, GraphAt) and state.event_id == event and state.status == status
+        assert repr(state).startswith(
+            f"<GraphAt {ex.graph_id} at event {event}: {status}, {len(nodes)} nodes"
+        )
         assert_frame_equal(state.nodes(), nodes)
         assert_frame_equal(state.edges(), edges)
 

@@ -146,3 +146,19 @@ def test_unknown_graphs_and_read_only_stores_are_refused(tree: Tree, tmp_path: A
         with pytest.raises(StateError, match="read_only"):
             reader.fork_graph(gid, at)
         assert [g["graph_id"] for g in reader.list_family()] == [gid]
+
+
+def test_a_column_added_to_nodes_is_kept_in_history_too(tmp_path: Any) -> None:
+    path = tmp_path / "grown.duckdb"
+    with GraphStore(path) as store:
+        gid = store.create_graph("Why?", "pulse")["graph_id"]
+        store._db.execute("ALTER TABLE nodes ADD COLUMN weak BOOLEAN DEFAULT false")  # noqa: SLF001 - a later schema
+    with GraphStore(path) as store:
+        root = store.get_snapshot(gid)["root_node_id"]
+        store._db.execute("UPDATE nodes SET weak = true WHERE node_id = ?", [root])  # noqa: SLF001
+        store.add_node(gid, root, "answer", "Because.")
+        images = store._db.fetchall(
+            "SELECT weak FROM node_history WHERE node_id = ? ORDER BY event_id", [root]
+        )  # noqa: SLF001
+        assert images[-1] == (True,)
+        now_equals_at_last(store, gid)
