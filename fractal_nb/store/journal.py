@@ -105,10 +105,11 @@ def _record(db: Database, graph_id: str, event_id: int, touched: _Touched) -> No
         db.execute("INSERT INTO history_baselines VALUES (?, ?)", [graph_id, event_id])
     elif touched.node_ids:
         ids = sorted(touched.node_ids)
-        marks = ", ".join("?" for _ in ids)
+        # one node (a claim, a status change: most commits) is a point lookup on the key
+        where = "node_id = ?" if len(ids) == 1 else f"node_id IN ({', '.join('?' for _ in ids)})"
         db.execute(
             f"INSERT INTO node_history BY NAME SELECT ? AS event_id, {_WATERMARK}, * FROM nodes "
-            f"WHERE graph_id = ? AND node_id IN ({marks})",
+            f"WHERE graph_id = ? AND {where}",
             [event_id, graph_id, *ids],
         )
     if touched.graph_row:
