@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +20,9 @@ from .engine.phases import gap_rows, harvest, preview, seed
 from .engine.primitive import RunState, process
 from .errors import InvalidInputError, StateError, StoreUnreachableError
 from .export import to_networkx
+from .frames import edge_frame, node_frame, timestamps
 from .graph_sql import GAP_COLUMNS, SqlParams, run_sql
+from .history import GraphAt, fork_point, lineage_frame
 from .llm.protocol import LLM
 from .model import (
     TERMINAL_GRAPH,
@@ -507,17 +509,11 @@ class Exploration:
 
     def nodes(self) -> pd.DataFrame:
         """Every node, in creation order, metadata flattened into ``meta_*`` columns."""
-        nodes = self.store.get_snapshot(self.graph_id)["nodes"]
-        frame = pd.DataFrame(nodes, columns=_NODE_COLUMNS)
-        meta = pd.json_normalize([n["metadata"] for n in nodes], max_level=0)
-        frame = pd.concat([frame, meta.add_prefix("meta_")], axis=1) if len(meta.columns) else frame
-        return _timestamps(frame, ["claimed_at", "created_at", "updated_at"])
+        return node_frame(self.store.get_snapshot(self.graph_id)["nodes"])
 
     def edges(self) -> pd.DataFrame:
         """Every edge (tree and links), in creation order."""
-        edges = self.store.get_snapshot(self.graph_id)["edges"]
-        frame = pd.DataFrame(edges, columns=["from_node", "to_node", "edge_type", "metadata", "created_at"])
-        return _timestamps(frame, ["created_at"])
+        return edge_frame(self.store.get_snapshot(self.graph_id)["edges"])
 
     def syntheses(self) -> pd.DataFrame:
         """Synthesized questions with their synthesis text, root first, deepest last."""
@@ -541,12 +537,12 @@ class Exploration:
         events = self.store.get_events(self.graph_id, since=since)["events"]
         columns = ["event_id", "node_id", "kind", "actor", "created_at", "payload"]
         frame = pd.DataFrame(events, columns=columns)
-        return _timestamps(frame, ["created_at"])
+        return timestamps(frame, ["created_at"])
 
     def llm_calls(self) -> pd.DataFrame:
         """Every model call: role, node, worker, model, tokens, latency, outcome, error."""
         calls = self.store.get_llm_calls(self.graph_id)["calls"]
-        return _timestamps(pd.DataFrame(calls, columns=_CALL_COLUMNS), ["created_at"])
+        return timestamps(pd.DataFrame(calls, columns=_CALL_COLUMNS), ["created_at"])
 
     def inspect(self, node_id: str) -> dict[str, Any]:
         """One node: its fields, direct children, links, and the model calls made for it.
@@ -561,7 +557,7 @@ class Exploration:
             else []
         )
         calls = self.store.get_llm_calls(self.graph_id, node_id=details["node"]["node_id"])["calls"]
-        details["llm_calls"] = _timestamps(pd.DataFrame(calls, columns=_CALL_COLUMNS), ["created_at"])
+        details["llm_calls"] = timestamps(pd.DataFrame(calls, columns=_CALL_COLUMNS), ["created_at"])
         return details
 
     def usage(self) -> Usage:
@@ -617,6 +613,64 @@ class Exploration:
         ['Why do cities grow?']
         """
         return run_sql(self, query, params)
+
+    # -- history --
+    # Time travel and forks (docs/architecture.md, "History and forks"; fractal_nb/history.py).
+
+    def at(self, event_id: int) -> GraphAt:
+        """The graph as it was at ``event_id`` (an id from :meth:`events`), rebuilt from its history.
+
+        Its ``nodes()`` / ``edges()`` equal what :meth:`nodes` / :meth:`edges` gave when that
+        event was the graph's last. An event of another graph, one past the last, or one before
+        the graph's history starts (a file written by an older version) is refused.
+
+        >>> from fractal_nb import SimulatedLLM
+        >>> ex = Exploration.create("Why do cities grow?", intensity="pulse", llm=SimulatedLLM())
+        >>> first = int(ex.events()["event_id"].max())
+        >>> _ = ex.run(progress=False)
+        >>> len(ex.at(first).nodes()), ex.at(first).status
+        (1, 'active')
+        """
+        return GraphAt.from_snapshot(self.store.get_state_at(self.graph_id, event_id))
+
+    def fork(self, at: int | Mapping[str, Any] | pd.Series) -> Exploration:
+        """A new exploration in the same file holding this graph's state at ``at``; this one never changes.
+
+        ``at`` is an event id (from :meth:`events`) or a head: a dict or ``heads()`` row with
+        ``head_event``. The fork keeps nodes, statuses, links, syntheses and the call log as they
+        were (questions claimed then are open in it); its lineage records where it came from.
+        It uses this exploration's model; in a file it opens its own store (close it when done).
+
+        >>> from fractal_nb import SimulatedLLM
+        >>> ex = Exploration.create("Why do cities grow?", intensity="pulse", llm=SimulatedLLM())
+        >>> seeded = int(ex.events()["event_id"].max())
+        >>> fork = ex.fork(at=seeded)
+        >>> fork.lineage()["forked_from"].tolist() == [None, ex.graph_id]
+        True
+        >>> len(fork.nodes()), fork.status
+        (1, 'active')
+        """
+        event = fork_point(at)
+        forked = self.store.fork_graph(self.graph_id, event)
+        if self.store.path is None:  # an in-memory store is shared: it has no file to reopen
+            return Exploration(self.store, forked["graph_id"], self.llm, clock=self._clock)
+        store = GraphStore(self.store.path)
+        return Exploration(store, forked["graph_id"], self.llm, clock=self._clock, owns_store=True)
+
+    def lineage(self) -> pd.DataFrame:
+        """The family of this graph: its original and every fork of it, oldest first (see :meth:`family`)."""
+        return lineage_frame(self.store.get_lineage(self.graph_id))
+
+    @staticmethod
+    def family(path: str | Path) -> pd.DataFrame:
+        """Every graph in the file and where it was forked from, oldest first.
+
+        Columns: ``graph_id``, ``forked_from`` and ``forked_at`` (None / <NA> for an original),
+        ``seed``, ``status``, ``created``.
+        """
+        where = check_store_path(path, must_exist=True)
+        with GraphStore(where) as store:
+            return lineage_frame(store.list_family())
 
     def view(self, *, height: str = "520px") -> ExplorationView:
         """The live question tree and its controls: step, run, pause, harvest, report, gates, inspector."""
@@ -711,22 +765,6 @@ class Exploration:
             self.store.resume_graph(self.graph_id)
 
 
-_NODE_COLUMNS = [
-    "node_id",
-    "parent_id",
-    "node_type",
-    "depth",
-    "status",
-    "status_reason",
-    "inherited_from",
-    "owner",
-    "branch_id",
-    "seq",
-    "text",
-    "claimed_at",
-    "created_at",
-    "updated_at",
-]
 _CALL_COLUMNS = [
     "call_id",
     "node_id",
@@ -756,12 +794,6 @@ def _run_lock(where: str, graph_id: str) -> threading.Lock:
     """The lock that lets one run or step at a time work a graph in this process."""
     with _RUN_LOCKS_GUARD:
         return _RUN_LOCKS.setdefault((where, graph_id), threading.Lock())
-
-
-def _timestamps(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
-    for column in columns:
-        frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
-    return frame
 
 
 def _check_flag(value: object, name: str) -> None:

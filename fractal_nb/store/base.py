@@ -28,6 +28,7 @@ from ..model import (
 )
 from .database import Database, Tracer
 from .holders import HolderInfo, hold, let_go, new_holder
+from .journal import Journal
 from .known import known_for
 from .rows import GRAPH_COLUMNS, NODE_COLUMNS, GraphRow, NodeRow
 
@@ -53,6 +54,11 @@ class StoreBase:
         self.lease_s = float(lease_s)
         self.clock = clock
         self._db = Database(path, read_only=read_only, tracer=tracer)
+        try:  # every commit records the history of what it touched (docs/architecture.md, rule 13)
+            self._journal = Journal(self._db)
+        except BaseException:
+            self._db.close()
+            raise
         self._known = known_for(self._db.path, fresh=self._db.first_open)
         # This store's claims are held by this process while the store is open.
         self.holder: HolderInfo = new_holder("store")
@@ -195,10 +201,12 @@ class StoreBase:
         at: float,
     ) -> None:
         """Append one event; call inside the write transaction of the mutation it records."""
-        self._db.execute(
-            "INSERT INTO events VALUES (nextval('event_seq'), ?, ?, ?, ?, ?, ?)",
+        row = self._db.execute(
+            "INSERT INTO events VALUES (nextval('event_seq'), ?, ?, ?, ?, ?, ?) RETURNING event_id",
             [graph_id, node_id, kind, actor, at, json.dumps(payload)],
-        )
+        ).fetchone()
+        assert row is not None
+        self._journal.logged(graph_id, int(row[0]), [node_id])
 
     def _log_many(
         self, graph_id: str, events: list[tuple[str | None, str, str | None, dict[str, Any]]], at: float
@@ -207,14 +215,15 @@ class StoreBase:
         if not events:
             return
         rows = ", ".join("(nextval('event_seq'), ?, ?, ?, ?, ?, ?)" for _ in events)
-        self._db.execute(
-            f"INSERT INTO events VALUES {rows}",
+        ids = self._db.execute(
+            f"INSERT INTO events VALUES {rows} RETURNING event_id",
             [
                 v
                 for node_id, kind, actor, payload in events
                 for v in (graph_id, node_id, kind, actor, at, json.dumps(payload))
             ],
-        )
+        ).fetchall()
+        self._journal.logged(graph_id, max(int(i) for (i,) in ids), [e[0] for e in events])
 
     def _set_status(
         self,

@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 import duckdb
 
 from ..arguments import check_file_path
 from ..errors import InvalidInputError, StateError, StoreLockedError
 
-SCHEMA_VERSION = "2"  # 2: claim holders, synthesis claims (schema.sql migrates a file of 1)
+SCHEMA_VERSION = "3"  # 2: claim holders, synthesis claims; 3: history and lineage (schema.sql migrates)
 # The tables schema.sql makes; a file holding any other is another application's.
 OWN_TABLES = frozenset(
     {
@@ -42,6 +42,11 @@ OWN_TABLES = frozenset(
         "llm_cache",
         "holders",
         "synthesis_claims",
+        "node_history",
+        "graph_history",
+        "history_baselines",
+        "lineage",
+        "fork_nodes",
     }
 )
 
@@ -62,6 +67,18 @@ _DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 Tracer = Callable[[str, tuple[Any, ...]], None]
+
+
+class CommitHook(Protocol):
+    """Told about the end of each outermost write transaction (store/journal.py is the one)."""
+
+    def before_commit(self) -> None:
+        """Last writes of the transaction (through :meth:`Database.execute`), just before its COMMIT."""
+        ...
+
+    def rolled_back(self) -> None:
+        """The transaction was rolled back: forget what it noted."""
+        ...
 
 
 @dataclass
@@ -94,6 +111,7 @@ class Database:
             raise InvalidInputError(f"read_only must be True or False, not {read_only!r}")
         self.read_only = read_only
         self.tracer = tracer
+        self.commit_hook: CommitHook | None = None  # set by the store's journal
         if read_only and self.path is None:
             raise InvalidInputError("read_only=True needs a path: an in-memory store starts empty")
         self._conn = self._connect()
@@ -238,8 +256,12 @@ class Database:
             self.execute("BEGIN TRANSACTION")
             try:
                 yield cur
+                if self.commit_hook is not None:  # history at commit (docs/architecture.md, rule 13)
+                    self.commit_hook.before_commit()
             except BaseException:
                 self.execute("ROLLBACK")
+                if self.commit_hook is not None:
+                    self.commit_hook.rolled_back()
                 raise
             else:
                 self.execute("COMMIT")

@@ -23,6 +23,9 @@ from .base import merged_metadata, new_id, optional_text, require_text
 from .queries import GraphQueries
 from .records import Snapshot, StatusChanged
 
+# A graph's history and lineage rows (docs/architecture.md, "History and forks"); its forks keep theirs.
+_OWN_ROWS = ("node_history", "graph_history", "history_baselines", "fork_nodes", "lineage")
+
 
 class GraphLifecycle(GraphQueries):
     """Create a graph with its root question and move it through its statuses."""
@@ -125,7 +128,7 @@ class GraphLifecycle(GraphQueries):
         """Delete the graph with its nodes, edges, events and call log."""
         with self._db.write():
             graph = self._graph(graph_id)
-            for table in ("events", "edges", "synthesis_claims", "nodes", "llm_calls", "graphs"):
+            for table in (*_OWN_ROWS, "events", "edges", "synthesis_claims", "nodes", "llm_calls", "graphs"):
                 self._db.execute(f"DELETE FROM {table} WHERE graph_id = ?", [graph.graph_id])
         self._known.graphs.pop(graph.graph_id, None)
         return {"graph_id": graph.graph_id, "deleted": True}

@@ -72,6 +72,34 @@ class Snapshot(GraphRecord):
     edges: list[EdgeRecord]
 
 
+class SnapshotAt(Snapshot):
+    """The graph as it was at an event (store/replay.py): a snapshot and the event it is at."""
+
+    event_id: int
+
+
+class Forked(TypedDict):
+    """``fork``: the new graph, where it came from, and the event it logged."""
+
+    graph_id: str
+    root_node_id: str
+    forked_from: str
+    forked_at: int
+    nodes: int
+    event_id: int
+
+
+class LineageRecord(TypedDict):
+    """One graph of a file's family of forks: where it came from (None: an original)."""
+
+    graph_id: str
+    forked_from: str | None
+    forked_at: int | None
+    seed: str
+    status: str
+    created: str | None
+
+
 class Claim(TypedDict):
     """``claim_work``'s result: the claimed question, or ``node_id`` None with whether the graph is done."""
 

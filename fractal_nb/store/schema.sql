@@ -136,3 +136,32 @@ CREATE TABLE IF NOT EXISTS llm_cache (
     response VARCHAR NOT NULL,         -- JSON object
     created_at DOUBLE NOT NULL
 );
+
+-- Issue 25 (history): the state at any event, and forks (docs/architecture.md, "History and forks").
+-- Row images written by store/journal.py before each write transaction's COMMIT, keyed by the last
+-- event of that commit, with the node_seq / call_seq values then (the watermark: the links with
+-- edges.seq and the calls with llm_calls.call_id under them existed). The journal gives them every
+-- column nodes / graphs have.
+CREATE TABLE IF NOT EXISTS node_history AS
+    SELECT 0::BIGINT AS event_id, 0::BIGINT AS max_seq, 0::BIGINT AS max_call_id, * FROM nodes LIMIT 0;
+CREATE TABLE IF NOT EXISTS graph_history AS
+    SELECT 0::BIGINT AS event_id, 0::BIGINT AS max_seq, 0::BIGINT AS max_call_id, * FROM graphs LIMIT 0;
+-- Where a graph's history starts when it did not start with the graph: the first open of a file
+-- an older version wrote, and a fork (its "forked" event).
+CREATE TABLE IF NOT EXISTS history_baselines (
+    graph_id VARCHAR NOT NULL,
+    event_id BIGINT NOT NULL
+);
+-- A fork's origin: the graph and the event it was derived from.
+CREATE TABLE IF NOT EXISTS lineage (
+    graph_id VARCHAR PRIMARY KEY,       -- the fork
+    forked_from VARCHAR NOT NULL,
+    forked_at BIGINT NOT NULL,          -- the source's event the fork holds the state of
+    created_at DOUBLE NOT NULL
+);
+-- Which source node each node of a fork copies (the id map of store/lineage.py).
+CREATE TABLE IF NOT EXISTS fork_nodes (
+    graph_id VARCHAR NOT NULL,          -- the fork
+    node_id VARCHAR NOT NULL,           -- the fork's node
+    source_node_id VARCHAR NOT NULL     -- the source graph's node it was copied from
+);

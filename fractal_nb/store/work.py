@@ -239,11 +239,14 @@ class WorkQueue(StoreBase):
         with self._db.write():
             now = self.clock()
             self._db.execute("UPDATE holders SET seen_at = ? WHERE holder_id = ?", [now, hid])
-            row = self._db.fetchone(
-                "UPDATE nodes SET claimed_at = ? WHERE holder = ? AND status = 'claimed'", [now, hid]
+            renewed = self._db.fetchall(
+                "UPDATE nodes SET claimed_at = ? WHERE holder = ? AND status = 'claimed' "
+                "RETURNING graph_id, node_id",
+                [now, hid],
             )
+            self._journal.changed(renewed)  # no event: the images at each graph's last one (rule 13)
             self._db.execute("UPDATE synthesis_claims SET claimed_at = ? WHERE holder = ?", [now, hid])
-        return {"holder_id": hid, "renewed": int(row[0]) if row else 0, "lease_s": self._lease_for(hid)}
+        return {"holder_id": hid, "renewed": len(renewed), "lease_s": self._lease_for(hid)}
 
     def release_claim(
         self,

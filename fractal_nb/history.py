@@ -1,0 +1,94 @@
+"""Time travel and forks for ``Exploration``: the state at an event, a fork at one, the family.
+
+The facade of store/replay.py and store/lineage.py (docs/architecture.md, "History and forks").
+:class:`GraphAt` is the graph frozen at an event, with ``nodes()`` / ``edges()`` shaped exactly
+like ``Exploration.nodes()`` / ``edges()`` (both come from :mod:`fractal_nb.frames`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from .errors import InvalidInputError
+from .frames import edge_frame, node_frame, timestamps
+from .store.base import shown
+from .store.records import EdgeRecord, GraphRecord, LineageRecord, NodeRecord, SnapshotAt
+
+LINEAGE_COLUMNS = ["graph_id", "forked_from", "forked_at", "seed", "status", "created"]
+
+
+@dataclass(frozen=True)
+class GraphAt:
+    """A graph as it was at one event: read-only, and unchanged by later work.
+
+    ``graph`` holds its fields then (status, metadata, ...); ``nodes()`` and ``edges()`` are
+    the frames ``Exploration.nodes()`` / ``edges()`` gave at that event.
+    """
+
+    event_id: int
+    graph_id: str
+    status: str
+    graph: GraphRecord
+    node_records: tuple[NodeRecord, ...]
+    edge_records: tuple[EdgeRecord, ...]
+
+    @classmethod
+    def from_snapshot(cls, snapshot: SnapshotAt) -> GraphAt:
+        """The view of a store's state-at-event record."""
+        fields: dict[str, Any] = {
+            k: v for k, v in snapshot.items() if k not in ("nodes", "edges", "event_id")
+        }
+        return cls(
+            event_id=snapshot["event_id"],
+            graph_id=snapshot["graph_id"],
+            status=snapshot["status"],
+            graph=fields,  # type: ignore[arg-type]  # the GraphRecord keys of the snapshot
+            node_records=tuple(snapshot["nodes"]),
+            edge_records=tuple(snapshot["edges"]),
+        )
+
+    def nodes(self) -> pd.DataFrame:
+        """Every node then, in creation order, metadata flattened into ``meta_*`` columns."""
+        return node_frame(self.node_records)
+
+    def edges(self) -> pd.DataFrame:
+        """Every edge then (tree and links), in creation order."""
+        return edge_frame(self.edge_records)
+
+    def __repr__(self) -> str:
+        return (
+            f"<GraphAt {self.graph_id} at event {self.event_id}: {self.status}, "
+            f"{len(self.node_records)} nodes, {len(self.edge_records)} edges>"
+        )
+
+
+def fork_point(at: object) -> int:
+    """The event a fork starts from: an event id, or a head (a mapping or row with ``head_event``).
+
+    >>> fork_point(12)
+    12
+    >>> fork_point({"head_event": 7, "turn": 2})
+    7
+    """
+    if isinstance(at, Mapping | pd.Series) and "head_event" in at:
+        at = at["head_event"]
+        if hasattr(at, "item"):  # a numpy integer from a DataFrame row
+            at = at.item()
+    if isinstance(at, bool) or not isinstance(at, int):
+        raise InvalidInputError(
+            "at must be an event id (an int from events()) or a head (a dict or heads() row with "
+            f"'head_event'), not {shown(at)}"
+        )
+    return at
+
+
+def lineage_frame(records: list[LineageRecord]) -> pd.DataFrame:
+    """Graphs and where each was forked from: ``graph_id, forked_from, forked_at, seed, status, created``."""
+    frame = pd.DataFrame(records, columns=LINEAGE_COLUMNS)
+    frame["forked_from"] = frame["forked_from"].astype(object).where(frame["forked_from"].notna(), None)
+    frame["forked_at"] = frame["forked_at"].astype("Int64")
+    return timestamps(frame, ["created"])

@@ -1,0 +1,177 @@
+"""History at commit: row images of what each write transaction touched, keyed by its last event.
+
+docs/architecture.md, "History and forks" (rules 13-15). The store logs every mutation as an
+event inside the write transaction that makes it; the journal hears of those events as they
+are written (:meth:`Journal.logged`, from ``StoreBase._log``) and, just before the
+transaction's COMMIT (:class:`~.database.Database` calls :meth:`Journal.before_commit`),
+one statement per table it touches (most commits: one):
+
+- the images of the nodes the events name (``node_history``), and of the graph when an event
+  is the graph's own (``graph_history``), keyed by the commit's last event id of that graph;
+- on each image, the ``node_seq`` / ``call_seq`` values then (the watermark): the links and
+  model calls that existed at the event are those under the largest at that event.
+
+The state at an event is then the latest image of each node at or before it (store/replay.py).
+A commit that changes nodes without an event (a heartbeat renewing leases) rewrites their
+images at the graph's current last event: an image is the state at the end of its event's
+span. A file written by an older version gets a baseline (every node's image at each graph's
+last event) the first time this version opens it; its history starts there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .database import Database
+
+# node_seq and call_seq now: the watermark of links (edges.seq) and calls (llm_calls.call_id).
+_WATERMARK = "currval('node_seq') AS max_seq, currval('call_seq') AS max_call_id"
+_SEQUENCES = ("node_seq", "call_seq")
+
+
+@dataclass
+class _Touched:
+    """What one transaction did to one graph, as its events said."""
+
+    last_event: int | None = None  # the transaction's last event of this graph (None: none logged)
+    node_ids: set[str] = field(default_factory=set)
+    graph_row: bool = False  # an event of the graph itself (node_id NULL): its row may have changed
+    every_node: bool = False  # a baseline: every node's image (a fork's first commit)
+
+
+class Journal:
+    """Writes the history of one store's write transactions; the Database's commit hook.
+
+    A read-only store writes nothing and has no hook.
+    """
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._pending: dict[str, _Touched] = {}
+        if db.read_only:
+            return
+        db.commit_hook = self
+        with db.write():
+            _sync_columns(db)
+            _define_sequences(db)
+            _baseline_unrecorded(db)
+
+    # -- what the transaction did (called inside it) ----------------------------------
+
+    def logged(self, graph_id: str, last_event: int, node_ids: list[str | None]) -> None:
+        """Events up to ``last_event`` were written for ``graph_id``, on ``node_ids`` (None: the graph)."""
+        touched = self._pending.setdefault(graph_id, _Touched())
+        touched.last_event = max(last_event, touched.last_event or 0)
+        for node_id in node_ids:
+            if node_id is None:
+                touched.graph_row = True
+            else:
+                touched.node_ids.add(node_id)
+
+    def changed(self, rows: list[tuple[str, str]]) -> None:
+        """Nodes ``(graph_id, node_id)`` changed without an event (a lease renewed)."""
+        for graph_id, node_id in rows:
+            self._pending.setdefault(graph_id, _Touched()).node_ids.add(node_id)
+
+    def baseline(self, graph_id: str) -> None:
+        """Record every node of ``graph_id`` at this transaction's last event: its history starts there."""
+        touched = self._pending.setdefault(graph_id, _Touched())
+        touched.every_node = touched.graph_row = True
+
+    # -- the Database's hook --------------------------------------------------------------
+
+    def before_commit(self) -> None:
+        """Write the images and watermarks of the transaction (they commit with it)."""
+        pending, self._pending = self._pending, {}
+        for graph_id, touched in pending.items():
+            if touched.last_event is None:
+                _rewrite_at_last(self._db, graph_id, sorted(touched.node_ids))
+            else:
+                _record(self._db, graph_id, touched.last_event, touched)
+
+    def rolled_back(self) -> None:
+        """Forget what the rolled-back transaction noted."""
+        self._pending = {}
+
+
+def _record(db: Database, graph_id: str, event_id: int, touched: _Touched) -> None:
+    """Images of one graph at ``event_id``, with the watermark: one statement per table."""
+    if touched.every_node:
+        db.execute(
+            f"INSERT INTO node_history BY NAME SELECT ? AS event_id, {_WATERMARK}, * FROM nodes "
+            "WHERE graph_id = ?",
+            [event_id, graph_id],
+        )
+        db.execute("INSERT INTO history_baselines VALUES (?, ?)", [graph_id, event_id])
+    elif touched.node_ids:
+        ids = sorted(touched.node_ids)
+        # one node (a claim, a status change: most commits) is a point lookup on the key
+        where = "node_id = ?" if len(ids) == 1 else f"node_id IN ({', '.join('?' for _ in ids)})"
+        db.execute(
+            f"INSERT INTO node_history BY NAME SELECT ? AS event_id, {_WATERMARK}, * FROM nodes "
+            f"WHERE graph_id = ? AND {where}",
+            [event_id, graph_id, *ids],
+        )
+    if touched.graph_row:
+        db.execute(
+            f"INSERT INTO graph_history BY NAME SELECT ? AS event_id, {_WATERMARK}, * FROM graphs "
+            "WHERE graph_id = ?",
+            [event_id, graph_id],
+        )
+
+
+def _rewrite_at_last(db: Database, graph_id: str, node_ids: list[str]) -> None:
+    """Images of nodes changed without an event, at the graph's last recorded event (rule 13)."""
+    row = db.fetchone(
+        "SELECT max(event_id) FROM (SELECT event_id FROM node_history WHERE graph_id = ? "
+        "UNION ALL SELECT event_id FROM graph_history WHERE graph_id = ?)",
+        [graph_id, graph_id],
+    )
+    if row is None or row[0] is None or not node_ids:
+        return
+    marks = ", ".join("?" for _ in node_ids)
+    where = f"graph_id = ? AND node_id IN ({marks})"
+    # the rewritten images keep no watermark of their own (0): the event's others hold it
+    db.execute(f"DELETE FROM node_history WHERE event_id = ? AND {where}", [row[0], graph_id, *node_ids])
+    db.execute(
+        "INSERT INTO node_history BY NAME SELECT ? AS event_id, 0 AS max_seq, 0 AS max_call_id, * "
+        f"FROM nodes WHERE {where}",
+        [row[0], graph_id, *node_ids],
+    )
+
+
+def _sync_columns(db: Database) -> None:
+    """Give node_history / graph_history every column nodes / graphs have (a later ALTER adds one)."""
+    for table, history in (("nodes", "node_history"), ("graphs", "graph_history")):
+        missing = db.fetchall(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_catalog = current_database() AND table_schema = 'main' AND table_name = ? "
+            "AND column_name NOT IN (SELECT column_name FROM information_schema.columns "
+            "WHERE table_catalog = current_database() AND table_schema = 'main' AND table_name = ?) "
+            "ORDER BY ordinal_position",
+            [table, history],
+        )
+        for name, data_type in missing:
+            db.execute(f'ALTER TABLE {history} ADD COLUMN "{name}" {data_type}')
+
+
+def _define_sequences(db: Database) -> None:
+    """Give each watermark sequence a value currval can read (one that never gave one: an unused id)."""
+    unused = db.fetchall(
+        "SELECT sequence_name FROM duckdb_sequences() WHERE database_name = current_database() "
+        "AND schema_name = 'main' AND last_value IS NULL AND sequence_name IN (?, ?)",
+        list(_SEQUENCES),
+    )
+    for (name,) in unused:
+        db.execute(f"SELECT nextval('{name}')")
+
+
+def _baseline_unrecorded(db: Database) -> None:
+    """Graphs with no history yet (an older version wrote them): every row at their last event."""
+    todo = db.fetchall(
+        "SELECT graph_id, max(event_id) FROM events WHERE graph_id IN ("
+        "SELECT graph_id FROM graphs WHERE graph_id NOT IN (SELECT graph_id FROM graph_history)) "
+        "GROUP BY graph_id ORDER BY graph_id"
+    )
+    for graph_id, last_event in todo:
+        _record(db, graph_id, int(last_event), _Touched(every_node=True, graph_row=True))
