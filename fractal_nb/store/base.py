@@ -170,6 +170,10 @@ class StoreBase:
         )
         return [r[0] for r in rows]
 
+    def _depth_ceiling(self, graph: GraphRow, question: NodeRow, needed: int) -> int:
+        """How deep questions may sit below ``question`` (exclusive); GraphStore adds deepened branches."""
+        return self._budget(graph).max_depth
+
     @staticmethod
     def _budget(graph: GraphRow) -> Budget:
         return BUDGETS[Intensity(graph.intensity)]
@@ -225,6 +229,7 @@ class StoreBase:
         metadata: dict[str, Any] | None = None,
         columns: dict[str, Any] | None = None,
         payload: dict[str, Any] | None = None,
+        turn: bool = False,
     ) -> None:
         """Move one node to ``status`` and log it: every status change in the store comes here.
 
@@ -233,11 +238,12 @@ class StoreBase:
         in the same update (a leaf goes open -> answered -> synthesized at once),
         checked and logged too. ``metadata`` replaces the node's metadata and
         ``columns`` sets other columns (a claim's owner and lease) in the same
-        statement; ``payload`` adds to the event's.
+        statement; ``payload`` adds to the event's. ``turn``: a move only a turn
+        makes (``model.TURN_TRANSITIONS``, store/turns.py).
         """
         steps = [node.status, *([through] if through is not None else []), status]
         for current, target in zip(steps, steps[1:], strict=False):
-            check_node_transition(node.node_id, node.node_type, current, target)
+            check_node_transition(node.node_id, node.node_type, current, target, turn=turn)
         if status == NodeStatus.SATURATED and reason is not None:  # also where MCP agents look for it
             metadata = {**(node.metadata if metadata is None else metadata), "saturation_reason": reason}
         assigned: dict[str, Any] = {

@@ -42,6 +42,8 @@ OWN_TABLES = frozenset(
         "llm_cache",
         "holders",
         "synthesis_claims",
+        "turns",
+        "depth_allowances",
     }
 )
 

@@ -102,6 +102,13 @@ class GraphLifecycle(GraphQueries):
         reason = optional_text(reason, "reason")
         with self._db.write():
             graph = self._graph(graph_id)
+            if graph.status == GraphStatus.COMPLETED:  # only a new turn reopens it (store/turns.py)
+                raise InvalidTransitionError(
+                    f"graph {graph.graph_id} cannot go from 'completed' to {target.value!r} by a status "
+                    "change; from 'completed' it may go to: active, only by a new turn (ask, deepen, "
+                    "widen, redecompose or note)",
+                    graph_id=graph.graph_id,
+                )
             self._change_graph_status(graph.graph_id, graph.status, target, reason)
         return {"graph_id": graph.graph_id, "status": target.value, "previous_status": graph.status}
 
@@ -125,7 +132,16 @@ class GraphLifecycle(GraphQueries):
         """Delete the graph with its nodes, edges, events and call log."""
         with self._db.write():
             graph = self._graph(graph_id)
-            for table in ("events", "edges", "synthesis_claims", "nodes", "llm_calls", "graphs"):
+            for table in (
+                "events",
+                "edges",
+                "synthesis_claims",
+                "nodes",
+                "llm_calls",
+                "turns",
+                "depth_allowances",
+                "graphs",
+            ):
                 self._db.execute(f"DELETE FROM {table} WHERE graph_id = ?", [graph.graph_id])
         self._known.graphs.pop(graph.graph_id, None)
         return {"graph_id": graph.graph_id, "deleted": True}

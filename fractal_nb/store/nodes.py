@@ -50,6 +50,11 @@ class NodeWrites(LLMLog):
         is refused; in a ``depth:N`` graph, questions at depth k·N start ``gated``.
         """
         kind = parse_choice(NodeType, node_type, "node_type")
+        if kind == NodeType.NOTE:
+            raise InvalidInputError(
+                "node_type 'note' is a person's note: add it with add_note (a turn); add_node takes "
+                "'question' or 'answer'"
+            )
         text = require_text(text, "text")
         owner = optional_name(owner, "owner")
         meta = parse_metadata(metadata)
@@ -276,7 +281,8 @@ class NodeWrites(LLMLog):
         marks = ", ".join("?" for _ in keys)
         rows = self._db.fetchall(
             "SELECT question_key, first(node_id ORDER BY seq) FROM nodes WHERE graph_id = ? "
-            f"AND node_type = 'question' AND question_key IN ({marks}) GROUP BY question_key",
+            f"AND node_type = 'question' AND superseded_turn IS NULL AND question_key IN ({marks}) "
+            "GROUP BY question_key",
             [graph_id, *keys],
         )
         return {key: node_id for key, node_id in rows}
@@ -420,7 +426,11 @@ class NodeWrites(LLMLog):
             self._check_takes_children(question, owner)
         depth = question.depth + (1 if kind == NodeType.QUESTION else 0)
         budget = self._budget(graph)
-        if kind == NodeType.QUESTION and depth >= budget.max_depth:
+        if (
+            kind == NodeType.QUESTION
+            and depth >= budget.max_depth
+            and depth >= self._depth_ceiling(graph, question, depth)  # a deepened branch (store/turns.py)
+        ):
             raise BudgetError(
                 f"a question at depth {depth} exceeds the budget of graph {graph.graph_id}: "
                 f"intensity {graph.intensity!r} has max_depth {budget.max_depth}, so questions "
