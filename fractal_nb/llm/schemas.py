@@ -161,6 +161,7 @@ class WidenPlan(_Output):
     """A later turn's widening (docs/architecture.md, "Turns and heads"): seed questions the graph lacks."""
 
     role: ClassVar[str] = "widen"
+    rationale: Prose = Field(description="What the new questions cover that the existing ones do not.")
     questions: list[QuestionText] = Field(description="New seed questions the existing ones do not cover.")
 
 

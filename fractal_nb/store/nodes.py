@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import replace
+from enum import StrEnum
 from typing import Any
 
 from ..errors import BudgetError, FractalError, InvalidInputError, StateError
@@ -23,6 +24,14 @@ from .base import merged_metadata, new_id, optional_name, require_id, require_te
 from .llm_log import LLMLog
 from .records import AddedNode, AnswerSubmitted, AnswerWritten, NodeUpdated, RepeatedQuestion, Saturated
 from .rows import GraphRow, NodeRow
+
+
+class _ADDABLE(StrEnum):
+    """The node types add_node takes (a note comes from a turn: store/turns.py)."""
+
+    QUESTION = NodeType.QUESTION.value
+    ANSWER = NodeType.ANSWER.value
+
 
 # Metadata keys that create edges, and the key whose text becomes the edge's metadata.
 _LINK_KEYS = {
@@ -49,12 +58,12 @@ class NodeWrites(LLMLog):
         question from open/claimed to answered. A question deeper than the budget
         is refused; in a ``depth:N`` graph, questions at depth k·N start ``gated``.
         """
-        kind = parse_choice(NodeType, node_type, "node_type")
-        if kind == NodeType.NOTE:
+        if node_type == NodeType.NOTE:
             raise InvalidInputError(
                 "node_type 'note' is a person's note: add it with add_note (a turn); add_node takes "
                 "'question' or 'answer'"
             )
+        kind = NodeType(parse_choice(_ADDABLE, node_type, "node_type").value)
         text = require_text(text, "text")
         owner = optional_name(owner, "owner")
         meta = parse_metadata(metadata)
