@@ -19,7 +19,7 @@ LAYERS = [
     ("model layer", ["llm", "prompts"]),
     ("results", ["results", "run_report", "export"]),
     ("engine", ["engine"]),
-    ("facade", ["exploration"]),
+    ("facade", ["exploration", "steering"]),
     ("faces", ["views", "cli", "mcp_server", "mcp_auth", "tool_table", "remote", "remote_store", ""]),
 ]
 RANK = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
