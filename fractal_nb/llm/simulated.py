@@ -210,9 +210,10 @@ class SimulatedLLM:
         fresh = [a for a in rng.sample(angles, k=len(angles)) if a not in existing]
         extra = (f"What else about {topic} matters from angle {i}?" for i in range(1, 1000))
         fresh += [q for q in extra if q not in existing][: max(0, wanted - len(fresh))]
+        posed = fresh[:wanted]
         return {
-            "rationale": f"[simulated] {len(fresh[:wanted])} dimensions of {topic} the listed questions leave out.",
-            "questions": fresh[:wanted],
+            "rationale": f"[simulated] {len(posed)} dimensions of {topic} the listed questions leave out.",
+            "questions": posed,
         }
 
     def _answer(self, prompt: str, rng: random.Random) -> dict[str, Any]:

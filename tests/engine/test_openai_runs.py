@@ -185,7 +185,7 @@ def widen_plan(prompt: str) -> dict[str, Any]:
         "questions": [
             f"What do we know about the side effects of urban growth (part {listed + i + 1})?"
             for i in range(int(wanted.group(1)))
-        ]
+        ],
     }
 
 
