@@ -696,7 +696,10 @@ class Exploration:
             )
         if status in TERMINAL_GRAPH:
             why = f" ({graph['status_reason']})" if graph["status_reason"] else ""
-            raise StateError(f"graph {self.graph_id} is {status!r}{why}: it is finished; harvest() reads it")
+            raise StateError(
+                f"graph {self.graph_id} is {status!r}{why}: it is finished; harvest() reads it, and a new "
+                "turn (ask, deepen, widen, redecompose or note) reopens it"
+            )
         if status == GraphStatus.BUDGET_EXHAUSTED and not resume:
             raise StateError(
                 f"graph {self.graph_id} is 'budget_exhausted' ({graph['status_reason']}); going on is an "

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from fractal_nb import Exploration
+from fractal_nb import Exploration, LLMOutputError, StateError
 from fractal_nb.errors import BudgetExhaustedError
 from tests.engine.test_openai_runs import FAST, SEED, first_user, role_responder, schema_name
 from tests.llm.fake_openai import FakeOpenAI
@@ -44,3 +46,26 @@ def test_widen_holds_the_token_budget_before_calling() -> None:
                 ex.widen(1)
             assert len(server.requests) == sent and ex.turns().to_json() == turns
             assert ex.status == "completed"
+
+
+def test_widen_refuses_when_the_model_only_repeats_the_graph() -> None:
+    good = role_responder()
+
+    def repeats(body: dict[str, Any]) -> dict[str, Any]:
+        if schema_name(body) != "WidenPlan":
+            return dict(good(body))
+        listed = first_user(body).split("Existing seed questions:", 1)[1].split("\n\n", 1)[0]
+        questions = [line[2:] for line in listed.strip().splitlines()]
+        return {"rationale": "These cover the same ground once more, as it happens.", "questions": questions}
+
+    with FakeOpenAI("ok", responder=repeats) as server:
+        with Exploration.create(SEED, intensity="pulse", llm=server.llm(timeout=5.0), clock=FAST) as ex:
+            with pytest.raises(StateError, match="no seed plan yet"):
+                ex.widen(1)
+            assert ex.run(progress=False) == "all_complete"
+            ex.harvest()
+            turns = ex.turns().to_json()
+            with pytest.raises(LLMOutputError, match="copies the prompt"):  # the gates refuse copies
+                ex.widen(2)
+            assert ex.turns().to_json() == turns and ex.status == "completed"
+            assert ex.llm_calls().query("role == 'widen'")["outcome"].tolist() == ["error"]  # in the ledger

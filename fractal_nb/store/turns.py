@@ -491,6 +491,7 @@ class Turns:
             for n in self._current_below(question)
             if not (n.node_type == NodeType.NOTE and n.parent_id == question.node_id)
         ]
+        kept: list[tuple[str | None, str, str | None, dict[str, Any]]] = []
         for node in below:
             if (
                 node.node_type == NodeType.QUESTION
@@ -507,6 +508,9 @@ class Turns:
                     kind="superseded",
                     payload={"turn": turn},
                 )
+            else:  # finished: its status stays; the mark is an event all the same
+                kept.append((node.node_id, "superseded", None, {"turn": turn, "status": node.status}))
+        self._store._log_many(question.graph_id, kept, now)
         if below:
             ids = [n.node_id for n in below]
             placeholders = ", ".join("?" for _ in ids)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fractal_nb import BudgetError, GraphStore, InvalidTransitionError
+from fractal_nb import BudgetError, GraphStore, InvalidInputError, InvalidTransitionError, StateError
 from fractal_nb.model import check_node_transition
 from tests.conftest import Tree, make_tree
 
@@ -112,3 +112,46 @@ def test_heads_and_the_turn_only_moves(fresh_store: GraphStore) -> None:
         check_node_transition("n-1", "answer", "saturated", "answered", turn=True)
     with pytest.raises(Exception, match="add_note"):
         fresh_store.add_node(g, fresh_store.get_graph(g)["root_node_id"], "note", "a note")
+
+
+def test_store_requests_refuse_what_they_cannot_do(tree: Tree) -> None:
+    store, g = tree.store, tree.graph_id
+    q0, q1, q2 = tree.seeds
+    answer = tree.answer(q0)
+    assert store.ask(g, "Under an answer?", under=answer)["created"]
+    with pytest.raises(StateError, match="no answer yet"):
+        store.ask(g, "Under an open question?", under=q1)
+    with pytest.raises(StateError, match="no decomposition to replace"):
+        store.redecompose(g, q1)
+    note = store.add_note(g, q1, "An open question may take a note.")["created"][0]
+    assert tree.status(q1) == "open"  # nothing to reopen: its synthesis, when written, reads it
+    with pytest.raises(InvalidInputError, match="is a note"):
+        store.ask(g, "Under a note?", under=note)
+    with pytest.raises(InvalidInputError, match="non-empty list"):
+        store.widen(g, "Why?")
+    with pytest.raises(StateError, match="nothing to widen"):
+        store.widen(g, ["Seed question 1", "seed question 2?"])
+    widened = store.widen(g, ["Seed question 1", "A new angle?"], n=2)
+    assert len(widened["created"]) == 1 and widened["arguments"] == {"n": 2, "repeated": ["Seed question 1"]}
+    store.mark_saturated(g, q2, "budget_exhausted")
+    with pytest.raises(StateError, match="redecompose"):
+        store.add_note(g, q2, "On a question a budget cut.")
+
+
+def test_a_note_on_a_leaf_a_worker_saturated_reopens_it(tree: Tree) -> None:
+    store, g = tree.store, tree.graph_id
+    store.add_answer(g, tree.seeds[0], "settled", synthesize=True, saturation="derivable")
+    assert tree.status(tree.seeds[0]) == "saturated"
+    request = store.add_note(g, tree.seeds[0], "Not settled: new data.")
+    assert request["reopened"] == [tree.seeds[0]] and tree.status(tree.seeds[0]) == "answered"
+    assert "synthesis" not in tree.node(tree.seeds[0])["metadata"]
+    assert [n["node_id"] for n in store.get_ready_to_synthesize(g)["ready_nodes"]] == [tree.seeds[0]]
+
+
+def test_a_graph_from_before_turns_gets_its_seed_head_at_harvest(fresh_store: GraphStore) -> None:
+    g = fresh_store.create_graph("Why?", "pulse")["graph_id"]
+    fresh_store._db.execute("DELETE FROM turns WHERE graph_id = ?", [g])  # as a file older than turns
+    fresh_store.update_graph_status(g, "completed")
+    head = fresh_store.end_turn(g)
+    assert head is not None and head["turn"] == 1 and head["kind"] == "seed" and head["head_event"]
+    assert head["started_event"] == fresh_store.get_events(g)["events"][0]["event_id"]
