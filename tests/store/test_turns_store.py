@@ -136,6 +136,16 @@ def test_store_requests_refuse_what_they_cannot_do(tree: Tree) -> None:
     store.mark_saturated(g, q2, "budget_exhausted")
     with pytest.raises(StateError, match="redecompose"):
         store.add_note(g, q2, "On a question a budget cut.")
+    store.prune_branch(g, q0)
+    before = store.get_events(g)["events"][-1]["event_id"]
+    for refused in (
+        lambda: store.add_note(g, q0, "On a pruned question."),
+        lambda: store.deepen(g, q0),
+        lambda: store.redecompose(g, q0),
+    ):
+        with pytest.raises(StateError, match="pruned: not current"):
+            refused()
+    assert store.get_events(g)["events"][-1]["event_id"] == before
 
 
 def test_a_note_on_a_leaf_a_worker_saturated_reopens_it(tree: Tree) -> None:
