@@ -269,6 +269,48 @@ class StoreBase:
             events.insert(0, (node.node_id, "status_changed", actor, {"from": node.status, "to": through}))
         self._log_many(node.graph_id, events, at)
 
+    def _set_statuses(
+        self,
+        nodes: list[NodeRow],
+        status: str,
+        at: float,
+        *,
+        reason: str,
+        inherited_from: str,
+        kind: str,
+        payload: dict[str, Any],
+    ) -> None:
+        """:meth:`_set_status` for many nodes (a turn superseding a sub-tree): same checks, same events.
+
+        Every move is checked against the transition table before anything is
+        written; the rows change in one UPDATE per thousand nodes, the events in
+        one INSERT each.
+        """
+        for node in nodes:
+            check_node_transition(node.node_id, node.node_type, node.status, status)
+        for start in range(0, len(nodes), 1000):
+            chunk = nodes[start : start + 1000]
+            metadata = [
+                {**n.metadata, "saturation_reason": reason} if status == NodeStatus.SATURATED else n.metadata
+                for n in chunk
+            ]
+            rows = ", ".join("(?, ?)" for _ in chunk)
+            self._db.execute(
+                "UPDATE nodes SET status = ?, status_reason = ?, inherited_from = ?, updated_at = ?, "
+                f"metadata = v.meta FROM (VALUES {rows}) AS v(id, meta) WHERE nodes.node_id = v.id",
+                [
+                    status,
+                    reason,
+                    inherited_from,
+                    at,
+                    *(v for n, m in zip(chunk, metadata, strict=True) for v in (n.node_id, json.dumps(m))),
+                ],
+            )
+            logged = {"to": status, "reason": reason, "inherited_from": inherited_from, **payload}
+            self._log_many(
+                chunk[0].graph_id, [(n.node_id, kind, None, {"from": n.status, **logged}) for n in chunk], at
+            )
+
 
 def new_id(prefix: str) -> str:
     """A fresh random id such as ``n-3f9c0a1b2c4d5e6f``."""

@@ -491,25 +491,28 @@ class Turns:
             for n in self._current_below(question)
             if not (n.node_type == NodeType.NOTE and n.parent_id == question.node_id)
         ]
-        kept: list[tuple[str | None, str, str | None, dict[str, Any]]] = []
-        for node in below:
-            if (
-                node.node_type == NodeType.QUESTION
-                and node.status not in DONE_QUESTION
-                or (node.node_type != NodeType.QUESTION and node.status == NodeStatus.ANSWERED)
-            ):
-                self._store._set_status(
-                    node,
-                    NodeStatus.SATURATED,
-                    now,
-                    actor=None,
-                    reason=SaturationReason.SUPERSEDED,
-                    inherited_from=question.node_id,
-                    kind="superseded",
-                    payload={"turn": turn},
-                )
-            else:  # finished: its status stays; the mark is an event all the same
-                kept.append((node.node_id, "superseded", None, {"turn": turn, "status": node.status}))
+        moved = [
+            n
+            for n in below
+            if (n.node_type == NodeType.QUESTION and n.status not in DONE_QUESTION)
+            or (n.node_type != NodeType.QUESTION and n.status == NodeStatus.ANSWERED)
+        ]
+        self._store._set_statuses(
+            moved,
+            NodeStatus.SATURATED,
+            now,
+            reason=SaturationReason.SUPERSEDED,
+            inherited_from=question.node_id,
+            kind="superseded",
+            payload={"turn": turn},
+        )
+        # Finished ones keep their status; the mark is an event all the same.
+        moved_ids = {n.node_id for n in moved}
+        kept: list[tuple[str | None, str, str | None, dict[str, Any]]] = [
+            (n.node_id, "superseded", None, {"turn": turn, "status": n.status})
+            for n in below
+            if n.node_id not in moved_ids
+        ]
         self._store._log_many(question.graph_id, kept, now)
         if below:
             ids = [n.node_id for n in below]
