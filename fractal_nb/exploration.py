@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from .arguments import check_store_path
 from .engine.dispatcher import Clock, Dispatcher, RealClock, heartbeat
 from .engine.limits import Limits, spend_tokens
-from .engine.phases import gap_rows, harvest, preview, seed
+from .engine.phases import current, gap_rows, harvest, preview, seed
 from .engine.primitive import RunState, process
 from .errors import InvalidInputError, StateError, StoreUnreachableError
 from .export import to_networkx
@@ -39,6 +39,7 @@ from .model import (
 )
 from .results import FractalResult, MarkdownText, StepRecord
 from .run_report import RunReport, Usage
+from .steering import Steering, TurnStep
 from .store import GraphStore
 from .store.base import merged_metadata, require_id, require_text
 from .store.records import ModelSpend, Saturated
@@ -84,6 +85,7 @@ class Exploration:
         # may open the same file again while a Run goes on).
         self._running = _run_lock(store.path or f"memory:{id(store)}", graph_id)
         self._mcp: BackgroundServer | None = None
+        self._steering = Steering(store, graph_id, self._state, self._running, self._state.call.reset_health)
 
     # -- opening --------------------------------------------------------------------
 
@@ -491,7 +493,7 @@ class Exploration:
 
     def gaps(self) -> pd.DataFrame:
         """Every unexplored, pruned, failed or budget-cut question, one row each, with why."""
-        rows = gap_rows(self.store.get_snapshot(self.graph_id)["nodes"])
+        rows = gap_rows(current(self.store.get_snapshot(self.graph_id)["nodes"]))
         return pd.DataFrame(rows, columns=GAP_COLUMNS)
 
     def _work_left(self) -> str:
@@ -672,6 +674,50 @@ class Exploration:
         with GraphStore(where) as store:
             return lineage_frame(store.list_family())
 
+    # -- turns (fractal_nb/steering.py; docs/architecture.md, "Turns and heads") --
+
+    def ask(self, question: str, under: str | None = None) -> TurnStep:
+        """A follow-up question, under the root's answer or ``under`` a node (a question: its current answer).
+
+        Joins the open turn or opens the next (a completed graph becomes active);
+        ``run()`` answers it, re-synthesizing upward, and ``harvest()`` ends the turn in a head.
+        A question already asked in the graph is refused (rule 10), as is one past the depth.
+        """
+        return self._steering.ask(question, under)
+
+    def deepen(self, node_id: str, levels: int = 1) -> TurnStep:
+        """Let the branch under ``node_id`` go ``levels`` (1-4) past the intensity's depth for this turn.
+
+        Its leaf questions at the old bottom are reopened for decomposition, their old answers superseded.
+        """
+        return self._steering.deepen(node_id, levels)
+
+    def widen(self, n: int) -> TurnStep:
+        """``n`` (1-12) more seed questions the existing ones do not cover (one model call, budgets hold)."""
+        return self._steering.widen(n)
+
+    def redecompose(self, node_id: str, hint: str | None = None) -> TurnStep:
+        """Answer a question again with a different decomposition; the old answer and sub-tree are superseded.
+
+        Superseded nodes stay in the graph (``nodes()``' ``superseded_turn``), never in syntheses or gaps.
+        """
+        return self._steering.redecompose(node_id, hint)
+
+    def note(self, node_id: str, text: str) -> TurnStep:
+        """A person's evidence or correction under a question; its synthesis and those above are redone."""
+        return self._steering.note(node_id, text)
+
+    def turns(self) -> pd.DataFrame:
+        """One row per turn (the seed is turn 1): its kind, what it asked, where it started and its head."""
+        return self._steering.turns()
+
+    def heads(self) -> pd.DataFrame:
+        """One row per head (a turn's end at harvest): event, status, root synthesis, counts, spend, asks.
+
+        The last row is the current head: ``run(resume=True)`` and a new turn continue from it.
+        """
+        return self._steering.heads()
+
     def view(self, *, height: str = "520px") -> ExplorationView:
         """The live question tree and its controls: step, run, pause, harvest, report, gates, inspector."""
         from .views import ExplorationView  # widgets load when a view is asked for, not on import
@@ -754,7 +800,10 @@ class Exploration:
             )
         if status in TERMINAL_GRAPH:
             why = f" ({graph['status_reason']})" if graph["status_reason"] else ""
-            raise StateError(f"graph {self.graph_id} is {status!r}{why}: it is finished; harvest() reads it")
+            raise StateError(
+                f"graph {self.graph_id} is {status!r}{why}: it is finished; harvest() reads it, and a new "
+                "turn (ask, deepen, widen, redecompose or note) reopens it"
+            )
         if status == GraphStatus.BUDGET_EXHAUSTED and not resume:
             raise StateError(
                 f"graph {self.graph_id} is 'budget_exhausted' ({graph['status_reason']}); going on is an "

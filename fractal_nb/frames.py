@@ -23,6 +23,7 @@ NODE_COLUMNS = [
     "owner",
     "branch_id",
     "seq",
+    "superseded_turn",
     "text",
     "claimed_at",
     "created_at",

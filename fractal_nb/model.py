@@ -25,14 +25,15 @@ class Intensity(StrEnum):
 
 
 class NodeType(StrEnum):
-    """A node is a question or an answer to its parent question."""
+    """A node is a question, an answer to its parent question, or a person's note on a question."""
 
     QUESTION = "question"
     ANSWER = "answer"
+    NOTE = "note"  # a person's evidence or correction (docs/architecture.md, "Turns and heads")
 
 
 class GraphStatus(StrEnum):
-    """Lifecycle of a graph; ``completed`` is final, ``error`` waits for an explicit resume."""
+    """Lifecycle of a graph; ``completed`` is a head (a new turn reopens it), ``error`` waits for a resume."""
 
     ACTIVE = "active"
     PAUSED = "paused"
@@ -71,6 +72,19 @@ class SaturationReason(StrEnum):
     BUDGET_EXHAUSTED = "budget_exhausted"
     ERROR = "error"
     PRUNED = "pruned"
+    SUPERSEDED = "superseded"  # replaced by a later turn's decomposition (kept, not current)
+
+
+class TurnKind(StrEnum):
+    """What opened a turn (docs/architecture.md, "Turns and heads"); the seed is turn 1."""
+
+    SEED = "seed"
+    ASK = "ask"
+    DEEPEN = "deepen"
+    WIDEN = "widen"
+    REDECOMPOSE = "redecompose"
+    NOTE = "note"
+    ATTACH = "attach"
 
 
 TERMINAL_GRAPH = frozenset({GraphStatus.COMPLETED, GraphStatus.ERROR})
@@ -101,7 +115,8 @@ GRAPH_TRANSITIONS: dict[GraphStatus, frozenset[GraphStatus]] = {
     ),
     GraphStatus.PAUSED: frozenset({GraphStatus.ACTIVE, GraphStatus.COMPLETED}),
     GraphStatus.BUDGET_EXHAUSTED: frozenset({GraphStatus.ACTIVE, GraphStatus.COMPLETED}),
-    GraphStatus.COMPLETED: frozenset(),
+    # A new turn (store/turns.py begin_turn, the only way) reopens a completed graph: a head, not a tomb.
+    GraphStatus.COMPLETED: frozenset({GraphStatus.ACTIVE}),
     # An engine failure stopped it; only an explicit resume (run(resume=True)) moves it on.
     GraphStatus.ERROR: frozenset({GraphStatus.ACTIVE}),
 }
@@ -119,6 +134,14 @@ QUESTION_TRANSITIONS: dict[NodeStatus, frozenset[NodeStatus]] = {
     # A question added under a synthesized question's answer reopens it (and its synthesized ancestors).
     _S.SYNTHESIZED: frozenset({_S.ANSWERED}),
     _S.SATURATED: frozenset(),
+}
+# Moves only a turn makes (store/turns.py: redecompose, deepen, note), checked with the table above:
+# a question answered again from scratch goes back to open (its old answer superseded), and a
+# question a note lands on (its verdict a saturation) is synthesized again from answered.
+TURN_TRANSITIONS: dict[NodeStatus, frozenset[NodeStatus]] = {
+    _S.ANSWERED: frozenset({_S.OPEN}),
+    _S.SYNTHESIZED: frozenset({_S.OPEN}),
+    _S.SATURATED: frozenset({_S.OPEN, _S.ANSWERED}),
 }
 # An answer is answered from the start; pruning or saturating it is its one move.
 ANSWER_TRANSITIONS: dict[NodeStatus, frozenset[NodeStatus]] = {
@@ -142,10 +165,17 @@ def check_graph_transition(graph_id: str, current: str, target: str) -> None:
         )
 
 
-def check_node_transition(node_id: str, node_type: str, current: str, target: str) -> None:
-    """Raise unless the node (a question or an answer) may move from ``current`` to ``target``."""
+def check_node_transition(
+    node_id: str, node_type: str, current: str, target: str, *, turn: bool = False
+) -> None:
+    """Raise unless the node (a question, an answer or a note) may move from ``current`` to ``target``.
+
+    ``turn``: the move is a turn's (``TURN_TRANSITIONS`` allowed too; store/turns.py only).
+    """
     table = QUESTION_TRANSITIONS if node_type == NodeType.QUESTION else ANSWER_TRANSITIONS
     allowed = table[NodeStatus(current)]
+    if turn and node_type == NodeType.QUESTION:
+        allowed = allowed | TURN_TRANSITIONS.get(NodeStatus(current), frozenset())
     current, target = str(current), str(target)
     if NodeStatus(target) not in allowed:
         raise InvalidTransitionError(

@@ -206,6 +206,8 @@ def table_rows(ex: Exploration) -> dict[str, list[tuple[Any, ...]]]:
         "node_history",
         "graph_history",
         "history_baselines",
+        "turns",
+        "depth_allowances",
     )
     return {
         table: db.fetchall(f"SELECT * FROM {table} WHERE graph_id = ? ORDER BY ALL", [ex.graph_id])

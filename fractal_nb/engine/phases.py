@@ -112,7 +112,7 @@ def harvest(run: RunState, *, finish: bool = True) -> FractalResult:
     if finishing:
         _freeze_and_repair(run, model=spent is None)
     snapshot = store.get_snapshot(g)
-    nodes = snapshot["nodes"]
+    nodes = current(snapshot["nodes"])
     chain = _chain(nodes)
     gaps = [gap_text(row) for row in gap_rows(nodes)]
     # What the model did not write (syntheses joined without it) is never material for findings.
@@ -150,6 +150,8 @@ def harvest(run: RunState, *, finish: bool = True) -> FractalResult:
         with store.batch():
             store.update_graph_metadata(g, {"harvest": summary.model_dump(mode="json")})
             store.update_graph_status(g, GraphStatus.COMPLETED, reason="harvested")
+            # The turn ends in a head here (docs/architecture.md, "Turns and heads").
+            store.end_turn(g, cost=run.limits.cost(store.llm_spend(g)))
     return _result(run, store.get_snapshot(g), chain, summary)
 
 
@@ -158,7 +160,7 @@ def preview(run: RunState) -> FractalResult:
     snapshot = run.local.get_snapshot(run.graph_id)
     if "harvest" in snapshot["metadata"] and snapshot["status"] == GraphStatus.COMPLETED:
         return _stored_result(run, snapshot)
-    nodes = snapshot["nodes"]
+    nodes = current(snapshot["nodes"])
     chain = _chain(nodes)
     questions = [n for n in nodes if n["node_type"] == "question"]
     done = sum(n["status"] in (NodeStatus.SYNTHESIZED, NodeStatus.SATURATED) for n in questions)
@@ -178,12 +180,12 @@ def preview(run: RunState) -> FractalResult:
 def _stored_result(run: RunState, snapshot: Snapshot) -> FractalResult:
     """A harvested graph's result, read back without calling the model."""
     stored = HarvestSummary.model_validate(snapshot["metadata"]["harvest"], context=STORED)
-    return _result(run, snapshot, _chain(snapshot["nodes"]), stored)
+    return _result(run, snapshot, _chain(current(snapshot["nodes"])), stored)
 
 
 def _result(run: RunState, final: Snapshot, chain: list[ChainLink], summary: HarvestSummary) -> FractalResult:
     """The result of a graph as it is; ``summary.gaps`` already holds every gap."""
-    nodes = final["nodes"]
+    nodes = current(final["nodes"])
     replies = run.local.count_replies(run.graph_id)
     finished = final["status"] == GraphStatus.COMPLETED
     reasons = _degraded_reasons(nodes, replies, summary.gaps, finished=finished)
@@ -274,7 +276,8 @@ def _freeze_and_repair(run: RunState, *, model: bool = True) -> None:
     for node in store.get_snapshot(g)["nodes"]:
         if node["node_type"] == "question" and node["status"] == NodeStatus.ANSWERED:
             inputs = store.get_synthesis_inputs(g, node["node_id"])
-            if not inputs["sub_questions"] and inputs["answers"]:  # an answered leaf left behind
+            # An answered leaf left behind (one with a person's note is the cascade's: it reads the note).
+            if not inputs["sub_questions"] and inputs["answers"] and not inputs["notes"]:
                 store.synthesize_node(g, node["node_id"], inputs["answers"][0]["text"])
     for _ in range(HARVEST_PASSES if model else 0):  # a failed synthesis call may succeed on another try
         cascade(run, worker="harvest")
@@ -284,9 +287,17 @@ def _freeze_and_repair(run: RunState, *, model: bool = True) -> None:
     while ready := store.get_ready_to_synthesize(g)["ready_nodes"]:
         node = ready[0]  # deepest first; its parent may become ready next
         inputs = store.get_synthesis_inputs(g, node["node_id"])
-        joined = " | ".join(c["synthesis"] or f"({c['status_reason']})" for c in inputs["sub_questions"])
+        joined = " | ".join(
+            [c["synthesis"] or f"({c['status_reason']})" for c in inputs["sub_questions"]]
+            + [f"(note) {n['text']}" for n in inputs["notes"]]
+        )
         store.update_node(g, node["node_id"], {"synthesis_failed": True})
         store.synthesize_node(g, node["node_id"], f"[model synthesis failed; sub-findings joined] {joined}")
+
+
+def current(nodes: list[NodeRecord]) -> list[NodeRecord]:
+    """The nodes no later turn superseded: what syntheses, findings and gaps read (store/turns.py)."""
+    return [n for n in nodes if n.get("superseded_turn") is None]
 
 
 def _chain(nodes: list[NodeRecord]) -> list[ChainLink]:

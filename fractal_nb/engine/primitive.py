@@ -103,7 +103,8 @@ def process(run: RunState, claim: Claim, worker: str) -> StepRecord:
     assert node_id is not None and question is not None, "callers pass only claims that found a question"
     context = run.store.get_context(run.graph_id, node_id)
     calls: list[dict[str, Any]] = []  # call logs, written with the node's transaction
-    last_level = context["node"]["depth"] + 1 >= run.budget.max_depth  # no sub-question can follow
+    # No sub-question can follow: the intensity's depth, or a deepened branch's (store/turns.py).
+    last_level = context["node"]["depth"] + 1 >= context.get("max_depth", run.budget.max_depth)
     try:
         with run.call.time_limit(run.limits.node_timeout_s):  # the answer and its links (limits.py)
             try:
@@ -180,7 +181,11 @@ def cascade(run: RunState, worker: str) -> tuple[str, ...]:
 def synthesize(run: RunState, node_id: str, worker: str) -> None:
     """Compose a held question's synthesis from its sub-questions' syntheses only, and store it."""
     inputs = run.store.get_synthesis_inputs(run.graph_id, node_id)
-    children = "\n".join(f"- {c['text']}\n  {_finding(c)}" for c in inputs["sub_questions"])
+    children = "\n".join(
+        [f"- {c['text']}\n  {_finding(c)}" for c in inputs["sub_questions"]]
+        # A person's evidence or correction (a note, store/turns.py) weighs like a finding.
+        + [f"- Note from a person: {clip(n['text'], 1200)}" for n in inputs.get("notes", [])]
+    )
     answer = " ".join(a["text"] for a in inputs["answers"]) or "(none)"
     calls: list[dict[str, Any]] = []
     result = run.call(
@@ -235,12 +240,26 @@ def _answer_prompt(run: RunState, context: QuestionContext, last_level: bool) ->
         "seed": clip(run.seed, 500),
         "ancestry": ancestry or "(this is a seed question)",
         "depth": node["depth"],
-        "max_depth": run.budget.max_depth,
-        "question": node["text"],
+        "max_depth": context.get("max_depth", run.budget.max_depth),
+        "question": node["text"] + _redecompose_note(node["metadata"]),
         "siblings": siblings or "(none)",
         "syntheses": syntheses or "(none yet)",
         "task": render("answer_leaf" if last_level else "answer_branch"),
     }
+
+
+def _redecompose_note(meta: dict[str, Any]) -> str:
+    """What a redecomposed question's prompt adds (store/turns.py): the hint, and what not to ask again."""
+    asked = meta.get("redecompose")
+    if not isinstance(asked, dict):
+        return ""
+    lines = ["", "(A person asked for a different decomposition of this question.)"]
+    if asked.get("hint"):
+        lines.append(f"Their hint: {clip(str(asked['hint']), 500)}")
+    avoid = [clip(str(t), 200) for t in asked.get("avoid") or []][:12]
+    if avoid:
+        lines.append("Do not ask these sub-questions again: " + "; ".join(avoid))
+    return "\n".join(lines)
 
 
 def _sub_questions(context: QuestionContext, answer: LeafAnswer, last_level: bool) -> tuple[list[Any], bool]:

@@ -112,7 +112,7 @@ def report_wait(queue_s: float, mode: str | None) -> None:
         usage.mode = mode
 
 
-REPLY_BOUNDS = {"seed": 768, "answer": 640, "connect": 320, "synthesize": 512, "harvest": 768}
+REPLY_BOUNDS = {"seed": 768, "answer": 640, "connect": 320, "synthesize": 512, "harvest": 768, "widen": 512}
 """Reply length bounds per role (tokens): enough for the schema's fields, never unbounded."""
 
 

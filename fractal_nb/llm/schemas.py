@@ -157,7 +157,23 @@ class HarvestSummary(_Output):
     gaps: list[Remark] = Field(default_factory=list)
 
 
-SCHEMAS: tuple[type[_Output], ...] = (SeedPlan, Answer, LeafAnswer, Synthesis, Connections, HarvestSummary)
+class WidenPlan(_Output):
+    """A later turn's widening (docs/architecture.md, "Turns and heads"): seed questions the graph lacks."""
+
+    role: ClassVar[str] = "widen"
+    rationale: Prose = Field(description="What the new questions cover that the existing ones do not.")
+    questions: list[QuestionText] = Field(description="New seed questions the existing ones do not cover.")
+
+
+SCHEMAS: tuple[type[_Output], ...] = (
+    SeedPlan,
+    Answer,
+    LeafAnswer,
+    Synthesis,
+    Connections,
+    HarvestSummary,
+    WidenPlan,
+)
 """Every schema the engine asks for (``connections_among`` builds narrowed ``Connections``)."""
 
 

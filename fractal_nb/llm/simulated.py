@@ -177,6 +177,7 @@ class SimulatedLLM:
             "synthesize": self._synthesize,
             "connect": self._connect,
             "harvest": self._harvest,
+            "widen": self._widen,
         }[role]
         output = schema.model_validate(build(prompt, rng)).model_dump(mode="json")
         report_usage(messages_tokens(messages), estimate_tokens(json.dumps(output)), estimated=True)
@@ -199,14 +200,35 @@ class SimulatedLLM:
             "questions": [a.format(topic=topic) for a in angles],
         }
 
+    def _widen(self, prompt: str, rng: random.Random) -> dict[str, Any]:
+        """New seed questions (engine/steering.py): angles the listed ones do not take, then numbered ones."""
+        seed = _field(prompt, r"Seed: (.+)") or "the seed"
+        wanted = int(_field(prompt, r"[Pp]ose exactly (\d+)") or 1)
+        existing = prompt.split("Existing seed questions:", 1)[-1]
+        topic = _topic(seed)
+        angles = [a.format(topic=topic) for a in _ANGLES]
+        fresh = [a for a in rng.sample(angles, k=len(angles)) if a not in existing]
+        extra = (f"What else about {topic} matters from angle {i}?" for i in range(1, 1000))
+        fresh += [q for q in extra if q not in existing][: max(0, wanted - len(fresh))]
+        posed = fresh[:wanted]
+        return {
+            "rationale": f"[simulated] {len(posed)} dimensions of {topic} the listed questions leave out.",
+            "questions": posed,
+        }
+
     def _answer(self, prompt: str, rng: random.Random) -> dict[str, Any]:
         question = _field(prompt, r"Question to answer now[^\n]*:\n(.+)") or "the question"
         depth = int(_field(prompt, r"Question to answer now \(depth (\d+)") or 1)
         mean = self.branching * self.decay ** max(0, depth - 1)
         count = int(mean) + (1 if rng.random() < mean - int(mean) else 0)
-        follow_ups = rng.sample(_FOLLOW_UPS, k=min(count, len(_FOLLOW_UPS)))
-        hedge = rng.choice(_HEDGES) if follow_ups else "clearly"
         short = _topic(question)
+        avoid = _field(prompt, r"Do not ask these sub-questions again: (.+)")
+        if avoid is not None:  # a redecomposition (store/turns.py): a different set, never empty
+            fresh = [f for f in _FOLLOW_UPS if f[0].format(q=short) not in avoid]
+            follow_ups = rng.sample(fresh, k=min(max(count, 1), len(fresh)))
+        else:
+            follow_ups = rng.sample(_FOLLOW_UPS, k=min(count, len(_FOLLOW_UPS)))
+        hedge = rng.choice(_HEDGES) if follow_ups else "clearly"
         # A follow-up whose opening its question already holds would nearly copy it or an ancestor: dropped.
         follow_ups = [(t, s) for t, s in follow_ups if t.split(" {q}")[0] not in question]
         wording = _ANSWER_WORDINGS[depth % len(_ANSWER_WORDINGS)]

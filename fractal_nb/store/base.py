@@ -181,6 +181,10 @@ class StoreBase:
         )
         return [r[0] for r in rows]
 
+    def _depth_ceiling(self, graph: GraphRow, question: NodeRow, needed: int) -> int:
+        """How deep questions may sit below ``question`` (exclusive); GraphStore adds deepened branches."""
+        return self._budget(graph).max_depth
+
     @staticmethod
     def _budget(graph: GraphRow) -> Budget:
         return BUDGETS[Intensity(graph.intensity)]
@@ -239,6 +243,7 @@ class StoreBase:
         metadata: dict[str, Any] | None = None,
         columns: dict[str, Any] | None = None,
         payload: dict[str, Any] | None = None,
+        turn: bool = False,
     ) -> None:
         """Move one node to ``status`` and log it: every status change in the store comes here.
 
@@ -247,11 +252,12 @@ class StoreBase:
         in the same update (a leaf goes open -> answered -> synthesized at once),
         checked and logged too. ``metadata`` replaces the node's metadata and
         ``columns`` sets other columns (a claim's owner and lease) in the same
-        statement; ``payload`` adds to the event's.
+        statement; ``payload`` adds to the event's. ``turn``: a move only a turn
+        makes (``model.TURN_TRANSITIONS``, store/turns.py).
         """
         steps = [node.status, *([through] if through is not None else []), status]
         for current, target in zip(steps, steps[1:], strict=False):
-            check_node_transition(node.node_id, node.node_type, current, target)
+            check_node_transition(node.node_id, node.node_type, current, target, turn=turn)
         if status == NodeStatus.SATURATED and reason is not None:  # also where MCP agents look for it
             metadata = {**(node.metadata if metadata is None else metadata), "saturation_reason": reason}
         assigned: dict[str, Any] = {
@@ -276,6 +282,48 @@ class StoreBase:
         if through is not None:  # the first hop's event, before the second's (one INSERT for both)
             events.insert(0, (node.node_id, "status_changed", actor, {"from": node.status, "to": through}))
         self._log_many(node.graph_id, events, at)
+
+    def _set_statuses(
+        self,
+        nodes: list[NodeRow],
+        status: str,
+        at: float,
+        *,
+        reason: str,
+        inherited_from: str,
+        kind: str,
+        payload: dict[str, Any],
+    ) -> None:
+        """:meth:`_set_status` for many nodes (a turn superseding a sub-tree): same checks, same events.
+
+        Every move is checked against the transition table before anything is
+        written; the rows change in one UPDATE per thousand nodes, the events in
+        one INSERT each.
+        """
+        for node in nodes:
+            check_node_transition(node.node_id, node.node_type, node.status, status)
+        for start in range(0, len(nodes), 1000):
+            chunk = nodes[start : start + 1000]
+            metadata = [
+                {**n.metadata, "saturation_reason": reason} if status == NodeStatus.SATURATED else n.metadata
+                for n in chunk
+            ]
+            rows = ", ".join("(?, ?)" for _ in chunk)
+            self._db.execute(
+                "UPDATE nodes SET status = ?, status_reason = ?, inherited_from = ?, updated_at = ?, "
+                f"metadata = v.meta FROM (VALUES {rows}) AS v(id, meta) WHERE nodes.node_id = v.id",
+                [
+                    status,
+                    reason,
+                    inherited_from,
+                    at,
+                    *(v for n, m in zip(chunk, metadata, strict=True) for v in (n.node_id, json.dumps(m))),
+                ],
+            )
+            logged = {"to": status, "reason": reason, "inherited_from": inherited_from, **payload}
+            self._log_many(
+                chunk[0].graph_id, [(n.node_id, kind, None, {"from": n.status, **logged}) for n in chunk], at
+            )
 
 
 def new_id(prefix: str) -> str:

@@ -35,8 +35,8 @@ class NodeContext(StoreBase):
             marks = ", ".join("?" for _ in above)
             rows = self._db.fetchall(
                 f"SELECT node_id, node_type, question_id, depth, text FROM nodes WHERE graph_id = ? "
-                f"AND (node_id IN ({marks}) OR (node_type = 'answer' AND question_id IN ({marks}))) "
-                "ORDER BY seq",
+                f"AND (node_id IN ({marks}) OR (node_type = 'answer' AND superseded_turn IS NULL "
+                f"AND question_id IN ({marks}))) ORDER BY seq",
                 [graph.graph_id, *above, *above],
             )
             first_answer: dict[str, str] = {}
@@ -53,22 +53,24 @@ class NodeContext(StoreBase):
             """SELECT * FROM (
                    (SELECT 'sibling' AS part, node_id, text, status, metadata, depth, seq FROM nodes
                     WHERE graph_id = ? AND node_type = 'question' AND question_id = ?
-                      AND node_id != ? ORDER BY seq LIMIT ?)
+                      AND node_id != ? AND superseded_turn IS NULL ORDER BY seq LIMIT ?)
                    UNION ALL
                    (SELECT 'synthesis', node_id, text, status, metadata, depth, seq FROM nodes
                     WHERE graph_id = ? AND branch_id IS NOT DISTINCT FROM ?
                       AND node_type = 'question' AND status = 'synthesized' AND node_id != ?
-                    ORDER BY seq DESC LIMIT ?)
+                      AND superseded_turn IS NULL ORDER BY seq DESC LIMIT ?)
                    UNION ALL
                    (SELECT 'sibling_answer', node_id, text, status, metadata, depth, seq FROM nodes
-                    WHERE graph_id = ? AND node_type = 'answer' AND question_id IN (
+                    WHERE graph_id = ? AND node_type = 'answer' AND superseded_turn IS NULL
+                      AND question_id IN (
                         SELECT node_id FROM nodes WHERE graph_id = ? AND node_type = 'question'
                           AND question_id = ? AND node_id != ?)
                     ORDER BY seq LIMIT ?)
                    UNION ALL
                    (SELECT 'other_branch', node_id, text, status, metadata, depth, seq FROM nodes
                     WHERE graph_id = ? AND node_type = 'answer' AND branch_id IS NOT NULL
-                      AND branch_id IS DISTINCT FROM ? ORDER BY seq DESC LIMIT ?)
+                      AND superseded_turn IS NULL AND branch_id IS DISTINCT FROM ?
+                    ORDER BY seq DESC LIMIT ?)
                ) ORDER BY seq""",
             [
                 graph.graph_id,
@@ -111,6 +113,8 @@ class NodeContext(StoreBase):
             "siblings": briefs["sibling"],
             "syntheses": briefs["synthesis"],
             "candidates": linkable,
+            # Below this depth no sub-question can sit: the intensity's, or a deepened branch's.
+            "max_depth": self._depth_ceiling(graph, question, question.depth + 1),
         }
 
     def get_synthesis_inputs(self, graph_id: str, node_id: str) -> SynthesisInputs:
@@ -124,7 +128,8 @@ class NodeContext(StoreBase):
             with self._db.read():
                 question = self._question_of(self._node(graph.graph_id, nid))
                 rows = self._nodes("graph_id = ? AND question_id = ?", [graph.graph_id, question.node_id])
-        below = [r for r in rows if r.question_id == question.node_id]
+        # What is current: a later turn's superseded nodes are kept but never synthesized (store/turns.py).
+        below = [r for r in rows if r.question_id == question.node_id and r.superseded_turn is None]
         return {
             "graph_id": graph.graph_id,
             "node": question.to_dict(),
@@ -140,6 +145,7 @@ class NodeContext(StoreBase):
                 for q in below
                 if q.node_type == "question"
             ],
+            "notes": [{"node_id": n.node_id, "text": n.text} for n in below if n.node_type == "note"],
         }
 
 

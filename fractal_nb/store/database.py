@@ -47,6 +47,8 @@ OWN_TABLES = frozenset(
         "history_baselines",
         "lineage",
         "fork_nodes",
+        "turns",
+        "depth_allowances",
     }
 )
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from .base import DEFAULT_LEASE_S
 from .context import NodeContext
@@ -14,9 +15,11 @@ from .lineage import Lineage
 from .llm_log import LLMLog
 from .nodes import NodeWrites
 from .queries import GraphQueries
-from .records import Forked, LineageRecord, SnapshotAt
+from .records import Forked, LineageRecord, SnapshotAt, TurnRecord, TurnRequest
 from .replay import Replay
+from .rows import GraphRow, NodeRow
 from .synthesis import SynthesisQueue
+from .turns import Turns
 
 
 class GraphStore(GraphLifecycle, NodeWrites, SynthesisQueue, GraphQueries, NodeContext, LLMLog):
@@ -61,6 +64,7 @@ class GraphStore(GraphLifecycle, NodeWrites, SynthesisQueue, GraphQueries, NodeC
         super().__init__(path, read_only=read_only, lease_s=lease_s, clock=clock, tracer=tracer)
         self._replay = Replay(self._db)
         self._lineage = Lineage(self._db, self._replay, self._journal, self, self.clock)
+        self._turns = Turns(self._db, self.clock, self)
 
     # -- history and forks (docs/architecture.md, "History and forks") ----------------
 
@@ -80,3 +84,49 @@ class GraphStore(GraphLifecycle, NodeWrites, SynthesisQueue, GraphQueries, NodeC
     def list_family(self) -> list[LineageRecord]:
         """Every graph in the file and where it was forked from, oldest first."""
         return self._lineage.family()
+
+    def create_graph(
+        self,
+        seed: str,
+        intensity: str = "explore",
+        checkpoint_mode: str = "autonomous",
+        metadata: dict[str, Any] | str | None = None,
+    ) -> dict[str, Any]:
+        """Create a graph whose root question is ``seed`` (turn 1 opens); returns ids, budget and status."""
+        with self._db.write():
+            created = super().create_graph(seed, intensity, checkpoint_mode, metadata)
+            self._turns.open_seed(created["graph_id"])
+        return created
+
+    # -- turns and heads (store/turns.py; docs/architecture.md, "Turns and heads") --
+
+    def ask(self, graph_id: str, question: str, under: str | None = None) -> TurnRequest:
+        """A follow-up question under the root's answer or ``under`` a node (:meth:`Turns.ask`)."""
+        return self._turns.ask(graph_id, question, under)
+
+    def widen(self, graph_id: str, questions: Sequence[str], n: int | None = None) -> TurnRequest:
+        """New seed questions under the root's answer (:meth:`Turns.widen`)."""
+        return self._turns.widen(graph_id, questions, n)
+
+    def deepen(self, graph_id: str, node_id: str, levels: int = 1) -> TurnRequest:
+        """Let a branch go ``levels`` past the depth for this turn (:meth:`Turns.deepen`)."""
+        return self._turns.deepen(graph_id, node_id, levels)
+
+    def redecompose(self, graph_id: str, node_id: str, hint: str | None = None) -> TurnRequest:
+        """Answer a question again with a new decomposition (:meth:`Turns.redecompose`)."""
+        return self._turns.redecompose(graph_id, node_id, hint)
+
+    def add_note(self, graph_id: str, node_id: str, text: str) -> TurnRequest:
+        """A person's note under a question (:meth:`Turns.add_note`)."""
+        return self._turns.add_note(graph_id, node_id, text)
+
+    def end_turn(self, graph_id: str, *, cost: float | None = None) -> TurnRecord | None:
+        """End the open turn in a head (:meth:`Turns.end_turn`)."""
+        return self._turns.end_turn(graph_id, cost=cost)
+
+    def list_turns(self, graph_id: str) -> list[TurnRecord]:
+        """The graph's turns, heads included (:meth:`Turns.list_turns`)."""
+        return self._turns.list_turns(graph_id)
+
+    def _depth_ceiling(self, graph: GraphRow, question: NodeRow, needed: int) -> int:
+        return self._turns.depth_ceiling(graph, question, needed)

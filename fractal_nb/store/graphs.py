@@ -24,7 +24,15 @@ from .queries import GraphQueries
 from .records import Snapshot, StatusChanged
 
 # A graph's history and lineage rows (docs/architecture.md, "History and forks"); its forks keep theirs.
-_OWN_ROWS = ("node_history", "graph_history", "history_baselines", "fork_nodes", "lineage")
+_OWN_ROWS = (
+    "node_history",
+    "graph_history",
+    "history_baselines",
+    "fork_nodes",
+    "lineage",
+    "turns",
+    "depth_allowances",
+)
 
 
 class GraphLifecycle(GraphQueries):
@@ -105,6 +113,13 @@ class GraphLifecycle(GraphQueries):
         reason = optional_text(reason, "reason")
         with self._db.write():
             graph = self._graph(graph_id)
+            if graph.status == GraphStatus.COMPLETED:  # only a new turn reopens it (store/turns.py)
+                raise InvalidTransitionError(
+                    f"graph {graph.graph_id} cannot go from 'completed' to {target.value!r} by a status "
+                    "change; from 'completed' it may go to: active, only by a new turn (ask, deepen, "
+                    "widen, redecompose or note)",
+                    graph_id=graph.graph_id,
+                )
             self._change_graph_status(graph.graph_id, graph.status, target, reason)
         return {"graph_id": graph.graph_id, "status": target.value, "previous_status": graph.status}
 

@@ -10,6 +10,7 @@ questions are open in it, with no holder.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -98,6 +99,31 @@ _CALLS = """
     FROM llm_calls c LEFT JOIN m ON m.old = c.node_id
     WHERE c.graph_id = ? AND c.call_id <= ?
 """
+# The turns begun by then (docs/architecture.md, "Turns and heads"): a head after the event is not
+# the fork's, so that turn is open in it. Event ids stay the source's (the fork's history starts at
+# its "forked" event). Parameters: fork, event x 7, gid, event.
+_TURNS = """
+    INSERT INTO turns BY NAME
+    SELECT t.* REPLACE (
+        ? AS graph_id,
+        CASE WHEN t.head_event <= ? THEN t.head_event END AS head_event,
+        CASE WHEN t.head_event <= ? THEN t.status END AS status,
+        CASE WHEN t.head_event <= ? THEN t.root_synthesis END AS root_synthesis,
+        CASE WHEN t.head_event <= ? THEN t.counts END AS counts,
+        CASE WHEN t.head_event <= ? THEN t.tokens END AS tokens,
+        CASE WHEN t.head_event <= ? THEN t.cost END AS cost,
+        CASE WHEN t.head_event <= ? THEN t.ended_at END AS ended_at
+    )
+    FROM turns t WHERE t.graph_id = ? AND t.started_event <= ?
+"""
+# Their deepened branches, on the fork's nodes. Parameters: fork, fork, gid, fork.
+_ALLOWANCES = """
+    INSERT INTO depth_allowances BY NAME
+    WITH m AS (SELECT source_node_id AS old, node_id AS new FROM fork_nodes WHERE graph_id = ?)
+    SELECT a.* REPLACE (? AS graph_id, m.new AS node_id)
+    FROM depth_allowances a JOIN m ON m.old = a.node_id
+    WHERE a.graph_id = ? AND a.turn IN (SELECT turn FROM turns WHERE graph_id = ?)
+"""
 # The graph's row then, as the fork's. Parameters: fork, now, now, fork, gid, commit.
 _GRAPH = """
     INSERT INTO graphs BY NAME
@@ -176,6 +202,9 @@ class Lineage:
             self._db.execute(_LINKS, [fork, fork, gid, max_seq])
             self._db.execute(_CALLS, [fork, fork, gid, max_call_id])
             self._db.execute(_GRAPH, [fork, fork, now, now, gid, commit])
+            self._db.execute(_TURNS, [fork, *[event] * 7, gid, event])
+            self._db.execute(_ALLOWANCES, [fork, fork, gid, fork])
+            self._remap_requests(fork)
             self._db.execute("INSERT INTO lineage VALUES (?, ?, ?, ?)", [fork, gid, event, now])
             row = self._db.fetchone(
                 "SELECT (SELECT root_node_id FROM graphs WHERE graph_id = ?), "
@@ -195,6 +224,27 @@ class Lineage:
             "nodes": int(row[1]),
             "event_id": int(last[0]),
         }
+
+    def _remap_requests(self, fork: str) -> None:
+        """The node ids inside the copied turns' requests, as the fork's."""
+        rows = self._db.fetchall("SELECT turn, requests FROM turns WHERE graph_id = ?", [fork])
+        found = {old for _, text in rows for old in re.findall(NODE_ID_PATTERN, text)}
+        if not found:
+            return
+        marks = ", ".join("?" for _ in found)
+        mapping = dict(
+            self._db.fetchall(
+                "SELECT source_node_id, node_id FROM fork_nodes"
+                f" WHERE graph_id = ? AND source_node_id IN ({marks})",
+                [fork, *sorted(found)],
+            )
+        )
+        for turn, text in rows:
+            moved = re.sub(NODE_ID_PATTERN, lambda m: mapping.get(m.group(0), m.group(0)), text)
+            if moved != text:
+                self._db.execute(
+                    "UPDATE turns SET requests = ? WHERE graph_id = ? AND turn = ?", [moved, fork, turn]
+                )
 
     def lineage(self, graph_id: str) -> list[LineageRecord]:
         """The family ``graph_id`` belongs to: its original and every fork of it, oldest first."""

@@ -23,7 +23,14 @@ _CALL_COLUMNS = (
 )
 _LATER_COLUMNS = ("tokens_estimated", "retry_sampling")  # NULL when read from a file older than them
 OUTCOMES = ("ok", "cached", "error", "discarded")  # discarded: paid for, then refused by the store
-ROLES = ("seed", "answer", "connect", "synthesize", "harvest")  # llm/schemas.py role_of, one per schema
+ROLES = (
+    "seed",
+    "answer",
+    "connect",
+    "synthesize",
+    "harvest",
+    "widen",
+)  # llm/schemas.py role_of, one per schema
 MAX_CALL_TOKENS = 10_000_000  # prompt or completion tokens of one call: far past any model's context
 MAX_CALL_TRIES = 1_000  # attempts or corrections of one call
 MAX_CALL_SECONDS = 1e6  # latency or queue time of one call

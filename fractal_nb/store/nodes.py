@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import replace
+from enum import StrEnum
 from typing import Any
 
 from ..errors import BudgetError, FractalError, InvalidInputError, StateError
@@ -23,6 +24,14 @@ from .base import merged_metadata, new_id, optional_name, require_id, require_te
 from .llm_log import LLMLog
 from .records import AddedNode, AnswerSubmitted, AnswerWritten, NodeUpdated, RepeatedQuestion, Saturated
 from .rows import GraphRow, NodeRow
+
+
+class _ADDABLE(StrEnum):
+    """The node types add_node takes (a note comes from a turn: store/turns.py)."""
+
+    QUESTION = NodeType.QUESTION.value
+    ANSWER = NodeType.ANSWER.value
+
 
 # Metadata keys that create edges, and the key whose text becomes the edge's metadata.
 _LINK_KEYS = {
@@ -49,7 +58,12 @@ class NodeWrites(LLMLog):
         question from open/claimed to answered. A question deeper than the budget
         is refused; in a ``depth:N`` graph, questions at depth k·N start ``gated``.
         """
-        kind = parse_choice(NodeType, node_type, "node_type")
+        if node_type == NodeType.NOTE:
+            raise InvalidInputError(
+                "node_type 'note' is a person's note: add it with add_note (a turn); add_node takes "
+                "'question' or 'answer'"
+            )
+        kind = NodeType(parse_choice(_ADDABLE, node_type, "node_type").value)
         text = require_text(text, "text")
         owner = optional_name(owner, "owner")
         meta = parse_metadata(metadata)
@@ -276,7 +290,8 @@ class NodeWrites(LLMLog):
         marks = ", ".join("?" for _ in keys)
         rows = self._db.fetchall(
             "SELECT question_key, first(node_id ORDER BY seq) FROM nodes WHERE graph_id = ? "
-            f"AND node_type = 'question' AND question_key IN ({marks}) GROUP BY question_key",
+            f"AND node_type = 'question' AND superseded_turn IS NULL AND question_key IN ({marks}) "
+            "GROUP BY question_key",
             [graph_id, *keys],
         )
         return {key: node_id for key, node_id in rows}
@@ -420,7 +435,11 @@ class NodeWrites(LLMLog):
             self._check_takes_children(question, owner)
         depth = question.depth + (1 if kind == NodeType.QUESTION else 0)
         budget = self._budget(graph)
-        if kind == NodeType.QUESTION and depth >= budget.max_depth:
+        if (
+            kind == NodeType.QUESTION
+            and depth >= budget.max_depth
+            and depth >= self._depth_ceiling(graph, question, depth)  # a deepened branch (store/turns.py)
+        ):
             raise BudgetError(
                 f"a question at depth {depth} exceeds the budget of graph {graph.graph_id}: "
                 f"intensity {graph.intensity!r} has max_depth {budget.max_depth}, so questions "

@@ -33,6 +33,7 @@ class NodeRecord(NodeFields):
     graph_id: str
     inherited_from: str | None
     branch_id: str | None
+    superseded_turn: int | None  # the turn that replaced it (docs/architecture.md, "Turns and heads")
     metadata: dict[str, Any]
     claimed_at: str | None
     created_at: str | None
@@ -162,6 +163,7 @@ class QuestionContext(TypedDict):
     siblings: list[QuestionBrief]
     syntheses: list[QuestionBrief]
     candidates: list[Candidate]
+    max_depth: int  # questions may sit above this depth only (a deepened branch's, store/turns.py)
 
 
 class AnswerBrief(TypedDict):
@@ -184,6 +186,7 @@ class SynthesisInputs(TypedDict):
     node: NodeRecord
     answers: list[AnswerBrief]
     sub_questions: list[SubQuestionBrief]
+    notes: list[AnswerBrief]  # a person's notes on the question (store/turns.py), in creation order
 
 
 class AddedNode(TypedDict):
@@ -351,3 +354,31 @@ class Changes(TypedDict):
     last_event_id: int
     nodes: list[FeedNode]
     links: list[FeedLink]
+
+
+class TurnRequest(TypedDict):
+    """One steering request of a turn (store/turns.py): what it asked and the nodes it created or reopened."""
+
+    turn: int
+    kind: str  # model.TurnKind
+    arguments: dict[str, Any]
+    created: list[str]
+    reopened: list[str]
+
+
+class TurnRecord(TypedDict):
+    """A turn, and its head once it ended (docs/architecture.md, "Turns and heads")."""
+
+    graph_id: str
+    turn: int
+    kind: str
+    requests: list[TurnRequest]
+    started_event: int
+    head_event: int | None  # None: the open turn
+    status: str | None  # the graph's status at the head
+    root_synthesis: str | None
+    counts: dict[str, int]
+    tokens: int | None
+    cost: float | None
+    created_at: float
+    ended_at: float | None

@@ -13,7 +13,7 @@ from .records import EdgeRecord, GraphRecord, NodeRecord
 NODE_COLUMNS = (
     "node_id, graph_id, parent_id, node_type, text, depth, status, status_reason, "
     "inherited_from, owner, claimed_at, lease_s, metadata, created_at, updated_at, "
-    "seq, branch_id, question_id, path"
+    "seq, branch_id, question_id, path, superseded_turn"
 )
 GRAPH_COLUMNS = (
     "graph_id, seed, intensity, checkpoint_mode, status, status_reason, root_node_id, "
@@ -63,6 +63,7 @@ class NodeRow:
     branch_id: str | None
     question_id: str | None
     path: str
+    superseded_turn: int | None = None  # the turn that replaced it (None: current)
 
     @property
     def ancestors(self) -> list[str]:
@@ -90,6 +91,7 @@ class NodeRow:
             "owner": self.owner,
             "branch_id": self.branch_id,
             "seq": self.seq,
+            "superseded_turn": self.superseded_turn,
             "metadata": self.metadata,
             "claimed_at": iso(self.claimed_at),
             "created_at": iso(self.created_at),

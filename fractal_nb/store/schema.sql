@@ -137,6 +137,33 @@ CREATE TABLE IF NOT EXISTS llm_cache (
     created_at DOUBLE NOT NULL
 );
 
+-- Issue 25 (turns): turns and heads, superseded nodes, deepened branches (docs/architecture.md,
+-- "Turns and heads"). A turn is one stretch of work on a graph; it ends in a head at harvest.
+CREATE TABLE IF NOT EXISTS turns (
+    graph_id VARCHAR NOT NULL,
+    turn INTEGER NOT NULL,              -- 1: the seed
+    kind VARCHAR NOT NULL,              -- model.TurnKind of its first request
+    requests VARCHAR NOT NULL,          -- JSON list: [{kind, arguments, created, reopened}, ...]
+    started_event BIGINT NOT NULL,      -- the event that opened it
+    head_event BIGINT,                  -- the event it ended at (NULL while open)
+    status VARCHAR,                     -- the graph's status at the head
+    root_synthesis VARCHAR,             -- the root's synthesis at the head
+    counts VARCHAR,                     -- JSON object: questions by status at the head, superseded nodes
+    tokens BIGINT,                      -- spend at the head (llm_calls of the graph)
+    cost DOUBLE,                        -- NULL: no prices
+    created_at DOUBLE NOT NULL,
+    ended_at DOUBLE
+);
+-- The turn that superseded a node (NULL: current); a superseded node is kept, never deleted.
+ALTER TABLE nodes ADD COLUMN IF NOT EXISTS superseded_turn INTEGER;
+-- deepen(): the branch under node_id may go `levels` past the intensity's depth during `turn`.
+CREATE TABLE IF NOT EXISTS depth_allowances (
+    graph_id VARCHAR NOT NULL,
+    node_id VARCHAR NOT NULL,
+    turn INTEGER NOT NULL,
+    levels INTEGER NOT NULL
+);
+
 -- Issue 25 (history): the state at any event, and forks (docs/architecture.md, "History and forks").
 -- Row images written by store/journal.py before each write transaction's COMMIT, keyed by the last
 -- event of that commit, with the node_seq / call_seq values then (the watermark: the links with

@@ -38,13 +38,13 @@ CLAIMABLE = f"""
 # A question no worker holds: its lease cleared.
 _NO_LEASE = {"holder": None, "claimed_at": None, "lease_s": None}
 _IF_ACTIVE = "AND EXISTS (SELECT 1 FROM graphs WHERE graph_id = ? AND status = 'active')"
-# Ready to synthesize: answered questions with sub-questions, all of them synthesized or saturated.
-# Parameters: graph_id, graph_id.
+# Ready to synthesize: answered questions with sub-questions, all of them synthesized or saturated,
+# or with a person's note (store/turns.py) and no unfinished sub-question. Parameters: graph_id, graph_id.
 READY = """graph_id = ? AND node_type = 'question' AND status = 'answered' AND node_id IN (
                SELECT question_id FROM nodes
-               WHERE graph_id = ? AND node_type = 'question' AND question_id IS NOT NULL
+               WHERE graph_id = ? AND node_type IN ('question', 'note') AND question_id IS NOT NULL
                GROUP BY question_id
-               HAVING bool_and(status IN ('synthesized', 'saturated')))"""
+               HAVING bool_and(node_type = 'note' OR status IN ('synthesized', 'saturated')))"""
 # Holders of a graph's claims (questions and syntheses), to tell which are gone. Parameters: gid, gid.
 _CLAIM_HOLDERS = """
     SELECT holder_id, host, pid, proc_start FROM holders WHERE holder_id IN (

@@ -58,6 +58,7 @@ class QuestionItem(TypedDict):
     weak: bool  # its synthesis was joined from sub-findings without the model
     owner: str | None
     answers: list[AnswerItem]
+    notes: list[AnswerItem]  # a person's notes on it (store/turns.py), shown with the question
     synthesis: str | None
     root: bool
 
@@ -119,7 +120,15 @@ class QuestionTree:
         changed: dict[str, QuestionItem] = {}
         for row in rows:
             parent = row["parent_id"]
-            if row["node_type"] == "answer":
+            if row["node_type"] == "note":  # part of its question: a note's text never changes
+                question = self.questions[parent or ""]
+                if all(n["id"] != row["node_id"] for n in question["notes"]):
+                    question["notes"] = [
+                        *question["notes"],
+                        {"id": row["node_id"], "text": _clip(row["text"]) or ""},
+                    ]
+                changed[question["id"]] = question
+            elif row["node_type"] == "answer":
                 question = self.questions[parent or ""]
                 if row["node_id"] not in self.answer_of:  # an answer's text never changes
                     self.answer_of[row["node_id"]] = question["id"]
@@ -153,6 +162,7 @@ class QuestionTree:
             "weak": bool(row["synthesis_failed"]),
             "owner": row["owner"],
             "answers": known["answers"] if known else [],
+            "notes": known["notes"] if known else [],
             "synthesis": _clip(row["synthesis"]),
             "root": parent is None,
         }

@@ -26,6 +26,7 @@ from fractal_nb.llm.schemas import (
     LeafAnswer,
     SeedPlan,
     Synthesis,
+    WidenPlan,
 )
 from fractal_nb.prompts import chat, render
 from tests.engine.test_runs import check_finished_graph
@@ -174,6 +175,20 @@ def harvest_summary(prompt: str) -> dict[str, Any]:
     }
 
 
+def widen_plan(prompt: str) -> dict[str, Any]:
+    """New seed questions (a later turn's widen): numbered past the ones the prompt lists."""
+    wanted = re.search(r"pose exactly (\d+)", prompt)
+    assert wanted is not None, "the widen prompt says how many questions to pose"
+    listed = prompt.split("Existing seed questions:", 1)[1].count("\n- ")
+    return {
+        "rationale": "These cover the side effects of growth, which no listed question asks about.",
+        "questions": [
+            f"What do we know about the side effects of urban growth (part {listed + i + 1})?"
+            for i in range(int(wanted.group(1)))
+        ],
+    }
+
+
 def role_responder(*, poison: bool = False) -> Any:
     """A responder that answers each schema sensibly from the prompt it is shown."""
     builders = {
@@ -183,6 +198,7 @@ def role_responder(*, poison: bool = False) -> Any:
         "Connections": connections,
         "Synthesis": synthesis,
         "HarvestSummary": harvest_summary,
+        "WidenPlan": widen_plan,
     }
 
     def respond(body: dict[str, Any]) -> dict[str, Any]:
@@ -246,6 +262,7 @@ def test_the_fake_model_answers_every_role_validly() -> None:
             candidates="- [n-00000000000000a1] y\n- [n-00000000000000b2] z",
         ),
         HarvestSummary: chat("harvest", seed=SEED, chain="- x", gaps="(none)"),
+        WidenPlan: chat("widen", seed=SEED, existing="- Why jobs?", n=2),
     }
     respond = role_responder()
     for schema in SCHEMAS:

@@ -20,6 +20,7 @@ from fractal_nb.llm.schemas import (
     LeafAnswer,
     SeedPlan,
     Synthesis,
+    WidenPlan,
 )
 from fractal_nb.prompts import chat, render
 
@@ -71,6 +72,7 @@ PROMPTS: dict[type[BaseModel], list[Message]] = {
         chain="- Why do cities grow?: jobs\n  - Which jobs?: services",
         gaps="- failed: Which land? (LLMError: boom)",
     ),
+    WidenPlan: chat("widen", seed="Why do cities grow?", existing="- What drives growth?", n=2),
 }
 # The prose fields each role writes (questions are questions, not labelled text).
 PROSE = {
@@ -80,6 +82,7 @@ PROSE = {
     Synthesis: lambda o: [o["synthesis"], *o["tensions"]],
     Connections: lambda o: [link["note"] for link in o["convergences"] + o["contradictions"]],
     HarvestSummary: lambda o: [o["summary"], *(f["finding"] for f in o["findings"])],
+    WidenPlan: lambda o: [o["rationale"]],
 }
 
 

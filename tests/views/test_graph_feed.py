@@ -184,3 +184,20 @@ def test_failed_questions_are_failed_with_their_error_and_weak_syntheses_are_mar
     assert (settled["status"], settled["reason"], settled["error"]) == ("failed", "error", TIMEOUT)
     assert items[built["weak"]]["weak"] and items[built["weak"]]["status"] == "synthesized"
     assert not any(q["weak"] or q["error"] for q in items.values() if q["id"] not in built.values())
+
+
+def test_a_note_is_part_of_its_question_in_the_feed(fresh_store: GraphStore) -> None:
+    g = fresh_store.create_graph("Why?", "explore", "autonomous")
+    gid, root = g["graph_id"], g["root_node_id"]
+    sub = fresh_store.add_answer(gid, root, "Because.", sub_questions=["How?"])["sub_questions"][0]["node_id"]
+    feed = GraphFeed(fresh_store, gid)
+    feed.snapshot()
+    note = fresh_store.add_note(gid, sub, "<b>A person</b> says: by river.")["created"][0]
+    delta = feed.delta()
+    assert delta is not None
+    by_id = {q["id"]: q for q in delta["questions"]}
+    assert note not in by_id  # not an item of its own: shown with its question
+    assert by_id[sub]["notes"] == [{"id": note, "text": "<b>A person</b> says: by river."}]
+    snapshot = GraphFeed(fresh_store, gid).snapshot()
+    assert len(snapshot["questions"]) == 2
+    assert {q["id"]: q for q in snapshot["questions"]}[sub]["notes"][0]["id"] == note

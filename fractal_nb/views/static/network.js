@@ -439,6 +439,7 @@ export function createView(
     }
     panel.appendChild(element("p", "", q.text));
     for (const answer of q.answers) panel.appendChild(element("p", "", `Answer: ${answer.text}`));
+    for (const note of q.notes || []) panel.appendChild(element("p", "", `Note: ${note.text}`));
     if (q.synthesis) panel.appendChild(element("p", "", `Synthesis: ${q.synthesis}`));
     const subs = childrenOf(id).map((c) => questions.get(c));
     if (subs.length) {
