@@ -31,7 +31,7 @@ MESSAGES: list[Message] = [
     {"role": "user", "content": "Why is the sky blue?"},
 ]
 GOOD = {"answer": "Rayleigh scattering.", "confidence": 0.8}
-GOOD_FULL = {**GOOD, "sub_questions": [], "saturation": None}
+GOOD_FULL = {**GOOD, "sub_questions": [], "saturation": None, "claims": []}
 
 
 @pytest.fixture(autouse=True)
@@ -68,6 +68,7 @@ def test_json_schema_mode_is_sent_first_and_works() -> None:
         "confidence": 0.5,
         "sub_questions": [],
         "saturation": None,
+        "claims": [],
     }
     [body] = server.requests
     assert body["model"] == "fake"
