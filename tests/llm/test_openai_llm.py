@@ -131,7 +131,7 @@ def test_junk_wrapped_json_is_repaired() -> None:
         json.loads(junk)
     with FakeOpenAI("junk", responder=lambda body: answer) as server:
         result = make_llm(server).complete(MESSAGES, Answer)
-    assert result == {**answer, "saturation": None}
+    assert result == {**answer, "saturation": None, "claims": []}
     assert len(server.requests) == 1
 
 
