@@ -22,7 +22,7 @@ ASSUMED = "Land stays cheap at the edge of town"
 
 
 def promoting_responder() -> Any:
-    """The fake model of test_openai_runs, whose answers state claims and whose syntheses call all of them facts."""
+    """test_openai_runs' fake model; its answers state claims, its syntheses call every claim a fact."""
     good = role_responder()
 
     def respond(body: dict[str, Any]) -> dict[str, Any]:
