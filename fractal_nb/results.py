@@ -101,6 +101,11 @@ class FractalResult:
             lines += [f"**Model replies:** {_replies(self.replies)}", ""]
         if self.degraded:
             lines += ["**Degraded result:** " + "; ".join(_md(r) for r in self.degraded_reasons), ""]
+        if self.weak:
+            lines += [
+                f"**Weak syntheses ({self.weak_count}):** " + "; ".join(_md(_weak(w)) for w in self.weak),
+                "",
+            ]
         lines.append(_md(self.summary))
         if self.findings:
             lines += ["", "**Findings**", ""]
@@ -149,6 +154,13 @@ class FractalResult:
                 if self.degraded
                 else ""
             )
+            + (
+                f"<p class='fractal-weak'><b>Weak syntheses ({self.weak_count}):</b> "
+                + "; ".join(html.escape(_weak(w)) for w in self.weak)
+                + "</p>"
+                if self.weak
+                else ""
+            )
             + f"<p>{html.escape(self.summary)}</p>"
             + (f"<p><b>Findings</b></p><ul>{items(findings)}</ul>" if findings else "")
             + (f"<p><b>Gaps</b></p><ul>{items(self.gaps)}</ul>" if self.gaps else "")
@@ -171,3 +183,8 @@ class MarkdownText(str):
 
 def _replies(replies: dict[str, int]) -> str:
     return ", ".join(f"{count} {kind}" for kind, count in replies.items())
+
+
+def _weak(row: dict[str, Any]) -> str:
+    """A weak synthesis as one line: its question, then what it is built on."""
+    return f"{row['question']} (built on {', '.join(row['reasons'])})"

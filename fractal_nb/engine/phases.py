@@ -8,7 +8,7 @@ from typing import Any
 from ..errors import BudgetExhaustedError, FractalError, LLMError
 from ..llm.quality import STORED
 from ..llm.schemas import HarvestSummary, SeedPlan
-from ..model import PENDING_QUESTION, ClaimKind, GraphStatus, NodeStatus, SaturationReason
+from ..model import PENDING_QUESTION, ClaimKind, GraphStatus, NodeStatus, SaturationReason, WeakReason
 from ..prompts import chat
 from ..results import ChainLink, FractalResult, StepRecord
 from ..store.records import NodeRecord, Snapshot
@@ -194,7 +194,10 @@ def _result(run: RunState, final: Snapshot, chain: list[ChainLink], summary: Har
         for n in nodes
         if n["node_id"] in weak_ids
     ]
-    if weak:
+    # A budget's cut alone is a stop, not a degraded result (README's exit codes): the weak syntheses
+    # are listed then, and named among the degraded reasons when a failure or a join lies beneath them.
+    failing = {WeakReason.FAILED.value, WeakReason.JOINED.value}
+    if any(reason.split(":")[0] in failing for w in weak for reason in w["reasons"]):
         named = ", ".join(weak_ids[:10]) + (" …" if len(weak_ids) > 10 else "")
         reasons.append(
             f"{len(weak)} synthesis(es) are weak, built on failed, budget-cut or joined "
