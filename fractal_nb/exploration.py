@@ -39,6 +39,7 @@ from .model import (
 )
 from .results import FractalResult, MarkdownText, StepRecord
 from .run_report import RunReport, Usage
+from .state import ExplorationState, exploration_state
 from .steering import Steering, TurnStep
 from .store import GraphStore
 from .store.base import merged_metadata, require_id, require_text
@@ -717,6 +718,18 @@ class Exploration:
         The last row is the current head: ``run(resume=True)`` and a new turn continue from it.
         """
         return self._steering.heads()
+
+    # -- state (fractal_nb/state.py; docs/architecture.md, "The state of an exploration") --
+
+    def state(self) -> ExplorationState:
+        """Where this exploration stands, from its stored state alone (no model call, nothing replayed).
+
+        The line of work (turn by turn, and where a fork came from); the branches and why
+        each exists; the verified, assumed, missing and failed values with their node ids;
+        the head resume would use; the earlier heads worth attaching from; and the checks
+        that support the result. ``to_dict()`` is the JSON of ``fractal-nb state FILE --json``.
+        """
+        return exploration_state(self.store, self.graph_id)
 
     def view(self, *, height: str = "520px") -> ExplorationView:
         """The live question tree and its controls: step, run, pause, harvest, report, gates, inspector."""

@@ -87,6 +87,54 @@ class TurnKind(StrEnum):
     ATTACH = "attach"
 
 
+class ClaimKind(StrEnum):
+    """What a claim of an answer or a synthesis is (docs/architecture.md, "Facts, assumptions, unknowns").
+
+    A fact rests on a stated support; an assumption is taken without one; an
+    unknown is what the answer could not settle (each unknown is a gap).
+    """
+
+    FACT = "fact"
+    ASSUMPTION = "assumption"
+    UNKNOWN = "unknown"
+
+
+class WeakReason(StrEnum):
+    """Why a synthesis is weak: what one of the sub-questions it was built on is.
+
+    ``failed`` (an error, or saturated as one), ``budget_cut`` (saturated when a
+    budget left it unexplored), ``joined`` (its synthesis joined without the model),
+    ``weak`` (its own synthesis weak: the mark goes up the chain).
+    """
+
+    FAILED = "failed"
+    BUDGET_CUT = "budget_cut"
+    JOINED = "joined"
+    WEAK = "weak"
+
+
+def weakness(status: str, reason: str | None, metadata: Mapping[str, Any]) -> WeakReason | None:
+    """What makes a sub-question unsound ground for the synthesis above it; None when it is sound.
+
+    A pruned question or one a worker saturated (settled) is sound: a person's or
+    the model's judgement, not a failure.
+
+    >>> weakness("saturated", "error", {}), weakness("synthesized", None, {"weak": [{}]})
+    (<WeakReason.FAILED: 'failed'>, <WeakReason.WEAK: 'weak'>)
+    >>> weakness("saturated", "pruned", {}) is None
+    True
+    """
+    if status == NodeStatus.ERROR or (status == NodeStatus.SATURATED and reason == SaturationReason.ERROR):
+        return WeakReason.FAILED
+    if status == NodeStatus.SATURATED and reason == SaturationReason.BUDGET_EXHAUSTED:
+        return WeakReason.BUDGET_CUT
+    if metadata.get("synthesis_failed") is True:
+        return WeakReason.JOINED
+    if metadata.get("weak"):
+        return WeakReason.WEAK
+    return None
+
+
 TERMINAL_GRAPH = frozenset({GraphStatus.COMPLETED, GraphStatus.ERROR})
 """Statuses no worker, view or server resumes on its own (``error`` only by an explicit resume)."""
 DONE_QUESTION = frozenset({NodeStatus.SYNTHESIZED, NodeStatus.SATURATED})
@@ -133,7 +181,9 @@ QUESTION_TRANSITIONS: dict[NodeStatus, frozenset[NodeStatus]] = {
     _S.ERROR: frozenset({_S.OPEN, _S.SATURATED}),
     # A question added under a synthesized question's answer reopens it (and its synthesized ancestors).
     _S.SYNTHESIZED: frozenset({_S.ANSWERED}),
-    _S.SATURATED: frozenset(),
+    # saturated -> open: a question saturated as failed, reopened by recovery (recover_stuck with
+    # include_errors); the store refuses it for every other saturation reason.
+    _S.SATURATED: frozenset({_S.OPEN}),
 }
 # Moves only a turn makes (store/turns.py: redecompose, deepen, note), checked with the table above:
 # a question answered again from scratch goes back to open (its old answer superseded), and a

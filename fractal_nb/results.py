@@ -43,6 +43,7 @@ class ChainLink:
     question: str
     synthesis: str
     degraded: bool = False  # the model's synthesis failed: the sub-findings joined instead
+    weak: tuple[str, ...] = ()  # why it is weak ("failed: n-…"): built on unsound sub-questions
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,15 @@ class FractalResult:
     """The gaps one row per question: node_id, depth, kind, question, detail (``Exploration.gaps()``)."""
     saturated: list[dict[str, str | None]] = field(default_factory=list)
     """Questions a worker saturated (node_id, reason, question): the model judged them settled."""
+    weak: list[dict[str, Any]] = field(default_factory=list)
+    """Weak syntheses (node_id, question, reasons): built on failed, budget-cut or joined sub-questions."""
+    claims: list[dict[str, Any]] = field(default_factory=list)
+    """The root synthesis's claims: facts (with support and source), assumptions and unknowns, kept apart."""
+
+    @property
+    def weak_count(self) -> int:
+        """How many syntheses are weak (docs/architecture.md, "Facts, assumptions, unknowns")."""
+        return len(self.weak)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -91,17 +101,26 @@ class FractalResult:
             lines += [f"**Model replies:** {_replies(self.replies)}", ""]
         if self.degraded:
             lines += ["**Degraded result:** " + "; ".join(_md(r) for r in self.degraded_reasons), ""]
+        if self.weak:
+            lines += [
+                f"**Weak syntheses ({self.weak_count}):** " + "; ".join(_md(_weak(w)) for w in self.weak),
+                "",
+            ]
         lines.append(_md(self.summary))
         if self.findings:
             lines += ["", "**Findings**", ""]
-            lines += [f"- {_md(f['finding'])} *({f['confidence']})*" for f in self.findings]
+            lines += [
+                f"- {_md(f['finding'])} *({f['confidence']}{', weak' if f.get('weak') else ''})*"
+                for f in self.findings
+            ]
         if self.gaps:
             lines += ["", "**Gaps**", ""] + [f"- {_md(g)}" for g in self.gaps]
         if self.synthesis_chain:
             lines += ["", "**Synthesis chain**", ""]
             lines += [
                 f"{'  ' * link.depth}- **{_md(link.question)}** "
-                f"{'*(degraded)* ' if link.degraded else ''}{_md(link.synthesis)}"
+                f"{'*(degraded)* ' if link.degraded else ''}{'*(weak)* ' if link.weak else ''}"
+                f"{_md(link.synthesis)}"
                 for link in self.synthesis_chain
             ]
         return "\n".join(lines)
@@ -113,10 +132,13 @@ class FractalResult:
         def items(values: list[str]) -> str:
             return "".join(f"<li>{html.escape(v)}</li>" for v in values)
 
-        findings = [f"{f['finding']} ({f['confidence']})" for f in self.findings]
+        findings = [
+            f"{f['finding']} ({f['confidence']}{', weak' if f.get('weak') else ''})" for f in self.findings
+        ]
         chain = "".join(
             f"<li style='margin-left:{link.depth * 1.2:.1f}em'><b>{html.escape(link.question)}</b> "
-            f"{'<i>(degraded)</i> ' if link.degraded else ''}{html.escape(link.synthesis)}</li>"
+            f"{'<i>(degraded)</i> ' if link.degraded else ''}{'<i>(weak)</i> ' if link.weak else ''}"
+            f"{html.escape(link.synthesis)}</li>"
             for link in self.synthesis_chain
         )
         degraded = "; ".join(html.escape(r) for r in self.degraded_reasons)
@@ -130,6 +152,13 @@ class FractalResult:
                 f"<p class='fractal-degraded' style='border-left:3px solid #c77700;padding-left:.5em'>"
                 f"<b>Degraded result:</b> {degraded}</p>"
                 if self.degraded
+                else ""
+            )
+            + (
+                f"<p class='fractal-weak'><b>Weak syntheses ({self.weak_count}):</b> "
+                + "; ".join(html.escape(_weak(w)) for w in self.weak)
+                + "</p>"
+                if self.weak
                 else ""
             )
             + f"<p>{html.escape(self.summary)}</p>"
@@ -154,3 +183,8 @@ class MarkdownText(str):
 
 def _replies(replies: dict[str, int]) -> str:
     return ", ".join(f"{count} {kind}" for kind, count in replies.items())
+
+
+def _weak(row: dict[str, Any]) -> str:
+    """A weak synthesis as one line: its question, then what it is built on."""
+    return f"{row['question']} (built on {', '.join(row['reasons'])})"

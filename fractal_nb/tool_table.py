@@ -124,6 +124,15 @@ HOLDER = Param(
     "",
 )
 CALLS = Param("calls", _text("JSON list of model-call log records behind it."), Wire.JSON_LIST, "[]")
+CLAIMS = Param(
+    "claims",
+    _text(
+        "JSON list of the synthesis's claims, each {kind: fact|assumption|unknown, text, support, source}: "
+        "a fact only where a sub-question states it as one (source: that node's id)."
+    ),
+    Wire.JSON_LIST,
+    "[]",
+)
 
 TOOLS: tuple[Tool, ...] = (
     Tool(
@@ -228,6 +237,7 @@ TOOLS: tuple[Tool, ...] = (
                 "synthesis_text",
                 _text("What the question's answer and its sub-questions' syntheses add up to."),
             ),
+            CLAIMS,
         ),
     ),
     Tool("get_snapshot", "The whole graph: its fields, every node and edge in creation order.", (GRAPH_ID,)),
@@ -407,7 +417,14 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         "submit_synthesis",
         "Synthesize a question whose synthesis this worker holds, with its call log, in one transaction.",
-        (GRAPH_ID, NODE_ID, WORKER_ID, Param("synthesis_text", _text("The question's synthesis.")), CALLS),
+        (
+            GRAPH_ID,
+            NODE_ID,
+            WORKER_ID,
+            Param("synthesis_text", _text("The question's synthesis.")),
+            CALLS,
+            CLAIMS,
+        ),
     ),
     Tool(
         "release_synthesis",

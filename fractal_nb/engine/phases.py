@@ -8,11 +8,12 @@ from typing import Any
 from ..errors import BudgetExhaustedError, FractalError, LLMError
 from ..llm.quality import STORED
 from ..llm.schemas import HarvestSummary, SeedPlan
-from ..model import PENDING_QUESTION, GraphStatus, NodeStatus, SaturationReason
+from ..model import PENDING_QUESTION, ClaimKind, GraphStatus, NodeStatus, SaturationReason, WeakReason
 from ..prompts import chat
 from ..results import ChainLink, FractalResult, StepRecord
 from ..store.records import NodeRecord, Snapshot
 from ..text import clip, normalize
+from . import grounding
 from .primitive import RunState, cascade, freeze_unexplored
 
 SEED_ATTEMPTS = 3
@@ -189,6 +190,23 @@ def _result(run: RunState, final: Snapshot, chain: list[ChainLink], summary: Har
     replies = run.local.count_replies(run.graph_id)
     finished = final["status"] == GraphStatus.COMPLETED
     reasons = _degraded_reasons(nodes, replies, summary.gaps, finished=finished)
+    weak_ids = [n["node_id"] for n in nodes if n["node_type"] == "question" and weak_reasons(n)]
+    weak = [
+        {"node_id": n["node_id"], "question": n["text"], "reasons": list(weak_reasons(n))}
+        for n in nodes
+        if n["node_id"] in weak_ids
+    ]
+    # A budget's cut alone is a stop, not a degraded result (README's exit codes): the weak syntheses
+    # are listed then, and named among the degraded reasons when a failure or a join lies beneath them.
+    failing = {WeakReason.FAILED.value, WeakReason.JOINED.value}
+    if any(reason.split(":")[0] in failing for w in weak for reason in w["reasons"]):
+        named = ", ".join(weak_ids[:10]) + (" …" if len(weak_ids) > 10 else "")
+        reasons.append(
+            f"{len(weak)} synthesis(es) are weak, built on failed, budget-cut or joined "
+            f"sub-questions: {named}"
+        )
+    root = next((n for n in nodes if n["node_type"] == "question" and n["depth"] == 0), None)
+    root_weak = root is not None and bool(weak_reasons(root))
     return FractalResult(
         graph_id=run.graph_id,
         seed=run.seed,
@@ -200,7 +218,8 @@ def _result(run: RunState, final: Snapshot, chain: list[ChainLink], summary: Har
         convergence_count=run.local.query_convergence(run.graph_id)["count"],
         contradiction_count=run.local.query_contradictions(run.graph_id)["count"],
         synthesis_chain=chain,
-        findings=[f.model_dump() for f in summary.findings],
+        # Findings are drawn from the root's synthesis chain: weak with it.
+        findings=[{**f.model_dump(), **({"weak": "true"} if root_weak else {})} for f in summary.findings],
         gaps=summary.gaps,
         depth_limited=[n["node_id"] for n in nodes if n["metadata"].get("depth_limited")],
         stuck_nodes=[
@@ -219,6 +238,8 @@ def _result(run: RunState, final: Snapshot, chain: list[ChainLink], summary: Har
             and n["status"] == NodeStatus.SATURATED
             and n["status_reason"] not in ("budget_exhausted", "pruned", "error")
         ],
+        weak=weak,
+        claims=list(root["metadata"].get("claims") or []) if root is not None else [],
     )
 
 
@@ -278,7 +299,9 @@ def _freeze_and_repair(run: RunState, *, model: bool = True) -> None:
             inputs = store.get_synthesis_inputs(g, node["node_id"])
             # An answered leaf left behind (one with a person's note is the cascade's: it reads the note).
             if not inputs["sub_questions"] and inputs["answers"] and not inputs["notes"]:
-                store.synthesize_node(g, node["node_id"], inputs["answers"][0]["text"])
+                answer = inputs["answers"][0]
+                claims = grounding.joined(grounding.sources({**inputs, "answers": [answer]}))
+                store.synthesize_node(g, node["node_id"], answer["text"], claims=claims)
     for _ in range(HARVEST_PASSES if model else 0):  # a failed synthesis call may succeed on another try
         cascade(run, worker="harvest")
         if not store.get_ready_to_synthesize(g)["count"]:
@@ -292,7 +315,12 @@ def _freeze_and_repair(run: RunState, *, model: bool = True) -> None:
             + [f"(note) {n['text']}" for n in inputs["notes"]]
         )
         store.update_node(g, node["node_id"], {"synthesis_failed": True})
-        store.synthesize_node(g, node["node_id"], f"[model synthesis failed; sub-findings joined] {joined}")
+        store.synthesize_node(
+            g,
+            node["node_id"],
+            f"[model synthesis failed; sub-findings joined] {joined}",
+            claims=grounding.joined(grounding.sources(inputs)),
+        )
 
 
 def current(nodes: list[NodeRecord]) -> list[NodeRecord]:
@@ -320,6 +348,7 @@ def _chain(nodes: list[NodeRecord]) -> list[ChainLink]:
                     question["text"],
                     question["metadata"]["synthesis"],
                     degraded=bool(question["metadata"].get("synthesis_failed")),
+                    weak=weak_reasons(question),
                 )
             )
         for child in children.get(question["node_id"], []):
@@ -330,19 +359,26 @@ def _chain(nodes: list[NodeRecord]) -> list[ChainLink]:
     return chain
 
 
+def weak_reasons(node: NodeRecord) -> tuple[str, ...]:
+    """Why a question's synthesis is weak, one ``"reason: node_id"`` each (its ``metadata["weak"]``)."""
+    return tuple(f"{m.get('reason')}: {m.get('node_id')}" for m in node["metadata"].get("weak") or [])
+
+
 GATED_UNEXPLORED = "gated: never approved"
 """``unexplored_reason`` of a question the harvest found behind a gate (a checkpoint, not a budget)."""
 
 
 def gap_rows(nodes: list[NodeRecord]) -> list[dict[str, Any]]:
-    """Every unexplored, pruned, failed or budget-cut question, one row each (README, "Gaps").
+    """Every unexplored, pruned, failed or budget-cut question, and every unknown named (README, "Gaps").
 
     Read from the graph as it is: a question's status and saturation reason
     decide, so a question a budget once marked unexplored and a resumed run
     then finished is no gap. Rows: ``node_id``, ``depth``, ``kind`` (failed,
-    pruned, gated, unexplored — a budget cut it —, waiting, synthesis_failed),
-    ``question`` and ``detail`` (why).
+    pruned, gated, unexplored — a budget cut it —, waiting, synthesis_failed,
+    unknown), ``question`` and ``detail`` (why; for an unknown, what is not known).
+    The unknowns come last, one row per text (:func:`unknown_rows`).
     """
+    nodes = current(nodes)  # a later turn's superseded nodes are never gaps
     rows = []
     for n in nodes:
         if n["node_type"] != "question":
@@ -378,6 +414,37 @@ def gap_rows(nodes: list[NodeRecord]) -> list[dict[str, Any]]:
             row("gated", "gated")
         elif status in PENDING_QUESTION:  # open or claimed: a budget's mark, or work not done yet
             row("unexplored", budget) if meta.get("budget_exhausted") else row("waiting", str(status))
+    return rows + unknown_rows(nodes)
+
+
+def unknown_rows(nodes: list[NodeRecord]) -> list[dict[str, Any]]:
+    """One gap row per unknown a claim names (docs/architecture.md, "Facts, assumptions, unknowns").
+
+    Answers first, then syntheses (which carry their children's unknowns up), so
+    an unknown is listed once, under the question whose answer first named it.
+    A pruned question's unknowns are no gaps: a person set the branch aside.
+    """
+    by_id = {n["node_id"]: n for n in nodes}
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for n in sorted(nodes, key=lambda n: n["node_type"] != "answer"):  # stable: creation order within
+        question = by_id.get(n["parent_id"] or "") if n["node_type"] == "answer" else n
+        if question is None or SaturationReason.PRUNED in (n["status_reason"], question["status_reason"]):
+            continue
+        for claim in n["metadata"].get("claims") or []:
+            key = normalize(str(claim.get("text", "")))
+            if claim.get("kind") != ClaimKind.UNKNOWN or not key or key in seen:
+                continue
+            seen.add(key)
+            rows.append(
+                {
+                    "node_id": question["node_id"],
+                    "depth": question["depth"],
+                    "kind": "unknown",
+                    "question": question["text"],
+                    "detail": str(claim["text"]),
+                }
+            )
     return rows
 
 
@@ -393,4 +460,5 @@ def gap_text(row: dict[str, Any]) -> str:
         "unexplored": f"unexplored ({detail}): {question}",
         "waiting": f"waiting ({detail}): {question}",
         "synthesis_failed": f"synthesis failed, sub-findings joined instead: {question}",
+        "unknown": f"unknown: {detail} (under: {question})",
     }[row["kind"]]

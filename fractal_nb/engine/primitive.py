@@ -23,13 +23,14 @@ from ..errors import (
     StateError,
 )
 from ..llm.protocol import LLM
-from ..llm.schemas import Answer, Connections, LeafAnswer, Synthesis, connections_among
+from ..llm.schemas import Answer, Connections, LeafAnswer, StatedClaim, Synthesis, connections_among
 from ..model import BUDGETS, UNEXPLORED, Budget, CheckpointMode, Intensity
 from ..prompts import chat, render
 from ..results import StepRecord
 from ..store import GraphStore, WorkerStore
 from ..store.records import Claim, GraphRecord, QuestionContext, SubQuestionBrief
 from ..text import clip, normalize
+from . import grounding
 from .calls import ModelCaller
 from .limits import Limits
 
@@ -182,11 +183,15 @@ def synthesize(run: RunState, node_id: str, worker: str) -> None:
     """Compose a held question's synthesis from its sub-questions' syntheses only, and store it."""
     inputs = run.store.get_synthesis_inputs(run.graph_id, node_id)
     children = "\n".join(
-        [f"- {c['text']}\n  {_finding(c)}" for c in inputs["sub_questions"]]
+        [
+            f"- {c['text']}\n  {_finding(c)}{grounding.listed(c['claims'], '    ')}"
+            for c in inputs["sub_questions"]
+        ]
         # A person's evidence or correction (a note, store/turns.py) weighs like a finding.
         + [f"- Note from a person: {clip(n['text'], 1200)}" for n in inputs.get("notes", [])]
     )
     answer = " ".join(a["text"] for a in inputs["answers"]) or "(none)"
+    answer += "".join(grounding.listed(a["claims"], "  ") for a in inputs["answers"])
     calls: list[dict[str, Any]] = []
     result = run.call(
         Synthesis,
@@ -199,7 +204,14 @@ def synthesize(run: RunState, node_id: str, worker: str) -> None:
     if result.tensions:
         text += "\nTensions: " + "; ".join(result.tensions)
     try:
-        run.store.submit_synthesis(run.graph_id, node_id, text, worker_id=worker, calls=calls)
+        run.store.submit_synthesis(
+            run.graph_id,
+            node_id,
+            text,
+            worker_id=worker,
+            calls=calls,
+            claims=grounding.ground(result.claims, grounding.sources(inputs)),
+        )
     except FractalError:
         discard(calls)
         run.store.record_llm_calls(calls)
@@ -332,6 +344,10 @@ def _write(
         meta["saturation"] = answer.saturation
     if depth_limited:
         meta["depth_limited"] = True
+    if answer.claims:  # facts, assumptions and unknowns kept apart (docs/architecture.md)
+        meta["claims"] = [
+            {"kind": c.kind.value, "text": c.text, "support": c.support} for c in _distinct(answer.claims)
+        ]
     questions = [{"text": sub.text, "metadata": {"proxy_signal": sub.proxy_signal}} for sub in subs]
     # A boundary question on the strongest convergence with another branch (docs/architecture.md); the store
     # places it under the shallower of the two answers.
@@ -409,3 +425,11 @@ def _release(run: RunState, node_id: str, question: str, worker: str, exc: LLMEr
 def _finding(child: SubQuestionBrief) -> str:
     """A sub-question's synthesis, or why it has none."""
     return str(child["synthesis"] or f"saturated ({child['status_reason']}): not explored further")
+
+
+def _distinct(claims: list[StatedClaim]) -> list[StatedClaim]:
+    """An answer's claims without repeats (by normalized text), in the model's order."""
+    kept: dict[str, StatedClaim] = {}
+    for claim in claims:
+        kept.setdefault(normalize(claim.text), claim)
+    return list(kept.values())

@@ -12,8 +12,17 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, create_model
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    create_model,
+    model_validator,
+)
 
+from ..model import ClaimKind
 from . import quality
 
 
@@ -30,6 +39,12 @@ Prose = Annotated[str, Field(min_length=1), _prose(3)]
 Remark = Annotated[str, Field(min_length=1), _prose(2, echo=False)]
 Harvested = Annotated[str, Field(min_length=1), _prose(3, echo=False)]  # drawn from the chain shown
 QuestionText = Annotated[str, Field(min_length=1), AfterValidator(quality.question)]
+# A claim of an answer is the model's own: a copy of the prompt is no claim. A synthesis carries its
+# children's claims up, so its claims may quote them (the grounding in engine/grounding.py checks them).
+ClaimText = Annotated[str, Field(min_length=1), _prose(2)]
+CarriedText = Annotated[str, Field(min_length=1), _prose(2, echo=False)]
+MAX_CLAIMS = 8
+"""Claims kept per answer or synthesis: a bounded list (a longer one is refused like junk)."""
 
 
 class _Output(BaseModel):
@@ -72,6 +87,41 @@ class SubQuestion(_Output):
     proxy_signal: ProxySignal
 
 
+class StatedClaim(_Output):
+    """One claim of an answer: a fact with its support, an assumption, or an unknown.
+
+    ``support`` is what a fact rests on (for now the model's stated basis; the
+    shape stays a string, open to checked citations). A fact that states no
+    support is taken as an assumption: code, not the model, decides that.
+    """
+
+    kind: ClaimKind
+    text: ClaimText
+    support: str = Field(default="", description="For a fact: what it rests on.")
+
+    @model_validator(mode="after")
+    def _unsupported_fact(self, info: ValidationInfo) -> StatedClaim:
+        if self.support:
+            self.support = quality.prose(self.support, info, min_words=2, echo=False)
+        if self.kind == ClaimKind.FACT and not self.support:
+            self.kind = ClaimKind.ASSUMPTION
+        return self
+
+
+class CarriedClaim(StatedClaim):
+    """A claim a synthesis carries up from its sub-questions (it may quote them)."""
+
+    text: CarriedText
+
+
+def _claims() -> Any:
+    return Field(
+        default_factory=list,
+        max_length=MAX_CLAIMS,
+        description="Facts (each with its support), assumptions and unknowns, kept apart.",
+    )
+
+
 Saturation = Literal["semantic_overlap", "derivable", "actionable", "hollow_questions"]
 
 
@@ -84,6 +134,7 @@ class LeafAnswer(_Output):
     saturation: Saturation | None = Field(
         default=None, description="Why this branch needs no further questions, if so."
     )
+    claims: list[StatedClaim] = _claims()
 
 
 class Answer(LeafAnswer):
@@ -98,6 +149,7 @@ class Synthesis(_Output):
     role: ClassVar[str] = "synthesize"
     synthesis: Prose
     tensions: list[Remark] = Field(default_factory=list, description="Contradictions kept visible.")
+    claims: list[CarriedClaim] = _claims()
 
 
 class Link(_Output):

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from ..errors import InvalidInputError, LLMError
 from .protocol import Message, estimate_tokens, messages_tokens, report_usage, report_wait
-from .schemas import SCHEMAS, ProxySignal
+from .schemas import MAX_CLAIMS, SCHEMAS, ProxySignal
 
 _ANGLES = [
     "What are the main causes behind {topic}?",
@@ -90,6 +90,29 @@ _SYNTHESIS_WORDINGS = [
     "[simulated] For {topic}, {n} sub-findings converge on one explanation and differ on its size.",
     "[simulated] The {n} sub-findings under {topic} line up behind a single account, its limits unclear.",
 ]
+# Each answer states one fact (with its support), one assumption and one unknown, told apart from
+# every other question's by a digest of its own (id-free) text: no claim repeats a question.
+_FACTS = [
+    "records show the trend held for a decade",
+    "the main cost falls on households",
+    "two of three surveyed regions moved the same way",
+    "the effect is larger in cities than elsewhere",
+    "prices rose faster than wages in the period",
+    "the rule was changed twice since it began",
+]
+_ASSUMPTIONS = [
+    "the available data are complete enough",
+    "past patterns will continue",
+    "the regions compared are alike in other respects",
+    "the measures used mean the same everywhere",
+]
+_UNKNOWNS = [
+    "how large the effect is at its peak",
+    "whether the cause runs the other way",
+    "what a longer period would show",
+    "which group bears most of the cost",
+]
+_CARRIED = re.compile(r"^\s+\[(fact|assumption|unknown)\] (.+?)(?: \(support: (.+)\))?$", re.MULTILINE)
 _NODE_ID = re.compile(r"^- \[(n-[0-9a-f]+)\]", re.MULTILINE)  # a candidate's line (its text may cite ids)
 _ANY_ID = re.compile(r"\bn-[0-9a-f]{1,16}")  # a node id, whole or cut short by a clipped text
 
@@ -239,6 +262,7 @@ class SimulatedLLM:
             "confidence": round(rng.uniform(0.45, 0.95), 2),
             "sub_questions": [{"text": t.format(q=short), "proxy_signal": s} for t, s in follow_ups],
             "saturation": None if follow_ups else rng.choice(["actionable", "derivable"]),
+            "claims": _claims(question, depth),
         }
 
     def _synthesize(self, prompt: str, rng: random.Random) -> dict[str, Any]:
@@ -251,9 +275,13 @@ class SimulatedLLM:
         )
         depth = int(_field(prompt, r"Its own answer:\n[^\n]*?depth (\d+)") or 0)  # the root's is the plan
         wording = _SYNTHESIS_WORDINGS[depth % len(_SYNTHESIS_WORDINGS)]
+        carried: dict[str, dict[str, str]] = {}  # carried up as stated: one per text
+        for kind, text, support in _CARRIED.findall(prompt):
+            carried.setdefault(text, {"kind": kind, "text": text, "support": support})
         return {
             "synthesis": wording.format(topic=_topic(question), n=children),
             "tensions": tensions,
+            "claims": list(carried.values())[:MAX_CLAIMS],
         }
 
     def _connect(self, prompt: str, rng: random.Random) -> dict[str, Any]:
@@ -290,6 +318,21 @@ class SimulatedLLM:
             ],
             "gaps": gaps,
         }
+
+
+def _claims(question: str, depth: int) -> list[dict[str, str]]:
+    """A question's fact, assumption and unknown: the same for the same question, distinct for others."""
+    digest = hashlib.sha256(_ANY_ID.sub("n-id", question).encode()).hexdigest()
+    case, pick = digest[:6], int(digest[6:10], 16)
+    return [
+        {
+            "kind": "fact",
+            "text": f"[simulated] In case {case}, {_FACTS[pick % len(_FACTS)]}.",
+            "support": f"[simulated] the stand-in model's own reading at depth {depth}",
+        },
+        {"kind": "assumption", "text": f"[simulated] Case {case} takes it that {_ASSUMPTIONS[pick % 4]}."},
+        {"kind": "unknown", "text": f"[simulated] Open in case {case}: {_UNKNOWNS[pick // 4 % 4]}."},
+    ]
 
 
 def _decisive(role: str, prompt: str) -> str:

@@ -20,6 +20,7 @@ from ..model import (
     MAX_TEXT_CHARS,
     Budget,
     CheckpointMode,
+    ClaimKind,
     GraphStatus,
     Intensity,
     NodeStatus,
@@ -30,6 +31,7 @@ from .database import Database, Tracer
 from .holders import HolderInfo, hold, let_go, new_holder
 from .journal import Journal
 from .known import known_for
+from .records import ClaimRecord
 from .rows import GRAPH_COLUMNS, NODE_COLUMNS, GraphRow, NodeRow
 
 DEFAULT_LEASE_S = 300.0
@@ -325,6 +327,44 @@ class StoreBase:
                 chunk[0].graph_id, [(n.node_id, kind, None, {"from": n.status, **logged}) for n in chunk], at
             )
 
+    def _reopen_synthesis(self, question: NodeRow, actor: str | None, now: float) -> NodeRow:
+        """Send a synthesized question, and each synthesized question above it, back to ``answered``.
+
+        A new sub-question makes their syntheses stale: each is dropped from the
+        node's metadata and kept in its ``reopened`` event; the cascade synthesizes
+        them again once the new question is done (README, "Boundary questions").
+        """
+        above = (
+            [
+                q
+                for q in self._nodes(
+                    f"node_id IN ({', '.join('?' for _ in question.ancestors)})", question.ancestors
+                )
+                if q.node_type == NodeType.QUESTION
+            ]
+            if question.ancestors
+            else []
+        )
+        reopened = question
+        for node in [question, *sorted(above, key=lambda q: -q.depth)]:
+            if node.status != NodeStatus.SYNTHESIZED:
+                break  # nothing above an unsynthesized question is synthesized
+            meta = node.metadata
+            stale = meta.pop("synthesis", None)
+            meta.pop("claims", None)  # the stale synthesis's claims; its weak mark stays until rewritten
+            self._set_status(
+                node,
+                NodeStatus.ANSWERED,
+                now,
+                actor=actor,
+                kind="reopened",
+                metadata=meta,
+                payload={"synthesis": stale},
+            )
+            if node.node_id == question.node_id:
+                reopened = replace(node, status=NodeStatus.ANSWERED.value, metadata_json=json.dumps(meta))
+        return reopened
+
 
 def new_id(prefix: str) -> str:
     """A fresh random id such as ``n-3f9c0a1b2c4d5e6f``."""
@@ -338,6 +378,38 @@ def require_id(value: object, what: str) -> str:
     if len(value) > 300:
         raise InvalidInputError(f"{what} is {len(value):,} characters; an id has at most 300")
     return _utf8(value, what)
+
+
+def require_claims(value: object) -> list[ClaimRecord]:
+    """A synthesis's claims: a list of ``{kind, text, support, source}`` (docs/architecture.md, "Facts, ...").
+
+    None is no claims. ``kind`` is a :class:`~fractal_nb.model.ClaimKind`, ``text`` free text,
+    ``support`` text ("" when none) and ``source`` a node id or None.
+
+    >>> require_claims([{"kind": "unknown", "text": "how big it is"}])
+    [{'kind': 'unknown', 'text': 'how big it is', 'support': '', 'source': None}]
+    """
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(c, dict) for c in value):
+        raise InvalidInputError(
+            f"claims must be a list of objects (kind, text, support, source), not {value!r}"
+        )
+    claims: list[ClaimRecord] = []
+    for item in value:
+        kind = item.get("kind")
+        if kind not in tuple(ClaimKind):
+            raise InvalidInputError(f"a claim's kind must be one of {', '.join(ClaimKind)}, not {kind!r}")
+        support, source = item.get("support") or "", item.get("source")
+        claims.append(
+            {
+                "kind": str(kind),
+                "text": require_text(item.get("text"), "a claim's text"),
+                "support": require_text(support, "a claim's support") if support else "",
+                "source": None if source is None else require_id(source, "a claim's source"),
+            }
+        )
+    return claims
 
 
 def require_text(value: object, what: str) -> str:

@@ -133,7 +133,11 @@ class NodeContext(StoreBase):
         return {
             "graph_id": graph.graph_id,
             "node": question.to_dict(),
-            "answers": [{"node_id": a.node_id, "text": a.text} for a in below if a.node_type == "answer"],
+            "answers": [
+                {"node_id": a.node_id, "text": a.text, "claims": list(a.metadata.get("claims") or [])}
+                for a in below
+                if a.node_type == "answer"
+            ],
             "sub_questions": [
                 {
                     "node_id": q.node_id,
@@ -141,6 +145,7 @@ class NodeContext(StoreBase):
                     "status": q.status,
                     "synthesis": q.metadata.get("synthesis"),
                     "status_reason": q.status_reason,
+                    "claims": list(q.metadata.get("claims") or []),
                 }
                 for q in below
                 if q.node_type == "question"

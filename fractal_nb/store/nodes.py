@@ -529,48 +529,11 @@ class NodeWrites(LLMLog):
                 kind="saturated" if saturation else "synthesized",
                 reason=saturation,
                 through=None if question.status == NodeStatus.ANSWERED else NodeStatus.ANSWERED,
-                metadata={**question.metadata, "synthesis": synthesis},
+                metadata={**question.metadata, "synthesis": synthesis, **_leaf_claims(kind, nodes)},
             )
         elif question.status in (NodeStatus.OPEN, NodeStatus.CLAIMED):
             self._set_status(question, NodeStatus.ANSWERED, now, actor=owner)
         return nodes
-
-    def _reopen_synthesis(self, question: NodeRow, actor: str | None, now: float) -> NodeRow:
-        """Send a synthesized question, and each synthesized question above it, back to ``answered``.
-
-        A new sub-question makes their syntheses stale: each is dropped from the
-        node's metadata and kept in its ``reopened`` event; the cascade synthesizes
-        them again once the new question is done (README, "Boundary questions").
-        """
-        above = (
-            [
-                q
-                for q in self._nodes(
-                    f"node_id IN ({', '.join('?' for _ in question.ancestors)})", question.ancestors
-                )
-                if q.node_type == NodeType.QUESTION
-            ]
-            if question.ancestors
-            else []
-        )
-        reopened = question
-        for node in [question, *sorted(above, key=lambda q: -q.depth)]:
-            if node.status != NodeStatus.SYNTHESIZED:
-                break  # nothing above an unsynthesized question is synthesized
-            meta = node.metadata
-            stale = meta.pop("synthesis", None)
-            self._set_status(
-                node,
-                NodeStatus.ANSWERED,
-                now,
-                actor=actor,
-                kind="reopened",
-                metadata=meta,
-                payload={"synthesis": stale},
-            )
-            if node.node_id == question.node_id:
-                reopened = replace(node, status=NodeStatus.ANSWERED.value, metadata_json=json.dumps(meta))
-        return reopened
 
     def _check_takes_children(self, question: NodeRow, owner: str | None) -> None:
         if question.status not in TAKES_CHILDREN:
@@ -737,3 +700,11 @@ def _boundary(value: object) -> tuple[str, str | None]:
     return require_text(value["text"], "boundary.text"), require_id(
         value["converging_with"], "boundary.converging_with"
     )
+
+
+def _leaf_claims(kind: NodeType, nodes: list[NodeRow]) -> dict[str, Any]:
+    """A leaf's synthesis is its answer: the answer's claims, carried up with it (``source`` the answer)."""
+    if kind != NodeType.ANSWER or not nodes:
+        return {}
+    claims = nodes[0].metadata.get("claims")
+    return {"claims": [{**c, "source": nodes[0].node_id} for c in claims]} if claims else {}

@@ -35,9 +35,10 @@ _FEED_COLUMNS = "node_id, parent_id, node_type, text, depth, status, status_reas
 _FEED_METADATA = (
     "json_extract_string(metadata, '$.synthesis'), json_extract_string(metadata, '$.last_error'), "
     # true only for JSON true: any other value an outside client wrote there reads as false
-    "coalesce(json_extract(metadata, '$.synthesis_failed') = 'true'::JSON, false)"
+    "coalesce(json_extract(metadata, '$.synthesis_failed') = 'true'::JSON, false), "
+    "json_extract(metadata, '$.weak')"  # the weak mark (docs/architecture.md, "Facts, assumptions, unknowns")
 )
-_FEED_NAMES = (*_FEED_COLUMNS.split(", "), "synthesis", "last_error", "synthesis_failed")
+_FEED_NAMES = (*_FEED_COLUMNS.split(", "), "synthesis", "last_error", "synthesis_failed", "weak")
 _TOUCHED = "SELECT node_id FROM events WHERE graph_id = ? AND event_id > ? AND event_id <= ?"
 
 
@@ -269,7 +270,7 @@ class GraphQueries(StoreBase):
             "root_node_id": graph.root_node_id,
             "since": since,
             "last_event_id": last,
-            "nodes": [cast(FeedNode, dict(zip(_FEED_NAMES, r, strict=True))) for r in nodes],
+            "nodes": [_feed_node(r) for r in nodes],
             "links": [
                 {"from_node": f, "to_node": t, "edge_type": e, "metadata": json.loads(m)}
                 for f, t, e, m in links
@@ -294,3 +295,15 @@ class GraphQueries(StoreBase):
     def _seq_of(self, graph_id: str) -> dict[str, int]:
         rows = self._db.fetchall("SELECT node_id, seq FROM nodes WHERE graph_id = ?", [graph_id])
         return dict(rows)
+
+
+def _feed_node(row: tuple[Any, ...]) -> FeedNode:
+    """A feed row as a FeedNode: the weak mark read as a list of marks ([] when none or not a list)."""
+    node = dict(zip(_FEED_NAMES, row, strict=True))
+    marks = json.loads(node["weak"]) if isinstance(node["weak"], str) else None
+    node["weak"] = [
+        {"node_id": str(m.get("node_id")), "reason": str(m.get("reason"))}
+        for m in (marks if isinstance(marks, list) else [])
+        if isinstance(m, dict)
+    ]
+    return cast(FeedNode, node)

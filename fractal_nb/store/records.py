@@ -166,17 +166,47 @@ class QuestionContext(TypedDict):
     max_depth: int  # questions may sit above this depth only (a deepened branch's, store/turns.py)
 
 
-class AnswerBrief(TypedDict):
-    """An answer's id and text."""
+class ClaimRecord(TypedDict):
+    """A claim as ``metadata["claims"]`` holds it (docs/architecture.md, "Facts, assumptions, unknowns").
+
+    ``kind`` is a :class:`~fractal_nb.model.ClaimKind`; ``support`` what a fact rests
+    on ("" for the others). A synthesis's claims name ``source``: the node whose
+    claim it carries up (None for one only the synthesis states).
+    """
+
+    kind: str
+    text: str
+    support: str
+    source: NotRequired[str | None]
+
+
+class WeakMark(TypedDict):
+    """One reason a synthesis is weak (``metadata["weak"]``): a sub-question and what it is."""
+
+    node_id: str
+    reason: str  # a WeakReason: failed, budget_cut, joined, weak
+
+
+class NoteBrief(TypedDict):
+    """A person's note: its id and text (no claims: a note is the person's evidence as written)."""
 
     node_id: str
     text: str
 
 
+class AnswerBrief(TypedDict):
+    """An answer's id, text and claims."""
+
+    node_id: str
+    text: str
+    claims: list[ClaimRecord]
+
+
 class SubQuestionBrief(QuestionBrief):
-    """A sub-question with its synthesis, or why it has none."""
+    """A sub-question with its synthesis (and the claims it carries), or why it has none."""
 
     status_reason: str | None
+    claims: list[ClaimRecord]
 
 
 class SynthesisInputs(TypedDict):
@@ -186,7 +216,7 @@ class SynthesisInputs(TypedDict):
     node: NodeRecord
     answers: list[AnswerBrief]
     sub_questions: list[SubQuestionBrief]
-    notes: list[AnswerBrief]  # a person's notes on the question (store/turns.py), in creation order
+    notes: list[NoteBrief]  # a person's notes on the question (store/turns.py), in creation order
 
 
 class AddedNode(TypedDict):
@@ -333,6 +363,7 @@ class FeedNode(NodeFields):
     synthesis: str | None
     last_error: str | None  # the last failed attempt's error (metadata ``last_error``)
     synthesis_failed: bool  # its synthesis was joined from sub-findings without the model
+    weak: list[WeakMark]  # why its synthesis is weak (metadata ``weak``), [] when it is sound
 
 
 class FeedLink(TypedDict):

@@ -14,10 +14,10 @@ from typing import Any
 
 from ..errors import StateError
 from ..model import DONE_QUESTION, GraphStatus, NodeStatus, NodeType
-from .base import require_id, require_ids, require_text
+from .base import require_claims, require_id, require_ids, require_text
 from .holders import HolderInfo
 from .llm_log import LLMLog
-from .records import SynthesisClaim, SynthesisReleased, Synthesized
+from .records import ClaimRecord, SynthesisClaim, SynthesisReleased, Synthesized
 from .rows import NODE_COLUMNS, NodeRow
 from .work import READY, WorkQueue
 
@@ -90,6 +90,7 @@ class SynthesisQueue(WorkQueue, LLMLog):
         *,
         worker_id: str,
         calls: list[dict[str, Any]] | None = None,
+        claims: list[ClaimRecord] | None = None,
     ) -> Synthesized:
         """Synthesize a question this worker holds the synthesis of, with the calls behind it, at once.
 
@@ -106,6 +107,7 @@ class SynthesisQueue(WorkQueue, LLMLog):
         worker = require_id(worker_id, "worker_id")
         nid = require_id(node_id, "node_id")
         text = require_text(synthesis_text, "synthesis_text")
+        carried = require_claims(claims)
         with self._db.write():
             row = self._db.fetchone("SELECT worker FROM synthesis_claims WHERE node_id = ?", [nid])
             if row is None or row[0] != worker:
@@ -119,9 +121,9 @@ class SynthesisQueue(WorkQueue, LLMLog):
             graph, node = self._active_node(graph_id, nid)
             added = self._added_meanwhile(node)
             if added:
-                result = self._synthesize_then_reopen(node, text, worker, added)
+                result = self._synthesize_then_reopen(node, text, worker, added, carried)
             else:
-                result = self.synthesize_node(graph.graph_id, nid, text)
+                result = self.synthesize_node(graph.graph_id, nid, text, claims=carried)
             if calls:
                 self.record_llm_calls(calls)
         return result
@@ -144,7 +146,9 @@ class SynthesisQueue(WorkQueue, LLMLog):
         )
         return [r[0] for r in rows]
 
-    def _synthesize_then_reopen(self, node: NodeRow, text: str, worker: str, added: list[str]) -> Synthesized:
+    def _synthesize_then_reopen(
+        self, node: NodeRow, text: str, worker: str, added: list[str], claims: list[ClaimRecord]
+    ) -> Synthesized:
         """Write a held synthesis, then reopen it for the questions ``added`` below meanwhile (rule 11)."""
         now = self.clock()
         kept = node.metadata
@@ -154,7 +158,7 @@ class SynthesisQueue(WorkQueue, LLMLog):
             now,
             actor=worker,
             kind="synthesized",
-            metadata={**kept, "synthesis": text},
+            metadata=self._synthesis_metadata(node, text, claims),
         )
         written = replace(node, status=NodeStatus.SYNTHESIZED.value)
         self._set_status(

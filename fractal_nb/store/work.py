@@ -16,10 +16,20 @@ from ..model import (
     GraphStatus,
     NodeStatus,
     NodeType,
+    SaturationReason,
+    weakness,
 )
-from .base import StoreBase, optional_name, require_count, require_id, require_seconds, require_text
+from .base import (
+    StoreBase,
+    optional_name,
+    require_claims,
+    require_count,
+    require_id,
+    require_seconds,
+    require_text,
+)
 from .holders import HOLDER_LEASE_S, HolderInfo, is_gone, parse_holder
-from .records import Claim, ClaimReleased, Heartbeat, Recovered, Synthesized
+from .records import Claim, ClaimRecord, ClaimReleased, Heartbeat, Recovered, Synthesized, WeakMark
 from .rows import NODE_COLUMNS, NodeRow
 
 # Claimable: an open question below the root, or a claim whose lease ran out
@@ -128,13 +138,24 @@ class WorkQueue(StoreBase):
             "graph_status": GraphStatus.ACTIVE.value,
         }
 
-    def synthesize_node(self, graph_id: str, node_id: str, synthesis_text: str) -> Synthesized:
-        """Record an answered question's synthesis (in ``metadata["synthesis"]``).
+    def synthesize_node(
+        self,
+        graph_id: str,
+        node_id: str,
+        synthesis_text: str,
+        *,
+        claims: list[ClaimRecord] | None = None,
+    ) -> Synthesized:
+        """Record an answered question's synthesis (in ``metadata["synthesis"]``), with its ``claims``.
 
         Refused while any of its sub-questions is neither synthesized nor
-        saturated (docs/architecture.md, rule 3).
+        saturated (docs/architecture.md, rule 3). Each write sets or clears the
+        weak mark (``metadata["weak"]``, "Facts, assumptions, unknowns"): weak
+        when a sub-question failed, was cut by a budget, or its synthesis was
+        joined without the model or is weak itself; sound children clear it.
         """
         text = require_text(synthesis_text, "synthesis_text")
+        carried = require_claims(claims)
         with self._db.write():
             graph, node = self._active_node(graph_id, node_id)
             if node.node_type != NodeType.QUESTION:
@@ -169,10 +190,29 @@ class WorkQueue(StoreBase):
                 self.clock(),
                 actor=node.owner,
                 kind="synthesized",
-                metadata={**node.metadata, "synthesis": text},
+                metadata=self._synthesis_metadata(node, text, carried),
             )
             self._db.execute("DELETE FROM synthesis_claims WHERE node_id = ?", [node.node_id])
         return {"node_id": node.node_id, "status": NodeStatus.SYNTHESIZED.value}
+
+    def _synthesis_metadata(self, node: NodeRow, text: str, claims: list[ClaimRecord]) -> dict[str, Any]:
+        """``node``'s metadata with a synthesis written now: text, claims, weak mark (from its children)."""
+        meta = {k: v for k, v in node.metadata.items() if k not in ("claims", "weak")}
+        meta["synthesis"] = text
+        if claims:
+            meta["claims"] = claims
+        children = self._nodes(  # the current ones: a later turn's superseded nodes are no ground
+            "graph_id = ? AND question_id = ? AND node_type = 'question' AND superseded_turn IS NULL",
+            [node.graph_id, node.node_id],
+        )
+        weak: list[WeakMark] = [
+            {"node_id": c.node_id, "reason": reason.value}
+            for c in children
+            if (reason := weakness(c.status, c.status_reason, c.metadata)) is not None
+        ]
+        if weak:
+            meta["weak"] = weak
+        return meta
 
     def recover_stuck(
         self,
@@ -225,6 +265,15 @@ class WorkQueue(StoreBase):
             nodes = self._nodes(where, params)
             if include_errors:
                 nodes += self._nodes("graph_id = ? AND status = 'error'", [gid])
+                # Failed questions a harvest saturated as such, and the syntheses written over them
+                # (weak: docs/architecture.md, "Facts, assumptions, unknowns"), reopen too.
+                for failed in self._nodes(
+                    "graph_id = ? AND node_type = 'question' AND status = 'saturated' AND status_reason = ?",
+                    [gid, SaturationReason.ERROR.value],
+                ):
+                    if failed.question_id is not None:
+                        self._reopen_synthesis(self._node(gid, failed.question_id), None, now)
+                    nodes.append(failed)
             self._reopen(nodes, now)
             if worker is not None:
                 self._db.execute(

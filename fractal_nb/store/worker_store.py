@@ -17,6 +17,7 @@ from .records import (
     AnswerSubmitted,
     Claim,
     ClaimableList,
+    ClaimRecord,
     ClaimReleased,
     GraphRecord,
     Heartbeat,
@@ -125,6 +126,7 @@ class WorkerStore(Protocol):
         *,
         worker_id: str,
         calls: list[dict[str, Any]] | None = None,
+        claims: list[ClaimRecord] | None = None,
     ) -> Synthesized:
         """See :meth:`GraphStore.submit_synthesis`."""
 

@@ -536,6 +536,14 @@ def inspector_html(details: dict[str, Any]) -> str:
             f"<p class='fractal-weak-note' style='{ERROR_STYLE}'><b>Weak synthesis:</b> the model could not "
             "synthesize it; its sub-findings were joined without the model.</p>"
         )
+    if isinstance(meta.get("weak"), list) and meta["weak"]:  # the store's weak mark (docs/architecture.md)
+        built_on = "; ".join(
+            f"{m.get('reason')}: {m.get('node_id')}" for m in meta["weak"] if isinstance(m, dict)
+        )
+        rows.append(
+            f"<p class='fractal-weak-note' style='{ERROR_STYLE}'><b>Weak synthesis:</b> built on "
+            f"{html.escape(built_on)}; weak until synthesized again on sound sub-questions.</p>"
+        )
     rows.append(
         f"<p><b>{'Question' if node['node_type'] == 'question' else 'Answer'}:</b> "
         f"{html.escape(node['text'])}</p>"

@@ -55,7 +55,8 @@ class QuestionItem(TypedDict):
     status: str  # one of VIEW_STATUSES
     reason: str | None
     error: str | None  # why it failed (a failed question's last error), else None
-    weak: bool  # its synthesis was joined from sub-findings without the model
+    weak: bool  # its synthesis was joined without the model, or is built on unsound sub-questions
+    weak_reasons: list[str]  # why: "joined without the model", "failed: n-…" (the store's weak mark)
     owner: str | None
     answers: list[AnswerItem]
     notes: list[AnswerItem]  # a person's notes on it (store/turns.py), shown with the question
@@ -159,7 +160,9 @@ class QuestionTree:
             "error": _clip(row["last_error"] or row["status_reason"] or "error")
             if status == FAILED
             else None,
-            "weak": bool(row["synthesis_failed"]),
+            "weak": bool(row["synthesis_failed"] or row["weak"]),
+            "weak_reasons": (["sub-findings joined without the model"] if row["synthesis_failed"] else [])
+            + [f"{m['reason'].replace('_', ' ')}: {m['node_id']}" for m in row["weak"]],
             "owner": row["owner"],
             "answers": known["answers"] if known else [],
             "notes": known["notes"] if known else [],

@@ -151,6 +151,8 @@ def test_failures_are_visible_on_the_page(browser: Any, tmp_path: Path, scheme: 
 
     store = GraphStore()
     built = failing_graph(store)
+    store.mark_saturated(built["graph_id"], built["failed"], "error")  # as a harvest would: the root is ready
+    store.synthesize_node(built["graph_id"], built["root"], "Loads fail first.")  # weak: built on failures
     path = Exploration(store, built["graph_id"], SimulatedLLM(), clock=FAST).to_html(tmp_path / "failed.html")
     options = {"viewport": {"width": 1280, "height": 900}, "color_scheme": scheme}
     with guarded_page(browser, **options) as (tab, traffic):
@@ -166,6 +168,9 @@ def test_failures_are_visible_on_the_page(browser: Any, tmp_path: Path, scheme: 
         assert note.inner_text() == f"Failed: {RATE_LIMIT}", "the error text, as text"
         tab.evaluate(f"() => window.fractalView.select('{built['weak']}', true)")
         assert "weak synthesis" in tab.locator(".fractal-details .fractal-weak-note").inner_text()
+        tab.evaluate(f"() => window.fractalView.select('{built['root']}', true)")
+        marked = tab.locator(".fractal-details .fractal-weak-note").inner_text()  # the store's weak mark
+        assert f"built on failed: {built['failed']}" in marked and f"joined: {built['weak']}" in marked
         report = tab.locator("section.fractal-report")
         assert "failed: Which loads matter most?" in report.inner_text()
         assert low_contrast(tab) == {}, f"{scheme}: text under 4.5:1"

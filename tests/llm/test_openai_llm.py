@@ -31,7 +31,7 @@ MESSAGES: list[Message] = [
     {"role": "user", "content": "Why is the sky blue?"},
 ]
 GOOD = {"answer": "Rayleigh scattering.", "confidence": 0.8}
-GOOD_FULL = {**GOOD, "sub_questions": [], "saturation": None}
+GOOD_FULL = {**GOOD, "sub_questions": [], "saturation": None, "claims": []}
 
 
 @pytest.fixture(autouse=True)
@@ -68,6 +68,7 @@ def test_json_schema_mode_is_sent_first_and_works() -> None:
         "confidence": 0.5,
         "sub_questions": [],
         "saturation": None,
+        "claims": [],
     }
     [body] = server.requests
     assert body["model"] == "fake"
@@ -130,7 +131,7 @@ def test_junk_wrapped_json_is_repaired() -> None:
         json.loads(junk)
     with FakeOpenAI("junk", responder=lambda body: answer) as server:
         result = make_llm(server).complete(MESSAGES, Answer)
-    assert result == {**answer, "saturation": None}
+    assert result == {**answer, "saturation": None, "claims": []}
     assert len(server.requests) == 1
 
 

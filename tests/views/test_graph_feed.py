@@ -201,3 +201,23 @@ def test_a_note_is_part_of_its_question_in_the_feed(fresh_store: GraphStore) -> 
     snapshot = GraphFeed(fresh_store, gid).snapshot()
     assert len(snapshot["questions"]) == 2
     assert {q["id"]: q for q in snapshot["questions"]}[sub]["notes"][0]["id"] == note
+
+
+def test_a_synthesis_built_on_failed_or_joined_children_is_weak_in_the_feed(fresh_store: GraphStore) -> None:
+    from tests.views.failing_graph import failing_graph
+
+    built = failing_graph(fresh_store)
+    gid = built["graph_id"]
+    fresh_store.mark_saturated(gid, built["failed"], "error")  # as a harvest would: the root is ready
+    fresh_store.synthesize_node(gid, built["root"], "Loads fail first.")
+    feed = GraphFeed(fresh_store, gid)
+    items = {q["id"]: q for q in feed.snapshot()["questions"]}
+    root = items[built["root"]]
+    assert root["weak"] and root["status"] == "synthesized"
+    assert root["weak_reasons"] == [
+        f"failed: {built['failed']}",
+        f"failed: {built['saturated_failed']}",
+        f"joined: {built['weak']}",
+    ]
+    assert items[built["weak"]]["weak_reasons"] == ["sub-findings joined without the model"]
+    assert feed.counts()["weak"] == 2

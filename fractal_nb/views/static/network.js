@@ -15,7 +15,7 @@ const VIS_KEY = "__fractalNbVis";
 // The statuses a question item shows (views/question_tree.py VIEW_STATUSES): "failed" is a question the
 // model failed on, whether still recoverable (the store's "error") or saturated as "error" by a harvest.
 const STATUSES = ["open", "gated", "claimed", "answered", "synthesized", "saturated", "failed"];
-const WEAK = "⚠ weak synthesis"; // a synthesis joined from sub-findings without the model
+const WEAK = "⚠ weak synthesis"; // joined without the model, or built on failed, budget-cut or joined sub-questions
 const COLUMN = 250; // px between depths
 const ROW = 80; // px between leaves: a box of four lines (three of label, "▸ N more") and a gap
 const READABLE_SCALE = 0.75; // the zoom at which 12 px labels still read
@@ -99,11 +99,17 @@ function options(colors) {
   };
 }
 
+// Why a synthesis is weak, from the store's weak mark (docs/architecture.md, "Facts, assumptions, unknowns").
+function weakWhy(q) {
+  const reasons = q.weak_reasons && q.weak_reasons.length ? q.weak_reasons : ["sub-findings joined without the model"];
+  return clipText(`built on ${reasons.join("; ")}`, 300);
+}
+
 // A question's hover box: plain text, bounded (network.css caps its height too).
 function questionTitle(q) {
   const lines = [`question · ${q.status}${q.reason ? ` (${q.reason})` : ""}${q.owner && q.status === "claimed" ? ` · ${q.owner}` : ""}`];
   if (q.error) lines.push(`Failed: ${clipText(q.error, 200)}`);
-  if (q.weak) lines.push(`${WEAK}: sub-findings joined without the model`);
+  if (q.weak) lines.push(`${WEAK}: ${weakWhy(q)}`);
   lines.push("", clipText(q.text, 300));
   if (q.answers.length) lines.push("", `Answer: ${clipText(q.answers[q.answers.length - 1].text, 300)}`);
   if (q.synthesis) lines.push("", `Synthesis: ${clipText(q.synthesis, 300)}`);
@@ -435,7 +441,7 @@ export function createView(
     panel.appendChild(element("h4", "", `question · ${q.status}${q.reason ? ` (${q.reason})` : ""} · depth ${q.depth}`));
     if (q.error) panel.appendChild(element("p", "fractal-failed-note", `Failed: ${q.error}`));
     if (q.weak) {
-      panel.appendChild(element("p", "fractal-weak-note", `${WEAK}: the model could not synthesize this question; its sub-findings were joined without it.`));
+      panel.appendChild(element("p", "fractal-weak-note", `${WEAK}: ${weakWhy(q)}. It stays weak until it is synthesized again on sound sub-questions.`));
     }
     panel.appendChild(element("p", "", q.text));
     for (const answer of q.answers) panel.appendChild(element("p", "", `Answer: ${answer.text}`));

@@ -1,0 +1,114 @@
+"""Facts stay facts only where the graph states them: the grounding of a synthesis's claims.
+
+A synthesis carries up the claims of its question's own answer and of its
+sub-questions (docs/architecture.md, "Facts, assumptions, unknowns"). The model
+says which kind each is; code decides whether a fact may stay one: a fact of a
+synthesis must be a fact of one of those sources (the same text, or a
+restatement of it), else it is demoted to an assumption. So an assumption of a
+child never becomes a fact above it, whatever the model writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..llm.quality import copied_share
+from ..llm.schemas import MAX_CLAIMS, StatedClaim
+from ..model import ClaimKind
+from ..store.records import ClaimRecord, SynthesisInputs
+from ..text import clip, normalize
+
+SAME_FACT_SHARE = 0.8
+"""Two texts state the same fact when four words in five of each sit in runs of three words of the
+other (:func:`~fractal_nb.llm.quality.copied_share`): a word changed or dropped keeps the fact, a
+clause added ("…, and so prices will fall") is a new statement that no source states."""
+
+
+def sources(inputs: SynthesisInputs) -> list[ClaimRecord]:
+    """The claims a synthesis of ``inputs`` may carry up (its answers' and sub-questions'), with sources."""
+    found: list[ClaimRecord] = []
+    for brief in [*inputs["answers"], *inputs["sub_questions"]]:
+        for claim in brief["claims"]:
+            found.append(
+                {
+                    "kind": claim["kind"],
+                    "text": claim["text"],
+                    "support": claim.get("support") or "",
+                    "source": brief["node_id"],
+                }
+            )
+    return found
+
+
+def same_fact(text: str, other: str) -> bool:
+    """Whether two claim texts state the same fact (:data:`SAME_FACT_SHARE`).
+
+    >>> same_fact("Rents rose 5% in 2023.", "rents rose 5% in 2023")
+    True
+    >>> same_fact("Rents rose 5% in the region", "Rents rose 5% in the region, so prices fall")
+    False
+    """
+    if normalize(text) == normalize(other):
+        return True
+    return min(copied_share(text, other), copied_share(other, text)) >= SAME_FACT_SHARE
+
+
+def ground(carried: Iterable[StatedClaim], stated: list[ClaimRecord]) -> list[ClaimRecord]:
+    """The claims of a synthesis as stored: a fact kept only where a source states it as a fact.
+
+    A kept fact takes the support and source of the fact it restates; any other
+    "fact" becomes an assumption without support. Repeats (by normalized text) are
+    dropped; at most :data:`~fractal_nb.llm.schemas.MAX_CLAIMS` are kept.
+
+    >>> from fractal_nb.llm.schemas import StatedClaim
+    >>> child = [{"kind": "assumption", "text": "Demand stays flat", "support": "", "source": "n-1"}]
+    >>> claim = StatedClaim.model_construct(kind=ClaimKind.FACT, text="Demand stays flat", support="it")
+    >>> ground([claim], child)[0]["kind"]
+    'assumption'
+    """
+    facts = [c for c in stated if c["kind"] == ClaimKind.FACT]
+    grounded: list[ClaimRecord] = []
+    seen: set[str] = set()
+    for claim in carried:
+        key = normalize(claim.text)
+        if key in seen or len(grounded) >= MAX_CLAIMS:
+            continue
+        seen.add(key)
+        text = clip(claim.text, 500)
+        if claim.kind == ClaimKind.FACT:
+            match = next((f for f in facts if same_fact(claim.text, f["text"])), None)
+            if match is not None:
+                grounded.append(
+                    {
+                        "kind": ClaimKind.FACT.value,
+                        "text": text,
+                        "support": match["support"],
+                        "source": match.get("source"),
+                    }
+                )
+            else:  # no source states it as a fact: never promoted
+                grounded.append(
+                    {"kind": ClaimKind.ASSUMPTION.value, "text": text, "support": "", "source": None}
+                )
+            continue
+        source = next((c.get("source") for c in stated if normalize(c["text"]) == key), None)
+        grounded.append({"kind": claim.kind.value, "text": text, "support": "", "source": source})
+    return grounded
+
+
+def joined(stated: list[ClaimRecord]) -> list[ClaimRecord]:
+    """The claims of a synthesis joined without the model: its sources' claims as they were stated."""
+    claims = [
+        StatedClaim.model_construct(kind=ClaimKind(c["kind"]), text=c["text"], support=c["support"])
+        for c in stated
+    ]
+    return ground(claims, stated)
+
+
+def listed(claims: list[ClaimRecord], indent: str) -> str:
+    """Claims as prompt lines: ``[kind] text (support: …)``, one a line."""
+    return "".join(
+        f"\n{indent}[{c['kind']}] {clip(c['text'], 300)}"
+        + (f" (support: {clip(c['support'], 200)})" if c["kind"] == ClaimKind.FACT and c["support"] else "")
+        for c in claims
+    )

@@ -1,0 +1,63 @@
+"""The store's side of claims and the weak mark: checked claims, which children make a synthesis weak."""
+
+from __future__ import annotations
+
+import pytest
+
+from fractal_nb import GraphStore
+from fractal_nb.errors import InvalidInputError, InvalidTransitionError
+
+
+def tree(store: GraphStore) -> tuple[str, str, list[str]]:
+    g = store.create_graph("Why do rivers flood?", "explore", "autonomous")
+    gid, root = g["graph_id"], g["root_node_id"]
+    subs = store.add_answer(
+        gid, root, "Rain and land.", sub_questions=["Is rain enough?", "Does land matter?", "Do dams help?"]
+    )["sub_questions"]
+    return gid, root, [q["node_id"] for q in subs]
+
+
+@pytest.mark.parametrize(
+    ("claims", "why"),
+    [
+        ("fact", "a list of objects"),
+        ([{"kind": "rumour", "text": "It rained."}], "fact, assumption, unknown"),
+        ([{"kind": "fact", "text": ""}], "a claim's text"),
+        ([{"kind": "fact", "text": "It rained.", "source": 7}], "a claim's source"),
+    ],
+)
+def test_bad_claims_are_refused_and_change_nothing(claims: object, why: str) -> None:
+    with GraphStore() as store:
+        gid, root, subs = tree(store)
+        for q in subs:
+            store.mark_saturated(gid, q, "actionable")
+        before = store.get_snapshot(gid)
+        with pytest.raises(InvalidInputError, match=why):
+            store.synthesize_node(gid, root, "Rain, mostly.", claims=claims)  # type: ignore[arg-type]
+        assert store.get_snapshot(gid) == before
+
+
+def test_pruned_and_settled_children_are_sound_budget_cut_ones_are_not() -> None:
+    with GraphStore() as store:
+        gid, root, (rain, land, dams) = tree(store)
+        store.mark_saturated(gid, rain, "derivable")
+        store.prune_branch(gid, land)
+        store.mark_saturated(gid, dams, "budget_exhausted")
+        claims = [{"kind": "unknown", "text": "How wet the spring was."}]
+        store.synthesize_node(gid, root, "Rain, mostly.", claims=claims)
+        meta = store.get_node(gid, root)["node"]["metadata"]
+        assert meta["weak"] == [{"node_id": dams, "reason": "budget_cut"}]
+        assert meta["claims"] == [{**claims[0], "support": "", "source": None}]
+
+
+def test_only_a_question_saturated_as_failed_reopens() -> None:
+    with GraphStore() as store:
+        gid, root, (rain, land, dams) = tree(store)
+        store.prune_branch(gid, land)
+        store.mark_saturated(gid, dams, "budget_exhausted")
+        store.mark_saturated(gid, rain, "error")
+        assert store.recover_stuck(gid, include_errors=True)["recovered"] == [rain]
+        statuses = {n["node_id"]: n["status"] for n in store.get_snapshot(gid)["nodes"]}
+        assert (statuses[rain], statuses[land], statuses[dams]) == ("open", "saturated", "saturated")
+        with pytest.raises(InvalidTransitionError):
+            store.mark_saturated(gid, land, "actionable")

@@ -1,0 +1,105 @@
+"""``ex.state()`` (docs/architecture.md, "The state of an exploration"): the six questions of
+seed 004's completion standard answered from the stored state alone, on a run with a failure,
+a prune, a fork and a follow-up."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fractal_nb import Exploration, SimulatedLLM
+from fractal_nb.errors import LLMOutputError
+from fractal_nb.llm.protocol import Message
+from fractal_nb.state import ExplorationState
+
+
+class FailsOn(SimulatedLLM):
+    """The simulator, failing every answer to the questions containing ``word`` (model failures are data)."""
+
+    def __init__(self, word: str) -> None:
+        super().__init__(seed=5)
+        self.word = word
+        self.calls = 0
+
+    def complete(self, messages: list[Message], schema: type[Any]) -> dict[str, Any]:
+        self.calls += 1
+        asked = messages[-1]["content"].partition("Question to answer now")[2].partition("\n")[2]
+        if getattr(schema, "role", "") == "answer" and asked.startswith(self.word):
+            raise LLMOutputError("the model replied with junk")
+        return super().complete(messages, schema)
+
+
+def checks_of(state: ExplorationState) -> dict[str, bool]:
+    return {c["name"]: c["passed"] for c in state.checks}
+
+
+def test_state_answers_the_six_questions(tmp_path: Path) -> None:
+    path = tmp_path / "state.duckdb"
+    llm = FailsOn("\x00")  # set below, once the seed questions are known
+    with Exploration.create("Why do cities grow?", intensity="pulse", llm=llm, path=path) as ex:
+        ex.step(1)  # the seed plan
+        seeds = ex.nodes().query("depth == 1 and node_type == 'question'")
+        failing, pruned = seeds["text"].iloc[0], seeds["node_id"].iloc[1]
+        llm.word = failing
+        ex.prune(pruned)
+        ex.run(progress=False)
+        ex.harvest(finish=True)
+        ex.ask("What part does the climate play in how cities grow?")
+        ex.run(progress=False)
+        ex.harvest(finish=True)
+        fork = ex.fork(at=ex.heads().iloc[0])
+        fork.close()
+
+        calls = llm.calls
+        state = ex.state()
+        assert llm.calls == calls, "no model call"
+        # 1. The current line of work: the seed turn, then the follow-up.
+        assert state.line_of_work[0].startswith("turn 1 (seed)")
+        assert state.line_of_work[1].startswith("turn 2 (ask): ask(question='What part does the climate")
+        assert state.current_head is not None and state.current_head["turn"] == 2
+        # 2. Branches and why: the seed plan's (their proxy signal or the plan) and the follow-up.
+        origins = {b["question"]: b["origin"] for b in state.branches}
+        assert origins["What part does the climate play in how cities grow?"] == "ask"
+        assert set(seeds["text"]) <= set(origins) and origins[failing] == "seed plan"
+        assert all(b["why"] for b in state.branches)
+        # 3. Values: verified facts with support, assumptions, missing (the prune) and failed.
+        kinds = state.counts()
+        assert kinds["verified"] > 0 and kinds["assumed"] > 0
+        failed_ids = {v["node_id"] for v in state.values if v["kind"] == "failed"}
+        missing_ids = {v["node_id"] for v in state.values if v["kind"] == "missing"}
+        assert seeds["node_id"].iloc[0] in failed_ids and pruned in missing_ids
+        assert all(v["detail"] for v in state.values if v["kind"] == "verified"), "a fact names its support"
+        # 4. The head resume uses: the current one.
+        assert state.open_turn is None and state.resume_from.startswith("head 2 (event ")
+        # 5. Heads to attach from: head 1, not worth it (a failure beneath it), and why.
+        assert [h["turn"] for h in state.attach_from] == [1]
+        assert not state.attach_from[0]["worth_attaching"] and "failed" in state.attach_from[0]["why"]
+        # 6. Checks: the failure makes the root's synthesis rest on unsound ground; the rest hold.
+        checks = checks_of(state)
+        assert checks["the root's synthesis rests on sound sub-questions"] is False
+        assert checks["every question is answered or a gap"] and checks["nothing is held by a worker"]
+        assert checks["no assumption was promoted to a fact"] and checks["every fact names its support"]
+        # The same as JSON, and as HTML with model text escaped.
+        assert json.loads(json.dumps(state.to_dict()))["current_head"]["turn"] == 2
+        assert "<script" not in state._repr_html_()
+
+
+def test_a_fork_says_where_it_came_from_and_an_open_turn_is_what_resume_continues(tmp_path: Path) -> None:
+    path = tmp_path / "fork.duckdb"
+    with Exploration.create(
+        "Why do cities grow?", intensity="pulse", llm=SimulatedLLM(seed=5), path=path
+    ) as ex:
+        ex.run(progress=False)
+        ex.harvest()
+        head = ex.heads().iloc[0]
+        fork = ex.fork(at=head)
+        try:
+            fork.ask("Which cities shrank, and why?")
+            state = fork.state()
+            assert state.line_of_work[0] == f"forked from {ex.graph_id} at its event {head['head_event']}"
+            assert state.open_turn == 2 and state.resume_from.startswith("turn 2 is open since head 1")
+            assert state.attach_from[0]["worth_attaching"] if state.attach_from else True
+        finally:
+            fork.close()
+        assert ex.state().attach_from == [] and ex.state().current_head["worth_attaching"]  # type: ignore[index]
