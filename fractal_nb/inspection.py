@@ -102,12 +102,16 @@ def show_tree(ex: Exploration, args: argparse.Namespace) -> Shown:
 
 def show_heads(ex: Exploration, args: argparse.Namespace) -> Shown:
     """One row per head, the current head last (``ex.heads()``)."""
-    return _table(ex.heads(), "heads", [c for c in HEAD_COLUMNS if c not in ("root_synthesis", "cost")])
+    columns = [c for c in HEAD_COLUMNS if c not in ("root_synthesis", "cost")]
+    return _table(ex.heads(), "heads", columns, cut=("asked",))
 
 
 def show_turns(ex: Exploration, args: argparse.Namespace) -> Shown:
     """One row per turn, the open one last (``ex.turns()``)."""
-    return _table(ex.turns(), "turns", [c for c in TURN_COLUMNS if c != "cost"])
+    turns = ex.turns()
+    for column in ("head_event", "tokens"):  # empty for the open turn: whole numbers, not floats
+        turns[column] = turns[column].astype("Int64")
+    return _table(turns, "turns", [c for c in TURN_COLUMNS if c != "cost"], cut=("asked",))
 
 
 def export(ex: Exploration, args: argparse.Namespace) -> Shown:
@@ -236,14 +240,16 @@ def _question_above(node: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> s
     return None if parent is None else str(parent["node_id"])
 
 
-def _table(frame: pd.DataFrame, name: str, columns: list[str]) -> Shown:
-    """A frame as a text table (JSON columns cut) and as a JSON document (whole)."""
+def _table(frame: pd.DataFrame, name: str, columns: list[str], cut: tuple[str, ...] = ()) -> Shown:
+    """A frame as a text table (JSON columns and the ``cut`` ones cut) and as a JSON document (whole)."""
     extra = [c for c in ("payload", "metadata") if c in frame.columns]
     records = json.loads(frame.to_json(orient="records", date_format="iso"))
     shown = frame[columns + extra].astype(object)
     shown = shown.where(shown.notna(), "")
     for column in extra:
         shown[column] = [_cut(json.dumps(v, ensure_ascii=False)) for v in shown[column]]
+    for column in cut:
+        shown[column] = [_cut(str(v)) for v in shown[column]]
     text = shown.to_string(index=False) if len(shown) else f"(no {name})"
     return Shown(text, {name: records})
 

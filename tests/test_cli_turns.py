@@ -97,7 +97,8 @@ def test_turns_prints_every_turn_the_open_one_last(
     code, out, _ = run(["turns", str(turns_file), "--json"], capsys)
     turns = json.loads(out)["turns"]
     assert [(t["turn"], t["kind"]) for t in turns] == [(1, "seed"), (2, "ask"), (3, "note")]
-    assert turns[-1]["head_event"] is None and turns[1]["head_event"] is not None
+    assert turns[-1]["head_event"] is None and isinstance(turns[1]["head_event"], int)
+    assert lines[2].split()[-3:] == [str(turns[1]["head_event"]), "completed", str(turns[1]["tokens"])]
     assert "ask(question='What stops a city from growing?')" == turns[1]["asked"]
 
 
