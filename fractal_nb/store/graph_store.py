@@ -129,7 +129,13 @@ class GraphStore(GraphLifecycle, NodeWrites, SynthesisQueue, GraphQueries, NodeC
         return self._turns.list_turns(graph_id)
 
     def list_heads(self, graph_id: str) -> list[TurnRecord]:
-        """The graph's heads: its ended turns in order, the current head last (the open turn left out)."""
+        """The graph's heads: its ended turns in order, the current head last (the open turn left out).
+
+        >>> store = GraphStore()
+        >>> g = store.create_graph("Why do cities grow?", "pulse")
+        >>> store.list_heads(g["graph_id"])  # turn 1 (the seed) ends in a head at its harvest
+        []
+        """
         return [t for t in self._turns.list_turns(graph_id) if t["head_event"] is not None]
 
     def _depth_ceiling(self, graph: GraphRow, question: NodeRow, needed: int) -> int:
