@@ -259,3 +259,30 @@ def test_a_fork_over_mcp_leaves_the_source_unchanged(tmp_path: Path) -> None:
         forked = ex.store.get_snapshot(fork["graph_id"])
         assert FOLLOW_UP in {n["text"] for n in forked["nodes"]}
         assert FOLLOW_UP not in set(ex.nodes()["text"])
+
+
+def test_an_agents_question_while_the_notebook_runs_joins_the_open_turn(tmp_path: Path) -> None:
+    """Rule 24: the run lock is the notebook's; a request over MCP during its run joins the turn."""
+    during = "Which city grew fastest?"
+    with harvested(tmp_path / "running.duckdb") as ex:
+        gid = ex.graph_id
+        url = ex.serve_mcp()
+        try:
+            with RemoteStore(url) as agent:
+                agent.ask(gid, FOLLOW_UP)
+                asked: list[dict[str, Any]] = []
+
+                def ask_once(record: object) -> None:  # from a worker thread, once a node is written
+                    if not asked:
+                        asked.append(dict(agent.ask(gid, during)))
+
+                assert ex.run(progress=False, on_step=ask_once) == "all_complete"
+                ex.harvest()
+                heads = agent.list_heads(gid)
+        finally:
+            ex.stop_mcp()
+        assert asked and asked[0]["turn"] == 2, "joined the open turn"
+        assert [h["turn"] for h in heads] == [1, 2]
+        assert [r["arguments"]["question"] for r in heads[-1]["requests"]] == [FOLLOW_UP, during]
+        questions = ex.nodes().query("node_type == 'question'").set_index("text")
+        assert questions.loc[during, "status"] in ("synthesized", "saturated"), "worked in the same run"
