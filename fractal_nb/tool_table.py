@@ -103,6 +103,11 @@ def _text(description: str) -> Any:
     return Annotated[str, Field(description=description)]
 
 
+def _whole(description: str) -> Any:
+    """A whole-number parameter, strictly: true, "2" or 2.0 are refused by the schema, not read as 1 or 2."""
+    return Annotated[int, Field(description=description, strict=True)]
+
+
 GRAPH_ID = Param("graph_id", _text("The graph's id, e.g. 'g-3f9c0a1b2c4d5e6f' (from fractal_create_graph)."))
 NODE_ID = Param("node_id", _text("A node's id, e.g. 'n-3f9c0a1b2c4d5e6f'."))
 WORKER_ID = Param("worker_id", _text("A stable name for the calling worker, e.g. 'worker-1'."))
@@ -335,7 +340,7 @@ TOOLS: tuple[Tool, ...] = (
             Param("node_id", _text("The question whose branch goes deeper, e.g. 'n-3f9c0a1b2c4d5e6f'.")),
             Param(
                 "levels",
-                Annotated[int, Field(description="How many levels past the depth: 1-4 (default 1).")],
+                _whole("How many levels past the depth: 1-4 (default 1)."),
                 default=1,
             ),
         ),
@@ -387,7 +392,7 @@ TOOLS: tuple[Tool, ...] = (
             GRAPH_ID,
             Param(
                 "event_id",
-                Annotated[int, Field(description="An event id of this graph, e.g. a head's head_event.")],
+                _whole("An event id of this graph, e.g. a head's head_event."),
             ),
         ),
     ),
@@ -400,7 +405,7 @@ TOOLS: tuple[Tool, ...] = (
             GRAPH_ID,
             Param(
                 "at_event",
-                Annotated[int, Field(description="The event to fork at, e.g. a head's head_event.")],
+                _whole("The event to fork at, e.g. a head's head_event."),
             ),
         ),
     ),

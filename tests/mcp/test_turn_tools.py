@@ -176,6 +176,30 @@ def test_turn_refusals_are_errors_that_change_nothing(
     assert ex.status == "completed"
 
 
+@pytest.mark.parametrize("value", [True, "1", 1.0, 1.5, None])
+def test_an_event_or_level_that_is_no_whole_number_is_refused_by_the_schema(
+    ex: Exploration, value: Any
+) -> None:
+    gid = ex.graph_id
+    seed_q = seed_questions(ex)[0]
+    before = ex.store.list_family(), ex.store.list_turns(gid), ex.store.get_events(gid)["last_event_id"]
+
+    async def scenario(client: Client) -> list[Any]:
+        return [
+            await client.call_tool("fractal_get_state_at", {"graph_id": gid, "event_id": value}),
+            await client.call_tool("fractal_fork_graph", {"graph_id": gid, "at_event": value}),
+            await client.call_tool("fractal_deepen", {"graph_id": gid, "node_id": seed_q, "levels": value}),
+        ]
+
+    for result in in_memory(ex.store, scenario):
+        assert result.is_error and "validation error" in result.content[0].text
+    assert (
+        ex.store.list_family(),
+        ex.store.list_turns(gid),
+        ex.store.get_events(gid)["last_event_id"],
+    ) == before
+
+
 def test_an_outside_agent_takes_a_turn_that_the_notebook_harvests_into_a_head(tmp_path: Path) -> None:
     """A real MCP client over HTTP asks a follow-up; the notebook (the server's process) runs and
     harvests it; the client then lists the new head and reads the state at the old one."""
