@@ -37,7 +37,8 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MODEL, EXIT_STOPPED = 0, 1, 2, 3, 4
 EXIT_CODES = {
     EXIT_OK: "finished: the exploration is complete and harvested (or the command did its work)",
     EXIT_ERROR: "failed: a file in use or not a store, an unknown graph or a file of several without "
-    "--graph-id, an address the MCP server cannot listen on (before the file is opened), a lost MCP server",
+    "--graph-id, an --at event outside the graph's history, an address the MCP server cannot listen on "
+    "(before the file is opened), a lost MCP server",
     EXIT_USAGE: "usage error: a bad option or argument (nothing was opened or written), or an inspection "
     "command on a file of several graphs without --graph-id (read, never written)",
     EXIT_MODEL: "the model failed: unreachable or failing every call (the graph is paused with the "
@@ -71,11 +72,24 @@ INSPECTION_HELP = {
     "export": (
         "write the graph as Markdown, HTML or Parquet (read-only on FILE)",
         "Write the graph to --to: .md the report, .html the self-contained page with the tree, "
-        ".parquet one table (--table, default nodes).",
+        ".parquet one table (--table, default nodes); with --at, one table (nodes, edges or gaps) as "
+        "Parquet as it was at that event.",
+    ),
+    "heads": (
+        "print the heads, the current one last (read-only)",
+        "Print one row per head (where a turn ended at harvest): its event, turn, status, counts, "
+        "spend and what the turn asked; the last row is the head a new turn or resume continues from.",
+    ),
+    "turns": (
+        "print the turns (read-only)",
+        "Print one row per turn (the seed is turn 1): its kind, what it asked, the event it started at "
+        "and its head's event (empty for the open turn).",
     ),
 }
+AT_COMMANDS = ("tree", "edges", "export")  # the commands that take --at EVENT (the state at that event)
 EXPORT_FORMATS = (".md", ".html", ".parquet")
 EXPORT_TABLES = ("nodes", "edges", "events", "llm_calls", "gaps")  # graph_sql.TABLES (a test checks)
+EXPORT_AT_TABLES = ("nodes", "edges", "gaps")  # export --at: the tables the state at an event holds
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -186,6 +200,14 @@ def _add_inspection(parser: argparse.ArgumentParser, name: str) -> None:
     if name == "events":
         parser.add_argument(
             "--since", type=_count, default=0, help="only the events after this event id (default 0: all)"
+        )
+    if name in AT_COMMANDS:
+        parser.add_argument(
+            "--at",
+            type=_positive,
+            metavar="EVENT",
+            help="the state at this event id (from `events`, or a head's event in `heads`): "
+            "read from the graph's history",
         )
     if name == "export":
         parser.add_argument(
@@ -356,6 +378,7 @@ def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM |
             check_store_path(args.file, "FILE", must_exist=True)
         if args.command == "export":
             _check_export_target(args.to, args.file)
+            _check_export_at(args)
         if getattr(args, "db", None) is not None:
             check_store_path(args.db, "--db", must_exist=args.command in ("resume", "harvest"))
         if args.command == "run":
@@ -411,6 +434,22 @@ def _check_export_target(to: str, file: str) -> None:
         raise InvalidInputError(f"--to {to}: there is no directory {out.parent}")
     if out.exists() and out.resolve() == Path(file).resolve():
         raise InvalidInputError(f"--to {to}: is FILE itself; name another file")
+
+
+def _check_export_at(args: argparse.Namespace) -> None:
+    """``export --at`` writes one table of the state then, as Parquet (the result is the graph's now)."""
+    if args.at is None:
+        return
+    if Path(args.to).suffix.lower() != ".parquet":
+        raise InvalidInputError(
+            f"--at {args.at}: exports one table as it was then, as .parquet (--table nodes, edges or "
+            "gaps); the .md and .html exports are the result as the graph stands"
+        )
+    if args.table not in EXPORT_AT_TABLES:
+        raise InvalidInputError(
+            f"--at {args.at} --table {args.table}: the state at an event holds the tables "
+            f"{', '.join(EXPORT_AT_TABLES)}"
+        )
 
 
 def _inspect(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

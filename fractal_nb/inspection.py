@@ -1,11 +1,12 @@
-"""The read-only commands of ``fractal-nb``: report, events, edges, tree, export.
+"""The read-only commands of ``fractal-nb``: report, events, edges, tree, export, heads, turns.
 
 docs/architecture.md, "Inspecting a file": each command opens the file with
 ``Exploration.open(..., read_only=True)``, so it never writes it, and is one
 small function of :data:`COMMANDS` that asks the facade and returns what to
 print: the text for a terminal and the same as one JSON document (``--json``).
-A command of the next wave (``state``, ``heads``, ``turns``) is one more such
-function and one more row of ``cli.INSPECTION_HELP``.
+A new command is one more such function and one more row of ``cli.INSPECTION_HELP``.
+``--at EVENT`` (tree, edges, export) hands a command the state at that event,
+``ex.at(EVENT)``, instead of the exploration as it stands.
 """
 
 from __future__ import annotations
@@ -14,14 +15,18 @@ import argparse
 import json
 import re
 from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import pandas as pd
 
 from .errors import InvalidInputError, StateError, StoreLockedError
 from .exploration import Exploration
 from .graph_sql import TABLES, GraphRows
+from .history import GraphAt
+from .steering import HEAD_COLUMNS, TURN_COLUMNS
+from .store.records import Snapshot
 
 _TEXT_WIDTH = 80  # a JSON column is cut to this in a table (--json prints it whole)
 # Model text is data: no escape sequence of it reaches the terminal (tabs and newlines aside).
@@ -56,13 +61,14 @@ def show_events(ex: Exploration, args: argparse.Namespace) -> Shown:
 
 
 def show_edges(ex: Exploration, args: argparse.Namespace) -> Shown:
-    """Every edge, tree and links (``ex.edges()``)."""
-    return _table(ex.edges(), "edges", ["from_node", "to_node", "edge_type", "created_at"])
+    """Every edge, tree and links (``ex.edges()``; with ``--at``, ``ex.at(EVENT).edges()``)."""
+    shown = _table(_state(ex, args).edges(), "edges", ["from_node", "to_node", "edge_type", "created_at"])
+    return shown if args.at is None else Shown(shown.text, {**shown.document, "event_id": args.at})
 
 
 def show_tree(ex: Exploration, args: argparse.Namespace) -> Shown:
-    """The question tree, indented by level, each question with its status (``ex.nodes()``)."""
-    nodes = ex.nodes()
+    """The question tree, indented by level, each question with its status (``ex.nodes()``, or ``--at``'s)."""
+    nodes = _state(ex, args).nodes()
     keys = nodes[_NODE_KEYS].astype(object)
     by_id = {row["node_id"]: row for row in keys.where(keys.notna(), None).to_dict("records")}
     children: dict[str | None, list[dict[str, Any]]] = {}
@@ -88,11 +94,31 @@ def show_tree(ex: Exploration, args: argparse.Namespace) -> Shown:
 
     for entry in roots:
         draw(entry, 0)
-    return Shown("\n".join(lines), {"graph_id": ex.graph_id, "tree": roots})
+    document: dict[str, Any] = {"graph_id": ex.graph_id, "tree": roots}
+    if args.at is not None:
+        document["event_id"] = args.at
+    return Shown("\n".join(lines), document)
+
+
+def show_heads(ex: Exploration, args: argparse.Namespace) -> Shown:
+    """One row per head, the current head last (``ex.heads()``)."""
+    columns = [c for c in HEAD_COLUMNS if c not in ("root_synthesis", "cost")]
+    return _table(ex.heads(), "heads", columns, cut=("asked",))
+
+
+def show_turns(ex: Exploration, args: argparse.Namespace) -> Shown:
+    """One row per turn, the open one last (``ex.turns()``)."""
+    turns = ex.turns()
+    for column in ("head_event", "tokens"):  # empty for the open turn: whole numbers, not floats
+        turns[column] = turns[column].astype("Int64")
+    return _table(turns, "turns", [c for c in TURN_COLUMNS if c != "cost"], cut=("asked",))
 
 
 def export(ex: Exploration, args: argparse.Namespace) -> Shown:
-    """Write the graph to ``--to``, its format by suffix: Markdown, HTML, or one table as Parquet."""
+    """Write the graph to ``--to``, its format by suffix: Markdown, HTML, or one table as Parquet.
+
+    With ``--at``: one table (nodes, edges or gaps) as Parquet, as it was at that event.
+    """
     out = Path(args.to)
     suffix = out.suffix.lower()
     try:
@@ -101,14 +127,34 @@ def export(ex: Exploration, args: argparse.Namespace) -> Shown:
         elif suffix == ".html":
             ex.to_html(out)
         else:
-            TABLES[args.table](GraphRows(ex)).to_parquet(out, index=False)
+            rows = GraphRows(ex) if args.at is None else RowsAt(ex, ex.at(args.at))
+            TABLES[args.table](rows).to_parquet(out, index=False)
     except OSError as exc:
         raise StateError(f"cannot write --to {out}: {exc.strerror or exc}") from None
     what = f"the {args.table} table as Parquet" if suffix == ".parquet" else suffix[1:]
     document = {"graph_id": ex.graph_id, "written": str(out), "format": suffix[1:]}
     if suffix == ".parquet":
         document["table"] = args.table
-    return Shown(f"wrote {out} ({what}) from graph {ex.graph_id}", document)
+    if args.at is not None:
+        document["event_id"] = args.at
+    then = f" at event {args.at}" if args.at is not None else ""
+    return Shown(f"wrote {out} ({what}) from graph {ex.graph_id}{then}", document)
+
+
+class RowsAt(GraphRows):
+    """The rows of the graph at an event (``ex.at``): its nodes and edges then, and the gaps read off them."""
+
+    def __init__(self, exploration: Exploration, at: GraphAt) -> None:
+        super().__init__(exploration)
+        self.at = at
+
+    @cached_property
+    def snapshot(self) -> Snapshot:
+        """The graph's fields, nodes and edges at the event."""
+        return cast(
+            Snapshot,
+            {**self.at.graph, "nodes": list(self.at.node_records), "edges": list(self.at.edge_records)},
+        )
 
 
 COMMANDS: dict[str, Command] = {
@@ -117,8 +163,15 @@ COMMANDS: dict[str, Command] = {
     "edges": show_edges,
     "tree": show_tree,
     "export": export,
+    "heads": show_heads,
+    "turns": show_turns,
 }
 """Each read-only command: its name -> the function that asks the facade (one line each)."""
+
+
+def _state(ex: Exploration, args: argparse.Namespace) -> Exploration | GraphAt:
+    """What ``--at`` names: the graph at that event (``ex.at``, read from its history), else as it stands."""
+    return ex if args.at is None else ex.at(args.at)
 
 
 def inspect_file(args: argparse.Namespace) -> str:
@@ -169,7 +222,9 @@ def locked_message(path: Path, pid: int | None) -> str:
         "ends, a notebook calls ex.close()); or read through that process's MCP server (a "
         f"`fractal-nb serve-mcp --db {path} --http` it runs, or a notebook's ex.serve_mcp()): its tools "
         "fractal_list_graphs, fractal_get_graph and fractal_get_snapshot (every node and edge) read the "
-        "same data, fractal_query_convergence and fractal_query_contradictions its links; in the "
+        "same data, fractal_query_convergence and fractal_query_contradictions its links, "
+        "fractal_list_turns, fractal_list_heads and fractal_get_state_at its turns, heads and the state at "
+        "an event; in the "
         "notebook that holds it, ex.report(), ex.events(), ex.edges() and ex.sql(...) do"
     )
 
@@ -185,14 +240,16 @@ def _question_above(node: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> s
     return None if parent is None else str(parent["node_id"])
 
 
-def _table(frame: pd.DataFrame, name: str, columns: list[str]) -> Shown:
-    """A frame as a text table (JSON columns cut) and as a JSON document (whole)."""
+def _table(frame: pd.DataFrame, name: str, columns: list[str], cut: tuple[str, ...] = ()) -> Shown:
+    """A frame as a text table (JSON columns and the ``cut`` ones cut) and as a JSON document (whole)."""
     extra = [c for c in ("payload", "metadata") if c in frame.columns]
     records = json.loads(frame.to_json(orient="records", date_format="iso"))
     shown = frame[columns + extra].astype(object)
     shown = shown.where(shown.notna(), "")
     for column in extra:
         shown[column] = [_cut(json.dumps(v, ensure_ascii=False)) for v in shown[column]]
+    for column in cut:
+        shown[column] = [_cut(str(v)) for v in shown[column]]
     text = shown.to_string(index=False) if len(shown) else f"(no {name})"
     return Shown(text, {name: records})
 

@@ -51,6 +51,12 @@ With several workers, take each synthesis with fractal_claim_synthesis (it hands
 ready question to one worker at a time, so each is paid for once) and write it with
 fractal_submit_synthesis. A claim is a lease: send a holder with fractal_claim_work
 and call fractal_heartbeat a few times per lease to keep long work.
+Take a turn on a graph, harvested or not: fractal_ask (a follow-up question),
+fractal_deepen, fractal_redecompose or fractal_add_note (the graph becomes active
+again); work it as above, or let the notebook serving it run() and harvest() it,
+which ends the turn in a head. fractal_list_turns and fractal_list_heads list them;
+fractal_get_state_at reads the graph as it was at an event (e.g. a head_event);
+fractal_fork_graph makes a new graph from that state and never changes the source.
 Errors come back as {"error": "..."} and change nothing."""
 
 

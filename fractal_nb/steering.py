@@ -158,8 +158,7 @@ class Steering:
                 "root_synthesis": t["root_synthesis"],
                 **{c: t["counts"].get(c, 0) for c in HEAD_COUNTS},
             }
-            for t in self._store.list_turns(self._graph_id)
-            if t["head_event"] is not None
+            for t in self._store.list_heads(self._graph_id)
         ]
         return pd.DataFrame(rows, columns=HEAD_COLUMNS)
 

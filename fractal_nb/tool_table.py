@@ -103,6 +103,11 @@ def _text(description: str) -> Any:
     return Annotated[str, Field(description=description)]
 
 
+def _whole(description: str) -> Any:
+    """A whole-number parameter, strictly: true, "2" or 2.0 are refused by the schema, not read as 1 or 2."""
+    return Annotated[int, Field(description=description, strict=True)]
+
+
 GRAPH_ID = Param("graph_id", _text("The graph's id, e.g. 'g-3f9c0a1b2c4d5e6f' (from fractal_create_graph)."))
 NODE_ID = Param("node_id", _text("A node's id, e.g. 'n-3f9c0a1b2c4d5e6f'."))
 WORKER_ID = Param("worker_id", _text("A stable name for the calling worker, e.g. 'worker-1'."))
@@ -312,6 +317,114 @@ TOOLS: tuple[Tool, ...] = (
         "prune_branch",
         "Cut a branch: the question and its unfinished questions below become saturated ('pruned').",
         (GRAPH_ID, NODE_ID),
+    ),
+    # -- turns, heads and history (docs/architecture.md, "Turns and heads", "History and forks") ----
+    # widen is not a tool: its seed questions come from the notebook's model (Exploration.widen).
+    Tool(
+        "ask",
+        "Take a turn: a follow-up question under the root's answer, or under a node.\n\nJoins the open turn "
+        "or opens the next (a completed graph becomes active again); workers (fractal_claim_work, or the "
+        "notebook's run()) answer it and re-synthesize upward, and the harvest ends the turn in a head. "
+        "Returns the turn, its kind and the node ids created and reopened. A question the graph asks "
+        "already, or one past the depth, is refused.",
+        (
+            GRAPH_ID,
+            Param("question", _text("The follow-up question, as plain text.")),
+            Param(
+                "under",
+                _text(
+                    "Optional node id to ask under: an answer, or a question (under its current answer). "
+                    "Empty: under the root's answer."
+                ),
+                Wire.OPTIONAL_TEXT,
+                "",
+            ),
+        ),
+    ),
+    Tool(
+        "deepen",
+        "Let the branch under a question go past the intensity's depth for this turn.\n\nIts leaf "
+        "questions at the old bottom reopen for a decomposition (their old answers superseded).",
+        (
+            GRAPH_ID,
+            Param("node_id", _text("The question whose branch goes deeper, e.g. 'n-3f9c0a1b2c4d5e6f'.")),
+            Param(
+                "levels",
+                _whole("How many levels past the depth: 1-4 (default 1)."),
+                default=1,
+            ),
+        ),
+    ),
+    Tool(
+        "redecompose",
+        "Answer a question again with a different decomposition; its old answer and sub-tree stay in the "
+        "graph, superseded (not current), never deleted. Not the root (its decomposition is the seed plan).",
+        (
+            GRAPH_ID,
+            Param("node_id", _text("The question to decompose again, e.g. 'n-3f9c0a1b2c4d5e6f'.")),
+            Param(
+                "hint",
+                _text("Optional: what the new decomposition should do differently. Empty: none."),
+                Wire.OPTIONAL_TEXT,
+                "",
+            ),
+        ),
+    ),
+    Tool(
+        "add_note",
+        "Add a person's evidence or correction under a question, as a node of type note; the syntheses "
+        "above it reopen and read it as a finding.",
+        (
+            GRAPH_ID,
+            Param("node_id", _text("The question the note is about, e.g. 'n-3f9c0a1b2c4d5e6f'.")),
+            Param("text", _text("The evidence or correction, as plain text.")),
+        ),
+    ),
+    Tool(
+        "list_turns",
+        "The graph's turns in order (the seed is turn 1), the open one (head_event null) last: kind, "
+        "requests, started_event, and at its head the status, root synthesis, counts and spend.",
+        (GRAPH_ID,),
+        result_key="turns",
+    ),
+    Tool(
+        "list_heads",
+        "The graph's heads: its ended turns in order, the current head last (the one a new turn or "
+        "resume continues from). Each: turn, head_event, status, root_synthesis, counts, tokens, requests.",
+        (GRAPH_ID,),
+        result_key="heads",
+    ),
+    Tool(
+        "get_state_at",
+        "The graph as it was at an event (a head_event, or any event_id of its log): its fields, nodes "
+        "and edges as fractal_get_snapshot gave them then, rebuilt from its history. Read-only.",
+        (
+            GRAPH_ID,
+            Param(
+                "event_id",
+                _whole("An event id of this graph, e.g. a head's head_event."),
+            ),
+        ),
+    ),
+    Tool(
+        "fork_graph",
+        "A new graph in this store holding the graph's state at an event (nodes, statuses, links, "
+        "syntheses, call log then); the source never changes.\n\nReturns the fork's graph_id and "
+        "root_node_id, forked_from and forked_at. Steer and work the fork like any graph.",
+        (
+            GRAPH_ID,
+            Param(
+                "at_event",
+                _whole("The event to fork at, e.g. a head's head_event."),
+            ),
+        ),
+    ),
+    Tool(
+        "get_lineage",
+        "The family of forks the graph belongs to: its original and every fork of it, oldest first, each "
+        "with forked_from and forked_at (null for the original).",
+        (GRAPH_ID,),
+        result_key="graphs",
     ),
     # -- for fractal-nb worker processes (fractal-nb worker --mcp-url) -----------------------------
     Tool(

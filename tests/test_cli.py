@@ -40,6 +40,8 @@ SUBCOMMANDS = [
     "edges",
     "tree",
     "export",
+    "heads",
+    "turns",
 ]
 
 

@@ -220,6 +220,15 @@ class RemoteStore:
     submit_synthesis = remote_method(GraphStore.submit_synthesis)
     release_synthesis = remote_method(GraphStore.release_synthesis)
     record_llm_calls = remote_method(GraphStore.record_llm_calls)
+    ask = remote_method(GraphStore.ask)
+    deepen = remote_method(GraphStore.deepen)
+    redecompose = remote_method(GraphStore.redecompose)
+    add_note = remote_method(GraphStore.add_note)
+    list_turns = remote_method(GraphStore.list_turns)
+    list_heads = remote_method(GraphStore.list_heads)
+    get_state_at = remote_method(GraphStore.get_state_at)
+    fork_graph = remote_method(GraphStore.fork_graph)
+    get_lineage = remote_method(GraphStore.get_lineage)
     _heartbeat = remote_method(GraphStore.heartbeat)
 
     def heartbeat(self, holder_id: str) -> Heartbeat:

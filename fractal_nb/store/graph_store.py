@@ -128,5 +128,15 @@ class GraphStore(GraphLifecycle, NodeWrites, SynthesisQueue, GraphQueries, NodeC
         """The graph's turns, heads included (:meth:`Turns.list_turns`)."""
         return self._turns.list_turns(graph_id)
 
+    def list_heads(self, graph_id: str) -> list[TurnRecord]:
+        """The graph's heads: its ended turns in order, the current head last (the open turn left out).
+
+        >>> store = GraphStore()
+        >>> g = store.create_graph("Why do cities grow?", "pulse")
+        >>> store.list_heads(g["graph_id"])  # turn 1 (the seed) ends in a head at its harvest
+        []
+        """
+        return [t for t in self._turns.list_turns(graph_id) if t["head_event"] is not None]
+
     def _depth_ceiling(self, graph: GraphRow, question: NodeRow, needed: int) -> int:
         return self._turns.depth_ceiling(graph, question, needed)

@@ -19,6 +19,7 @@ from mcp import Client, StdioServerParameters
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
 from fractal_nb.mcp_server import BackgroundServer
+from fractal_nb.tool_table import TOOLS
 from tests.local_port import free_port, listening
 from tests.mcp.conftest import serve_mcp_command, wait_until, worker_command
 from tests.mcp.seed_worker import call, seed_worker
@@ -40,7 +41,7 @@ def test_stdio_from_the_cli(tmp_path: Path) -> None:
             return len(tools), g, open_questions
 
     count, g, open_questions = asyncio.run(scenario())
-    assert count == 31 and open_questions["count"] == 1
+    assert count == len(TOOLS) == 40 and open_questions["count"] == 1
     with GraphStore(db, read_only=True) as store:  # the server process has exited: the file is ours
         assert store.get_graph(g["graph_id"])["seed"] == "Why do tides turn?"
 
