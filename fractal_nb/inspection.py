@@ -106,6 +106,31 @@ def show_heads(ex: Exploration, args: argparse.Namespace) -> Shown:
     return _table(ex.heads(), "heads", columns, cut=("asked",))
 
 
+def show_state(ex: Exploration, args: argparse.Namespace) -> Shown:
+    """Where the exploration stands (``ex.state()``): the completion standard's six answers."""
+    state = ex.state()
+    lines = [f"{state.graph_id} ({state.status}): {state.seed}", "", "Line of work:"]
+    lines += [f"  {step}" for step in state.line_of_work]
+    lines += ["", f"Resume uses: {state.resume_from}", "", "Branches:"]
+    lines += [
+        f"  {b['node_id']}  {b['origin']}: {b['question']} ({b['status']}"
+        + (f", superseded in turn {b['superseded_turn']}" if b["superseded_turn"] else "")
+        + f"; why: {b['why']})"
+        for b in state.branches
+    ]
+    lines += ["", "Values: " + ", ".join(f"{n} {kind}" for kind, n in state.counts().items())]
+    lines += [f"  {v['kind']:<8}  {v['node_id']}  {v['text']}" for v in state.values]
+    lines += ["", "Heads to attach from:"]
+    lines += [
+        f"  head {h['turn']} (event {h['head_event']}): "
+        f"{'worth it' if h['worth_attaching'] else 'not'}: {h['why']}"
+        for h in state.attach_from
+    ] or ["  (none before the current head)"]
+    lines += ["", "Checks:"]
+    lines += [f"  {'ok  ' if c['passed'] else 'FAIL'}  {c['name']}: {c['detail']}" for c in state.checks]
+    return Shown(_CONTROL.sub("?", "\n".join(lines)), state.to_dict())
+
+
 def show_turns(ex: Exploration, args: argparse.Namespace) -> Shown:
     """One row per turn, the open one last (``ex.turns()``)."""
     turns = ex.turns()
@@ -164,6 +189,7 @@ COMMANDS: dict[str, Command] = {
     "tree": show_tree,
     "export": export,
     "heads": show_heads,
+    "state": show_state,
     "turns": show_turns,
 }
 """Each read-only command: its name -> the function that asks the facade (one line each)."""

@@ -321,9 +321,11 @@ def _values(nodes: list[NodeRecord]) -> list[StateValue]:
             )
     for gap in gap_rows(mine):
         kind = "missing" if gap["kind"] in _MISSING_GAPS else "failed"
-        out.append(
-            {"kind": kind, "text": gap["question"], "node_id": gap["node_id"], "detail": gap["detail"]}
-        )
+        if gap["kind"] == "unknown":  # what a claim says is not known, under the question that named it
+            text, detail = gap["detail"], f"unknown, named under: {gap['question']}"
+        else:
+            text, detail = gap["question"], f"{gap['kind']}: {gap['detail']}"
+        out.append({"kind": kind, "text": text, "node_id": gap["node_id"], "detail": detail})
     for n in mine:
         weak = n["metadata"].get("weak") if n["status"] == NodeStatus.SYNTHESIZED else None
         if weak and not n["metadata"].get("synthesis_failed"):  # a joined one is a gap already

@@ -42,6 +42,9 @@ SUBCOMMANDS = [
     "export",
     "heads",
     "turns",
+    "state",
+    "ask",
+    "fork",
 ]
 
 

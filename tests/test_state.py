@@ -103,3 +103,32 @@ def test_a_fork_says_where_it_came_from_and_an_open_turn_is_what_resume_continue
         finally:
             fork.close()
         assert ex.state().attach_from == [] and ex.state().current_head["worth_attaching"]  # type: ignore[index]
+
+
+def test_the_shell_prints_the_state_asks_and_forks(tmp_path: Path, capsys: Any) -> None:
+    from fractal_nb.cli import main
+
+    db = str(tmp_path / "shell.duckdb")
+    assert main(["demo", "--db", db, "--intensity", "pulse", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["ask", "--db", db, "What part does the climate play?", "--quiet", "--llm", "simulated"]) == 0
+    assert "Turn 2: asked 'What part does the climate play?'" in capsys.readouterr().out
+    assert main(["state", db, "--json"]) == 0
+    state = json.loads(capsys.readouterr().out)
+    assert state["current_head"]["turn"] == 2 and [h["turn"] for h in state["attach_from"]] == [1]
+    assert any(v["kind"] == "missing" and v["detail"].startswith("unknown") for v in state["values"])
+    assert main(["state", db]) == 0
+    text = capsys.readouterr().out
+    assert "Line of work:\n  turn 1 (seed)" in text and "Resume uses: head 2" in text
+    assert main(["fork", "--db", db, "--head", "1"]) == 0
+    assert "Forked " in capsys.readouterr().out
+    with Exploration.open(db, llm=SimulatedLLM(), graph_id=_only_fork(db)) as fork:
+        assert fork.heads()["turn"].tolist() == [1] and fork.status == "completed"
+    source = str(Exploration.family(db)["graph_id"].iloc[0])
+    assert main(["fork", "--db", db, "--graph-id", source, "--head", "9"]) == 1
+    assert "has no head of turn 9" in capsys.readouterr().err
+
+
+def _only_fork(db: str) -> str:
+    family = Exploration.family(db)
+    return str(family[family["forked_from"].notna()]["graph_id"].iloc[0])
