@@ -178,8 +178,9 @@ class HistorySlider(widgets.VBox):  # type: ignore[misc]
                 continue
             left = 100 * self.events.index(event) / span
             marks.append(
-                f"<span class='fractal-head-mark' title='head {turn}: event {event}' style='position:absolute;"
-                f"left:{left:.2f}%;transform:translateX(-50%);white-space:nowrap'>▲ head {turn}</span>"
+                f"<span class='fractal-head-mark' title='head {turn}: event {event}' "
+                f"style='position:absolute;left:{left:.2f}%;transform:translateX(-50%);"
+                f"white-space:nowrap'>▲ head {turn}</span>"
             )
         self.marks.value = (
             "<div class='fractal-head-marks' style='position:relative;height:1.4em;margin:0 8px 0 calc(var("

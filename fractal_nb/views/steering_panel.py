@@ -175,6 +175,7 @@ class SteeringControls:
     # -- actions -----------------------------------------------------------------------
 
     def ask(self) -> None:
+        """Ask the typed follow-up, under the root or the selected question."""
         question = self.ask_text.value.strip()
         if not question:
             raise ValueError("type a follow-up question first")
@@ -190,10 +191,12 @@ class SteeringControls:
         self._start("ask", work)
 
     def widen(self) -> None:
+        """Ask the model for the chosen number of new seed questions."""
         n = self.widen_count.value
         self._start("widen", lambda: (step_text(self.exploration.widen(n), f"widened by {n}"), False))
 
     def deepen(self) -> None:
+        """Let the selected question's branch go the chosen number of levels deeper."""
         node_id, levels = self._selected_question(), self.levels.value
         self._start(
             "deepen",
@@ -204,6 +207,7 @@ class SteeringControls:
         )
 
     def redecompose(self) -> None:
+        """Answer the selected question again, with the hint if one is typed."""
         node_id, hint = self._selected_question(), self.hint.value.strip() or None
 
         def work() -> tuple[str, bool]:
@@ -213,6 +217,7 @@ class SteeringControls:
         self._start("redecompose", work)
 
     def note(self) -> None:
+        """Add the typed note under the selected question."""
         node_id, text = self._selected_question(), self.note_text.value.strip()
         if not text:
             raise ValueError("type the note first")
