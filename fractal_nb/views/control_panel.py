@@ -106,7 +106,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self.export_path = widgets.Text(value="", description="file", placeholder="syntheses.csv or .parquet")
         self.export_button = _button("Export syntheses", "download")
         self.exported: Any = None  # the last exported DataFrame
-        self.steering = SteeringControls(exploration, self.network, self._start)
+        self.steering = SteeringControls(exploration, self.network, self._start, self._post)
         self.history = HistorySlider(exploration, self.network)
 
         pages = {
@@ -210,6 +210,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                 self._say(value)
             elif kind == "error":
                 self._say(value, error=True)
+            elif kind == "clear":  # a steering call took the text typed: the box is ready for the next
+                value.value = ""
             elif kind == "result":
                 self._show_result(value)
                 self.tabs.selected_index = RESULT_TAB

@@ -91,7 +91,7 @@ class HistorySlider(widgets.VBox):  # type: ignore[misc]
         try:
             self.slider.max = self.play.max = max(len(self.events) - 1, 0)
             if not self.showing_past:
-                self.slider.value = self.slider.max
+                self._place(self.slider.max)
         finally:
             self._moving = False
         if found != self.heads:
@@ -105,7 +105,7 @@ class HistorySlider(widgets.VBox):  # type: ignore[misc]
         index = self.events.index(event_id)
         self._moving = True
         try:
-            self.slider.value = index
+            self._place(index)
         finally:
             self._moving = False
         self._show_at(index)
@@ -114,7 +114,7 @@ class HistorySlider(widgets.VBox):  # type: ignore[misc]
         """Back to the present: a fresh snapshot, deltas again, the slider at its end."""
         self._moving = True
         try:
-            self.slider.value = self.slider.max
+            self._place(self.slider.max)
         finally:
             self._moving = False
         self.network.show_live()
@@ -134,6 +134,11 @@ class HistorySlider(widgets.VBox):  # type: ignore[misc]
         return self.turn_starts[max(i - 1, 0)][1] if self.turn_starts else 1
 
     # -- internals --------------------------------------------------------------------
+
+    def _place(self, index: int) -> None:
+        """Put the slider and the Play button at ``index`` (linked in the page: set both)."""
+        self.play.value = index
+        self.slider.value = index
 
     def _moved(self, change: dict[str, Any]) -> None:
         if self._moving or not self.events:
@@ -162,6 +167,8 @@ class HistorySlider(widgets.VBox):  # type: ignore[misc]
     def _show_position(self) -> None:
         past = self.network.past
         self.live_button.disabled = past is None
+        for (_, event), button in zip(self.heads, self.head_bar.children, strict=True):
+            button.button_style = "info" if past is not None and past["seq"] == event else ""
         text = (
             f"showing the past: {past['past']} · live updates held"
             if past is not None
@@ -177,9 +184,10 @@ class HistorySlider(widgets.VBox):  # type: ignore[misc]
             if event not in self.events:
                 continue
             left = 100 * self.events.index(event) / span
+            shift = -100 if left > 90 else 0 if left < 10 else -50  # the end marks stay inside the strip
             marks.append(
                 f"<span class='fractal-head-mark' title='head {turn}: event {event}' "
-                f"style='position:absolute;left:{left:.2f}%;transform:translateX(-50%);"
+                f"style='position:absolute;left:{left:.2f}%;transform:translateX({shift}%);"
                 f"white-space:nowrap'>▲ head {turn}</span>"
             )
         self.marks.value = (

@@ -57,28 +57,41 @@ def step_text(step: TurnStep, what: str) -> str:
 
 
 def frame_html(frame: pd.DataFrame, columns: list[str], empty: str) -> str:
-    """``columns`` of ``frame`` as an escaped HTML table (long text clipped), or ``empty`` in italics.
+    """``columns`` of ``frame`` as an escaped HTML table (text on one line, clipped), or ``empty`` in italics.
 
     >>> frame_html(pd.DataFrame({"a": ["<b>x</b>"]}), ["a"], "none")
     '<table border="1" class="dataframe fractal-turns">...&lt;b&gt;x&lt;/b&gt;...'
     """
     if frame.empty:
         return f"<p><i>{html.escape(empty)}</i></p>"
-    shown = frame[columns].copy()
-    for column in shown.columns:
-        if shown[column].dtype == object:
-            shown[column] = shown[column].map(lambda v: clip(str(v), 160) if v is not None else "")
-    table: str = shown.to_html(index=False, escape=True, classes="fractal-turns", na_rep="")
+    shown = frame[columns].astype(object).map(_cell)
+    table: str = shown.to_html(index=False, escape=True, classes="fractal-turns", na_rep="", justify="left")
     return table
+
+
+def _cell(value: Any) -> str:
+    r"""A table cell: blank for a missing value, a whole float as an integer, text on one line, clipped.
+
+    >>> [_cell(None), _cell(float("nan")), _cell(32.0), _cell(0.25), _cell("a\n b")]
+    ['', '', '32', '0.25', 'a b']
+    """
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return clip(" ".join(str(value).split()), 160)
 
 
 class SteeringControls:
     """The steering widgets of one panel, acting through ``exploration`` and the panel's job."""
 
-    def __init__(self, exploration: Exploration, network: NetworkWidget, start: Job) -> None:
+    def __init__(
+        self, exploration: Exploration, network: NetworkWidget, start: Job, post: Callable[[str, Any], None]
+    ) -> None:
         self.exploration = exploration
         self.network = network
         self._start = start
+        self._post = post  # news for the kernel task: ("clear", a text box) once its call succeeded
         layout = widgets.Layout(width="auto")
         self.ask_text = widgets.Text(
             placeholder="A follow-up question…", layout=widgets.Layout(width="320px")
@@ -185,6 +198,7 @@ class SteeringControls:
 
         def work() -> tuple[str, bool]:
             step = self.exploration.ask(question, under)
+            self._post("clear", self.ask_text)
             where = "under the root" if under is None else f"under {under}"
             return step_text(step, f"asked {where}"), False
 
@@ -212,6 +226,7 @@ class SteeringControls:
 
         def work() -> tuple[str, bool]:
             step = self.exploration.redecompose(node_id, hint)
+            self._post("clear", self.hint)
             return step_text(step, "redecomposed" + (" with a hint" if hint else "")), False
 
         self._start("redecompose", work)
@@ -224,6 +239,7 @@ class SteeringControls:
 
         def work() -> tuple[str, bool]:
             step = self.exploration.note(node_id, text)
+            self._post("clear", self.note_text)
             return step_text(step, "noted"), False
 
         self._start("note", work)

@@ -40,6 +40,7 @@ def test_ask_on_a_harvested_graph_opens_a_turn_and_run_works_again(harvested: Ex
     view.steering.ask_text.value = "What about ports?"
     click(view, view.steering.ask_button)
     assert "ask: turn 2: asked under the root · 1 node(s) created" in view.message.value
+    assert view.steering.ask_text.value == "", "the box is ready for the next question"
     assert harvested.status == "active" and not view.run_button.disabled, "Run works again"
     click(view, view.run_button)
     assert "run: all_complete" in view.message.value
@@ -60,6 +61,7 @@ def test_a_refused_steering_call_says_why_and_changes_nothing(harvested: Explora
     view.steering.ask_text.value = "Why do cities grow?"  # the seed again: refused (rule 10)
     click(view, view.steering.ask_button)
     assert "error: ask failed:" in view.message.value
+    assert view.steering.ask_text.value == "Why do cities grow?", "a refused question stays to be edited"
     assert harvested.turns().equals(before) and harvested.status == "completed"
     view.steering.ask_text.value = " "
     click(view, view.steering.ask_button)
@@ -87,7 +89,7 @@ def test_inspector_deepens_redecomposes_and_notes_the_selected_question(harveste
     assert "<img" not in view.message.value
     steer.levels.value = 2
     click(view, steer.deepen_button)
-    assert "deepen: turn 2: deepened 2 level(s)" in view.message.value
+    assert "deepen: turn 2: deepened 2 level(s)" in view.message.value and steer.note_text.value == ""
     steer.hint.value = "by <b>region</b>"
     click(view, steer.redecompose_button)
     assert "redecompose: turn 2: redecomposed with a hint" in view.message.value
@@ -147,6 +149,7 @@ def test_the_slider_jumps_to_a_head_through_a_past_snapshot_and_live_returns(har
     (turn1, head1), (_, head2) = history.heads
     assert turn1 == 1 and history.slider.value == history.slider.max == len(history.events) - 1
     history.jump(head1)
+    assert [b.button_style for b in history.head_bar.children] == ["info", ""], "the head shown is marked"
     past = sent[-1]
     then = harvested.at(head1)
     assert past["type"] == "snapshot" and past["past"] == f"event {head1} (turn 1, head 1)"
