@@ -45,7 +45,7 @@ class HistorySlider(widgets.VBox):  # type: ignore[misc]
             description="history",
             layout=widgets.Layout(width="100%"),
         )
-        self.play = widgets.Play(value=0, min=0, max=0, step=1, interval=300, description="Replay")
+        self.play = widgets.Play(value=0, min=0, max=0, step=1, interval=150, description="Replay")
         widgets.jslink((self.play, "value"), (self.slider, "value"))
         self.live_button = widgets.Button(
             description="Live",

@@ -90,5 +90,10 @@ def test_ask_run_harvest_then_replay_to_head_one_and_back(browser: Any, tmp_path
         button(tab, "Live").click()
         wait_for(tab, f"el.dataset.past === '0' && el.dataset.nodeCount === '{total}'")
         assert tab.locator(".fractal-past").is_hidden()
+
+        # Replay: Play runs the slider from the first event; each frame is a past snapshot, the end is live.
+        tab.locator(".widget-play button").first.click()
+        wait_for(tab, "el.dataset.past === '1'")
+        wait_for(tab, f"el.dataset.past === '0' && el.dataset.nodeCount === '{total}'", timeout_s=120)
         assert tab.evaluate("() => window.__pwned") is None
         assert traffic.aborted == [] and traffic.failed == [] and traffic.errors == []
