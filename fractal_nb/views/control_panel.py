@@ -233,8 +233,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             elif feed.status != self._result_for:  # running again: the last result's warning is old
                 self.warning.value = ""
             self._result_for = feed.status
-            self.steering.show_turns()
             self.history.refresh()
+            self.steering.show_turns(self.history.events[0] if self.history.events else 0)
         counts = feed.counts()  # once per tick, for every part below
         self._show_counts(counts)
         self._show_gates()

@@ -109,7 +109,11 @@ def _feed_node(node: NodeRecord) -> FeedNode:
 
 
 def _text(value: Any) -> str | None:
-    """A metadata value as ``json_extract_string`` reads it: a string, other JSON as text, or None."""
+    """A metadata value as ``json_extract_string`` reads it: a string, other JSON as text, or None.
+
+    >>> _text("timeout"), _text(None), _text({"code": 429})
+    ('timeout', None, '{"code": 429}')
+    """
     if value is None or isinstance(value, str):
         return value
     return json.dumps(value)

@@ -155,10 +155,16 @@ class HistorySlider(widgets.VBox):  # type: ignore[misc]
         self._show_position()
 
     def _head_button(self, turn: int, event: int) -> widgets.Button:
+        before = event < self.events[0]  # a fork keeps the heads of its source: their events are not its own
         button = widgets.Button(
             description=f"Head {turn}",
             icon="flag",
-            tooltip=f"The graph as turn {turn} ended (event {event})",
+            tooltip=(
+                f"Made before this graph was forked (event {event} is its source's): open the source"
+                if before
+                else f"The graph as turn {turn} ended (event {event})"
+            ),
+            disabled=before,
             layout=widgets.Layout(width="auto"),
         )
         button.on_click(lambda _b: self.jump(event))
@@ -181,7 +187,7 @@ class HistorySlider(widgets.VBox):  # type: ignore[misc]
         span = max(len(self.events) - 1, 1)
         marks = []
         for turn, event in self.heads:
-            if event not in self.events:
+            if event < self.events[0]:  # a head of the graph this one was forked from
                 continue
             left = 100 * self.events.index(event) / span
             shift = -100 if left > 90 else 0 if left < 10 else -50  # the end marks stay inside the strip

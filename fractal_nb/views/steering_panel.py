@@ -289,8 +289,12 @@ class SteeringControls:
         if self.inspector_note.value != note:
             self.inspector_note.value = note
 
-    def show_turns(self) -> None:
-        """The Turns tab from ``turns()`` and ``heads()`` (the graph changed)."""
+    def show_turns(self, first_event: int) -> None:
+        """The Turns tab from ``turns()`` and ``heads()`` (the graph changed).
+
+        ``first_event`` is the graph's first event: a fork keeps its source's earlier heads,
+        which it cannot be forked at (their events are the source's), so their buttons wait.
+        """
         turns, heads = self.exploration.turns(), self.exploration.heads()
         self.turns_table.value = frame_html(turns, TURN_TABLE, "No turns yet.")
         self.heads_table.value = frame_html(heads, HEAD_TABLE, "No heads yet: Harvest ends a turn in a head.")
@@ -299,10 +303,16 @@ class SteeringControls:
             self._heads = events
             buttons = []
             for turn, event in zip(heads["turn"], events, strict=True):
+                before = event < first_event
                 button = widgets.Button(
                     description=f"Fork here: head {int(turn)}",
                     icon="code-branch",
-                    tooltip=f"A new graph holding this one as it was at event {event}",
+                    tooltip=(
+                        f"Made before this graph was forked: fork its source at event {event}"
+                        if before
+                        else f"A new graph holding this one as it was at event {event}"
+                    ),
+                    disabled=before,
                     layout=widgets.Layout(width="auto"),
                 )
                 button.on_click(self._handler(self._forker(event)))

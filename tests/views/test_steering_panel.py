@@ -139,6 +139,27 @@ def test_fork_here_says_where_the_fork_is_and_how_to_open_it(tmp_path: Path) -> 
         view.close()
 
 
+def test_a_forks_view_keeps_its_sources_heads_but_cannot_jump_or_fork_at_them(harvested: Exploration) -> None:
+    harvested.ask("What about ports?")
+    harvested.run(progress=False)
+    harvested.harvest(finish=True)
+    fork = harvested.fork(at=harvested.heads().iloc[1])
+    view = fork.view()
+    assert [t for t, _ in view.history.heads] == [1, 2], "the fork keeps the heads it was made from"
+    assert all(b.disabled for b in view.history.head_bar.children)
+    assert all(b.disabled for b in view.steering.fork_bar.children)
+    assert "source" in view.history.head_bar.children[0].tooltip and "▲" not in view.history.marks.value
+    fork.ask("And rivers?")
+    fork.run(progress=False)
+    fork.harvest(finish=True)
+    view.refresh()
+    assert [b.disabled for b in view.history.head_bar.children] == [True, True, False]
+    assert [b.disabled for b in view.steering.fork_bar.children] == [True, True, False]
+    view.history.jump(view.history.heads[2][1])
+    assert view.network.past is not None and view.network.past["past"].endswith("head 3)")
+    view.close()
+
+
 def test_the_slider_jumps_to_a_head_through_a_past_snapshot_and_live_returns(harvested: Exploration) -> None:
     harvested.ask("What about ports?")
     harvested.run(progress=False)
