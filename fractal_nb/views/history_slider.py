@@ -19,11 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from ..errors import FractalError
+
 if TYPE_CHECKING:
     from ..exploration import Exploration
     from .network_widget import NetworkWidget
 
 MUTED_STYLE = "color:var(--jp-ui-font-color2, #57606a)"
+ERROR_STYLE = "color:var(--jp-error-color1, #b42323)"
 REPLAY_FRAMES = 60  # a replay takes about this many steps, however long the log
 
 
@@ -150,8 +153,13 @@ class HistorySlider(widgets.VBox):  # type: ignore[misc]
             self._show_at(index)
 
     def _show_at(self, index: int) -> None:
+        """Show the past at ``index``; a refusal (a file older than its history) is said, never raised."""
         event = self.events[index]
-        self.network.show_past(event, self.label(event))
+        try:
+            self.network.show_past(event, self.label(event))
+        except FractalError as exc:  # the view keeps what it showed
+            self.position.value = f"<span style='{ERROR_STYLE}'>{html.escape(f'event {event}: {exc}')}</span>"
+            return
         self._show_position()
 
     def _head_button(self, turn: int, event: int) -> widgets.Button:

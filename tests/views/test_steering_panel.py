@@ -206,6 +206,24 @@ def test_a_past_snapshot_is_what_the_feed_gave_at_that_event(harvested: Explorat
     view.close()
 
 
+def test_a_file_older_than_its_history_says_so_on_the_slider(tmp_path: Path) -> None:
+    import duckdb
+
+    path = tmp_path / "old.duckdb"
+    with Exploration.create("Why do cities grow?", intensity="pulse", llm=SimulatedLLM(), path=path) as ex:
+        ex.run(progress=False)
+        graph_id = ex.graph_id
+    with duckdb.connect(str(path)) as con:  # as a version without history left it (tests/test_history.py)
+        for table in ("node_history", "graph_history", "history_baselines", "lineage", "fork_nodes"):
+            con.execute(f"DROP TABLE {table}")
+    with Exploration.open(path, graph_id, llm=SimulatedLLM()) as ex:
+        view = ex.view()
+        view.history.slider.value = 0
+        assert view.network.past is None, "the view keeps the live graph"
+        assert "history starts at event" in view.history.position.value
+        view.close()
+
+
 def test_a_view_that_opens_while_the_past_shows_gets_the_past(harvested: Exploration) -> None:
     view = harvested.view()
     sent = capture(view.network)
