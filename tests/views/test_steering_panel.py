@@ -83,6 +83,15 @@ def test_inspector_deepens_redecomposes_and_notes_the_selected_question(harveste
     view.network.selected = seed
     view.refresh()
     assert not steer.deepen_button.disabled and steer.inspector_note.value == ""
+    root = nodes.node_id.iloc[0]  # a pulse goes one level deep: a follow-up goes under the root question
+    view.network.selected = root
+    view.refresh()
+    steer.ask_under.value = "selected"
+    steer.ask_text.value = "Which region first?"
+    click(view, steer.ask_button)
+    assert f"ask: turn 2: asked under {root} · 1 node(s) created" in view.message.value
+    view.network.selected = seed
+    view.refresh()
     steer.note_text.value = HOSTILE
     click(view, steer.note_button)
     assert "note: turn 2: noted · 1 node(s) created" in view.message.value
