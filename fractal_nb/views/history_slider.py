@@ -46,7 +46,7 @@ class HistorySlider(widgets.VBox):  # type: ignore[misc]
             readout=False,
             continuous_update=False,
             description="history",
-            layout=widgets.Layout(width="100%"),
+            layout=widgets.Layout(width="calc(100% - 16px)"),  # room for the thumb at the right end
         )
         self.play = widgets.Play(value=0, min=0, max=0, step=1, interval=150, description="Replay")
         widgets.jslink((self.play, "value"), (self.slider, "value"))
@@ -198,13 +198,15 @@ class HistorySlider(widgets.VBox):  # type: ignore[misc]
             if event < self.events[0]:  # a head of the graph this one was forked from
                 continue
             left = 100 * self.events.index(event) / span
-            shift = -100 if left > 90 else 0 if left < 10 else -50  # the end marks stay inside the strip
+            # The ▲ sits at the head; near the right end the label goes to its left, inside the strip.
+            right = left > 85
+            text, shift = (f"head {turn} ▲", "calc(-100% + 0.5em)") if right else (f"▲ head {turn}", "-0.5em")
             marks.append(
                 f"<span class='fractal-head-mark' title='head {turn}: event {event}' "
-                f"style='position:absolute;left:{left:.2f}%;transform:translateX({shift}%);"
-                f"white-space:nowrap'>▲ head {turn}</span>"
+                f"style='position:absolute;left:{left:.2f}%;transform:translateX({shift});"
+                f"white-space:nowrap'>{text}</span>"
             )
         self.marks.value = (
-            "<div class='fractal-head-marks' style='position:relative;height:1.4em;margin:0 8px 0 calc(var("
+            "<div class='fractal-head-marks' style='position:relative;height:1.4em;margin:0 24px 0 calc(var("
             f"--jp-widgets-inline-label-width, 80px) + 8px);{MUTED_STYLE}'>{''.join(marks)}</div>"
         )

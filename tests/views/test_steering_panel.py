@@ -200,7 +200,7 @@ def test_the_slider_jumps_to_a_head_through_a_past_snapshot_and_live_returns(har
     assert sent[-1]["past"] is not None and sent[-1]["counts"]["total"] == 1
     history.slider.value = history.slider.max
     assert sent[-1]["past"] is None
-    assert head2 in history.events and "▲ head 2" in history.marks.value
+    assert head2 in history.events and "head 2 ▲" in history.marks.value
     view.close()
 
 
