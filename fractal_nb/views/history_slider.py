@@ -114,7 +114,8 @@ class HistorySlider(widgets.VBox):  # type: ignore[misc]
         self._show_at(index)
 
     def live(self) -> None:
-        """Back to the present: a fresh snapshot, deltas again, the slider at its end."""
+        """Back to the present: a fresh snapshot, deltas again, the slider at its end (a replay stops)."""
+        self.play.playing = False
         self._moving = True
         try:
             self._place(self.slider.max)

@@ -192,8 +192,9 @@ def test_the_slider_jumps_to_a_head_through_a_past_snapshot_and_live_returns(har
     harvested.ask("And rivers?")
     view.refresh()
     assert sent[-1] is past and history.showing_past
+    history.play.playing = True  # a replay going on: Live stops it
     history.live()
-    assert sent[-1]["type"] == "snapshot" and sent[-1]["past"] is None
+    assert sent[-1]["type"] == "snapshot" and sent[-1]["past"] is None and not history.play.playing
     assert sent[-1]["counts"]["total"] == len(harvested.nodes()) and history.live_button.disabled
     # A reader's move: the slider's end is live, any other position the past.
     history.slider.value = 0
