@@ -8,7 +8,9 @@ facade, never through the store directly. A control that cannot act now is
 disabled, and the line under the buttons says why (finished, waiting at gates,
 nothing left to explore, a spent budget); after a run stopped at its circuit
 breaker or wall clock, Run reads Resume. The newest message replaces the one
-before it.
+before it. Steering (Ask, Widen, and the Inspector's Deepen, Redecompose and
+Note; the Turns tab's Fork here) lives in :mod:`.steering_panel`, the history
+slider under the graph in :mod:`.history_slider`.
 """
 
 from __future__ import annotations
@@ -29,16 +31,18 @@ from ..model import PENDING_QUESTION, TERMINAL_GRAPH, GraphStatus, NodeStatus
 from ..results import FractalResult, StepRecord
 from ..text import clip
 from .graph_feed import DeltaMessage
+from .history_slider import HistorySlider
 from .kernel_pump import KernelPump
 from .network_widget import NetworkWidget
 from .question_tree import FAILED, VIEW_STATUSES, view_status
+from .steering_panel import SteeringControls
 
 if TYPE_CHECKING:
     from ..exploration import Exploration
 
 ERROR_STYLE = "color:var(--jp-error-color1, #b42323)"
 MUTED_STYLE = "color:var(--jp-ui-font-color2, #57606a)"
-TABS = ("Gates", "Inspector", "Result", "Export")
+TABS = ("Gates", "Inspector", "Result", "Export", "Turns")
 GATES_TAB, RESULT_TAB = TABS.index("Gates"), TABS.index("Result")  # the tabs the panel brings forward
 RUN_TIP = "Work with the chosen number of workers"
 RESUME_TIP = "Go on past the budget the last run stopped at, with the chosen number of workers"
@@ -102,6 +106,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self.export_path = widgets.Text(value="", description="file", placeholder="syntheses.csv or .parquet")
         self.export_button = _button("Export syntheses", "download")
         self.exported: Any = None  # the last exported DataFrame
+        self.steering = SteeringControls(exploration, self.network, self._start, self._post)
+        self.history = HistorySlider(exploration, self.network)
 
         pages = {
             "Gates": [
@@ -109,9 +115,14 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                 self.gate_list,
                 widgets.HBox([self.approve_button, self.approve_all_button, self.prune_gate_button]),
             ],
-            "Inspector": [self.inspector, widgets.HBox([self.approve_node_button, self.prune_branch_button])],
+            "Inspector": [
+                self.inspector,
+                widgets.HBox([self.approve_node_button, self.prune_branch_button]),
+                self.steering.inspector_bar,
+            ],
             "Result": [self.result],
             "Export": [self.export_name, self.export_path, self.export_button],
+            "Turns": [self.steering.turns_page],
         }
         self.tabs = widgets.Tab(children=[widgets.VBox(pages[title]) for title in TABS], titles=TABS)
         row = widgets.Layout(flex_flow="row wrap", align_items="center")
@@ -130,11 +141,13 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                     ],
                     layout=row,
                 ),
+                self.steering.bar,
                 widgets.HBox([self.progress, self.counts, self.totals], layout=row),
                 self.guide,
                 self.message,
                 self.warning,
                 self.network,
+                self.history,
                 self.tabs,
             ]
         )
@@ -164,6 +177,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self.approve_node_button.on_click(self._handler(self._approve_selected))
         self.prune_branch_button.on_click(self._handler(self._prune_selected))
         self.export_button.on_click(self._handler(self._export))
+        self.steering.bind(self._handler)
         self.network.observe(lambda _change: self._post("inspect", None), names="selected")
         self.gate_list.observe(self._show_chosen_gate, names="value")
         self.refresh()
@@ -196,6 +210,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                 self._say(value)
             elif kind == "error":
                 self._say(value, error=True)
+            elif kind == "clear":  # a steering call took the text typed: the box is ready for the next
+                value.value = ""
             elif kind == "result":
                 self._show_result(value)
                 self.tabs.selected_index = RESULT_TAB
@@ -217,6 +233,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             elif feed.status != self._result_for:  # running again: the last result's warning is old
                 self.warning.value = ""
             self._result_for = feed.status
+            self.history.refresh()
+            self.steering.show_turns(self.history.events[0] if self.history.events else 0)
         counts = feed.counts()  # once per tick, for every part below
         self._show_counts(counts)
         self._show_gates()
@@ -460,6 +478,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             ("Resume", RESUME_TIP) if stopped else ("Run", RUN_TIP)
         )
         self.pause_button.disabled = not busy
+        self.steering.show_controls(busy, self.network.feed.status)
         self.harvest_button.disabled = busy or state == "finished"
         self.harvest_button.description = (
             "Harvest" if state in ("finished", "explored") else "Finish & harvest"

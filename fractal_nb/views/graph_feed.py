@@ -4,17 +4,20 @@ The feed remembers the last event id it has sent, so each ``delta()`` holds
 only the questions (answers folded in, :mod:`.question_tree`) and links touched
 since, in their current state. A view that
 opens late asks for ``snapshot()``; both carry the event id they reach
-(``seq``), so a view can tell a gap and ask again.
+(``seq``), so a view can tell a gap and ask again. :func:`snapshot_at` builds
+the same ``snapshot`` message from the graph as it was at an event (the history
+slider's, docs/architecture.md "The live view's protocol"), marked ``past``.
 """
 
 from __future__ import annotations
 
+import json
 import threading
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
-from ..model import NodeStatus
+from ..model import EdgeType, NodeStatus
 from ..store import GraphStore
-from ..store.records import Changes
+from ..store.records import Changes, FeedLink, FeedNode, NodeRecord, SnapshotAt
 from .question_tree import LinkItem, QuestionItem, QuestionTree
 
 
@@ -30,6 +33,7 @@ class SnapshotMessage(_FeedBody):
     """The whole graph, for a view that opens or lost a delta: question items and links."""
 
     type: Literal["snapshot"]
+    past: str | None  # a snapshot of the past (the history slider): what it shows; None: the live graph
 
 
 class DeltaMessage(_FeedBody):
@@ -51,9 +55,68 @@ def _body(changes: Changes, tree: QuestionTree) -> _FeedBody:
     }
 
 
-def snapshot_of(changes: Changes, tree: QuestionTree | None = None) -> SnapshotMessage:
+def snapshot_of(
+    changes: Changes, tree: QuestionTree | None = None, *, past: str | None = None
+) -> SnapshotMessage:
     """A full ``get_changes`` result as a ``snapshot`` message (``tree``: the one to fold it into)."""
-    return {"type": "snapshot", **_body(changes, tree or QuestionTree())}
+    return {"type": "snapshot", "past": past, **_body(changes, tree or QuestionTree())}
+
+
+def snapshot_at(state: SnapshotAt, past: str) -> SnapshotMessage:
+    """The graph as it was at an event (``store.get_state_at``) as a ``snapshot`` message marked ``past``.
+
+    Its rows are shaped as ``get_changes`` gives them, so the same :class:`QuestionTree`
+    folds them: the view draws the past with the code that draws the present.
+    """
+    changes: Changes = {
+        "graph_id": state["graph_id"],
+        "status": state["status"],
+        "root_node_id": state["root_node_id"],
+        "since": 0,
+        "last_event_id": state["event_id"],
+        "nodes": [_feed_node(n) for n in state["nodes"]],
+        "links": [
+            FeedLink(
+                from_node=e["from_node"],
+                to_node=e["to_node"],
+                edge_type=e["edge_type"],
+                metadata=e["metadata"],
+            )
+            for e in state["edges"]
+            if e["edge_type"] != EdgeType.PARENT_CHILD
+        ],
+    }
+    return snapshot_of(changes, past=past)
+
+
+def _feed_node(node: NodeRecord) -> FeedNode:
+    """A node record as the feed carries it (what ``get_changes`` pulls out of the metadata in SQL)."""
+    meta = node["metadata"]
+    return FeedNode(
+        node_id=node["node_id"],
+        parent_id=node["parent_id"],
+        node_type=node["node_type"],
+        text=node["text"],
+        depth=node["depth"],
+        status=node["status"],
+        status_reason=node["status_reason"],
+        owner=node["owner"],
+        seq=node["seq"],
+        synthesis=_text(meta.get("synthesis")),
+        last_error=_text(meta.get("last_error")),
+        synthesis_failed=meta.get("synthesis_failed") is True,
+    )
+
+
+def _text(value: Any) -> str | None:
+    """A metadata value as ``json_extract_string`` reads it: a string, other JSON as text, or None.
+
+    >>> _text("timeout"), _text(None), _text({"code": 429})
+    ('timeout', None, '{"code": 429}')
+    """
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value)
 
 
 class GraphFeed:

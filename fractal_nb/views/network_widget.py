@@ -10,7 +10,7 @@ import traitlets
 
 from ..store import GraphStore
 from .assets import STATIC, vis_network_source
-from .graph_feed import DeltaMessage, GraphFeed
+from .graph_feed import DeltaMessage, GraphFeed, SnapshotMessage, snapshot_at
 
 
 class NetworkWidget(anywidget.AnyWidget):
@@ -19,7 +19,10 @@ class NetworkWidget(anywidget.AnyWidget):
     Call :meth:`refresh` (from the kernel's thread; ``ExplorationView`` and
     :meth:`live` do it for you) to send what changed. A view that opens, or
     that sees a gap in the deltas, asks for a full snapshot. Clicking a node
-    sets :attr:`selected`.
+    sets :attr:`selected`. :meth:`show_past` draws the graph as it was at an
+    event (a ``snapshot`` message marked ``past``) and holds the live deltas
+    until :meth:`show_live` sends a fresh snapshot (docs/architecture.md,
+    "The live view's protocol").
     """
 
     _esm = STATIC / "network.js"
@@ -31,14 +34,31 @@ class NetworkWidget(anywidget.AnyWidget):
         super().__init__(height=height)
         self.feed = GraphFeed(store, graph_id)
         self._pump: Any = None
+        self.past: SnapshotMessage | None = None  # the past snapshot shown (None: the live graph)
         self.on_msg(self._on_view_message)
 
     def refresh(self) -> DeltaMessage | None:
-        """Send views what changed since the last refresh; returns the delta (None: nothing did)."""
+        """Send views what changed since the last refresh; returns the delta (None: nothing did).
+
+        While the view shows the past the feed still follows the store (the panel reads its
+        counts), but the delta is held: :meth:`show_live` sends the present whole.
+        """
         delta = self.feed.delta()
-        if delta is not None:
+        if delta is not None and self.past is None:
             self._emit(delta)
         return delta
+
+    def show_past(self, event_id: int, label: str) -> SnapshotMessage:
+        """Draw the graph as it was at ``event_id`` (``label``: what the view says it shows)."""
+        state = self.feed.store.get_state_at(self.feed.graph_id, event_id)
+        self.past = snapshot_at(state, label)
+        self._emit(self.past)
+        return self.past
+
+    def show_live(self) -> None:
+        """Back to the live graph: a fresh snapshot, then deltas again."""
+        self.past = None
+        self._emit(self.feed.snapshot())
 
     def live(self, interval_s: float = 0.5) -> NetworkWidget:
         """Keep refreshing from the kernel's event loop (changes by other processes included)."""
@@ -59,7 +79,7 @@ class NetworkWidget(anywidget.AnyWidget):
             return
         if content.get("need_vis"):
             self._emit({"type": "vis", "source": vis_network_source()})
-        self._emit(self.feed.snapshot())
+        self._emit(self.past if self.past is not None else self.feed.snapshot())
 
     def _emit(self, message: Mapping[str, Any]) -> None:
         self.send(message)

@@ -121,7 +121,7 @@ export function createView(
   { height = "520px", send = () => {}, onSelect = () => {}, details = false, vis: given = null } = {},
 ) {
   el.classList.add("fractal-network");
-  Object.assign(el.dataset, { drawn: "0", seq: "0", selected: "", follow: "1" });
+  Object.assign(el.dataset, { drawn: "0", seq: "0", selected: "", follow: "1", past: "0" });
 
   const toolbar = element("div", "fractal-toolbar");
   const button = (label, title) => {
@@ -154,6 +154,10 @@ export function createView(
   found.hidden = true;
   toolbar.appendChild(found);
 
+  // The history slider's past (a snapshot marked ``past``): said above the canvas while it shows.
+  const pastNote = element("div", "fractal-past");
+  pastNote.setAttribute("role", "status");
+  pastNote.hidden = true;
   const body = element("div", "fractal-body");
   const canvas = element("div", "fractal-canvas");
   canvas.style.height = height;
@@ -163,7 +167,7 @@ export function createView(
   const legend = element("div", "fractal-legend");
   const panel = element("div", "fractal-details");
   panel.hidden = true;
-  el.append(toolbar, body, legend);
+  el.append(toolbar, pastNote, body, legend);
   if (details) el.appendChild(panel);
 
   let vis = given || globalThis[VIS_KEY] || null;
@@ -174,6 +178,7 @@ export function createView(
   let root = null;
   let seq = 0;
   let resyncing = false; // a hello for a missed delta is out: the snapshot answers it
+  let past = false; // showing a past snapshot: deltas are the present's, held until a live snapshot
   let follow = true; // fit as the tree grows, until the reader pans or zooms
   const setFollow = (on) => {
     follow = on;
@@ -585,8 +590,12 @@ export function createView(
       if (!network) draw();
       seq = message.seq;
       resyncing = false;
+      past = Boolean(message.past);
+      pastNote.hidden = !past;
+      pastNote.textContent = past ? `Showing the past: ${message.past}. Live updates are held until Live.` : "";
+      el.dataset.past = past ? "1" : "0";
     } else if (message.type === "delta") {
-      if (!network) return; // the snapshot asked for covers it
+      if (!network || past) return; // the snapshot asked for covers it; the past takes no delta
       if (message.since > seq) {
         if (!resyncing) send({ type: "hello", need_vis: false }); // missed a delta: start over from a snapshot
         resyncing = true;
