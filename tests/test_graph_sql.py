@@ -184,3 +184,25 @@ def test_a_read_only_exploration_refuses_every_write_before_the_model(
     with pytest.raises(InvalidInputError, match="read_only must be"):
         Exploration.graphs(path, read_only=1)  # type: ignore[arg-type]
     assert Exploration.graphs(path, read_only=True)["graph_id"].tolist() == [first, second]
+
+
+def test_columns_keep_the_store_types_whatever_the_rows_hold() -> None:
+    """A nullable integer stays an integer and an all-None column keeps its type (not DOUBLE or "NULL")."""
+    with Exploration.create("Why do cities grow?", intensity="pulse", llm=SimulatedLLM()) as ex:
+        ex.run(progress=False)
+        ex.harvest()
+        types = (
+            "typeof(superseded_turn) AS turn, typeof(inherited_from) AS inherited, "
+            "typeof(branch_id) AS branch"
+        )
+        before = ex.sql(f"SELECT DISTINCT {types} FROM nodes").to_dict("records")
+        ex.redecompose(str(ex.nodes().query("depth == 1")["node_id"].iloc[0]))
+        after = ex.sql(f"SELECT DISTINCT {types} FROM nodes").to_dict("records")
+        superseded = ex.sql("SELECT superseded_turn FROM nodes WHERE superseded_turn IS NOT NULL")
+        calls = ex.sql("SELECT DISTINCT typeof(error) AS error FROM llm_calls").to_dict("records")
+    expected = [{"turn": "BIGINT", "inherited": "VARCHAR", "branch": "VARCHAR"}]
+    assert before == expected
+    assert after == expected
+    assert superseded["superseded_turn"].tolist() == [2]
+    assert str(superseded["superseded_turn"].dtype) == "int64"
+    assert calls == [{"error": "VARCHAR"}]
