@@ -609,7 +609,7 @@ class NodeWrites(LLMLog):
                 )
             now = self.clock()
             self._set_status(node, NodeStatus.SATURATED, now, actor=None, reason=reason, kind=kind)
-            below = self._descendants(node.node_id)
+            below = self._descendants(node.graph_id, node.node_id)
             cascaded = []
             if below:
                 marks = ", ".join("?" for _ in below)

@@ -431,7 +431,7 @@ class Turns:
         return answers[-1]
 
     def _current_below(self, question: NodeRow) -> list[NodeRow]:
-        ids = self._store._descendants(question.node_id)
+        ids = self._store._descendants(question.graph_id, question.node_id)
         if not ids:
             return []
         marks = ", ".join("?" for _ in ids)
