@@ -1,4 +1,4 @@
-"""Every read of a graph's nodes or events is scoped by ``graph_id``.
+"""Every read of a graph's nodes, edges or events is scoped by ``graph_id``.
 
 docs/architecture.md, "History and forks".
 
@@ -13,12 +13,12 @@ import re
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
 
-_READS = re.compile(r"\bFROM (nodes|events)\b")
+_READS = re.compile(r"\bFROM (nodes|edges|events)\b")
 _KEY_LOOKUP = re.compile(r"FROM nodes WHERE node_id = \?\s*$")
 
 
 def unscoped(statements: list[str]) -> set[str]:
-    """The statements reading nodes or events that name no graph (key lookups aside)."""
+    """The statements reading nodes, edges or events that name no graph (key lookups aside)."""
     return {
         " ".join(s.split())
         for s in statements
@@ -48,3 +48,18 @@ def test_steering_and_its_run_read_only_their_own_graph() -> None:
         store.get_branch(graph_id, seeds[2])
         assert unscoped(seen) == set()
         assert store.get_graph(other)["status"] == "active"
+
+
+def test_a_link_between_answers_reads_only_its_own_graph() -> None:
+    seen: list[str] = []
+    with GraphStore(tracer=lambda sql, _params: seen.append(sql)) as store:
+        graph_id = store.create_graph("Why do cities grow?", "pulse")["graph_id"]
+        ex = Exploration(store, graph_id, SimulatedLLM())
+        ex.run(max_workers=1, progress=False)
+        answers = ex.nodes().query("depth == 1 and node_type == 'answer'")["node_id"].tolist()
+        seen.clear()
+        link = {"convergence_with": [answers[1]], "convergence_insight": "the same cause"}
+        store.update_node(graph_id, answers[0], link)
+        store.update_node(graph_id, answers[0], link)  # linked already: no second edge
+        assert unscoped(seen) == set()
+        assert len(ex.edges().query("edge_type == 'convergence'")) == 1
