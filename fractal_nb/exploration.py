@@ -22,7 +22,7 @@ from .errors import InvalidInputError, StateError, StoreUnreachableError
 from .export import to_networkx
 from .frames import edge_frame, node_frame, timestamps
 from .graph_sql import GAP_COLUMNS, SqlParams, run_sql
-from .history import GraphAt, fork_point, lineage_frame
+from .history import GraphAt, event_point, lineage_frame
 from .llm.protocol import LLM
 from .model import (
     TERMINAL_GRAPH,
@@ -619,9 +619,10 @@ class Exploration:
     # -- history --
     # Time travel and forks (docs/architecture.md, "History and forks"; fractal_nb/history.py).
 
-    def at(self, event_id: int) -> GraphAt:
+    def at(self, event_id: int | Mapping[str, Any] | pd.Series) -> GraphAt:
         """The graph as it was at ``event_id`` (an id from :meth:`events`), rebuilt from its history.
 
+        ``event_id`` may also be a head: a dict or :meth:`heads` row with ``head_event``.
         Its ``nodes()`` / ``edges()`` equal what :meth:`nodes` / :meth:`edges` gave when that
         event was the graph's last. An event of another graph, one past the last, or one before
         the graph's history starts (a file written by an older version) is refused.
@@ -633,7 +634,8 @@ class Exploration:
         >>> len(ex.at(first).nodes()), ex.at(first).status
         (1, 'active')
         """
-        return GraphAt.from_snapshot(self.store.get_state_at(self.graph_id, event_id))
+        event = event_point(event_id, "event_id")
+        return GraphAt.from_snapshot(self.store.get_state_at(self.graph_id, event))
 
     def fork(self, at: int | Mapping[str, Any] | pd.Series) -> Exploration:
         """A new exploration in the same file holding this graph's state at ``at``; this one never changes.
@@ -652,7 +654,7 @@ class Exploration:
         >>> len(fork.nodes()), fork.status
         (1, 'active')
         """
-        event = fork_point(at)
+        event = event_point(at)
         forked = self.store.fork_graph(self.graph_id, event)
         if self.store.path is None:  # an in-memory store is shared: it has no file to reopen
             return Exploration(self.store, forked["graph_id"], self.llm, clock=self._clock)
