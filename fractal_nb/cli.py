@@ -75,7 +75,15 @@ INSPECTION_HELP = {
     ),
 }
 EXPORT_FORMATS = (".md", ".html", ".parquet")
-EXPORT_TABLES = ("nodes", "edges", "events", "llm_calls", "gaps")  # graph_sql.TABLES (a test checks)
+EXPORT_TABLES = (
+    "nodes",
+    "edges",
+    "events",
+    "llm_calls",
+    "gaps",
+    "turns",
+    "heads",
+)  # graph_sql.TABLES (a test checks)
 
 
 def build_parser() -> argparse.ArgumentParser:

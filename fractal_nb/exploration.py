@@ -599,8 +599,8 @@ class Exploration:
     def sql(self, query: str, params: SqlParams = None) -> pd.DataFrame:
         """Run one ``SELECT`` over this graph's tables; the result as a DataFrame.
 
-        The tables are ``nodes``, ``edges``, ``events``, ``llm_calls`` and ``gaps``
-        (``metadata`` and ``payload`` typed JSON: ``metadata->>'synthesis'``), this
+        The tables are ``nodes``, ``edges``, ``events``, ``llm_calls``, ``gaps``, ``turns``
+        and ``heads`` (``metadata`` and ``payload`` typed JSON: ``metadata->>'synthesis'``), this
         graph's rows only, copied into a private in-memory DuckDB database without
         file or network access: the query cannot change or read the file, another
         graph or the disk. ``params`` fills ``?`` (a list) or ``$name`` (a dict)

@@ -73,6 +73,8 @@ TABLES: Mapping[str, TableSource] = MappingProxyType(
         "events": lambda rows: _json_text(rows.exploration.events()),
         "llm_calls": lambda rows: rows.exploration.llm_calls(),
         "gaps": lambda rows: pd.DataFrame(gap_rows(rows.snapshot["nodes"]), columns=GAP_COLUMNS),
+        "turns": lambda rows: rows.exploration.turns(),
+        "heads": lambda rows: rows.exploration.heads(),
     }
 )
 """The tables a query sees: name -> the function that returns its frame (one line per table)."""
@@ -102,6 +104,8 @@ DECLARED: Mapping[str, Mapping[str, str]] = MappingProxyType(
         "edges": declared_types(EdgeRecord),
         "events": {"node_id": "VARCHAR"},
         "llm_calls": {"node_id": "VARCHAR", "error": "VARCHAR", "retry_sampling": "VARCHAR"},
+        "turns": {"head_event": "BIGINT", "status": "VARCHAR", "tokens": "BIGINT", "cost": "DOUBLE"},
+        "heads": {"root_synthesis": "VARCHAR", "tokens": "BIGINT", "cost": "DOUBLE"},
     }
 )
 """Per table, the SQL type of the columns whose frame may not carry it (``superseded_turn`` is
