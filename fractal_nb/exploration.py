@@ -710,11 +710,18 @@ class Exploration:
         return self._steering.note(node_id, text)
 
     def turns(self) -> pd.DataFrame:
-        """One row per turn (the seed is turn 1): its kind, what it asked, where it started and its head."""
+        """One row per turn (the seed is turn 1): its kind, what it asked, where it started and its head.
+
+        ``kind`` is the turn's first request's; ``asked`` lists them all. ``status``, ``tokens``
+        and ``cost`` are those of its head (None while the turn is open); see :meth:`heads`.
+        """
         return self._steering.turns()
 
     def heads(self) -> pd.DataFrame:
         """One row per head (a turn's end at harvest): event, status, root synthesis, counts, spend, asks.
+
+        ``tokens`` and ``cost`` are the graph's spend up to the head (every turn before it
+        included): the difference of two rows is what the later turn spent.
 
         The last row is the current head: ``run(resume=True)`` and a new turn continue from it.
         """
