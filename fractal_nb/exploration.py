@@ -150,7 +150,7 @@ class Exploration:
 
         ``read_only=True`` opens the file for reading only (several processes may
         read a file no process writes): nothing is recovered, and every call that
-        would write (run, step, approve, prune, an unfinished harvest) is refused
+        would write (run, step, approve, prune, an unfinished harvest, a steering call) is refused
         with :class:`~fractal_nb.StateError` before the model is called. The
         ``fractal-nb`` inspection commands open files this way.
         """
@@ -685,6 +685,7 @@ class Exploration:
         ``run()`` answers it, re-synthesizing upward, and ``harvest()`` ends the turn in a head.
         A question already asked in the graph is refused (rule 10), as is one past the depth.
         """
+        self._check_writable()
         return self._steering.ask(question, under)
 
     def deepen(self, node_id: str, levels: int = 1) -> TurnStep:
@@ -692,10 +693,12 @@ class Exploration:
 
         Its leaf questions at the old bottom are reopened for decomposition, their old answers superseded.
         """
+        self._check_writable()
         return self._steering.deepen(node_id, levels)
 
     def widen(self, n: int) -> TurnStep:
         """``n`` (1-12) more seed questions the existing ones do not cover (one model call, budgets hold)."""
+        self._check_writable()  # before widen's model call too
         return self._steering.widen(n)
 
     def redecompose(self, node_id: str, hint: str | None = None) -> TurnStep:
@@ -703,10 +706,12 @@ class Exploration:
 
         Superseded nodes stay in the graph (``nodes()``' ``superseded_turn``), never in syntheses or gaps.
         """
+        self._check_writable()
         return self._steering.redecompose(node_id, hint)
 
     def note(self, node_id: str, text: str) -> TurnStep:
         """A person's evidence or correction under a question; its synthesis and those above are redone."""
+        self._check_writable()
         return self._steering.note(node_id, text)
 
     def turns(self) -> pd.DataFrame:
