@@ -662,7 +662,10 @@ class Exploration:
         return Exploration(store, forked["graph_id"], self.llm, clock=self._clock, owns_store=True)
 
     def lineage(self) -> pd.DataFrame:
-        """The family of this graph: its original and every fork of it, oldest first (see :meth:`family`)."""
+        """The lineage of this graph: its original and every fork of it, oldest first.
+
+        :meth:`family` lists every graph of the file.
+        """
         return lineage_frame(self.store.get_lineage(self.graph_id))
 
     @staticmethod
