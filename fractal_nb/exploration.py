@@ -732,6 +732,8 @@ class Exploration:
         included): the difference of two rows is what the later turn spent.
 
         The last row is the current head: ``run(resume=True)`` and a new turn continue from it.
+        In a fork, the heads up to the fork point are the source's (their events are the
+        source's: read them with the source's :meth:`at`).
         """
         return self._steering.heads()
 
