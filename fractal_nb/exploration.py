@@ -669,14 +669,16 @@ class Exploration:
         return lineage_frame(self.store.get_lineage(self.graph_id))
 
     @staticmethod
-    def family(path: str | Path) -> pd.DataFrame:
+    def family(path: str | Path, *, read_only: bool = False) -> pd.DataFrame:
         """Every graph in the file and where it was forked from, oldest first.
 
         Columns: ``graph_id``, ``forked_from`` and ``forked_at`` (None / <NA> for an original),
-        ``seed``, ``status``, ``created``.
+        ``seed``, ``status``, ``created``. ``read_only=True`` reads the file without writing
+        it, beside other readers (as :meth:`graphs`).
         """
+        _check_flag(read_only, "read_only")
         where = check_store_path(path, must_exist=True)
-        with GraphStore(where) as store:
+        with GraphStore(where, read_only=read_only) as store:
             return lineage_frame(store.list_family())
 
     # -- turns (fractal_nb/steering.py; docs/architecture.md, "Turns and heads") --

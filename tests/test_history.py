@@ -249,3 +249,16 @@ def test_at_and_fork_take_a_head_row_or_a_dataframe_cell(ex: Exploration) -> Non
         fork.close()
     with pytest.raises(InvalidInputError, match="event_id must be an event id"):
         ex.at({"turn": 1})  # type: ignore[arg-type]
+
+
+def test_family_reads_a_file_read_only_as_graphs_does(tmp_path: Path) -> None:
+    path = tmp_path / "family.duckdb"
+    with Exploration.create("Why do cities grow?", intensity="pulse", llm=SimulatedLLM(), path=path) as ex:
+        ex.fork(at=last_event(ex)).close()
+        expected = Exploration.family(path)
+    before = path.read_bytes()
+    with GraphStore(path, read_only=True):  # another reader holds it: only read-only opens join
+        assert_frame_equal(Exploration.family(path, read_only=True), expected)
+    assert path.read_bytes() == before
+    with pytest.raises(InvalidInputError, match="read_only must be"):
+        Exploration.family(path, read_only="yes")  # type: ignore[arg-type]
