@@ -75,15 +75,7 @@ INSPECTION_HELP = {
     ),
 }
 EXPORT_FORMATS = (".md", ".html", ".parquet")
-EXPORT_TABLES = (
-    "nodes",
-    "edges",
-    "events",
-    "llm_calls",
-    "gaps",
-    "turns",
-    "heads",
-)  # graph_sql.TABLES (a test checks)
+EXPORT_TABLES = ("nodes", "edges", "events", "llm_calls", "gaps", "turns", "heads")  # graph_sql.TABLES
 
 
 def build_parser() -> argparse.ArgumentParser:
