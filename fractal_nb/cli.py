@@ -94,7 +94,7 @@ INSPECTION_HELP = {
 }
 AT_COMMANDS = ("tree", "edges", "export")  # the commands that take --at EVENT (the state at that event)
 EXPORT_FORMATS = (".md", ".html", ".parquet")
-EXPORT_TABLES = ("nodes", "edges", "events", "llm_calls", "gaps")  # graph_sql.TABLES (a test checks)
+EXPORT_TABLES = ("nodes", "edges", "events", "llm_calls", "gaps", "turns", "heads")  # graph_sql.TABLES
 EXPORT_AT_TABLES = ("nodes", "edges", "gaps")  # export --at: the tables the state at an event holds
 
 

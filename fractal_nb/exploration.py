@@ -22,7 +22,7 @@ from .errors import InvalidInputError, StateError, StoreUnreachableError
 from .export import to_networkx
 from .frames import edge_frame, node_frame, timestamps
 from .graph_sql import GAP_COLUMNS, SqlParams, run_sql
-from .history import GraphAt, fork_point, lineage_frame
+from .history import GraphAt, event_point, lineage_frame
 from .llm.protocol import LLM
 from .model import (
     TERMINAL_GRAPH,
@@ -151,7 +151,7 @@ class Exploration:
 
         ``read_only=True`` opens the file for reading only (several processes may
         read a file no process writes): nothing is recovered, and every call that
-        would write (run, step, approve, prune, an unfinished harvest) is refused
+        would write (run, step, approve, prune, an unfinished harvest, a steering call) is refused
         with :class:`~fractal_nb.StateError` before the model is called. The
         ``fractal-nb`` inspection commands open files this way.
         """
@@ -600,8 +600,8 @@ class Exploration:
     def sql(self, query: str, params: SqlParams = None) -> pd.DataFrame:
         """Run one ``SELECT`` over this graph's tables; the result as a DataFrame.
 
-        The tables are ``nodes``, ``edges``, ``events``, ``llm_calls`` and ``gaps``
-        (``metadata`` and ``payload`` typed JSON: ``metadata->>'synthesis'``), this
+        The tables are ``nodes``, ``edges``, ``events``, ``llm_calls``, ``gaps``, ``turns``
+        and ``heads`` (``metadata`` and ``payload`` typed JSON: ``metadata->>'synthesis'``), this
         graph's rows only, copied into a private in-memory DuckDB database without
         file or network access: the query cannot change or read the file, another
         graph or the disk. ``params`` fills ``?`` (a list) or ``$name`` (a dict)
@@ -620,9 +620,10 @@ class Exploration:
     # -- history --
     # Time travel and forks (docs/architecture.md, "History and forks"; fractal_nb/history.py).
 
-    def at(self, event_id: int) -> GraphAt:
+    def at(self, event_id: int | Mapping[str, Any] | pd.Series) -> GraphAt:
         """The graph as it was at ``event_id`` (an id from :meth:`events`), rebuilt from its history.
 
+        ``event_id`` may also be a head: a dict or :meth:`heads` row with ``head_event``.
         Its ``nodes()`` / ``edges()`` equal what :meth:`nodes` / :meth:`edges` gave when that
         event was the graph's last. An event of another graph, one past the last, or one before
         the graph's history starts (a file written by an older version) is refused.
@@ -634,7 +635,8 @@ class Exploration:
         >>> len(ex.at(first).nodes()), ex.at(first).status
         (1, 'active')
         """
-        return GraphAt.from_snapshot(self.store.get_state_at(self.graph_id, event_id))
+        event = event_point(event_id, "event_id")
+        return GraphAt.from_snapshot(self.store.get_state_at(self.graph_id, event))
 
     def fork(self, at: int | Mapping[str, Any] | pd.Series) -> Exploration:
         """A new exploration in the same file holding this graph's state at ``at``; this one never changes.
@@ -653,7 +655,7 @@ class Exploration:
         >>> len(fork.nodes()), fork.status
         (1, 'active')
         """
-        event = fork_point(at)
+        event = event_point(at)
         forked = self.store.fork_graph(self.graph_id, event)
         if self.store.path is None:  # an in-memory store is shared: it has no file to reopen
             return Exploration(self.store, forked["graph_id"], self.llm, clock=self._clock)
@@ -661,18 +663,23 @@ class Exploration:
         return Exploration(store, forked["graph_id"], self.llm, clock=self._clock, owns_store=True)
 
     def lineage(self) -> pd.DataFrame:
-        """The family of this graph: its original and every fork of it, oldest first (see :meth:`family`)."""
+        """The lineage of this graph: its original and every fork of it, oldest first.
+
+        :meth:`family` lists every graph of the file.
+        """
         return lineage_frame(self.store.get_lineage(self.graph_id))
 
     @staticmethod
-    def family(path: str | Path) -> pd.DataFrame:
+    def family(path: str | Path, *, read_only: bool = False) -> pd.DataFrame:
         """Every graph in the file and where it was forked from, oldest first.
 
         Columns: ``graph_id``, ``forked_from`` and ``forked_at`` (None / <NA> for an original),
-        ``seed``, ``status``, ``created``.
+        ``seed``, ``status``, ``created``. ``read_only=True`` reads the file without writing
+        it, beside other readers (as :meth:`graphs`).
         """
+        _check_flag(read_only, "read_only")
         where = check_store_path(path, must_exist=True)
-        with GraphStore(where) as store:
+        with GraphStore(where, read_only=read_only) as store:
             return lineage_frame(store.list_family())
 
     # -- turns (fractal_nb/steering.py; docs/architecture.md, "Turns and heads") --
@@ -684,6 +691,7 @@ class Exploration:
         ``run()`` answers it, re-synthesizing upward, and ``harvest()`` ends the turn in a head.
         A question already asked in the graph is refused (rule 10), as is one past the depth.
         """
+        self._check_writable()
         return self._steering.ask(question, under)
 
     def deepen(self, node_id: str, levels: int = 1) -> TurnStep:
@@ -691,10 +699,12 @@ class Exploration:
 
         Its leaf questions at the old bottom are reopened for decomposition, their old answers superseded.
         """
+        self._check_writable()
         return self._steering.deepen(node_id, levels)
 
     def widen(self, n: int) -> TurnStep:
         """``n`` (1-12) more seed questions the existing ones do not cover (one model call, budgets hold)."""
+        self._check_writable()  # before widen's model call too
         return self._steering.widen(n)
 
     def redecompose(self, node_id: str, hint: str | None = None) -> TurnStep:
@@ -702,20 +712,31 @@ class Exploration:
 
         Superseded nodes stay in the graph (``nodes()``' ``superseded_turn``), never in syntheses or gaps.
         """
+        self._check_writable()
         return self._steering.redecompose(node_id, hint)
 
     def note(self, node_id: str, text: str) -> TurnStep:
         """A person's evidence or correction under a question; its synthesis and those above are redone."""
+        self._check_writable()
         return self._steering.note(node_id, text)
 
     def turns(self) -> pd.DataFrame:
-        """One row per turn (the seed is turn 1): its kind, what it asked, where it started and its head."""
+        """One row per turn (the seed is turn 1): its kind, what it asked, where it started and its head.
+
+        ``kind`` is the turn's first request's; ``asked`` lists them all. ``status``, ``tokens``
+        and ``cost`` are those of its head (None while the turn is open); see :meth:`heads`.
+        """
         return self._steering.turns()
 
     def heads(self) -> pd.DataFrame:
         """One row per head (a turn's end at harvest): event, status, root synthesis, counts, spend, asks.
 
+        ``tokens`` and ``cost`` are the graph's spend up to the head (every turn before it
+        included): the difference of two rows is what the later turn spent.
+
         The last row is the current head: ``run(resume=True)`` and a new turn continue from it.
+        In a fork, the heads up to the fork point are the source's (their events are the
+        source's: read them with the source's :meth:`at`).
         """
         return self._steering.heads()
 

@@ -11,7 +11,9 @@ can reach the file, another graph or the disk; the database is gone when the
 call returns.
 
 Adding a table is one line of :data:`TABLES`: a name and the function that
-returns its frame from a :class:`GraphRows`.
+returns its frame from a :class:`GraphRows` (and, when a column of it can be
+all None or a nullable integer, its SQL type in :data:`DECLARED`: a frame of
+None or NaN cannot say the store's type, so the view casts to it).
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType, NoneType
+from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 
 import duckdb
 import pandas as pd
@@ -71,9 +73,43 @@ TABLES: Mapping[str, TableSource] = MappingProxyType(
         "events": lambda rows: _json_text(rows.exploration.events()),
         "llm_calls": lambda rows: rows.exploration.llm_calls(),
         "gaps": lambda rows: pd.DataFrame(gap_rows(rows.snapshot["nodes"]), columns=GAP_COLUMNS),
+        "turns": lambda rows: rows.exploration.turns(),
+        "heads": lambda rows: rows.exploration.heads(),
     }
 )
 """The tables a query sees: name -> the function that returns its frame (one line per table)."""
+
+_SQL_TYPES: Mapping[type, str] = MappingProxyType(
+    {bool: "BOOLEAN", int: "BIGINT", float: "DOUBLE", str: "VARCHAR"}
+)
+
+
+def declared_types(record: type) -> dict[str, str]:
+    """The SQL type of each plain field of a record TypedDict (times and JSON are typed apart).
+
+    >>> declared_types(EdgeRecord)
+    {'from_node': 'VARCHAR', 'to_node': 'VARCHAR', 'edge_type': 'VARCHAR'}
+    """
+    types = {}
+    for name, hint in get_type_hints(record).items():
+        kinds = [k for k in get_args(hint) if k is not NoneType] or [hint]
+        if len(kinds) == 1 and kinds[0] in _SQL_TYPES and not name.endswith("_at"):
+            types[name] = _SQL_TYPES[kinds[0]]
+    return types
+
+
+DECLARED: Mapping[str, Mapping[str, str]] = MappingProxyType(
+    {
+        "nodes": declared_types(NodeRecord),
+        "edges": declared_types(EdgeRecord),
+        "events": {"node_id": "VARCHAR"},
+        "llm_calls": {"node_id": "VARCHAR", "error": "VARCHAR", "retry_sampling": "VARCHAR"},
+        "turns": {"head_event": "BIGINT", "status": "VARCHAR", "tokens": "BIGINT", "cost": "DOUBLE"},
+        "heads": {"root_synthesis": "VARCHAR", "tokens": "BIGINT", "cost": "DOUBLE"},
+    }
+)
+"""Per table, the SQL type of the columns whose frame may not carry it (``superseded_turn`` is
+NaN-padded DOUBLE in pandas, an all-None ``inherited_from`` has no type at all)."""
 
 
 def run_sql(exploration: Exploration, query: str, params: SqlParams = None) -> pd.DataFrame:
@@ -96,6 +132,8 @@ def run_sql(exploration: Exploration, query: str, params: SqlParams = None) -> p
             frame = TABLES[name](rows)
             conn.register(f"{name}_rows", frame)
             typed = [f"{c}::JSON AS {c}" for c in _JSON_COLUMNS if c in frame.columns]
+            declared = DECLARED.get(name, {})
+            typed += [f"{c}::{declared[c]} AS {c}" for c in frame.columns if c in declared]
             replace = f" REPLACE ({', '.join(typed)})" if typed else ""
             conn.execute(f"CREATE VIEW {name} AS SELECT *{replace} FROM {name}_rows")
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from numbers import Integral
 from typing import Any
 
 import pandas as pd
@@ -66,21 +67,24 @@ class GraphAt:
         )
 
 
-def fork_point(at: object) -> int:
-    """The event a fork starts from: an event id, or a head (a mapping or row with ``head_event``).
+def event_point(at: object, name: str = "at") -> int:
+    """The event ``at(...)`` or ``fork(at=...)`` means: an event id, or a head.
 
-    >>> fork_point(12)
+    An event id may be a numpy integer (a DataFrame cell); a head is a mapping or a
+    ``heads()`` row with ``head_event``.
+
+    >>> event_point(12)
     12
-    >>> fork_point({"head_event": 7, "turn": 2})
+    >>> event_point({"head_event": 7, "turn": 2})
     7
     """
     if isinstance(at, Mapping | pd.Series) and "head_event" in at:
         at = at["head_event"]
-        if hasattr(at, "item"):  # a numpy integer from a DataFrame row
-            at = at.item()
+    if isinstance(at, Integral) and not isinstance(at, bool):  # a numpy integer from a DataFrame cell
+        at = int(at)
     if isinstance(at, bool) or not isinstance(at, int):
         raise InvalidInputError(
-            "at must be an event id (an int from events()) or a head (a dict or heads() row with "
+            f"{name} must be an event id (an int from events()) or a head (a dict or heads() row with "
             f"'head_event'), not {shown(at)}"
         )
     return at

@@ -152,7 +152,7 @@ def test_empty_tables_keep_their_columns() -> None:
 
 
 def test_the_tables_are_the_documented_ones() -> None:
-    assert list(TABLES) == ["nodes", "edges", "events", "llm_calls", "gaps"]
+    assert list(TABLES) == ["nodes", "edges", "events", "llm_calls", "gaps", "turns", "heads"]
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     for name in TABLES:
         assert f"`{name}`" in readme
@@ -184,3 +184,50 @@ def test_a_read_only_exploration_refuses_every_write_before_the_model(
     with pytest.raises(InvalidInputError, match="read_only must be"):
         Exploration.graphs(path, read_only=1)  # type: ignore[arg-type]
     assert Exploration.graphs(path, read_only=True)["graph_id"].tolist() == [first, second]
+
+
+def test_columns_keep_the_store_types_whatever_the_rows_hold() -> None:
+    """A nullable integer stays an integer and an all-None column keeps its type (not DOUBLE or "NULL")."""
+    with Exploration.create("Why do cities grow?", intensity="pulse", llm=SimulatedLLM()) as ex:
+        ex.run(progress=False)
+        ex.harvest()
+        types = (
+            "typeof(superseded_turn) AS turn, typeof(inherited_from) AS inherited, "
+            "typeof(branch_id) AS branch"
+        )
+        before = ex.sql(f"SELECT DISTINCT {types} FROM nodes").to_dict("records")
+        ex.redecompose(str(ex.nodes().query("depth == 1")["node_id"].iloc[0]))
+        after = ex.sql(f"SELECT DISTINCT {types} FROM nodes").to_dict("records")
+        superseded = ex.sql("SELECT superseded_turn FROM nodes WHERE superseded_turn IS NOT NULL")
+        calls = ex.sql("SELECT DISTINCT typeof(error) AS error FROM llm_calls").to_dict("records")
+    expected = [{"turn": "BIGINT", "inherited": "VARCHAR", "branch": "VARCHAR"}]
+    assert before == expected
+    assert after == expected
+    assert superseded["superseded_turn"].tolist() == [2]
+    assert str(superseded["superseded_turn"].dtype) == "int64"
+    assert calls == [{"error": "VARCHAR"}]
+
+
+def records(frame: pd.DataFrame) -> list[dict[str, object]]:
+    """Rows with None for every missing value (NaN in SQL's float columns, None in the facade's)."""
+    return frame.astype(object).where(frame.notna(), None).to_dict("records")  # type: ignore[return-value]
+
+
+def test_turns_and_heads_are_tables_as_the_facade_lists_them() -> None:
+    with Exploration.create("Why do cities grow?", intensity="pulse", llm=SimulatedLLM()) as ex:
+        ex.run(progress=False)
+        ex.harvest()
+        ex.ask("What about the rivers?")  # turn 2 open: no head yet
+        turns = ex.sql("SELECT * FROM turns ORDER BY turn")
+        heads = ex.sql("SELECT * FROM heads ORDER BY turn")
+        assert records(turns) == records(ex.turns())
+        assert records(heads) == records(ex.heads())
+        types = ex.sql(
+            "SELECT typeof(head_event) AS head, typeof(cost) AS cost FROM turns WHERE turn = 2"
+        ).to_dict("records")
+        assert types == [{"head": "BIGINT", "cost": "DOUBLE"}]
+        per_turn = ex.sql(
+            "SELECT t.turn, count(n.node_id) AS asked FROM turns t "
+            "LEFT JOIN nodes n ON (n.metadata->>'turn')::INT = t.turn GROUP BY ALL ORDER BY ALL"
+        )
+        assert per_turn.to_dict("records") == [{"turn": 1, "asked": 0}, {"turn": 2, "asked": 1}]

@@ -232,3 +232,33 @@ def test_an_older_file_gets_a_baseline_and_says_where_history_starts(tmp_path: P
             ex.at(last - 1)
         with pytest.raises(NotFoundError):
             ex.store.get_state_at("g-none", last)
+
+
+def test_at_and_fork_take_a_head_row_or_a_dataframe_cell(ex: Exploration) -> None:
+    """What a notebook holds: a heads() row, or an event id straight from a DataFrame (a numpy integer)."""
+    ex.run(progress=False)
+    ex.harvest()
+    head = ex.heads().iloc[0]
+    cell = ex.events()["event_id"].max()  # numpy.int64
+    assert not isinstance(cell, int)
+    assert ex.at(head).event_id == ex.at(cell).event_id == int(cell) == int(head["head_event"])
+    fork = ex.fork(at=cell)
+    try:
+        assert fork.lineage()["forked_at"].iloc[-1] == int(cell)
+    finally:
+        fork.close()
+    with pytest.raises(InvalidInputError, match="event_id must be an event id"):
+        ex.at({"turn": 1})  # type: ignore[arg-type]
+
+
+def test_family_reads_a_file_read_only_as_graphs_does(tmp_path: Path) -> None:
+    path = tmp_path / "family.duckdb"
+    with Exploration.create("Why do cities grow?", intensity="pulse", llm=SimulatedLLM(), path=path) as ex:
+        ex.fork(at=last_event(ex)).close()
+        expected = Exploration.family(path)
+    before = path.read_bytes()
+    with GraphStore(path, read_only=True):  # another reader holds it: only read-only opens join
+        assert_frame_equal(Exploration.family(path, read_only=True), expected)
+    assert path.read_bytes() == before
+    with pytest.raises(InvalidInputError, match="read_only must be"):
+        Exploration.family(path, read_only="yes")  # type: ignore[arg-type]

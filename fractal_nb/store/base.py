@@ -169,17 +169,18 @@ class StoreBase:
             return node
         return self._node(node.graph_id, node.question_id)
 
-    def _descendants(self, node_id: str) -> list[str]:
+    def _descendants(self, graph_id: str, node_id: str) -> list[str]:
+        """The ids below ``node_id``, in creation order; read in its graph only (forks share the file)."""
         rows = self._db.fetchall(
             """
             WITH RECURSIVE sub(node_id) AS (
-                SELECT node_id FROM nodes WHERE parent_id = ?
+                SELECT node_id FROM nodes WHERE graph_id = ? AND parent_id = ?
                 UNION ALL
-                SELECT n.node_id FROM nodes n JOIN sub ON n.parent_id = sub.node_id
+                SELECT n.node_id FROM nodes n JOIN sub ON n.parent_id = sub.node_id WHERE n.graph_id = ?
             )
-            SELECT n.node_id FROM nodes n JOIN sub USING (node_id) ORDER BY n.seq
+            SELECT n.node_id FROM nodes n JOIN sub USING (node_id) WHERE n.graph_id = ? ORDER BY n.seq
             """,
-            [node_id],
+            [graph_id, node_id, graph_id, graph_id],
         )
         return [r[0] for r in rows]
 

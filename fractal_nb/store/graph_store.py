@@ -77,7 +77,7 @@ class GraphStore(GraphLifecycle, NodeWrites, SynthesisQueue, GraphQueries, NodeC
         return self._lineage.fork(graph_id, at_event)
 
     def get_lineage(self, graph_id: str) -> list[LineageRecord]:
-        """The family of forks ``graph_id`` belongs to, oldest first."""
+        """The lineage of ``graph_id``: its original and every fork of it, oldest first."""
         self._graph(graph_id)  # NotFoundError for an unknown graph
         return self._lineage.lineage(graph_id)
 

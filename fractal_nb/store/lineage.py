@@ -1,4 +1,4 @@
-"""Forks: a new graph in the same file from the state of another at an event; the family of forks.
+"""Forks: a new graph in the same file from the state of another at an event; where each graph came from.
 
 docs/architecture.md, "History and forks" (rules 15-16). A fork copies the state store/replay.py
 reads at the event (nodes with their statuses and syntheses, links, the call log then) under
@@ -135,8 +135,8 @@ _GRAPH = """
     FROM graph_history g WHERE graph_id = ? AND event_id <= ?
     ORDER BY event_id DESC LIMIT 1
 """
-# A graph's family: up to its original, then every fork below it. Parameter: gid.
-_FAMILY = """
+# A graph's lineage: up to its original, then every fork below it. Parameter: gid.
+_LINEAGE = """
     WITH RECURSIVE up(graph_id) AS (
         SELECT ?::VARCHAR
         UNION
@@ -247,8 +247,8 @@ class Lineage:
                 )
 
     def lineage(self, graph_id: str) -> list[LineageRecord]:
-        """The family ``graph_id`` belongs to: its original and every fork of it, oldest first."""
-        return self._listing(f"g.graph_id IN ({_FAMILY})", [graph_id])
+        """The lineage of ``graph_id``: its original and every fork of it, oldest first."""
+        return self._listing(f"g.graph_id IN ({_LINEAGE})", [graph_id])
 
     def family(self) -> list[LineageRecord]:
         """Every graph in the file with where it was forked from (None: an original), oldest first."""

@@ -334,7 +334,7 @@ class NodeWrites(LLMLog):
         self._log(graph_id, node.node_id, "metadata_updated", None, {"keys": sorted(meta)}, now)
         created = 0
         for edge_type, target, edge_meta in links:
-            if not self._linked(node.node_id, target, edge_type):
+            if not self._linked(graph_id, node.node_id, target, edge_type):
                 self._insert_edge(graph_id, node.node_id, target, edge_type, edge_meta, now)
                 created += 1
         return merged, created
@@ -572,7 +572,7 @@ class NodeWrites(LLMLog):
                 )
             now = self.clock()
             self._set_status(node, NodeStatus.SATURATED, now, actor=None, reason=reason, kind=kind)
-            below = self._descendants(node.node_id)
+            below = self._descendants(node.graph_id, node.node_id)
             cascaded = []
             if below:
                 marks = ", ".join("?" for _ in below)
@@ -616,11 +616,11 @@ class NodeWrites(LLMLog):
                 links.append((edge_type, target, {edge_key: text} if text else {}))
         return links
 
-    def _linked(self, a: str, b: str, edge_type: EdgeType) -> bool:
+    def _linked(self, graph_id: str, a: str, b: str, edge_type: EdgeType) -> bool:
         row = self._db.fetchone(
-            "SELECT 1 FROM edges WHERE edge_type = ? AND ((from_node = ? AND to_node = ?) "
+            "SELECT 1 FROM edges WHERE graph_id = ? AND edge_type = ? AND ((from_node = ? AND to_node = ?) "
             "OR (from_node = ? AND to_node = ?))",
-            [edge_type, a, b, b, a],
+            [graph_id, edge_type, a, b, b, a],
         )
         return row is not None
 

@@ -86,7 +86,7 @@ class GraphQueries(StoreBase):
         with self._db.read():
             graph = self._known_graph(graph_id)
             root = self._node(graph.graph_id, node_id)
-            ids = [root.node_id, *self._descendants(root.node_id)]
+            ids = [root.node_id, *self._descendants(graph.graph_id, root.node_id)]
             marks = ", ".join("?" for _ in ids)
             nodes = self._nodes(f"node_id IN ({marks})", ids)
             edges = self._edges(

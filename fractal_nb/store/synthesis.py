@@ -137,12 +137,13 @@ class SynthesisQueue(WorkQueue, LLMLog):
         if node.node_type != NodeType.QUESTION or node.status != NodeStatus.ANSWERED:
             return []
         rows = self._db.fetchall(
-            "SELECT n.node_id FROM nodes n WHERE n.question_id = ? AND n.node_type = 'question' "
-            "AND (n.status NOT IN (?, ?) OR EXISTS (SELECT 1 FROM events e WHERE e.node_id = n.node_id "
+            "SELECT n.node_id FROM nodes n WHERE n.graph_id = ? AND n.question_id = ? "
+            "AND n.node_type = 'question' AND (n.status NOT IN (?, ?) OR EXISTS (SELECT 1 FROM events e "
+            "WHERE e.graph_id = n.graph_id AND e.node_id = n.node_id "
             "AND e.kind IN ('node_added', 'reopened', 'synthesized', 'saturated', 'status_changed') "
-            "AND e.event_id > (SELECT max(event_id) FROM events WHERE node_id = ? "
+            "AND e.event_id > (SELECT max(event_id) FROM events WHERE graph_id = n.graph_id AND node_id = ? "
             "AND kind = 'synthesis_claimed'))) ORDER BY n.seq",
-            [node.node_id, *sorted(DONE_QUESTION), node.node_id],
+            [node.graph_id, node.node_id, *sorted(DONE_QUESTION), node.node_id],
         )
         return [r[0] for r in rows]
 

@@ -73,7 +73,13 @@ class Turns:
         if row is not None:
             return int(row[0])
         last = self._db.fetchone("SELECT max(turn) FROM turns WHERE graph_id = ?", [graph.graph_id])
-        turn = int(last[0] or 0) + 1 if last else 1
+        if last is None or last[0] is None:  # a graph from a file older than turns: its seed turn first
+            self._insert(graph.graph_id, 1, TurnKind.SEED, self._first_event(graph.graph_id))
+            if graph.status != GraphStatus.COMPLETED:
+                return 1  # still being worked on: the request joins the seed turn
+            self._write_head(graph, 1, cost=None)  # completed: that was the seed's head
+            last = (1,)
+        turn = int(last[0]) + 1
         if graph.status == GraphStatus.COMPLETED:  # a head, not a tomb: the only way back to active
             self._store._change_graph_status(
                 graph.graph_id, graph.status, GraphStatus.ACTIVE, f"turn {turn}: {kind.value}"
@@ -99,31 +105,36 @@ class Turns:
                 turn = 1
             else:
                 turn = int(row[0])
-            now = self._clock()
-            self._store._log(gid, None, "head", None, {"turn": turn, "status": graph.status}, now)
-            nodes = self._store._nodes("graph_id = ?", [gid])
-            root = next(n for n in nodes if n.node_id == graph.root_node_id)
-            tokens = self._db.fetchone(
-                "SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) FROM llm_calls "
-                "WHERE graph_id = ? AND outcome <> 'cached'",
-                [gid],
-            )
-            self._db.execute(
-                "UPDATE turns SET head_event = ?, status = ?, root_synthesis = ?, counts = ?, tokens = ?, "
-                "cost = ?, ended_at = ? WHERE graph_id = ? AND turn = ?",
-                [
-                    self._last_event(gid),
-                    graph.status,
-                    root.metadata.get("synthesis"),
-                    json.dumps(head_counts(nodes)),
-                    int(tokens[0]) if tokens else 0,
-                    cost,
-                    now,
-                    gid,
-                    turn,
-                ],
-            )
+            self._write_head(graph, turn, cost=cost)
         return next(t for t in self.list_turns(gid) if t["turn"] == turn)
+
+    def _write_head(self, graph: GraphRow, turn: int, *, cost: float | None) -> None:
+        """End ``turn`` in a head: a ``head`` event, then the graph as it is now (caller's transaction)."""
+        gid = graph.graph_id
+        now = self._clock()
+        self._store._log(gid, None, "head", None, {"turn": turn, "status": graph.status}, now)
+        nodes = self._store._nodes("graph_id = ?", [gid])
+        root = next(n for n in nodes if n.node_id == graph.root_node_id)
+        tokens = self._db.fetchone(
+            "SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) FROM llm_calls "
+            "WHERE graph_id = ? AND outcome <> 'cached'",
+            [gid],
+        )
+        self._db.execute(
+            "UPDATE turns SET head_event = ?, status = ?, root_synthesis = ?, counts = ?, tokens = ?, "
+            "cost = ?, ended_at = ? WHERE graph_id = ? AND turn = ?",
+            [
+                self._last_event(gid),
+                graph.status,
+                root.metadata.get("synthesis"),
+                json.dumps(head_counts(nodes)),
+                int(tokens[0]) if tokens else 0,
+                cost,
+                now,
+                gid,
+                turn,
+            ],
+        )
 
     def list_turns(self, graph_id: str) -> list[TurnRecord]:
         """The graph's turns in order, the open one (``head_event`` None) last."""
@@ -431,7 +442,7 @@ class Turns:
         return answers[-1]
 
     def _current_below(self, question: NodeRow) -> list[NodeRow]:
-        ids = self._store._descendants(question.node_id)
+        ids = self._store._descendants(question.graph_id, question.node_id)
         if not ids:
             return []
         marks = ", ".join("?" for _ in ids)

@@ -105,7 +105,17 @@ def _feed_node(node: NodeRecord) -> FeedNode:
         synthesis=_text(meta.get("synthesis")),
         last_error=_text(meta.get("last_error")),
         synthesis_failed=meta.get("synthesis_failed") is True,
+        weak=[  # the weak mark as the feed's SQL reads it (store/queries.py)
+            {"node_id": str(m.get("node_id")), "reason": str(m.get("reason"))}
+            for m in _marks(meta.get("weak"))
+            if isinstance(m, dict)
+        ],
     )
+
+
+def _marks(value: Any) -> list[Any]:
+    """The weak mark's entries, [] when there is none (or it is not a list)."""
+    return value if isinstance(value, list) else []
 
 
 def _text(value: Any) -> str | None:
