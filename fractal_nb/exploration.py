@@ -662,6 +662,35 @@ class Exploration:
         store = GraphStore(self.store.path)
         return Exploration(store, forked["graph_id"], self.llm, clock=self._clock, owns_store=True)
 
+    def attach(
+        self, at: int | Mapping[str, Any] | pd.Series, question: str, under: str | None = None
+    ) -> Exploration:
+        """Continue from an earlier point with a narrower question, leaving this exploration as it is.
+
+        A :meth:`fork` at ``at`` (an event id or a head) whose new turn (kind ``attach``) asks
+        ``question`` under the root's answer or ``under`` a node of the fork (ids of the fork:
+        see its ``nodes()``). ``run()`` and ``harvest()`` the returned exploration; this one
+        never moves. A refused question (asked already, an unknown ``under``) leaves no fork.
+
+        >>> from fractal_nb import SimulatedLLM
+        >>> ex = Exploration.create("Why do cities grow?", intensity="pulse", llm=SimulatedLLM())
+        >>> _ = ex.run(progress=False); _ = ex.harvest()
+        >>> narrow = ex.attach(ex.heads().iloc[0], "Which harbour cities grew fastest?")
+        >>> narrow.turns()[["turn", "kind"]].values.tolist(), ex.status
+        ([[1, 'seed'], [2, 'attach']], 'completed')
+        """
+        require_text(question, "question")
+        if under is not None:
+            require_id(under, "under")
+        forked = self.fork(at=at)
+        try:
+            forked._steering.attach(question, under)
+        except BaseException:  # refused (a question the fork asks already, an unknown node): no fork left
+            forked.store.delete_graph(forked.graph_id)
+            forked.close()
+            raise
+        return forked
+
     def lineage(self) -> pd.DataFrame:
         """The lineage of this graph: its original and every fork of it, oldest first.
 

@@ -96,6 +96,14 @@ class Steering:
         with self._idle():
             return TurnStep.of(self._store.ask(self._graph_id, question, under))
 
+    def attach(self, question: str, under: str | None = None) -> TurnStep:
+        """The narrower question of a fork made to attach from a head; see ``Exploration.attach``."""
+        require_text(question, "question")
+        if under is not None:
+            require_id(under, "under")
+        with self._idle():
+            return TurnStep.of(self._store.attach(self._graph_id, question, under))
+
     def deepen(self, node_id: str, levels: int = 1) -> TurnStep:
         """Let a branch go past the depth for this turn; see ``Exploration.deepen``."""
         require_id(node_id, "node_id")

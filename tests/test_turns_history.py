@@ -9,9 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from pandas.testing import assert_frame_equal
 
-from fractal_nb import Exploration, SimulatedLLM
+from fractal_nb import Exploration, SimulatedLLM, StateError
 from tests.test_history import same_as, table_rows
 
 
@@ -95,3 +96,28 @@ def test_a_fork_inside_a_turn_has_that_turn_open(tmp_path: Path) -> None:
             assert fork.heads()["turn"].tolist() == [1, 2]
         finally:
             fork.close()
+
+
+def test_attach_forks_at_a_head_with_a_narrower_turn_and_a_refusal_leaves_no_fork(tmp_path: Path) -> None:
+    path = tmp_path / "attach.duckdb"
+    with Exploration.create(
+        "Why do cities grow?", intensity="pulse", llm=SimulatedLLM(seed=5), path=path
+    ) as ex:
+        ex.run(progress=False)
+        ex.harvest()
+        source = table_rows(ex)
+        head = ex.heads().iloc[0]
+        seed_question = ex.nodes().query("depth == 1 and node_type == 'question'")["text"].iloc[0]
+        with pytest.raises(StateError, match="asked already"):
+            ex.attach(head, seed_question)
+        assert Exploration.family(path)["graph_id"].tolist() == [ex.graph_id], "a refused attach left a fork"
+        narrow = ex.attach(head, "Which harbour cities grew fastest?")
+        try:
+            assert narrow.turns()[["turn", "kind"]].values.tolist() == [[1, "seed"], [2, "attach"]]
+            narrow.run(progress=False)
+            narrow.harvest()
+            assert narrow.heads()["turn"].tolist() == [1, 2]
+            assert narrow.lineage()["forked_from"].tolist() == [None, ex.graph_id]
+            assert table_rows(ex) == source, "attach moved the source"
+        finally:
+            narrow.close()

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..model import TurnKind
 from .base import DEFAULT_LEASE_S
 from .context import NodeContext
 from .database import Tracer
@@ -103,6 +104,10 @@ class GraphStore(GraphLifecycle, NodeWrites, SynthesisQueue, GraphQueries, NodeC
     def ask(self, graph_id: str, question: str, under: str | None = None) -> TurnRequest:
         """A follow-up question under the root's answer or ``under`` a node (:meth:`Turns.ask`)."""
         return self._turns.ask(graph_id, question, under)
+
+    def attach(self, graph_id: str, question: str, under: str | None = None) -> TurnRequest:
+        """A fork's narrower question: :meth:`ask` opening a turn of kind ``attach`` (:meth:`Turns.ask`)."""
+        return self._turns.ask(graph_id, question, under, kind=TurnKind.ATTACH)
 
     def widen(self, graph_id: str, questions: Sequence[str], n: int | None = None) -> TurnRequest:
         """New seed questions under the root's answer (:meth:`Turns.widen`)."""

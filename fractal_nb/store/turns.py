@@ -178,11 +178,16 @@ class Turns:
 
     # -- steering requests ----------------------------------------------------------------
 
-    def ask(self, graph_id: str, question: str, under: str | None = None) -> TurnRequest:
+    def ask(
+        self, graph_id: str, question: str, under: str | None = None, *, kind: TurnKind = TurnKind.ASK
+    ) -> TurnRequest:
         """A follow-up question under the root's answer, or under a question's current answer or an answer.
 
-        Asked once per graph (rule 10): a repeat of a current question is refused.
+        Asked once per graph (rule 10): a repeat of a current question is refused. ``kind``
+        ``attach``: the narrower question a fork was made for (``Exploration.attach``).
         """
+        if kind not in (TurnKind.ASK, TurnKind.ATTACH):
+            raise InvalidInputError(f"kind must be 'ask' or 'attach', not {shown(kind)}")
         text = require_text(question, "question")
         with self._db.write():
             graph = self._steerable(graph_id)
@@ -204,16 +209,14 @@ class Turns:
                     f"{next(iter(asked.values()))}); a question is asked once per graph (rule 10)",
                     graph_id=graph.graph_id,
                 )
-            turn = self.open_turn(graph, TurnKind.ASK)
+            turn = self.open_turn(graph, kind)
             owner = self._store._node(graph.graph_id, answer.question_id or "", "under")
             self._revive(owner, turn)
             added = self._store._add_children(
                 self._store._graph(graph.graph_id), answer, NodeType.QUESTION, [(text, {"turn": turn})], None
             )
             created = [n.node_id for n in added]
-            return self._record(
-                graph.graph_id, turn, TurnKind.ASK, {"question": text, "under": under}, created, []
-            )
+            return self._record(graph.graph_id, turn, kind, {"question": text, "under": under}, created, [])
 
     def widen(self, graph_id: str, questions: Sequence[str], n: int | None = None) -> TurnRequest:
         """New seed questions under the root's answer (the root reopens); repeats of current ones left out.
