@@ -624,13 +624,7 @@ def _explore(seed: str, llm: LLM, args: argparse.Namespace) -> int:
     with Exploration.create(
         seed, intensity=args.intensity, checkpoint=args.checkpoint, llm=llm, path=Path(args.db)
     ) as exploration:
-        status = exploration.run(
-            max_workers=args.workers,
-            progress=not args.quiet,
-            max_tokens=args.max_tokens,
-            max_wall_s=args.max_wall_s,
-        )
-        return _report(exploration, status, llm, args.db)
+        return _run_reported(exploration, args, llm)
 
 
 def _demo_local(args: argparse.Namespace) -> int:
@@ -673,14 +667,7 @@ def _resume(args: argparse.Namespace, llm: LLM) -> int:
             print(f"Approved {exploration.approve()['count']} gated question(s).")
         # `resume` is the explicit act that goes on with a budget-exhausted graph, or one an
         # engine failure stopped (error), too.
-        status = exploration.run(
-            max_workers=args.workers,
-            progress=not args.quiet,
-            resume=True,
-            max_tokens=args.max_tokens,
-            max_wall_s=args.max_wall_s,
-        )
-        return _report(exploration, status, llm, args.db)
+        return _run_reported(exploration, args, llm, resume=True)
 
 
 def _ask(args: argparse.Namespace, llm: LLM) -> int:
@@ -688,13 +675,7 @@ def _ask(args: argparse.Namespace, llm: LLM) -> int:
     with _opened(args, llm) as exploration:
         step = exploration.ask(args.question, args.under)
         print(f"Turn {step.turn}: asked {args.question!r} ({step.created[0] if step.created else ''}).")
-        status = exploration.run(
-            max_workers=args.workers,
-            progress=not args.quiet,
-            max_tokens=args.max_tokens,
-            max_wall_s=args.max_wall_s,
-        )
-        return _report(exploration, status, llm, args.db)
+        return _run_reported(exploration, args, llm)
 
 
 def _fork(args: argparse.Namespace) -> int:
@@ -728,6 +709,20 @@ def _harvest(args: argparse.Namespace, llm: LLM) -> int:
         result = exploration.harvest(finish=True)  # a person asks to finish it as it stands
         print(render(result, run_status="harvested", path=args.db))
         return EXIT_MODEL if result.degraded else EXIT_OK
+
+
+def _run_reported(
+    exploration: Exploration, args: argparse.Namespace, llm: LLM, *, resume: bool = False
+) -> int:
+    """Run with the command's workers, progress and budgets, then print how it ended (:func:`_report`)."""
+    status = exploration.run(
+        max_workers=args.workers,
+        progress=not args.quiet,
+        resume=resume,
+        max_tokens=args.max_tokens,
+        max_wall_s=args.max_wall_s,
+    )
+    return _report(exploration, status, llm, args.db)
 
 
 def _report(exploration: Exploration, report: RunReport, llm: LLM, db: str) -> int:
