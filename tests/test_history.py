@@ -262,3 +262,18 @@ def test_family_reads_a_file_read_only_as_graphs_does(tmp_path: Path) -> None:
     assert path.read_bytes() == before
     with pytest.raises(InvalidInputError, match="read_only must be"):
         Exploration.family(path, read_only="yes")  # type: ignore[arg-type]
+
+
+def test_a_heartbeat_after_a_claim_keeps_the_links_and_calls_of_that_event(ex: Exploration) -> None:
+    """A lease renewal rewrites the claimed node's image at the last event; that event's watermark stays."""
+    ex.step(3)
+    ex.store.claim_work(ex.graph_id, "w1")
+    at = last_event(ex)
+    edges, calls = ex.edges(), len(ex.llm_calls())
+    assert ex.store.heartbeat(ex.store.holder["holder_id"])["renewed"] == 1
+    assert_frame_equal(ex.at(at).edges(), edges)
+    fork = ex.fork(at=at)
+    try:
+        assert len(fork.llm_calls()) == calls > 0
+    finally:
+        fork.close()

@@ -131,12 +131,20 @@ def _rewrite_at_last(db: Database, graph_id: str, node_ids: list[str]) -> None:
         return
     marks = ", ".join("?" for _ in node_ids)
     where = f"graph_id = ? AND node_id IN ({marks})"
-    # the rewritten images keep no watermark of their own (0): the event's others hold it
+    # The rewritten images carry the event's watermark on: an event whose commit touched only
+    # these nodes (a claim) keeps the links and calls that existed then.
+    mark = db.fetchone(
+        "SELECT coalesce(max(max_seq), 0), coalesce(max(max_call_id), 0) FROM (SELECT max_seq, "
+        "max_call_id FROM node_history WHERE graph_id = ? AND event_id = ? UNION ALL SELECT max_seq, "
+        "max_call_id FROM graph_history WHERE graph_id = ? AND event_id = ?)",
+        [graph_id, row[0], graph_id, row[0]],
+    )
+    assert mark is not None
     db.execute(f"DELETE FROM node_history WHERE event_id = ? AND {where}", [row[0], graph_id, *node_ids])
     db.execute(
-        "INSERT INTO node_history BY NAME SELECT ? AS event_id, 0 AS max_seq, 0 AS max_call_id, * "
+        "INSERT INTO node_history BY NAME SELECT ? AS event_id, ? AS max_seq, ? AS max_call_id, * "
         f"FROM nodes WHERE {where}",
-        [row[0], graph_id, *node_ids],
+        [row[0], mark[0], mark[1], graph_id, *node_ids],
     )
 
 
