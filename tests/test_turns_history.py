@@ -121,3 +121,25 @@ def test_attach_forks_at_a_head_with_a_narrower_turn_and_a_refusal_leaves_no_for
             assert table_rows(ex) == source, "attach moved the source"
         finally:
             narrow.close()
+
+
+def test_a_fork_holds_only_the_requests_and_allowances_made_by_its_event(tmp_path: Path) -> None:
+    path = tmp_path / "later.duckdb"
+    with Exploration.create(
+        "Why do cities grow?", intensity="pulse", llm=SimulatedLLM(seed=5), path=path
+    ) as ex:
+        ex.run(progress=False)
+        ex.harvest()
+        ex.ask("What part does the climate play in how cities grow?")
+        asked_at = int(ex.events()["event_id"].max())
+        seed_q = ex.nodes().query("depth == 1 and node_type == 'question'")["node_id"].iloc[0]
+        ex.deepen(seed_q, levels=2)  # joins turn 2 after the fork point
+        fork = ex.fork(at=asked_at)
+        try:
+            assert fork.turns()["asked"].iloc[1] == ex.turns()["asked"].iloc[1].split("; ")[0]
+            allowances = fork.store._db.fetchall(  # noqa: SLF001 - the fork's own rows
+                "SELECT count(*) FROM depth_allowances WHERE graph_id = ?", [fork.graph_id]
+            )
+            assert allowances == [(0,)], "the deepen came after the fork's event"
+        finally:
+            fork.close()

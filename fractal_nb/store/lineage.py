@@ -10,6 +10,7 @@ questions are open in it, with no holder.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -116,13 +117,15 @@ _TURNS = """
     )
     FROM turns t WHERE t.graph_id = ? AND t.started_event <= ?
 """
-# Their deepened branches, on the fork's nodes. Parameters: fork, fork, gid, fork.
+# Their deepened branches made by the event, on the fork's nodes. Parameters: fork, fork, gid, fork,
+# event.
 _ALLOWANCES = """
     INSERT INTO depth_allowances BY NAME
     WITH m AS (SELECT source_node_id AS old, node_id AS new FROM fork_nodes WHERE graph_id = ?)
     SELECT a.* REPLACE (? AS graph_id, m.new AS node_id)
     FROM depth_allowances a JOIN m ON m.old = a.node_id
     WHERE a.graph_id = ? AND a.turn IN (SELECT turn FROM turns WHERE graph_id = ?)
+        AND (a.made_at IS NULL OR a.made_at <= ?)
 """
 # The graph's row then, as the fork's. Parameters: fork, now, now, fork, gid, commit.
 _GRAPH = """
@@ -203,7 +206,8 @@ class Lineage:
             self._db.execute(_CALLS, [fork, fork, gid, max_call_id])
             self._db.execute(_GRAPH, [fork, fork, now, now, gid, commit])
             self._db.execute(_TURNS, [fork, *[event] * 7, gid, event])
-            self._db.execute(_ALLOWANCES, [fork, fork, gid, fork])
+            self._db.execute(_ALLOWANCES, [fork, fork, gid, fork, event])
+            self._requests_then(gid, fork, event)
             self._remap_requests(fork)
             self._db.execute("INSERT INTO lineage VALUES (?, ?, ?, ?)", [fork, gid, event, now])
             row = self._db.fetchone(
@@ -224,6 +228,22 @@ class Lineage:
             "nodes": int(row[1]),
             "event_id": int(last[0]),
         }
+
+    def _requests_then(self, gid: str, fork: str, event: int) -> None:
+        """Each copied turn's requests as they were at ``event``: the turn_request events up to it."""
+        made: dict[int, list[Any]] = {}
+        for (payload,) in self._db.fetchall(
+            "SELECT payload FROM events WHERE graph_id = ? AND kind = 'turn_request' AND event_id <= ? "
+            "ORDER BY event_id",
+            [gid, event],
+        ):
+            request = json.loads(payload)
+            made.setdefault(int(request["turn"]), []).append(request)
+        for (turn,) in self._db.fetchall("SELECT turn FROM turns WHERE graph_id = ?", [fork]):
+            self._db.execute(
+                "UPDATE turns SET requests = ? WHERE graph_id = ? AND turn = ?",
+                [json.dumps(made.get(int(turn), [])), fork, turn],
+            )
 
     def _remap_requests(self, fork: str) -> None:
         """The node ids inside the copied turns' requests, as the fork's."""

@@ -163,6 +163,8 @@ CREATE TABLE IF NOT EXISTS depth_allowances (
     turn INTEGER NOT NULL,
     levels INTEGER NOT NULL
 );
+-- The event of the deepen request that made it (a fork copies the allowances made by its event).
+ALTER TABLE depth_allowances ADD COLUMN IF NOT EXISTS made_at BIGINT;
 
 -- Issue 25 (history): the state at any event, and forks (docs/architecture.md, "History and forks").
 -- Row images written by store/journal.py before each write transaction's COMMIT, keyed by the last

@@ -284,13 +284,13 @@ class Turns:
             ]
             turn = self.open_turn(graph, TurnKind.DEEPEN)
             self._db.execute(
-                "INSERT INTO depth_allowances VALUES (?, ?, ?, ?)",
+                "INSERT INTO depth_allowances (graph_id, node_id, turn, levels) VALUES (?, ?, ?, ?)",
                 [graph.graph_id, question.node_id, turn, ceiling - self._base(graph) + levels],
             )
             for leaf in bottom:
                 self._redo(leaf, turn, {})
             reopened = [q.node_id for q in bottom]
-            return self._record(
+            request = self._record(
                 graph.graph_id,
                 turn,
                 TurnKind.DEEPEN,
@@ -298,6 +298,13 @@ class Turns:
                 [],
                 reopened,
             )
+            self._db.execute(  # the request's event: a fork made before it has no such allowance
+                "UPDATE depth_allowances SET made_at = (SELECT max(event_id) FROM events WHERE "
+                "graph_id = ? AND kind = 'turn_request') "
+                "WHERE graph_id = ? AND node_id = ? AND turn = ? AND made_at IS NULL",
+                [graph.graph_id, graph.graph_id, question.node_id, turn],
+            )
+            return request
 
     def redecompose(self, graph_id: str, node_id: str, hint: str | None = None) -> TurnRequest:
         """Answer a question again with a new decomposition; its old answer and sub-tree are superseded."""
