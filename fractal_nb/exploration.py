@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from .arguments import check_store_path
 from .engine.dispatcher import Clock, Dispatcher, RealClock, heartbeat
 from .engine.limits import Limits, spend_tokens
-from .engine.phases import current, gap_rows, harvest, preview, seed
+from .engine.phases import gap_rows, harvest, preview, seed
 from .engine.primitive import RunState, process
 from .errors import InvalidInputError, StateError, StoreUnreachableError
 from .export import to_networkx
@@ -494,7 +494,7 @@ class Exploration:
 
     def gaps(self) -> pd.DataFrame:
         """Every unexplored, pruned, failed or budget-cut question, one row each, with why."""
-        rows = gap_rows(current(self.store.get_snapshot(self.graph_id)["nodes"]))
+        rows = gap_rows(self.store.get_snapshot(self.graph_id)["nodes"])  # superseded nodes are no gaps
         return pd.DataFrame(rows, columns=GAP_COLUMNS)
 
     def _work_left(self) -> str:
@@ -635,7 +635,7 @@ class Exploration:
         >>> len(ex.at(first).nodes()), ex.at(first).status
         (1, 'active')
         """
-        event = event_point(event_id, "event_id")
+        event = self._own_event(event_point(event_id, "event_id"))
         return GraphAt.from_snapshot(self.store.get_state_at(self.graph_id, event))
 
     def fork(self, at: int | Mapping[str, Any] | pd.Series) -> Exploration:
@@ -655,7 +655,7 @@ class Exploration:
         >>> len(fork.nodes()), fork.status
         (1, 'active')
         """
-        event = event_point(at)
+        event = self._own_event(event_point(at))
         forked = self.store.fork_graph(self.graph_id, event)
         if self.store.path is None:  # an in-memory store is shared: it has no file to reopen
             return Exploration(self.store, forked["graph_id"], self.llm, clock=self._clock)
@@ -690,6 +690,21 @@ class Exploration:
             forked.close()
             raise
         return forked
+
+    def _own_event(self, event: int) -> int:
+        """A fork's own event for its fork point: the head it was forked at is its ``forked`` event.
+
+        A fork keeps its source's heads, whose events are the source's; the one it was
+        forked at is the state the fork began with, so ``at``, ``fork`` and ``attach``
+        read it as the fork's first event. Any other event is left as given.
+        """
+        origin = next(
+            (g for g in self.store.get_lineage(self.graph_id) if g["graph_id"] == self.graph_id), None
+        )
+        if origin is None or origin["forked_from"] is None or event != origin["forked_at"]:
+            return event
+        first = self.store.get_events(self.graph_id, limit=1)["events"]
+        return int(first[0]["event_id"]) if first and first[0]["kind"] == "forked" else event
 
     def lineage(self) -> pd.DataFrame:
         """The lineage of this graph: its original and every fork of it, oldest first.

@@ -166,9 +166,12 @@ def _check_query(query: object) -> None:
 
 
 def _named_tables(query: str) -> set[str]:
-    """The table names the query mentions (a miss is only a missing table: the query then fails)."""
+    """The table names the query mentions, lower-cased as SQL compares them (``Nodes`` is ``nodes``).
+
+    A miss is only a missing table: the query then fails.
+    """
     try:
-        return set(duckdb.get_table_names(query))
+        return {name.lower() for name in duckdb.get_table_names(query)}
     except duckdb.Error:  # pragma: no cover - the query parsed above
         return set(TABLES)
 

@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from .engine.grounding import same_fact
 from .engine.phases import current, gap_rows
+from .errors import NotFoundError
 from .model import ClaimKind, GraphStatus, NodeStatus, NodeType, SaturationReason
+from .steering import asked_text
 from .text import normalize
 
 if TYPE_CHECKING:
@@ -184,12 +186,12 @@ def exploration_state(store: GraphStore, graph_id: str) -> ExplorationState:
         seed=graph["seed"],
         status=graph["status"],
         line_of_work=list(_line_of_work(graph_id, turns, family)),
-        current_head=_head(store, _holder(graph_id, heads[-1], family), heads[-1]) if heads else None,
+        current_head=_head(store, _holder(store, graph_id, heads[-1], family), heads[-1]) if heads else None,
         open_turn=open_turn["turn"] if open_turn else None,
         resume_from=_resume_from(graph["status"], heads, open_turn),
         branches=_branches(nodes, turns),
         values=_values(nodes),
-        attach_from=[_head(store, _holder(graph_id, h, family), h) for h in heads[:-1]],
+        attach_from=[_head(store, _holder(store, graph_id, h, family), h) for h in heads[:-1]],
         checks=_checks(graph["root_node_id"], nodes),
     )
 
@@ -201,14 +203,9 @@ def _line_of_work(
     if me is not None and me["forked_from"] is not None:
         yield f"forked from {me['forked_from']} at its event {me['forked_at']}"
     for t in turns:
-        asked = "; ".join(_asked(r["kind"], r["arguments"]) for r in t["requests"]) or t["kind"]
+        asked = "; ".join(asked_text(r["kind"], r["arguments"]) for r in t["requests"]) or t["kind"]
         end = f"head at event {t['head_event']} ({t['status']})" if t["head_event"] is not None else "open"
         yield f"turn {t['turn']} ({t['kind']}): {asked} -> {end}"
-
-
-def _asked(kind: str, arguments: dict[str, Any]) -> str:
-    shown = ", ".join(f"{k}={v!r}" for k, v in arguments.items() if v is not None and k != "repeated")
-    return f"{kind}({shown})"
 
 
 def _resume_from(status: str, heads: Sequence[TurnRecord], open_turn: TurnRecord | None) -> str:
@@ -226,22 +223,45 @@ def _resume_from(status: str, heads: Sequence[TurnRecord], open_turn: TurnRecord
 _NEEDS_RESUME = frozenset({GraphStatus.ERROR, GraphStatus.BUDGET_EXHAUSTED, GraphStatus.PAUSED})
 
 
-def _holder(graph_id: str, head: TurnRecord, family: Sequence[LineageRecord]) -> str:
-    """The graph whose events ``head`` was made in: a fork's heads from before it are its source's."""
+def _holder(
+    store: GraphStore, graph_id: str, head: TurnRecord, family: Sequence[LineageRecord]
+) -> tuple[str, int]:
+    """Where ``head``'s state is read: a fork's own events, or its source's for an earlier head.
+
+    The head a fork was made at is the fork's first (``forked``) event; an earlier one is
+    read in the source (and its source, up the lineage).
+    """
     by_id = {g["graph_id"]: g for g in family}
     at = head["head_event"]
+    assert at is not None
     me = by_id.get(graph_id)
-    while me is not None and me["forked_from"] is not None and at is not None and me["forked_at"] is not None:
+    if me is not None and me["forked_from"] is not None and at == me["forked_at"]:
+        first = store.get_events(graph_id, limit=1)["events"]
+        if first and first[0]["kind"] == "forked":
+            return graph_id, int(first[0]["event_id"])
+    while me is not None and me["forked_from"] is not None and me["forked_at"] is not None:
         if at > me["forked_at"]:
             break
         graph_id, me = me["forked_from"], by_id.get(me["forked_from"])
-    return graph_id
+    return graph_id, at
 
 
-def _head(store: GraphStore, graph_id: str, turn: TurnRecord) -> HeadState:
+def _head(store: GraphStore, where: tuple[str, int], turn: TurnRecord) -> HeadState:
     head_event = turn["head_event"]
     assert head_event is not None
-    then = store.get_state_at(graph_id, head_event)["nodes"]
+    graph_id, event = where
+    try:
+        then = store.get_state_at(graph_id, event)["nodes"]
+    except NotFoundError:  # made in a source graph deleted since (its forks keep their own rows)
+        return {
+            "turn": turn["turn"],
+            "head_event": head_event,
+            "status": turn["status"],
+            "root_synthesis": turn["root_synthesis"],
+            "tokens": turn["tokens"],
+            "worth_attaching": False,
+            "why": f"made in graph {graph_id}, deleted since: its state cannot be read",
+        }
     mine = current(then)
     root = next(n for n in mine if n["depth"] == 0 and n["node_type"] == NodeType.QUESTION)
     failed = [g for g in gap_rows(mine) if g["kind"] in ("failed", "synthesis_failed")]
@@ -270,7 +290,7 @@ def _branches(nodes: Sequence[NodeRecord], turns: Sequence[TurnRecord]) -> list[
     ] = {}  # node id -> (origin, turn, why) from the turns' requests
     for t in turns:
         for r in t["requests"]:
-            why = _asked(r["kind"], r["arguments"])
+            why = asked_text(r["kind"], r["arguments"])
             for node_id in [*r["created"], *r["reopened"]]:
                 made.setdefault(node_id, (r["kind"], t["turn"], why))
     out: list[Branch] = []
@@ -299,26 +319,26 @@ def _branches(nodes: Sequence[NodeRecord], turns: Sequence[TurnRecord]) -> list[
 
 def _values(nodes: list[NodeRecord]) -> list[StateValue]:
     mine = current(nodes)
+    by_id = {n["node_id"]: n for n in nodes}
     out: list[StateValue] = []
     seen: set[tuple[str, str]] = set()
     for n in mine:  # creation order: the root first, then down the tree
         if n["node_type"] != NodeType.QUESTION or n["status"] != NodeStatus.SYNTHESIZED:
             continue
         for claim in n["metadata"].get("claims") or []:
-            kind: ValueKind | None = (
-                "verified"
-                if claim["kind"] == ClaimKind.FACT
-                else "assumed"
-                if claim["kind"] == ClaimKind.ASSUMPTION
-                else None
-            )
+            kind: ValueKind | None = None
+            detail = claim["support"]
+            if claim["kind"] == ClaimKind.FACT and _stated_fact(by_id, claim):
+                kind = "verified"
+            elif claim["kind"] == ClaimKind.FACT:  # written past the engine's grounding (a store call)
+                kind, detail = "assumed", "stated as a fact, but no source states it as one"
+            elif claim["kind"] == ClaimKind.ASSUMPTION:
+                kind = "assumed"
             key = (str(kind), normalize(claim["text"]))
             if kind is None or key in seen:
                 continue  # unknowns are gaps (below); a value carried up is listed once
             seen.add(key)
-            out.append(
-                {"kind": kind, "text": claim["text"], "node_id": n["node_id"], "detail": claim["support"]}
-            )
+            out.append({"kind": kind, "text": claim["text"], "node_id": n["node_id"], "detail": detail})
     for gap in gap_rows(mine):
         kind = "missing" if gap["kind"] in _MISSING_GAPS else "failed"
         if gap["kind"] == "unknown":  # what a claim says is not known, under the question that named it
@@ -357,7 +377,7 @@ def _checks(root_id: str, nodes: list[NodeRecord]) -> list[Check]:
         if c["kind"] == ClaimKind.FACT
     ]
     unsupported = [n["node_id"] for n, c in facts if not c["support"].strip()]
-    promoted = [n["node_id"] for n, c in facts if c.get("source") and not _stated_fact(by_id, c)]
+    promoted = [n["node_id"] for n, c in facts if not _stated_fact(by_id, c)]
     weak = root["metadata"].get("weak") or []
     claimed = [n["node_id"] for n in mine if n["status"] == NodeStatus.CLAIMED]
     checks: list[Check] = [

@@ -202,7 +202,14 @@ def _common(turn: TurnRecord) -> dict[str, Any]:
 
 
 def _asked(request: TurnRequest) -> str:
-    shown = ", ".join(
-        f"{k}={v!r}" for k, v in request["arguments"].items() if v is not None and k != "repeated"
-    )
-    return f"{request['kind']}({shown})"
+    return asked_text(request["kind"], request["arguments"])
+
+
+def asked_text(kind: str, arguments: dict[str, Any]) -> str:
+    """A steering request as one line: its kind and the arguments given.
+
+    >>> asked_text("ask", {"question": "Why?", "under": None})
+    "ask(question='Why?')"
+    """
+    shown = ", ".join(f"{k}={v!r}" for k, v in arguments.items() if v is not None and k != "repeated")
+    return f"{kind}({shown})"

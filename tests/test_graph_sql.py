@@ -231,3 +231,11 @@ def test_turns_and_heads_are_tables_as_the_facade_lists_them() -> None:
             "LEFT JOIN nodes n ON (n.metadata->>'turn')::INT = t.turn GROUP BY ALL ORDER BY ALL"
         )
         assert per_turn.to_dict("records") == [{"turn": 1, "asked": 0}, {"turn": 2, "asked": 1}]
+
+
+def test_table_names_are_case_blind_as_sql_is() -> None:
+    from fractal_nb import Exploration, SimulatedLLM
+
+    ex = Exploration.create("Why do cities grow?", intensity="pulse", llm=SimulatedLLM())
+    assert ex.sql("SELECT count(*) AS n FROM Nodes")["n"].tolist() == [1]
+    assert ex.sql("SELECT count(*) AS n FROM NODES n JOIN Events e USING (node_id)")["n"].iloc[0] >= 1

@@ -132,3 +132,49 @@ def test_the_shell_prints_the_state_asks_and_forks(tmp_path: Path, capsys: Any) 
 def _only_fork(db: str) -> str:
     family = Exploration.family(db)
     return str(family[family["forked_from"].notna()]["graph_id"].iloc[0])
+
+
+def test_a_fact_no_source_states_is_no_verified_value_and_fails_its_check() -> None:
+    from fractal_nb import GraphStore
+    from fractal_nb.state import exploration_state
+
+    store = GraphStore()
+    g = store.create_graph("Why do dams fail?", "pulse", "autonomous")
+    gid = g["graph_id"]
+    q = store.add_answer(gid, g["root_node_id"], "Water.", sub_questions=["When do they fail?"])
+    leaf = q["sub_questions"][0]["node_id"]
+    store.add_answer(gid, leaf, "In floods.")
+    claim = {"kind": "fact", "text": "Dams always fail in spring.", "support": "trust me"}
+    store.synthesize_node(gid, leaf, "Spring floods.", claims=[claim])  # past the engine's grounding
+    state = exploration_state(store, gid)
+    value = next(v for v in state.values if v["text"] == claim["text"])
+    assert value["kind"] == "assumed" and "no source states it" in value["detail"]
+    assert checks_of(state)["no assumption was promoted to a fact"] is False
+
+
+def test_a_forks_own_head_can_be_read_forked_and_attached_and_a_deleted_source_is_said(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "own.duckdb"
+    with Exploration.create(
+        "Why do cities grow?", intensity="pulse", llm=SimulatedLLM(seed=5), path=path
+    ) as ex:
+        ex.run(progress=False)
+        ex.harvest()
+        ex.ask("What part does the climate play in how cities grow?")
+        ex.run(progress=False)
+        ex.harvest()
+        fork = ex.fork(at=ex.heads().iloc[-1])  # at head 2
+        try:
+            head = fork.heads().iloc[-1]
+            assert fork.state().current_head["worth_attaching"]  # type: ignore[index]
+            assert len(fork.at(head).nodes()) == len(fork.nodes())
+            again = fork.fork(at=head)
+            again.close()
+            narrow = fork.attach(head, "Which harbour cities grew fastest?")
+            narrow.close()
+            ex.store.delete_graph(ex.graph_id)  # the source goes; the fork keeps its rows
+            first = fork.state().attach_from[0]
+            assert first["turn"] == 1 and not first["worth_attaching"] and "deleted since" in first["why"]
+        finally:
+            fork.close()

@@ -172,8 +172,8 @@ class WorkQueue(StoreBase):
                     node_id=node.node_id,
                 )
             pending = self._nodes(
-                "question_id = ? AND node_type = 'question' AND status NOT IN (?, ?)",
-                [node.node_id, *sorted(DONE_QUESTION)],
+                "graph_id = ? AND question_id = ? AND node_type = 'question' AND status NOT IN (?, ?)",
+                [node.graph_id, node.node_id, *sorted(DONE_QUESTION)],
             )
             if pending:
                 listed = ", ".join(f"{p.node_id} ({p.status})" for p in pending[:5])
