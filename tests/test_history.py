@@ -237,7 +237,7 @@ def test_an_older_file_gets_a_baseline_and_says_where_history_starts(tmp_path: P
 def test_at_and_fork_take_a_head_row_or_a_dataframe_cell(ex: Exploration) -> None:
     """What a notebook holds: a heads() row, or an event id straight from a DataFrame (a numpy integer)."""
     ex.run(progress=False)
-    ex.harvest()
+    ex.harvest(finish=True)  # the fixture's model fails now and then: a run may stop paused
     head = ex.heads().iloc[0]
     cell = ex.events()["event_id"].max()  # numpy.int64
     assert not isinstance(cell, int)
