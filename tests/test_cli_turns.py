@@ -7,7 +7,6 @@ opened; an event outside the graph's history exits 1 with the store's message.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 from pathlib import Path
@@ -19,6 +18,7 @@ from fractal_nb import Exploration, SimulatedLLM
 from fractal_nb.cli import EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
 from fractal_nb.graph_sql import TABLES, GraphRows
 from tests.test_cli import console_script
+from tests.test_cli_inspect import _in_tmp, digest, opened, run  # noqa: F401 - _in_tmp: autouse
 
 SEED = "Why do cities grow?"
 FOLLOW_UP = "What stops a city from growing?"
@@ -37,25 +37,6 @@ def turns_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
         seed_question = ex.nodes().query("node_type == 'question' and depth == 1")["node_id"].iloc[0]
         ex.note(str(seed_question), "The harbour silted up in 1700.")
     return path
-
-
-@pytest.fixture(autouse=True)
-def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-
-
-def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def opened(path: Path) -> Exploration:
-    return Exploration.open(path, llm=SimulatedLLM(), read_only=True)
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def first_head(path: Path) -> int:
