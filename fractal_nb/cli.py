@@ -92,7 +92,9 @@ INSPECTION_HELP = {
         "and its head's event (empty for the open turn).",
     ),
 }
-AT_COMMANDS = ("tree", "edges", "export")  # the commands that take --at EVENT (the state at that event)
+# The commands that take --at EVENT: the state at that event (tree, edges, export), or the rows
+# written by then (events, heads, turns).
+AT_COMMANDS = ("tree", "edges", "export", "events", "heads", "turns")
 EXPORT_FORMATS = (".md", ".html", ".parquet")
 EXPORT_TABLES = ("nodes", "edges", "events", "llm_calls", "gaps", "turns", "heads")  # graph_sql.TABLES
 EXPORT_AT_TABLES = ("nodes", "edges", "gaps")  # export --at: the tables the state at an event holds

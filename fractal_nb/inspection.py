@@ -55,9 +55,10 @@ def show_report(ex: Exploration, args: argparse.Namespace) -> Shown:
 
 def show_events(ex: Exploration, args: argparse.Namespace) -> Shown:
     """The event log after ``--since`` (``ex.events(since)``)."""
-    return _table(
-        ex.events(since=args.since), "events", ["event_id", "created_at", "kind", "node_id", "actor"]
-    )
+    events = ex.events(since=args.since)
+    if args.at is not None:  # the log as it stood at that event
+        events = events[events["event_id"] <= _event_in_history(ex, args.at)]
+    return _table(events, "events", ["event_id", "created_at", "kind", "node_id", "actor"])
 
 
 def show_edges(ex: Exploration, args: argparse.Namespace) -> Shown:
@@ -103,7 +104,10 @@ def show_tree(ex: Exploration, args: argparse.Namespace) -> Shown:
 def show_heads(ex: Exploration, args: argparse.Namespace) -> Shown:
     """One row per head, the current head last (``ex.heads()``)."""
     columns = [c for c in HEAD_COLUMNS if c not in ("root_synthesis", "cost")]
-    return _table(ex.heads(), "heads", columns, cut=("asked",))
+    heads = ex.heads()
+    if args.at is not None:  # the heads made by that event
+        heads = heads[heads["head_event"] <= _event_in_history(ex, args.at)]
+    return _table(heads, "heads", columns, cut=("asked",))
 
 
 def show_state(ex: Exploration, args: argparse.Namespace) -> Shown:
@@ -134,6 +138,11 @@ def show_state(ex: Exploration, args: argparse.Namespace) -> Shown:
 def show_turns(ex: Exploration, args: argparse.Namespace) -> Shown:
     """One row per turn, the open one last (``ex.turns()``)."""
     turns = ex.turns()
+    if args.at is not None:  # the turns begun by that event; a head made after it is not one yet
+        at = _event_in_history(ex, args.at)
+        turns = turns[turns["started_event"] <= at].copy()
+        later = turns["head_event"] > at
+        turns.loc[later, ["head_event", "status", "tokens", "cost"]] = None
     for column in ("head_event", "tokens"):  # empty for the open turn: whole numbers, not floats
         turns[column] = turns[column].astype("Int64")
     return _table(turns, "turns", [c for c in TURN_COLUMNS if c != "cost"], cut=("asked",))
@@ -193,6 +202,11 @@ COMMANDS: dict[str, Command] = {
     "turns": show_turns,
 }
 """Each read-only command: its name -> the function that asks the facade (one line each)."""
+
+
+def _event_in_history(ex: Exploration, event: int) -> int:
+    """``event``, once the store has checked it is one of the graph's (else its error: exit 1)."""
+    return ex.at(event).event_id
 
 
 def _state(ex: Exploration, args: argparse.Namespace) -> Exploration | GraphAt:

@@ -144,7 +144,6 @@ def test_export_at_writes_a_table_as_it_was(
         ["tree", "{file}", "--at", "0"],
         ["edges", "{file}", "--at", "seven"],
         ["edges", "{file}", "--at", "1.5"],
-        ["heads", "{file}", "--at", "3"],
         ["turns"],
         ["export", "{file}", "--at", "3", "--to", "out.md"],
         ["export", "{file}", "--at", "3", "--to", "out.html"],
@@ -199,3 +198,25 @@ def test_the_console_script_lists_heads_and_the_tree_at_one(turns_file: Path, tm
     )
     assert tree.returncode == 0, tree.stderr
     assert SEED in tree.stdout and FOLLOW_UP not in tree.stdout
+
+
+def test_events_heads_and_turns_at_an_event_show_the_rows_written_by_then(
+    turns_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    at = first_head(turns_file)
+    before = digest(turns_file)
+    code, out, _ = run(["events", str(turns_file), "--at", str(at), "--json"], capsys)
+    assert code == EXIT_OK
+    events = json.loads(out)["events"]
+    assert max(e["event_id"] for e in events) == at
+    code, out, _ = run(["heads", str(turns_file), "--at", str(at), "--json"], capsys)
+    assert code == EXIT_OK and [h["turn"] for h in json.loads(out)["heads"]] == [1]
+    with opened(turns_file) as ex:
+        asked_at = int(ex.turns()["started_event"].iloc[1])
+    code, out, _ = run(["turns", str(turns_file), "--at", str(asked_at), "--json"], capsys)
+    turns = json.loads(out)["turns"]
+    assert code == EXIT_OK and [t["turn"] for t in turns] == [1, 2]
+    assert turns[1]["head_event"] is None, "turn 2's head came after that event"
+    code, _, err = run(["heads", str(turns_file), "--at", "999999"], capsys)
+    assert code == EXIT_ERROR and "999999" in err
+    assert digest(turns_file) == before
