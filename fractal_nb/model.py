@@ -99,6 +99,45 @@ class ClaimKind(StrEnum):
     UNKNOWN = "unknown"
 
 
+class Strategy(StrEnum):
+    """How a graph thinks (docs/architecture.md, "Sources and citations", "Tracks").
+
+    ``fractal``: sub-questions all at once, synthesized bottom-up; ``tracks``:
+    at least three orthogonal tracks worked in parallel, each with cited findings,
+    aggregated into a synthesis object (unified, nuances, open questions, confidence).
+    """
+
+    FRACTAL = "fractal"
+    TRACKS = "tracks"
+
+
+class CitationStatus(StrEnum):
+    """What the store found when it checked a citation at write time (store/citations.py).
+
+    ``verified``: the source is one of the graph's, the lines exist and the quote
+    is found in them (whitespace-normalized); each other value names the first check that failed.
+    """
+
+    VERIFIED = "verified"
+    NO_SUCH_SOURCE = "no_such_source"
+    NO_SUCH_LINES = "no_such_lines"
+    MISQUOTED = "misquoted"
+
+
+class Support(StrEnum):
+    """Whether a finding or an answer rests on checked evidence.
+
+    ``supported``: at least one citation verified and none failed; ``unsupported``:
+    its citations failed or are missing while the graph has sources (kept, shown as
+    such, never part of a unified answer or a finding of the result); ``no_sources``:
+    the graph has no sources, so nothing could be cited.
+    """
+
+    SUPPORTED = "supported"
+    UNSUPPORTED = "unsupported"
+    NO_SOURCES = "no_sources"
+
+
 class WeakReason(StrEnum):
     """Why a synthesis is weak: what one of the sub-questions it was built on is.
 

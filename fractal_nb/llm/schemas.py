@@ -87,6 +87,38 @@ class SubQuestion(_Output):
     proxy_signal: ProxySignal
 
 
+MAX_CITATIONS = 8
+"""Citations kept per answer, finding or track finding (a longer list is refused)."""
+
+
+class Citation(_Output):
+    """Where a statement's evidence is: a source of the graph, a span of its lines, and the quoted text.
+
+    ``source`` is the source's name as the evidence shown names it (a file's path
+    relative to where it was added, or a snippet's or table's label). The store
+    checks every citation when it is written (docs/architecture.md, "Sources and citations").
+    """
+
+    source: str = Field(min_length=1, max_length=1000)
+    line_start: int = Field(ge=1)
+    line_end: int = Field(ge=1)
+    quote: str = Field(min_length=1, max_length=2000, description="The cited lines' text, quoted.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Citation:
+        if self.line_end < self.line_start:
+            raise ValueError(f"line_end {self.line_end} is before line_start {self.line_start}")
+        return self
+
+
+def _citations() -> Any:
+    return Field(
+        default_factory=list,
+        max_length=MAX_CITATIONS,
+        description="The evidence shown that this rests on: source, line span and the quoted text.",
+    )
+
+
 class StatedClaim(_Output):
     """One claim of an answer: a fact with its support, an assumption, or an unknown.
 

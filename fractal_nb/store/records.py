@@ -413,3 +413,39 @@ class TurnRecord(TypedDict):
     cost: float | None
     created_at: float
     ended_at: float | None
+
+
+class SourceRecord(TypedDict):
+    """A source of a graph (docs/architecture.md, "Sources and citations"): file, snippet, column or table."""
+
+    graph_id: str
+    source_id: str  # stable: the same name and content give the same id
+    name: str  # what citations name: a file's path relative to where it was added, or a label
+    kind: str  # file | snippet | dataframe | table
+    location: str | None  # a file's absolute path (NULL for a snippet, a column or a table's rows)
+    content_hash: str  # sha256 of the text as stored
+    line_count: int
+    chunk_count: int
+    added_at: str | None
+
+
+class ChunkRecord(TypedDict):
+    """A span of a source's lines, the unit of retrieval; ids are stable (source id and line span)."""
+
+    chunk_id: str
+    source_id: str
+    source: str  # the source's name
+    line_start: int  # 1-based, inclusive
+    line_end: int
+    text: str
+
+
+class CitationRecord(TypedDict):
+    """A citation as stored, with what the store's check found (``status``, a CitationStatus)."""
+
+    source: str
+    line_start: int
+    line_end: int
+    quote: str
+    status: str
+    detail: NotRequired[str]  # why a check failed, or that the file on disk changed since it was added
