@@ -148,37 +148,52 @@ def build_corpus(chunks: int, *, root: Path = ROOT, stdlib: bool = True) -> list
 
 
 @dataclass(frozen=True)
-class Question:
-    """A question and the lines that answer it."""
+class Span:
+    """Lines of a file: 1-based, inclusive."""
 
-    text: str
     source: str
     line_start: int
     line_end: int
 
+
+@dataclass(frozen=True)
+class Question:
+    """A question and the lines that answer it (one span, or a few that say the same)."""
+
+    text: str
+    spans: tuple[Span, ...]
+
     def answered_by(self, chunk: ChunkRecord) -> bool:
-        """Whether ``chunk`` overlaps the supporting lines."""
-        return (
-            chunk["source"] == self.source
-            and chunk["line_start"] <= self.line_end
-            and chunk["line_end"] >= self.line_start
+        """Whether ``chunk`` overlaps lines that answer the question."""
+        return any(
+            chunk["source"] == span.source
+            and chunk["line_start"] <= span.line_end
+            and chunk["line_end"] >= span.line_start
+            for span in self.spans
         )
 
 
+def find_span(entry: dict[str, Any], question: str, root: Path = ROOT) -> Span:
+    """The span an entry names by its anchor; ValueError when the anchor is not on exactly one line."""
+    lines = (root / entry["file"]).read_text(encoding="utf-8").split("\n")
+    at = [i for i, line in enumerate(lines) if entry["anchor"] in line]
+    if len(at) != 1:
+        raise ValueError(
+            f"{entry['file']}: the anchor {entry['anchor']!r} of {question!r} is on {len(at)} lines, "
+            f"not one; update {QUESTIONS.name}"
+        )
+    return Span(entry["file"], at[0] + 1, min(at[0] + entry["lines"], len(lines)))
+
+
 def load_questions(path: Path = QUESTIONS, root: Path = ROOT) -> list[Question]:
-    """The fixture's questions with their spans, found by anchor; ValueError naming a lost anchor."""
-    questions = []
-    for entry in json.loads(path.read_text(encoding="utf-8"))["questions"]:
-        lines = (root / entry["file"]).read_text(encoding="utf-8").split("\n")
-        at = [i for i, line in enumerate(lines) if entry["anchor"] in line]
-        if len(at) != 1:
-            raise ValueError(
-                f"{entry['file']}: the anchor {entry['anchor']!r} of {entry['question']!r} is on "
-                f"{len(at)} lines, not one; update {path.name}"
-            )
-        end = min(at[0] + entry["lines"], len(lines))
-        questions.append(Question(entry["question"], entry["file"], at[0] + 1, end))
-    return questions
+    """The fixture's questions with their spans, found by anchor."""
+    return [
+        Question(
+            entry["question"],
+            tuple(find_span(e, entry["question"], root) for e in [entry, *entry.get("also", [])]),
+        )
+        for entry in json.loads(path.read_text(encoding="utf-8"))["questions"]
+    ]
 
 
 # -- the candidates ----------------------------------------------------------------------------
@@ -283,8 +298,9 @@ class DuckDBFts:
         rows = (
             self._db.cursor()
             .execute(
-                "SELECT position, score FROM (SELECT position, fts_main_chunks.match_bm25(position, ?) AS score "
-                "FROM chunks) WHERE score IS NOT NULL ORDER BY score DESC, position LIMIT ?",
+                "SELECT position, score FROM (SELECT position, "
+                "fts_main_chunks.match_bm25(position, ?) AS score FROM chunks) "
+                "WHERE score IS NOT NULL ORDER BY score DESC, position LIMIT ?",
                 [terms, k],
             )
             .fetchall()
@@ -340,6 +356,13 @@ def recall(searcher: Searcher, questions: Sequence[Question], k: int) -> float:
     """The share of questions with a chunk of their supporting lines among the first ``k`` found."""
     found = sum(any(q.answered_by(chunk) for chunk, _ in searcher.search(q.text, k)) for q in questions)
     return found / len(questions)
+
+
+def timed(call: Callable[[], object]) -> float:
+    """Seconds ``call`` took."""
+    started = time.perf_counter()
+    call()
+    return time.perf_counter() - started
 
 
 def measure(
@@ -414,6 +437,8 @@ def main() -> None:
     print()
     rows = [measure(name, build, corpus, questions, repeat) for name, build in candidates(fts=fts)]
     print(table(rows))
+    terms = statistics.median(timed(lambda: [chunk_terms(chunk) for chunk in corpus]) for _ in range(repeat))
+    print(f"of each index time, the terms alone (the same for every candidate): {terms:.2f} s")
     print()
     print(
         "choice: bm25s. Pure Python over numpy (no compiled wheel of its own), no network, no model; "

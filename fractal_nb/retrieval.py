@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from .store.records import ChunkRecord
 
 DEFAULT_K = 5
+K1, B = (
+    1.2,
+    0.75,
+)  # BM25's term-frequency saturation and length normalization: Lucene's (and tantivy's) defaults
 STOPWORDS = frozenset(STOPWORDS_EN_PLUS)
 _WORD = re.compile(r"\w+")
 # the parts of an identifier: an acronym before a capitalized word, a (capitalized) word, an acronym, digits
@@ -42,8 +46,8 @@ def tokenize(text: str) -> list[str]:
 
     A term of one character and a stopword are left out; the order of the text is kept.
 
-    >>> tokenize("How does claim_work stay atomic?")
-    ['claim_work', 'claim', 'work', 'stay', 'atomic']
+    >>> tokenize("Do snake_case and camelCase split?")
+    ['snake_case', 'snake', 'case', 'camelcase', 'camel', 'case', 'split']
     >>> tokenize("GraphStore.parseHTTPHeader(x)")
     ['graphstore', 'graph', 'store', 'parsehttpheader', 'parse', 'http', 'header']
     """
@@ -65,10 +69,10 @@ class SourceIndex:
     per graph and builds a new one when the graph's sources change).
 
     >>> chunk = {"chunk_id": "a:1-2", "source_id": "a", "source": "notes.md",
-    ...          "line_start": 1, "line_end": 2, "text": "A claim is atomic."}
+    ...          "line_start": 1, "line_end": 2, "text": "The river floods in spring."}
     >>> other = dict(chunk, chunk_id="a:3-4", line_start=3, line_end=4, text="Prices rose.")
     >>> index = SourceIndex([chunk, other])
-    >>> [(hit["chunk_id"], score > 0) for hit, score in index.search("atomic claims")]
+    >>> [(hit["chunk_id"], score > 0) for hit, score in index.search("When does the river flood?")]
     [('a:1-2', True)]
     """
 
@@ -77,7 +81,7 @@ class SourceIndex:
         self._bm25: bm25s.BM25 | None = None
         if self._chunks:
             corpus = [tokenize(chunk["source"]) + tokenize(chunk["text"]) for chunk in self._chunks]
-            self._bm25 = bm25s.BM25()
+            self._bm25 = bm25s.BM25(k1=K1, b=B)
             self._bm25.index(corpus, show_progress=False)
 
     def __len__(self) -> int:
