@@ -17,6 +17,7 @@ called ``store/work.py`` answers to "work".
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -51,14 +52,16 @@ def tokenize(text: str) -> list[str]:
     >>> tokenize("GraphStore.parseHTTPHeader(x)")
     ['graphstore', 'graph', 'store', 'parsehttpheader', 'parse', 'http', 'header']
     """
-    terms: list[str] = []
-    for word in _WORD.findall(text):
-        whole = word.lower()
-        parts = [part.lower() for part in _PART.findall(word)]
-        for term in [whole, *(part for part in parts if part != whole)] if len(parts) > 1 else [whole]:
-            if len(term) > 1 and term not in STOPWORDS:
-                terms.append(term)
-    return terms
+    return [term for word in _WORD.findall(text) for term in _word_terms(word)]
+
+
+@functools.lru_cache(maxsize=1 << 16)  # words repeat: a corpus's tokens are mostly a few thousand words
+def _word_terms(word: str) -> tuple[str, ...]:
+    """One word's terms: itself lower-cased, then its parts when it is an identifier of several."""
+    whole = word.lower()
+    parts = [part.lower() for part in _PART.findall(word)]
+    terms = [whole, *(part for part in parts if part != whole)] if len(parts) > 1 else [whole]
+    return tuple(term for term in terms if len(term) > 1 and term not in STOPWORDS)
 
 
 class SourceIndex:
