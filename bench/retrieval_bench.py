@@ -8,10 +8,10 @@ Run from the repository root::
 The corpus is built on this machine without network: this repository's text
 files (README, docs, the package, tests, benches) and then the Python standard
 library's ``.py`` files, in sorted order, until it holds ``--chunks`` chunks.
-Files are cut into the store's chunks: non-overlapping windows of about 30 lines,
-broken at a blank line between 20 and 40 lines where there is one (a
-chunk's text is its lines joined by "\\n"; :func:`chunk_lines` writes the same
-windows, as the store's chunker was not committed when this was written).
+Files are cut into the store's chunks (``fractal_nb.store.sources.chunk_spans``:
+non-overlapping windows of about 30 lines, ending at a blank line between 20
+and 40 where there is one; a chunk's text is its lines joined by "\\n"); a
+checkout without that module uses a copy of the same windows written here.
 
 The questions (``bench/retrieval_questions.json``) are about this repository,
 each with the file and lines that answer it; a span is found by an anchor
@@ -72,43 +72,66 @@ REPOSITORY_PARTS += [("tests", "*.py"), ("bench", "*.py")]
 # -- the corpus --------------------------------------------------------------------------------
 
 
-def chunk_lines(text: str) -> list[tuple[int, int, str]]:
-    """``(line_start, line_end, text)`` windows of ``text``'s lines, 1-based and inclusive.
+try:
+    from fractal_nb.store.sources import chunk_spans, split_lines  # noqa: E402  (the store's own chunks)
 
-    >>> [(s, e) for s, e, _ in chunk_lines("\\n".join(["x"] * 25 + [""] + ["y"] * 50))]
-    [(1, 26), (27, 56), (57, 76)]
-    """
-    lines = text.split("\n")
-    chunks, start = [], 0
-    while start < len(lines):
-        end = min(start + WINDOW, len(lines))
-        if start + LONGEST < len(lines):
-            blanks = [b for b in range(start + SHORTEST, start + LONGEST) if not lines[b].strip()]
-            if blanks:
-                end = min(blanks, key=lambda b: (abs(b + 1 - (start + WINDOW)), b)) + 1
-        else:  # the rest fits one chunk
-            end = len(lines)
-        chunks.append((start + 1, end, "\n".join(lines[start:end])))
-        start = end
-    return chunks
+    CHUNKER = "the store's (fractal_nb.store.sources.chunk_spans)"
+except ImportError:  # a checkout without the sources store yet: the same windows, written here
+    CHUNKER = "the bench's copy of the store's windows"
+    CHUNK_LINES = (20, 30, 40)  # a chunk's fewest, usual and most lines
+    CHUNK_CHARS = 8_000  # a chunk ends before it passes this many characters (at least one line)
+
+    def split_lines(text: str) -> list[str]:
+        """A text's lines (a final newline ends the last line; it opens no empty one)."""
+        lines = text.split("\n")
+        return lines[:-1] if len(lines) > 1 and lines[-1] == "" else lines
+
+    def chunk_spans(lines: Sequence[str]) -> list[tuple[int, int]]:
+        """Non-overlapping 1-based inclusive spans, ending at the blank line nearest 30 lines among 20-40.
+
+        >>> chunk_spans((["x"] * 24 + [""]) * 3)
+        [(1, 25), (26, 50), (51, 75)]
+        """
+        fewest, usual, most = CHUNK_LINES
+        spans: list[tuple[int, int]] = []
+        start, total = 0, len(lines)
+        while start < total:
+            end = min(start + usual, total)
+            if total - start > most:
+                blanks = [i for i in range(start + fewest - 1, start + most) if not lines[i].strip()]
+                if blanks:
+                    end = min(blanks, key=lambda i: (abs(i - (start + usual - 1)), i)) + 1
+            else:
+                end = total
+            size, cut = 0, start
+            while cut < end and (cut == start or size + len(lines[cut]) + 1 <= CHUNK_CHARS):
+                size += len(lines[cut]) + 1
+                cut += 1
+            spans.append((start + 1, cut))
+            start = cut
+        return spans
 
 
 def file_chunks(name: str, text: str) -> list[ChunkRecord]:
     """A file's chunks with the store's ids (``source_id:line_start-line_end``)."""
     content_hash = hashlib.sha256(text.encode()).hexdigest()
+    lines = split_lines(text)
     source_id = hashlib.sha256(f"{name}\0{content_hash}".encode()).hexdigest()[:12]
-    return [
-        {
-            "chunk_id": f"{source_id}:{start}-{end}",
-            "source_id": source_id,
-            "source": name,
-            "line_start": start,
-            "line_end": end,
-            "text": lines,
-        }
-        for start, end, lines in chunk_lines(text)
-        if lines.strip()
-    ]
+    chunks: list[ChunkRecord] = []
+    for start, end in chunk_spans(lines):
+        body = "\n".join(lines[start - 1 : end])
+        if body.strip():  # blank lines alone are no evidence (the store keeps them; no question finds them)
+            chunks.append(
+                {
+                    "chunk_id": f"{source_id}:{start}-{end}",
+                    "source_id": source_id,
+                    "source": name,
+                    "line_start": start,
+                    "line_end": end,
+                    "text": body,
+                }
+            )
+    return chunks
 
 
 def repository_files(root: Path = ROOT) -> Iterator[tuple[str, Path]]:
