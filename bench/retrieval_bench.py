@@ -487,6 +487,7 @@ def main() -> None:
     print(
         f"corpus: {len(corpus):,} chunks of {sources:,} files; {len(questions)} questions; median of {repeat}"
     )
+    print(f"chunks: {CHUNKER}")
     fts_reason = fts_status()
     fts = os.environ.get("FRACTAL_NB_BENCH_FTS") == "1" and fts_reason is None
     print(
