@@ -82,8 +82,8 @@ class SourceIndex:
     def __init__(self, chunks: Sequence[ChunkRecord]) -> None:
         self._chunks = list(chunks)
         self._bm25: bm25s.BM25 | None = None
-        if self._chunks:
-            corpus = [tokenize(chunk["source"]) + tokenize(chunk["text"]) for chunk in self._chunks]
+        corpus = [tokenize(chunk["source"]) + tokenize(chunk["text"]) for chunk in self._chunks]
+        if any(corpus):  # no term anywhere (no chunks, or stopwords only): nothing can match
             self._bm25 = bm25s.BM25(k1=K1, b=B)
             self._bm25.index(corpus, show_progress=False)
 

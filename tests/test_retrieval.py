@@ -91,9 +91,11 @@ def test_empty_and_junk_queries_find_nothing(query: str) -> None:
     assert SourceIndex(CHUNKS).search(query) == []
 
 
-def test_an_index_of_no_chunks_finds_nothing() -> None:
+def test_an_index_of_no_chunks_or_no_terms_finds_nothing() -> None:
     empty = SourceIndex([])
     assert len(empty) == 0 and empty.search("harbour") == []
+    no_terms = SourceIndex([chunk("the of and", source="a"), chunk("", source="b", line_start=2)])
+    assert len(no_terms) == 2 and no_terms.search("of the") == [] and no_terms.search("harbour") == []
 
 
 def test_chunks_of_only_stopwords_are_indexed_and_never_found() -> None:
