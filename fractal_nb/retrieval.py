@@ -97,6 +97,8 @@ class SourceIndex:
         A query with no indexed term (empty, stopwords only, words no chunk has)
         finds nothing. Equal scores keep the chunks' order.
         """
+        if not isinstance(query, str):
+            raise InvalidInputError(f"query must be text, not {type(query).__name__}")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InvalidInputError(f"k must be a whole number of chunks, at least 1 (got {k!r})")
         if self._bm25 is None:

@@ -75,7 +75,7 @@ def test_stopwords_and_single_letters_are_not_terms() -> None:
     assert tokenize("The Harbour") == ["harbour"]
 
 
-def test_k_bounds_the_hits_and_only_matching_chunks_come_back() -> None:
+def test_k_bounds_the_hits_only_matching_chunks_come_back_and_bad_arguments_are_refused() -> None:
     index = SourceIndex(CHUNKS)
     assert len(index) == len(CHUNKS)
     assert len(index.search("harbour froze", k=1)) == 1
@@ -84,6 +84,9 @@ def test_k_bounds_the_hits_and_only_matching_chunks_come_back() -> None:
     for k in (0, -1, 1.5, True, "3"):
         with pytest.raises(InvalidInputError, match="k must be a whole number of chunks, at least 1"):
             index.search("harbour", k=k)  # type: ignore[arg-type]
+    for query in (None, 3, ["harbour"]):
+        with pytest.raises(InvalidInputError, match="query must be text"):
+            index.search(query)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("query", ["", "   ", "the of and what is", "zzqx", "?! ... --", "x y z"])
