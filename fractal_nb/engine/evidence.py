@@ -16,10 +16,10 @@ from typing import Any
 
 from ..llm.protocol import Message
 from ..llm.schemas import MAX_CITATIONS, Citation
-from ..model import CitationStatus, Support
+from ..model import CitationStatus
 from ..prompts import render
 from ..store import WorkerStore
-from ..store.records import ChunkRecord, NodeRecord
+from ..store.records import ChunkRecord, NodeRecord, SourceHit
 from ..text import clip
 
 EVIDENCE_K = 5
@@ -39,33 +39,39 @@ def has_sources(store: WorkerStore, graph_id: str) -> bool:
     return bool(store.list_sources(graph_id))
 
 
-def gather(store: WorkerStore, graph_id: str, question: str) -> list[ChunkRecord]:
+def gather(store: WorkerStore, graph_id: str, question: str) -> list[SourceHit]:
     """The passages of the graph's sources closest to ``question``, best first."""
-    return list(store.search_sources(graph_id, question, k=EVIDENCE_K))
+    return store.search_sources(graph_id, question, k=EVIDENCE_K)
 
 
 def section(hits: Sequence[ChunkRecord]) -> str:
     r"""The answer prompt's evidence section (``prompts/evidence.txt``), opening with a blank line.
 
-    Each passage as ``[source:L12-L40]`` then its lines, each with its number;
-    passages past :data:`EVIDENCE_CHARS` are left out (the first is always shown).
+    Each passage as ``[source:L12-L40]`` then its lines, each with its number. The
+    lines shown stay within :data:`EVIDENCE_CHARS`: a passage the bound cuts is
+    shown up to its last whole line (its head names the lines shown), and the
+    passages after it are left out.
 
     >>> hit = {"source": "notes/a.md", "line_start": 7, "line_end": 8, "text": "alpha\nbeta"}
     >>> print(section([hit]).splitlines()[3:6])
     ['[notes/a.md:L7-L8]', '7: alpha', '8: beta']
     """
     shown: list[str] = []
-    used = 0
+    left = EVIDENCE_CHARS
     for hit in hits:
-        lines = hit["text"].split("\n")
-        block = "\n".join(
-            [f"[{hit['source']}:L{hit['line_start']}-L{hit['line_end']}]"]
-            + [f"{hit['line_start'] + i}: {_cut(line)}" for i, line in enumerate(lines)]
-        )
-        if shown and used + len(block) > EVIDENCE_CHARS:
+        lines: list[str] = []
+        for number, line in enumerate(hit["text"].split("\n"), start=hit["line_start"]):
+            numbered = f"{number}: {_cut(line)}"
+            if len(numbered) + 1 > left:
+                break
+            lines.append(numbered)
+            left -= len(numbered) + 1
+        if not lines:
             break
-        shown.append(block)
-        used += len(block)
+        last = hit["line_start"] + len(lines) - 1
+        shown.append("\n".join([f"[{hit['source']}:L{hit['line_start']}-L{last}]", *lines]))
+        if last < hit["line_end"]:  # the bound cut it
+            break
     passages = "\n\n".join(shown) or "(no passage of the sources matches this question)"
     return "\n\n" + render("evidence", passages=passages, most=MAX_CITATIONS)
 
@@ -117,14 +123,6 @@ def with_rule(messages: list[Message], *, sources: bool) -> list[Message]:
     *head, last = messages
     rule = render("harvest_citing", most=MAX_CITATIONS)
     return [*head, Message(role=last["role"], content=f"{last['content']}\n\n{rule}")]
-
-
-def support_of(citations: Sequence[Mapping[str, Any]], *, sources: bool) -> Support:
-    """A finding's or an answer's support from its checked citations (``model.Support``)."""
-    if not sources:
-        return Support.NO_SOURCES
-    ok = bool(citations) and all(c.get("status") == CitationStatus.VERIFIED for c in citations)
-    return Support.SUPPORTED if ok else Support.UNSUPPORTED
 
 
 def _span(citation: Mapping[str, Any]) -> tuple[str, int, int]:

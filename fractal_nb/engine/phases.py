@@ -19,6 +19,7 @@ from ..model import (
 )
 from ..prompts import chat
 from ..results import ChainLink, FractalResult, StepRecord
+from ..store.citations import support_of
 from ..store.records import NodeRecord, Snapshot
 from ..text import clip, normalize
 from . import evidence, grounding
@@ -205,9 +206,7 @@ def _stored_result(run: RunState, snapshot: Snapshot) -> FractalResult:
         {
             **f,
             "citations": list(f.get("citations") or []),
-            "support": str(
-                f.get("support") or evidence.support_of(f.get("citations") or [], sources=sources)
-            ),
+            "support": str(f.get("support") or support_of(f.get("citations") or [], sources)),
         }
         for f in harvest.get("findings") or []
     ]
@@ -220,7 +219,7 @@ def _checked(run: RunState, summary: HarvestSummary) -> list[dict[str, Any]]:
     for finding in summary.findings:
         cited = evidence.raw(finding.citations)
         checked = list(run.local.check_citations(run.graph_id, cited)) if cited else []
-        support = evidence.support_of(checked, sources=run.has_sources)
+        support = support_of(checked, run.has_sources)
         findings.append({**finding.model_dump(mode="json"), "citations": checked, "support": support.value})
     return findings
 

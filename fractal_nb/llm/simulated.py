@@ -261,7 +261,13 @@ class SimulatedLLM:
         wording = _ANSWER_WORDINGS[depth % len(_ANSWER_WORDINGS)]
         citations = _cite(prompt, question)  # with an evidence section: real lines of its first passage
         where = "".join(
-            f" It rests on {c['source']}, lines {c['line_start']}-{c['line_end']}." for c in citations
+            f" It rests on {c['source']}, "
+            + (
+                f"line {c['line_start']}."
+                if c["line_start"] == c["line_end"]
+                else f"lines {c['line_start']}-{c['line_end']}."
+            )
+            for c in citations
         )
         return {
             # The depth tells apart the answers to questions that read alike along one path
@@ -321,7 +327,7 @@ class SimulatedLLM:
         # The chain's verified citations (engine/evidence.py), carried to the findings in turn.
         cited = [
             {"source": src, "line_start": int(a), "line_end": int(b), "quote": quote}
-            for src, a, b, quote in _CHAIN_CITE.findall(chain)
+            for src, a, b, quote in dict.fromkeys(_CHAIN_CITE.findall(chain))  # each once
         ]
         return {
             "summary": f"[simulated] A simulated exploration of {seed!r} across {steps} syntheses. "

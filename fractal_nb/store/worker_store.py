@@ -15,7 +15,6 @@ from typing import Any, Protocol
 from .holders import HolderInfo
 from .records import (
     AnswerSubmitted,
-    ChunkRecord,
     Claim,
     ClaimableList,
     ClaimRecord,
@@ -27,6 +26,7 @@ from .records import (
     ReadyList,
     Recovered,
     Saturated,
+    SourceHit,
     SourceRecord,
     SynthesisClaim,
     SynthesisInputs,
@@ -141,5 +141,5 @@ class WorkerStore(Protocol):
     def list_sources(self, graph_id: str) -> list[SourceRecord]:
         """See :meth:`GraphStore.list_sources`."""
 
-    def search_sources(self, graph_id: str, query: str, k: int = 5) -> list[ChunkRecord]:
+    def search_sources(self, graph_id: str, query: str, k: int = 5) -> list[SourceHit]:
         """See :meth:`GraphStore.search_sources`."""

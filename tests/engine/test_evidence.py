@@ -59,6 +59,19 @@ def notes(tmp_path: Path) -> Path:
     return folder
 
 
+def explore(folder: Path, **options: Any) -> Exploration:
+    """A pulse exploration of :data:`SEED` whose sources are the files of ``folder``."""
+    ex = Exploration.create(SEED, intensity="pulse", **options)
+    ex.store.add_sources(
+        ex.graph_id,
+        [
+            {"name": path.name, "kind": "file", "location": str(path), "text": path.read_text()}
+            for path in sorted(folder.iterdir())
+        ],
+    )
+    return ex
+
+
 class Recording:
     """A model that answers as ``inner`` does and keeps every prompt it was sent (a real backend)."""
 
@@ -102,10 +115,8 @@ def test_with_sources_every_simulated_answer_cites_real_lines_and_every_finding_
     notes: Path, tmp_path: Path
 ) -> None:
     llm = Recording(SimulatedLLM(seed=3))
-    with Exploration.create(
-        SEED, intensity="pulse", llm=llm, path=tmp_path / "g.duckdb", sources=notes
-    ) as ex:
-        assert ex.run(max_agents=1, progress=False) == "all_complete"
+    with explore(notes, llm=llm, path=tmp_path / "g.duckdb") as ex:
+        assert ex.run(1, progress=False) == "all_complete"
         result = ex.harvest()
         written = answers(ex)
     assert written
@@ -132,7 +143,7 @@ def test_with_sources_every_simulated_answer_cites_real_lines_and_every_finding_
     assert not result.degraded, result.degraded_reasons
     markdown, page = result.to_markdown(), result._repr_html_()
     cited = result.findings[0]["citations"][0]
-    assert f"[{cited['source']}:L{cited['line_start']}-L{cited['line_end']}]" in markdown
+    assert f"{cited['source']}:L{cited['line_start']}-L{cited['line_end']}\\]" in markdown  # escaped
     assert f"{len(result.findings)} supported finding(s), 0 unsupported" in markdown
     assert "fractal-citations" in page
     assert result.to_dict()["support_counts"] == result.support_counts
@@ -141,7 +152,7 @@ def test_with_sources_every_simulated_answer_cites_real_lines_and_every_finding_
 def test_without_sources_the_prompts_and_the_result_are_as_they_were(tmp_path: Path) -> None:
     llm = Recording(SimulatedLLM(seed=3))
     with Exploration.create(SEED, intensity="pulse", llm=llm, path=tmp_path / "g.duckdb") as ex:
-        ex.run(max_agents=1, progress=False)
+        ex.run(1, progress=False)
         result = ex.harvest()
         written = answers(ex)
     for name, prompt in llm.prompts:
@@ -165,10 +176,8 @@ def test_sources_that_say_nothing_on_the_question_leave_no_supported_finding_and
     folder = tmp_path / "unrelated"
     folder.mkdir()
     (folder / "recipe.txt").write_text("Whisk two eggs with sugar.\nBake the batter for twenty minutes.\n")
-    with Exploration.create(
-        SEED, intensity="pulse", llm=SimulatedLLM(seed=3), path=tmp_path / "g.duckdb", sources=folder
-    ) as ex:
-        ex.run(max_agents=1, progress=False)
+    with explore(folder, llm=SimulatedLLM(seed=3), path=tmp_path / "g.duckdb") as ex:
+        ex.run(1, progress=False)
         result = ex.harvest()
         written = answers(ex)
     # Nothing matched, nothing was cited: every answer is unsupported, and so is every finding.
@@ -186,14 +195,21 @@ def test_sources_that_say_nothing_on_the_question_leave_no_supported_finding_and
 
 def test_the_evidence_section_numbers_each_line_and_stays_bounded() -> None:
     hits = [
-        {"source": f"s{i}.txt", "line_start": 10, "line_end": 49, "text": "\n".join(["word " * 30] * 40)}
+        {"source": f"s{i}.txt", "line_start": 10, "line_end": 49, "text": "\n".join(["word " * 20] * 40)}
         for i in range(5)
     ]
     text = evidence.section(hits)  # type: ignore[arg-type]
     assert text.startswith("\n\nEvidence: ")
     assert "[s0.txt:L10-L49]\n10: word" in text and "\n49: word" in text
-    shown = sum(len(block) for block in re.findall(r"^\[s\d\.txt:.*?(?=\n\n|\Z)", text, re.M | re.S))
-    assert shown <= evidence.EVIDENCE_CHARS
+    lines = re.findall(r"^\d+: .*$", text, re.M)
+    assert sum(len(line) + 1 for line in lines) <= evidence.EVIDENCE_CHARS
+    # The bound cut the second passage: its head names the lines shown, and no third follows.
+    cut = re.search(r"^\[s1\.txt:L10-L(\d+)\]$", text, re.M)
+    assert cut is not None and int(cut.group(1)) < 49 and "[s2.txt" not in text
+    assert (
+        f"\n{cut.group(1)}: word" in text
+        and f"\n{int(cut.group(1)) + 1}: word" not in text.split("[s1.txt")[1]
+    )
     long_line = evidence.section([{"source": "a", "line_start": 1, "line_end": 1, "text": "x" * 5000}])  # type: ignore[list-item]
     assert "1: " + "x" * (evidence.LINE_CHARS - 1) + "…" in long_line
     nothing = evidence.section([])
@@ -227,11 +243,9 @@ def test_a_model_that_cites_and_miscites_through_the_openai_client(notes: Path, 
     )
     with (
         FakeOpenAI(responder=citing_responder(role_responder(), miscite)) as server,
-        Exploration.create(
-            SEED, intensity="pulse", llm=server.llm(), path=tmp_path / "g.duckdb", sources=notes, clock=FAST
-        ) as ex,
+        explore(notes, llm=server.llm(), path=tmp_path / "g.duckdb", clock=FAST) as ex,
     ):
-        ex.run(max_agents=2, progress=False)
+        ex.run(2, progress=False)
         result = ex.harvest(finish=True)
         written = answers(ex)
         questions = {a["node_id"]: question_of(ex, a) for a in written}
