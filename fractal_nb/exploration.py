@@ -415,6 +415,7 @@ class Exploration:
             raise InvalidInputError(f"n must be an integer >= 1, not {n!r}")
         with self._exclusive("pause() it before stepping", resume=True):  # a step is an explicit act
             records: list[StepRecord] = []
+            self._state.refresh_sources()  # sources added since the last run count (engine/evidence.py)
             first = seed(self._state)
             if first is not None:
                 records.append(first)

@@ -6,6 +6,7 @@ import html
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .text import clip
 from .text import markdown_escape as _md
 
 
@@ -60,7 +61,12 @@ class FractalResult:
     convergence_count: int
     contradiction_count: int
     synthesis_chain: list[ChainLink] = field(default_factory=list)
-    findings: list[dict[str, str]] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    """The findings: ``finding``, ``confidence``, ``citations`` (as the store checked them) and ``support``.
+
+    With sources only supported ones (each rests on verified citations); the others are
+    ``unsupported_findings``. Without sources, all of them (``support`` is ``no_sources``).
+    """
     gaps: list[str] = field(default_factory=list)
     depth_limited: list[str] = field(default_factory=list)
     stuck_nodes: list[str] = field(default_factory=list)
@@ -77,6 +83,14 @@ class FractalResult:
     """Weak syntheses (node_id, question, reasons): built on failed, budget-cut or joined sub-questions."""
     claims: list[dict[str, Any]] = field(default_factory=list)
     """The root synthesis's claims: facts (with support and source), assumptions and unknowns, kept apart."""
+    has_sources: bool = False
+    """The graph has sources: answers gather evidence, and a finding must rest on a verified citation."""
+    unsupported_findings: list[dict[str, Any]] = field(default_factory=list)
+    """With sources, the harvest's findings whose citations failed or are missing: kept, never findings."""
+    support_counts: dict[str, int] = field(default_factory=lambda: {"supported": 0, "unsupported": 0})
+    """How many of the harvest's findings are supported and how many unsupported (with sources)."""
+    answer_support: dict[str, int] = field(default_factory=dict)
+    """The answers by support: ``supported``, ``unsupported``, ``no_sources`` (not the seed's plan)."""
 
     @property
     def weak_count(self) -> int:
@@ -101,6 +115,8 @@ class FractalResult:
             lines += [f"**Model replies:** {_replies(self.replies)}", ""]
         if self.degraded:
             lines += ["**Degraded result:** " + "; ".join(_md(r) for r in self.degraded_reasons), ""]
+        if self.has_sources:
+            lines += [f"**Evidence:** {_evidence(self)}", ""]
         if self.weak:
             lines += [
                 f"**Weak syntheses ({self.weak_count}):** " + "; ".join(_md(_weak(w)) for w in self.weak),
@@ -111,7 +127,15 @@ class FractalResult:
             lines += ["", "**Findings**", ""]
             lines += [
                 f"- {_md(f['finding'])} *({f['confidence']}{', weak' if f.get('weak') else ''})*"
+                + "".join(f"\n  - {_md(_cited(c))}" for c in f.get("citations") or [])
                 for f in self.findings
+            ]
+        if self.unsupported_findings:
+            lines += ["", "**Unsupported findings** (kept apart: no verified citation)", ""]
+            lines += [
+                f"- {_md(f['finding'])} *(unsupported)*"
+                + "".join(f"\n  - {_md(_cited(c))}" for c in f.get("citations") or [])
+                for f in self.unsupported_findings
             ]
         if self.gaps:
             lines += ["", "**Gaps**", ""] + [f"- {_md(g)}" for g in self.gaps]
@@ -132,9 +156,18 @@ class FractalResult:
         def items(values: list[str]) -> str:
             return "".join(f"<li>{html.escape(v)}</li>" for v in values)
 
-        findings = [
-            f"{f['finding']} ({f['confidence']}{', weak' if f.get('weak') else ''})" for f in self.findings
-        ]
+        def cited(finding: dict[str, Any], note: str) -> str:
+            cites = "".join(f"<li>{html.escape(_cited(c))}</li>" for c in finding.get("citations") or [])
+            return (
+                f"<li>{html.escape(finding['finding'])} ({html.escape(note)})"
+                + (f"<ul class='fractal-citations'>{cites}</ul>" if cites else "")
+                + "</li>"
+            )
+
+        findings = "".join(
+            cited(f, f"{f['confidence']}{', weak' if f.get('weak') else ''}") for f in self.findings
+        )
+        unsupported = "".join(cited(f, "unsupported") for f in self.unsupported_findings)
         chain = "".join(
             f"<li style='margin-left:{link.depth * 1.2:.1f}em'><b>{html.escape(link.question)}</b> "
             f"{'<i>(degraded)</i> ' if link.degraded else ''}{'<i>(weak)</i> ' if link.weak else ''}"
@@ -162,7 +195,14 @@ class FractalResult:
                 else ""
             )
             + f"<p>{html.escape(self.summary)}</p>"
-            + (f"<p><b>Findings</b></p><ul>{items(findings)}</ul>" if findings else "")
+            + (f"<p><b>Evidence:</b> {html.escape(_evidence(self))}</p>" if self.has_sources else "")
+            + (f"<p><b>Findings</b></p><ul>{findings}</ul>" if findings else "")
+            + (
+                "<p class='fractal-unsupported'><b>Unsupported findings</b> (kept apart: no verified "
+                f"citation)</p><ul>{unsupported}</ul>"
+                if unsupported
+                else ""
+            )
             + (f"<p><b>Gaps</b></p><ul>{items(self.gaps)}</ul>" if self.gaps else "")
             + (f"<details><summary>Synthesis chain</summary><ul>{chain}</ul></details>" if chain else "")
             + "</div>"
@@ -188,3 +228,22 @@ def _replies(replies: dict[str, int]) -> str:
 def _weak(row: dict[str, Any]) -> str:
     """A weak synthesis as one line: its question, then what it is built on."""
     return f"{row['question']} (built on {', '.join(row['reasons'])})"
+
+
+def _cited(citation: dict[str, Any]) -> str:
+    """A citation as one line: where, the quoted text (cut), and what the check found when it failed."""
+    notes = [str(citation[k]) for k in ("status", "detail") if citation.get(k) and citation[k] != "verified"]
+    return (
+        f"[{citation['source']}:L{citation['line_start']}-L{citation['line_end']}] "
+        f"\u201c{clip(str(citation['quote']), 200)}\u201d" + (f" ({': '.join(notes)})" if notes else "")
+    )
+
+
+def _evidence(result: FractalResult) -> str:
+    """The support counts as one line: findings, then answers."""
+    answers = result.answer_support
+    return (
+        f"{result.support_counts.get('supported', 0)} supported finding(s), "
+        f"{result.support_counts.get('unsupported', 0)} unsupported; answers: "
+        f"{answers.get('supported', 0)} supported, {answers.get('unsupported', 0)} unsupported"
+    )

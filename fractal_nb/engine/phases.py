@@ -8,12 +8,21 @@ from typing import Any
 from ..errors import BudgetExhaustedError, FractalError, LLMError
 from ..llm.quality import STORED
 from ..llm.schemas import HarvestSummary, SeedPlan
-from ..model import PENDING_QUESTION, ClaimKind, GraphStatus, NodeStatus, SaturationReason, WeakReason
+from ..model import (
+    PENDING_QUESTION,
+    ClaimKind,
+    GraphStatus,
+    NodeStatus,
+    SaturationReason,
+    Support,
+    WeakReason,
+)
 from ..prompts import chat
 from ..results import ChainLink, FractalResult, StepRecord
+from ..store.citations import support_of
 from ..store.records import NodeRecord, Snapshot
 from ..text import clip, normalize
-from . import grounding
+from . import evidence, grounding
 from .primitive import RunState, cascade, freeze_unexplored
 
 SEED_ATTEMPTS = 3
@@ -126,19 +135,26 @@ def harvest(run: RunState, *, finish: bool = True) -> FractalResult:
         else "(no synthesis yet)"
     )
     summary = HarvestSummary.model_construct(summary=fallback, findings=[], gaps=[])
+    # With sources, each question's verified citations, for the findings to carry (engine/evidence.py).
+    cited = evidence.chain_citations(nodes) if run.has_sources else {}
     chain_text = "\n".join(
-        f"{'  ' * c.depth}- {clip(c.question, 200)}: {clip(c.synthesis, 600)}" for c in sound[:40]
+        f"{'  ' * c.depth}- {clip(c.question, 200)}: {clip(c.synthesis, 600)}"
+        + evidence.cites_lines(cited.get(c.node_id, []), "  " * c.depth + "  ")
+        for c in sound[:40]
     )
     try:
         if spent is not None:
             raise BudgetExhaustedError(f"{spent}: the harvest made no model calls")
         summary = run.call(
             HarvestSummary,
-            chat(
-                "harvest",
-                seed=clip(run.seed, 500),
-                chain=chain_text or "(empty)",
-                gaps="\n".join(f"- {g_}" for g_ in gaps) or "(none)",
+            evidence.with_rule(
+                chat(
+                    "harvest",
+                    seed=clip(run.seed, 500),
+                    chain=chain_text or "(empty)",
+                    gaps="\n".join(f"- {g_}" for g_ in gaps) or "(none)",
+                ),
+                sources=run.has_sources,
             ),
             node_id=snapshot["root_node_id"],
             worker=None,
@@ -147,13 +163,16 @@ def harvest(run: RunState, *, finish: bool = True) -> FractalResult:
         gaps.append(f"harvest summary failed: {exc}")
     # One gap per question (two alike stay two); the model's own gaps added where they are new.
     summary = summary.model_copy(update={"gaps": gaps + [g_ for g_ in summary.gaps if g_ not in gaps]})
-    if finishing:  # kept with the graph, so a reopened file gives the same result without a model
-        with store.batch():
-            store.update_graph_metadata(g, {"harvest": summary.model_dump(mode="json")})
-            store.update_graph_status(g, GraphStatus.COMPLETED, reason="harvested")
-            # The turn ends in a head here (docs/architecture.md, "Turns and heads").
-            store.end_turn(g, cost=run.limits.cost(store.llm_spend(g)))
-    return _result(run, store.get_snapshot(g), chain, summary)
+    if not finishing:  # checked as the store checks them, nothing written
+        return _result(run, store.get_snapshot(g), chain, summary, _checked(run, summary))
+    # Kept with the graph, so a reopened file gives the same result without a model; the store
+    # checks every finding's citations and sets its support (docs/architecture.md, "Sources and citations").
+    with store.batch():
+        store.record_harvest(g, summary.model_dump(mode="json"))
+        store.update_graph_status(g, GraphStatus.COMPLETED, reason="harvested")
+        # The turn ends in a head here (docs/architecture.md, "Turns and heads").
+        store.end_turn(g, cost=run.limits.cost(store.llm_spend(g)))
+    return _stored_result(run, store.get_snapshot(g))
 
 
 def preview(run: RunState) -> FractalResult:
@@ -175,17 +194,49 @@ def preview(run: RunState) -> FractalResult:
     summary = HarvestSummary.model_construct(
         summary=text, findings=[], gaps=[gap_text(row) for row in gap_rows(nodes)]
     )
-    return _result(run, snapshot, chain, summary)
+    return _result(run, snapshot, chain, summary, [])
 
 
 def _stored_result(run: RunState, snapshot: Snapshot) -> FractalResult:
     """A harvested graph's result, read back without calling the model."""
-    stored = HarvestSummary.model_validate(snapshot["metadata"]["harvest"], context=STORED)
-    return _result(run, snapshot, _chain(current(snapshot["nodes"])), stored)
+    harvest, sources = snapshot["metadata"]["harvest"], evidence.has_sources(run.local, run.graph_id)
+    stored = HarvestSummary.model_validate(harvest, context=STORED)
+    # As the store recorded them: each with its checked citations and support (record_harvest).
+    findings = [
+        {
+            **f,
+            "citations": list(f.get("citations") or []),
+            "support": str(f.get("support") or support_of(f.get("citations") or [], sources)),
+        }
+        for f in harvest.get("findings") or []
+    ]
+    return _result(run, snapshot, _chain(current(snapshot["nodes"])), stored, findings)
 
 
-def _result(run: RunState, final: Snapshot, chain: list[ChainLink], summary: HarvestSummary) -> FractalResult:
-    """The result of a graph as it is; ``summary.gaps`` already holds every gap."""
+def _checked(run: RunState, summary: HarvestSummary) -> list[dict[str, Any]]:
+    """The summary's findings with their citations checked by the store (a read), and their support."""
+    findings = []
+    for finding in summary.findings:
+        cited = evidence.raw(finding.citations)
+        checked = list(run.local.check_citations(run.graph_id, cited)) if cited else []
+        support = support_of(checked, run.has_sources)
+        findings.append({**finding.model_dump(mode="json"), "citations": checked, "support": support.value})
+    return findings
+
+
+def _result(
+    run: RunState,
+    final: Snapshot,
+    chain: list[ChainLink],
+    summary: HarvestSummary,
+    findings: list[dict[str, Any]],
+) -> FractalResult:
+    """The result of a graph as it is; ``summary.gaps`` already holds every gap.
+
+    ``findings`` are the summary's, each with its checked ``citations`` and ``support``:
+    with sources only the supported ones are findings of the result, the others
+    are kept apart as unsupported (docs/architecture.md, "Sources and citations").
+    """
     nodes = current(final["nodes"])
     replies = run.local.count_replies(run.graph_id)
     finished = final["status"] == GraphStatus.COMPLETED
@@ -207,6 +258,16 @@ def _result(run: RunState, final: Snapshot, chain: list[ChainLink], summary: Har
         )
     root = next((n for n in nodes if n["node_type"] == "question" and n["depth"] == 0), None)
     root_weak = root is not None and bool(weak_reasons(root))
+    # Findings are drawn from the root's synthesis chain: weak with it.
+    findings = [{**f, **({"weak": "true"} if root_weak else {})} for f in findings]
+    sources = evidence.has_sources(run.local, run.graph_id)  # now: sources may have come since the run
+    kept = [f for f in findings if not sources or f["support"] == Support.SUPPORTED]
+    unsupported = [f for f in findings if sources and f["support"] != Support.SUPPORTED]
+    if sources and not kept and (finished or findings):
+        reasons.append(
+            f"the graph has sources, but none of its {len(findings)} finding(s) rests on a verified "
+            "citation: there are no supported findings"
+        )
     return FractalResult(
         graph_id=run.graph_id,
         seed=run.seed,
@@ -218,8 +279,7 @@ def _result(run: RunState, final: Snapshot, chain: list[ChainLink], summary: Har
         convergence_count=run.local.query_convergence(run.graph_id)["count"],
         contradiction_count=run.local.query_contradictions(run.graph_id)["count"],
         synthesis_chain=chain,
-        # Findings are drawn from the root's synthesis chain: weak with it.
-        findings=[{**f.model_dump(), **({"weak": "true"} if root_weak else {})} for f in summary.findings],
+        findings=kept,
         gaps=summary.gaps,
         depth_limited=[n["node_id"] for n in nodes if n["metadata"].get("depth_limited")],
         stuck_nodes=[
@@ -240,7 +300,23 @@ def _result(run: RunState, final: Snapshot, chain: list[ChainLink], summary: Har
         ],
         weak=weak,
         claims=list(root["metadata"].get("claims") or []) if root is not None else [],
+        has_sources=sources,
+        unsupported_findings=unsupported,
+        support_counts={"supported": len(kept) if sources else 0, "unsupported": len(unsupported)},
+        answer_support=answer_support(nodes),
     )
+
+
+def answer_support(nodes: list[NodeRecord]) -> dict[str, int]:
+    """How many answers rest on verified citations, how many do not, and how many had no sources to cite.
+
+    The seed's plan (the root's answer) is no answer to a question of the graph and is not counted.
+    """
+    counts = dict.fromkeys(Support, 0)
+    for n in nodes:
+        if n["node_type"] == "answer" and "seed_kind" not in n["metadata"]:
+            counts[Support(n["metadata"].get("support") or Support.NO_SOURCES)] += 1
+    return {kind.value: count for kind, count in counts.items()}
 
 
 REFUSED_SHARE = 0.25  # this share of the model's replies refused: the model cannot do the job

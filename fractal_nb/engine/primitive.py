@@ -30,7 +30,7 @@ from ..results import StepRecord
 from ..store import GraphStore, WorkerStore
 from ..store.records import Claim, GraphRecord, QuestionContext, SubQuestionBrief
 from ..text import clip, normalize
-from . import grounding
+from . import evidence, grounding
 from .calls import ModelCaller
 from .limits import Limits
 
@@ -50,6 +50,7 @@ class RunState:
     call: ModelCaller
     work_added: threading.Condition = field(default_factory=threading.Condition)
     convergence_found: threading.Event = field(default_factory=threading.Event)
+    has_sources: bool = False  # answers gather evidence first (engine/evidence.py); read by arm()
 
     @classmethod
     def for_graph(
@@ -77,10 +78,16 @@ class RunState:
         """Admit the model calls from now on against ``limits`` (None: the current ones).
 
         Spend budgets count the graph's whole ledger: it is read now (call this
-        while none of the graph's calls is in flight here).
+        while none of the graph's calls is in flight here), and so is whether
+        the graph has sources (``refresh_sources``).
         """
         limits = self.limits if limits is None else limits
+        self.refresh_sources()
         self.call.arm(limits, self.local.llm_spend(self.graph_id) if limits.spends() else [])
+
+    def refresh_sources(self) -> None:
+        """Read whether the graph has sources now (``has_sources``): a run's start, a step's, a harvest's."""
+        self.has_sources = evidence.has_sources(self.store, self.graph_id)
 
     @property
     def local(self) -> GraphStore:
@@ -256,7 +263,13 @@ def _answer_prompt(run: RunState, context: QuestionContext, last_level: bool) ->
         "question": node["text"] + _redecompose_note(node["metadata"]),
         "siblings": siblings or "(none)",
         "syntheses": syntheses or "(none yet)",
-        "task": render("answer_leaf" if last_level else "answer_branch"),
+        # With sources, the task ends with the passages closest to the question (engine/evidence.py).
+        "task": render("answer_leaf" if last_level else "answer_branch")
+        + (
+            evidence.section(evidence.gather(run.store, run.graph_id, node["text"]))
+            if run.has_sources
+            else ""
+        ),
     }
 
 
@@ -348,6 +361,8 @@ def _write(
         meta["claims"] = [
             {"kind": c.kind.value, "text": c.text, "support": c.support} for c in _distinct(answer.claims)
         ]
+    if run.has_sources or answer.citations:  # raw: the store checks them and sets the answer's support
+        meta["citations"] = evidence.raw(answer.citations)
     questions = [{"text": sub.text, "metadata": {"proxy_signal": sub.proxy_signal}} for sub in subs]
     # A boundary question on the strongest convergence with another branch (docs/architecture.md); the store
     # places it under the shallower of the two answers.

@@ -167,6 +167,8 @@ class LeafAnswer(_Output):
         default=None, description="Why this branch needs no further questions, if so."
     )
     claims: list[StatedClaim] = _claims()
+    # With sources, the evidence shown that the answer rests on (the store checks each: engine/evidence.py).
+    citations: list[Citation] = _citations()
 
 
 class Answer(LeafAnswer):
@@ -230,6 +232,8 @@ class Finding(_Output):
 
     finding: Harvested
     confidence: Literal["high", "medium", "low"]
+    # With sources, the verified citations of the chain's answers it rests on; none: unsupported.
+    citations: list[Citation] = _citations()
 
 
 class HarvestSummary(_Output):

@@ -115,6 +115,10 @@ _UNKNOWNS = [
 _CARRIED = re.compile(r"^\s+\[(fact|assumption|unknown)\] (.+?)(?: \(support: (.+)\))?$", re.MULTILINE)
 _NODE_ID = re.compile(r"^- \[(n-[0-9a-f]+)\]", re.MULTILINE)  # a candidate's line (its text may cite ids)
 _ANY_ID = re.compile(r"\bn-[0-9a-f]{1,16}")  # a node id, whole or cut short by a clipped text
+# The evidence section of an answer prompt (prompts/evidence.txt): a passage's head, then its numbered lines.
+_EVIDENCE = "\nEvidence: the passages of the exploration's sources"
+_PASSAGE = re.compile(r"^\[(.+):L(\d+)-L(\d+)\]$((?:\n\d+: .*)*)", re.MULTILINE)
+_CHAIN_CITE = re.compile(r'^\s+cites \[(.+?):L(\d+)-L(\d+)\]: "(.*)"$', re.MULTILINE)
 
 
 class SimulatedLLM:
@@ -255,14 +259,28 @@ class SimulatedLLM:
         # A follow-up whose opening its question already holds would nearly copy it or an ancestor: dropped.
         follow_ups = [(t, s) for t, s in follow_ups if t.split(" {q}")[0] not in question]
         wording = _ANSWER_WORDINGS[depth % len(_ANSWER_WORDINGS)]
+        citations = _cite(prompt, question)  # with an evidence section: real lines of its first passage
+        where = "".join(
+            f" It rests on {c['source']}, "
+            + (
+                f"line {c['line_start']}."
+                if c["line_start"] == c["line_end"]
+                else f"lines {c['line_start']}-{c['line_end']}."
+            )
+            for c in citations
+        )
         return {
             # The depth tells apart the answers to questions that read alike along one path
             # (boundary questions under boundary questions): a copy of an ancestor's answer is refused.
-            "answer": wording.format(topic=short, hedge=hedge, depth=depth) + " " + _remark(question, prompt),
+            "answer": wording.format(topic=short, hedge=hedge, depth=depth)
+            + " "
+            + _remark(question, prompt)
+            + where,
             "confidence": round(rng.uniform(0.45, 0.95), 2),
             "sub_questions": [{"text": t.format(q=short), "proxy_signal": s} for t, s in follow_ups],
             "saturation": None if follow_ups else rng.choice(["actionable", "derivable"]),
             "claims": _claims(question, depth),
+            "citations": citations,
         }
 
     def _synthesize(self, prompt: str, rng: random.Random) -> dict[str, Any]:
@@ -306,6 +324,11 @@ class SimulatedLLM:
         gaps = [line[2:] for line in prompt.split("Open gaps", 1)[-1].splitlines() if line.startswith("- ")][
             :5
         ]
+        # The chain's verified citations (engine/evidence.py), carried to the findings in turn.
+        cited = [
+            {"source": src, "line_start": int(a), "line_end": int(b), "quote": quote}
+            for src, a, b, quote in dict.fromkeys(_CHAIN_CITE.findall(chain))  # each once
+        ]
         return {
             "summary": f"[simulated] A simulated exploration of {seed!r} across {steps} syntheses. "
             "Connect a real model (OpenAILLM) for real answers.",
@@ -313,6 +336,7 @@ class SimulatedLLM:
                 {
                     "finding": f"[simulated] finding {i + 1} about {_topic(seed, digest=False)}",
                     "confidence": rng.choice(["high", "medium", "low"]),
+                    "citations": [cited[i % len(cited)]] if cited else [],
                 }
                 for i in range(min(3, steps))
             ],
@@ -377,3 +401,35 @@ def _topic(text: str, *, digest: bool = True) -> str:
     if not digest:
         return f"'{text[:70]}…'"
     return f"'{text[:70]}… #{hashlib.sha256(text.encode()).hexdigest()[:6]}'"
+
+
+def _cite(prompt: str, question: str) -> list[dict[str, Any]]:
+    """With an evidence section, a citation of its first passage: 1 to 3 of its lines, quoted verbatim.
+
+    Which lines and how many follow a digest of the question, so a run repeats;
+    blank lines and lines the prompt shows cut are never quoted.
+    """
+    if _EVIDENCE not in prompt:
+        return []
+    passage = _PASSAGE.search(prompt.split(_EVIDENCE, 1)[1])
+    if passage is None:  # no passage matched the question: nothing to cite
+        return []
+    numbered = [line.split(": ", 1) for line in passage.group(4).split("\n")[1:]]
+    lines = [(int(n), text) for n, text in numbered if text.strip() and not text.endswith("…")]
+    if not lines:
+        return []
+    pick = hashlib.sha256(_ANY_ID.sub("n-id", question).encode()).digest()
+    first = pick[0] % len(lines)
+    run = [lines[first]]
+    for number, text in lines[first + 1 : first + 1 + pick[1] % 3]:  # the next lines, while consecutive
+        if number != run[-1][0] + 1:
+            break
+        run.append((number, text))
+    return [
+        {
+            "source": passage.group(1),
+            "line_start": run[0][0],
+            "line_end": run[-1][0],
+            "quote": "\n".join(text for _, text in run),
+        }
+    ]

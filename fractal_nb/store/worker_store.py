@@ -26,6 +26,8 @@ from .records import (
     ReadyList,
     Recovered,
     Saturated,
+    SourceHit,
+    SourceRecord,
     SynthesisClaim,
     SynthesisInputs,
     SynthesisReleased,
@@ -135,3 +137,9 @@ class WorkerStore(Protocol):
 
     def record_llm_calls(self, calls: list[dict[str, Any]]) -> int:
         """See :meth:`GraphStore.record_llm_calls`."""
+
+    def list_sources(self, graph_id: str) -> list[SourceRecord]:
+        """See :meth:`GraphStore.list_sources`."""
+
+    def search_sources(self, graph_id: str, query: str, k: int = 5) -> list[SourceHit]:
+        """See :meth:`GraphStore.search_sources`."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -314,3 +315,75 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             pass  # keep pytest output clean
 
     return Handler
+
+
+# --- a model that cites the evidence it is shown (engine/evidence.py), rightly or not ----------------
+
+MISCITES = ("wrong_lines", "past_the_end", "invented_source", "misquote")
+"""How :func:`citing_responder` gets a citation wrong when asked to."""
+
+_PASSAGE = re.compile(r"^\[(.+):L(\d+)-L(\d+)\]$((?:\n\d+: .*)*)", re.MULTILINE)
+_CHAIN_CITE = re.compile(r'^\s+cites \[(.+?):L(\d+)-L(\d+)\]: "(.*)"$', re.MULTILINE)
+
+
+def evidence_lines(prompt: str) -> list[tuple[str, int, str]]:
+    """The lines an answer prompt's evidence shows, as (source, line number, text), passage by passage."""
+    shown = prompt.split("\nEvidence: ", 1)
+    if len(shown) < 2:
+        return []
+    found = []
+    for passage in _PASSAGE.finditer(shown[1]):
+        for line in passage.group(4).split("\n")[1:]:
+            number, _, text = line.partition(": ")
+            found.append((passage.group(1), int(number), text))
+    return found
+
+
+def citing_responder(
+    inner: Responder, miscite: Callable[[str], str | None] = lambda prompt: None
+) -> Responder:
+    """``inner``'s replies, its answers citing the evidence their prompt shows, its findings the chain's.
+
+    An answer cites the first line of evidence that holds a few words, quoting it
+    exactly; when ``miscite(prompt)`` names one of :data:`MISCITES` it cites wrongly
+    instead: the next line (which does not hold the quote), a line past the source's
+    end, a source the graph does not have, or the right line with words it does not
+    say. A harvest's findings carry the citations its chain shows (``cites`` lines),
+    one each in turn; with ``miscite(prompt)`` set, its last finding cites an
+    invented source instead. Prompts without evidence get ``inner``'s reply as it is.
+    """
+
+    def respond(body: dict[str, Any]) -> dict[str, Any] | str | None:
+        reply = inner(body)
+        prompt = next(str(m["content"]) for m in body["messages"] if m["role"] == "user")
+        if not isinstance(reply, dict):
+            return reply
+        if "answer" in reply:
+            lines = [line for line in evidence_lines(prompt) if len(line[2].split()) >= 3]
+            if lines:
+                reply = {**reply, "citations": [_citation(*lines[0], miscite(prompt))]}
+        elif "findings" in reply and (cited := _CHAIN_CITE.findall(prompt)):
+            carried = [
+                {"source": src, "line_start": int(a), "line_end": int(b), "quote": quote}
+                for src, a, b, quote in cited
+            ]
+            findings = [
+                {**f, "citations": [carried[i % len(carried)]]} for i, f in enumerate(reply["findings"])
+            ]
+            if findings and miscite(prompt):
+                findings[-1]["citations"] = [_citation("invented/notes.md", 1, "words nobody wrote", None)]
+            reply = {**reply, "findings": findings}
+        return reply
+
+    return respond
+
+
+def _citation(source: str, line: int, text: str, miscite: str | None) -> dict[str, Any]:
+    if miscite not in (None, *MISCITES):
+        raise ValueError(f"unknown miscitation {miscite!r}, should be one of {MISCITES}")
+    return {
+        "source": "invented/notes.md" if miscite == "invented_source" else source,
+        "line_start": line + {"wrong_lines": 1, "past_the_end": 10_000}.get(miscite or "", 0),
+        "line_end": line + {"wrong_lines": 1, "past_the_end": 10_000}.get(miscite or "", 0),
+        "quote": f"{text} and then some words it never said" if miscite == "misquote" else text,
+    }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -78,6 +79,73 @@ def test_a_pulse_exploration_on_the_real_local_model_ends_honestly(
             assert result.degraded and any("refused" in r for r in result.degraded_reasons)
         if (nodes.query("node_type == 'question'")["status_reason"] == "error").any():
             assert any("failed" in r for r in result.degraded_reasons)
+
+
+NOTES = {
+    "growth.md": "Cities grow faster where jobs cluster.\nFirms follow workers and workers follow firms.\n\n"
+    "Housing supply limits how fast a city can grow.\nWhere cities cannot build, prices rise instead.\n",
+    "history.txt": "Ports and rail hubs grew first in the history of cities.\n"
+    "Transport links still decide which cities grow.\n",
+}
+
+
+def _words(text: str) -> str:
+    """A text's words (a ``[name:L1-L2]`` tag, line numbers and spacing aside), as the files are compared."""
+    return " ".join(re.findall(r"[A-Za-z]{2,}", re.sub(r"^\s*\[[^\]]*\]", "", text)))
+
+
+def test_gemma_with_sources_never_passes_a_wrong_citation(server: LocalModelServer, tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for name, text in NOTES.items():
+        (folder / name).write_text(text)
+    with (
+        server.llm() as llm,
+        Exploration.create(
+            "Why do some cities grow faster than others?",
+            intensity="pulse",
+            llm=llm,
+            path=tmp_path / "gemma-sources.duckdb",
+            sources=folder,
+        ) as ex,
+    ):
+        status = ex.run(progress=False)
+        assert status in ("all_complete", "budget_exhausted", "model_unavailable", "seed_failed")
+        result = ex.harvest(finish=True)
+        nodes = ex.store.get_snapshot(ex.graph_id)["nodes"]
+    assert not any(n["status"] == "claimed" for n in nodes), "a claim was left behind"
+
+    def truly_there(citation: dict[str, Any]) -> bool:  # read from the files here, not by the store
+        path = folder / str(citation["source"])
+        if not path.is_file():
+            return False
+        lines = path.read_text().split("\n")[int(citation["line_start"]) - 1 : int(citation["line_end"])]
+        quoted = _words(str(citation["quote"]))
+        return bool(quoted) and quoted in _words("\n".join(lines))
+
+    answers = [n for n in nodes if n["node_type"] == "answer" and "seed_kind" not in n["metadata"]]
+    cited = [c for a in answers for c in a["metadata"].get("citations") or []]
+    for answer in answers:
+        citations = answer["metadata"].get("citations") or []
+        verified = [c for c in citations if c["status"] == "verified"]
+        assert all(truly_there(c) for c in verified), verified  # a wrong citation never passes
+        ok = bool(citations) and len(verified) == len(citations)
+        assert answer["metadata"]["support"] == ("supported" if ok else "unsupported")
+    for finding in result.findings:  # only supported findings, each on citations that are truly there
+        assert finding["support"] == "supported" and finding["citations"]
+        assert all(c["status"] == "verified" and truly_there(c) for c in finding["citations"])
+    assert all(f["support"] == "unsupported" for f in result.unsupported_findings)
+    assert result.support_counts == {
+        "supported": len(result.findings),
+        "unsupported": len(result.unsupported_findings),
+    }
+    if not result.findings:
+        assert result.degraded and any("no supported findings" in r for r in result.degraded_reasons)
+    print(
+        f"gemma-3-270m with sources: {len(answers)} answers, {len(cited)} citations "
+        f"({sum(c['status'] == 'verified' for c in cited)} verified), answers {result.answer_support}, "
+        f"findings {result.support_counts}"
+    )
 
 
 def test_demo_local_runs_and_stops_its_server(

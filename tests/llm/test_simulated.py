@@ -348,3 +348,87 @@ def test_the_simulators_tokens_are_marked_estimated_in_the_ledger() -> None:
         ex.run(progress=False)
         calls = ex.llm_calls()
         assert len(calls) and calls["tokens_estimated"].all()  # no server reported them
+
+
+# -- evidence (engine/evidence.py): the simulator cites the lines it is shown ---------------------
+
+EVIDENCE_TEXT = "Cities grow where jobs cluster.\n\nHousing supply limits growth.\nPorts grew first."
+
+
+def evidence_messages(question: str, hits: list[dict[str, Any]]) -> list[Message]:
+    from fractal_nb.engine import evidence
+
+    return chat(
+        "answer",
+        seed="Why do cities grow?",
+        ancestry="(this is a seed question)",
+        depth=3,
+        max_depth=4,
+        question=question,
+        siblings="(none)",
+        syntheses="(none yet)",
+        task=render("answer_leaf") + evidence.section(hits),  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize("question", [f"Why does growth differ in case {i}?" for i in range(12)])
+def test_with_evidence_an_answer_cites_lines_of_the_first_passage_verbatim(question: str) -> None:
+    hits = [
+        {"source": "notes/a.md", "line_start": 7, "line_end": 10, "text": EVIDENCE_TEXT},
+        {"source": "other.txt", "line_start": 1, "line_end": 1, "text": "Another passage entirely."},
+    ]
+    out = SimulatedLLM(seed=2).complete(evidence_messages(question, hits), LeafAnswer)
+    (cited,) = out["citations"]
+    lines = dict(enumerate(EVIDENCE_TEXT.split("\n"), start=7))
+    assert cited["source"] == "notes/a.md" and 7 <= cited["line_start"] <= cited["line_end"] <= 10
+    assert 1 <= cited["line_end"] - cited["line_start"] + 1 <= 3
+    assert cited["quote"] == "\n".join(lines[n] for n in range(cited["line_start"], cited["line_end"] + 1))
+    assert "" not in cited["quote"].split("\n")  # never a blank line
+    assert f"It rests on notes/a.md, lines {cited['line_start']}-{cited['line_end']}." in out["answer"]
+    again = SimulatedLLM(seed=2).complete(evidence_messages(question, hits), LeafAnswer)
+    assert again["citations"] == out["citations"]  # deterministic
+
+
+def test_without_evidence_or_without_a_passage_an_answer_cites_nothing() -> None:
+    plain = SimulatedLLM().complete(answer_messages("Why do ports grow first?"), Answer)
+    assert plain["citations"] == [] and "rests on" not in plain["answer"]
+    empty = SimulatedLLM().complete(evidence_messages("Why do ports grow first?", []), LeafAnswer)
+    assert empty["citations"] == []
+
+
+def test_the_harvest_carries_the_chains_citations_to_its_findings() -> None:
+    from fractal_nb.engine import evidence
+
+    cites = evidence.cites_lines(
+        [
+            {
+                "source": "notes/a.md",
+                "line_start": 7,
+                "line_end": 7,
+                "quote": "Cities grow where jobs cluster.",
+            },
+            {"source": "b.txt", "line_start": 2, "line_end": 3, "quote": "Ports grew first.\nThen rail."},
+        ],
+        "    ",
+    )
+    messages = evidence.with_rule(
+        chat(
+            "harvest",
+            seed="Why do cities grow?",
+            chain=f"- Why do cities grow?: jobs\n  - Which jobs?: services{cites}\n  - Which land?: cheap",
+            gaps="(none)",
+        ),
+        sources=True,
+    )
+    out = SimulatedLLM().complete(messages, HarvestSummary)
+    assert len(out["findings"]) == 3  # three syntheses in the chain, the cites lines not counted
+    carried = [f["citations"] for f in out["findings"]]
+    assert carried[0] == [
+        {"source": "notes/a.md", "line_start": 7, "line_end": 7, "quote": "Cities grow where jobs cluster."}
+    ]
+    assert carried[1] == [
+        {"source": "b.txt", "line_start": 2, "line_end": 3, "quote": "Ports grew first. Then rail."}
+    ]
+    assert carried[2] == carried[0]
+    plain = SimulatedLLM().complete(PROMPTS[HarvestSummary], HarvestSummary)
+    assert all(f["citations"] == [] for f in plain["findings"])

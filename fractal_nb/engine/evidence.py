@@ -1,0 +1,133 @@
+"""Evidence before the answer, and what the harvest keeps (docs/architecture.md, "Sources and citations").
+
+With sources (a graph that has any), a worker retrieves the passages closest to
+its question (``store.search_sources``) before it answers; the answer prompt
+shows them, each line numbered, and asks for citations ``{source, line_start,
+line_end, quote}``. The store checks each citation when the answer is written
+and sets the answer's ``support``. The harvest prompt shows the chain's verified
+citations so the model can carry them to its findings, which the store checks
+again (``record_harvest``). Without sources every prompt is as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..llm.protocol import Message
+from ..llm.schemas import MAX_CITATIONS, Citation
+from ..model import CitationStatus
+from ..prompts import render
+from ..store import WorkerStore
+from ..store.records import ChunkRecord, NodeRecord, SourceHit
+from ..text import clip
+
+EVIDENCE_K = 5
+"""Passages retrieved for each question (the prompt's evidence is bounded by :data:`EVIDENCE_CHARS` too)."""
+EVIDENCE_CHARS = 6000
+"""The most characters of source lines one answer prompt shows: passages past it are left out."""
+LINE_CHARS = 400
+"""A source line longer than this is shown cut (a quote of the cut text no longer checks)."""
+CHAIN_CITATIONS = 3
+"""Verified citations shown per question of the harvest's chain."""
+QUOTE_CHARS = 400
+"""A citation's quote as the harvest prompt shows it (whitespace collapsed)."""
+
+
+def has_sources(store: WorkerStore, graph_id: str) -> bool:
+    """Whether the graph has sources: then answers gather evidence and findings must cite it."""
+    return bool(store.list_sources(graph_id))
+
+
+def gather(store: WorkerStore, graph_id: str, question: str) -> list[SourceHit]:
+    """The passages of the graph's sources closest to ``question``, best first."""
+    return store.search_sources(graph_id, question, k=EVIDENCE_K)
+
+
+def section(hits: Sequence[ChunkRecord]) -> str:
+    r"""The answer prompt's evidence section (``prompts/evidence.txt``), opening with a blank line.
+
+    Each passage as ``[source:L12-L40]`` then its lines, each with its number. The
+    lines shown stay within :data:`EVIDENCE_CHARS`: a passage the bound cuts is
+    shown up to its last whole line (its head names the lines shown), and the
+    passages after it are left out.
+
+    >>> hit = {"source": "notes/a.md", "line_start": 7, "line_end": 8, "text": "alpha\nbeta"}
+    >>> print(section([hit]).splitlines()[3:6])
+    ['[notes/a.md:L7-L8]', '7: alpha', '8: beta']
+    """
+    shown: list[str] = []
+    left = EVIDENCE_CHARS
+    for hit in hits:
+        lines: list[str] = []
+        for number, line in enumerate(hit["text"].split("\n"), start=hit["line_start"]):
+            numbered = f"{number}: {_cut(line)}"
+            if len(numbered) + 1 > left:
+                break
+            lines.append(numbered)
+            left -= len(numbered) + 1
+        if not lines:
+            break
+        last = hit["line_start"] + len(lines) - 1
+        shown.append("\n".join([f"[{hit['source']}:L{hit['line_start']}-L{last}]", *lines]))
+        if last < hit["line_end"]:  # the bound cut it
+            break
+    passages = "\n\n".join(shown) or "(no passage of the sources matches this question)"
+    return "\n\n" + render("evidence", passages=passages, most=MAX_CITATIONS)
+
+
+def raw(citations: Iterable[Citation]) -> list[dict[str, Any]]:
+    """Citations as the store's write paths take them (it checks each and adds its ``status``)."""
+    return [c.model_dump(mode="json") for c in citations]
+
+
+def verified(citations: Iterable[Mapping[str, Any]] | None) -> list[Mapping[str, Any]]:
+    """The citations the store's check verified, in order."""
+    return [c for c in citations or [] if c.get("status") == CitationStatus.VERIFIED]
+
+
+def chain_citations(nodes: Sequence[NodeRecord]) -> dict[str, list[Mapping[str, Any]]]:
+    """Per question id, the verified citations of its answers (at most :data:`CHAIN_CITATIONS`), distinct."""
+    cited: dict[str, list[Mapping[str, Any]]] = {}
+    for node in nodes:
+        if node["node_type"] != "answer" or node["parent_id"] is None:
+            continue
+        kept = cited.setdefault(node["parent_id"], [])
+        for citation in verified(node["metadata"].get("citations")):
+            if len(kept) < CHAIN_CITATIONS and _span(citation) not in {_span(c) for c in kept}:
+                kept.append(citation)
+    return cited
+
+
+def cites_lines(citations: Sequence[Mapping[str, Any]], indent: str) -> str:
+    """The harvest chain's lines for a question's verified citations, each on its own line.
+
+    >>> print(cites_lines([{"source": "a.md", "line_start": 2, "line_end": 3, "quote": "x  y"}], "  "))
+    <BLANKLINE>
+      cites [a.md:L2-L3]: "x y"
+    """
+    return "".join(
+        f"\n{indent}cites [{c['source']}:L{c['line_start']}-L{c['line_end']}]: "
+        f'"{clip(str(c["quote"]), QUOTE_CHARS)}"'
+        for c in citations
+    )
+
+
+def with_rule(messages: list[Message], *, sources: bool) -> list[Message]:
+    """The harvest's messages, its prompt ending with the rule to cite (``prompts/harvest_citing.txt``).
+
+    Without sources, ``messages`` as they are.
+    """
+    if not sources:
+        return messages
+    *head, last = messages
+    rule = render("harvest_citing", most=MAX_CITATIONS)
+    return [*head, Message(role=last["role"], content=f"{last['content']}\n\n{rule}")]
+
+
+def _span(citation: Mapping[str, Any]) -> tuple[str, int, int]:
+    return str(citation["source"]), int(citation["line_start"]), int(citation["line_end"])
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
