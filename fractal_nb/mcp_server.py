@@ -57,6 +57,12 @@ again); work it as above, or let the notebook serving it run() and harvest() it,
 which ends the turn in a head. fractal_list_turns and fractal_list_heads list them;
 fractal_get_state_at reads the graph as it was at an event (e.g. a head_event);
 fractal_fork_graph makes a new graph from that state and never changes the source.
+Evidence: fractal_list_sources, fractal_search_sources and fractal_read_source read the
+graph's sources (fractal_add_source_text adds a text snippet); cite what you read as
+citations [{source, line_start, line_end, quote}] in fractal_submit_answer's metadata (or
+a track's findings in fractal_synthesize_node): the store checks each (the quote must be
+found in those lines) and marks the answer supported or unsupported;
+fractal_check_citations checks them first without writing.
 Errors come back as {"error": "..."} and change nothing."""
 
 

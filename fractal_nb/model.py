@@ -138,6 +138,12 @@ class Support(StrEnum):
     NO_SOURCES = "no_sources"
 
 
+TOOL_NAMES = ("search_sources", "read_source")
+"""The tools a model may call before it answers (engine/evidence_tools.py); the ledger logs each
+call as role ``tool:<name>`` (``tool:unknown`` for one the model made up; docs/architecture.md,
+"Tool calls")."""
+
+
 class WeakReason(StrEnum):
     """Why a synthesis is weak: what one of the sub-questions it was built on is.
 

@@ -32,6 +32,7 @@ class Wire(Enum):
     OPTIONAL_TEXT = "optional_text"  # text or None; "" stands for None
     JSON_OBJECT = "json_object"  # a dict (or its JSON text) as JSON text; "" for None
     JSON_LIST = "json_list"  # a list as JSON text; "[]" for None
+    OPTIONAL_JSON_LIST = "optional_json_list"  # a list as JSON text, or "" for None ("[]" is an empty list)
     HOLDER = "holder"  # a claim's holder as JSON text; "" for none
 
 
@@ -56,6 +57,8 @@ class Param:
             return value if self.default is ... else value or None  # a required one is checked by the store
         if self.wire is Wire.JSON_LIST:
             return json_list(value, self.name)
+        if self.wire is Wire.OPTIONAL_JSON_LIST:
+            return json_list(value, self.name) if value else None
         if self.wire is Wire.HOLDER:
             return parse_holder(value) if value else None
         return value
@@ -68,6 +71,8 @@ class Param:
             return "" if value is None else value if isinstance(value, str) else json.dumps(value)
         if self.wire is Wire.JSON_LIST:
             return json.dumps(list(value or []))
+        if self.wire is Wire.OPTIONAL_JSON_LIST:
+            return "" if value is None else json.dumps(list(value))
         if self.wire is Wire.HOLDER:
             return "" if not value else value if isinstance(value, str) else json.dumps(value)
         return value
@@ -137,6 +142,24 @@ CLAIMS = Param(
     ),
     Wire.JSON_LIST,
     "[]",
+)
+
+FINDINGS = Param(
+    "findings",
+    _text(
+        "Optional JSON list of a track's findings, each {finding, confidence, citations: [{source, "
+        "line_start, line_end, quote}]}: the store checks every citation and marks each finding "
+        "supported or unsupported. Empty: none."
+    ),
+    Wire.OPTIONAL_JSON_LIST,
+    "",
+)
+_CITING_METADATA = _text(
+    'A JSON object as a string, e.g. \'{"proxy_signal": "assumptions"}\'. Keys that make links: '
+    "convergence_with / contradiction_with (lists of node ids), with convergence_insight / "
+    "contradiction_tension (text). citations: a list of {source, line_start, line_end, quote} the "
+    "store checks against the graph's sources (fractal_read_source shows the lines; the quote must be "
+    "found in them); the answer is marked supported or unsupported."
 )
 
 TOOLS: tuple[Tool, ...] = (
@@ -243,6 +266,7 @@ TOOLS: tuple[Tool, ...] = (
                 _text("What the question's answer and its sub-questions' syntheses add up to."),
             ),
             CLAIMS,
+            FINDINGS,
         ),
     ),
     Tool("get_snapshot", "The whole graph: its fields, every node and edge in creation order.", (GRAPH_ID,)),
@@ -426,6 +450,61 @@ TOOLS: tuple[Tool, ...] = (
         (GRAPH_ID,),
         result_key="graphs",
     ),
+    # -- sources and citations (docs/architecture.md, "Sources over MCP") ----------
+    Tool(
+        "list_sources",
+        "The graph's sources (files, snippets, DataFrame columns, tables) in the order they were added: "
+        "source_id, name (what citations name), kind, line_count, chunk_count, content_hash.",
+        (GRAPH_ID,),
+        result_key="sources",
+    ),
+    Tool(
+        "add_source_text",
+        "Add a text snippet as a source of the graph, under a name citations will use; returns the "
+        "source.\n\nOver MCP only text travels (files and tables are the notebook's: ex.add_sources). "
+        "The same name and text again changes nothing; the same name with another text is refused.",
+        (
+            GRAPH_ID,
+            Param("name", _text("What citations will call it, e.g. 'interview-3.txt'.")),
+            Param("text", _text("The snippet's text; its lines are what citations quote.")),
+        ),
+    ),
+    Tool(
+        "search_sources",
+        "The passages of the graph's sources that best match a query (lexical search): each a chunk "
+        "with source, line_start, line_end, text and score, best first.",
+        (
+            GRAPH_ID,
+            Param("query", _text("A few keywords, e.g. 'claim lease expiry'.")),
+            Param("k", _whole("How many passages (default 5)."), default=5),
+        ),
+        result_key="hits",
+    ),
+    Tool(
+        "read_source",
+        "Lines of one of the graph's sources, as stored: source, line_start, line_end and lines (a list "
+        "of the lines' text). Refused for an unknown source or lines past its end.",
+        (
+            GRAPH_ID,
+            Param("source", _text("The source's name, as fractal_list_sources shows it.")),
+            Param("line_start", _whole("The first line, from 1.")),
+            Param("line_end", _whole("The last line (inclusive).")),
+        ),
+    ),
+    Tool(
+        "check_citations",
+        "Check citations against the graph's sources without writing anything: each comes back with its "
+        "status (verified | no_such_source | no_such_lines | misquoted) and, when it failed, why.",
+        (
+            GRAPH_ID,
+            Param(
+                "citations",
+                _text("JSON list of citations, each {source, line_start, line_end, quote}."),
+                Wire.JSON_LIST,
+            ),
+        ),
+        result_key="citations",
+    ),
     # -- for fractal-nb worker processes (fractal-nb worker --mcp-url) -----------------------------
     Tool(
         "get_graph",
@@ -449,7 +528,7 @@ TOOLS: tuple[Tool, ...] = (
             Param("node_id", NODE_ID.annotation, store_name="question_id"),
             Param("owner", WORKER_ID.annotation, Wire.OPTIONAL_TEXT),
             Param("text", _text("The answer to the claimed question.")),
-            Param("metadata", _METADATA, Wire.JSON_OBJECT, ""),
+            Param("metadata", _CITING_METADATA, Wire.JSON_OBJECT, ""),
             Param(
                 "sub_questions",
                 _text(

@@ -6,6 +6,11 @@ made is one row of the ledger (``llm_calls``), as the server saw it: ``attempts`
 the requests that reached it, tokens as it reported them (``tokens_estimated``
 when it reported none and the backend estimated them).
 
+A call given a :class:`~fractal_nb.llm.protocol.ToolBox` lets a model that takes
+tools call them first (docs/architecture.md, "Tool calls"): its reservation
+covers every round trip the tools may add, its row counts their tokens, and each
+tool call is a row of its own (role ``tool:<name>``, no tokens).
+
 The caller also watches the model's health across the workers of a run: after
 ``UNAVAILABLE_AFTER`` calls in a row that could not reach it (or
 ``FAILING_AFTER`` failed calls in a row of any kind) it declares an outage, and
@@ -27,16 +32,28 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..errors import LLMError, LLMOutputError, LLMUnavailableError, NodeTimeLimitError
-from ..llm.protocol import LLM, Message, metered, reply_bound, reply_rounds
+from ..llm.protocol import (
+    LLM,
+    Message,
+    ToolBox,
+    ToolCall,
+    ToolUsingLLM,
+    metered,
+    reply_bound,
+    reply_rounds,
+    uses_tools,
+)
 from ..llm.quality import ReplyContext
 from ..llm.schemas import role_of
 from ..store import WorkerStore
+from ..model import TOOL_NAMES
 from .limits import Allowance, Limits
 
 T = TypeVar("T", bound=BaseModel)
 
 UNAVAILABLE_AFTER = 3  # calls in a row that could not reach the model (each after the client's retries)
 FAILING_AFTER = 8  # failed calls in a row of any kind: the model fails every call
+_TOOLS_DONE_TOKENS = 64  # the message asking for the answer once the tools are done (prompts/tools_done.txt)
 
 
 class ModelCaller:
@@ -78,10 +95,17 @@ class ModelCaller:
         finally:
             self._deadline.at = None
 
-    def _complete(self, messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:
+    def _ask(self, messages: list[Message], schema: type[BaseModel], tools: ToolBox | None) -> dict[str, Any]:
+        if tools is not None and isinstance(self.llm, ToolUsingLLM):
+            return self.llm.complete_with_tools(messages, schema, tools)
+        return self.llm.complete(messages, schema)
+
+    def _complete(
+        self, messages: list[Message], schema: type[BaseModel], tools: ToolBox | None = None
+    ) -> dict[str, Any]:
         at: float | None = getattr(self._deadline, "at", None)
         if at is None:
-            return self.llm.complete(messages, schema)
+            return self._ask(messages, schema, tools)
         limit = f"the node's time limit of {self._deadline.limit:g} s was reached"
         if at <= time.monotonic():
             raise NodeTimeLimitError(limit)
@@ -90,7 +114,7 @@ class ModelCaller:
 
         def call() -> None:
             try:
-                replies.put((context.run(self.llm.complete, messages, schema), None))
+                replies.put((context.run(self._ask, messages, schema, tools), None))
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting worker
                 replies.put((None, exc))
 
@@ -134,21 +158,25 @@ class ModelCaller:
         node_id: str | None,
         worker: str | None,
         defer: list[dict[str, Any]] | None = None,
+        tools: ToolBox | None = None,
     ) -> T:
         """Return the model's answer as ``schema``; a failure is logged, then raised as LLMError.
 
-        With ``defer``, the log row of a successful call is appended there for the
+        With ``defer``, the log rows of a successful call are appended there for the
         caller to write with its own transaction (one statement fewer per call).
+        With ``tools``, a model that takes tools (:func:`~fractal_nb.llm.protocol.uses_tools`)
+        may call them first; each tool call is logged as a row before the call's own.
         """
         role, allowance = role_of(schema), self.allowance
+        box = tools if uses_tools(self.llm, tools) else None
         # Refused (BudgetExhaustedError) before anything is sent: no request, no row.
-        held = allowance.reserve(self.model, *call_bound(self.llm, messages, role))
+        held = allowance.reserve(self.model, *call_bound(self.llm, messages, role, box))
         started = time.perf_counter()
         error: LLMError | None = None
         result: T | None = None
         with metered() as usage:
             try:
-                reply = self._complete(messages, schema)
+                reply = self._complete(messages, schema, box)
                 result = schema.model_validate(reply, context=ReplyContext.of(messages, schema))
             except ValidationError as exc:  # junk (llm/quality.py) from a backend that does not judge it
                 error = LLMOutputError(f"{schema.__name__} reply refused: {exc}")
@@ -175,18 +203,50 @@ class ModelCaller:
             "error": None if error is None else _printable(f"{type(error).__name__}: {error}")[:2000],
             "retry_sampling": _retry_sampling(usage.retries),
         }
+        rows = [*self._tool_rows(usage.tool_calls, node_id, worker), call]
         self._observe(error)
         if error is not None:
-            self.store.record_llm_calls([*(defer or []), call])
+            self.store.record_llm_calls([*(defer or []), *rows])
             if defer:
                 defer.clear()
             raise error
         if defer is not None:
-            defer.append(call)
+            defer.extend(rows)
         else:
-            self.store.record_llm_calls([call])
+            self.store.record_llm_calls(rows)
         assert result is not None
         return result
+
+
+    def _tool_rows(
+        self, calls: Sequence[ToolCall], node_id: str | None, worker: str | None
+    ) -> list[dict[str, Any]]:
+        """The ledger rows of a call's tool calls: role ``tool:<name>``, no tokens, no requests.
+
+        A tool the model made up (not one of :data:`~fractal_nb.model.TOOL_NAMES`) is
+        ``tool:unknown``; the row's ``error`` says which it called.
+        """
+        return [
+            {
+                "graph_id": self.graph_id,
+                "node_id": node_id,
+                "worker": worker,
+                "role": f"tool:{c.name if c.name in TOOL_NAMES else 'unknown'}",
+                "model": self.model,
+                "prompt_tokens": 0,  # the tool round trips' tokens are the call's own row's
+                "completion_tokens": 0,
+                "tokens_estimated": False,
+                "attempts": 0,
+                "corrections": 0,
+                "queue_s": 0.0,
+                "latency_s": c.latency_s,
+                "mode": None,
+                "outcome": "ok" if c.ok else "error",
+                "error": None if c.error is None else _printable(c.error)[:2000],
+                "retry_sampling": None,
+            }
+            for c in calls
+        ]
 
 
 def _retry_sampling(retries: list[tuple[int | None, float | None]]) -> str | None:
@@ -201,7 +261,9 @@ def _retry_sampling(retries: list[tuple[int | None, float | None]]) -> str | Non
     return json.dumps([{"seed": seed, "temperature": temperature} for seed, temperature in retries[:40]])
 
 
-def call_bound(llm: object, messages: list[Message], role: str) -> tuple[int, int]:
+def call_bound(
+    llm: object, messages: list[Message], role: str, tools: ToolBox | None = None
+) -> tuple[int, int]:
     """The most (prompt, completion) tokens one call may spend, to reserve before it is made.
 
     Every round a backend may make (``reply_rounds``: the first request and its
@@ -209,13 +271,23 @@ def call_bound(llm: object, messages: list[Message], role: str) -> tuple[int, in
     reply's bound; the prompt estimated at 3 characters a token, denser than
     ``messages_tokens``' 4, since a tokenizer may count more than the estimate.
 
+    With ``tools`` (docs/architecture.md, "Tool calls"): ``tools.max_calls`` more
+    requests (each makes a tool call, or is the answer), and every request's prompt
+    may carry the whole tool exchange: the tool definitions, each call's reply (within
+    the reply's bound) and its result (within ``tools.max_result_chars``).
+
     >>> call_bound(object(), [{"role": "user", "content": "x" * 300}], "connect")
     (104, 320)
     """
     bound, rounds = reply_bound(llm, role), reply_rounds(llm)
     prompt = sum(len(m["content"]) // 3 + 4 for m in messages)
+    requests = rounds
+    if tools is not None:
+        requests += tools.max_calls
+        exchange = tools.max_calls * (bound + tools.max_result_chars // 3 + 8)
+        prompt += len(json.dumps(tools.definitions())) // 3 + exchange + _TOOLS_DONE_TOKENS
     # round k resends the prompt and the k refused replies before it (each within the bound)
-    return rounds * prompt + bound * rounds * (rounds - 1) // 2, rounds * bound
+    return requests * prompt + bound * rounds * (rounds - 1) // 2, requests * bound
 
 
 def _printable(text: str) -> str:

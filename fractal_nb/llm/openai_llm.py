@@ -17,6 +17,15 @@ meter. Transport retries (429, 5xx, timeouts) are the client's own ``max_retries
 bounded by ``max_concurrency`` (1 for a server on this machine), each carries a
 ``max_tokens`` bound and, when given, a ``seed``. This is the only module that sees
 ``openai``; its errors leave as :class:`~fractal_nb.errors.LLMError`.
+
+Tool calls (:meth:`OpenAILLM.complete_with_tools`, docs/architecture.md "Tool calls"):
+the messages go with ``tools`` and ``tool_choice="auto"``; each tool call the reply
+makes is run through the :class:`~fractal_nb.llm.protocol.ToolBox` and its result
+appended, until the model answers without a tool call or ``tools.max_calls`` calls
+were made. A reply without tool calls that is valid against the schema is the
+answer; otherwise the structured answer is asked for with tools off, the tool
+exchange in the conversation, through the path above. A server that refuses
+``tools`` the first time (HTTP 400, 422 or 500) is remembered as one without them.
 """
 
 from __future__ import annotations
@@ -40,15 +49,26 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from pydantic import BaseModel
 
-from ..errors import InvalidInputError, LLMError, LLMOutputError, LLMTimeoutError, LLMUnavailableError
+from ..errors import (
+    FractalError,
+    InvalidInputError,
+    LLMError,
+    LLMOutputError,
+    LLMTimeoutError,
+    LLMUnavailableError,
+)
 from ..loopback import is_loopback
+from ..prompts import render
 from .protocol import (
     REPLY_BOUNDS,
     Message,
+    ToolBox,
+    ToolCall,
     estimate_tokens,
     messages_tokens,
     report_request,
     report_retry,
+    report_tool_call,
     report_usage,
     report_wait,
 )
@@ -59,6 +79,8 @@ from .schemas import role_of
 _MODES = ("json_schema", "json_object", "text")
 MAX_TOKENS = REPLY_BOUNDS  # the default reply length bounds per role (tokens)
 _REJECTS_FORMAT = {400, 422, 500}  # what servers answer to a response_format they lack
+_REJECTS_TOOLS = {400, 422, 500}  # …and to ``tools`` they lack
+_CUT = " …[cut]"  # ends a tool result longer than the tool box allows
 _PLACEHOLDER_KEY = "not-needed"  # local servers ignore the key, the client insists on one
 _SNIPPET = 300
 # The HTTP library the installed openai client is built on (httpx; httpx2 in newer releases).
@@ -71,6 +93,10 @@ MAX_RETRY_TEMPERATURE = 1.0  # …up to this (a higher temperature set by the ca
 
 class _BadBody(Exception):
     """The server answered 200 with something that is not a chat completion."""
+
+
+class _ToolsRefused(Exception):
+    """The server refused a request for its ``tools`` (it has no tool calling)."""
 
 
 class OpenAILLM:
@@ -109,6 +135,11 @@ class OpenAILLM:
         local server such as llama.cpp's serves one request at a time, and a
         request queued there would time out while the server still works for it),
         unbounded for a remote API. None: unbounded.
+    tool_calls
+        Whether :meth:`complete_with_tools` offers the tools to the model: ``"auto"``
+        (the default) offers them and, when the server refuses ``tools`` on the
+        first try (HTTP 400, 422 or 500), goes on without them from then on;
+        ``True`` offers them and a refusal is an error; ``False`` never offers them.
 
     Examples
     --------
@@ -131,6 +162,7 @@ class OpenAILLM:
         seed: int | None = None,
         max_tokens: int | Mapping[str, int] | None = None,
         max_concurrency: int | None | Literal["auto"] = "auto",
+        tool_calls: bool | Literal["auto"] = "auto",
     ) -> None:
         model = model or os.environ.get("FRACTAL_NB_MODEL") or os.environ.get("OPENAI_MODEL")
         if not model:
@@ -143,6 +175,8 @@ class OpenAILLM:
             raise InvalidInputError(f"timeout must be a positive number of seconds, not {timeout!r}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise InvalidInputError(f"seed must be an integer or None, not {seed!r}")
+        if tool_calls not in (True, False, "auto") or (tool_calls != "auto" and not isinstance(tool_calls, bool)):
+            raise InvalidInputError(f"tool_calls must be True, False or 'auto', not {tool_calls!r}")
         if client is None:
             base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
             api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
@@ -180,6 +214,9 @@ class OpenAILLM:
         self._mode: int | None = None  # index into _MODES, once the probe found what the server takes
         self._probe = threading.Lock()
         self._refused = FailureCount()  # per prompt: replies refused since its last accepted one
+        self.tool_calls = tool_calls
+        # Whether the server takes ``tools``: None until a request with them was answered.
+        self._tools: bool | None = None if tool_calls == "auto" else tool_calls
 
     def __repr__(self) -> str:
         return f"OpenAILLM(model={self.model!r}, base_url={self.base_url!r})"
@@ -188,6 +225,11 @@ class OpenAILLM:
     def mode(self) -> str | None:
         """The structured-output mode the server accepted (None until the first call found it)."""
         return None if self._mode is None else _MODES[self._mode]
+
+    @property
+    def takes_tools(self) -> bool:
+        """Whether :meth:`complete_with_tools` offers tools (False: turned off, or the server refused them)."""
+        return self._tools is not False
 
     def close(self) -> None:
         """Close the HTTP connections the client keeps open (idempotent)."""
@@ -223,6 +265,95 @@ class OpenAILLM:
                 if self._mode is None:
                     return self._probe_mode(messages, schema, role)
         return self._complete_in(self._mode, messages, schema, role, self._client)
+
+    def complete_with_tools(
+        self, messages: list[Message], schema: type[BaseModel], tools: ToolBox
+    ) -> dict[str, Any]:
+        """Like :meth:`complete`, the model calling ``tools`` first (at most ``tools.max_calls`` calls).
+
+        Each call is run through ``tools`` and reported to the meter
+        (:func:`~fractal_nb.llm.protocol.report_tool_call`); a refusal by the tool
+        (a :class:`~fractal_nb.errors.FractalError`) is the result the model reads.
+        Raises as :meth:`complete` does.
+        """
+        if not self.takes_tools:
+            return self.complete(messages, schema)
+        role = role_of(schema)
+        convo: list[Message] = list(messages)
+        made = 0
+        while made < tools.max_calls:
+            try:
+                text, calls = self._tool_request(convo, role, tools)
+            except _ToolsRefused:  # the server has no tool calling: the rest of the calls go without
+                self._tools = False
+                return self.complete(messages, schema)
+            except _BadBody:
+                break  # the structured path below asks again, with its own corrections
+            if not calls:
+                try:  # an answer already: valid, it saves a request
+                    return _parse(text, schema, ReplyContext.of(convo, schema))
+                except ValueError:
+                    break
+            calls = calls[: tools.max_calls - made]  # the conversation keeps the calls made, no more
+            convo = [*convo, _assistant_calls(text, calls)]
+            for call in calls:
+                convo = [*convo, _tool_result(call, _run_tool(tools, call))]
+            made += len(calls)
+        if made:
+            convo = [*convo, {"role": "user", "content": render("tools_done")}]
+        return self.complete(convo, schema)
+
+    def _tool_request(
+        self, convo: list[Message], role: str, tools: ToolBox
+    ) -> tuple[str, list[dict[str, Any]]]:
+        """One request offering the tools: the reply's text and its tool calls ({id, name, arguments})."""
+        client = self._client if self._tools else self._client.with_options(max_retries=0)  # a probe
+        options: dict[str, Any] = {
+            "max_tokens": self.max_tokens[role],
+            "tools": tools.definitions(),
+            "tool_choice": "auto",
+        }
+        if self.temperature is not None:
+            options["temperature"] = self.temperature
+        if self.seed is not None:
+            options["seed"] = self.seed
+        waited = time.perf_counter()
+        try:
+            with self._slot():
+                report_wait(time.perf_counter() - waited, "tools")
+                response = client.chat.completions.create(
+                    model=self.model,
+                    messages=cast("list[ChatCompletionMessageParam]", convo),
+                    **options,
+                )
+        except json.JSONDecodeError as exc:
+            raise _BadBody(f"the server's body was not JSON ({exc})") from exc
+        except openai.APIStatusError as exc:
+            if self._tools is None and exc.status_code in _REJECTS_TOOLS:
+                raise _ToolsRefused(str(exc)) from exc
+            raise _translate(exc, self.model, self.base_url) from exc
+        except openai.OpenAIError as exc:
+            raise _translate(exc, self.model, self.base_url) from exc
+        if not isinstance(response, ChatCompletion):
+            raise _BadBody(f"the server's body was not a chat completion: {_short(response)}")
+        self._tools = True
+        message = getattr((getattr(response, "choices", None) or [None])[0], "message", None)
+        text = getattr(message, "content", None) or ""
+        calls = [
+            {"id": c.id, "name": c.function.name, "arguments": c.function.arguments or ""}
+            for c in (getattr(message, "tool_calls", None) or [])
+            if getattr(c, "function", None) is not None
+        ]
+        usage = getattr(response, "usage", None)
+        prompt = getattr(usage, "prompt_tokens", None)
+        completion = getattr(usage, "completion_tokens", None)
+        reported = isinstance(prompt, int) and isinstance(completion, int)
+        report_usage(
+            prompt if isinstance(prompt, int) else messages_tokens(convo),
+            completion if isinstance(completion, int) else estimate_tokens(text + json.dumps(calls)),
+            estimated=not reported,
+        )
+        return text, calls
 
     def _probe_mode(self, messages: list[Message], schema: type[BaseModel], role: str) -> dict[str, Any]:
         """Ask in each mode in turn, without retries, until the server takes one; remember it."""
@@ -344,6 +475,53 @@ class OpenAILLM:
             return
         with self._slots:
             yield
+
+
+def _run_tool(tools: ToolBox, call: dict[str, Any]) -> str:
+    """Run one tool call; the text the model reads back (a refusal's message too), cut to the box's bound."""
+    started = time.perf_counter()
+    arguments: Any = None
+    error: str | None
+    try:
+        arguments = json.loads(call["arguments"] or "{}")
+        if not isinstance(arguments, dict):
+            raise InvalidInputError(f"the arguments of {call['name']} must be a JSON object")
+        text, error = tools.run(call["name"], arguments), None
+    except json.JSONDecodeError as exc:
+        text = error = f"the arguments of {call['name']} were not JSON: {exc}"
+    except FractalError as exc:
+        text = error = f"error: {exc}"
+    if len(text) > tools.max_result_chars:
+        text = text[: max(0, tools.max_result_chars - len(_CUT))] + _CUT
+    report_tool_call(
+        ToolCall(
+            name=str(call["name"])[:100],
+            arguments=arguments if isinstance(arguments, dict) else {"raw": str(call["arguments"])[:500]},
+            ok=error is None,
+            error=error,
+            result_chars=len(text),
+            latency_s=time.perf_counter() - started,
+        )
+    )
+    return text
+
+
+def _assistant_calls(text: str, calls: list[dict[str, Any]]) -> Message:
+    """The model's reply that made ``calls``, as the conversation resends it."""
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": text,
+        "tool_calls": [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in calls
+        ],
+    }
+    return cast(Message, message)
+
+
+def _tool_result(call: dict[str, Any], text: str) -> Message:
+    """A tool call's result, as the conversation carries it back to the model."""
+    return cast(Message, {"role": "tool", "tool_call_id": call["id"], "content": text})
 
 
 def _environment_proxy(base_url: str | None) -> str | None:

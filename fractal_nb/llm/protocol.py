@@ -4,6 +4,12 @@ Backends report token usage to the caller's meter (a context variable, so each
 worker thread has its own) instead of changing the return type. Budgets reserve
 a call's tokens before it is made (engine/limits.py): :func:`reply_bound` says how
 long its reply may be.
+
+A model that can call tools (OpenAI tool calling) also offers
+``complete_with_tools(messages, schema, tools)`` (:class:`ToolUsingLLM`): it may
+call the :class:`ToolBox`'s tools, at most ``tools.max_calls`` times, before its
+structured answer; each call is reported to the meter (:func:`report_tool_call`)
+and logged as its own ledger row (docs/architecture.md, "Tool calls").
 """
 
 from __future__ import annotations
@@ -35,6 +41,76 @@ class LLM(Protocol):
         ...
 
 
+class ToolBox(Protocol):
+    """Tools a model may call before it answers (docs/architecture.md, "Tool calls").
+
+    ``definitions()`` are OpenAI tool definitions (``{"type": "function", "function":
+    {name, description, parameters}}``); ``run(name, arguments)`` returns the result as
+    text for the model, or raises :class:`~fractal_nb.errors.FractalError` whose message
+    the model reads instead (an unknown source, a bad argument). ``max_calls`` bounds the
+    tool calls of one model call; ``max_result_chars`` each result's length (a longer one
+    is cut), so a budget can reserve the round trips before the call is made.
+    """
+
+    max_calls: int
+    max_result_chars: int
+
+    def definitions(self) -> list[dict[str, Any]]:
+        """The tools, as the OpenAI API's ``tools`` parameter takes them."""
+        ...
+
+    def run(self, name: str, arguments: dict[str, Any]) -> str:
+        """Run one tool call; its result as text (FractalError: a refusal the model reads)."""
+        ...
+
+
+@runtime_checkable
+class ToolUsingLLM(LLM, Protocol):
+    """A model that may call tools before its structured answer.
+
+    ``takes_tools`` is False when it will not call them now (turned off, or its
+    server refused them once): callers then use :meth:`LLM.complete` and reserve no
+    round trips for tools.
+    """
+
+    @property
+    def takes_tools(self) -> bool:
+        """Whether a call with tools will offer them to the model."""
+        ...
+
+    def complete_with_tools(
+        self, messages: list[Message], schema: type[BaseModel], tools: ToolBox
+    ) -> dict[str, Any]:
+        """Like :meth:`LLM.complete`, the model calling ``tools`` (at most ``tools.max_calls``) first."""
+        ...
+
+
+def uses_tools(llm: object, tools: ToolBox | None) -> bool:
+    """Whether a call of ``llm`` with ``tools`` goes through :meth:`ToolUsingLLM.complete_with_tools`.
+
+    >>> uses_tools(object(), None)
+    False
+    """
+    return tools is not None and isinstance(llm, ToolUsingLLM) and llm.takes_tools
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call a model made: the tool, its arguments, and how it went.
+
+    ``ok`` False: the tool refused (``error`` says why, and the model read it);
+    ``result_chars`` the length of the text the model got back; ``latency_s`` the
+    time the tool took.
+    """
+
+    name: str
+    arguments: dict[str, Any]
+    ok: bool
+    error: str | None = None
+    result_chars: int = 0
+    latency_s: float = 0.0
+
+
 @dataclass
 class Usage:
     """What one metered call cost; backends add to it through the ``report_*`` functions.
@@ -46,7 +122,8 @@ class Usage:
     reported none; ``queue_s`` the time spent waiting for a free slot before the
     first request; ``mode`` how structured output was asked for; ``retries`` the
     (seed, temperature) each retry after a refused reply was sampled with
-    (llm/openai_llm.py varies them; the ledger's ``retry_sampling``).
+    (llm/openai_llm.py varies them; the ledger's ``retry_sampling``); ``tool_calls``
+    the tool calls the model made, in order (each a ledger row of its own).
     """
 
     prompt_tokens: int = 0
@@ -58,6 +135,7 @@ class Usage:
     queue_s: float = 0.0
     mode: str | None = None
     retries: list[tuple[int | None, float | None]] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
 
 
 _meter: ContextVar[Usage | None] = ContextVar("fractal_nb_llm_meter", default=None)
@@ -104,6 +182,13 @@ def report_retry(seed: int | None, temperature: float | None) -> None:
         usage.retries.append((seed, temperature))
 
 
+def report_tool_call(call: ToolCall) -> None:
+    """Record one tool call the model made (the engine logs it as a ledger row)."""
+    usage = _meter.get()
+    if usage is not None:
+        usage.tool_calls.append(call)
+
+
 def report_wait(queue_s: float, mode: str | None) -> None:
     """Record the time spent waiting for a slot, and the structured-output mode used."""
     usage = _meter.get()
@@ -142,7 +227,7 @@ def estimate_tokens(text: str) -> int:
 
 def messages_tokens(messages: list[Message]) -> int:
     """Estimated prompt tokens of a message list."""
-    return sum(estimate_tokens(m["content"]) + 4 for m in messages)
+    return sum(estimate_tokens(m["content"] or "") + 4 for m in messages)
 
 
 def reply_rounds(llm: object) -> int:

@@ -229,6 +229,11 @@ class RemoteStore:
     get_state_at = remote_method(GraphStore.get_state_at)
     fork_graph = remote_method(GraphStore.fork_graph)
     get_lineage = remote_method(GraphStore.get_lineage)
+    list_sources = remote_method(GraphStore.list_sources)
+    add_source_text = remote_method(GraphStore.add_source_text)
+    search_sources = remote_method(GraphStore.search_sources)
+    read_source = remote_method(GraphStore.read_source)
+    check_citations = remote_method(GraphStore.check_citations)
     _heartbeat = remote_method(GraphStore.heartbeat)
 
     def heartbeat(self, holder_id: str) -> Heartbeat:

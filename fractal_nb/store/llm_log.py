@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidInputError, NotFoundError
+from ..model import TOOL_NAMES
 from .base import StoreBase, optional_name, require_id
 from .records import ModelSpend
 from .rows import iso
@@ -30,7 +31,10 @@ ROLES = (
     "synthesize",
     "harvest",
     "widen",
+    # a model's tool calls, a row each (docs/architecture.md, "Tool calls")
+    *(f"tool:{name}" for name in (*TOOL_NAMES, "unknown")),
 )  # llm/schemas.py role_of, one per schema
+_MODEL_CALL = "role NOT LIKE 'tool:%'"  # a row of a model call, not of one of its tool calls
 MAX_CALL_TOKENS = 10_000_000  # prompt or completion tokens of one call: far past any model's context
 MAX_CALL_TRIES = 1_000  # attempts or corrections of one call
 MAX_CALL_SECONDS = 1e6  # latency or queue time of one call
@@ -193,6 +197,7 @@ class LLMLog(StoreBase):
 
         ``accepted`` at once, ``corrected`` after a round trip, ``rejected`` (replies
         that were junk or invalid, llm/quality.py), ``failed`` (no reply at all).
+        A model's tool calls are rows of their own, not calls of the model.
         """
         gid = require_id(graph_id, "graph_id")
         row = self._db.fetchone(
@@ -200,7 +205,7 @@ class LLMLog(StoreBase):
             "count(*) FILTER (outcome <> 'error' AND corrections > 0), "
             "count(*) FILTER (outcome = 'error' AND error LIKE 'LLMOutputError%'), "
             "count(*) FILTER (outcome = 'error' AND error NOT LIKE 'LLMOutputError%') "
-            "FROM llm_calls WHERE graph_id = ?",
+            f"FROM llm_calls WHERE graph_id = ? AND {_MODEL_CALL}",
             [gid],
         )
         accepted, corrected, rejected, failed = row if row is not None else (0, 0, 0, 0)
@@ -210,12 +215,13 @@ class LLMLog(StoreBase):
         """What a graph's model calls spent, per model: calls, prompt_tokens, completion_tokens.
 
         Every row counts (failed and discarded calls were paid for too) but
-        replayed ones (``cached``).
+        replayed ones (``cached``) and tool calls (their tokens are their model call's).
         """
         gid = require_id(graph_id, "graph_id")
         rows = self._db.fetchall(
             "SELECT model, count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0) "
-            "FROM llm_calls WHERE graph_id = ? AND outcome <> 'cached' GROUP BY model ORDER BY model",
+            f"FROM llm_calls WHERE graph_id = ? AND outcome <> 'cached' AND {_MODEL_CALL} "
+            "GROUP BY model ORDER BY model",
             [gid],
         )
         return [

@@ -1,5 +1,8 @@
 """``WorkerStore``: the store methods a worker's loop uses, the seam between the engine and a store.
 
+A worker reads the graph's sources through it too (``search_sources``, ``read_source``), so
+remote workers gather evidence as local ones do.
+
 :class:`~fractal_nb.store.GraphStore` (DuckDB, in this process) and
 :class:`~fractal_nb.remote.RemoteStore` (another process's store, over MCP) both
 satisfy it, and a second backend implements it to run the engine's workers
@@ -27,6 +30,7 @@ from .records import (
     Recovered,
     Saturated,
     SourceHit,
+    SourceLines,
     SourceRecord,
     SynthesisClaim,
     SynthesisInputs,
@@ -142,4 +146,7 @@ class WorkerStore(Protocol):
         """See :meth:`GraphStore.list_sources`."""
 
     def search_sources(self, graph_id: str, query: str, k: int = 5) -> list[SourceHit]:
-        """See :meth:`GraphStore.search_sources`."""
+        """See :meth:`GraphStore.search_sources` (a worker gathers evidence: engine/evidence_tools.py)."""
+
+    def read_source(self, graph_id: str, source: str, line_start: int, line_end: int) -> SourceLines:
+        """See :meth:`GraphStore.read_source`."""

@@ -14,6 +14,7 @@ Modes:
 - ``"text_only"``: HTTP 400 to any request that has a ``response_format``.
 - ``"junk"``: the JSON wrapped in prose and fences, a trailing comma, a raw newline in a string.
 - ``"flaky"``: a seeded share of requests fail (see :data:`FAULTS`); the rest are ``"ok"``.
+- ``"no_tools"``: HTTP 400 to any request that offers ``tools`` (a server without tool calling).
 
 ``down_after=N`` (any mode) answers HTTP 503 to every request after the first N, as a
 server whose model died; set ``fake.down_after = None`` to bring it back. ``port`` binds
@@ -21,7 +22,10 @@ a given port (a test can start the server where a client already points). ``late
 is the model's time per reply (requests are served in parallel).
 
 A responder takes the request body and returns the answer: a dict (sent as JSON), a
-str (sent verbatim as the message content) or None (null content).
+str (sent verbatim as the message content), None (null content), or :class:`ToolCalls`
+(a reply that calls tools). :func:`tool_caller` wraps a responder into a model that
+searches and reads the sources before it answers, citing what it read;
+:func:`endless_tool_caller` one that never stops calling tools.
 """
 
 from __future__ import annotations
@@ -32,15 +36,25 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
 from fractal_nb.llm.openai_llm import OpenAILLM
 
-Responder = Callable[[dict[str, Any]], "dict[str, Any] | str | None"]
+@dataclass(frozen=True)
+class ToolCalls:
+    """A reply that calls tools: ``(name, arguments)`` pairs, sent as the message's ``tool_calls``."""
 
-MODES = ("ok", "llama_cpp", "text_only", "junk", "flaky")
+    calls: tuple[tuple[str, dict[str, Any]], ...]
+    content: str | None = None
+    raw: dict[int, str] = field(default_factory=dict)  # call index -> its arguments sent verbatim
+
+
+Responder = Callable[[dict[str, Any]], "dict[str, Any] | str | ToolCalls | None"]
+
+MODES = ("ok", "llama_cpp", "text_only", "junk", "flaky", "no_tools")
 FAULTS = ("rate_limit", "server_error", "slow", "malformed_body", "not_json")
 
 LLAMA_CPP_500 = {
@@ -94,6 +108,109 @@ def _instance(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
     if kind == "boolean":
         return False
     return None
+
+
+_BLOCK = re.compile(r"^\[(?P<source>[^\]\n]+):L(?P<start>\d+)-L(?P<end>\d+)\]$", re.MULTILINE)
+_NUMBERED = re.compile(r"^(\d+): (.*)$")
+
+
+def _last_tool(body: dict[str, Any]) -> tuple[str, str] | None:
+    """The last tool call of the conversation and its result text: (tool name, result), or None."""
+    messages = body.get("messages", [])
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.get("role") == "assistant" and message.get("tool_calls"):
+            name = message["tool_calls"][-1]["function"]["name"]
+            results = [m for m in messages[index + 1 :] if m.get("role") == "tool"]
+            return name, str(results[-1]["content"]) if results else ""
+    return None
+
+
+def read_lines(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every block of lines read_source returned in the conversation: {source, line_start, line_end, lines}."""
+    blocks: list[dict[str, Any]] = []
+    messages = body.get("messages", [])
+    for index, message in enumerate(messages):
+        if message.get("role") != "assistant" or not message.get("tool_calls"):
+            continue
+        names = [c["function"]["name"] for c in message["tool_calls"]]
+        results = [m for m in messages[index + 1 : index + 1 + len(names)] if m.get("role") == "tool"]
+        for name, result in zip(names, results, strict=False):
+            text = str(result["content"])
+            head = _BLOCK.match(text)
+            if name != "read_source" or head is None:
+                continue
+            lines = [m.group(2) for m in map(_NUMBERED.match, text.splitlines()[1:]) if m]
+            blocks.append(
+                {
+                    "source": head["source"],
+                    "line_start": int(head["start"]),
+                    "line_end": int(head["end"]),
+                    "lines": lines,
+                }
+            )
+    return blocks
+
+
+def tool_caller(inner: Responder, query: str = "", *, miscite: bool = False) -> Responder:
+    """A model that calls the source tools before it answers, citing what it read.
+
+    Offered tools, it first calls ``search_sources(query)`` (the first user message's
+    first line when ``query`` is empty), then ``read_source`` on the first passage
+    found (its first three lines), then says it is done (text, no tool call). Asked
+    for the structured answer, it answers as ``inner`` does, with ``citations``: the
+    first non-blank line of each span read (``miscite``: a quote the lines do not hold).
+    """
+
+    def respond(body: dict[str, Any]) -> dict[str, Any] | str | ToolCalls | None:
+        if body.get("tools"):
+            last = _last_tool(body)
+            if last is None:
+                user = next((str(m["content"]) for m in body["messages"] if m["role"] == "user"), "")
+                words = query or (user.strip().splitlines()[-1] if user.strip() else "sources")
+                return ToolCalls((("search_sources", {"query": words[:200], "k": 3}),))
+            name, result = last
+            head = _BLOCK.search(result)
+            if name == "search_sources" and head is not None:
+                start = int(head["start"])
+                end = min(int(head["end"]), start + 2)
+                return ToolCalls((("read_source", {"source": head["source"], "line_start": start, "line_end": end}),))
+            return "I have read what I need; my answer follows."
+        answer = inner(body)
+        if not isinstance(answer, dict):
+            return answer
+        citations = []
+        for block in read_lines(body):
+            offset, quote = next(((i, ln) for i, ln in enumerate(block["lines"]) if ln.strip()), (0, ""))
+            line = block["line_start"] + offset
+            citations.append(
+                {
+                    "source": block["source"],
+                    "line_start": line,
+                    "line_end": line,
+                    "quote": "words these lines never said" if miscite else quote.strip(),
+                }
+            )
+        return {**answer, "citations": citations}
+
+    return respond
+
+
+def endless_tool_caller(inner: Responder) -> Responder:
+    """A model that calls ``search_sources`` (twice per reply) whenever tools are offered: only a bound stops it."""
+
+    def respond(body: dict[str, Any]) -> dict[str, Any] | str | ToolCalls | None:
+        if body.get("tools"):
+            turn = sum(1 for m in body["messages"] if m.get("role") == "tool")
+            return ToolCalls(
+                (
+                    ("search_sources", {"query": f"more evidence {turn}", "k": 2}),
+                    ("search_sources", {"query": f"still more evidence {turn}", "k": 2}),
+                )
+            )
+        return inner(body)
+
+    return respond
 
 
 def _junk(answer: dict[str, Any]) -> str:
@@ -224,6 +341,9 @@ class FakeOpenAI:
         fmt_type = (body.get("response_format") or {}).get("type")
         if self.mode == "llama_cpp" and fmt_type == "json_schema":
             return _json(500, LLAMA_CPP_500)
+        if self.mode == "no_tools" and body.get("tools"):
+            message = "tools are not supported by this server"
+            return _json(400, {"error": {"message": message, "type": "invalid_request_error"}})
         if self.mode == "text_only" and fmt_type is not None:
             message = f"response_format of type {fmt_type!r} is not supported"
             return _json(400, {"error": {"message": message, "type": "invalid_request_error"}})
@@ -241,13 +361,16 @@ class FakeOpenAI:
             answer = self.responder(body)
         except ValueError as exc:
             return _json(400, {"error": {"message": str(exc), "type": "invalid_request_error"}})
+        calls: ToolCalls | None = None
         if fault == "not_json":
             content: str | None = "I am sorry, I cannot help with that."
+        elif isinstance(answer, ToolCalls):
+            content, calls = answer.content, answer
         elif isinstance(answer, dict):
             content = _junk(answer) if self.mode == "junk" else json.dumps(answer)
         else:
             content = answer
-        completion = _completion(body, content, index + 1)
+        completion = _completion(body, content, index + 1, calls)
         if not self.usage:
             del completion["usage"]
         with self._lock:
@@ -255,9 +378,21 @@ class FakeOpenAI:
         return _json(200, completion)
 
 
-def _completion(body: dict[str, Any], content: str | None, n: int) -> dict[str, Any]:
+def _completion(
+    body: dict[str, Any], content: str | None, n: int, calls: ToolCalls | None = None
+) -> dict[str, Any]:
     prompt = sum(len(str(m.get("content") or "")) for m in body.get("messages", [])) // 4
-    completion = len(content or "") // 4
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls is not None:
+        message["tool_calls"] = [
+            {
+                "id": f"call-{n}-{i}",
+                "type": "function",
+                "function": {"name": name, "arguments": calls.raw.get(i, json.dumps(arguments))},
+            }
+            for i, (name, arguments) in enumerate(calls.calls)
+        ]
+    completion = len(content or "") // 4 + len(json.dumps(message.get("tool_calls", []))) // 4
     return {
         "id": f"chatcmpl-fake-{n}",
         "object": "chat.completion",
@@ -266,8 +401,8 @@ def _completion(body: dict[str, Any], content: str | None, n: int) -> dict[str, 
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "finish_reason": "stop",
+                "message": message,
+                "finish_reason": "tool_calls" if calls is not None else "stop",
             }
         ],
         "usage": {
