@@ -119,11 +119,11 @@ def package_chunks() -> list[ChunkRecord]:
 def test_threads_searching_one_index_find_what_one_thread_finds() -> None:
     index = SourceIndex(package_chunks())
     queries = [
-        "How does a claim stay atomic?",
-        "write transaction rollback",
-        "heartbeat lease holder",
-        "token budget reserve",
-        "graph fork event",
+        "lease renewal",
+        "rollback",
+        "cursor per thread",
+        "reserve tokens",
+        "fork lineage",
         "zzqx",
     ] * 4
     serial = [index.search(q, k=5) for q in queries]
