@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.metadata
 import json
 import os
 import statistics
@@ -442,22 +443,29 @@ def table(rows: Sequence[Measured]) -> str:
     return "\n".join(lines)
 
 
+def installed_mb(package: str) -> str:
+    """How much a package's files take, as its install record lists them."""
+    files = importlib.metadata.files(package) or []
+    return f"{sum(f.size or 0 for f in files) / 1e6:.1f} MB"
+
+
 def choice(rows: Sequence[Measured], terms_s: float, questions: int) -> str:
     """Why bm25s, with this run's numbers beside the other candidates'."""
     chosen, others = rows[0], {row.name: row for row in rows[1:]}
     lines = [
-        "choice: bm25s (fractal_nb.retrieval.SourceIndex): pure Python over numpy, a wheel for every "
-        "platform numpy has, no network, no model; its search only reads the index, so threads share one.",
+        f"choice: bm25s (fractal_nb.retrieval.SourceIndex): pure Python over numpy ({installed_mb('bm25s')} "
+        "installed), no network, no model; its search only reads the index, so threads share one.",
         f"  recall@{K} {chosen.recall_at_k:.2f} ({round(chosen.recall_at_k * questions)} of {questions} "
         f"questions), {chosen.query_ms:.2f} ms a question, {chosen.index_s:.2f} s to index "
         f"({terms_s:.2f} s of it the terms every candidate shares).",
     ]
     if "tantivy" in others:
         t = others["tantivy"]
+        more = round((t.recall_at_k - chosen.recall_at_k) * questions)
         lines.append(
-            f"  tantivy (a compiled Rust wheel): recall@{K} {t.recall_at_k:.2f} "
-            f"({round(t.recall_at_k * questions)} of {questions}), {t.query_ms:.2f} ms, {t.index_s:.2f} s: "
-            "as good within a question or two, both well under a millisecond a question."
+            f"  tantivy (a compiled Rust wheel, {installed_mb('tantivy')}): recall@{K} {t.recall_at_k:.2f} "
+            f"({round(t.recall_at_k * questions)} of {questions}: {more:+d} against bm25s), "
+            f"{t.query_ms:.2f} ms a question, {t.index_s:.2f} s to index."
         )
     plain = [row for name, row in others.items() if name != "tantivy"]
     if plain:
@@ -472,16 +480,18 @@ def choice(rows: Sequence[Measured], terms_s: float, questions: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2,000 chunks, one build each")
-    parser.add_argument("--chunks", type=int, default=None, help="corpus size (default 12,000)")
+    parser.add_argument(
+        "--chunks", type=int, default=None, help="corpus size (default 12,000; 0: this repository alone)"
+    )
     parser.add_argument("--repeat", type=int, default=None, help="builds and query rounds (median kept)")
     args = parser.parse_args()
-    size = args.chunks or (2_000 if args.quick else 12_000)
+    size = args.chunks if args.chunks is not None else 2_000 if args.quick else 12_000
     repeat = args.repeat or (1 if args.quick else 3)
 
     from machine import print_header  # bench/machine.py, beside this script
 
     print_header(__doc__.splitlines()[0])
-    corpus = build_corpus(size)
+    corpus = build_corpus(size, stdlib=size > 0)
     questions = load_questions()
     sources = len({chunk["source"] for chunk in corpus})
     print(
