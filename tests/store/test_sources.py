@@ -468,3 +468,34 @@ def test_a_file_source_is_hashed_once_per_change(tree: Tree, tmp_path: Path) -> 
         assert checked["status"] == CitationStatus.VERIFIED and "detail" not in checked
     path.unlink()
     assert "changed on disk (or is gone)" in tree.store.check_citations(tree.graph_id, citation)[0]["detail"]
+
+
+def test_an_answer_submitted_over_mcp_has_its_citations_checked(noted: Tree) -> None:
+    import asyncio
+    import json
+
+    from mcp import Client
+
+    from fractal_nb.mcp_server import build_server
+    from tests.mcp.seed_worker import call
+
+    store, g = noted.store, noted.graph_id
+    claimed = store.claim_work(g, "outside")["node_id"]
+    citations = [cite("notes.md", 6, 6, "one UPDATE wins"), cite("notes.md", 6, 6, "one UPDATE loses")]
+
+    async def scenario() -> dict[str, Any]:
+        async with Client(build_server(store)) as client:
+            return await call(
+                client,
+                "fractal_submit_answer",
+                graph_id=g,
+                node_id=claimed,
+                text="An outside agent's answer.",
+                owner="outside",
+                metadata=json.dumps({"citations": citations}),
+            )
+
+    written = asyncio.run(scenario())
+    meta = noted.node(written["answer"]["node_id"])["metadata"]
+    assert [c["status"] for c in meta["citations"]] == [CitationStatus.VERIFIED, CitationStatus.MISQUOTED]
+    assert meta["support"] == Support.UNSUPPORTED
