@@ -211,3 +211,22 @@ def test_cli_sources_lists_them(folder: Path, capsys: pytest.CaptureFixture[str]
     assert main(["sources", str(path), "--json"]) == 0
     listed = {s["name"]: s for s in json.loads(capsys.readouterr().out)["sources"]}
     assert listed["repo/store.py"]["changed"] is True and listed["repo/Makefile"]["changed"] is False
+
+
+def test_a_file_outside_the_working_directory_is_named_by_its_file_name(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(folder / "docs")
+    assert source_texts([folder / "store.py"])[0]["name"] == "store.py"
+
+
+def test_an_empty_table_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "t.duckdb"
+    Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM(), path=path).close()
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE empty_one (a INTEGER)")
+    with (
+        Exploration.open(path, llm=SimulatedLLM()) as ex,
+        pytest.raises(InvalidInputError, match="has no rows"),
+    ):
+        ex.add_sources(Table("empty_one"))

@@ -416,3 +416,86 @@ def test_threads_adding_sources_and_submitting_cited_answers_lose_nothing(fresh_
     assert {nodes[a]["metadata"]["support"] for a in answers} == {Support.SUPPORTED}
     kinds = [e["kind"] for e in fresh_store.get_events(t.graph_id)["events"]]
     assert kinds.count("sources_added") == threads + 2  # notes, shared once, one per thread
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda s, g: s.read_source(g, 3, 1, 1), "source must be a source's name"),
+        (lambda s, g: s.read_source(g, "notes.md", 1, 401), "read at most 400 at once"),
+        (lambda s, g: s.search_sources(g, "x" * 2001), "the limit is 2,000"),
+        (lambda s, g: s.search_sources(g, "claims", 0), "k must be an integer from 1 to 50"),
+        (lambda s, g: s.table_lines(""), "a table's name must be a non-empty string"),
+        (lambda s, g: s.check_citations(g, [cite("notes.md", 1, 1, "q")] * 101), "the limit is 100"),
+        (lambda s, g: s.record_harvest(g, ["findings"]), "harvest must be an object"),
+        (lambda s, g: s.record_harvest(g, {"findings": "none"}), "harvest.findings must be a list"),
+        (lambda s, g: s.record_harvest(g, {"findings": [{"finding": "f"}] * 501}), "the limit is 500"),
+        (lambda s, g: s.add_sources(g, [text(f"{i}", "t") for i in range(5001)]), "add at most 5,000"),
+        (lambda s, g: s.add_sources(g, [text("a", "t", location="")]), "location must be a file's path"),
+        (lambda s, g: s.add_sources(g, [text("a", "\ud800")]), "is not valid Unicode text"),
+        (lambda s, g: s.add_sources(g, ["a.md"]), r"texts\[0\] must be an object"),
+    ],
+)
+def test_bad_arguments_are_refused_and_change_nothing(noted: Tree, call: Any, message: str) -> None:
+    before = rows(noted.store)
+    with pytest.raises(InvalidInputError, match=message):
+        call(noted.store, noted.graph_id)
+    assert rows(noted.store) == before
+
+
+def test_table_lines_refuses_bad_columns_and_big_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "x.duckdb"
+    GraphStore(path).close()
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE t AS SELECT range AS n FROM range(3)")
+    with GraphStore(path, read_only=True) as store:
+        with pytest.raises(InvalidInputError, match="columns must be a non-empty list of column names"):
+            store.table_lines("t", [])
+        monkeypatch.setattr("fractal_nb.store.sources.MAX_TABLE_ROWS", 2)
+        with pytest.raises(InvalidInputError, match="table 't' has 3 rows; a table source holds at most 2"):
+            store.table_lines("t")
+
+
+def test_a_file_source_is_hashed_once_per_change(tree: Tree, tmp_path: Path) -> None:
+    path = tmp_path / "notes.md"
+    path.write_text(NOTES)
+    tree.store.add_sources(tree.graph_id, [text("notes.md", NOTES, kind="file", location=str(path))])
+    citation = [cite("notes.md", 6, 6, "one UPDATE wins")]
+    for _ in range(2):  # the second check reads the hash it kept for this (path, mtime, size)
+        [checked] = tree.store.check_citations(tree.graph_id, citation)
+        assert checked["status"] == CitationStatus.VERIFIED and "detail" not in checked
+    path.unlink()
+    assert "changed on disk (or is gone)" in tree.store.check_citations(tree.graph_id, citation)[0]["detail"]
+
+
+def test_an_answer_submitted_over_mcp_has_its_citations_checked(noted: Tree) -> None:
+    import asyncio
+    import json
+
+    from mcp import Client
+
+    from fractal_nb.mcp_server import build_server
+    from tests.mcp.seed_worker import call
+
+    store, g = noted.store, noted.graph_id
+    claimed = store.claim_work(g, "outside")["node_id"]
+    citations = [cite("notes.md", 6, 6, "one UPDATE wins"), cite("notes.md", 6, 6, "one UPDATE loses")]
+
+    async def scenario() -> dict[str, Any]:
+        async with Client(build_server(store)) as client:
+            return await call(
+                client,
+                "fractal_submit_answer",
+                graph_id=g,
+                node_id=claimed,
+                text="An outside agent's answer.",
+                owner="outside",
+                metadata=json.dumps({"citations": citations}),
+            )
+
+    written = asyncio.run(scenario())
+    meta = noted.node(written["answer"]["node_id"])["metadata"]
+    assert [c["status"] for c in meta["citations"]] == [CitationStatus.VERIFIED, CitationStatus.MISQUOTED]
+    assert meta["support"] == Support.UNSUPPORTED
