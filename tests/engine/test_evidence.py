@@ -60,16 +60,8 @@ def notes(tmp_path: Path) -> Path:
 
 
 def explore(folder: Path, **options: Any) -> Exploration:
-    """A pulse exploration of :data:`SEED` whose sources are the files of ``folder``."""
-    ex = Exploration.create(SEED, intensity="pulse", **options)
-    ex.store.add_sources(
-        ex.graph_id,
-        [
-            {"name": path.name, "kind": "file", "location": str(path), "text": path.read_text()}
-            for path in sorted(folder.iterdir())
-        ],
-    )
-    return ex
+    """A pulse exploration of :data:`SEED` on the files of ``folder`` (named ``<folder>/<file>``)."""
+    return Exploration.create(SEED, intensity="pulse", sources=folder, **options)
 
 
 class Recording:
@@ -93,7 +85,7 @@ def words(text: str) -> str:
 
 def in_file(folder: Path, citation: dict[str, Any]) -> bool:
     """Whether a citation's quote is in those lines of the file on disk (read here, not by the store)."""
-    path = folder / citation["source"]
+    path = folder.parent / citation["source"]  # a folder's files are named under the folder's name
     if not path.is_file():
         return False
     lines = path.read_text().split("\n")[citation["line_start"] - 1 : citation["line_end"]]
@@ -128,7 +120,7 @@ def test_with_sources_every_simulated_answer_cites_real_lines_and_every_finding_
     # Every answer prompt showed numbered evidence and asked for citations; the harvest's asked too.
     asked = [p for name, p in llm.prompts if name in ("Answer", "LeafAnswer")]
     assert asked and all(
-        "\nEvidence: " in p and re.search(r"^\[growth\.md:L\d+-L\d+\]$|^\[policy\.txt:", p, re.M)
+        "\nEvidence: " in p and re.search(r"^\[notes/(growth\.md|policy\.txt):L\d+-L\d+\]$", p, re.M)
         for p in asked
     )
     harvest = next(p for name, p in llm.prompts if name == "HarvestSummary")

@@ -116,7 +116,7 @@ def test_gemma_with_sources_never_passes_a_wrong_citation(server: LocalModelServ
     assert not any(n["status"] == "claimed" for n in nodes), "a claim was left behind"
 
     def truly_there(citation: dict[str, Any]) -> bool:  # read from the files here, not by the store
-        path = folder / str(citation["source"])
+        path = folder.parent / str(citation["source"])  # a folder's files are named under its name
         if not path.is_file():
             return False
         lines = path.read_text().split("\n")[int(citation["line_start"]) - 1 : int(citation["line_end"])]
