@@ -266,3 +266,15 @@ def test_a_model_that_cites_and_miscites_through_the_openai_client(notes: Path, 
     }
     # Every request went through the real client, the evidence in each answer's prompt.
     assert any("\nEvidence: " in str(r["messages"][-1]["content"]) for r in server.requests)
+
+
+def test_a_paused_graph_summarised_as_it_stands_splits_its_findings_the_same_way(notes: Path) -> None:
+    with explore(notes, llm=SimulatedLLM(seed=3)) as ex:
+        ex.run(1, progress=False)
+        # Paused with nothing left to do: harvest() summarises it as it stands, writing nothing.
+        ex.store.update_graph_status(ex.graph_id, "paused", reason="paused by a person")
+        result = ex.harvest()
+        assert result.status == "paused" and "harvest" not in ex.store.get_graph(ex.graph_id)["metadata"]
+    assert result.findings and all(f["support"] == "supported" for f in result.findings)
+    assert all(c["status"] == "verified" for f in result.findings for c in f["citations"])
+    assert result.support_counts == {"supported": len(result.findings), "unsupported": 0}
