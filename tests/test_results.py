@@ -144,3 +144,62 @@ def test_a_weak_root_is_named_among_the_degraded_reasons() -> None:
         assert result.synthesis_chain[0].degraded and result.degraded
         assert "the root's synthesis is not the model's" in "; ".join(result.degraded_reasons)
         assert [r["kind"] for r in result.gap_rows].count("failed") == 2
+
+
+def cited_result() -> FractalResult:
+    """A result of a graph with sources: a supported finding, an unsupported one, hostile text in each."""
+    quote = {"source": "notes/<a>.md", "line_start": 3, "line_end": 4, "quote": HOSTILE}
+    return FractalResult(
+        graph_id="g-1",
+        seed="Why?",
+        status="completed",
+        summary="A summary.",
+        node_count=3,
+        edge_count=2,
+        max_depth=1,
+        convergence_count=0,
+        contradiction_count=0,
+        findings=[
+            {
+                "finding": HOSTILE,
+                "confidence": "high",
+                "support": "supported",
+                "citations": [{**quote, "status": "verified"}],
+            }
+        ],
+        has_sources=True,
+        unsupported_findings=[
+            {
+                "finding": "An uncited " + HOSTILE,
+                "confidence": "low",
+                "support": "unsupported",
+                "citations": [
+                    {**quote, "status": "misquoted", "detail": "the quote is not in <b>those</b> lines"}
+                ],
+            }
+        ],
+        support_counts={"supported": 1, "unsupported": 1},
+        answer_support={"supported": 2, "unsupported": 1, "no_sources": 0},
+    )
+
+
+def test_citations_and_unsupported_findings_are_shown_escaped() -> None:
+    html, md = cited_result()._repr_html_(), cited_result().to_markdown()
+    assert "<script>" not in html and "<b>those</b>" not in html and "notes/<a>.md" not in html
+    assert html.count("&lt;script&gt;") == 4  # each finding, each quote
+    assert (
+        "notes/&lt;a&gt;.md:L3-L4" in html
+        and "misquoted: the quote is not in &lt;b&gt;those&lt;/b&gt; lines" in html
+    )
+    assert "1 supported finding(s), 1 unsupported; answers: 2 supported, 1 unsupported" in html
+    assert "fractal-unsupported" in html and "Unsupported findings" in html
+    assert "<script>" not in md and "**Unsupported findings**" in md
+    assert "1 supported finding(s), 1 unsupported; answers: 2 supported, 1 unsupported" in md
+    assert md.index("**Findings**") < md.index("**Unsupported findings**")
+    unsupported = md.split("**Unsupported findings**")[1]
+    assert "*(unsupported)*" in unsupported and "misquoted" in unsupported
+    assert cited_result().to_dict()["unsupported_findings"][0]["support"] == "unsupported"
+
+
+def test_a_result_without_sources_shows_no_evidence_line() -> None:
+    assert "Evidence" not in result().to_markdown() and "Evidence" not in result()._repr_html_()

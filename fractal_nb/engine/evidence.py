@@ -53,7 +53,7 @@ def section(hits: Sequence[ChunkRecord]) -> str:
     passages after it are left out.
 
     >>> hit = {"source": "notes/a.md", "line_start": 7, "line_end": 8, "text": "alpha\nbeta"}
-    >>> print(section([hit]).splitlines()[3:6])
+    >>> print(section([hit]).splitlines()[4:7])
     ['[notes/a.md:L7-L8]', '7: alpha', '8: beta']
     """
     shown: list[str] = []

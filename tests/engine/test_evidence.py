@@ -60,16 +60,8 @@ def notes(tmp_path: Path) -> Path:
 
 
 def explore(folder: Path, **options: Any) -> Exploration:
-    """A pulse exploration of :data:`SEED` whose sources are the files of ``folder``."""
-    ex = Exploration.create(SEED, intensity="pulse", **options)
-    ex.store.add_sources(
-        ex.graph_id,
-        [
-            {"name": path.name, "kind": "file", "location": str(path), "text": path.read_text()}
-            for path in sorted(folder.iterdir())
-        ],
-    )
-    return ex
+    """A pulse exploration of :data:`SEED` on the files of ``folder`` (named ``<folder>/<file>``)."""
+    return Exploration.create(SEED, intensity="pulse", sources=folder, **options)
 
 
 class Recording:
@@ -93,7 +85,7 @@ def words(text: str) -> str:
 
 def in_file(folder: Path, citation: dict[str, Any]) -> bool:
     """Whether a citation's quote is in those lines of the file on disk (read here, not by the store)."""
-    path = folder / citation["source"]
+    path = folder.parent / citation["source"]  # a folder's files are named under the folder's name
     if not path.is_file():
         return False
     lines = path.read_text().split("\n")[citation["line_start"] - 1 : citation["line_end"]]
@@ -128,7 +120,7 @@ def test_with_sources_every_simulated_answer_cites_real_lines_and_every_finding_
     # Every answer prompt showed numbered evidence and asked for citations; the harvest's asked too.
     asked = [p for name, p in llm.prompts if name in ("Answer", "LeafAnswer")]
     assert asked and all(
-        "\nEvidence: " in p and re.search(r"^\[growth\.md:L\d+-L\d+\]$|^\[policy\.txt:", p, re.M)
+        "\nEvidence: " in p and re.search(r"^\[notes/(growth\.md|policy\.txt):L\d+-L\d+\]$", p, re.M)
         for p in asked
     )
     harvest = next(p for name, p in llm.prompts if name == "HarvestSummary")
@@ -274,3 +266,15 @@ def test_a_model_that_cites_and_miscites_through_the_openai_client(notes: Path, 
     }
     # Every request went through the real client, the evidence in each answer's prompt.
     assert any("\nEvidence: " in str(r["messages"][-1]["content"]) for r in server.requests)
+
+
+def test_a_paused_graph_summarised_as_it_stands_splits_its_findings_the_same_way(notes: Path) -> None:
+    with explore(notes, llm=SimulatedLLM(seed=3)) as ex:
+        ex.run(1, progress=False)
+        # Paused with nothing left to do: harvest() summarises it as it stands, writing nothing.
+        ex.store.update_graph_status(ex.graph_id, "paused", reason="paused by a person")
+        result = ex.harvest()
+        assert result.status == "paused" and "harvest" not in ex.store.get_graph(ex.graph_id)["metadata"]
+    assert result.findings and all(f["support"] == "supported" for f in result.findings)
+    assert all(c["status"] == "verified" for f in result.findings for c in f["citations"])
+    assert result.support_counts == {"supported": len(result.findings), "unsupported": 0}

@@ -384,7 +384,11 @@ def test_with_evidence_an_answer_cites_lines_of_the_first_passage_verbatim(quest
     assert 1 <= cited["line_end"] - cited["line_start"] + 1 <= 3
     assert cited["quote"] == "\n".join(lines[n] for n in range(cited["line_start"], cited["line_end"] + 1))
     assert "" not in cited["quote"].split("\n")  # never a blank line
-    assert f"It rests on notes/a.md, lines {cited['line_start']}-{cited['line_end']}." in out["answer"]
+    start, end = cited["line_start"], cited["line_end"]
+    assert (
+        f"It rests on notes/a.md, {f'line {start}' if start == end else f'lines {start}-{end}'}."
+        in out["answer"]
+    )
     again = SimulatedLLM(seed=2).complete(evidence_messages(question, hits), LeafAnswer)
     assert again["citations"] == out["citations"]  # deterministic
 
