@@ -45,8 +45,8 @@ from ..llm.protocol import (
 )
 from ..llm.quality import ReplyContext
 from ..llm.schemas import role_of
-from ..store import WorkerStore
 from ..model import TOOL_NAMES
+from ..store import WorkerStore
 from .limits import Allowance, Limits
 
 T = TypeVar("T", bound=BaseModel)
@@ -195,7 +195,7 @@ class ModelCaller:
             "tokens_estimated": usage.estimated or usage.cached,
             # The requests that reached the server; a backend that does not count them: its replies.
             "attempts": 0 if usage.cached else usage.attempts if usage.requests is None else usage.requests,
-            "corrections": max(0, usage.attempts - 1),
+            "corrections": max(0, usage.attempts - usage.tool_rounds - 1),  # a tool round trip is none
             "queue_s": usage.queue_s,
             "latency_s": time.perf_counter() - started,
             "mode": usage.mode,
@@ -216,7 +216,6 @@ class ModelCaller:
             self.store.record_llm_calls(rows)
         assert result is not None
         return result
-
 
     def _tool_rows(
         self, calls: Sequence[ToolCall], node_id: str | None, worker: str | None

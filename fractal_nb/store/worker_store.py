@@ -31,6 +31,7 @@ from .records import (
     Saturated,
     SourceHit,
     SourceLines,
+    SourceRecord,
     SynthesisClaim,
     SynthesisInputs,
     SynthesisReleased,
@@ -140,6 +141,9 @@ class WorkerStore(Protocol):
 
     def record_llm_calls(self, calls: list[dict[str, Any]]) -> int:
         """See :meth:`GraphStore.record_llm_calls`."""
+
+    def list_sources(self, graph_id: str) -> list[SourceRecord]:
+        """See :meth:`GraphStore.list_sources`."""
 
     def search_sources(self, graph_id: str, query: str, k: int = 5) -> list[SourceHit]:
         """See :meth:`GraphStore.search_sources` (a worker gathers evidence: engine/evidence_tools.py)."""
