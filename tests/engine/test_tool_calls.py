@@ -11,15 +11,18 @@ from typing import Any
 
 import pytest
 
-from fractal_nb import GraphStore
+from fractal_nb import Exploration, GraphStore
 from fractal_nb.engine.calls import ModelCaller, call_bound
 from fractal_nb.engine.evidence_tools import MAX_K, MAX_LINES, SourceTools, source_block
 from fractal_nb.engine.limits import Limits
 from fractal_nb.errors import BudgetExhaustedError, InvalidInputError, LLMError
+from fractal_nb.llm.openai_llm import OpenAILLM
 from fractal_nb.llm.protocol import Message, metered, uses_tools
 from fractal_nb.llm.schemas import LeafAnswer
 from fractal_nb.model import TOOL_NAMES
+from tests.engine.test_openai_runs import FAST, role_responder
 from tests.llm.fake_openai import FakeOpenAI, ToolCalls, endless_tool_caller, read_lines, tool_caller
+from tests.local_port import free_port
 
 NOTES = "\n".join(
     [
@@ -36,6 +39,7 @@ NOTES = "\n".join(
     ]
 )
 QUESTION = "Why do rivers meander?"
+RUN_SEED = "Why do rivers meander across their floodplains?"
 MESSAGES: list[Message] = [
     {"role": "system", "content": "You answer questions about the evidence at hand."},
     {"role": "user", "content": f"Question to answer now (depth 1):\n{QUESTION}\nReply with a JSON object."},
@@ -48,6 +52,12 @@ def answer(body: dict[str, Any]) -> dict[str, Any]:
         "answer": "Bends grow because the outer bank erodes while the inner bank gains sediment.",
         "confidence": 0.7,
     }
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
@@ -276,3 +286,100 @@ def test_tool_calls_are_logged_under_a_node_time_limit(store: GraphStore, graph:
         with caller.time_limit(60):  # the call runs on a timed thread, its meter carried there
             caller(LeafAnswer, MESSAGES, node_id=None, worker="w1", tools=SourceTools(store, graph))
     assert [r["role"] for r in ledger(store, graph)] == ["tool:search_sources", "tool:read_source", "answer"]
+
+
+def test_a_model_that_answers_at_once_spends_one_request(store: GraphStore, graph: str) -> None:
+    with FakeOpenAI(responder=answer) as server:  # offered tools, it answers without calling one
+        caller = ModelCaller(server.llm(), store, graph)
+        caller(LeafAnswer, MESSAGES, node_id=None, worker="w1", tools=SourceTools(store, graph))
+    assert len(server.requests) == 1 and server.requests[0]["tool_choice"] == "auto"
+    (row,) = ledger(store, graph)
+    assert (row["role"], row["mode"], row["attempts"], row["corrections"]) == ("answer", "tools", 1, 0)
+
+
+def test_a_failed_call_logs_its_tool_calls_and_its_error(store: GraphStore, graph: str) -> None:
+    def junk_after_tools(body: dict[str, Any]) -> dict[str, Any] | str | ToolCalls | None:
+        if body.get("tools"):
+            return tool_caller(answer, "oxbow lake")(body)
+        return {"answer": "}, {", "confidence": 0.5}  # junk however often it is corrected
+
+    with FakeOpenAI(responder=junk_after_tools) as server:
+        caller = ModelCaller(server.llm(), store, graph)
+        with pytest.raises(LLMError):
+            caller(LeafAnswer, MESSAGES, node_id=None, worker="w1", tools=SourceTools(store, graph))
+    rows = ledger(store, graph)
+    assert [(r["role"], r["outcome"]) for r in rows] == [
+        ("tool:search_sources", "ok"),
+        ("tool:read_source", "ok"),
+        ("answer", "error"),
+    ]
+    assert rows[-1]["corrections"] == 1, "the tool round trips are not corrections; the junk's one is"
+
+
+def test_a_server_that_is_down_is_an_error_not_a_server_without_tools(store: GraphStore, graph: str) -> None:
+    with FakeOpenAI(responder=tool_caller(answer, "oxbow lake"), down_after=0) as server:
+        llm = server.llm(max_retries=0)
+        with pytest.raises(LLMError, match="HTTP 503"):
+            llm.complete_with_tools(MESSAGES, LeafAnswer, SourceTools(store, graph))
+        assert llm.takes_tools, "a 503 says nothing about tools"
+        server.down_after = None
+        with metered() as usage:
+            llm.complete_with_tools(MESSAGES, LeafAnswer, SourceTools(store, graph))
+        assert len(usage.tool_calls) == 2
+        server.down_after = len(server.requests) + 1  # tools taken, then the server fails mid-call
+        with pytest.raises(LLMError, match="HTTP 503"):
+            llm.complete_with_tools(MESSAGES, LeafAnswer, SourceTools(store, graph))
+        assert llm.takes_tools
+    nowhere = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    with OpenAILLM(model="fake", base_url=nowhere, max_retries=0) as gone:
+        with pytest.raises(LLMError, match="cannot reach the model server"):
+            gone.complete_with_tools(MESSAGES, LeafAnswer, SourceTools(store, graph))
+        assert gone.takes_tools
+
+
+# --- whole runs: the workers' answers call the tools ----------------------------------------------
+
+
+def explore_with_sources(llm: OpenAILLM) -> Exploration:
+    ex = Exploration.create(RUN_SEED, intensity="pulse", llm=llm, clock=FAST)
+    ex.store.add_sources(
+        ex.graph_id, [{"name": "notes/rivers.md", "kind": "snippet", "location": None, "text": NOTES}]
+    )
+    return ex
+
+
+def test_a_run_with_sources_calls_the_tools_for_each_answer() -> None:
+    with FakeOpenAI(responder=tool_caller(role_responder(), "outer bank erodes")) as server:
+        with explore_with_sources(server.llm()) as ex:
+            assert ex.run(progress=False) == "all_complete"
+            calls = ex.llm_calls()
+    answers = calls.query("role == 'answer'")
+    tools = calls[calls["role"].str.startswith("tool:")]
+    assert len(answers) and len(tools) == 2 * len(answers), "a search and a read per answer"
+    assert set(tools["node_id"]) == set(answers["node_id"]), "each tool row names its question"
+    assert (tools["outcome"] == "ok").all() and (tools["prompt_tokens"] == 0).all()
+    assert int(calls["attempts"].sum()) == len(server.requests), "the ledger counts every round trip"
+    offered = [r for r in server.requests if r.get("tools")]
+    assert len(offered) == 3 * len(answers), "search, read, done: the other roles never get tools"
+
+
+def test_a_run_without_sources_offers_no_tools() -> None:
+    with FakeOpenAI(responder=tool_caller(role_responder(), "outer bank erodes")) as server:
+        with Exploration.create(RUN_SEED, intensity="pulse", llm=server.llm(), clock=FAST) as ex:
+            assert ex.run(progress=False) == "all_complete"
+            assert not ex.llm_calls()["role"].str.startswith("tool:").any()
+    assert not any(r.get("tools") for r in server.requests)
+
+
+@pytest.mark.parametrize("workers", [1, 8])
+def test_the_budget_holds_when_answers_call_tools(workers: int) -> None:
+    budget = 30_000
+    responder = endless_tool_caller(role_responder(), "gauge station flow")
+    with FakeOpenAI(responder=responder, latency_s=0.01) as server:
+        with explore_with_sources(server.llm(max_concurrency=None)) as ex:
+            report = ex.run(workers, progress=False, max_tokens=budget)
+            calls = ex.llm_calls()
+    spent = calls["prompt_tokens"] + calls["completion_tokens"]
+    assert report == "budget_exhausted"
+    assert calls["role"].str.startswith("tool:").any(), "the answers called tools"
+    assert budget <= int(spent.sum()) <= budget + int(spent.max()), f"{int(spent.sum()):,} spent on {budget:,}"
