@@ -15,7 +15,7 @@ from fractal_nb import Exploration, GraphStore
 from fractal_nb.engine.calls import ModelCaller, call_bound
 from fractal_nb.engine.evidence_tools import MAX_K, MAX_LINES, SourceTools, source_block
 from fractal_nb.engine.limits import Limits
-from fractal_nb.errors import BudgetExhaustedError, InvalidInputError, LLMError
+from fractal_nb.errors import BudgetExhaustedError, InvalidInputError, LLMError, LLMOutputError
 from fractal_nb.llm.openai_llm import OpenAILLM
 from fractal_nb.llm.protocol import Message, metered, uses_tools
 from fractal_nb.llm.schemas import LeafAnswer
@@ -150,28 +150,31 @@ def test_a_tool_refusal_is_text_the_model_reads_and_an_error_row(store: GraphSto
                     ("read_source", {"source": "notes/rivers.md", "line_start": 2, "line_end": 1}),
                     ("search_sources", {}),
                     ("fly_away", {"to": "the moon"}),
+                    ("read_source", {}),
                 ),
-                raw={2: "{not json"},
+                raw={2: "{not json", 4: "[1, 2]"},
             )
         return answer(body)
 
     with FakeOpenAI(responder=bad_calls) as server:
         caller = ModelCaller(server.llm(), store, graph)
-        caller(LeafAnswer, MESSAGES, node_id=None, worker="w1", tools=SourceTools(store, graph))
+        caller(LeafAnswer, MESSAGES, node_id=None, worker="w1", tools=SourceTools(store, graph, max_calls=5))
     results = [str(m["content"]) for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert results[0].startswith("error: ") and "notes/lakes.md" in results[0]
     assert "line_end (1) must not be before line_start (2)" in results[1]
     assert "were not JSON" in results[2]
     assert "there is no tool 'fly_away'" in results[3]
+    assert "the arguments of read_source must be a JSON object" in results[4]
     rows = ledger(store, graph)
     assert [r["role"] for r in rows] == [
         "tool:read_source",
         "tool:read_source",
         "tool:search_sources",
         "tool:unknown",
+        "tool:read_source",
         "answer",
     ]
-    assert [r["outcome"] for r in rows] == ["error"] * 4 + ["ok"]
+    assert [r["outcome"] for r in rows] == ["error"] * 5 + ["ok"]
     assert "fly_away" in rows[3]["error"] and "notes/lakes.md" in rows[0]["error"]
 
 
@@ -316,6 +319,17 @@ def test_a_failed_call_logs_its_tool_calls_and_its_error(store: GraphStore, grap
     assert rows[-1]["corrections"] == 1, "the tool round trips are not corrections; the junk's one is"
 
 
+def test_a_broken_body_while_tools_are_offered_goes_on_to_the_structured_answer(
+    store: GraphStore, graph: str
+) -> None:
+    with FakeOpenAI(
+        "flaky", responder=tool_caller(answer), faults=("malformed_body",), failure_rate=1.0
+    ) as server:
+        with pytest.raises(LLMOutputError):
+            server.llm(max_retries=0).complete_with_tools(MESSAGES, LeafAnswer, SourceTools(store, graph))
+    assert [bool(r.get("tools")) for r in server.requests] == [True, False, False]
+
+
 def test_a_server_that_is_down_is_an_error_not_a_server_without_tools(store: GraphStore, graph: str) -> None:
     with FakeOpenAI(responder=tool_caller(answer, "oxbow lake"), down_after=0) as server:
         llm = server.llm(max_retries=0)
@@ -382,4 +396,6 @@ def test_the_budget_holds_when_answers_call_tools(workers: int) -> None:
     spent = calls["prompt_tokens"] + calls["completion_tokens"]
     assert report == "budget_exhausted"
     assert calls["role"].str.startswith("tool:").any(), "the answers called tools"
-    assert budget <= int(spent.sum()) <= budget + int(spent.max()), f"{int(spent.sum()):,} spent on {budget:,}"
+    assert budget <= int(spent.sum()) <= budget + int(spent.max()), (
+        f"{int(spent.sum()):,} spent on {budget:,}"
+    )
