@@ -399,3 +399,13 @@ def test_the_budget_holds_when_answers_call_tools(workers: int) -> None:
     assert budget <= int(spent.sum()) <= budget + int(spent.max()), (
         f"{int(spent.sum()):,} spent on {budget:,}"
     )
+
+
+def test_round_trips_without_usage_are_estimated_and_carry_the_seed(store: GraphStore, graph: str) -> None:
+    with FakeOpenAI(responder=tool_caller(answer, "oxbow lake"), usage=False) as server:
+        caller = ModelCaller(server.llm(seed=11), store, graph)
+        caller(LeafAnswer, MESSAGES, node_id=None, worker="w1", tools=SourceTools(store, graph))
+    assert all(r["seed"] == 11 for r in server.requests)
+    call = ledger(store, graph)[-1]
+    assert call["tokens_estimated"] and call["prompt_tokens"] > 0 and call["completion_tokens"] > 0
+    assert repr(SourceTools(store, graph)) == f"SourceTools({graph!r}, max_calls=4)"
