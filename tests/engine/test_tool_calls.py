@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from fractal_nb import Exploration, GraphStore
+from fractal_nb.cli import ledger_line
 from fractal_nb.engine.calls import ModelCaller, call_bound
 from fractal_nb.engine.evidence_tools import MAX_K, MAX_LINES, SourceTools, source_block
 from fractal_nb.engine.limits import Limits
@@ -367,6 +368,7 @@ def test_a_run_with_sources_calls_the_tools_for_each_answer() -> None:
         with explore_with_sources(server.llm()) as ex:
             assert ex.run(progress=False) == "all_complete"
             calls = ex.llm_calls()
+            line = ledger_line(ex)  # what the shell prints: model calls and tool calls apart
     answers = calls.query("role == 'answer'")
     tools = calls[calls["role"].str.startswith("tool:")]
     assert len(answers) and len(tools) == 2 * len(answers), "a search and a read per answer"
@@ -375,6 +377,9 @@ def test_a_run_with_sources_calls_the_tools_for_each_answer() -> None:
     assert int(calls["attempts"].sum()) == len(server.requests), "the ledger counts every round trip"
     offered = [r for r in server.requests if r.get("tools")]
     assert len(offered) == 3 * len(answers), "search, read, done: the other roles never get tools"
+    model_calls = len(calls) - len(tools)
+    assert line.startswith(f"{model_calls:,} model calls ({model_calls} accepted, 0 corrected")
+    assert f"; {len(tools)} tool calls by the model" in line
 
 
 def test_a_run_without_sources_offers_no_tools() -> None:
