@@ -8,16 +8,19 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client
 
-from fractal_nb import GraphStore
+from fractal_nb import Exploration, GraphStore, Snippet
 from fractal_nb.engine.evidence_tools import SourceTools
 from fractal_nb.errors import FractalError
 from fractal_nb.mcp_server import BackgroundServer, build_server
-from fractal_nb.remote import RemoteStore
+from fractal_nb.remote import RemoteStore, work_remotely
+from tests.engine.test_openai_runs import role_responder
+from tests.llm.fake_openai import FakeOpenAI, tool_caller
 from tests.mcp.seed_worker import call
 
 SOURCE_TOOLS = {
@@ -227,3 +230,21 @@ def test_a_remote_workers_model_reads_the_sources_over_mcp(store: GraphStore) ->
         server.stop()
     assert found.startswith("[interview.txt:L") and "right angles" in found
     assert read == "[interview.txt:L5-L5]\n5: Neap tides come when the sun and moon pull at right angles."
+
+
+def test_a_remote_worker_answers_with_tool_calls_logged_in_the_ledger(tmp_path: Path) -> None:
+    with FakeOpenAI(responder=tool_caller(role_responder(), "moon pulls the sea")) as server:
+        with Exploration.create(
+            "Why do tides turn twice a day?", intensity="pulse", llm=server.llm(), path=tmp_path / "t.duckdb"
+        ) as ex:
+            ex.add_sources(Snippet(INTERVIEW, name="interview.txt"))
+            ex.step(1)  # the seed phase, here; the questions are worked over MCP
+            url = ex.serve_mcp()
+            with RemoteStore(url) as remote:
+                work_remotely(remote, server.llm(), worker_id="far", graph_id=ex.graph_id)
+            calls = ex.llm_calls()
+    answers = calls.query("role == 'answer'")
+    tools = calls[calls["role"].str.startswith("tool:")]
+    assert len(answers) and set(answers["worker"]) <= {"far-1"}
+    assert sorted(tools["role"].unique()) == ["tool:read_source", "tool:search_sources"]
+    assert len(tools) == 2 * len(answers) and (tools["outcome"] == "ok").all()
