@@ -755,18 +755,22 @@ def _report(exploration: Exploration, report: RunReport, llm: LLM, db: str) -> i
 
 def ledger_line(exploration: Exploration) -> str:
     """The graph's model calls from its call log, one source for every count printed (harvest included)."""
-    calls = exploration.llm_calls()
+    rows = exploration.llm_calls()
+    tools = rows["role"].str.startswith("tool:")  # a model's tool calls: rows of their own, no tokens
+    calls = rows[~tools]
     replies = exploration.store.count_replies(exploration.graph_id)
     paid = calls[calls["outcome"] != "cached"]  # what exploration.usage() and the budgets count
     prompt, completion = int(paid["prompt_tokens"].sum()), int(paid["completion_tokens"].sum())
     discarded = int((calls["outcome"] == "discarded").sum())
     cached = len(calls) - len(paid)
+    used = int(tools.sum())
     return (
         f"{len(paid):,} model call{'' if len(paid) == 1 else 's'} ({replies['accepted']} accepted, "
         f"{replies['corrected']} corrected, "
         f"{replies['rejected']} rejected, {replies['failed']} failed, {discarded} discarded), "
         f"{int(paid['attempts'].sum()):,} requests, {prompt + completion:,} tokens "
         f"({prompt:,} prompt + {completion:,} completion), all runs and the harvest"
+        + (f"; {used:,} tool call{'' if used == 1 else 's'} by the model" if used else "")
         + (f"; {cached:,} replayed from the cache" if cached else "")
     )
 

@@ -45,8 +45,8 @@ from ..llm.protocol import (
 )
 from ..llm.quality import ReplyContext
 from ..llm.schemas import role_of
-from ..store import WorkerStore
 from ..model import TOOL_NAMES
+from ..store import WorkerStore
 from .limits import Allowance, Limits
 
 T = TypeVar("T", bound=BaseModel)
@@ -195,7 +195,7 @@ class ModelCaller:
             "tokens_estimated": usage.estimated or usage.cached,
             # The requests that reached the server; a backend that does not count them: its replies.
             "attempts": 0 if usage.cached else usage.attempts if usage.requests is None else usage.requests,
-            "corrections": max(0, usage.attempts - 1),
+            "corrections": max(0, usage.attempts - usage.tool_rounds - 1),  # a tool round trip is none
             "queue_s": usage.queue_s,
             "latency_s": time.perf_counter() - started,
             "mode": usage.mode,
@@ -216,7 +216,6 @@ class ModelCaller:
             self.store.record_llm_calls(rows)
         assert result is not None
         return result
-
 
     def _tool_rows(
         self, calls: Sequence[ToolCall], node_id: str | None, worker: str | None
@@ -271,23 +270,27 @@ def call_bound(
     reply's bound; the prompt estimated at 3 characters a token, denser than
     ``messages_tokens``' 4, since a tokenizer may count more than the estimate.
 
-    With ``tools`` (docs/architecture.md, "Tool calls"): ``tools.max_calls`` more
-    requests (each makes a tool call, or is the answer), and every request's prompt
-    may carry the whole tool exchange: the tool definitions, each call's reply (within
-    the reply's bound) and its result (within ``tools.max_result_chars``).
+    With ``tools`` (docs/architecture.md, "Tool calls"): up to ``K = tools.max_calls``
+    requests offering them (each makes a call, or is the answer) before those rounds,
+    each prompt carrying the tool definitions and the exchange so far: each call made
+    (its reply within the reply's bound, its result within ``tools.max_result_chars``).
+    The k-th of those requests follows at most k - 1 calls (a request with calls makes
+    at least one), the rounds after them at most K.
 
     >>> call_bound(object(), [{"role": "user", "content": "x" * 300}], "connect")
     (104, 320)
     """
     bound, rounds = reply_bound(llm, role), reply_rounds(llm)
     prompt = sum(len(m["content"]) // 3 + 4 for m in messages)
-    requests = rounds
-    if tools is not None:
-        requests += tools.max_calls
-        exchange = tools.max_calls * (bound + tools.max_result_chars // 3 + 8)
-        prompt += len(json.dumps(tools.definitions())) // 3 + exchange + _TOOLS_DONE_TOKENS
     # round k resends the prompt and the k refused replies before it (each within the bound)
-    return requests * prompt + bound * rounds * (rounds - 1) // 2, requests * bound
+    refused = bound * rounds * (rounds - 1) // 2
+    if tools is None:
+        return rounds * prompt + refused, rounds * bound
+    most = tools.max_calls
+    prompt += len(json.dumps(tools.definitions())) // 3 + _TOOLS_DONE_TOKENS
+    call = bound + tools.max_result_chars // 3 + 8  # one call in the conversation: its reply and its result
+    exchange = call * most * (most - 1) // 2 + rounds * most * call
+    return (most + rounds) * prompt + exchange + refused, (most + rounds) * bound
 
 
 def _printable(text: str) -> str:

@@ -59,8 +59,16 @@ _DEFINITIONS: list[dict[str, Any]] = [
                 "type": "object",
                 "properties": {
                     "source": {"type": "string", "description": "The source's name, e.g. 'notes/rivers.md'."},
-                    "line_start": {"type": "integer", "minimum": 1, "description": "The first line (from 1)."},
-                    "line_end": {"type": "integer", "minimum": 1, "description": "The last line (inclusive)."},
+                    "line_start": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "The first line (from 1).",
+                    },
+                    "line_end": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "The last line (inclusive).",
+                    },
                 },
                 "required": ["source", "line_start", "line_end"],
             },
@@ -131,7 +139,7 @@ class SourceTools:
         return "\n\n".join(source_block(h["source"], h["line_start"], h["text"].split("\n")) for h in hits)
 
     def read(self, source: str, line_start: int, line_end: int) -> str:
-        """Lines ``line_start``-``line_end`` of ``source`` (at most :data:`MAX_LINES`), as a :func:`source_block`."""
+        """Lines ``line_start``-``line_end`` of ``source`` (at most :data:`MAX_LINES`) as a source block."""
         if line_end < line_start:
             raise InvalidInputError(f"line_end ({line_end}) must not be before line_start ({line_start})")
         last = min(line_end, line_start + MAX_LINES - 1)

@@ -22,7 +22,7 @@ from ..errors import (
     NodeTimeLimitError,
     StateError,
 )
-from ..llm.protocol import LLM
+from ..llm.protocol import LLM, ToolUsingLLM
 from ..llm.schemas import Answer, Connections, LeafAnswer, StatedClaim, Synthesis, connections_among
 from ..model import BUDGETS, UNEXPLORED, Budget, CheckpointMode, Intensity
 from ..prompts import chat, render
@@ -32,6 +32,7 @@ from ..store.records import Claim, GraphRecord, QuestionContext, SubQuestionBrie
 from ..text import clip, normalize
 from . import evidence, grounding
 from .calls import ModelCaller
+from .evidence_tools import SourceTools
 from .limits import Limits
 
 MAX_LINKS = 2  # links kept per answer and kind: a few strong ones beat many weak ones
@@ -122,6 +123,7 @@ def process(run: RunState, claim: Claim, worker: str) -> StepRecord:
                     node_id=node_id,
                     worker=worker,
                     defer=calls,
+                    tools=_source_tools(run),  # with sources, a model that takes tools reads them itself
                 )
             except LLMError as exc:
                 return _release(run, node_id, question, worker, exc)
@@ -448,3 +450,11 @@ def _distinct(claims: list[StatedClaim]) -> list[StatedClaim]:
     for claim in claims:
         kept.setdefault(normalize(claim.text), claim)
     return list(kept.values())
+
+
+def _source_tools(run: RunState) -> SourceTools | None:
+    """The answer's tools: the graph's sources, if any, for a model that takes tools ("Tool calls")."""
+    llm = run.call.llm
+    if not (isinstance(llm, ToolUsingLLM) and llm.takes_tools and run.store.list_sources(run.graph_id)):
+        return None
+    return SourceTools(run.store, run.graph_id)

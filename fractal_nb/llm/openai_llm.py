@@ -175,7 +175,9 @@ class OpenAILLM:
             raise InvalidInputError(f"timeout must be a positive number of seconds, not {timeout!r}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise InvalidInputError(f"seed must be an integer or None, not {seed!r}")
-        if tool_calls not in (True, False, "auto") or (tool_calls != "auto" and not isinstance(tool_calls, bool)):
+        if tool_calls not in (True, False, "auto") or (
+            tool_calls != "auto" and not isinstance(tool_calls, bool)
+        ):
             raise InvalidInputError(f"tool_calls must be True, False or 'auto', not {tool_calls!r}")
         if client is None:
             base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
@@ -228,7 +230,7 @@ class OpenAILLM:
 
     @property
     def takes_tools(self) -> bool:
-        """Whether :meth:`complete_with_tools` offers tools (False: turned off, or the server refused them)."""
+        """Whether :meth:`complete_with_tools` offers tools (False: turned off, or the server refused)."""
         return self._tools is not False
 
     def close(self) -> None:
@@ -352,6 +354,7 @@ class OpenAILLM:
             prompt if isinstance(prompt, int) else messages_tokens(convo),
             completion if isinstance(completion, int) else estimate_tokens(text + json.dumps(calls)),
             estimated=not reported,
+            tool_round=True,
         )
         return text, calls
 

@@ -123,7 +123,8 @@ class Usage:
     first request; ``mode`` how structured output was asked for; ``retries`` the
     (seed, temperature) each retry after a refused reply was sampled with
     (llm/openai_llm.py varies them; the ledger's ``retry_sampling``); ``tool_calls``
-    the tool calls the model made, in order (each a ledger row of its own).
+    the tool calls the model made, in order (each a ledger row of its own);
+    ``tool_rounds`` the completions that offered tools (among ``attempts``: not corrections).
     """
 
     prompt_tokens: int = 0
@@ -136,6 +137,7 @@ class Usage:
     mode: str | None = None
     retries: list[tuple[int | None, float | None]] = field(default_factory=list)
     tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_rounds: int = 0
 
 
 _meter: ContextVar[Usage | None] = ContextVar("fractal_nb_llm_meter", default=None)
@@ -153,14 +155,21 @@ def metered() -> Iterator[Usage]:
 
 
 def report_usage(
-    prompt_tokens: int, completion_tokens: int, *, cached: bool = False, estimated: bool = False
+    prompt_tokens: int,
+    completion_tokens: int,
+    *,
+    cached: bool = False,
+    estimated: bool = False,
+    tool_round: bool = False,
 ) -> None:
     """Add one completion's tokens to the current meter, if someone is metering.
 
-    ``estimated``: the server reported no usage, so the backend estimated the tokens.
+    ``estimated``: the server reported no usage, so the backend estimated the tokens;
+    ``tool_round``: a completion of a request that offered tools (not a correction).
     """
     usage = _meter.get()
     if usage is not None:
+        usage.tool_rounds += tool_round
         usage.prompt_tokens += prompt_tokens
         usage.completion_tokens += completion_tokens
         usage.attempts += 1

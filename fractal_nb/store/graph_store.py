@@ -165,6 +165,12 @@ class GraphStore(GraphLifecycle, NodeWrites, SynthesisQueue, GraphQueries, NodeC
         """Add texts as the graph's sources, kept as chunks (:meth:`Sources.add`)."""
         return self._sources.add(graph_id, texts)
 
+    def add_source_text(self, graph_id: str, name: str, text: str) -> SourceRecord:
+        """Add one text snippet as a source named ``name`` (what MCP offers: text, never a path to read)."""
+        return self.add_sources(
+            graph_id, [{"name": name, "kind": "snippet", "location": None, "text": text}]
+        )[0]
+
     def list_sources(self, graph_id: str) -> list[SourceRecord]:
         """The graph's sources in the order they were added (:meth:`Sources.list`)."""
         return self._sources.listing(graph_id)

@@ -43,6 +43,7 @@ from typing import Any
 
 from fractal_nb.llm.openai_llm import OpenAILLM
 
+
 @dataclass(frozen=True)
 class ToolCalls:
     """A reply that calls tools: ``(name, arguments)`` pairs, sent as the message's ``tool_calls``."""
@@ -127,7 +128,7 @@ def _last_tool(body: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def read_lines(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every block of lines read_source returned in the conversation: {source, line_start, line_end, lines}."""
+    """Each block of lines read_source returned in the conversation: {source, line_start, line_end, lines}."""
     blocks: list[dict[str, Any]] = []
     messages = body.get("messages", [])
     for index, message in enumerate(messages):
@@ -174,7 +175,9 @@ def tool_caller(inner: Responder, query: str = "", *, miscite: bool = False) -> 
             if name == "search_sources" and head is not None:
                 start = int(head["start"])
                 end = min(int(head["end"]), start + 2)
-                return ToolCalls((("read_source", {"source": head["source"], "line_start": start, "line_end": end}),))
+                return ToolCalls(
+                    (("read_source", {"source": head["source"], "line_start": start, "line_end": end}),)
+                )
             return "I have read what I need; my answer follows."
         answer = inner(body)
         if not isinstance(answer, dict):
@@ -196,16 +199,17 @@ def tool_caller(inner: Responder, query: str = "", *, miscite: bool = False) -> 
     return respond
 
 
-def endless_tool_caller(inner: Responder) -> Responder:
-    """A model that calls ``search_sources`` (twice per reply) whenever tools are offered: only a bound stops it."""
+def endless_tool_caller(inner: Responder, query: str = "evidence") -> Responder:
+    """A model that calls ``search_sources(query)`` twice per reply whenever tools are offered: only a bound
+    stops it."""
 
     def respond(body: dict[str, Any]) -> dict[str, Any] | str | ToolCalls | None:
         if body.get("tools"):
             turn = sum(1 for m in body["messages"] if m.get("role") == "tool")
             return ToolCalls(
                 (
-                    ("search_sources", {"query": f"more evidence {turn}", "k": 2}),
-                    ("search_sources", {"query": f"still more evidence {turn}", "k": 2}),
+                    ("search_sources", {"query": f"{query} {turn}", "k": 2}),
+                    ("search_sources", {"query": f"{query} {turn + 1}", "k": 2}),
                 )
             )
         return inner(body)

@@ -67,6 +67,9 @@ def test_both_stores_have_what_a_worker_uses() -> None:
         (Param("skip", str, Wire.JSON_LIST, "[]"), ["n-1"], '["n-1"]', ["n-1"]),
         (Param("worker_id", str, Wire.OPTIONAL_TEXT, ""), None, "", None),
         (Param("holder", str, Wire.HOLDER, ""), None, "", None),
+        (Param("findings", str, Wire.OPTIONAL_JSON_LIST, ""), None, "", None),  # none: not an empty list
+        (Param("findings", str, Wire.OPTIONAL_JSON_LIST, ""), [], "[]", []),
+        (Param("findings", str, Wire.OPTIONAL_JSON_LIST, ""), [{"a": 1}], '[{"a": 1}]', [{"a": 1}]),
         (Param("failed", bool), False, False, False),
     ],
 )
