@@ -27,6 +27,7 @@ class StepRecord:
     boundary_questions: int = 0
     saturated: str | None = None  # the worker's saturation verdict, when it saturated the question
     budget_reached: str | None = None  # the node's time limit ended the run (engine/limits.py)
+    halted: str | None = None  # the worker halted instead of answering: a HaltKind value ("Halts")
 
     @property
     def ok(self) -> bool:
@@ -77,6 +78,10 @@ class FractalResult:
     """Weak syntheses (node_id, question, reasons): built on failed, budget-cut or joined sub-questions."""
     claims: list[dict[str, Any]] = field(default_factory=list)
     """The root synthesis's claims: facts (with support and source), assumptions and unknowns, kept apart."""
+    held: list[dict[str, Any]] = field(default_factory=list)
+    """Questions waiting for the person (node_id, question, kind, asks, options): answer with ``choose``."""
+    blocked: list[dict[str, Any]] = field(default_factory=list)
+    """Questions no worker could answer (node_id, question, blocker, alternatives): gaps of kind blocked."""
 
     @property
     def weak_count(self) -> int:
@@ -113,6 +118,11 @@ class FractalResult:
                 f"- {_md(f['finding'])} *({f['confidence']}{', weak' if f.get('weak') else ''})*"
                 for f in self.findings
             ]
+        if self.held:
+            lines += ["", "**Waiting for your answer** (`ex.choose(node_id, choice)`)", ""]
+            lines += [f"- {_md(_held(h))}" for h in self.held]
+        if self.blocked:
+            lines += ["", "**Blocked**", ""] + [f"- {_md(_blocked(b))}" for b in self.blocked]
         if self.gaps:
             lines += ["", "**Gaps**", ""] + [f"- {_md(g)}" for g in self.gaps]
         if self.synthesis_chain:
@@ -163,6 +173,18 @@ class FractalResult:
             )
             + f"<p>{html.escape(self.summary)}</p>"
             + (f"<p><b>Findings</b></p><ul>{items(findings)}</ul>" if findings else "")
+            + (
+                f"<p class='fractal-held'><b>Waiting for your answer</b> (<code>ex.choose(node_id, "
+                f"choice)</code>)</p><ul>{items([_held(h) for h in self.held])}</ul>"
+                if self.held
+                else ""
+            )
+            + (
+                "<p class='fractal-blocked'><b>Blocked</b></p>"
+                f"<ul>{items([_blocked(b) for b in self.blocked])}</ul>"
+                if self.blocked
+                else ""
+            )
             + (f"<p><b>Gaps</b></p><ul>{items(self.gaps)}</ul>" if self.gaps else "")
             + (f"<details><summary>Synthesis chain</summary><ul>{chain}</ul></details>" if chain else "")
             + "</div>"
@@ -188,3 +210,16 @@ def _replies(replies: dict[str, int]) -> str:
 def _weak(row: dict[str, Any]) -> str:
     """A weak synthesis as one line: its question, then what it is built on."""
     return f"{row['question']} (built on {', '.join(row['reasons'])})"
+
+
+def _held(row: dict[str, Any]) -> str:
+    """A held question as one line: the question, what the worker asks, the numbered options."""
+    options = "; ".join(f"{i}: {o['option']} ({o['tradeoffs']})" for i, o in enumerate(row["options"]))
+    return f"{row['question']} [{row['node_id']}] {row['kind']}: {row['asks']}" + (
+        f" Options: {options}" if options else ""
+    )
+
+
+def _blocked(row: dict[str, Any]) -> str:
+    """A blocked question as one line: the question, its blocker, the alternatives suggested."""
+    return f"{row['question']}: {row['blocker']} (alternatives: {'; '.join(row['alternatives'])})"
