@@ -537,6 +537,20 @@ class Exploration:
         gated["options"] = [list(halts[n]["options"]) if n in halts else [] for n in gated["node_id"]]
         return gated
 
+    def held(self) -> list[dict[str, Any]]:
+        """Questions a worker holds for your answer (``choose``): node_id, question, kind, asks, options."""
+        return [
+            {
+                "node_id": g["node_id"],
+                "question": g["text"],
+                "kind": g["halt"]["kind"],
+                "asks": g["halt"]["question"],
+                "options": list(g["halt"]["options"]),
+            }
+            for g in self.store.list_gates(self.graph_id)["gates"]
+            if g["halt"] is not None
+        ]
+
     # -- data frames ------------------------------------------------------------------
 
     def nodes(self) -> pd.DataFrame:

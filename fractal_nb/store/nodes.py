@@ -960,19 +960,19 @@ def resolve_choice(halt: HaltRecord, choice: object) -> str:
     ('Paris, Texas', 'the French one')
     """
     options = halt.get("options") or []
-    if isinstance(choice, bool) or (isinstance(choice, int) and halt["kind"] != HaltKind.AMBIGUITY):
-        raise InvalidInputError(f"a {halt['kind']} halt takes your answer as text, not {choice!r}")
+    allowed = "an option's index (from 0), an option's text or your own answer" if options else "your answer"
+    if isinstance(choice, bool) or not isinstance(choice, int | str):
+        raise InvalidInputError(f"choice must be {allowed}, not {shown(choice)}")
     if isinstance(choice, int):
+        if halt["kind"] != HaltKind.AMBIGUITY:
+            raise InvalidInputError(f"a {halt['kind']} takes your answer as text, not the number {choice}")
         if not 0 <= choice < len(options):
             raise InvalidInputError(
                 f"choice {choice} is out of range: the options are numbered 0 to {len(options) - 1}, "
                 "or give your own answer as text"
             )
         return str(options[choice]["option"])
-    if not isinstance(choice, str) or not choice.strip():
-        allowed = (
-            "an option's index (from 0), an option's text or your own answer" if options else "your answer"
-        )
+    if not choice.strip():
         raise InvalidInputError(f"choice must be {allowed} as non-empty text, not {shown(choice)}")
     text = require_text(choice.strip(), "choice")
     return next((str(o["option"]) for o in options if normalize(o["option"]) == normalize(text)), text)
