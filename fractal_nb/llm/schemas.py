@@ -274,10 +274,13 @@ MAX_HALT_OPTIONS = 6
 """Options an ambiguity halt offers, and alternatives a blocked one suggests (a longer list is refused)."""
 
 
+OptionText = Annotated[str, Field(min_length=1), _prose(1, echo=False)]  # "Paris" is an option
+
+
 class HaltOption(_Output):
     """One way to read an ambiguous question, with what choosing it costs and gains."""
 
-    option: Remark = Field(description="One reading or choice, in a few words.")
+    option: OptionText = Field(description="One reading or choice, in a few words.")
     tradeoffs: Remark = Field(description="What choosing it gains and loses.")
 
 

@@ -1,0 +1,303 @@
+"""Halts, the seed's other laws (docs/architecture.md, "Halts").
+
+halt(ambiguity): options and tradeoffs as a gate the person answers, the branch going on with the
+choice; halt(confusion): a clarifying question to the person; terminate(blocked): the blocker and
+the suggested alternatives in the result, a gap.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from fractal_nb import Exploration, GraphStore, SimulatedLLM
+from fractal_nb.errors import InvalidInputError, StateError
+from fractal_nb.llm.protocol import Message
+from fractal_nb.llm.quality import ReplyContext
+from fractal_nb.llm.schemas import Answer, LeafAnswer
+from tests.engine.test_runs import FAST
+
+SEED = "Where should the new depot go?"  # every seed question names the depot: each one halts
+
+
+class RecordingLLM(SimulatedLLM):
+    """The simulated model, keeping every answer prompt it was sent (to see what reaches the model)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.answer_prompts: list[str] = []
+        self._prompts_lock = threading.Lock()
+
+    def complete(self, messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:
+        if getattr(schema, "role", None) == "answer":
+            with self._prompts_lock:
+                self.answer_prompts.append(messages[-1]["content"])
+        return super().complete(messages, schema)
+
+    def prompts_for(self, question: str) -> list[str]:
+        return [p for p in self.answer_prompts if f"\n{question}\n" in p or f"\n{question}" in p]
+
+
+def halting(kind: str, **kwargs: Any) -> tuple[Exploration, RecordingLLM]:
+    llm = RecordingLLM(halt_on={"depot": kind})
+    return Exploration.create(SEED, intensity="pulse", llm=llm, clock=FAST, **kwargs), llm
+
+
+def state_of(ex: Exploration, node_id: str) -> tuple[Any, ...]:
+    """What a refused call must leave as it was: the node, the graph's status and its event count."""
+    node = ex.store.get_node(ex.graph_id, node_id)["node"]
+    return node["status"], node["metadata"], ex.status, len(ex.events())
+
+
+def test_an_ambiguity_holds_the_question_and_the_branch_goes_on_with_the_choice() -> None:
+    ex, llm = halting("ambiguity")
+    with ex:
+        report = ex.run(progress=False)
+        assert report == "paused" and "held for your answer (ex.choose)" in str(report.status_reason)
+        gates = ex.gates
+        assert len(gates) >= 3 and set(gates["held"]) == {"ambiguity"}
+        node_id, question = gates["node_id"][0], gates["text"][0]
+        node = ex.store.get_node(ex.graph_id, node_id)
+        assert node["node"]["status"] == "gated" and not node["children"], "a halt writes no answer node"
+        halt = node["node"]["metadata"]["halt"]
+        assert halt["kind"] == "ambiguity" and len(halt["options"]) == 2
+        assert all(o["option"] and o["tradeoffs"] for o in halt["options"])
+        assert gates["options"][0] == halt["options"] and gates["asks"][0] == halt["question"]
+        # The answer call that halted is logged against the question, with the held event.
+        calls = ex.llm_calls()
+        assert len(calls.query(f"node_id == '{node_id}' and role == 'answer' and outcome == 'ok'")) == 1
+        assert len(ex.events().query(f"node_id == '{node_id}' and kind == 'held'")) == 1
+        assert [h["node_id"] for h in ex.preview().held] == list(gates["node_id"])
+        assert ex.preview().gap_rows[0]["kind"] == "held"
+
+        chosen = ex.choose(node_id, 1)
+        assert chosen["status"] == "open" and ex.status == "active"
+        assert chosen["choice"] == {
+            "kind": "ambiguity",
+            "text": halt["options"][1]["option"],
+            "asked": halt["question"],
+        }
+        for other in gates["node_id"][1:]:
+            ex.choose(other, "the cheapest site near the motorway")
+        assert ex.run(progress=False) == "all_complete"
+        prompt = llm.prompts_for(question)[-1]
+        assert f"The person chose: {halt['options'][1]['option']}" in prompt
+        assert f"(You asked the person: {halt['question']})" in prompt
+        answered = ex.store.get_node(ex.graph_id, node_id)
+        assert answered["node"]["status"] in ("synthesized", "saturated")
+        answer = next(c for c in answered["children"] if c["node_type"] == "answer")
+        assert "following the person's word ([simulated] the broad reading)" in answer["text"]
+        result = ex.harvest()
+        assert result.status == "completed" and not result.held
+        assert not [g for g in result.gap_rows if g["kind"] in ("held", "gated")]
+
+
+def test_a_confusion_asks_a_clarifying_question_and_the_answer_reads_the_clarification() -> None:
+    ex, llm = halting("confusion")
+    with ex:
+        assert ex.run(progress=False) == "paused"
+        held = ex.held()
+        assert held and {h["kind"] for h in held} == {"confusion"} and all(not h["options"] for h in held)
+        assert all(h["asks"].endswith("?") for h in held), "a clarifying question"
+        with pytest.raises(InvalidInputError, match="takes your answer as text"):
+            ex.choose(held[0]["node_id"], 0)
+        for h in held:
+            ex.choose(h["node_id"], "  I mean a depot for parcel vans, inside the ring road.  ")
+        assert ex.run(progress=False) == "all_complete"
+        prompt = llm.prompts_for(held[0]["question"])[-1]
+        assert "The person clarified: I mean a depot for parcel vans, inside the ring road." in prompt
+        meta = ex.store.get_node(ex.graph_id, held[0]["node_id"])["node"]["metadata"]
+        assert "halt" not in meta and meta["choice"]["kind"] == "confusion"
+
+
+def test_a_blocked_question_is_a_gap_with_its_blocker_and_alternatives() -> None:
+    ex, _ = halting("blocked")
+    with ex:
+        assert ex.run(progress=False) == "all_complete", "a blocked question is done: nothing waits"
+        result = ex.harvest()
+        assert result.status == "completed" and len(result.blocked) >= 3
+        first = result.blocked[0]
+        node = ex.store.get_node(ex.graph_id, first["node_id"])["node"]
+        assert node["status"] == "saturated" and node["status_reason"] == "blocked"
+        assert node["metadata"]["blocked"] == {
+            "blocker": first["blocker"],
+            "alternatives": first["alternatives"],
+        }
+        assert (
+            first["blocker"].startswith("[simulated] Nothing available") and len(first["alternatives"]) == 2
+        )
+        gaps = [g for g in result.gap_rows if g["kind"] == "blocked"]
+        assert [g["node_id"] for g in gaps] == [b["node_id"] for b in result.blocked]
+        assert first["alternatives"][0] in gaps[0]["detail"]
+        assert any(g.startswith("blocked: ") for g in result.gaps)
+        assert first["node_id"] not in [s["node_id"] for s in result.saturated], "a gap, not settled"
+        # The root rests on questions nobody could answer: weak, and it says why.
+        assert result.weak and any(r.startswith("blocked: ") for r in result.weak[0]["reasons"])
+        markdown, page = result.to_markdown(), result._repr_html_()
+        assert "**Blocked**" in markdown and "class='fractal-blocked'" in page
+
+
+def test_approve_never_releases_a_held_question_and_prune_cuts_it() -> None:
+    ex, _ = halting("ambiguity")
+    with ex:
+        ex.run(progress=False)
+        held = list(ex.gates["node_id"])
+        before = state_of(ex, held[0])
+        with pytest.raises(StateError, match="approving cannot release it: answer it with choose"):
+            ex.approve([held[0]])
+        assert state_of(ex, held[0]) == before
+        with pytest.raises(StateError, match="approving cannot release it"):
+            ex.approve(held)
+        assert ex.approve()["count"] == 0, "approve all skips held questions"
+        assert set(ex.gates["node_id"]) == set(held) and set(ex.gates["held"]) == {"ambiguity"}
+        assert ex.prune(held[0])["status"] == "saturated"
+        assert ex.store.get_node(ex.graph_id, held[0])["node"]["status_reason"] == "pruned"
+        assert held[0] not in set(ex.gates["node_id"])
+
+
+def test_a_checkpoint_gate_and_a_held_question_side_by_side() -> None:
+    llm = SimulatedLLM(halt_on={"depot": "confusion"})
+    with Exploration.create(SEED, intensity="explore", checkpoint="depth:2", llm=llm, clock=FAST) as ex:
+        assert ex.run(progress=False) == "paused"
+        gates = ex.gates
+        assert set(gates["held"]) == {"confusion"} and gates["held"].notna().all()
+        # a checkpoint gate takes no choice; a held one takes no approval
+        ex.choose(gates["node_id"][0], "parcel vans")
+        plain = ex.store.list_gates(ex.graph_id)
+        assert plain["held"] == len(gates) - 1
+
+
+@pytest.mark.parametrize(
+    ("choice", "error", "message"),
+    [
+        (2, InvalidInputError, "out of range: the options are numbered 0 to 1"),
+        (-1, InvalidInputError, "out of range"),
+        ("", InvalidInputError, "non-empty text"),
+        ("   ", InvalidInputError, "non-empty text"),
+        (True, InvalidInputError, "choice must be an option's index"),
+        (None, InvalidInputError, "choice must be"),
+        (1.0, InvalidInputError, "choice must be"),
+        ("x" * 100_001, InvalidInputError, "choice"),
+    ],
+)
+def test_bad_choices_are_refused_and_change_nothing(choice: object, error: type, message: str) -> None:
+    ex, _ = halting("ambiguity")
+    with ex:
+        ex.run(progress=False)
+        node_id = ex.gates["node_id"][0]
+        before = state_of(ex, node_id)
+        with pytest.raises(error, match=message):
+            ex.choose(node_id, choice)  # type: ignore[arg-type]
+        assert state_of(ex, node_id) == before and ex.status == "paused"
+
+
+def test_only_a_held_question_takes_a_choice() -> None:
+    with Exploration.create(
+        SEED, intensity="pulse", checkpoint="depth:1", llm=SimulatedLLM(), clock=FAST
+    ) as ex:
+        ex.run(progress=False)
+        gate = ex.gates["node_id"][0]
+        before = state_of(ex, gate)
+        with pytest.raises(StateError, match=r"a checkpoint's gate: approve it \(approve_gate\), not held"):
+            ex.choose(gate, "anything")
+        assert state_of(ex, gate) == before
+        root = ex.store.get_graph(ex.graph_id)["root_node_id"]
+        with pytest.raises(StateError, match="not held by a question to the person"):
+            ex.choose(root, "anything")
+        with pytest.raises(Exception, match="not found"):
+            ex.choose("n-missing", "anything")
+
+
+def test_harvest_lists_a_question_never_answered_as_held() -> None:
+    ex, _ = halting("confusion")
+    with ex:
+        ex.run(progress=False)
+        held = ex.held()
+        result = ex.harvest(finish=True)
+        rows = [g for g in result.gap_rows if g["kind"] == "held"]
+        assert [r["node_id"] for r in rows] == [h["node_id"] for h in held]
+        assert "the person never answered" in rows[0]["detail"] and held[0]["asks"] in rows[0]["detail"]
+        assert any(g.startswith("held for the person (confusion: ") for g in result.gaps)
+        assert set(ex.gaps()["kind"]) >= {"held"}
+
+
+def test_the_store_refuses_a_bad_halt_and_a_halt_without_the_claim() -> None:
+    store = GraphStore()
+    g = store.create_graph(SEED, "pulse", "autonomous")
+    gid = g["graph_id"]
+    answer = store.add_node(gid, g["root_node_id"], "answer", "Three sites are possible.")
+    q = store.add_node(gid, answer["node_id"], "question", "Which site costs least?")["node_id"]
+    store.claim_work(gid, "w1")
+    ok = {"kind": "blocked", "question": "No cost data exist.", "alternatives": ["Ask the council."]}
+    bad = [
+        ({"kind": "doubt", "question": "Which?"}, "halt kind"),
+        ({"kind": "ambiguity", "question": "Which?", "options": [{"option": "A", "tradeoffs": "t"}]}, "two"),
+        (
+            {"kind": "ambiguity", "question": "Which?", "options": [{"option": "A", "tradeoffs": "t"}] * 2},
+            "two distinct",
+        ),
+        (
+            {"kind": "ambiguity", "question": "Which?", "options": [{"option": "A"}, {"option": "B"}]},
+            "tradeoffs",
+        ),
+        ({"kind": "blocked", "question": "No data."}, "at least one suggested alternative"),
+        ({"kind": "blocked", "question": "", "alternatives": ["x"]}, "halt.question"),
+        ({**ok, "answer": "x"}, "not the keys"),
+        ("[1, 2]", "JSON object"),
+    ]
+    events = len(store.get_events(gid)["events"])
+    for halt, message in bad:
+        with pytest.raises(InvalidInputError, match=message):
+            store.submit_halt(gid, q, halt, owner="w1")
+    with pytest.raises(StateError, match="only the worker holding a question's claim"):
+        store.submit_halt(gid, q, ok, owner="w2")
+    assert store.get_node(gid, q)["node"]["status"] == "claimed"
+    assert len(store.get_events(gid)["events"]) == events
+    assert store.submit_halt(gid, q, ok, owner="w1")["status"] == "saturated"
+
+
+def test_junk_in_a_halt_is_refused_like_any_other_field() -> None:
+    prompt = [Message(role="user", content="Question to answer now (depth 1):\nWhich site costs least?")]
+    context = ReplyContext.of(prompt, Answer)
+    junk = [
+        {"kind": "ambiguity", "question": "}, {", "options": []},
+        {
+            "kind": "ambiguity",
+            "question": "Which of the two sites do you mean?",
+            "options": [
+                {"option": "}, {", "tradeoffs": "1 2 3"},
+                {"option": "the north site", "tradeoffs": "cheaper land"},
+            ],
+        },
+        {
+            "kind": "blocked",
+            "question": "No cost data exist anywhere.",
+            "alternatives": ["http://x.example/y"],
+        },
+        {
+            "kind": "ambiguity",
+            "question": "Which site do you mean here?",
+            "options": [{"option": "the north site", "tradeoffs": "cheaper land"}],
+        },
+    ]
+    for halt in junk:
+        with pytest.raises(ValidationError):
+            LeafAnswer.model_validate(
+                {"answer": "It depends on the site.", "confidence": 0.4, "halt": halt}, context=context
+            )
+    fine = LeafAnswer.model_validate(
+        {
+            "answer": "It depends on the site.",
+            "confidence": 0.4,
+            "halt": {
+                "kind": "confusion",
+                "question": "Do you mean rent or build costs?",
+                "options": [{"option": "rent", "tradeoffs": "dropped for a confusion"}],
+            },
+        },
+        context=context,
+    )
+    assert fine.halt is not None and fine.halt.options == [], "what a kind does not use is dropped"
