@@ -57,6 +57,9 @@ again); work it as above, or let the notebook serving it run() and harvest() it,
 which ends the turn in a head. fractal_list_turns and fractal_list_heads list them;
 fractal_get_state_at reads the graph as it was at an event (e.g. a head_event);
 fractal_fork_graph makes a new graph from that state and never changes the source.
+A question that forks on a choice only the person can make, or that cannot be understood
+or answered: fractal_submit_halt instead of an answer. Questions held for the person are
+listed by fractal_list_gates with their options; fractal_choose answers one.
 Errors come back as {"error": "..."} and change nothing."""
 
 
