@@ -7,6 +7,7 @@ the suggested alternatives in the result, a gap.
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -18,7 +19,10 @@ from fractal_nb.errors import InvalidInputError, StateError
 from fractal_nb.llm.protocol import Message
 from fractal_nb.llm.quality import ReplyContext
 from fractal_nb.llm.schemas import Answer, LeafAnswer
+from tests.engine.test_openai_runs import SEED as OPENAI_SEED
+from tests.engine.test_openai_runs import first_user, role_responder, schema_name
 from tests.engine.test_runs import FAST
+from tests.llm.fake_openai import FakeOpenAI
 
 SEED = "Where should the new depot go?"  # every seed question names the depot: each one halts
 
@@ -301,3 +305,72 @@ def test_junk_in_a_halt_is_refused_like_any_other_field() -> None:
         context=context,
     )
     assert fine.halt is not None and fine.halt.options == [], "what a kind does not use is dropped"
+
+
+def halting_responder() -> Any:
+    """The fake model of tests/engine/test_openai_runs.py, halting on two of its seed questions.
+
+    "causes": an ambiguity until the person's choice is in the prompt; "evidence": blocked; "winners":
+    a halt with one option first (junk: refused, corrected), then a plain answer.
+    """
+    good = role_responder()
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        reply = good(body)
+        prompt = first_user(body)
+        if schema_name(body) not in ("Answer", "LeafAnswer"):
+            return reply
+        question = prompt.split("Question to answer now", 1)[1].splitlines()[1]
+        if "causes" in question and "The person chose:" not in prompt:
+            options = [
+                {"option": "jobs", "tradeoffs": "well measured, misses housing"},
+                {"option": "housing supply", "tradeoffs": "explains limits, data are patchy"},
+            ]
+            return {
+                **reply,
+                "halt": {"kind": "ambiguity", "question": "Causes of which growth?", "options": options},
+            }
+        if "evidence" in question:
+            halt = {
+                "kind": "blocked",
+                "question": "No city-level series exist.",
+                "alternatives": ["Use region data."],
+            }
+            return {**reply, "halt": halt}
+        if (
+            "winners" in question and len(body["messages"]) <= 2
+        ):  # the first try; a correction answers plainly
+            one = [{"option": "owners", "tradeoffs": "they gain from rents"}]
+            return {
+                **reply,
+                "halt": {"kind": "ambiguity", "question": "Winners in which sense?", "options": one},
+            }
+        return reply
+
+    return respond
+
+
+def test_halts_through_the_real_openai_client() -> None:
+    with FakeOpenAI(mode="llama_cpp", responder=halting_responder()) as server:
+        with Exploration.create(OPENAI_SEED, intensity="pulse", llm=server.llm(), clock=FAST) as ex:
+            report = ex.run(progress=False)
+            assert report == "paused" and "1 question(s) held for your answer" in str(report.status_reason)
+            (held,) = ex.held()
+            assert "causes" in held["question"] and [o["option"] for o in held["options"]] == [
+                "jobs",
+                "housing supply",
+            ]
+            corrected = [r for r in server.requests if len(r["messages"]) > 2 and "winners" in first_user(r)]
+            assert corrected and "at least two distinct options" in json.dumps(corrected[0]["messages"][2:])
+            ex.choose(held["node_id"], "housing supply")
+            assert ex.run(progress=False) == "all_complete"
+            asked = f"below depth 2):\n{held['question']}\n"  # its answer prompts, not a sibling's
+            prompts = [first_user(r) for r in server.requests if asked in first_user(r)]
+            assert len(prompts) == 2, "asked twice: the halt, then the answer with the choice"
+            assert "The person chose: housing supply" in prompts[-1]
+            result = ex.harvest()
+            (blocked,) = result.blocked
+            assert blocked["blocker"] == "No city-level series exist." and blocked["alternatives"] == [
+                "Use region data."
+            ]
+            assert "blocked" in {g["kind"] for g in result.gap_rows}
