@@ -374,3 +374,22 @@ def test_halts_through_the_real_openai_client() -> None:
                 "Use region data."
             ]
             assert "blocked" in {g["kind"] for g in result.gap_rows}
+
+
+def test_held_and_blocked_questions_are_escaped_in_the_result() -> None:
+    llm = SimulatedLLM(halt_on={"<b>depot</b>": "ambiguity"})
+    with Exploration.create(
+        "Where should the <b>depot</b> go?", intensity="pulse", llm=llm, clock=FAST
+    ) as ex:
+        ex.run(progress=False)
+        result = ex.preview()
+        assert result.held and all("<b>depot</b>" in h["question"] for h in result.held)
+        page, markdown = result._repr_html_(), result.to_markdown()
+        assert (
+            "class='fractal-held'" in page
+            and "&lt;b&gt;depot&lt;/b&gt;" in page
+            and "<b>depot</b>" not in page
+        )
+        assert (
+            "ex.choose(node_id, choice)" in markdown and "0: " in markdown and "<b>depot</b>" not in markdown
+        )
