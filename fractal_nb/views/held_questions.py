@@ -92,7 +92,7 @@ def held_html(held: dict[str, Any]) -> str:
 
     >>> held_html({"node_id": "n-1", "question": "<b>Q</b>?", "kind": "confusion", "asks": "Which?",
     ...            "options": []})
-    "<p><b>Question:</b> &lt;b&gt;Q&lt;/b&gt;?<br><b>The worker asks (confusion):</b> Which?</p>"
+    '<p><b>Question:</b> &lt;b&gt;Q&lt;/b&gt;?<br><b>The worker asks (confusion):</b> Which?</p>'
     """
     rows = [
         f"<p><b>Question:</b> {html.escape(str(held['question']))}<br>"
