@@ -416,8 +416,8 @@ class NodeWrites(LLMLog):
         ``ambiguity`` / ``confusion``: the question is held, ``gated`` with
         ``metadata["halt"]`` (event ``held``) until the person answers it with
         :meth:`choose`. ``blocked``: it is saturated as ``blocked`` with
-        ``metadata["blocked"] = {blocker, alternatives}`` (event ``blocked``), a gap,
-        and its unfinished questions below inherit it. No answer node either way.
+        ``metadata["blocked"] = {blocker, alternatives}`` (event ``blocked``), a gap
+        (a claimed question has nothing unfinished below it). No answer node either way.
         """
         parsed = parse_halt(halt)
         worker = require_id(owner, "owner")
@@ -436,7 +436,6 @@ class NodeWrites(LLMLog):
                 )
             now = self.clock()
             meta = {k: v for k, v in node.metadata.items() if k != "halt"}
-            cascaded: list[str] = []
             if parsed["kind"] == HaltKind.BLOCKED:
                 meta["blocked"] = {"blocker": parsed["question"], "alternatives": parsed["alternatives"]}
                 status = NodeStatus.SATURATED
@@ -451,7 +450,6 @@ class NodeWrites(LLMLog):
                     columns=NO_LEASE,
                     payload={"blocker": parsed["question"]},
                 )
-                cascaded = self._saturate_below(node, SaturationReason.BLOCKED, "blocked", now)
             else:
                 meta["halt"] = parsed
                 status = NodeStatus.GATED
@@ -467,7 +465,7 @@ class NodeWrites(LLMLog):
                 )
             if calls:
                 self.record_llm_calls(calls)
-        return {"node_id": node.node_id, "status": status.value, "kind": parsed["kind"], "cascaded": cascaded}
+        return {"node_id": node.node_id, "status": status.value, "kind": parsed["kind"]}
 
     def choose(self, graph_id: str, node_id: str, choice: int | str) -> Chosen:
         """The person's answer to a held question: it reopens (``open``) with ``metadata["choice"]``.
@@ -715,33 +713,28 @@ class NodeWrites(LLMLog):
                 )
             now = self.clock()
             self._set_status(node, NodeStatus.SATURATED, now, actor=None, reason=reason, kind=kind)
-            cascaded = self._saturate_below(node, reason, kind, now)
+            below = self._descendants(node.graph_id, node.node_id)
+            cascaded = []
+            if below:
+                marks = ", ".join("?" for _ in below)
+                for child in self._nodes(f"node_id IN ({marks}) AND node_type = 'question'", below):
+                    if child.status not in DONE_QUESTION:
+                        self._set_status(
+                            child,
+                            NodeStatus.SATURATED,
+                            now,
+                            actor=None,
+                            reason=reason,
+                            inherited_from=node.node_id,
+                            kind=kind,
+                        )
+                        cascaded.append(child.node_id)
         return {
             "node_id": node.node_id,
             "status": NodeStatus.SATURATED.value,
             "reason": reason.value,
             "cascaded": cascaded,
         }
-
-    def _saturate_below(self, node: NodeRow, reason: SaturationReason, kind: str, now: float) -> list[str]:
-        """Saturate the unfinished questions below ``node`` with ``reason``, inherited (rule 4); their ids."""
-        below = self._descendants(node.graph_id, node.node_id)
-        cascaded = []
-        if below:
-            marks = ", ".join("?" for _ in below)
-            for child in self._nodes(f"node_id IN ({marks}) AND node_type = 'question'", below):
-                if child.status not in DONE_QUESTION:
-                    self._set_status(
-                        child,
-                        NodeStatus.SATURATED,
-                        now,
-                        actor=None,
-                        reason=reason,
-                        inherited_from=node.node_id,
-                        kind=kind,
-                    )
-                    cascaded.append(child.node_id)
-        return cascaded
 
     def _link_targets(
         self, graph_id: str, node_id: str, meta: dict[str, Any]

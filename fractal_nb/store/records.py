@@ -492,7 +492,6 @@ class Halted(TypedDict):
     node_id: str
     status: str
     kind: str
-    cascaded: list[str]
 
 
 class Chosen(TypedDict):

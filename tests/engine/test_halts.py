@@ -15,6 +15,8 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
+from fractal_nb.engine.phases import gap_rows
+from fractal_nb.engine.primitive import _choice_note
 from fractal_nb.errors import InvalidInputError, StateError
 from fractal_nb.llm.protocol import Message
 from fractal_nb.llm.quality import ReplyContext
@@ -393,3 +395,71 @@ def test_held_and_blocked_questions_are_escaped_in_the_result() -> None:
         assert (
             "ex.choose(node_id, choice)" in markdown and "0: " in markdown and "<b>depot</b>" not in markdown
         )
+
+
+def test_a_question_held_again_keeps_the_earlier_choices_in_its_prompt() -> None:
+    store = GraphStore()
+    g = store.create_graph(SEED, "pulse", "autonomous")
+    gid = g["graph_id"]
+    answer = store.add_node(gid, g["root_node_id"], "answer", "Three sites are possible.")
+    q = store.add_node(gid, answer["node_id"], "question", "Which site costs least?")["node_id"]
+    first = {"kind": "confusion", "question": "Costs to build or to run?"}
+    options = [{"option": "north", "tradeoffs": "cheap land"}, {"option": "south", "tradeoffs": "near roads"}]
+    second = {"kind": "ambiguity", "question": "Which of two sites?", "options": options}
+    for halt, choice in ((first, "to run"), (second, "SOUTH")):
+        assert store.claim_work(gid, "w1")["node_id"] == q
+        assert store.submit_halt(gid, q, halt, owner="w1")["status"] == "gated"
+        store.choose(gid, q, choice)
+    meta = store.get_node(gid, q)["node"]["metadata"]
+    assert meta["choice"]["text"] == "south", "an option's text, matched case-blind, is that option"
+    assert [c["text"] for c in meta["choices_before"]] == ["to run"]
+    note = _choice_note(meta)
+    assert note.index("The person clarified: to run") < note.index("The person chose: south")
+    events = [e["kind"] for e in store.get_events(gid)["events"] if e["node_id"] == q]
+    assert events[-6:] == ["claimed", "held", "chosen", "claimed", "held", "chosen"]
+
+
+def test_a_halt_refused_at_write_time_is_logged_as_discarded() -> None:
+    class PruningLLM(RecordingLLM):
+        """Halts, and a person prunes the question while the model is answering it."""
+
+        store: GraphStore | None = None
+        graph_id = ""
+
+        def complete(self, messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:
+            reply = super().complete(messages, schema)
+            if getattr(schema, "role", None) == "answer" and self.store is not None:
+                for node in self.store.get_snapshot(self.graph_id)["nodes"]:
+                    if node["status"] == "claimed":
+                        self.store.prune_branch(self.graph_id, node["node_id"])
+            return reply
+
+    llm = PruningLLM(halt_on={"depot": "blocked"})
+    with Exploration.create(SEED, intensity="pulse", llm=llm, clock=FAST) as ex:
+        ex.step(1)  # the seed
+        llm.store, llm.graph_id = ex.store, ex.graph_id
+        (record,) = ex.step(1)
+        assert record.error is not None and record.error.startswith("write refused") and record.halted is None
+        node = ex.store.get_node(ex.graph_id, record.node_id)["node"]
+        assert node["status_reason"] == "pruned" and "blocked" not in node["metadata"]
+        calls = ex.llm_calls().query(f"node_id == '{record.node_id}'")
+        assert list(calls["outcome"]) == ["discarded"], "paid for, not used, still in the ledger"
+
+
+def test_a_halt_s_lists_are_checked_and_a_blocked_mark_without_a_halt_is_a_gap() -> None:
+    store = GraphStore()
+    g = store.create_graph(SEED, "pulse", "autonomous")
+    gid = g["graph_id"]
+    answer = store.add_node(gid, g["root_node_id"], "answer", "Three sites are possible.")
+    q = store.add_node(gid, answer["node_id"], "question", "Which site costs least?")["node_id"]
+    store.claim_work(gid, "w1")
+    many = [f"Ask office {i}." for i in range(7)]
+    for halt, message in (
+        ({"kind": "blocked", "question": "No data.", "alternatives": "Ask."}, "are lists"),
+        ({"kind": "blocked", "question": "No data.", "alternatives": many}, "at most 6"),
+    ):
+        with pytest.raises(InvalidInputError, match=message):
+            store.submit_halt(gid, q, halt, owner="w1")
+    store.mark_saturated(gid, q, "blocked")  # an agent's own mark, without a halt: still a gap
+    (row,) = [r for r in gap_rows(store.get_snapshot(gid)["nodes"]) if r["node_id"] == q]
+    assert (row["kind"], row["detail"]) == ("blocked", "blocked")

@@ -152,7 +152,7 @@ def test_an_agent_halts_on_its_claim_and_approve_skips_what_it_holds() -> None:
 
     seen = in_memory(store, scenario)
     held_id, blocked_id = seen["ids"]
-    assert seen["held"] == {"node_id": held_id, "status": "gated", "kind": "confusion", "cascaded": []}
+    assert seen["held"] == {"node_id": held_id, "status": "gated", "kind": "confusion"}
     assert seen["blocked"]["status"] == "saturated"
     assert seen["approved"]["count"] == 0
     assert seen["refused"].is_error and "approving cannot release it" in seen["refused"].content[0].text
