@@ -127,9 +127,8 @@ def process(run: RunState, claim: Claim, worker: str) -> StepRecord:
                 )
             except LLMError as exc:
                 return _release(run, node_id, question, worker, exc)
-            if (
-                answer.halt is not None
-            ):  # a question for the person, or a blocker (docs/architecture.md, "Halts")
+            # A question for the person, or a blocker, instead of an answer (docs/architecture.md, "Halts").
+            if answer.halt is not None:
                 return _halt(run, node_id, question, worker, answer.halt, calls)
             subs, depth_limited = _sub_questions(context, answer, last_level)
             links = _connect(run, context, answer, worker, calls) if context["candidates"] else Connections()

@@ -515,15 +515,17 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         options = [(clip(text, 90), node_id) for node_id, text in gated.items()]
         if options != list(self.gate_list.options):
             self.gate_list.options = options
-        self.gate_note.value = (
+        notes = [
             f"{len(gated)} gated question(s) wait for approval: choose some and Approve, or Approve all."
             if gated
-            else "No gated questions."
-        ) + (
-            f" {len(held)} question(s) a worker holds for your answer: choose an option or answer below."
-            if held
             else ""
-        )
+            if held
+            else "No gated questions.",
+            f"{len(held)} question(s) a worker holds for your answer: choose an option or answer below."
+            if held
+            else "",
+        ]
+        self.gate_note.value = " ".join(note for note in notes if note)
         for control in (self.approve_button, self.approve_all_button, self.prune_gate_button):
             control.disabled = not gated
         self.approve_node_button.disabled = self.network.selected not in gated
@@ -538,6 +540,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             return
         self._held_key = key
         rows = self.exploration.held() if gated else []
+        for card in self.held_cards:  # answered, pruned or read again: its widgets go
+            card.close()
         self.held_cards = [HeldQuestion(row, self._handler, self._choose, self._prune_held) for row in rows]
         self.held_box.children = tuple(self.held_cards)
 

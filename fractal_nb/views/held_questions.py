@@ -73,6 +73,14 @@ class HeldQuestion(widgets.VBox):  # type: ignore[misc]
             layout=widgets.Layout(border_left="3px solid #1f77b4", padding="0 0 0 .5em", margin="4px 0"),
         )
 
+    def close(self) -> None:
+        """Close the card and every widget in it."""
+        for child in self.children:
+            for widget in getattr(child, "children", ()):
+                widget.close()
+            child.close()
+        super().close()
+
     def _picker(self, choose: Callable[[str, int | str], None], index: int) -> Callable[[], None]:
         """The action of the option button ``index``: choose that option."""
         return lambda: choose(self.node_id, index)
