@@ -38,7 +38,7 @@ from .records import (
     Saturated,
 )
 from .rows import GraphRow, NodeRow
-from .work import _NO_LEASE as NO_LEASE  # a question no worker holds
+from .work import NO_LEASE
 
 
 class _ADDABLE(StrEnum):
