@@ -31,7 +31,7 @@ MESSAGES: list[Message] = [
     {"role": "user", "content": "Why is the sky blue?"},
 ]
 GOOD = {"answer": "Rayleigh scattering.", "confidence": 0.8}
-GOOD_FULL = {**GOOD, "sub_questions": [], "saturation": None, "claims": []}
+GOOD_FULL = {**GOOD, "sub_questions": [], "saturation": None, "claims": [], "halt": None}
 
 
 @pytest.fixture(autouse=True)
@@ -69,6 +69,7 @@ def test_json_schema_mode_is_sent_first_and_works() -> None:
         "sub_questions": [],
         "saturation": None,
         "claims": [],
+        "halt": None,
     }
     [body] = server.requests
     assert body["model"] == "fake"
@@ -131,7 +132,7 @@ def test_junk_wrapped_json_is_repaired() -> None:
         json.loads(junk)
     with FakeOpenAI("junk", responder=lambda body: answer) as server:
         result = make_llm(server).complete(MESSAGES, Answer)
-    assert result == {**answer, "saturation": None, "claims": []}
+    assert result == {**answer, "saturation": None, "claims": [], "halt": None}
     assert len(server.requests) == 1
 
 
