@@ -268,10 +268,10 @@ class SimulatedLLM:
         # A follow-up whose opening its question already holds would nearly copy it or an ancestor: dropped.
         follow_ups = [(t, s) for t, s in follow_ups if t.split(" {q}")[0] not in question]
         wording = _ANSWER_WORDINGS[depth % len(_ANSWER_WORDINGS)]
-        halt = self._halt(question, prompt)
+        chosen = _field(prompt, r"The person (?:chose|clarified): (.+)")
+        halt = self._halt(question, answered=chosen is not None)
         if halt is not None:
             return {"answer": f"[simulated] {short} needs the person first.", "confidence": 0.3, "halt": halt}
-        chosen = _field(prompt, r"The person (?:chose|clarified): (.+)")
         if chosen is not None:  # the branch goes on with the person's choice
             follow_ups, hedge = follow_ups[:1], f"following the person's word ({clip(chosen, 80)}),"
         return {
@@ -284,10 +284,10 @@ class SimulatedLLM:
             "claims": _claims(question, depth),
         }
 
-    def _halt(self, question: str, prompt: str) -> dict[str, Any] | None:
-        """The halt ``halt_on`` asks for on this question, until the person has answered (then None)."""
+    def _halt(self, question: str, *, answered: bool) -> dict[str, Any] | None:
+        """The halt ``halt_on`` asks for on this question, until the person has ``answered`` (then None)."""
         kind = next((k for word, k in self.halt_on.items() if word in question.lower()), None)
-        if kind is None or (kind != HaltKind.BLOCKED and "The person " in prompt):
+        if kind is None or (kind != HaltKind.BLOCKED and answered):
             return None
         about = _topic(question)
         if kind == HaltKind.AMBIGUITY:
