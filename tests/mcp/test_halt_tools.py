@@ -20,6 +20,8 @@ from tests.engine.test_runs import FAST
 from tests.mcp.seed_worker import call
 from tests.mcp.test_turn_tools import in_memory
 
+HALT_TOOLS = {"fractal_list_gates", "fractal_choose", "fractal_submit_halt"}
+
 
 def test_an_agent_answers_the_options_gate_and_the_branch_goes_on_with_the_choice() -> None:
     llm = RecordingLLM(halt_on={"depot": "ambiguity"})
