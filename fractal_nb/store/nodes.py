@@ -1,4 +1,4 @@
-"""Node writes: add, update metadata (with edges), saturate, prune, open gates, mark errors."""
+"""Node writes: add, update metadata (with edges), saturate, prune, open gates, halts, mark errors."""
 
 from __future__ import annotations
 
