@@ -44,7 +44,8 @@ from .state import ExplorationState, exploration_state
 from .steering import Steering, TurnStep
 from .store import GraphStore
 from .store.base import merged_metadata, require_id, require_text
-from .store.records import ModelSpend, Saturated
+from .store.nodes import refuse_held, refuse_not_held, resolve_choice
+from .store.records import Chosen, ModelSpend, Saturated
 
 if TYPE_CHECKING:
     from .mcp_server import BackgroundServer
@@ -449,8 +450,25 @@ class Exploration:
                         graph_id=self.graph_id,
                         node_id=node["node_id"],
                     )
+                refuse_held(node["node_id"], node["metadata"], self.graph_id)  # it needs choose()
         self._activate(resume=True)
         return self.store.approve_gate(self.graph_id, node_ids)
+
+    def choose(self, node_id: str, choice: int | str) -> Chosen:
+        """Answer a question a worker held for you (architecture.md, "Halts"); it reopens with your choice.
+
+        For an ambiguity, ``choice`` is an option's index (from 0, as ``gates``
+        lists them), an option's text or your own answer; for a confusion, your
+        clarification. The question's next answer is written with it in its
+        prompt. A question no halt holds, an empty choice or an index out of range
+        is refused before anything changes; a paused graph becomes active again.
+        """
+        self._check_writable()
+        node = self.store.get_node(self.graph_id, node_id)["node"]
+        halt = refuse_not_held(node["node_id"], node["status"], node["metadata"], self.graph_id)
+        resolve_choice(halt, choice)  # refused here, before the graph is resumed
+        self._activate(resume=True)
+        return self.store.choose(self.graph_id, node_id, choice)
 
     def prune(self, node_id: str) -> Saturated:
         """Cut a branch: the node and its unfinished questions become saturated (``pruned``).
@@ -519,9 +537,34 @@ class Exploration:
 
     @property
     def gates(self) -> pd.DataFrame:
-        """Gated questions awaiting approval."""
+        """Gated questions: awaiting approval, or held for your answer (``choose``).
+
+        Beside the node columns, ``held`` is the halt's kind (``ambiguity`` or
+        ``confusion``; None for a checkpoint's gate, which ``approve`` opens),
+        ``asks`` what the worker asks you and ``options`` the ambiguity's options
+        (``{option, tradeoffs}``, numbered from 0 for ``choose``).
+        """
         nodes = self.nodes()
-        return nodes[nodes["status"] == "gated"].reset_index(drop=True)
+        gated = nodes[nodes["status"] == "gated"].reset_index(drop=True)
+        halts = {g["node_id"]: g["halt"] for g in self.store.list_gates(self.graph_id)["gates"] if g["halt"]}
+        gated["held"] = [halts[n]["kind"] if n in halts else None for n in gated["node_id"]]
+        gated["asks"] = [halts[n]["question"] if n in halts else None for n in gated["node_id"]]
+        gated["options"] = [list(halts[n]["options"]) if n in halts else [] for n in gated["node_id"]]
+        return gated
+
+    def held(self) -> list[dict[str, Any]]:
+        """Questions a worker holds for your answer (``choose``): node_id, question, kind, asks, options."""
+        return [
+            {
+                "node_id": g["node_id"],
+                "question": g["text"],
+                "kind": g["halt"]["kind"],
+                "asks": g["halt"]["question"],
+                "options": list(g["halt"]["options"]),
+            }
+            for g in self.store.list_gates(self.graph_id)["gates"]
+            if g["halt"] is not None
+        ]
 
     # -- data frames ------------------------------------------------------------------
 

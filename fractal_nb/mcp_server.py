@@ -63,6 +63,9 @@ citations [{source, line_start, line_end, quote}] in fractal_submit_answer's met
 a track's findings in fractal_synthesize_node): the store checks each (the quote must be
 found in those lines) and marks the answer supported or unsupported;
 fractal_check_citations checks them first without writing.
+A question that forks on a choice only the person can make, or that cannot be understood
+or answered: fractal_submit_halt instead of an answer. Questions held for the person are
+listed by fractal_list_gates with their options; fractal_choose answers one.
 Errors come back as {"error": "..."} and change nothing."""
 
 

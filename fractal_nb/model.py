@@ -73,6 +73,7 @@ class SaturationReason(StrEnum):
     ERROR = "error"
     PRUNED = "pruned"
     SUPERSEDED = "superseded"  # replaced by a later turn's decomposition (kept, not current)
+    BLOCKED = "blocked"  # the worker could not answer it: the blocker and alternatives in metadata["blocked"]
 
 
 class TurnKind(StrEnum):
@@ -144,18 +145,35 @@ call as role ``tool:<name>`` (``tool:unknown`` for one the model made up; docs/a
 "Tool calls")."""
 
 
+class HaltKind(StrEnum):
+    """Why a worker stopped on a question instead of answering it (docs/architecture.md, "Halts").
+
+    ``ambiguity``: the question forks on a choice the person must make (options
+    with their tradeoffs); ``confusion``: it cannot be understood as asked (a
+    clarifying question). Both hold the question ``gated`` until the person
+    answers (``choose``). ``blocked``: it cannot be answered; it is saturated
+    with the blocker and suggested alternatives, a gap.
+    """
+
+    AMBIGUITY = "ambiguity"
+    CONFUSION = "confusion"
+    BLOCKED = "blocked"
+
+
 class WeakReason(StrEnum):
     """Why a synthesis is weak: what one of the sub-questions it was built on is.
 
     ``failed`` (an error, or saturated as one), ``budget_cut`` (saturated when a
     budget left it unexplored), ``joined`` (its synthesis joined without the model),
-    ``weak`` (its own synthesis weak: the mark goes up the chain).
+    ``weak`` (its own synthesis weak: the mark goes up the chain), ``blocked``
+    (the worker could not answer it: a halt, docs/architecture.md "Halts").
     """
 
     FAILED = "failed"
     BUDGET_CUT = "budget_cut"
     JOINED = "joined"
     WEAK = "weak"
+    BLOCKED = "blocked"
 
 
 def weakness(status: str, reason: str | None, metadata: Mapping[str, Any]) -> WeakReason | None:
@@ -173,6 +191,8 @@ def weakness(status: str, reason: str | None, metadata: Mapping[str, Any]) -> We
         return WeakReason.FAILED
     if status == NodeStatus.SATURATED and reason == SaturationReason.BUDGET_EXHAUSTED:
         return WeakReason.BUDGET_CUT
+    if status == NodeStatus.SATURATED and reason == SaturationReason.BLOCKED:
+        return WeakReason.BLOCKED
     if metadata.get("synthesis_failed") is True:
         return WeakReason.JOINED
     if metadata.get("weak"):
@@ -220,8 +240,9 @@ QUESTION_TRANSITIONS: dict[NodeStatus, frozenset[NodeStatus]] = {
     # A gated question is not being worked on, so it cannot fail; allowing gated -> error
     # would let error -> open (recovery) slip past the gate without an approval.
     _S.GATED: frozenset({_S.OPEN, _S.SATURATED}),
-    # claimed -> claimed: another worker takes over a lease that ran out.
-    _S.CLAIMED: frozenset({_S.CLAIMED, _S.ANSWERED, _S.OPEN, _S.SATURATED, _S.ERROR}),
+    # claimed -> claimed: another worker takes over a lease that ran out; claimed -> gated: the worker
+    # held it on a question to the person (a halt: docs/architecture.md, "Halts"), opened by a choice.
+    _S.CLAIMED: frozenset({_S.CLAIMED, _S.ANSWERED, _S.OPEN, _S.SATURATED, _S.ERROR, _S.GATED}),
     _S.ANSWERED: frozenset({_S.SYNTHESIZED, _S.SATURATED, _S.ERROR}),
     _S.ERROR: frozenset({_S.OPEN, _S.SATURATED}),
     # A question added under a synthesized question's answer reopens it (and its synthesized ancestors).

@@ -28,6 +28,7 @@ class StepRecord:
     boundary_questions: int = 0
     saturated: str | None = None  # the worker's saturation verdict, when it saturated the question
     budget_reached: str | None = None  # the node's time limit ended the run (engine/limits.py)
+    halted: str | None = None  # the worker halted instead of answering: a HaltKind value ("Halts")
 
     @property
     def ok(self) -> bool:
@@ -91,6 +92,10 @@ class FractalResult:
     """How many of the harvest's findings are supported and how many unsupported (with sources)."""
     answer_support: dict[str, int] = field(default_factory=dict)
     """The answers by support: ``supported``, ``unsupported``, ``no_sources`` (not the seed's plan)."""
+    held: list[dict[str, Any]] = field(default_factory=list)
+    """Questions waiting for the person (node_id, question, kind, asks, options): answer with ``choose``."""
+    blocked: list[dict[str, Any]] = field(default_factory=list)
+    """Questions no worker could answer (node_id, question, blocker, alternatives): gaps of kind blocked."""
 
     @property
     def weak_count(self) -> int:
@@ -137,6 +142,11 @@ class FractalResult:
                 + "".join(f"\n  - {_md(_cited(c))}" for c in f.get("citations") or [])
                 for f in self.unsupported_findings
             ]
+        if self.held:
+            lines += ["", "**Waiting for your answer** (`ex.choose(node_id, choice)`)", ""]
+            lines += [f"- {_md(_held(h))}" for h in self.held]
+        if self.blocked:
+            lines += ["", "**Blocked**", ""] + [f"- {_md(_blocked(b))}" for b in self.blocked]
         if self.gaps:
             lines += ["", "**Gaps**", ""] + [f"- {_md(g)}" for g in self.gaps]
         if self.synthesis_chain:
@@ -203,6 +213,18 @@ class FractalResult:
                 if unsupported
                 else ""
             )
+            + (
+                f"<p class='fractal-held'><b>Waiting for your answer</b> (<code>ex.choose(node_id, "
+                f"choice)</code>)</p><ul>{items([_held(h) for h in self.held])}</ul>"
+                if self.held
+                else ""
+            )
+            + (
+                "<p class='fractal-blocked'><b>Blocked</b></p>"
+                f"<ul>{items([_blocked(b) for b in self.blocked])}</ul>"
+                if self.blocked
+                else ""
+            )
             + (f"<p><b>Gaps</b></p><ul>{items(self.gaps)}</ul>" if self.gaps else "")
             + (f"<details><summary>Synthesis chain</summary><ul>{chain}</ul></details>" if chain else "")
             + "</div>"
@@ -247,3 +269,16 @@ def _evidence(result: FractalResult) -> str:
         f"{result.support_counts.get('unsupported', 0)} unsupported; answers: "
         f"{answers.get('supported', 0)} supported, {answers.get('unsupported', 0)} unsupported"
     )
+
+
+def _held(row: dict[str, Any]) -> str:
+    """A held question as one line: the question, what the worker asks, the numbered options."""
+    options = "; ".join(f"{i}: {o['option']} ({o['tradeoffs']})" for i, o in enumerate(row["options"]))
+    return f"{row['question']} [{row['node_id']}] {row['kind']}: {row['asks']}" + (
+        f" Options: {options}" if options else ""
+    )
+
+
+def _blocked(row: dict[str, Any]) -> str:
+    """A blocked question as one line: the question, its blocker, the alternatives suggested."""
+    return f"{row['question']}: {row['blocker']} (alternatives: {'; '.join(row['alternatives'])})"

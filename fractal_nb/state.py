@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 ValueKind = Literal["verified", "assumed", "missing", "failed"]
 VALUE_KINDS: tuple[ValueKind, ...] = ("verified", "assumed", "missing", "failed")
 # Gap kinds (engine/phases.py gap_rows) that say a value is missing rather than failed.
-_MISSING_GAPS = frozenset({"unexplored", "gated", "waiting", "pruned", "unknown"})
+_MISSING_GAPS = frozenset({"unexplored", "gated", "held", "blocked", "waiting", "pruned", "unknown"})
 # Saturation reasons a worker gives when a question is settled: done, not a gap.
 _SETTLED = frozenset(
     {

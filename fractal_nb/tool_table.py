@@ -342,6 +342,54 @@ TOOLS: tuple[Tool, ...] = (
         "Cut a branch: the question and its unfinished questions below become saturated ('pruned').",
         (GRAPH_ID, NODE_ID),
     ),
+    # -- halts (docs/architecture.md, "Halts"): a worker's question to the person, or its blocker ------
+    Tool(
+        "list_gates",
+        "The gated questions, each with the halt holding it: null for a checkpoint's gate (approve it with "
+        "fractal_approve_gate), or {kind: ambiguity|confusion, question, options: [{option, tradeoffs}]} "
+        "for a question a worker asks the person (answer it with fractal_choose).",
+        (GRAPH_ID,),
+    ),
+    Tool(
+        "choose",
+        "Answer a held question: it reopens with the person's choice, which the next answer's prompt "
+        "shows. Refused for a question no halt holds, an empty choice or an index out of range.",
+        (
+            GRAPH_ID,
+            NODE_ID,
+            Param(
+                "choice",
+                Annotated[
+                    int | str,
+                    Field(
+                        description="ambiguity: an option's index (a number from 0), an option's text or "
+                        "your own answer; confusion: the clarification, as text."
+                    ),
+                ],
+            ),
+        ),
+    ),
+    Tool(
+        "submit_halt",
+        "A worker's halt on its claimed question instead of an answer, with its call log, in one "
+        "transaction: ambiguity or confusion hold it (status gated) until fractal_choose; blocked saturates "
+        "it as 'blocked' with the blocker and alternatives (a gap).",
+        (
+            GRAPH_ID,
+            NODE_ID,
+            Param(
+                "halt",
+                _text(
+                    'JSON object {"kind": "ambiguity"|"confusion"|"blocked", "question": ..., "options": '
+                    '[{"option", "tradeoffs"}] (ambiguity: at least 2), "alternatives": [text] (blocked: '
+                    "at least 1)}."
+                ),
+                Wire.JSON_OBJECT,
+            ),
+            Param("owner", WORKER_ID.annotation, Wire.OPTIONAL_TEXT),
+            CALLS,
+        ),
+    ),
     # -- turns, heads and history (docs/architecture.md, "Turns and heads", "History and forks") ----
     # widen is not a tool: its seed questions come from the notebook's model (Exploration.widen).
     Tool(

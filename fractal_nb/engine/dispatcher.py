@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..errors import StoreUnreachableError
-from ..model import GraphStatus, pending_counts
+from ..model import GraphStatus, NodeStatus, pending_counts
 from ..results import StepRecord
 from ..run_report import WorkerReport
 from .primitive import RunState, cascade, freeze_unexplored, process
@@ -293,7 +293,7 @@ class Dispatcher:
             self._freeze_open("circuit breaker")
             return "budget_exhausted"
         elif pending["gated"] and not pending["claimed"]:
-            outcome, reason = "paused", f"{pending['gated']} gated question(s) await approval"
+            outcome, reason = "paused", gates_reason(snapshot["nodes"], pending["gated"])
         else:  # only claims held by other workers (another process, an MCP client)
             return "waiting_on_claims"
         store.update_graph_status(g, GraphStatus.PAUSED, reason=reason)
@@ -306,3 +306,16 @@ class Dispatcher:
             for node in store.get_open_questions(g)["open_questions"]:
                 freeze_unexplored(store, g, node["node_id"], reason)
             store.update_graph_status(g, GraphStatus.BUDGET_EXHAUSTED, reason=reason)
+
+
+def gates_reason(nodes: Iterable[Mapping[str, Any]], gated: int) -> str:
+    """Why a run stopped at its gates: questions awaiting approval, and those held for the person's answer.
+
+    >>> gates_reason([{"status": "gated", "metadata": {"halt": {"kind": "confusion"}}}], 1)
+    '1 question(s) held for your answer (ex.choose)'
+    """
+    held = sum(n["status"] == NodeStatus.GATED and "halt" in n["metadata"] for n in nodes)
+    parts = [f"{gated - held} gated question(s) await approval"] if gated > held else []
+    if held:
+        parts.append(f"{held} question(s) held for your answer (ex.choose)")
+    return "; ".join(parts)

@@ -296,7 +296,7 @@ def _result(
             for n in nodes
             if n["node_type"] == "question"
             and n["status"] == NodeStatus.SATURATED
-            and n["status_reason"] not in ("budget_exhausted", "pruned", "error")
+            and n["status_reason"] not in ("budget_exhausted", "pruned", "error", "blocked")
         ],
         weak=weak,
         claims=list(root["metadata"].get("claims") or []) if root is not None else [],
@@ -304,6 +304,8 @@ def _result(
         unsupported_findings=unsupported,
         support_counts={"supported": len(kept) if sources else 0, "unsupported": len(unsupported)},
         answer_support=answer_support(nodes),
+        held=held_rows(nodes),
+        blocked=blocked_rows(nodes),
     )
 
 
@@ -317,6 +319,35 @@ def answer_support(nodes: list[NodeRecord]) -> dict[str, int]:
         if n["node_type"] == "answer" and "seed_kind" not in n["metadata"]:
             counts[Support(n["metadata"].get("support") or Support.NO_SOURCES)] += 1
     return {kind.value: count for kind, count in counts.items()}
+
+
+def held_rows(nodes: list[NodeRecord]) -> list[dict[str, Any]]:
+    """Questions a halt holds for the person (docs/architecture.md, "Halts"): what each asks, its options."""
+    return [
+        {
+            "node_id": n["node_id"],
+            "question": n["text"],
+            "kind": n["metadata"]["halt"].get("kind"),
+            "asks": n["metadata"]["halt"].get("question"),
+            "options": list(n["metadata"]["halt"].get("options") or []),
+        }
+        for n in nodes
+        if n["status"] == NodeStatus.GATED and isinstance(n["metadata"].get("halt"), dict)
+    ]
+
+
+def blocked_rows(nodes: list[NodeRecord]) -> list[dict[str, Any]]:
+    """Questions a worker could not answer: the blocker and the alternatives it suggests."""
+    return [
+        {
+            "node_id": n["node_id"],
+            "question": n["text"],
+            "blocker": n["metadata"]["blocked"].get("blocker"),
+            "alternatives": list(n["metadata"]["blocked"].get("alternatives") or []),
+        }
+        for n in nodes
+        if n["status_reason"] == SaturationReason.BLOCKED and isinstance(n["metadata"].get("blocked"), dict)
+    ]
 
 
 REFUSED_SHARE = 0.25  # this share of the model's replies refused: the model cannot do the job
@@ -364,8 +395,10 @@ def _freeze_and_repair(run: RunState, *, model: bool = True) -> None:
         if node["status"] in PENDING_QUESTION:
             with suppress(FractalError):  # already saturated by an ancestor's cascade
                 freeze_unexplored(store, g, node["node_id"])
-                if node["status"] == NodeStatus.GATED:  # a gate held it, not a budget (gap_rows)
-                    store.update_node(g, node["node_id"], {"unexplored_reason": GATED_UNEXPLORED})
+                if node["status"] == NodeStatus.GATED:  # a gate or a halt held it, not a budget (gap_rows)
+                    held = "halt" in node["metadata"]
+                    why = HELD_UNEXPLORED if held else GATED_UNEXPLORED
+                    store.update_node(g, node["node_id"], {"unexplored_reason": why})
                 store.mark_saturated(g, node["node_id"], SaturationReason.BUDGET_EXHAUSTED)
         elif node["status"] == NodeStatus.ERROR:
             with suppress(FractalError):  # already saturated by an ancestor's cascade
@@ -442,6 +475,8 @@ def weak_reasons(node: NodeRecord) -> tuple[str, ...]:
 
 GATED_UNEXPLORED = "gated: never approved"
 """``unexplored_reason`` of a question the harvest found behind a gate (a checkpoint, not a budget)."""
+HELD_UNEXPLORED = "held: the person never answered"
+"""``unexplored_reason`` of a question the harvest found held by a halt (docs/architecture.md, "Halts")."""
 
 
 def gap_rows(nodes: list[NodeRecord]) -> list[dict[str, Any]]:
@@ -450,8 +485,9 @@ def gap_rows(nodes: list[NodeRecord]) -> list[dict[str, Any]]:
     Read from the graph as it is: a question's status and saturation reason
     decide, so a question a budget once marked unexplored and a resumed run
     then finished is no gap. Rows: ``node_id``, ``depth``, ``kind`` (failed,
-    pruned, gated, unexplored — a budget cut it —, waiting, synthesis_failed,
-    unknown), ``question`` and ``detail`` (why; for an unknown, what is not known).
+    pruned, gated, held — a question to the person —, blocked, unexplored — a
+    budget cut it —, waiting, synthesis_failed, unknown), ``question`` and
+    ``detail`` (why; for an unknown, what is not known).
     The unknowns come last, one row per text (:func:`unknown_rows`).
     """
     nodes = current(nodes)  # a later turn's superseded nodes are never gaps
@@ -481,16 +517,41 @@ def gap_rows(nodes: list[NodeRecord]) -> list[dict[str, Any]]:
             row("failed", str(meta.get("last_error") or reason or "error"))
         elif status == NodeStatus.SATURATED and reason == SaturationReason.PRUNED:
             row("pruned", f"pruned with {n['inherited_from']}" if n["inherited_from"] else "pruned")
+        elif status == NodeStatus.SATURATED and reason == SaturationReason.BLOCKED:
+            row("blocked", _blocked_detail(meta, n["inherited_from"]))
         elif status == NodeStatus.SATURATED and reason == SaturationReason.BUDGET_EXHAUSTED:
             if meta.get("unexplored_reason") == GATED_UNEXPLORED:
                 row("gated", GATED_UNEXPLORED)
+            elif meta.get("unexplored_reason") == HELD_UNEXPLORED:
+                row("held", _held_detail(meta, HELD_UNEXPLORED))
             else:
                 row("unexplored", budget if meta.get("budget_exhausted") else "budget_exhausted")
+        elif status == NodeStatus.GATED and isinstance(meta.get("halt"), dict):
+            row("held", _held_detail(meta, "waiting for your answer"))
         elif status == NodeStatus.GATED:
             row("gated", "gated")
         elif status in PENDING_QUESTION:  # open or claimed: a budget's mark, or work not done yet
             row("unexplored", budget) if meta.get("budget_exhausted") else row("waiting", str(status))
     return rows + unknown_rows(nodes)
+
+
+def _held_detail(meta: dict[str, Any], state: str) -> str:
+    """A held question's gap detail: what the worker asks the person, and where it stands."""
+    halt = meta.get("halt") or {}
+    options = "; ".join(str(o.get("option")) for o in halt.get("options") or [])
+    return (
+        f"{halt.get('kind', 'held')}: {halt.get('question', '')}"
+        + (f" (options: {options})" if options else "")
+        + f" [{state}]"
+    )
+
+
+def _blocked_detail(meta: dict[str, Any], inherited_from: str | None) -> str:
+    """A blocked question's gap detail: its blocker and the alternatives suggested (or whose block it is)."""
+    blocked = meta.get("blocked")
+    if not isinstance(blocked, dict):
+        return f"blocked with {inherited_from}" if inherited_from else "blocked"
+    return f"{blocked.get('blocker', '')} (alternatives: {'; '.join(blocked.get('alternatives') or [])})"
 
 
 def unknown_rows(nodes: list[NodeRecord]) -> list[dict[str, Any]]:
@@ -536,5 +597,7 @@ def gap_text(row: dict[str, Any]) -> str:
         "unexplored": f"unexplored ({detail}): {question}",
         "waiting": f"waiting ({detail}): {question}",
         "synthesis_failed": f"synthesis failed, sub-findings joined instead: {question}",
+        "held": f"held for the person ({detail}): {question}",
+        "blocked": f"blocked: {question} ({detail})",
         "unknown": f"unknown: {detail} (under: {question})",
     }[row["kind"]]

@@ -23,8 +23,17 @@ from ..errors import (
     StateError,
 )
 from ..llm.protocol import LLM, ToolUsingLLM
-from ..llm.schemas import Answer, Connections, LeafAnswer, StatedClaim, Synthesis, connections_among
-from ..model import BUDGETS, UNEXPLORED, Budget, CheckpointMode, Intensity
+from ..llm.schemas import Answer, Connections, Halt, LeafAnswer, StatedClaim, Synthesis, connections_among
+from ..model import (
+    BUDGETS,
+    UNEXPLORED,
+    Budget,
+    CheckpointMode,
+    HaltKind,
+    Intensity,
+    NodeStatus,
+    SaturationReason,
+)
 from ..prompts import chat, render
 from ..results import StepRecord
 from ..store import GraphStore, WorkerStore
@@ -127,6 +136,9 @@ def process(run: RunState, claim: Claim, worker: str) -> StepRecord:
                 )
             except LLMError as exc:
                 return _release(run, node_id, question, worker, exc)
+            # A question for the person, or a blocker, instead of an answer (docs/architecture.md, "Halts").
+            if answer.halt is not None:
+                return _halt(run, node_id, question, worker, answer.halt, calls)
             subs, depth_limited = _sub_questions(context, answer, last_level)
             links = _connect(run, context, answer, worker, calls) if context["candidates"] else Connections()
         try:
@@ -262,17 +274,35 @@ def _answer_prompt(run: RunState, context: QuestionContext, last_level: bool) ->
         "ancestry": ancestry or "(this is a seed question)",
         "depth": node["depth"],
         "max_depth": context.get("max_depth", run.budget.max_depth),
-        "question": node["text"] + _redecompose_note(node["metadata"]),
+        "question": node["text"] + _redecompose_note(node["metadata"]) + _choice_note(node["metadata"]),
         "siblings": siblings or "(none)",
         "syntheses": syntheses or "(none yet)",
         # With sources, the task ends with the passages closest to the question (engine/evidence.py).
         "task": render("answer_leaf" if last_level else "answer_branch")
+        + "\n\n"
+        + render("halt")
         + (
             evidence.section(evidence.gather(run.store, run.graph_id, node["text"]))
             if run.has_sources
             else ""
         ),
     }
+
+
+def _choice_note(meta: dict[str, Any]) -> str:
+    r"""What a question held by a halt adds once the person answered it (``choose``): their choice.
+
+    >>> _choice_note({"choice": {"kind": "ambiguity", "text": "Paris, France", "asked": "Which Paris?"}})
+    '\n(You asked the person: Which Paris?)\nThe person chose: Paris, France'
+    """
+    chosen = [c for c in [*(meta.get("choices_before") or []), meta.get("choice")] if isinstance(c, dict)]
+    lines = []
+    for choice in chosen[-3:]:
+        if choice.get("asked"):
+            lines.append(f"(You asked the person: {clip(str(choice['asked']), 300)})")
+        said = "clarified" if choice.get("kind") == HaltKind.CONFUSION else "chose"
+        lines.append(f"The person {said}: {clip(str(choice.get('text', '')), 500)}")
+    return "".join("\n" + line for line in lines)
 
 
 def _redecompose_note(meta: dict[str, Any]) -> str:
@@ -419,6 +449,34 @@ def _link_metadata(links: Connections) -> dict[str, Any]:
     return meta
 
 
+def _halt(
+    run: RunState, node_id: str, question: str, worker: str, halt: Halt, calls: list[dict[str, Any]]
+) -> StepRecord:
+    """Write a halt instead of an answer: the question held for the person, or saturated as blocked.
+
+    One transaction with the call log (``submit_halt``); no answer node. A blocked
+    question is done, so the cascade may synthesize its parent (weak: it rests on a
+    question nobody could answer).
+    """
+    try:
+        written = run.store.submit_halt(
+            run.graph_id, node_id, halt.model_dump(mode="json"), owner=worker, calls=calls
+        )
+    except FractalError as exc:  # pruned or taken over meanwhile: the write is refused whole
+        discard(calls)
+        return StepRecord(node_id, worker, question, error=f"write refused: {exc}")
+    calls.clear()  # landed with the halt
+    blocked = written["status"] == NodeStatus.SATURATED
+    return StepRecord(
+        node_id,
+        worker,
+        question,
+        synthesized=cascade(run, worker) if blocked else (),
+        saturated=SaturationReason.BLOCKED.value if blocked else None,
+        halted=halt.kind.value,
+    )
+
+
 def _release(run: RunState, node_id: str, question: str, worker: str, exc: LLMError) -> StepRecord:
     # A model that cannot be reached, a run's time limit or a spent budget is not the question's
     # fault: it is open again with its tries.
@@ -440,7 +498,10 @@ def _release(run: RunState, node_id: str, question: str, worker: str, exc: LLMEr
 
 
 def _finding(child: SubQuestionBrief) -> str:
-    """A sub-question's synthesis, or why it has none."""
+    """A sub-question's synthesis, or why it has none (a blocked one: its blocker)."""
+    blocked = child.get("blocked")
+    if child["synthesis"] is None and blocked is not None:
+        return f"blocked, not answered: {clip(blocked['blocker'], 300)}"
     return str(child["synthesis"] or f"saturated ({child['status_reason']}): not explored further")
 
 

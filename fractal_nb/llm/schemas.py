@@ -22,7 +22,8 @@ from pydantic import (
     model_validator,
 )
 
-from ..model import ClaimKind
+from ..model import ClaimKind, HaltKind
+from ..text import normalize
 from . import quality
 
 
@@ -169,6 +170,7 @@ class LeafAnswer(_Output):
     claims: list[StatedClaim] = _claims()
     # With sources, the evidence shown that the answer rests on (the store checks each: engine/evidence.py).
     citations: list[Citation] = _citations()
+    halt: Halt | None = Field(default=None, description="Only when you must stop: see the task (rarely).")
 
 
 class Answer(LeafAnswer):
@@ -268,3 +270,56 @@ SCHEMAS: tuple[type[_Output], ...] = (
 def role_of(schema: type[BaseModel]) -> str:
     """The role a schema is asked for in (``"answer"``, ``"connect"``, …); its name for others."""
     return getattr(schema, "role", None) or schema.__name__
+
+
+# -- halts (docs/architecture.md, "Halts"): the seed's laws for a question a worker must not answer alone --
+
+MAX_HALT_OPTIONS = 6
+"""Options an ambiguity halt offers, and alternatives a blocked one suggests (a longer list is refused)."""
+
+
+OptionText = Annotated[str, Field(min_length=1), _prose(1, echo=False)]  # "Paris" is an option
+
+
+class HaltOption(_Output):
+    """One way to read an ambiguous question, with what choosing it costs and gains."""
+
+    option: OptionText = Field(description="One reading or choice, in a few words.")
+    tradeoffs: Remark = Field(description="What choosing it gains and loses.")
+
+
+class Halt(_Output):
+    """A worker's stop instead of an answer: a choice or a clarification for the person, or a blocker.
+
+    ``ambiguity`` needs at least two distinct options, ``blocked`` at least one
+    alternative; what a kind does not use is dropped (a confusion's options, an
+    ambiguity's alternatives).
+    """
+
+    kind: HaltKind
+    question: Prose = Field(
+        description="ambiguity: what is ambiguous; confusion: the clarifying question; blocked: the blocker."
+    )
+    options: list[HaltOption] = Field(default_factory=list, max_length=MAX_HALT_OPTIONS)
+    alternatives: list[Remark] = Field(
+        default_factory=list, max_length=MAX_HALT_OPTIONS, description="blocked: what could be done instead."
+    )
+
+    @model_validator(mode="after")
+    def _fits_kind(self) -> Halt:
+        if self.kind == HaltKind.AMBIGUITY:
+            distinct = {normalize(o.option) for o in self.options}
+            if len(distinct) < 2:
+                raise ValueError("an ambiguity halt needs at least two distinct options, each with tradeoffs")
+            self.alternatives = []
+        elif self.kind == HaltKind.BLOCKED:
+            if not self.alternatives:
+                raise ValueError("a blocked halt needs at least one suggested alternative")
+            self.options = []
+        else:
+            self.options, self.alternatives = [], []
+        return self
+
+
+LeafAnswer.model_rebuild()  # its ``halt`` field names Halt, defined here at the end
+Answer.model_rebuild()

@@ -25,6 +25,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..errors import InvalidInputError, LLMError
+from ..model import HaltKind, parse_choice
+from ..text import clip
 from .protocol import Message, estimate_tokens, messages_tokens, report_usage, report_wait
 from .schemas import MAX_CLAIMS, SCHEMAS, ProxySignal
 
@@ -141,6 +143,11 @@ class SimulatedLLM:
         may succeed: the draw includes how often the prompt was seen).
     link_rate:
         Chance that a new answer converges with a candidate answer shown to it.
+    halt_on:
+        ``{keyword: kind}``: a question whose text holds ``keyword`` (case-blind)
+        is answered with a halt of that kind (``ambiguity``, ``confusion`` or
+        ``blocked``; docs/architecture.md, "Halts") until the person's choice or
+        clarification is shown with it; then its answer follows that choice.
 
     Examples
     --------
@@ -160,6 +167,7 @@ class SimulatedLLM:
         latency_s: float = 0.0,
         failure_rate: float = 0.0,
         link_rate: float = 0.1,
+        halt_on: dict[str, str] | None = None,
     ) -> None:
         for name, value in (("branching", branching), ("latency_s", latency_s)):
             if value < 0:
@@ -173,6 +181,11 @@ class SimulatedLLM:
         self.latency_s = latency_s
         self.failure_rate = failure_rate
         self.link_rate = link_rate
+        self.halt_on = {
+            k.lower(): parse_choice(HaltKind, v, "halt_on kind")
+            for k, v in (halt_on or {}).items()
+            if k.strip()
+        }
         self.model = f"simulated-{seed}"
         self._seen: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -259,6 +272,12 @@ class SimulatedLLM:
         # A follow-up whose opening its question already holds would nearly copy it or an ancestor: dropped.
         follow_ups = [(t, s) for t, s in follow_ups if t.split(" {q}")[0] not in question]
         wording = _ANSWER_WORDINGS[depth % len(_ANSWER_WORDINGS)]
+        chosen = _field(prompt, r"The person (?:chose|clarified): (.+)")
+        halt = self._halt(question, answered=chosen is not None)
+        if halt is not None:
+            return {"answer": f"[simulated] {short} needs the person first.", "confidence": 0.3, "halt": halt}
+        if chosen is not None:  # the branch goes on with the person's choice
+            follow_ups, hedge = follow_ups[:1], f"following the person's word ({clip(chosen, 80)}),"
         citations = _cite(prompt, question)  # with an evidence section: real lines of its first passage
         where = "".join(
             f" It rests on {c['source']}, "
@@ -281,6 +300,38 @@ class SimulatedLLM:
             "saturation": None if follow_ups else rng.choice(["actionable", "derivable"]),
             "claims": _claims(question, depth),
             "citations": citations,
+        }
+
+    def _halt(self, question: str, *, answered: bool) -> dict[str, Any] | None:
+        """The halt ``halt_on`` asks for on this question, until the person has ``answered`` (then None)."""
+        kind = next((k for word, k in self.halt_on.items() if word in question.lower()), None)
+        if kind is None or (kind != HaltKind.BLOCKED and answered):
+            return None
+        about = _topic(question)
+        if kind == HaltKind.AMBIGUITY:
+            return {
+                "kind": kind.value,
+                "question": f"[simulated] {about} can be read in two ways that lead apart.",
+                "options": [
+                    {
+                        "option": "[simulated] the narrow reading",
+                        "tradeoffs": "[simulated] faster, less general",
+                    },
+                    {
+                        "option": "[simulated] the broad reading",
+                        "tradeoffs": "[simulated] slower, more general",
+                    },
+                ],
+            }
+        if kind == HaltKind.CONFUSION:
+            return {"kind": kind.value, "question": f"[simulated] Which sense of {about} do you mean?"}
+        return {
+            "kind": kind.value,
+            "question": f"[simulated] Nothing available can settle {about}.",
+            "alternatives": [
+                f"[simulated] ask a narrower question about {about}",
+                "[simulated] add a source",
+            ],
         }
 
     def _synthesize(self, prompt: str, rng: random.Random) -> dict[str, Any]:

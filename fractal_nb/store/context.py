@@ -6,7 +6,8 @@ import json
 import re
 
 from .base import StoreBase, require_count, require_id
-from .records import Candidate, QuestionBrief, QuestionContext, SynthesisInputs
+from .records import Candidate, QuestionBrief, QuestionContext, SubQuestionBrief, SynthesisInputs
+from .rows import NodeRow
 
 
 class NodeContext(StoreBase):
@@ -138,20 +139,24 @@ class NodeContext(StoreBase):
                 for a in below
                 if a.node_type == "answer"
             ],
-            "sub_questions": [
-                {
-                    "node_id": q.node_id,
-                    "text": q.text,
-                    "status": q.status,
-                    "synthesis": q.metadata.get("synthesis"),
-                    "status_reason": q.status_reason,
-                    "claims": list(q.metadata.get("claims") or []),
-                }
-                for q in below
-                if q.node_type == "question"
-            ],
+            "sub_questions": [_sub_question_brief(q) for q in below if q.node_type == "question"],
             "notes": [{"node_id": n.node_id, "text": n.text} for n in below if n.node_type == "note"],
         }
+
+
+def _sub_question_brief(q: NodeRow) -> SubQuestionBrief:
+    """A sub-question as a synthesis reads it; a blocked one with its blocker (architecture.md, "Halts")."""
+    brief: SubQuestionBrief = {
+        "node_id": q.node_id,
+        "text": q.text,
+        "status": q.status,
+        "synthesis": q.metadata.get("synthesis"),
+        "status_reason": q.status_reason,
+        "claims": list(q.metadata.get("claims") or []),
+    }
+    if isinstance(q.metadata.get("blocked"), dict):
+        brief["blocked"] = q.metadata["blocked"]
+    return brief
 
 
 RECENT_POOL = 200  # answers of other branches ranked for relatedness: the most recent (bounded work)

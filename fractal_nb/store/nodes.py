@@ -1,4 +1,4 @@
-"""Node writes: add, update metadata (with edges), saturate, prune, open gates, mark errors."""
+"""Node writes: add, update metadata (with edges), saturate, prune, open gates, halts, mark errors."""
 
 from __future__ import annotations
 
@@ -6,24 +6,39 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, cast
 
 from ..errors import BudgetError, FractalError, InvalidInputError, StateError
 from ..model import (
     DONE_QUESTION,
     TAKES_CHILDREN,
     EdgeType,
+    HaltKind,
     NodeStatus,
     NodeType,
     SaturationReason,
     parse_choice,
     parse_metadata,
 )
-from ..text import normalize
+from ..text import clip, normalize
 from .base import merged_metadata, new_id, optional_name, require_id, require_text, shown
 from .llm_log import LLMLog
-from .records import AddedNode, AnswerSubmitted, AnswerWritten, NodeUpdated, RepeatedQuestion, Saturated
+from .records import (
+    AddedNode,
+    AnswerSubmitted,
+    AnswerWritten,
+    ChoiceRecord,
+    Chosen,
+    GateList,
+    GateRecord,
+    Halted,
+    HaltRecord,
+    NodeUpdated,
+    RepeatedQuestion,
+    Saturated,
+)
 from .rows import GraphRow, NodeRow
+from .work import NO_LEASE
 
 
 class _ADDABLE(StrEnum):
@@ -351,7 +366,12 @@ class NodeWrites(LLMLog):
         return self._saturate(graph_id, node_id, SaturationReason.PRUNED, kind="pruned")
 
     def approve_gate(self, graph_id: str, node_ids: list[str] | None = None) -> dict[str, Any]:
-        """Open gated questions: the given ones, or every gated question when None."""
+        """Open gated questions: the given ones, or every gated question when None.
+
+        A question a worker's halt holds waits for the person's answer, not an
+        approval: ``None`` leaves it gated, and naming it is refused (``choose``
+        answers it, ``prune_branch`` cuts it; docs/architecture.md, "Halts").
+        """
         if node_ids is not None and (
             not isinstance(node_ids, list | tuple) or not all(isinstance(n, str) for n in node_ids)
         ):
@@ -359,7 +379,11 @@ class NodeWrites(LLMLog):
         with self._db.write():
             graph = self._active_graph(graph_id)
             if node_ids is None:
-                gated = self._nodes("graph_id = ? AND status = ?", [graph.graph_id, NodeStatus.GATED])
+                gated = [
+                    n
+                    for n in self._nodes("graph_id = ? AND status = ?", [graph.graph_id, NodeStatus.GATED])
+                    if "halt" not in n.metadata
+                ]
             else:
                 gated = [self._node(graph.graph_id, n) for n in dict.fromkeys(node_ids)]
                 for node in gated:
@@ -370,11 +394,128 @@ class NodeWrites(LLMLog):
                             graph_id=graph.graph_id,
                             node_id=node.node_id,
                         )
+                    refuse_held(node.node_id, node.metadata, graph.graph_id)
             now = self.clock()
             for node in gated:
                 self._set_status(node, NodeStatus.OPEN, now, actor=None, kind="gate_approved")
         approved = [n.node_id for n in gated]
         return {"graph_id": graph.graph_id, "approved": approved, "count": len(approved)}
+
+    # -- halts (docs/architecture.md, "Halts") ----------------------------------------------
+
+    def submit_halt(
+        self,
+        graph_id: str,
+        node_id: str,
+        halt: dict[str, Any] | str,
+        *,
+        owner: str,
+        calls: list[dict[str, Any]] | None = None,
+    ) -> Halted:
+        """A worker's halt on its claimed question instead of an answer, with its call log: one transaction.
+
+        ``halt`` is ``{kind, question, options, alternatives}`` (:func:`parse_halt`).
+        ``ambiguity`` / ``confusion``: the question is held, ``gated`` with
+        ``metadata["halt"]`` (event ``held``) until the person answers it with
+        :meth:`choose`. ``blocked``: it is saturated as ``blocked`` with
+        ``metadata["blocked"] = {blocker, alternatives}`` (event ``blocked``), a gap
+        (a claimed question has nothing unfinished below it). No answer node either way.
+        """
+        parsed = parse_halt(halt)
+        worker = require_id(owner, "owner")
+        with self._db.write():
+            graph, node = self._active_node(graph_id, node_id)
+            if (
+                node.node_type != NodeType.QUESTION
+                or node.status != NodeStatus.CLAIMED
+                or node.owner != worker
+            ):
+                raise StateError(
+                    f"{node.node_type} {node.node_id} is {node.status!r} (owner {node.owner!r}); only the "
+                    f"worker holding a question's claim can halt on it, not {worker!r}",
+                    graph_id=graph.graph_id,
+                    node_id=node.node_id,
+                )
+            now = self.clock()
+            meta = {k: v for k, v in node.metadata.items() if k != "halt"}
+            if parsed["kind"] == HaltKind.BLOCKED:
+                meta["blocked"] = {"blocker": parsed["question"], "alternatives": parsed["alternatives"]}
+                status = NodeStatus.SATURATED
+                self._set_status(
+                    node,
+                    status,
+                    now,
+                    actor=worker,
+                    reason=SaturationReason.BLOCKED,
+                    kind="blocked",
+                    metadata=meta,
+                    columns=NO_LEASE,
+                    payload={"blocker": parsed["question"]},
+                )
+            else:
+                meta["halt"] = parsed
+                status = NodeStatus.GATED
+                self._set_status(
+                    node,
+                    status,
+                    now,
+                    actor=worker,
+                    kind="held",
+                    metadata=meta,
+                    columns=NO_LEASE,
+                    payload={"halt": parsed["kind"]},
+                )
+            if calls:
+                self.record_llm_calls(calls)
+        return {"node_id": node.node_id, "status": status.value, "kind": parsed["kind"]}
+
+    def choose(self, graph_id: str, node_id: str, choice: int | str) -> Chosen:
+        """The person's answer to a held question: it reopens (``open``) with ``metadata["choice"]``.
+
+        For an ambiguity ``choice`` is an option's index (from 0), an option's text
+        or a free answer; for a confusion, the clarification. The answer prompt then
+        shows it (engine/primitive.py). A question that is not held, an empty choice
+        or an index out of range is refused and nothing changes.
+        """
+        with self._db.write():
+            graph, node = self._active_node(graph_id, node_id)
+            halt = refuse_not_held(node.node_id, node.status, node.metadata, graph.graph_id)
+            chosen: ChoiceRecord = {
+                "kind": halt["kind"],
+                "text": resolve_choice(halt, choice),
+                "asked": halt["question"],
+            }
+            meta = {k: v for k, v in node.metadata.items() if k not in ("halt", "choice")}
+            if isinstance(
+                node.metadata.get("choice"), dict
+            ):  # answered before: the earlier choices stay shown
+                meta["choices_before"] = [*node.metadata.get("choices_before", []), node.metadata["choice"]]
+            meta["choice"] = chosen
+            self._set_status(
+                node,
+                NodeStatus.OPEN,
+                self.clock(),
+                actor=None,
+                kind="chosen",
+                metadata=meta,
+                payload={"choice": chosen["text"]},
+            )
+        return {"node_id": node.node_id, "status": NodeStatus.OPEN.value, "choice": chosen}
+
+    def list_gates(self, graph_id: str) -> GateList:
+        """The gated questions in creation order, each with the halt holding it (None: a checkpoint's)."""
+        graph = self._known_graph(graph_id)
+        gates: list[GateRecord] = [
+            {
+                "node_id": n.node_id,
+                "depth": n.depth,
+                "text": n.text,
+                "halt": n.metadata["halt"] if isinstance(n.metadata.get("halt"), dict) else None,
+            }
+            for n in self._nodes("graph_id = ? AND status = ?", [graph.graph_id, NodeStatus.GATED])
+        ]
+        held = sum(g["halt"] is not None for g in gates)
+        return {"graph_id": graph.graph_id, "gates": gates, "count": len(gates), "held": held}
 
     def mark_error(self, graph_id: str, node_id: str, message: str) -> dict[str, Any]:
         """Mark an unfinished question as failed; ``recover_stuck(include_errors=True)`` reopens it."""
@@ -710,3 +851,123 @@ def _leaf_claims(kind: NodeType, nodes: list[NodeRow]) -> dict[str, Any]:
         return {}
     claims = nodes[0].metadata.get("claims")
     return {"claims": [{**c, "source": nodes[0].node_id} for c in claims]} if claims else {}
+
+
+# -- halts (docs/architecture.md, "Halts") ---------------------------------------------------------
+
+MAX_HALT_ITEMS = 6  # options of an ambiguity, alternatives of a blocker (llm/schemas.py MAX_HALT_OPTIONS)
+
+
+def parse_halt(value: object) -> HaltRecord:
+    """A halt as the store keeps it, or an InvalidInputError saying what a halt is.
+
+    >>> parse_halt({"kind": "blocked", "question": "No data.", "alternatives": ["Ask a census office."]})
+    {'kind': 'blocked', 'question': 'No data.', 'options': [], 'alternatives': ['Ask a census office.']}
+    """
+    shape = (
+        "halt must be {kind: ambiguity|confusion|blocked, question, options: [{option, tradeoffs}] "
+        "(ambiguity: at least 2), alternatives: [text] (blocked: at least 1)}"
+    )
+    halt = parse_metadata(value, "halt")
+    if not set(halt) <= {"kind", "question", "options", "alternatives"}:
+        raise InvalidInputError(f"{shape}; not the keys {sorted(halt)}")
+    kind = parse_choice(HaltKind, halt.get("kind"), "halt kind")
+    options, alternatives = halt.get("options") or [], halt.get("alternatives") or []
+    if not isinstance(options, list) or not isinstance(alternatives, list):
+        raise InvalidInputError(f"{shape}: options and alternatives are lists")
+    if len(options) > MAX_HALT_ITEMS or len(alternatives) > MAX_HALT_ITEMS:
+        raise InvalidInputError(
+            f"a halt offers at most {MAX_HALT_ITEMS} options and {MAX_HALT_ITEMS} alternatives"
+        )
+    parsed: HaltRecord = {
+        "kind": kind.value,
+        "question": require_text(halt.get("question"), "halt.question"),
+        "options": [],
+        "alternatives": [],
+    }
+    if kind == HaltKind.AMBIGUITY:
+        for i, option in enumerate(options):
+            if not isinstance(option, dict) or set(option) != {"option", "tradeoffs"}:
+                raise InvalidInputError(
+                    f"halt.options[{i}] must be {{option, tradeoffs}}, not {shown(option)}"
+                )
+            parsed["options"].append(
+                {
+                    "option": require_text(option["option"], f"halt.options[{i}].option"),
+                    "tradeoffs": require_text(option["tradeoffs"], f"halt.options[{i}].tradeoffs"),
+                }
+            )
+        if len({normalize(o["option"]) for o in parsed["options"]}) < 2:
+            raise InvalidInputError(f"{shape}: an ambiguity needs at least two distinct options")
+    elif kind == HaltKind.BLOCKED:
+        parsed["alternatives"] = [
+            require_text(a, f"halt.alternatives[{i}]") for i, a in enumerate(alternatives)
+        ]
+        if not parsed["alternatives"]:
+            raise InvalidInputError(f"{shape}: a blocker needs at least one suggested alternative")
+    return parsed
+
+
+def held_halt(metadata: dict[str, Any]) -> HaltRecord | None:
+    """The halt holding a gated question (its metadata's ``halt``), or None for a checkpoint's gate."""
+    halt = metadata.get("halt")
+    return cast(HaltRecord, halt) if isinstance(halt, dict) else None
+
+
+def refuse_held(node_id: str, metadata: dict[str, Any], graph_id: str | None = None) -> None:
+    """Refuse to approve a question a halt holds: it needs the person's answer (``choose``)."""
+    halt = held_halt(metadata)
+    if halt is not None:
+        raise StateError(
+            f"question {node_id} is held by a question to the person ({halt['kind']}: "
+            f"{clip(halt['question'], 120)}); approving cannot release it: answer it with choose "
+            "(an option or your own text), or prune it",
+            graph_id=graph_id,
+            node_id=node_id,
+        )
+
+
+def refuse_not_held(
+    node_id: str, status: str, metadata: dict[str, Any], graph_id: str | None = None
+) -> HaltRecord:
+    """The halt holding a question, or a StateError: only a held question takes a choice."""
+    halt = held_halt(metadata)
+    if status != NodeStatus.GATED or halt is None:
+        what = (
+            "a checkpoint's gate: approve it (approve_gate)" if status == NodeStatus.GATED else repr(status)
+        )
+        raise StateError(
+            f"question {node_id} is {what}, not held by a question to the person; only a question a "
+            "worker's halt holds (ambiguity or confusion) takes a choice",
+            graph_id=graph_id,
+            node_id=node_id,
+        )
+    return halt
+
+
+def resolve_choice(halt: HaltRecord, choice: object) -> str:
+    """The text of a person's ``choice`` for ``halt``, or an InvalidInputError saying what is allowed.
+
+    >>> halt = {"kind": "ambiguity", "question": "Which?", "alternatives": [], "options": [
+    ...     {"option": "Paris, France", "tradeoffs": "more data"},
+    ...     {"option": "Paris, Texas", "tradeoffs": "less"}]}
+    >>> resolve_choice(halt, 1), resolve_choice(halt, "the French one")
+    ('Paris, Texas', 'the French one')
+    """
+    options = halt.get("options") or []
+    allowed = "an option's index (from 0), an option's text or your own answer" if options else "your answer"
+    if isinstance(choice, bool) or not isinstance(choice, int | str):
+        raise InvalidInputError(f"choice must be {allowed}, not {shown(choice)}")
+    if isinstance(choice, int):
+        if halt["kind"] != HaltKind.AMBIGUITY:
+            raise InvalidInputError(f"a {halt['kind']} takes your answer as text, not the number {choice}")
+        if not 0 <= choice < len(options):
+            raise InvalidInputError(
+                f"choice {choice} is out of range: the options are numbered 0 to {len(options) - 1}, "
+                "or give your own answer as text"
+            )
+        return str(options[choice]["option"])
+    if not choice.strip():
+        raise InvalidInputError(f"choice must be {allowed} as non-empty text, not {shown(choice)}")
+    text = require_text(choice.strip(), "choice")
+    return next((str(o["option"]) for o in options if normalize(o["option"]) == normalize(text)), text)

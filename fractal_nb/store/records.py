@@ -207,6 +207,7 @@ class SubQuestionBrief(QuestionBrief):
 
     status_reason: str | None
     claims: list[ClaimRecord]
+    blocked: NotRequired[BlockedRecord]  # a blocked question's blocker and alternatives ("Halts")
 
 
 class SynthesisInputs(TypedDict):
@@ -473,3 +474,71 @@ class SourceHit(ChunkRecord):
     """``search_sources``: a chunk and its retrieval score (higher: more relevant)."""
 
     score: float
+
+
+# -- halts (docs/architecture.md, "Halts") -------------------------------------------------------
+
+
+class HaltOptionRecord(TypedDict):
+    """One option of an ambiguity halt: the choice and its tradeoffs."""
+
+    option: str
+    tradeoffs: str
+
+
+class HaltRecord(TypedDict):
+    """``metadata["halt"]`` of a held question: what the worker asks the person."""
+
+    kind: str  # a HaltKind value
+    question: str  # ambiguity: what is ambiguous; confusion: the clarifying question; blocked: the blocker
+    options: list[HaltOptionRecord]  # ambiguity: at least two
+    alternatives: list[str]  # blocked: at least one
+
+
+class BlockedRecord(TypedDict):
+    """``metadata["blocked"]`` of a question saturated as ``blocked``."""
+
+    blocker: str
+    alternatives: list[str]
+
+
+class ChoiceRecord(TypedDict):
+    """``metadata["choice"]`` of a question a person's choice reopened."""
+
+    kind: str
+    text: str
+    asked: str  # the halt's question it answers
+
+
+class Halted(TypedDict):
+    """``submit_halt``: the question held (status gated) or blocked (status saturated)."""
+
+    node_id: str
+    status: str
+    kind: str
+
+
+class Chosen(TypedDict):
+    """``choose``: the held question reopened with the person's choice."""
+
+    node_id: str
+    status: str
+    choice: ChoiceRecord
+
+
+class GateRecord(TypedDict):
+    """One gated question of ``list_gates``; ``halt`` when a worker's halt holds it (else None)."""
+
+    node_id: str
+    depth: int
+    text: str
+    halt: HaltRecord | None
+
+
+class GateList(TypedDict):
+    """``list_gates``: the graph's gated questions in creation order."""
+
+    graph_id: str
+    gates: list[GateRecord]
+    count: int
+    held: int  # how many of them a halt holds (answered with choose, not approve_gate)

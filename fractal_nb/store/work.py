@@ -46,7 +46,7 @@ CLAIMABLE = f"""
              depth, seq
 """
 # A question no worker holds: its lease cleared.
-_NO_LEASE = {"holder": None, "claimed_at": None, "lease_s": None}
+NO_LEASE = {"holder": None, "claimed_at": None, "lease_s": None}
 _IF_ACTIVE = "AND EXISTS (SELECT 1 FROM graphs WHERE graph_id = ? AND status = 'active')"
 # Ready to synthesize: answered questions with sub-questions, all of them synthesized or saturated,
 # or with a person's note (store/turns.py) and no unfinished sub-question. Parameters: graph_id, graph_id.
@@ -349,7 +349,7 @@ class WorkQueue(StoreBase):
                 kind="released",
                 reason=error if target == NodeStatus.ERROR else None,
                 metadata=meta,
-                columns=_NO_LEASE,
+                columns=NO_LEASE,
             )
         return {"node_id": node.node_id, "status": target.value, "failures": failures}
 
@@ -404,7 +404,7 @@ class WorkQueue(StoreBase):
     def _reopen(self, nodes: list[NodeRow], now: float) -> None:
         """Claimed or failed questions back to open, their lease and holder cleared."""
         for node in nodes:
-            self._set_status(node, NodeStatus.OPEN, now, actor=None, kind="recovered", columns=_NO_LEASE)
+            self._set_status(node, NodeStatus.OPEN, now, actor=None, kind="recovered", columns=NO_LEASE)
 
     def _graph_done(self, graph_id: str) -> bool:
         row = self._db.fetchone(

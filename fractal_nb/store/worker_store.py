@@ -23,6 +23,7 @@ from .records import (
     ClaimRecord,
     ClaimReleased,
     GraphRecord,
+    Halted,
     Heartbeat,
     NodeUpdated,
     QuestionContext,
@@ -89,6 +90,17 @@ class WorkerStore(Protocol):
         boundary: dict[str, Any] | str | None = None,
     ) -> AnswerSubmitted:
         """See :meth:`GraphStore.submit_answer`."""
+
+    def submit_halt(
+        self,
+        graph_id: str,
+        node_id: str,
+        halt: dict[str, Any] | str,
+        *,
+        owner: str,
+        calls: list[dict[str, Any]] | None = None,
+    ) -> Halted:
+        """See :meth:`GraphStore.submit_halt`."""
 
     def release_claim(
         self,

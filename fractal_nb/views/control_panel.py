@@ -31,6 +31,7 @@ from ..model import PENDING_QUESTION, TERMINAL_GRAPH, GraphStatus, NodeStatus
 from ..results import FractalResult, StepRecord
 from ..text import clip
 from .graph_feed import DeltaMessage
+from .held_questions import HeldQuestion
 from .history_slider import HistorySlider
 from .kernel_pump import KernelPump
 from .network_widget import NetworkWidget
@@ -96,6 +97,9 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self.approve_all_button = _button("Approve all", "check-double", style="success")
         self.prune_gate_button = _button("Prune", "cut", style="danger")
         self.gate_note = widgets.HTML("No gated questions.")
+        self.held_box = widgets.VBox([])  # questions a worker holds for the person ("Halts")
+        self.held_cards: list[HeldQuestion] = []
+        self._held_key: tuple[Any, ...] = ()
 
         self.inspector = widgets.HTML("<i>Click a question in the graph to inspect it.</i>")
         self.approve_node_button = _button("Approve", "check", style="success", disabled=True)
@@ -114,6 +118,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                 self.gate_note,
                 self.gate_list,
                 widgets.HBox([self.approve_button, self.approve_all_button, self.prune_gate_button]),
+                self.held_box,
             ],
             "Inspector": [
                 self.inspector,
@@ -335,6 +340,19 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             self.exploration.prune(node_id)
         self._post("note", f"pruned {len(chosen)} gated question(s)")
 
+    def _choose(self, node_id: str, choice: int | str) -> None:
+        """The person's answer to a held question (docs/architecture.md, "Halts"): it reopens with it."""
+        chosen = self.exploration.choose(node_id, choice)["choice"]
+        self._post(
+            "note",
+            f"answered {node_id} ({clip(chosen['text'], 80)}): it reopens with your "
+            f"{'clarification' if chosen['kind'] == 'confusion' else 'choice'}; Step or Run goes on with it",
+        )
+
+    def _prune_held(self, node_id: str) -> None:
+        self.exploration.prune(node_id)
+        self._post("note", f"pruned the held question {node_id}")
+
     def _approve_selected(self) -> None:
         node_id = self.network.selected
         if not node_id:
@@ -443,9 +461,12 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         if status == GraphStatus.BUDGET_EXHAUSTED:
             return self._budget_state
         if counts["open"] == 0 and counts["claimed"] == 0 and counts["gated"]:
+            held = len(self.held_cards)
             return "gates", (
                 f"Waiting at {counts['gated']} gate(s): approve or prune them in the Gates tab "
-                "below (or Approve in the Inspector), then Step or Run."
+                "below (or Approve in the Inspector)"
+                + (f"; {held} question(s) wait for your answer there" if held else "")
+                + ", then Step or Run."
             )
         if counts["total"] > 1 and not any(counts[s] for s in (*PENDING_QUESTION, NodeStatus.ANSWERED)):
             return (
@@ -488,20 +509,41 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
 
     def _show_gates(self) -> None:
         gated = self.network.feed.gated()
+        self._show_held(gated)
+        held = {card.node_id for card in self.held_cards}
+        gated = {node_id: text for node_id, text in gated.items() if node_id not in held}
         options = [(clip(text, 90), node_id) for node_id, text in gated.items()]
         if options != list(self.gate_list.options):
             self.gate_list.options = options
-        self.gate_note.value = (
+        notes = [
             f"{len(gated)} gated question(s) wait for approval: choose some and Approve, or Approve all."
             if gated
-            else "No gated questions."
-        )
+            else ""
+            if held
+            else "No gated questions.",
+            f"{len(held)} question(s) a worker holds for your answer: choose an option or answer below."
+            if held
+            else "",
+        ]
+        self.gate_note.value = " ".join(note for note in notes if note)
         for control in (self.approve_button, self.approve_all_button, self.prune_gate_button):
             control.disabled = not gated
         self.approve_node_button.disabled = self.network.selected not in gated
-        if gated and not self._gates_seen and not self._busy():
+        if (gated or held) and not self._gates_seen and not self._busy():
             self.tabs.selected_index = GATES_TAB  # new gates: show where to act on them
-        self._gates_seen = len(gated)
+        self._gates_seen = len(gated) + len(held)
+
+    def _show_held(self, gated: dict[str, str]) -> None:
+        """A card per question a worker holds for the person, read when the graph changed and gates are up."""
+        key = (self.network.feed.seq, tuple(gated)) if gated else ()
+        if key == self._held_key:
+            return
+        self._held_key = key
+        rows = self.exploration.held() if gated else []
+        for card in self.held_cards:  # answered, pruned or read again: its widgets go
+            card.close()
+        self.held_cards = [HeldQuestion(row, self._handler, self._choose, self._prune_held) for row in rows]
+        self.held_box.children = tuple(self.held_cards)
 
     def _inspect(self, node_id: str) -> None:
         self._inspected = node_id

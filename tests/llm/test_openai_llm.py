@@ -31,7 +31,7 @@ MESSAGES: list[Message] = [
     {"role": "user", "content": "Why is the sky blue?"},
 ]
 GOOD = {"answer": "Rayleigh scattering.", "confidence": 0.8}
-GOOD_FULL = {**GOOD, "sub_questions": [], "saturation": None, "claims": [], "citations": []}
+GOOD_FULL = {**GOOD, "sub_questions": [], "saturation": None, "claims": [], "citations": [], "halt": None}
 
 
 @pytest.fixture(autouse=True)
@@ -70,6 +70,7 @@ def test_json_schema_mode_is_sent_first_and_works() -> None:
         "saturation": None,
         "claims": [],
         "citations": [],  # with sources, the evidence it rests on (engine/evidence.py)
+        "halt": None,
     }
     [body] = server.requests
     assert body["model"] == "fake"
@@ -132,7 +133,7 @@ def test_junk_wrapped_json_is_repaired() -> None:
         json.loads(junk)
     with FakeOpenAI("junk", responder=lambda body: answer) as server:
         result = make_llm(server).complete(MESSAGES, Answer)
-    assert result == {**answer, "saturation": None, "claims": [], "citations": []}
+    assert result == {**answer, "saturation": None, "claims": [], "citations": [], "halt": None}
     assert len(server.requests) == 1
 
 

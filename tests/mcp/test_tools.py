@@ -13,6 +13,7 @@ from mcp import Client
 from fractal_nb import GraphStore
 from fractal_nb.mcp_server import build_server
 from tests.mcp.seed_worker import call
+from tests.mcp.test_halt_tools import HALT_TOOLS
 from tests.mcp.test_source_tools import SOURCE_TOOLS
 from tests.mcp.test_turn_tools import TURN_TOOLS
 
@@ -70,7 +71,9 @@ def test_the_tools_are_the_contract_and_describe_themselves(store: GraphStore) -
         return (await client.list_tools()).tools
 
     tools = run(store, scenario)
-    assert {t.name for t in tools} == CONTRACT | EXTRA | WORKER_SUPPORT | TURN_TOOLS | SOURCE_TOOLS
+    assert {t.name for t in tools} == (
+        CONTRACT | EXTRA | WORKER_SUPPORT | TURN_TOOLS | SOURCE_TOOLS | HALT_TOOLS
+    )
     for tool in tools:
         assert tool.description and len(tool.description) > 30, tool.name
         for name, spec in tool.input_schema["properties"].items():

@@ -625,7 +625,7 @@ def test_bad_values_list_the_valid_ones(fresh_store: GraphStore, call, listing: 
 def test_bad_node_type_and_reason_list_valid_ones(tree: Tree) -> None:
     with pytest.raises(InvalidInputError, match="answer, question"):
         tree.store.add_node(tree.graph_id, tree.seeds[0], "comment", "x")
-    with pytest.raises(InvalidInputError, match="actionable, budget_exhausted, derivable"):
+    with pytest.raises(InvalidInputError, match="actionable, blocked, budget_exhausted, derivable"):
         tree.store.mark_saturated(tree.graph_id, tree.seeds[0], "bored")
     with pytest.raises(InvalidInputError, match="active, budget_exhausted, completed"):
         tree.store.update_graph_status(tree.graph_id, "finished")
