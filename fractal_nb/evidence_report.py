@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Mapping
-from typing import Any, Protocol, TypedDict
+from typing import Any, TypedDict
 
 from .errors import FractalError
 from .model import CitationStatus, Support
+from .store import GraphStore
 from .store.records import NodeRecord
 
 UNCHECKED = "unchecked"
@@ -36,12 +37,6 @@ SUPPORT_LABELS = {
 }
 CHANGED = "the file changed since it was added"
 MAX_LINES = 40  # of a citation's stored lines shown; a longer span is cut, and says so
-
-
-class SourceReader(Protocol):
-    """What this module reads of a store: the graph, and its sources where the store has them."""
-
-    def get_snapshot(self, graph_id: str) -> Any: ...
 
 
 class CitedLines(TypedDict):
@@ -103,7 +98,7 @@ class NodeEvidence(TypedDict):
 
 
 class Evidence(TypedDict):
-    """A graph's evidence: answers with their support, the harvest's findings, tracks, the synthesis object."""
+    """A graph's evidence: answers and their support, the harvest's findings, tracks, synthesis object."""
 
     answers: list[AnswerEvidence]  # answers that carry citations or a support value
     answer_support: dict[str, int]  # answers by support value
@@ -237,7 +232,7 @@ def node_evidence(
     }
 
 
-def evidence_of(store: SourceReader, graph_id: str, changed: Collection[str] = ()) -> Evidence:
+def evidence_of(store: GraphStore, graph_id: str, changed: Collection[str] = ()) -> Evidence:
     """The graph's evidence as the exported page and ``fractal-nb report`` show it (one snapshot read)."""
     snapshot = store.get_snapshot(graph_id)
     sources = sources_of(store, graph_id)
@@ -287,7 +282,7 @@ def track_name(metadata: Mapping[str, Any]) -> str | None:
 
 
 def evidence_lines(evidence: Evidence) -> list[str]:
-    """The evidence as plain text lines (``fractal-nb report``): counts, cited answers, findings, synthesis."""
+    """The evidence as text lines (``fractal-nb report``): counts, cited answers, findings, synthesis."""
     lines: list[str] = []
     counts = evidence["answer_support"]
     if counts:
@@ -315,9 +310,8 @@ def evidence_lines(evidence: Evidence) -> list[str]:
         for nuance in nuances(synthesis):
             lines.append(f"- Nuance ({', '.join(nuance['tracks'])}): {_one_line(nuance['text'])}")
         lines += [f"- Open question: {_one_line(str(q))}" for q in _list(synthesis.get("open_questions"))]
-        lines.append(
-            f"Confidence: {synthesis.get('confidence')}: {_one_line(str(synthesis.get('justification') or ''))}"
-        )
+        why = _one_line(str(synthesis.get("justification") or ""))
+        lines.append(f"Confidence: {synthesis.get('confidence')}: {why}")
     return lines
 
 

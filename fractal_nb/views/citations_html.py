@@ -19,6 +19,7 @@ from .lab_link import LabServer
 OK_STYLE = "color:var(--jp-success-color1, #1a7f37)"
 BAD_STYLE = "color:var(--jp-error-color1, #b42323)"
 MUTED = "color:var(--jp-ui-font-color2, #57606a)"
+LINK_STYLE = "color:var(--jp-content-link-color, #0969da)"
 _BADGE = "display:inline-block;padding:0 6px;margin-left:4px;border:1px solid currentColor;border-radius:8px;"
 _QUOTE = (
     "margin:2px 0 2px 0;padding:1px 8px;border-left:3px solid var(--jp-border-color1, #c4ccd5);"
@@ -43,7 +44,8 @@ def support_badge(support: str | None) -> str:
         return ""
     label = SUPPORT_LABELS.get(support, support)
     if support == Support.NO_SOURCES:
-        return f"<span class='fractal-badge fractal-no-sources' style='{_BADGE}{MUTED}'>{html.escape(label)}</span>"
+        style = _BADGE + MUTED
+        return f"<span class='fractal-badge fractal-no-sources' style='{style}'>{html.escape(label)}</span>"
     bad = support == Support.UNSUPPORTED
     return badge(label, bad=bad, css_class="fractal-unsupported" if bad else "fractal-supported")
 
@@ -59,6 +61,7 @@ def citation_html(citation: CitedLines, server: LabServer | None) -> str:
         )
         name = (
             f"<a class='fractal-cite-link' href='{html.escape(href)}' target='_blank' rel='noopener' "
+            f"style='{LINK_STYLE}' "
             f"title='{title}'><code>{label}</code></a>"
         )
     else:
@@ -66,7 +69,8 @@ def citation_html(citation: CitedLines, server: LabServer | None) -> str:
         name = f"<code class='fractal-cite-name'{where}>{label}</code>"
     ok = citation["status"] == CitationStatus.VERIFIED
     parts = [
-        f"<div class='fractal-citation' data-status='{html.escape(citation['status'])}' style='margin:4px 0 4px 1em'>",
+        f"<div class='fractal-citation' data-status='{html.escape(citation['status'])}' "
+        "style='margin:4px 0 4px 1em'>",
         name,
         badge(citation["status_label"], bad=not ok, css_class=f"fractal-cite-{'ok' if ok else 'bad'}"),
     ]
@@ -77,9 +81,8 @@ def citation_html(citation: CitedLines, server: LabServer | None) -> str:
             f" <span class='fractal-cite-detail' style='{MUTED}'>{html.escape(citation['detail'])}</span>"
         )
     if citation["quote"]:
-        parts.append(
-            f"<blockquote class='fractal-quote' style='{_QUOTE}'>{html.escape(citation['quote'])}</blockquote>"
-        )
+        quote = html.escape(citation["quote"])
+        parts.append(f"<blockquote class='fractal-quote' style='{_QUOTE}'>{quote}</blockquote>")
     if citation["lines"]:
         width = len(str(citation["line_start"] + len(citation["lines"]) - 1))
         numbered = "\n".join(
@@ -126,8 +129,7 @@ def synthesis_html(synthesis: Mapping[str, Any]) -> str:
     if isinstance(questions, list) and questions:
         items = "".join(f"<li>{html.escape(str(q))}</li>" for q in questions)
         parts.append(f"<p><b>Open questions</b></p><ul class='fractal-open-questions'>{items}</ul>")
-    parts.append(
-        f"<p class='fractal-confidence'><b>Confidence:</b> {html.escape(str(synthesis.get('confidence') or ''))}"
-        f" · {html.escape(str(synthesis.get('justification') or ''))}</p></div>"
-    )
+    confidence = html.escape(str(synthesis.get("confidence") or ""))
+    why = html.escape(str(synthesis.get("justification") or ""))
+    parts.append(f"<p class='fractal-confidence'><b>Confidence:</b> {confidence} · {why}</p></div>")
     return "".join(parts)

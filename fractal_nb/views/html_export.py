@@ -18,9 +18,12 @@ from typing import TYPE_CHECKING
 
 from ..arguments import check_file_path
 from ..errors import InvalidInputError
+from ..evidence_report import SUPPORT_LABELS, Evidence
 from ..store.records import Changes
 from .assets import static_text, vis_network_source
+from .citations_html import citations_html, finding_html, support_badge, synthesis_html
 from .graph_feed import snapshot_of
+from .lab_link import lab_server
 
 if TYPE_CHECKING:
     from ..results import FractalResult
@@ -42,6 +45,14 @@ body[data-jp-theme-light="false"] { --page-warn: #fb923c; --page-warn-bg: #2b1a0
 .fractal-page section.fractal-report { margin-top: 14px; line-height: 1.45; }
 .fractal-page section.fractal-report h2 { font-size: 17px; margin: 0 0 6px 0; }
 .fractal-page section.fractal-report .fractal-result h3 { display: none; }
+body { --jp-success-color1: #1a7f37; --jp-error-color1: #b42323; --jp-content-link-color: #0969da;
+  --jp-layout-color2: #eef1f4; }
+body[data-jp-theme-light="false"] { --jp-success-color1: #3fb950; --jp-error-color1: #ff7b72;
+  --jp-content-link-color: #58a6ff; --jp-layout-color2: #1c2128; }
+.fractal-page section.fractal-evidence { margin-top: 14px; line-height: 1.45; }
+.fractal-page section.fractal-evidence h2 { font-size: 17px; margin: 0 0 6px 0; }
+.fractal-page section.fractal-evidence h3 { font-size: 15px; margin: 12px 0 4px 0; }
+.fractal-page section.fractal-evidence code { font-size: 12px; }
 """
 _THEME = """
 const dark = window.matchMedia("(prefers-color-scheme: dark)");
@@ -71,12 +82,68 @@ def _report(result: FractalResult | None) -> tuple[str, str]:
     return warning, section
 
 
-def render_html(changes: Changes, *, heading: str, result: FractalResult | None = None) -> str:
+def _evidence(evidence: Evidence | None) -> str:
+    """The evidence section (docs/architecture.md, "Evidence in the faces"); '' when there is none."""
+    if evidence is None:
+        return ""
+    server = lab_server()
+    parts: list[str] = []
+    synthesis = evidence["synthesis"]
+    if synthesis:
+        parts.append(f"<h3>Synthesis of the tracks</h3>{synthesis_html(synthesis)}")
+    if evidence["tracks"]:
+        items = "".join(
+            f"<li class='fractal-track-item'><b>{html.escape(t['name'])}</b> "
+            f"<i>({html.escape(t['status'])})</i> {html.escape(t['focus'])}"
+            + (f"<ul>{''.join(finding_html(f, server) for f in t['findings'])}</ul>" if t["findings"] else "")
+            + "</li>"
+            for t in evidence["tracks"]
+        )
+        parts.append(f"<h3>Tracks ({len(evidence['tracks'])})</h3><ul class='fractal-tracks'>{items}</ul>")
+    findings, unsupported = evidence["findings"], evidence["unsupported_findings"]
+    if findings or unsupported:
+        parts.append(
+            f"<p class='fractal-support-counts'><b>Findings:</b> {len(findings)} supported · "
+            f"{len(unsupported)} unsupported</p>"
+        )
+    if any(f["citations"] for f in findings):
+        items = "".join(finding_html(f, server) for f in findings)
+        parts.append(f"<h3>Findings with their citations</h3><ul class='fractal-findings'>{items}</ul>")
+    if unsupported:
+        items = "".join(finding_html(f, server) for f in unsupported)
+        parts.append(
+            "<h3>Unsupported findings</h3><p>Kept, never part of the result: their citations failed "
+            f"the check or are missing.</p><ul class='fractal-unsupported-findings'>{items}</ul>"
+        )
+    counts = evidence["answer_support"]
+    if counts:
+        said = " · ".join(f"{n} {html.escape(SUPPORT_LABELS.get(k, k))}" for k, n in counts.items())
+        answers = "".join(
+            f"<li><b>{html.escape(a['question'])}</b><br>{html.escape(a['text'])}{support_badge(a['support'])}"
+            f"{citations_html(a['citations'], server)}</li>"
+            for a in evidence["answers"]
+        )
+        parts.append(
+            "<h3>Answers and their citations</h3>"
+            f"<p class='fractal-answer-support'><b>Answers:</b> {said}</p>"
+            f"<ul class='fractal-cited-answers'>{answers}</ul>"
+        )
+    if not parts:
+        return ""
+    return f'<section class="fractal-evidence">\n<h2>Evidence</h2>\n{"".join(parts)}\n</section>\n'
+
+
+def render_html(
+    changes: Changes, *, heading: str, result: FractalResult | None = None, evidence: Evidence | None = None
+) -> str:
     """The page for a full ``get_changes`` result: everything inlined, nothing fetched.
 
     With ``result`` (``Exploration.preview()``), the page shows what ``report()``
     shows: the degraded warning above the tree, the summary, findings, gaps and
-    synthesis chain below it.
+    synthesis chain below it. With ``evidence`` (``Exploration.evidence()``), an
+    Evidence section follows: the synthesis object, the tracks, the findings with
+    their citations (the unsupported under their own heading), and each cited answer
+    with its support and citations, every quote and stored line escaped.
     """
     message = snapshot_of(changes)
     counts = message["counts"]
@@ -105,6 +172,7 @@ def render_html(changes: Changes, *, heading: str, result: FractalResult | None 
             f"<h1>{html.escape(heading)}</h1>\n<p>{html.escape(summary)}</p>\n{warning}</header>\n",
             '<div id="fractal-view"></div>\n',
             report,
+            _evidence(evidence),
             "</main>\n",
             f"<script>{vis_network_source()}</script>\n",
             f'<script type="application/json" id="fractal-data">{_script_json(message)}</script>\n',
@@ -115,7 +183,12 @@ def render_html(changes: Changes, *, heading: str, result: FractalResult | None 
 
 
 def write_html(
-    changes: Changes, path: str | Path, *, heading: str, result: FractalResult | None = None
+    changes: Changes,
+    path: str | Path,
+    *,
+    heading: str,
+    result: FractalResult | None = None,
+    evidence: Evidence | None = None,
 ) -> Path:
     """Write :func:`render_html` to ``path`` (UTF-8) whole or not at all; returns the path.
 
@@ -124,7 +197,7 @@ def write_html(
     partial page and an existing page as it was.
     """
     target = _export_path(path)
-    page = render_html(changes, heading=heading, result=result).encode("utf-8")
+    page = render_html(changes, heading=heading, result=result, evidence=evidence).encode("utf-8")
     part = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.part")
     try:
         descriptor = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)

@@ -1,4 +1,4 @@
-"""A small graph with checked citations of every status, tracks and a synthesis object, written through the store.
+"""A graph with citations of every status, tracks and a synthesis object, written through the store.
 
 The root's answer cites a real file four ways: right (verified), with a quote the
 lines do not hold (misquoted, and hostile), past the file's end (no such lines),
