@@ -412,6 +412,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         ]
         if counts["weak"]:
             parts.append(f"<b style='{ERROR_STYLE}'>{counts['weak']} weak synthesis(es)</b>")
+        if counts.get("unsupported"):
+            parts.append(f"<b style='{ERROR_STYLE}'>{counts['unsupported']} unsupported answer(s)</b>")
         parts.append(f"{counts['answers']} answers")
         self.counts.value = f"<span>{' · '.join(parts)} · graph <b>{html.escape(feed.status)}</b></span>"
 
