@@ -19,6 +19,7 @@ from .errors import FractalError
 from .model import CitationStatus, Support
 from .store import GraphStore
 from .store.records import NodeRecord
+from .text import markdown_escape
 
 UNCHECKED = "unchecked"
 """The status of a citation stored without the store's check (an older file, an outside write)."""
@@ -282,7 +283,7 @@ def track_name(metadata: Mapping[str, Any]) -> str | None:
 
 
 def evidence_lines(evidence: Evidence) -> list[str]:
-    """The evidence as text lines (``fractal-nb report``): counts, cited answers, findings, synthesis."""
+    """The evidence as Markdown lines (``fractal-nb report``), every model and source text escaped."""
     lines: list[str] = []
     counts = evidence["answer_support"]
     if counts:
@@ -290,7 +291,7 @@ def evidence_lines(evidence: Evidence) -> list[str]:
         for answer in evidence["answers"]:
             if not answer["citations"] and answer["support"] != Support.UNSUPPORTED:
                 continue
-            lines.append(f"- [{_said(answer['support'])}] {_one_line(answer['question'] or answer['text'])}")
+            lines.append(f"- \\[{_said(answer['support'])}\\] {_md(answer['question'] or answer['text'])}")
             lines += [f"    {c}" for c in _citation_lines(answer["citations"])]
     findings, unsupported = evidence["findings"], evidence["unsupported_findings"]
     if any(f["citations"] for f in findings) or unsupported:
@@ -299,19 +300,19 @@ def evidence_lines(evidence: Evidence) -> list[str]:
             if group:
                 lines += ["", f"### {heading}"]
                 for finding in group:
-                    lines.append(f"- {_one_line(finding['finding'])} ({finding['confidence']})")
+                    lines.append(f"- {_md(finding['finding'])} ({finding['confidence']})")
                     lines += [f"    {c}" for c in _citation_lines(finding["citations"])]
     if evidence["tracks"]:
         lines += ["", "### Tracks"]
-        lines += [f"- {t['name']} ({t['status']}): {_one_line(t['focus'])}" for t in evidence["tracks"]]
+        lines += [f"- {_md(t['name'])} ({t['status']}): {_md(t['focus'])}" for t in evidence["tracks"]]
     synthesis = evidence["synthesis"]
     if synthesis:
-        lines += ["", "### Synthesis", "", f"Unified: {_one_line(str(synthesis.get('unified') or ''))}"]
+        lines += ["", "### Synthesis", "", f"Unified: {_md(str(synthesis.get('unified') or ''))}"]
         for nuance in nuances(synthesis):
-            lines.append(f"- Nuance ({', '.join(nuance['tracks'])}): {_one_line(nuance['text'])}")
-        lines += [f"- Open question: {_one_line(str(q))}" for q in _list(synthesis.get("open_questions"))]
-        why = _one_line(str(synthesis.get("justification") or ""))
-        lines.append(f"Confidence: {synthesis.get('confidence')}: {why}")
+            lines.append(f"- Nuance ({_md(', '.join(nuance['tracks']))}): {_md(nuance['text'])}")
+        lines += [f"- Open question: {_md(str(q))}" for q in _list(synthesis.get("open_questions"))]
+        why = _md(str(synthesis.get("justification") or ""))
+        lines.append(f"Confidence: {_md(str(synthesis.get('confidence') or ''))}: {why}")
     return lines
 
 
@@ -327,8 +328,8 @@ def nuances(synthesis: Mapping[str, Any]) -> list[dict[str, Any]]:
 def _citation_lines(citations: list[CitedLines]) -> list[str]:
     out = []
     for c in citations:
-        detail = f" ({c['detail']})" if c["detail"] else ""
-        out.append(f'{c["label"]} [{c["status_label"]}]{detail}: "{_one_line(c["quote"])}"')
+        detail = f" ({_md(c['detail'])})" if c["detail"] else ""
+        out.append(f'{_md(c["label"])} \\[{c["status_label"]}\\]{detail}: "{_md(c["quote"])}"')
     return out
 
 
@@ -366,5 +367,6 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+def _md(text: str) -> str:
+    """Model or source text on one Markdown line (``text.markdown_escape``)."""
+    return markdown_escape(text)
