@@ -145,8 +145,13 @@ class WorkQueue(StoreBase):
         synthesis_text: str,
         *,
         claims: list[ClaimRecord] | None = None,
+        findings: list[dict[str, Any]] | None = None,
     ) -> Synthesized:
         """Record an answered question's synthesis (in ``metadata["synthesis"]``), with its ``claims``.
+
+        ``findings`` (a track's ``{finding, confidence, citations}``, docs/architecture.md,
+        "Sources and citations"): each finding's citations are checked and its ``support`` set in
+        this transaction; they are kept in ``metadata["findings"]``.
 
         Refused while any of its sub-questions is neither synthesized nor
         saturated (docs/architecture.md, rule 3). Each write sets or clears the
@@ -184,13 +189,16 @@ class WorkQueue(StoreBase):
                     graph_id=graph.graph_id,
                     node_id=node.node_id,
                 )
+            meta = self._synthesis_metadata(node, text, carried)
+            if findings is not None:
+                meta["findings"] = self._citations.checked_findings(graph.graph_id, findings)
             self._set_status(
                 node,
                 NodeStatus.SYNTHESIZED,
                 self.clock(),
                 actor=node.owner,
                 kind="synthesized",
-                metadata=self._synthesis_metadata(node, text, carried),
+                metadata=meta,
             )
             self._db.execute("DELETE FROM synthesis_claims WHERE node_id = ?", [node.node_id])
         return {"node_id": node.node_id, "status": NodeStatus.SYNTHESIZED.value}
