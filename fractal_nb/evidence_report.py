@@ -11,13 +11,16 @@ not a citation is left out, never an error.
 
 from __future__ import annotations
 
+import functools
+import os
 from collections import Counter
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from .errors import FractalError
 from .model import CitationStatus, Support
 from .store import GraphStore
+from .store.citations import file_hash
 from .store.records import NodeRecord
 from .text import markdown_escape
 
@@ -50,7 +53,7 @@ class CitedLines(TypedDict):
     quote: str
     status: str  # a CitationStatus value, or UNCHECKED
     status_label: str  # STATUS_LABELS
-    detail: str  # why the check failed, or that the file changed; "" when there is nothing to say
+    detail: str  # the check's: why it failed, or that the file had changed then; "" when nothing
     changed: bool  # the source is a file whose content on disk is no longer what was added
     lines: list[str]  # the source's stored lines it names ([] when the store cannot read them)
     cut: int  # stored lines left out of ``lines`` (MAX_LINES)
@@ -132,11 +135,11 @@ def cited_lines(
     graph_id: str,
     raw: Any,
     sources: Mapping[str, Mapping[str, Any]],
-    changed: Collection[str] = (),
 ) -> list[CitedLines]:
     """Stored citations (metadata ``citations``) as the faces show them, each with its stored lines.
 
-    ``changed``: names of file sources whose file on disk no longer hashes the same.
+    A file source whose file on disk no longer hashes as it did when it was added
+    is marked ``changed`` (its lines are still the ones added: those are checked).
     """
     shown: list[CitedLines] = []
     for entry in raw if isinstance(raw, list) else []:
@@ -151,9 +154,7 @@ def cited_lines(
         is_file = source is not None and source.get("kind") == "file" and bool(source.get("location"))
         lines = _stored_lines(store, graph_id, name, start, end) if source is not None else []
         detail = str(entry.get("detail") or "")
-        was_changed = name in changed
-        if was_changed and CHANGED not in detail:
-            detail = f"{detail}; {CHANGED}" if detail else CHANGED
+        was_changed = is_file and source is not None and _changed_on_disk(source)
         shown.append(
             {
                 "source": name,
@@ -178,7 +179,6 @@ def findings_shown(
     graph_id: str,
     raw: Any,
     sources: Mapping[str, Mapping[str, Any]],
-    changed: Collection[str] = (),
 ) -> list[FindingShown]:
     """Stored findings (``{finding, confidence, citations, support}``) with their citations shown."""
     return [
@@ -186,7 +186,7 @@ def findings_shown(
             "finding": str(f.get("finding") or ""),
             "confidence": str(f.get("confidence") or ""),
             "support": _support(f.get("support")),
-            "citations": cited_lines(store, graph_id, f.get("citations"), sources, changed),
+            "citations": cited_lines(store, graph_id, f.get("citations"), sources),
         }
         for f in (raw if isinstance(raw, list) else [])
         if isinstance(f, Mapping) and f.get("finding")
@@ -199,7 +199,6 @@ def answer_evidence(
     answer: NodeRecord,
     question: NodeRecord | None,
     sources: Mapping[str, Mapping[str, Any]],
-    changed: Collection[str] = (),
 ) -> AnswerEvidence:
     """One answer's citations and support."""
     meta = answer["metadata"]
@@ -209,31 +208,29 @@ def answer_evidence(
         "question": question["text"] if question else "",
         "text": answer["text"],
         "support": _support(meta.get("support")),
-        "citations": cited_lines(store, graph_id, meta.get("citations"), sources, changed),
+        "citations": cited_lines(store, graph_id, meta.get("citations"), sources),
     }
 
 
-def node_evidence(
-    store: Any, graph_id: str, node: NodeRecord, children: list[NodeRecord], changed: Collection[str] = ()
-) -> NodeEvidence:
+def node_evidence(store: Any, graph_id: str, node: NodeRecord, children: list[NodeRecord]) -> NodeEvidence:
     """One node's evidence for the Inspector: its own citations, its answers', a track's findings."""
     sources = sources_of(store, graph_id)
     meta = node["metadata"]
     answers = {
-        child["node_id"]: answer_evidence(store, graph_id, child, node, sources, changed)
+        child["node_id"]: answer_evidence(store, graph_id, child, node, sources)
         for child in children
         if child["node_type"] == "answer"
     }
     return {
         "support": _support(meta.get("support")),
-        "citations": cited_lines(store, graph_id, meta.get("citations"), sources, changed),
+        "citations": cited_lines(store, graph_id, meta.get("citations"), sources),
         "answers": answers,
-        "findings": findings_shown(store, graph_id, meta.get("findings"), sources, changed),
+        "findings": findings_shown(store, graph_id, meta.get("findings"), sources),
         "track": track_name(meta),
     }
 
 
-def evidence_of(store: GraphStore, graph_id: str, changed: Collection[str] = ()) -> Evidence:
+def evidence_of(store: GraphStore, graph_id: str) -> Evidence:
     """The graph's evidence as the exported page and ``fractal-nb report`` show it (one snapshot read)."""
     snapshot = store.get_snapshot(graph_id)
     sources = sources_of(store, graph_id)
@@ -246,7 +243,7 @@ def evidence_of(store: GraphStore, graph_id: str, changed: Collection[str] = ())
         meta = node["metadata"]
         if node["node_type"] == "answer" and ("citations" in meta or "support" in meta):
             question = nodes.get(node["parent_id"] or "")
-            answers.append(answer_evidence(store, graph_id, node, question, sources, changed))
+            answers.append(answer_evidence(store, graph_id, node, question, sources))
         track = meta.get("track")
         if node["node_type"] == "question" and isinstance(track, Mapping) and track.get("name"):
             tracks.append(
@@ -256,14 +253,14 @@ def evidence_of(store: GraphStore, graph_id: str, changed: Collection[str] = ())
                     "focus": str(track.get("focus") or ""),
                     "deliverable": str(track.get("deliverable") or ""),
                     "status": node["status"],
-                    "findings": findings_shown(store, graph_id, meta.get("findings"), sources, changed),
+                    "findings": findings_shown(store, graph_id, meta.get("findings"), sources),
                 }
             )
     harvest = snapshot["metadata"].get("harvest")
     harvest = harvest if isinstance(harvest, Mapping) else {}
-    findings = findings_shown(store, graph_id, harvest.get("findings"), sources, changed)
+    findings = findings_shown(store, graph_id, harvest.get("findings"), sources)
     unsupported = [f for f in findings if f["support"] == Support.UNSUPPORTED]
-    unsupported += findings_shown(store, graph_id, harvest.get("unsupported_findings"), sources, changed)
+    unsupported += findings_shown(store, graph_id, harvest.get("unsupported_findings"), sources)
     synthesis = harvest.get("synthesis_object")
     return {
         "answers": answers,
@@ -329,6 +326,8 @@ def _citation_lines(citations: list[CitedLines]) -> list[str]:
     out = []
     for c in citations:
         detail = f" ({_md(c['detail'])})" if c["detail"] else ""
+        if c["changed"]:
+            detail += f" ({CHANGED})"
         out.append(f'{_md(c["label"])} \\[{c["status_label"]}\\]{detail}: "{_md(c["quote"])}"')
     return out
 
@@ -346,6 +345,22 @@ def _stored_lines(store: Any, graph_id: str, source: str, start: int, end: int) 
         return [str(line) for line in read(graph_id, source, start, end)["lines"]]
     except FractalError:  # lines the source does not have: the citation's status says so
         return []
+
+
+def _changed_on_disk(source: Mapping[str, Any]) -> bool:
+    """Whether a file source's file no longer hashes as the text added (gone or unreadable counts)."""
+    location = str(source["location"])
+    try:
+        stat = os.stat(location)
+    except OSError:
+        return True
+    return _hash_of(location, stat.st_mtime_ns, stat.st_size) != source.get("content_hash")
+
+
+@functools.lru_cache(maxsize=256)
+def _hash_of(location: str, _mtime_ns: int, _size: int) -> str | None:
+    """``store.citations.file_hash``, once per version of a file (its time and size are the key)."""
+    return file_hash(location)
 
 
 def _line(value: Any) -> int | None:

@@ -12,7 +12,7 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
-from ..evidence_report import SUPPORT_LABELS, CitedLines, FindingShown, nuances
+from ..evidence_report import CHANGED, SUPPORT_LABELS, CitedLines, FindingShown, nuances
 from ..model import CitationStatus, Support
 from .lab_link import LabServer
 
@@ -75,7 +75,7 @@ def citation_html(citation: CitedLines, server: LabServer | None) -> str:
         badge(citation["status_label"], bad=not ok, css_class=f"fractal-cite-{'ok' if ok else 'bad'}"),
     ]
     if citation["changed"]:
-        parts.append(badge("file changed", bad=True, css_class="fractal-cite-changed"))
+        parts.append(badge(CHANGED, bad=True, css_class="fractal-cite-changed"))
     if citation["detail"]:
         parts.append(
             f" <span class='fractal-cite-detail' style='{MUTED}'>{html.escape(citation['detail'])}</span>"

@@ -5,9 +5,9 @@ lines do not hold (misquoted, and hostile), past the file's end (no such lines),
 and a source the graph does not have (no such source, its name hostile). A second
 answer cites nothing while the graph has sources: unsupported. Two seed questions
 are tracks; the harvest holds a supported and an unsupported finding and the
-synthesis object. The statuses are the ones the store's check gives these
-citations (docs/architecture.md, "Sources and citations"); they are written as
-stored records here, so the faces can be tested on the stored format itself.
+synthesis object. The file is the graph's source and every citation goes through
+the store's check (docs/architecture.md, "Sources and citations"): the statuses
+the faces show are the ones the store gave.
 """
 
 from __future__ import annotations
@@ -40,39 +40,37 @@ class CitedGraph(TypedDict):
     file: Path  # the cited file on disk
 
 
-def citation(source: str, start: int, end: int, quote: str, status: str, detail: str = "") -> dict[str, Any]:
-    record: dict[str, Any] = {
-        "source": source,
-        "line_start": start,
-        "line_end": end,
-        "quote": quote,
-        "status": status,
-    }
-    if detail:
-        record["detail"] = detail
-    return record
+def citation(source: str, start: int, end: int, quote: str) -> dict[str, Any]:
+    """A citation as a writer passes it; the store checks it and adds ``status`` (and ``detail``)."""
+    return {"source": source, "line_start": start, "line_end": end, "quote": quote}
 
 
+VERIFIED = citation(NOTES, 2, 3, VERIFIED_QUOTE)
 CITATIONS = [
-    citation(NOTES, 2, 3, VERIFIED_QUOTE, "verified"),
-    citation(NOTES, 4, 4, MISQUOTE, "misquoted", "the quote is not in lines 4-4"),
-    citation(NOTES, 90, 95, "anything", "no_such_lines", f"{NOTES} has 4 lines"),
-    citation(BAD_SOURCE, 1, 1, "anything", "no_such_source", "the graph has no source of that name"),
+    VERIFIED,
+    citation(NOTES, 4, 4, MISQUOTE),
+    citation(NOTES, 90, 95, "anything at all here"),
+    citation(BAD_SOURCE, 1, 1, "anything at all here"),
 ]
+STATUSES = ["verified", "misquoted", "no_such_lines", "no_such_source"]
 
 
 def cited_graph(store: GraphStore, root_dir: Path) -> CitedGraph:
-    """The graph, its cited file written under ``root_dir``."""
+    """The graph, its cited file written under ``root_dir`` and added as the graph's source."""
     file = root_dir / NOTES
     file.parent.mkdir(parents=True, exist_ok=True)
     file.write_text("\n".join(LINES) + "\n", encoding="utf-8")
     g = store.create_graph(f"Why do bridges fail? {HOSTILE}", "explore", "autonomous")
     gid, root = g["graph_id"], g["root_node_id"]
+    store.add_sources(
+        gid,
+        [{"name": NOTES, "kind": "file", "location": str(file), "text": file.read_text(encoding="utf-8")}],
+    )
     written = store.add_answer(
         gid,
         root,
         f"Bearings and upkeep. {HOSTILE}",
-        metadata={"citations": CITATIONS, "support": "unsupported"},
+        metadata={"citations": CITATIONS},
         sub_questions=[
             {
                 "text": "Which loads matter most?",
@@ -82,53 +80,37 @@ def cited_graph(store: GraphStore, root_dir: Path) -> CitedGraph:
         ],
     )
     track, bare = (q["node_id"] for q in written["sub_questions"])
-    bare_answer = store.add_answer(
-        gid, bare, "Towns, mostly.", metadata={"citations": [], "support": "unsupported"}
-    )
+    bare_answer = store.add_answer(gid, bare, "Towns, mostly.")  # no citations while the graph has sources
+    finding = {"finding": "Bearings fail first.", "confidence": "high", "citations": [VERIFIED]}
     store.update_node(
         gid,
         track,
         {
             "findings": [
-                {
-                    "finding": "Bearings fail first.",
-                    "confidence": "high",
-                    "citations": [CITATIONS[0]],
-                    "support": "supported",
-                }
+                {**finding, "citations": store.check_citations(gid, [VERIFIED]), "support": "supported"}
             ]
         },
     )
-    store.update_graph_metadata(
+    store.record_harvest(
         gid,
         {
-            "harvest": {
-                "summary": "Bridges fail at the bearings.",
-                "findings": [
-                    {
-                        "finding": "Bearings fail first.",
-                        "confidence": "high",
-                        "citations": [CITATIONS[0]],
-                        "support": "supported",
-                    },
-                    {
-                        "finding": f"Bridges never fail. {HOSTILE}",
-                        "confidence": "low",
-                        "citations": [CITATIONS[1]],
-                        "support": "unsupported",
-                    },
-                ],
-                "gaps": [],
-                "synthesis_object": {
-                    "unified": "Upkeep decides, not loads.",
-                    "nuances": [
-                        {"text": f"Loads matter on old spans {HOSTILE}", "tracks": ["Loads", "Upkeep"]}
-                    ],
-                    "open_questions": ["Who inspects the bearings?"],
-                    "confidence": "medium",
-                    "justification": "the tracks differ on old spans",
+            "summary": "Bridges fail at the bearings.",
+            "findings": [
+                finding,
+                {
+                    "finding": f"Bridges never fail. {HOSTILE}",
+                    "confidence": "low",
+                    "citations": [CITATIONS[1]],
                 },
-            }
+            ],
+            "gaps": [],
+            "synthesis_object": {
+                "unified": "Upkeep decides, not loads.",
+                "nuances": [{"text": f"Loads matter on old spans {HOSTILE}", "tracks": ["Loads", "Upkeep"]}],
+                "open_questions": ["Who inspects the bearings?"],
+                "confidence": "medium",
+                "justification": "the tracks differ on old spans",
+            },
         },
     )
     return {
