@@ -16,11 +16,16 @@ from ..evidence_report import CHANGED, SUPPORT_LABELS, CitedLines, FindingShown,
 from ..model import CitationStatus, Support
 from .lab_link import LabServer
 
-OK_STYLE = "color:var(--jp-success-color1, #1a7f37)"
-BAD_STYLE = "color:var(--jp-error-color1, #b42323)"
+# A badge's text is the theme's own text colour (JupyterLab's success and error colours fall under
+# 4.5:1 as text in its light and dark themes); its border carries the status's colour.
+OK_STYLE = "border-color:var(--jp-success-color1, #1a7f37)"
+BAD_STYLE = "border-color:var(--jp-error-color1, #b42323)"
 MUTED = "color:var(--jp-ui-font-color2, #57606a)"
 LINK_STYLE = "color:var(--jp-content-link-color, #0969da)"
-_BADGE = "display:inline-block;padding:0 6px;margin-left:4px;border:1px solid currentColor;border-radius:8px;"
+_BADGE = (
+    "display:inline-block;padding:0 6px;margin-left:4px;border:2px solid;border-radius:8px;"
+    "color:var(--jp-ui-font-color0, #1b1f24);"
+)
 _QUOTE = (
     "margin:2px 0 2px 0;padding:1px 8px;border-left:3px solid var(--jp-border-color1, #c4ccd5);"
     "white-space:pre-wrap;color:var(--jp-ui-font-color0, #1b1f24)"
@@ -28,7 +33,7 @@ _QUOTE = (
 _LINES = (
     "margin:2px 0 6px 0;padding:4px 6px;max-height:16em;overflow:auto;white-space:pre-wrap;"
     "background:var(--jp-layout-color2, #eef1f4);color:var(--jp-ui-font-color0, #1b1f24);"
-    "border-radius:4px;font-size:12px"
+    "border-radius:4px;font-size:12px;line-height:1.4"
 )
 
 
@@ -44,7 +49,7 @@ def support_badge(support: str | None) -> str:
         return ""
     label = SUPPORT_LABELS.get(support, support)
     if support == Support.NO_SOURCES:
-        style = _BADGE + MUTED
+        style = _BADGE + "border-color:var(--jp-border-color1, #c4ccd5)"
         return f"<span class='fractal-badge fractal-no-sources' style='{style}'>{html.escape(label)}</span>"
     bad = support == Support.UNSUPPORTED
     return badge(label, bad=bad, css_class="fractal-unsupported" if bad else "fractal-supported")
