@@ -64,9 +64,11 @@ def citation_html(citation: CitedLines, server: LabServer | None) -> str:
         title = html.escape(
             f"Open {citation['location']} in JupyterLab (a new tab); Edit → Go to Line… {lines}"
         )
+        full = server.absolute(href) if server else None
+        on_disk = f" data-lab-href='{html.escape(full)}'" if full else ""  # the exported page's file: case
         name = (
-            f"<a class='fractal-cite-link' href='{html.escape(href)}' target='_blank' rel='noopener' "
-            f"style='{LINK_STYLE}' "
+            f"<a class='fractal-cite-link' href='{html.escape(href)}'{on_disk} target='_blank' "
+            f"rel='noopener' style='{LINK_STYLE}' "
             f"title='{title}'><code>{label}</code></a>"
         )
     else:

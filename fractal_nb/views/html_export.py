@@ -59,6 +59,13 @@ const dark = window.matchMedia("(prefers-color-scheme: dark)");
 const setTheme = () => { document.body.dataset.jpThemeLight = dark.matches ? "false" : "true"; };
 setTheme();
 dark.addEventListener("change", setTheme);
+// A citation's JupyterLab link is rooted at the server's base URL; a page opened from disk uses the
+// server's own URL instead (views/lab_link.py).
+if (location.protocol === "file:") {
+  addEventListener("DOMContentLoaded", () => {
+    for (const a of document.querySelectorAll("a[data-lab-href]")) a.href = a.dataset.labHref;
+  });
+}
 """
 
 
