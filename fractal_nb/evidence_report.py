@@ -21,7 +21,7 @@ from .errors import FractalError
 from .model import CitationStatus, Support
 from .store import GraphStore
 from .store.citations import file_hash
-from .store.records import NodeRecord
+from .store.records import Changes, NodeRecord
 from .text import markdown_escape
 
 UNCHECKED = "unchecked"
@@ -230,14 +230,26 @@ def node_evidence(store: Any, graph_id: str, node: NodeRecord, children: list[No
     }
 
 
-def evidence_of(store: GraphStore, graph_id: str) -> Evidence:
-    """The graph's evidence as the exported page and ``fractal-nb report`` show it (one snapshot read)."""
-    snapshot = store.get_snapshot(graph_id)
+def evidence_of(store: GraphStore, graph_id: str, changes: Changes | None = None) -> Evidence:
+    """The graph's evidence as the exported page and ``fractal-nb report`` show it.
+
+    The feed rows (``changes``: a full ``get_changes``, read here when not given)
+    say which nodes carry a support value or a track; the nodes' metadata is read
+    (one snapshot) only when some do, so a graph without evidence costs no more.
+    """
+    feed = changes if changes is not None else store.get_changes(graph_id)
+    cited = any(n["support"] or n["track"] for n in feed["nodes"])
+    graph_nodes: list[NodeRecord] = []
+    if cited:
+        snapshot = store.get_snapshot(graph_id)
+        metadata, graph_nodes = snapshot["metadata"], snapshot["nodes"]
+    else:
+        metadata = store.get_graph(graph_id)["metadata"]
     sources = sources_of(store, graph_id)
-    nodes: dict[str, NodeRecord] = {n["node_id"]: n for n in snapshot["nodes"]}
+    nodes: dict[str, NodeRecord] = {n["node_id"]: n for n in graph_nodes}
     answers: list[AnswerEvidence] = []
     tracks: list[TrackShown] = []
-    for node in snapshot["nodes"]:
+    for node in graph_nodes:
         if node.get("superseded_turn") is not None:  # replaced by a later turn: not the graph's now
             continue
         meta = node["metadata"]
@@ -256,7 +268,7 @@ def evidence_of(store: GraphStore, graph_id: str) -> Evidence:
                     "findings": findings_shown(store, graph_id, meta.get("findings"), sources),
                 }
             )
-    harvest = snapshot["metadata"].get("harvest")
+    harvest = metadata.get("harvest")
     harvest = harvest if isinstance(harvest, Mapping) else {}
     findings = findings_shown(store, graph_id, harvest.get("findings"), sources)
     unsupported = [f for f in findings if f["support"] == Support.UNSUPPORTED]

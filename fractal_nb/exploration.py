@@ -589,9 +589,8 @@ class Exploration:
         from .views.html_export import write_html  # a face: loaded when asked for (docs/architecture.md)
 
         changes = self.store.get_changes(self.graph_id)
-        return write_html(
-            changes, path, heading=self._state.seed, result=self.preview(), evidence=self.evidence()
-        )
+        evidence = evidence_of(self.store, self.graph_id, changes)
+        return write_html(changes, path, heading=self._state.seed, result=self.preview(), evidence=evidence)
 
     def evidence(self) -> Evidence:
         """The graph's evidence as the faces show it (docs/architecture.md, "Evidence in the faces").
