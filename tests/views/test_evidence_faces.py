@@ -217,3 +217,63 @@ def test_report_prints_the_evidence_escaped(
         document["evidence"]["synthesis"]["confidence"] == "medium"
         and rebuilt["graph_id"] == document["graph_id"]
     )
+
+
+def test_citations_an_outside_client_wrote_badly_are_left_out_not_errors() -> None:
+    from fractal_nb.evidence_report import cited_lines, findings_shown
+
+    store = GraphStore()
+    gid = store.create_graph("Why?", "explore", "autonomous")["graph_id"]
+    raw = [
+        "not a citation",
+        {"source": 7, "line_start": 1, "line_end": 1},
+        {"source": "a.md", "line_start": True, "line_end": 2},
+        {"source": "a.md", "line_start": 1.5, "line_end": 2},
+        {"source": "a.md", "line_start": " 3", "line_end": "4", "quote": "q"},
+    ]
+    [shown] = cited_lines(store, gid, raw, {})
+    assert (shown["label"], shown["status"], shown["status_label"]) == (
+        "a.md:L3-L4",
+        "unchecked",
+        "not checked",
+    )
+    assert shown["lines"] == [] and shown["location"] is None
+    assert cited_lines(store, gid, {"not": "a list"}, {}) == []
+    assert findings_shown(store, gid, [{"finding": ""}, "x", {"finding": "kept"}], {})[0]["finding"] == "kept"
+
+
+def test_without_sources_an_answer_says_so_and_a_superseded_one_is_not_shown() -> None:
+    store = GraphStore()
+    g = store.create_graph("Why?", "explore", "autonomous")
+    [seed] = store.add_answer(g["graph_id"], g["root_node_id"], "One way.", sub_questions=["How?"])[
+        "sub_questions"
+    ]
+    store.add_answer(g["graph_id"], seed["node_id"], "Because.", metadata={"citations": []})
+    with Exploration(store, g["graph_id"], SimulatedLLM(), clock=FAST) as ex:
+        page = inspector_html(ex.inspect(seed["node_id"]))
+        assert "fractal-no-sources" in page and ">no sources</span>" in page
+        assert ex.evidence()["answer_support"] == {"no_sources": 1}
+        ex.redecompose(seed["node_id"], hint="again")  # a later turn replaces its answer
+        assert ex.evidence()["answers"] == [], "a superseded answer is not the graph's now"
+
+
+def test_a_server_info_file_without_a_root_gives_no_server(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    serve_from(monkeypatch, tmp_path, tmp_path)
+    (tmp_path / f"jpserver-{os.getpid()}.json").write_text(json.dumps({"root_dir": 3}), encoding="utf-8")
+    assert lab_server() is None
+    assert LabServer(tmp_path, "/", "ws://x").absolute("/lab/tree/a") is None
+    monkeypatch.delenv("JUPYTER_RUNTIME_DIR")
+    from fractal_nb.views.lab_link import _runtime_dir
+
+    assert _runtime_dir().name == "runtime", "Jupyter's own runtime folder"
+
+
+def test_report_says_a_changed_file(cited: tuple[Exploration, CitedGraph]) -> None:
+    from fractal_nb.evidence_report import evidence_lines
+
+    ex, built = cited
+    built["file"].write_text("Another text.\n", encoding="utf-8")
+    lines = evidence_lines(ex.evidence())
+    assert any("\\[verified\\] (the file changed since it was added)" in line for line in lines)
