@@ -303,8 +303,8 @@ def evidence_lines(evidence: Evidence) -> list[str]:
             lines.append(f"- \\[{_said(answer['support'])}\\] {_md(answer['question'] or answer['text'])}")
             lines += [f"    {c}" for c in _citation_lines(answer["citations"])]
     findings, unsupported = evidence["findings"], evidence["unsupported_findings"]
-    if any(f["citations"] for f in findings) or unsupported:
-        lines += ["", f"Findings: {len(findings)} supported, {len(unsupported)} unsupported"]
+    if supported_count(findings) or unsupported:
+        lines += ["", f"Findings: {supported_count(findings)} supported, {len(unsupported)} unsupported"]
         for heading, group in (("Findings with their citations", findings), ("Unsupported", unsupported)):
             if group:
                 lines += ["", f"### {heading}"]
@@ -323,6 +323,11 @@ def evidence_lines(evidence: Evidence) -> list[str]:
         why = _md(str(synthesis.get("justification") or ""))
         lines.append(f"Confidence: {_md(str(synthesis.get('confidence') or ''))}: {why}")
     return lines
+
+
+def supported_count(findings: list[FindingShown]) -> int:
+    """Findings the store found supported (a graph without sources has none: nothing could be cited)."""
+    return sum(f["support"] == Support.SUPPORTED for f in findings)
 
 
 def nuances(synthesis: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -12,7 +12,15 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
-from ..evidence_report import CHANGED, SUPPORT_LABELS, CitedLines, FindingShown, nuances
+from ..evidence_report import (
+    CHANGED,
+    SUPPORT_LABELS,
+    CitedLines,
+    Evidence,
+    FindingShown,
+    nuances,
+    supported_count,
+)
 from ..model import CitationStatus, Support
 from .lab_link import LabServer
 
@@ -139,4 +147,54 @@ def synthesis_html(synthesis: Mapping[str, Any]) -> str:
     confidence = html.escape(str(synthesis.get("confidence") or ""))
     why = html.escape(str(synthesis.get("justification") or ""))
     parts.append(f"<p class='fractal-confidence'><b>Confidence:</b> {confidence} · {why}</p></div>")
+    return "".join(parts)
+
+
+def evidence_html(evidence: Evidence, server: LabServer | None) -> str:
+    """A graph's evidence: synthesis object, tracks, findings (the unsupported apart), cited answers.
+
+    '' when there is none. The exported page's Evidence section and the panel's Result tab.
+    """
+    parts: list[str] = []
+    synthesis = evidence["synthesis"]
+    if synthesis:
+        parts.append(f"<h3>Synthesis of the tracks</h3>{synthesis_html(synthesis)}")
+    if evidence["tracks"]:
+        items = "".join(
+            f"<li class='fractal-track-item'><b>{html.escape(t['name'])}</b> "
+            f"<i>({html.escape(t['status'])})</i> {html.escape(t['focus'])}"
+            + (f"<ul>{''.join(finding_html(f, server) for f in t['findings'])}</ul>" if t["findings"] else "")
+            + "</li>"
+            for t in evidence["tracks"]
+        )
+        parts.append(f"<h3>Tracks ({len(evidence['tracks'])})</h3><ul class='fractal-tracks'>{items}</ul>")
+    findings, unsupported = evidence["findings"], evidence["unsupported_findings"]
+    supported = supported_count(findings)
+    if supported or unsupported:  # the store judged them: the graph has sources
+        parts.append(
+            f"<p class='fractal-support-counts'><b>Findings:</b> {supported} supported · "
+            f"{len(unsupported)} unsupported</p>"
+        )
+    if any(f["citations"] for f in findings):
+        items = "".join(finding_html(f, server) for f in findings)
+        parts.append(f"<h3>Findings with their citations</h3><ul class='fractal-findings'>{items}</ul>")
+    if unsupported:
+        items = "".join(finding_html(f, server) for f in unsupported)
+        parts.append(
+            "<h3>Unsupported findings</h3><p>Kept, never part of the result: their citations failed "
+            f"the check or are missing.</p><ul class='fractal-unsupported-findings'>{items}</ul>"
+        )
+    counts = evidence["answer_support"]
+    if counts:
+        said = " · ".join(f"{n} {html.escape(SUPPORT_LABELS.get(k, k))}" for k, n in counts.items())
+        answers = "".join(
+            f"<li><b>{html.escape(a['question'])}</b><br>{html.escape(a['text'])}{support_badge(a['support'])}"
+            f"{citations_html(a['citations'], server)}</li>"
+            for a in evidence["answers"]
+        )
+        parts.append(
+            "<h3>Answers and their citations</h3>"
+            f"<p class='fractal-answer-support'><b>Answers:</b> {said}</p>"
+            f"<ul class='fractal-cited-answers'>{answers}</ul>"
+        )
     return "".join(parts)

@@ -31,7 +31,7 @@ from ..evidence_report import CitedLines, NodeEvidence
 from ..model import PENDING_QUESTION, TERMINAL_GRAPH, GraphStatus, NodeStatus
 from ..results import FractalResult, StepRecord
 from ..text import clip
-from .citations_html import citations_html, finding_html, support_badge
+from .citations_html import citations_html, evidence_html, finding_html, support_badge
 from .graph_feed import DeltaMessage
 from .history_slider import HistorySlider
 from .kernel_pump import KernelPump
@@ -391,7 +391,10 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
 
     def _show_result(self, result: FractalResult) -> None:
         """The result in the Result tab (what ``report()`` shows); a degraded one warns above the graph."""
-        self.result.value = result._repr_html_()
+        evidence = evidence_html(self.exploration.evidence(), lab_server())
+        self.result.value = result._repr_html_() + (
+            f"<div class='fractal-evidence'><h3>Evidence</h3>{evidence}</div>" if evidence else ""
+        )
         self.warning.value = (
             f"<div class='fractal-degraded-warning' style='{ERROR_STYLE};border-left:3px solid currentColor;"
             f"padding-left:.5em'><b>Degraded result:</b> "

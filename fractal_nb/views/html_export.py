@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 
 from ..arguments import check_file_path
 from ..errors import InvalidInputError
-from ..evidence_report import SUPPORT_LABELS, Evidence
+from ..evidence_report import Evidence
 from ..store.records import Changes
 from .assets import static_text, vis_network_source
-from .citations_html import citations_html, finding_html, support_badge, synthesis_html
+from .citations_html import evidence_html
 from .graph_feed import snapshot_of
 from .lab_link import lab_server
 
@@ -89,55 +89,10 @@ def _report(result: FractalResult | None) -> tuple[str, str]:
     return warning, section
 
 
-def _evidence(evidence: Evidence | None) -> str:
-    """The evidence section (docs/architecture.md, "Evidence in the faces"); '' when there is none."""
-    if evidence is None:
-        return ""
-    server = lab_server()
-    parts: list[str] = []
-    synthesis = evidence["synthesis"]
-    if synthesis:
-        parts.append(f"<h3>Synthesis of the tracks</h3>{synthesis_html(synthesis)}")
-    if evidence["tracks"]:
-        items = "".join(
-            f"<li class='fractal-track-item'><b>{html.escape(t['name'])}</b> "
-            f"<i>({html.escape(t['status'])})</i> {html.escape(t['focus'])}"
-            + (f"<ul>{''.join(finding_html(f, server) for f in t['findings'])}</ul>" if t["findings"] else "")
-            + "</li>"
-            for t in evidence["tracks"]
-        )
-        parts.append(f"<h3>Tracks ({len(evidence['tracks'])})</h3><ul class='fractal-tracks'>{items}</ul>")
-    findings, unsupported = evidence["findings"], evidence["unsupported_findings"]
-    if findings or unsupported:
-        parts.append(
-            f"<p class='fractal-support-counts'><b>Findings:</b> {len(findings)} supported · "
-            f"{len(unsupported)} unsupported</p>"
-        )
-    if any(f["citations"] for f in findings):
-        items = "".join(finding_html(f, server) for f in findings)
-        parts.append(f"<h3>Findings with their citations</h3><ul class='fractal-findings'>{items}</ul>")
-    if unsupported:
-        items = "".join(finding_html(f, server) for f in unsupported)
-        parts.append(
-            "<h3>Unsupported findings</h3><p>Kept, never part of the result: their citations failed "
-            f"the check or are missing.</p><ul class='fractal-unsupported-findings'>{items}</ul>"
-        )
-    counts = evidence["answer_support"]
-    if counts:
-        said = " · ".join(f"{n} {html.escape(SUPPORT_LABELS.get(k, k))}" for k, n in counts.items())
-        answers = "".join(
-            f"<li><b>{html.escape(a['question'])}</b><br>{html.escape(a['text'])}{support_badge(a['support'])}"
-            f"{citations_html(a['citations'], server)}</li>"
-            for a in evidence["answers"]
-        )
-        parts.append(
-            "<h3>Answers and their citations</h3>"
-            f"<p class='fractal-answer-support'><b>Answers:</b> {said}</p>"
-            f"<ul class='fractal-cited-answers'>{answers}</ul>"
-        )
-    if not parts:
-        return ""
-    return f'<section class="fractal-evidence">\n<h2>Evidence</h2>\n{"".join(parts)}\n</section>\n'
+def _evidence_section(evidence: Evidence | None) -> str:
+    """The page's Evidence section (docs/architecture.md, "Evidence in the faces"); '' without any."""
+    shown = evidence_html(evidence, lab_server()) if evidence is not None else ""
+    return f'<section class="fractal-evidence">\n<h2>Evidence</h2>\n{shown}\n</section>\n' if shown else ""
 
 
 def render_html(
@@ -179,7 +134,7 @@ def render_html(
             f"<h1>{html.escape(heading)}</h1>\n<p>{html.escape(summary)}</p>\n{warning}</header>\n",
             '<div id="fractal-view"></div>\n',
             report,
-            _evidence(evidence),
+            _evidence_section(evidence),
             "</main>\n",
             f"<script>{vis_network_source()}</script>\n",
             f'<script type="application/json" id="fractal-data">{_script_json(message)}</script>\n',

@@ -277,3 +277,20 @@ def test_report_says_a_changed_file(cited: tuple[Exploration, CitedGraph]) -> No
     built["file"].write_text("Another text.\n", encoding="utf-8")
     lines = evidence_lines(ex.evidence())
     assert any("\\[verified\\] (the file changed since it was added)" in line for line in lines)
+
+
+def test_the_panel_shows_unsupported_answers_and_the_evidence_in_its_result_tab(
+    cited: tuple[Exploration, CitedGraph],
+) -> None:
+    ex, built = cited
+    view = ex.view()
+    try:
+        assert "2 unsupported answer(s)" in view.counts.value
+        view.report_button.click()
+        view.refresh()
+        result = view.result.value
+        assert "<h3>Evidence</h3>" in result and "<h3>Synthesis of the tracks</h3>" in result
+        assert "<h3>Unsupported findings</h3>" in result and f"{NOTES}:L4" in result
+        assert HOSTILE not in result and ESCAPED in result
+    finally:
+        view.close()
