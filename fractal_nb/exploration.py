@@ -19,6 +19,7 @@ from .engine.limits import Limits, spend_tokens
 from .engine.phases import gap_rows, harvest, preview, seed
 from .engine.primitive import RunState, process
 from .errors import InvalidInputError, StateError, StoreUnreachableError
+from .evidence_report import Evidence, evidence_of, node_evidence
 from .export import to_networkx
 from .frames import edge_frame, node_frame, timestamps
 from .graph_sql import GAP_COLUMNS, SqlParams, run_sql
@@ -609,9 +610,11 @@ class Exploration:
         """One node: its fields, direct children, links, and the model calls made for it.
 
         A question's ``sub_questions`` (they hang under its answers) come with their
-        status and synthesis.
+        status and synthesis; ``evidence`` holds its citations (and its answers') with
+        the stored lines each names, their support, a track's name and cited findings.
         """
         details: dict[str, Any] = dict(self.store.get_node(self.graph_id, node_id))
+        details["evidence"] = node_evidence(self.store, self.graph_id, details["node"], details["children"])
         details["sub_questions"] = (
             self.store.get_synthesis_inputs(self.graph_id, node_id)["sub_questions"]
             if details["node"]["node_type"] == "question"
@@ -644,7 +647,17 @@ class Exploration:
         from .views.html_export import write_html  # a face: loaded when asked for (docs/architecture.md)
 
         changes = self.store.get_changes(self.graph_id)
-        return write_html(changes, path, heading=self._state.seed, result=self.preview())
+        evidence = evidence_of(self.store, self.graph_id, changes)
+        return write_html(changes, path, heading=self._state.seed, result=self.preview(), evidence=evidence)
+
+    def evidence(self) -> Evidence:
+        """The graph's evidence as the faces show it (docs/architecture.md, "Evidence in the faces").
+
+        Cited answers and their support counts, the harvest's findings (the unsupported
+        apart), the tracks, the synthesis object; each citation with its status and the
+        stored lines it names.
+        """
+        return evidence_of(self.store, self.graph_id)
 
     # -- the notebook face ------------------------------------------------------------
 

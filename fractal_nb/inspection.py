@@ -22,6 +22,7 @@ from typing import Any, NamedTuple, cast
 import pandas as pd
 
 from .errors import InvalidInputError, StateError, StoreLockedError
+from .evidence_report import evidence_lines
 from .exploration import Exploration
 from .graph_sql import TABLES, GraphRows
 from .history import GraphAt
@@ -48,9 +49,17 @@ Command = Callable[[Exploration, argparse.Namespace], Shown]
 
 
 def show_report(ex: Exploration, args: argparse.Namespace) -> Shown:
-    """The result as the graph stands (``ex.report()``): read, never harvested."""
+    """The result as the graph stands (``ex.report()``): read, never harvested; then its evidence.
+
+    The evidence (``ex.evidence()``): answers by support, each cited answer's
+    citations with their status, the findings with theirs (the unsupported apart),
+    the tracks and the synthesis object.
+    """
     result = ex.preview()
-    return Shown(result.to_markdown(), result.to_dict())
+    evidence = ex.evidence()
+    said = evidence_lines(evidence)
+    text = result.to_markdown() + ("\n\n" + "\n".join(said) if said else "")
+    return Shown(text, {**result.to_dict(), "evidence": evidence})
 
 
 def show_events(ex: Exploration, args: argparse.Namespace) -> Shown:

@@ -36,9 +36,15 @@ _FEED_METADATA = (
     "json_extract_string(metadata, '$.synthesis'), json_extract_string(metadata, '$.last_error'), "
     # true only for JSON true: any other value an outside client wrote there reads as false
     "coalesce(json_extract(metadata, '$.synthesis_failed') = 'true'::JSON, false), "
-    "json_extract(metadata, '$.weak')"  # the weak mark (docs/architecture.md, "Facts, assumptions, unknowns")
+    # the weak mark (docs/architecture.md, "Facts, assumptions, unknowns")
+    "json_extract(metadata, '$.weak'), "
+    # an answer's support and a track question's name (docs/architecture.md, "Evidence in the faces")
+    "json_extract_string(metadata, '$.support'), json_extract_string(metadata, '$.track.name')"
 )
-_FEED_NAMES = (*_FEED_COLUMNS.split(", "), "synthesis", "last_error", "synthesis_failed", "weak")
+_FEED_NAMES = (
+    *_FEED_COLUMNS.split(", "),
+    *("synthesis", "last_error", "synthesis_failed", "weak", "support", "track"),
+)
 _TOUCHED = "SELECT node_id FROM events WHERE graph_id = ? AND event_id > ? AND event_id <= ?"
 
 

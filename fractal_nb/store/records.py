@@ -365,6 +365,8 @@ class FeedNode(NodeFields):
     last_error: str | None  # the last failed attempt's error (metadata ``last_error``)
     synthesis_failed: bool  # its synthesis was joined from sub-findings without the model
     weak: list[WeakMark]  # why its synthesis is weak (metadata ``weak``), [] when it is sound
+    support: str | None  # an answer's support (metadata ``support``, a Support value), else None
+    track: str | None  # a track question's name (metadata ``track.name``), else None
 
 
 class FeedLink(TypedDict):

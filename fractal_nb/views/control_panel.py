@@ -27,13 +27,16 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from ..evidence_report import CitedLines, NodeEvidence
 from ..model import PENDING_QUESTION, TERMINAL_GRAPH, GraphStatus, NodeStatus
 from ..results import FractalResult, StepRecord
 from ..text import clip
+from .citations_html import citations_html, evidence_html, finding_html, support_badge
 from .graph_feed import DeltaMessage
 from .held_questions import HeldQuestion
 from .history_slider import HistorySlider
 from .kernel_pump import KernelPump
+from .lab_link import LabServer, lab_server
 from .network_widget import NetworkWidget
 from .question_tree import FAILED, VIEW_STATUSES, view_status
 from .steering_panel import SteeringControls
@@ -406,7 +409,10 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
 
     def _show_result(self, result: FractalResult) -> None:
         """The result in the Result tab (what ``report()`` shows); a degraded one warns above the graph."""
-        self.result.value = result._repr_html_()
+        evidence = evidence_html(self.exploration.evidence(), lab_server())
+        self.result.value = result._repr_html_() + (
+            f"<div class='fractal-evidence'><h3>Evidence</h3>{evidence}</div>" if evidence else ""
+        )
         self.warning.value = (
             f"<div class='fractal-degraded-warning' style='{ERROR_STYLE};border-left:3px solid currentColor;"
             f"padding-left:.5em'><b>Degraded result:</b> "
@@ -427,6 +433,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         ]
         if counts["weak"]:
             parts.append(f"<b style='{ERROR_STYLE}'>{counts['weak']} weak synthesis(es)</b>")
+        if counts.get("unsupported"):
+            parts.append(f"<b style='{ERROR_STYLE}'>{counts['unsupported']} unsupported answer(s)</b>")
         parts.append(f"{counts['answers']} answers")
         self.counts.value = f"<span>{' · '.join(parts)} · graph <b>{html.escape(feed.status)}</b></span>"
 
@@ -605,13 +613,28 @@ def inspector_html(details: dict[str, Any]) -> str:
             f"<p class='fractal-weak-note' style='{ERROR_STYLE}'><b>Weak synthesis:</b> built on "
             f"{html.escape(built_on)}; weak until synthesized again on sound sub-questions.</p>"
         )
+    evidence: NodeEvidence | None = details.get("evidence")
+    server = lab_server() if evidence else None
+    if evidence and evidence["track"]:
+        rows.append(f"<p class='fractal-track'><b>Track:</b> {html.escape(evidence['track'])}</p>")
     rows.append(
         f"<p><b>{'Question' if node['node_type'] == 'question' else 'Answer'}:</b> "
-        f"{html.escape(node['text'])}</p>"
+        f"{html.escape(node['text'])}{support_badge(evidence['support']) if evidence else ''}</p>"
     )
+    if evidence:
+        rows.append(_cited(evidence["citations"], server))
     answers = [c for c in details["children"] if c["node_type"] == "answer"]
     for answer in answers:
-        rows.append(f"<p><b>Answer:</b> {html.escape(answer['text'])}</p>")
+        cited = evidence["answers"].get(answer["node_id"]) if evidence else None
+        rows.append(
+            f"<p><b>Answer:</b> {html.escape(answer['text'])}"
+            f"{support_badge(cited['support']) if cited else ''}</p>"
+        )
+        if cited:
+            rows.append(_cited(cited["citations"], server))
+    if evidence and evidence["findings"]:
+        items = "".join(finding_html(f, server) for f in evidence["findings"])
+        rows.append(f"<p><b>Findings of the track</b></p><ul>{items}</ul>")
     subs = [c for c in details["children"] if c["node_type"] == "question"] + details.get("sub_questions", [])
     if subs:
         items = "".join(
@@ -642,6 +665,16 @@ def inspector_html(details: dict[str, Any]) -> str:
         rows.append("<p><i>No LLM calls logged for this node.</i></p>")
     rows.append(f"<p style='{MUTED_STYLE}'>{html.escape(node['node_id'])}</p>")
     return "".join(rows)
+
+
+def _cited(citations: list[CitedLines], server: LabServer | None) -> str:
+    """An answer's citations under it, with how many there are ('' for none)."""
+    if not citations:
+        return ""
+    return (
+        f"<div class='fractal-citations'><b>Citations ({len(citations)}):</b>"
+        f"{citations_html(citations, server)}</div>"
+    )
 
 
 def _user_namespace() -> dict[str, Any]:

@@ -110,6 +110,8 @@ def _feed_node(node: NodeRecord) -> FeedNode:
             for m in _marks(meta.get("weak"))
             if isinstance(m, dict)
         ],
+        support=_text(meta.get("support")),
+        track=_text(track.get("name")) if isinstance(track := meta.get("track"), dict) else None,
     )
 
 

@@ -18,9 +18,12 @@ from typing import TYPE_CHECKING
 
 from ..arguments import check_file_path
 from ..errors import InvalidInputError
+from ..evidence_report import Evidence
 from ..store.records import Changes
 from .assets import static_text, vis_network_source
+from .citations_html import evidence_html
 from .graph_feed import snapshot_of
+from .lab_link import lab_server
 
 if TYPE_CHECKING:
     from ..results import FractalResult
@@ -42,12 +45,27 @@ body[data-jp-theme-light="false"] { --page-warn: #fb923c; --page-warn-bg: #2b1a0
 .fractal-page section.fractal-report { margin-top: 14px; line-height: 1.45; }
 .fractal-page section.fractal-report h2 { font-size: 17px; margin: 0 0 6px 0; }
 .fractal-page section.fractal-report .fractal-result h3 { display: none; }
+body { --jp-success-color1: #1a7f37; --jp-error-color1: #b42323; --jp-content-link-color: #0969da;
+  --jp-layout-color2: #eef1f4; }
+body[data-jp-theme-light="false"] { --jp-success-color1: #3fb950; --jp-error-color1: #ff7b72;
+  --jp-content-link-color: #58a6ff; --jp-layout-color2: #1c2128; }
+.fractal-page section.fractal-evidence { margin-top: 14px; line-height: 1.45; }
+.fractal-page section.fractal-evidence h2 { font-size: 17px; margin: 0 0 6px 0; }
+.fractal-page section.fractal-evidence h3 { font-size: 15px; margin: 12px 0 4px 0; }
+.fractal-page section.fractal-evidence code { font-size: 12px; }
 """
 _THEME = """
 const dark = window.matchMedia("(prefers-color-scheme: dark)");
 const setTheme = () => { document.body.dataset.jpThemeLight = dark.matches ? "false" : "true"; };
 setTheme();
 dark.addEventListener("change", setTheme);
+// A citation's JupyterLab link is rooted at the server's base URL; a page opened from disk uses the
+// server's own URL instead (views/lab_link.py).
+if (location.protocol === "file:") {
+  addEventListener("DOMContentLoaded", () => {
+    for (const a of document.querySelectorAll("a[data-lab-href]")) a.href = a.dataset.labHref;
+  });
+}
 """
 
 
@@ -71,12 +89,23 @@ def _report(result: FractalResult | None) -> tuple[str, str]:
     return warning, section
 
 
-def render_html(changes: Changes, *, heading: str, result: FractalResult | None = None) -> str:
+def _evidence_section(evidence: Evidence | None) -> str:
+    """The page's Evidence section (docs/architecture.md, "Evidence in the faces"); '' without any."""
+    shown = evidence_html(evidence, lab_server()) if evidence is not None else ""
+    return f'<section class="fractal-evidence">\n<h2>Evidence</h2>\n{shown}\n</section>\n' if shown else ""
+
+
+def render_html(
+    changes: Changes, *, heading: str, result: FractalResult | None = None, evidence: Evidence | None = None
+) -> str:
     """The page for a full ``get_changes`` result: everything inlined, nothing fetched.
 
     With ``result`` (``Exploration.preview()``), the page shows what ``report()``
     shows: the degraded warning above the tree, the summary, findings, gaps and
-    synthesis chain below it.
+    synthesis chain below it. With ``evidence`` (``Exploration.evidence()``), an
+    Evidence section follows: the synthesis object, the tracks, the findings with
+    their citations (the unsupported under their own heading), and each cited answer
+    with its support and citations, every quote and stored line escaped.
     """
     message = snapshot_of(changes)
     counts = message["counts"]
@@ -105,6 +134,7 @@ def render_html(changes: Changes, *, heading: str, result: FractalResult | None 
             f"<h1>{html.escape(heading)}</h1>\n<p>{html.escape(summary)}</p>\n{warning}</header>\n",
             '<div id="fractal-view"></div>\n',
             report,
+            _evidence_section(evidence),
             "</main>\n",
             f"<script>{vis_network_source()}</script>\n",
             f'<script type="application/json" id="fractal-data">{_script_json(message)}</script>\n',
@@ -115,7 +145,12 @@ def render_html(changes: Changes, *, heading: str, result: FractalResult | None 
 
 
 def write_html(
-    changes: Changes, path: str | Path, *, heading: str, result: FractalResult | None = None
+    changes: Changes,
+    path: str | Path,
+    *,
+    heading: str,
+    result: FractalResult | None = None,
+    evidence: Evidence | None = None,
 ) -> Path:
     """Write :func:`render_html` to ``path`` (UTF-8) whole or not at all; returns the path.
 
@@ -124,7 +159,7 @@ def write_html(
     partial page and an existing page as it was.
     """
     target = _export_path(path)
-    page = render_html(changes, heading=heading, result=result).encode("utf-8")
+    page = render_html(changes, heading=heading, result=result, evidence=evidence).encode("utf-8")
     part = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.part")
     try:
         descriptor = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)

@@ -16,7 +16,7 @@ import re
 import textwrap
 from collections import Counter
 from collections.abc import Iterable
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from ..model import NodeStatus, SaturationReason
 from ..store.records import FeedLink, FeedNode
@@ -40,6 +40,11 @@ class AnswerItem(TypedDict):
 
     id: str
     text: str
+    support: NotRequired[str]  # an answer's support (a Support value), where the store judged it
+
+
+UNSUPPORTED = "unsupported"
+"""An answer's support when the graph has sources and its citations failed or are missing."""
 
 
 class QuestionItem(TypedDict):
@@ -62,6 +67,10 @@ class QuestionItem(TypedDict):
     notes: list[AnswerItem]  # a person's notes on it (store/turns.py), shown with the question
     synthesis: str | None
     root: bool
+    track: str | None  # a track question's name (the tracks strategy), else None
+    unsupported: (
+        int  # its answers the store found unsupported (docs/architecture.md, "Evidence in the faces")
+    )
 
 
 class LinkItem(TypedDict):
@@ -104,10 +113,11 @@ class QuestionTree:
         self.answer_of: dict[str, str] = {}  # answer id -> its question id
 
     def counts(self) -> dict[str, int]:
-        """Questions by view status (zeros included), ``weak`` syntheses, ``answers``, ``total`` nodes."""
+        """Questions by view status, ``weak``, ``unsupported`` (answers), ``answers``, ``total``."""
         tally = Counter(q["status"] for q in self.questions.values())
         counts = {s: tally.get(s, 0) for s in VIEW_STATUSES}
         counts["weak"] = sum(q["weak"] for q in self.questions.values())
+        counts[UNSUPPORTED] = sum(q["unsupported"] for q in self.questions.values())
         counts["answers"] = len(self.answer_of)
         counts["total"] = len(self.questions) + len(self.answer_of)
         return counts
@@ -133,10 +143,11 @@ class QuestionTree:
                 question = self.questions[parent or ""]
                 if row["node_id"] not in self.answer_of:  # an answer's text never changes
                     self.answer_of[row["node_id"]] = question["id"]
-                    question["answers"] = [
-                        *question["answers"],
-                        {"id": row["node_id"], "text": _clip(row["text"]) or ""},
-                    ]
+                    answer: AnswerItem = {"id": row["node_id"], "text": _clip(row["text"]) or ""}
+                    if row["support"]:  # only where the store judged it: older messages stay as they were
+                        answer["support"] = row["support"]
+                    question["answers"] = [*question["answers"], answer]
+                    question["unsupported"] += row["support"] == UNSUPPORTED
                 changed[question["id"]] = question
             else:
                 via = parent if parent is not None and parent in self.answer_of else None
@@ -168,6 +179,8 @@ class QuestionTree:
             "notes": known["notes"] if known else [],
             "synthesis": _clip(row["synthesis"]),
             "root": parent is None,
+            "track": row["track"],
+            "unsupported": known["unsupported"] if known else 0,
         }
         self.questions[item["id"]] = item
         return item

@@ -9,7 +9,16 @@ import pytest
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
 from tests.browser.conftest import guarded_page
-from tests.browser.tree_checks import NETWORK, boxes, contrast, low_contrast, outside, overlapping, screenshot
+from tests.browser.tree_checks import (
+    NETWORK,
+    boxes,
+    contrast,
+    low_contrast,
+    low_text_contrast,
+    outside,
+    overlapping,
+    screenshot,
+)
 from tests.engine.test_runs import FAST
 from tests.graph_builder import grow_graph
 
@@ -180,6 +189,58 @@ def test_failures_are_visible_on_the_page(browser: Any, tmp_path: Path, scheme: 
         )
         assert contrast(*warn) >= 4.5, f"{scheme}: the warning under 4.5:1"
         screenshot(tab, f"export-failed-{scheme}")
+        assert tab.evaluate("() => window.__pwned") is None
+        assert traffic.aborted == [] and traffic.failed == [] and traffic.errors == []
+    store.close()
+
+
+# The evidence's own text: badges, quotes, stored lines, links, muted details.
+EVIDENCE_TEXT = (
+    ".fractal-badge, .fractal-quote, .fractal-lines, .fractal-cite-link, .fractal-cite-name, "
+    ".fractal-cite-detail, section.fractal-evidence li"
+)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_citations_and_their_quoted_lines_read_on_the_page(
+    browser: Any, tmp_path: Path, scheme: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.views.cited_graph import NOTES, cited_graph
+    from tests.views.test_evidence_faces import serve_from
+
+    serve_from(monkeypatch, tmp_path / "runtime", tmp_path)  # exported from a kernel of a Jupyter server
+    store = GraphStore()
+    built = cited_graph(store, tmp_path / "root")
+    path = Exploration(store, built["graph_id"], SimulatedLLM(), clock=FAST).to_html(tmp_path / "cited.html")
+    options = {"viewport": {"width": 1280, "height": 900}, "color_scheme": scheme}
+    with guarded_page(browser, **options) as (tab, traffic):
+        tab.goto(path.as_uri())
+        drawn(tab)
+        evidence = tab.locator("section.fractal-evidence")
+        assert "Upkeep decides, not loads." in evidence.locator(".fractal-synthesis-object").inner_text()
+        unsupported = evidence.locator("ul.fractal-unsupported-findings")
+        assert 'Bridges never fail. <img src=x onerror="window.__pwned=1">' in unsupported.inner_text()
+        verified = evidence.locator("ul.fractal-findings .fractal-citation").first
+        assert verified.locator("a.fractal-cite-link").inner_text() == f"{NOTES}:L2-L3"
+        assert verified.locator("a").get_attribute("href") == "/lab/tree/root/notes/bridges.md"
+        assert verified.locator("blockquote").inner_text().startswith("Most failures start at the bearings")
+        assert (
+            "3  where water collects and steel rusts." in verified.locator("pre.fractal-lines").inner_text()
+        )
+        assert verified.locator(".fractal-badge").inner_text() == "verified"
+        counts = evidence.locator(".fractal-support-counts").inner_text()
+        assert counts == "Findings: 1 supported · 1 unsupported"
+        # The live view: the unsupported answers marked, the track named.
+        assert tab.locator(".fractal-legend .fractal-unsupported").inner_text() == "✗ unsupported answers 2"
+        tab.locator(".fractal-toolbar select").nth(0).select_option("unsupported")
+        assert data(tab)["found"] == "2", "the filter finds the questions with an unsupported answer"
+        tab.evaluate(f"() => window.fractalView.select('{built['track']}', true)")
+        track = tab.locator(".fractal-details .fractal-track").inner_text()
+        assert track == 'Track: Loads <img src=x onerror="window.__pwned=1">'
+        assert low_contrast(tab) == {}, f"{scheme}: text under 4.5:1"
+        assert low_text_contrast(tab, EVIDENCE_TEXT) == [], f"{scheme}: evidence text under 4.5:1"
+        evidence.scroll_into_view_if_needed()
+        screenshot(tab, f"export-evidence-{scheme}")
         assert tab.evaluate("() => window.__pwned") is None
         assert traffic.aborted == [] and traffic.failed == [] and traffic.errors == []
     store.close()

@@ -20,7 +20,15 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from tests.browser.tree_checks import NETWORK, boxes, low_contrast, outside, overlapping, screenshot
+from tests.browser.tree_checks import (
+    NETWORK,
+    boxes,
+    low_contrast,
+    low_text_contrast,
+    outside,
+    overlapping,
+    screenshot,
+)
 from tests.local_port import free_port
 
 pytestmark = pytest.mark.browser
@@ -421,5 +429,60 @@ def test_failures_are_visible_in_the_app(page: tuple[Any, Any], tmp_path: Path, 
         result.wait_for(timeout=30_000)
         assert "failed: Which loads matter most?" in result.inner_text()
         screenshot(tab, f"voila-failed-{theme}-result")
+        assert tab.evaluate("() => window.__pwned") is None
+    assert traffic.aborted == [] and traffic.failed == [] and traffic.errors == []
+
+
+CITED_APP = f"""\
+import sys
+sys.path.insert(0, {str(REPO)!r})
+from pathlib import Path
+from fractal_nb import Exploration, GraphStore, SimulatedLLM
+from tests.views.cited_graph import cited_graph
+
+store = GraphStore()
+built = cited_graph(store, Path.cwd() / "root")
+ex = Exploration(store, built["graph_id"], SimulatedLLM())
+ex.view(height="360px")
+"""
+INSPECTOR_EVIDENCE = (
+    ".fractal-badge, .fractal-quote, .fractal-lines, .fractal-cite-name, .fractal-cite-detail"
+)
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_inspector_shows_citations_with_their_quoted_lines(
+    page: tuple[Any, Any], tmp_path: Path, theme: str
+) -> None:
+    tab, traffic = page
+    with voila(tmp_path, CITED_APP, theme=theme) as url:
+        tab.goto(url, timeout=90_000)
+        wait_for(tab, "el.dataset.drawn === '1'", timeout_s=90)
+        legend = tab.locator(f"{NETWORK} .fractal-legend .fractal-unsupported")
+        assert legend.inner_text() == "✗ unsupported answers 2"
+        tab.locator(f"{NETWORK} .fractal-toolbar select").nth(0).select_option("unsupported")
+        chosen = tab.locator(f"{NETWORK} .fractal-toolbar select").nth(1)
+        chosen.select_option(chosen.locator("option").nth(1).get_attribute("value"))  # the root
+        tab.get_by_text("Inspector", exact=True).click()
+        inspector = tab.locator(".widget-html", has=tab.locator(".fractal-citations"))
+        inspector.wait_for(timeout=30_000)
+        citations = inspector.locator(".fractal-citation")
+        assert citations.count() == 4
+        first = citations.nth(0)
+        assert first.locator("code").inner_text() == "notes/bridges.md:L2-L3"
+        assert first.locator(".fractal-badge").inner_text() == "verified"
+        assert "2  Most failures start at the bearings," in first.locator("pre").inner_text()
+        misquoted = citations.nth(1)
+        assert misquoted.locator(".fractal-badge").inner_text() == "misquoted"
+        assert (
+            misquoted.locator("blockquote").inner_text()
+            == 'Bridges never fail <img src=x onerror="window.__pwned=1">'
+        )
+        assert inspector.locator("a").count() == 0, "Voila is no JupyterLab: the path is shown, not linked"
+        assert inspector.locator(".fractal-unsupported").inner_text() == "unsupported"
+        assert low_contrast(tab) == {}, f"{theme}: text under 4.5:1"
+        assert low_text_contrast(tab, INSPECTOR_EVIDENCE) == [], f"{theme}: citations under 4.5:1"
+        inspector.scroll_into_view_if_needed()
+        screenshot(tab, f"voila-inspector-citations-{theme}")
         assert tab.evaluate("() => window.__pwned") is None
     assert traffic.aborted == [] and traffic.failed == [] and traffic.errors == []

@@ -105,3 +105,23 @@ def screenshot(tab: Any, name: str, folder: Path = SHOTS) -> Path:
     tab.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 10_000, f"{path} is (nearly) blank"
     return path
+
+
+# Each element's text colour and the first opaque background behind it, as the browser computes them.
+TEXT_COLOURS = """(selector) => [...document.querySelectorAll(selector)]
+  .filter((e) => e.offsetParent).map((e) => {
+    let back = e, bg = 'rgba(0, 0, 0, 0)';
+    while (back && (bg === 'rgba(0, 0, 0, 0)' || bg === 'transparent')) {
+        bg = getComputedStyle(back).backgroundColor;
+        back = back.parentElement;
+    }
+    if (bg === 'rgba(0, 0, 0, 0)' || bg === 'transparent') bg = 'rgb(255, 255, 255)';
+    return [e.className || e.tagName, getComputedStyle(e).color, bg];
+})"""
+
+
+def low_text_contrast(tab: Any, selector: str) -> list[tuple[str, float]]:
+    """Elements matching ``selector`` whose text is under 4.5:1 against what is behind it."""
+    found = [(name, contrast(fg, bg)) for name, fg, bg in tab.evaluate(TEXT_COLOURS, selector)]
+    assert found, f"nothing matches {selector}"
+    return [(name, round(ratio, 2)) for name, ratio in found if ratio < 4.5]

@@ -16,6 +16,9 @@ const VIS_KEY = "__fractalNbVis";
 // model failed on, whether still recoverable (the store's "error") or saturated as "error" by a harvest.
 const STATUSES = ["open", "gated", "claimed", "answered", "synthesized", "saturated", "failed"];
 const WEAK = "⚠ weak synthesis"; // joined without the model, or built on failed, budget-cut or joined sub-questions
+// An answer the store found unsupported: the graph has sources and its citations failed or are missing
+// (docs/architecture.md, "Evidence in the faces").
+const UNSUPPORTED = "✗ unsupported answer";
 const COLUMN = 250; // px between depths
 const ROW = 80; // px between leaves: a box of four lines (three of label, "▸ N more") and a gap
 const READABLE_SCALE = 0.75; // the zoom at which 12 px labels still read
@@ -110,6 +113,8 @@ function questionTitle(q) {
   const lines = [`question · ${q.status}${q.reason ? ` (${q.reason})` : ""}${q.owner && q.status === "claimed" ? ` · ${q.owner}` : ""}`];
   if (q.error) lines.push(`Failed: ${clipText(q.error, 200)}`);
   if (q.weak) lines.push(`${WEAK}: ${weakWhy(q)}`);
+  if (q.track) lines.push(`track: ${clipText(q.track, 120)}`);
+  if (q.unsupported) lines.push(`${UNSUPPORTED}: its citations failed the check or are missing`);
   lines.push("", clipText(q.text, 300));
   if (q.answers.length) lines.push("", `Answer: ${clipText(q.answers[q.answers.length - 1].text, 300)}`);
   if (q.synthesis) lines.push("", `Synthesis: ${clipText(q.synthesis, 300)}`);
@@ -145,8 +150,9 @@ export function createView(
   toolbar.appendChild(search);
   const statusFilter = element("select");
   statusFilter.setAttribute("aria-label", "Filter by status");
-  for (const value of ["any status", ...STATUSES, "weak"]) {
-    statusFilter.appendChild(new Option(value === "weak" ? "weak synthesis" : value, value));
+  for (const value of ["any status", ...STATUSES, "weak", "unsupported"]) {
+    const label = value === "weak" ? "weak synthesis" : value === "unsupported" ? "unsupported answer" : value;
+    statusFilter.appendChild(new Option(label, value));
   }
   toolbar.appendChild(statusFilter);
   const found = element("select");
@@ -279,6 +285,8 @@ export function createView(
   function questionNode(q, position) {
     const hidden = isClosed(q.id) ? countBelow(q.id) : 0;
     let label = hidden ? `${q.label}\n▸ ${hidden} more` : q.label;
+    if (q.track) label = `▣ ${clipText(q.track, 24)}\n${label}`;
+    if (q.unsupported) label = `${UNSUPPORTED}\n${label}`;
     if (q.weak) label = `${WEAK}\n${label}`;
     const node = {
       id: q.id,
@@ -301,6 +309,17 @@ export function createView(
       };
       node.borderWidth = 3;
       node.shapeProperties = { borderDashes: [4, 3], borderRadius: 5 };
+    } else if (q.unsupported) {
+      // An unsupported answer: the status colour kept, a dotted border in the failed colour.
+      const fill = colors[q.status].fill;
+      node.color = {
+        background: fill,
+        border: colors.failed.border,
+        highlight: { background: fill, border: colors.text },
+        hover: { background: fill, border: colors.text },
+      };
+      node.borderWidth = 3;
+      node.shapeProperties = { borderDashes: [1, 3], borderRadius: 5 };
     }
     return node;
   }
@@ -321,13 +340,22 @@ export function createView(
       }
       if (mode === "graph") {
         q.answers.forEach((answer, i) => {
+          const unsupported = answer.support === "unsupported";
+          const text = clipText(answer.text, 60).replace(/(.{1,26})(\s|$)/g, "$1\n").trim();
           nodeItems.push({
             id: answer.id,
-            label: clipText(answer.text, 60).replace(/(.{1,26})(\s|$)/g, "$1\n").trim(),
-            title: clipText(`answer\n\n${answer.text}`, TITLE_CHARS),
+            label: unsupported ? `${UNSUPPORTED}\n${text}` : text,
+            title: clipText(`answer${answer.support ? ` · ${answer.support}` : ""}\n\n${answer.text}`, TITLE_CHARS),
             group: "answer",
             x: position.x + COLUMN,
             y: position.y + i * (ROW / 2),
+            ...(unsupported
+              ? {
+                  color: { background: colors.answer.fill, border: colors.failed.border },
+                  borderWidth: 3,
+                  shapeProperties: { borderDashes: [1, 3], borderRadius: 5 },
+                }
+              : {}),
           });
           edgeItems.push({ id: `${id}>${answer.id}`, from: id, to: answer.id, dashes: [2, 2] });
         });
@@ -448,8 +476,12 @@ export function createView(
     if (q.weak) {
       panel.appendChild(element("p", "fractal-weak-note", `${WEAK}: ${weakWhy(q)}. It stays weak until it is synthesized again on sound sub-questions.`));
     }
+    if (q.track) panel.appendChild(element("p", "fractal-track", `Track: ${q.track}`));
     panel.appendChild(element("p", "", q.text));
-    for (const answer of q.answers) panel.appendChild(element("p", "", `Answer: ${answer.text}`));
+    for (const answer of q.answers) {
+      const unsupported = answer.support === "unsupported";
+      panel.appendChild(element("p", unsupported ? "fractal-unsupported-note" : "", `Answer${unsupported ? ` (${UNSUPPORTED.slice(2)})` : ""}: ${answer.text}`));
+    }
     for (const note of q.notes || []) panel.appendChild(element("p", "", `Note: ${note.text}`));
     if (q.synthesis) panel.appendChild(element("p", "", `Synthesis: ${q.synthesis}`));
     const subs = childrenOf(id).map((c) => questions.get(c));
@@ -473,7 +505,7 @@ export function createView(
     if (text || wanted) {
       for (const q of questions.values()) {
         const hit = (!text || `${q.text}\n${q.synthesis || ""}`.toLowerCase().includes(text))
-          && (!wanted || (wanted === "weak" ? q.weak : q.status === wanted));
+          && (!wanted || (wanted === "weak" ? q.weak : wanted === "unsupported" ? q.unsupported > 0 : q.status === wanted));
         if (hit) matches.push(q);
       }
     }
@@ -499,6 +531,8 @@ export function createView(
     const chip = element("span", `fractal-chip fractal-${q.status}`, q.status);
     summary.append(chip);
     if (q.weak) summary.append(" ", element("span", "fractal-chip fractal-weak", WEAK));
+    if (q.unsupported) summary.append(" ", element("span", "fractal-chip fractal-unsupported", UNSUPPORTED));
+    if (q.track) summary.append(" ", element("span", "fractal-chip fractal-track", `track: ${q.track}`));
     summary.append(document.createTextNode(` ${q.label.replace(/\n/g, " ")}`));
     summary.addEventListener("click", () => select(id, true));
     entry.appendChild(summary);
@@ -543,10 +577,10 @@ export function createView(
 
   function renderLegend() {
     legend.replaceChildren();
-    for (const name of [...STATUSES, "weak", "answers"]) {
+    for (const name of [...STATUSES, "weak", "unsupported", "answers"]) {
       const value = counts[name] || 0;
       if (!value && name !== "answers") continue;
-      const text = name === "weak" ? `${WEAK} ${value}` : `${name} ${value}`;
+      const text = name === "weak" ? `${WEAK} ${value}` : name === "unsupported" ? `${UNSUPPORTED}s ${value}` : `${name} ${value}`;
       legend.appendChild(element("span", `fractal-chip fractal-${name}`, text));
     }
     const key = (cls, text) => {
