@@ -150,7 +150,8 @@ def test_without_sources_the_prompts_and_the_result_are_as_they_were(tmp_path: P
     for name, prompt in llm.prompts:
         assert "Evidence: " not in prompt and "cites [" not in prompt, name
         if name in ("Answer", "LeafAnswer"):
-            assert prompt.endswith(render("answer_branch" if name == "Answer" else "answer_leaf"))
+            task = render("answer_branch" if name == "Answer" else "answer_leaf") + "\n\n" + render("halt")
+            assert prompt.endswith(task)
         if name == "HarvestSummary":
             assert prompt.endswith(render("harvest", seed="", chain="", gaps="").splitlines()[-1])
     assert written and all("citations" not in a["metadata"] for a in written)
