@@ -516,6 +516,6 @@ def _distinct(claims: list[StatedClaim]) -> list[StatedClaim]:
 def _source_tools(run: RunState) -> SourceTools | None:
     """The answer's tools: the graph's sources, if any, for a model that takes tools ("Tool calls")."""
     llm = run.call.llm
-    if not (isinstance(llm, ToolUsingLLM) and llm.takes_tools and run.store.list_sources(run.graph_id)):
+    if not (isinstance(llm, ToolUsingLLM) and llm.takes_tools and run.has_sources):
         return None
     return SourceTools(run.store, run.graph_id)
