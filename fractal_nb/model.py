@@ -143,13 +143,18 @@ class WeakReason(StrEnum):
 
     ``failed`` (an error, or saturated as one), ``budget_cut`` (saturated when a
     budget left it unexplored), ``joined`` (its synthesis joined without the model),
-    ``weak`` (its own synthesis weak: the mark goes up the chain).
+    ``weak`` (its own synthesis weak: the mark goes up the chain). A track's own
+    synthesis (docs/architecture.md, "Tracks") may be marked ``uncited`` (the graph
+    has sources and none of its findings' citations checks) or ``off_track`` (its
+    conclusions miss the track's question, asked twice).
     """
 
     FAILED = "failed"
     BUDGET_CUT = "budget_cut"
     JOINED = "joined"
     WEAK = "weak"
+    UNCITED = "uncited"
+    OFF_TRACK = "off_track"
 
 
 def weakness(status: str, reason: str | None, metadata: Mapping[str, Any]) -> WeakReason | None:

@@ -24,13 +24,13 @@ from ..errors import (
 )
 from ..llm.protocol import LLM
 from ..llm.schemas import Answer, Connections, LeafAnswer, StatedClaim, Synthesis, connections_among
-from ..model import BUDGETS, UNEXPLORED, Budget, CheckpointMode, Intensity
+from ..model import BUDGETS, UNEXPLORED, Budget, CheckpointMode, Intensity, Strategy, parse_choice
 from ..prompts import chat, render
 from ..results import StepRecord
 from ..store import GraphStore, WorkerStore
 from ..store.records import Claim, GraphRecord, QuestionContext, SubQuestionBrief
 from ..text import clip, normalize
-from . import grounding
+from . import grounding, tracks
 from .calls import ModelCaller
 from .limits import Limits
 
@@ -48,6 +48,7 @@ class RunState:
     budget: Budget
     checkpoint: CheckpointMode
     call: ModelCaller
+    strategy: Strategy = Strategy.FRACTAL  # graph metadata "strategy" (docs/architecture.md, "Tracks")
     work_added: threading.Condition = field(default_factory=threading.Condition)
     convergence_found: threading.Event = field(default_factory=threading.Event)
 
@@ -64,6 +65,7 @@ class RunState:
             budget=BUDGETS[Intensity(graph["intensity"])],
             checkpoint=CheckpointMode.parse(graph["checkpoint_mode"]),
             call=ModelCaller(llm, store, graph["graph_id"]),
+            strategy=parse_choice(Strategy, graph["metadata"].get("strategy", "fractal"), "strategy"),
         )
         state.arm(limits or Limits())
         return state
@@ -180,8 +182,23 @@ def cascade(run: RunState, worker: str) -> tuple[str, ...]:
 
 
 def synthesize(run: RunState, node_id: str, worker: str) -> None:
-    """Compose a held question's synthesis from its sub-questions' syntheses only, and store it."""
+    """Compose a held question's synthesis from its sub-questions' syntheses only, and store it.
+
+    In a tracks graph a track's synthesis is its findings and the root's the
+    synthesis object (engine/tracks.py).
+    """
     inputs = run.store.get_synthesis_inputs(run.graph_id, node_id)
+    node = inputs["node"]
+    if run.strategy == Strategy.TRACKS and (node["depth"] == 0 or tracks.is_track(node["metadata"])):
+        deferred: list[dict[str, Any]] = []
+        write = tracks.synthesize_root if node["depth"] == 0 else tracks.synthesize_track
+        try:
+            write(run, inputs, worker, deferred)
+        except FractalError:
+            discard(deferred)
+            run.store.record_llm_calls(deferred)
+            raise
+        return
     children = "\n".join(
         [
             f"- {c['text']}\n  {_finding(c)}{grounding.listed(c['claims'], '    ')}"
@@ -253,7 +270,7 @@ def _answer_prompt(run: RunState, context: QuestionContext, last_level: bool) ->
         "ancestry": ancestry or "(this is a seed question)",
         "depth": node["depth"],
         "max_depth": context.get("max_depth", run.budget.max_depth),
-        "question": node["text"] + _redecompose_note(node["metadata"]),
+        "question": node["text"] + _redecompose_note(node["metadata"]) + tracks.track_note(node["metadata"]),
         "siblings": siblings or "(none)",
         "syntheses": syntheses or "(none yet)",
         "task": render("answer_leaf" if last_level else "answer_branch"),

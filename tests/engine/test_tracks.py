@@ -1,0 +1,269 @@
+"""The tracks strategy (docs/architecture.md, "Tracks"): orthogonal tracks, gated findings, one synthesis object."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from fractal_nb import Exploration, GraphStore, InvalidInputError, SimulatedLLM
+from fractal_nb.engine.tracks import content_words, near_duplicates, similar
+from fractal_nb.llm.openai_llm import OpenAILLM
+from fractal_nb.llm.protocol import Message
+from fractal_nb.llm.schemas import SCHEMAS, Track, TrackPlan
+from tests.engine.test_openai_runs import first_user, schema_name
+from tests.engine.test_runs import FAST, check_finished_graph
+from tests.llm.fake_openai import FakeOpenAI
+
+SEED = "How does the store keep a claim atomic under concurrent workers?"
+
+
+def tracks_of(ex: Exploration) -> list[dict[str, Any]]:
+    nodes = ex.nodes()
+    rows = nodes[(nodes["node_type"] == "question") & (nodes["depth"] == 1)]
+    return [ex.inspect(n)["node"]["metadata"]["track"] for n in rows["node_id"]]
+
+
+def root_answer_meta(ex: Exploration) -> dict[str, Any]:
+    nodes = ex.nodes()
+    answer = nodes[(nodes["node_type"] == "answer") & (nodes["depth"] == 0)].iloc[0]
+    return dict(ex.inspect(answer["node_id"])["node"]["metadata"])
+
+
+class Scripted(SimulatedLLM):
+    """The simulator, with some roles' replies scripted in turn (the last one repeats); every prompt kept."""
+
+    def __init__(self, script: dict[str, list[dict[str, Any]]], **kw: Any) -> None:
+        super().__init__(**kw)
+        self.script = {role: list(replies) for role, replies in script.items()}
+        self.prompts: list[tuple[str, str]] = []
+
+    def complete(self, messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:
+        role = str(getattr(schema, "role", ""))
+        self.prompts.append((role, messages[-1]["content"]))
+        replies = self.script.get(role)
+        if replies:
+            reply = replies.pop(0) if len(replies) > 1 else replies[0]
+            return schema.model_validate(reply).model_dump(mode="json")
+        return super().complete(messages, schema)
+
+    def asked(self, role: str) -> list[str]:
+        return [prompt for r, prompt in self.prompts if r == role]
+
+
+def track(name: str, focus: str) -> dict[str, str]:
+    return {
+        "name": name,
+        "focus": focus,
+        "approach": f"read the code about {focus}",
+        "deliverable": f"a cited account of {focus}",
+    }
+
+
+DISTINCT = [
+    track("locking", "how the store serializes writers with a database lock"),
+    track("leases", "when a claim lease runs out and another worker takes over"),
+    track("recovery", "what happens to claims of a killed process on reopen"),
+]
+TWIN = track("locks", "how the store serializes writers with the database lock")
+
+
+# -- orthogonality, in code ------------------------------------------------------------------
+
+
+def test_near_duplicate_tracks_are_told_apart_from_orthogonal_ones() -> None:
+    tracks = [Track.model_validate(t) for t in [*DISTINCT, TWIN]]
+    assert near_duplicates(tracks) == [(0, 3)]
+    assert near_duplicates(tracks[:3]) == []
+    assert similar(content_words("errors: error handling"), content_words("error handling in the API layer"))
+    assert not similar(content_words("services"), content_words("configuration"))
+
+
+def test_a_tracks_run_poses_at_least_three_orthogonal_tracks_and_aggregates_them() -> None:
+    llm = SimulatedLLM(seed=3)
+    with Exploration.create(SEED, intensity="pulse", llm=llm, strategy="tracks", clock=FAST) as ex:
+        ex.run(progress=False)
+        result = ex.harvest()
+        found = tracks_of(ex)
+        assert len(found) >= 3
+        assert near_duplicates([Track.model_validate(t) for t in found]) == []
+        assert result.strategy == "tracks" and not result.degraded, result.degraded_reasons
+        check_finished_graph(ex)
+        synthesis = result.synthesis
+        assert synthesis is not None and set(synthesis) >= {
+            "unified",
+            "nuances",
+            "open_questions",
+            "confidence",
+            "justification",
+        }
+        assert result.summary and ex.syntheses().iloc[0]["synthesis"] == synthesis["unified"]
+        frame = ex.syntheses()
+        tracked = frame[frame["track"].notna()]
+        assert sorted(tracked["track"]) == sorted(t["name"] for t in found)
+        assert set(tracked["support"]) == {"no_sources"}  # no sources: nothing could be cited
+        for gap in (g for row in tracked.itertuples() for g in ex.inspect(row.node_id)["node"]["metadata"]["gaps"]):
+            assert gap in synthesis["open_questions"]
+        assert "**Strategy:** tracks" in ex.report() and "Unified:" in result.to_markdown()
+
+
+def test_the_strategy_is_checked_before_anything_is_created(tmp_path: Path) -> None:
+    path = tmp_path / "refused.duckdb"
+    with pytest.raises(InvalidInputError, match="strategy"):
+        Exploration.create(SEED, llm=SimulatedLLM(), strategy="spiral", path=path)
+    assert not path.exists()
+
+
+# -- the seed's gates ------------------------------------------------------------------------
+
+
+def test_a_near_duplicate_track_is_asked_again_then_merged() -> None:
+    plan = {"decomposition": "Locking, leases and recovery each bear on it.", "tracks": [*DISTINCT, TWIN]}
+    llm = Scripted({"tracks_seed": [plan]}, seed=1)
+    with Exploration.create(SEED, intensity="pulse", llm=llm, strategy="tracks", clock=FAST) as ex:
+        ex.step(1)
+        asked = llm.asked("tracks_seed")
+        assert len(asked) == 2, "asked once more, not again and again"
+        assert "near-duplicate" in asked[1] and "locking / locks" in asked[1]
+        assert [t["name"] for t in tracks_of(ex)] == ["locking", "leases", "recovery"]
+        meta = root_answer_meta(ex)
+        assert meta["track_merges"] == [{"kept": "locking", "merged": "locks", "focus": TWIN["focus"]}]
+        assert meta["tracks_reasked"] == ["locking / locks"]
+
+
+def test_a_reasked_plan_without_duplicates_is_kept_as_posed() -> None:
+    first = {"decomposition": "Locking, leases and recovery each bear on it.", "tracks": [*DISTINCT, TWIN]}
+    second = {"decomposition": "Locking, leases and recovery, kept apart.", "tracks": DISTINCT}
+    llm = Scripted({"tracks_seed": [first, second]}, seed=1)
+    with Exploration.create(SEED, intensity="pulse", llm=llm, strategy="tracks", clock=FAST) as ex:
+        ex.step(1)
+        assert len(llm.asked("tracks_seed")) == 2
+        assert "track_merges" not in root_answer_meta(ex)
+        assert len(tracks_of(ex)) == 3
+
+
+def test_fewer_than_three_distinct_tracks_degrade_the_result() -> None:
+    plan = {"decomposition": "Locking and leases each bear on it.", "tracks": DISTINCT[:2]}
+    llm = Scripted({"tracks_seed": [plan]}, seed=1)
+    with Exploration.create(SEED, intensity="pulse", llm=llm, strategy="tracks", clock=FAST) as ex:
+        ex.run(progress=False)
+        result = ex.harvest()
+        assert len(llm.asked("tracks_seed")) == 3 and "pose between 3 and" in llm.asked("tracks_seed")[1]
+        assert len(tracks_of(ex)) == 2
+        assert result.degraded
+        assert any("2 usable questions" in r and "at least 3" in r for r in result.degraded_reasons)
+
+
+def fake_model(body: dict[str, Any], duplicates: list[int]) -> dict[str, Any]:
+    """The simulator's reply to the request, except TrackPlan: always a near-duplicate (counted)."""
+    name = schema_name(body)
+    if name == "TrackPlan":
+        duplicates.append(1)
+        return {"decomposition": "Locking, leases and recovery each bear on it.", "tracks": [*DISTINCT, TWIN]}
+    schema = next(s for s in SCHEMAS if s.__name__ == name)
+    messages: list[Message] = [{"role": "user", "content": first_user(body)}]
+    return SimulatedLLM(seed=2).complete(messages, schema)
+
+
+def test_near_duplicates_through_the_openai_client_are_asked_again_then_merged() -> None:
+    asked: list[int] = []
+    with FakeOpenAI(responder=lambda body: fake_model(body, asked)) as server:
+        llm = OpenAILLM(model="fake", base_url=server.base_url, api_key="x")
+        with Exploration.create(SEED, intensity="pulse", llm=llm, strategy="tracks", clock=FAST) as ex:
+            ex.step(1)
+            assert len(asked) == 2
+            assert [t["name"] for t in tracks_of(ex)] == ["locking", "leases", "recovery"]
+            assert root_answer_meta(ex)["track_merges"][0]["merged"] == "locks"
+            prompts = [first_user(r) for r in server.requests if schema_name(r) == "TrackPlan"]
+            assert "locking / locks" in prompts[1]
+
+
+# -- a track's gates ---------------------------------------------------------------------------
+
+
+OFF_TRACK = {
+    "track": "x",
+    "findings": [],
+    "conclusions": "The weather was mild in spring, and gardens flowered early.",
+    "gaps": ["Nothing about the question was examined."],
+}
+
+
+def test_the_relevance_gate_refuses_an_off_track_summary_then_marks_it_weak() -> None:
+    llm = Scripted({"track_synthesis": [OFF_TRACK]}, seed=4)
+    with Exploration.create(SEED, intensity="pulse", llm=llm, strategy="tracks", clock=FAST) as ex:
+        ex.run(progress=False)
+        result = ex.harvest()
+        asked = llm.asked("track_synthesis")
+        tracks = len(tracks_of(ex))
+        assert len(asked) == 2 * tracks, "each track re-asked once"
+        assert sum("did not answer the track's question" in p for p in asked) == tracks
+        reasons = {r.split(":")[0] for w in result.weak for r in w["reasons"]}
+        assert "off_track" in reasons
+
+
+def test_a_summary_on_track_the_second_time_is_kept_sound() -> None:
+    def on_track(focus: str) -> dict[str, Any]:
+        return {"track": "t", "conclusions": f"The track finds that {focus}.", "gaps": []}
+
+    llm = Scripted({"track_synthesis": [OFF_TRACK, on_track(DISTINCT[0]["focus"])]}, seed=4)
+    plan = {"decomposition": "Locking, leases and recovery each bear on it.", "tracks": DISTINCT}
+    llm.script["tracks_seed"] = [plan]
+    with Exploration.create(SEED, intensity="pulse", llm=llm, strategy="tracks", clock=FAST) as ex:
+        ex.run(progress=False)
+        result = ex.harvest()
+        weak = {r.split(":")[0] for w in result.weak for r in w["reasons"]}
+        # The first track was refused once, then answered on track; the others got the same (on the
+        # first track's focus): the gate refuses them twice and marks them.
+        assert weak == {"off_track", "weak"}
+        marked = [w["question"] for w in result.weak if any(r.startswith("off_track") for r in w["reasons"])]
+        assert len(marked) == 2 and not any(m.startswith("locking") for m in marked)
+
+
+# -- resume ------------------------------------------------------------------------------------
+
+
+def test_a_reopened_tracks_graph_keeps_its_strategy(tmp_path: Path) -> None:
+    path = tmp_path / "tracks.duckdb"
+    with Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM(seed=5), strategy="tracks", path=path) as ex:
+        ex.step(2)  # seeded, one track answered: a run cut short
+        graph_id = ex.graph_id
+    with GraphStore(path, read_only=True) as store:
+        assert store.get_graph(graph_id)["metadata"]["strategy"] == "tracks"
+    with Exploration.open(path, llm=SimulatedLLM(seed=5), clock=FAST) as ex:
+        ex.run(progress=False)
+        result = ex.harvest()
+        assert result.strategy == "tracks" and result.synthesis is not None
+        assert len(tracks_of(ex)) >= 3
+
+
+# -- the fractal graph's aggregate, and the result's faces --------------------------------------
+
+
+def test_a_fractal_harvest_can_aggregate_its_seed_questions() -> None:
+    with Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM(seed=6), clock=FAST) as ex:
+        ex.run(progress=False)
+        plain = ex.harvest()
+        assert plain.synthesis is None and plain.strategy == "fractal"
+        again = ex.harvest(aggregate=True)
+        assert again.synthesis is not None and again.synthesis["confidence"] in ("high", "medium", "low")
+        seeds = ex.nodes().query("node_type == 'question' and depth == 1")
+        assert len(again.synthesis["tracks"]) == len(seeds)
+        assert ex.harvest().synthesis == again.synthesis, "kept with the harvest"
+        with pytest.raises(InvalidInputError, match="aggregate"):
+            ex.harvest(aggregate="yes")  # type: ignore[arg-type]
+
+
+def test_the_synthesis_object_is_escaped_in_markdown_and_html() -> None:
+    with Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM(seed=7), strategy="tracks") as ex:
+        ex.run(progress=False)
+        result = ex.harvest()
+    assert result.synthesis is not None
+    hostile = {**result.synthesis, "unified": "<script>alert(1)</script>", "nuances": [{"text": "<b>", "tracks": ["<i>"]}]}
+    shown = type(result)(**{**result.to_dict(), "synthesis": hostile, "synthesis_chain": result.synthesis_chain})
+    assert "<script>" not in shown._repr_html_() and "&lt;script&gt;" in shown._repr_html_()
+    assert "<script>" not in shown.to_markdown() and "<b>" not in shown.to_markdown()
+
