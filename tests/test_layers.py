@@ -14,7 +14,7 @@ PACKAGE = Path(fractal_nb.__file__).parent
 
 # docs/architecture.md, "Layers": a module may import its own layer or those below it.
 LAYERS = [
-    ("leaves", ["errors", "text", "loopback", "model", "arguments"]),
+    ("leaves", ["errors", "text", "loopback", "model", "arguments", "retrieval"]),
     ("store", ["store"]),
     ("model layer", ["llm", "prompts"]),
     ("results", ["results", "run_report", "export"]),

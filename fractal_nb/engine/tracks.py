@@ -20,6 +20,7 @@ from ..llm.schemas import MAX_TRACKS, MIN_TRACKS, SynthesisObject, Track, TrackF
 from ..model import Support, WeakReason
 from ..prompts import chat
 from ..results import StepRecord
+from ..store import GraphStore
 from ..store.records import SynthesisInputs
 from ..text import clip, normalize
 
@@ -211,7 +212,12 @@ def relevant(findings: TrackFindings, track: Mapping[str, Any], question: str) -
 
 def evidence_section(run: RunState, query: str) -> str:
     """The graph's chunks nearest ``query``, numbered line by line, to cite from; "" without sources."""
-    hits = run.store.search_sources(run.graph_id, query, k=EVIDENCE_K)
+    # Read from the local store; a remote worker's store carries no source search yet (tool_table.py).
+    hits = (
+        run.store.search_sources(run.graph_id, query, k=EVIDENCE_K)
+        if isinstance(run.store, GraphStore)
+        else []
+    )
     if not hits:
         return ""
     blocks = []
@@ -237,7 +243,7 @@ def synthesize_track(
     node_id = node["node_id"]
     track: Mapping[str, Any] = node["metadata"]["track"]
     children = "\n".join(
-        f"- {c['text']}\n  {c['synthesis'] or f'saturated ({c["status_reason"]}): not explored further'}"
+        f"- {c['text']}\n  " + (c["synthesis"] or f"saturated ({c['status_reason']}): not explored further")
         for c in inputs["sub_questions"]
     )
     answer = " ".join(a["text"] for a in inputs["answers"]) or "(none)"

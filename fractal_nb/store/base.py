@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from ..errors import GraphNotActiveError, InvalidInputError, NotFoundError
 from ..model import (
@@ -34,6 +34,9 @@ from .known import known_for
 from .records import ClaimRecord
 from .rows import GRAPH_COLUMNS, NODE_COLUMNS, GraphRow, NodeRow
 
+if TYPE_CHECKING:
+    from .citations import CitationCheck
+
 DEFAULT_LEASE_S = 300.0
 MAX_COUNT = 2**63 - 1  # DuckDB's BIGINT: the largest event id or LIMIT a query takes
 MAX_IDS = 100_000  # ids in one list argument
@@ -41,6 +44,10 @@ MAX_IDS = 100_000  # ids in one list argument
 
 class StoreBase:
     """Shared state and row access for the parts of :class:`GraphStore`."""
+
+    # The citation check the write paths call inside their transactions (answers, syntheses,
+    # the harvest); GraphStore builds it (docs/architecture.md, "Sources and citations").
+    _citations: CitationCheck
 
     def __init__(
         self,

@@ -49,6 +49,8 @@ OWN_TABLES = frozenset(
         "fork_nodes",
         "turns",
         "depth_allowances",
+        "sources",
+        "source_chunks",
     }
 )
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..model import TurnKind
 from .base import DEFAULT_LEASE_S
+from .citations import CitationCheck
 from .context import NodeContext
 from .database import Tracer
 from .graphs import GraphLifecycle
@@ -16,9 +17,22 @@ from .lineage import Lineage
 from .llm_log import LLMLog
 from .nodes import NodeWrites
 from .queries import GraphQueries
-from .records import Forked, LineageRecord, SnapshotAt, TurnRecord, TurnRequest
+from .records import (
+    ChunkRecord,
+    CitationRecord,
+    Forked,
+    LineageRecord,
+    SnapshotAt,
+    SourceHit,
+    SourceLines,
+    SourceRecord,
+    SourceText,
+    TurnRecord,
+    TurnRequest,
+)
 from .replay import Replay
 from .rows import GraphRow, NodeRow
+from .sources import Sources
 from .synthesis import SynthesisQueue
 from .turns import Turns
 
@@ -63,6 +77,8 @@ class GraphStore(GraphLifecycle, NodeWrites, SynthesisQueue, GraphQueries, NodeC
         tracer: Tracer | None = None,
     ) -> None:
         super().__init__(path, read_only=read_only, lease_s=lease_s, clock=clock, tracer=tracer)
+        self._citations = CitationCheck(self._db)
+        self._sources = Sources(self._db, self.clock, self._citations, self)
         self._replay = Replay(self._db)
         self._lineage = Lineage(self._db, self._replay, self._journal, self, self.clock)
         self._turns = Turns(self._db, self.clock, self)
@@ -142,6 +158,36 @@ class GraphStore(GraphLifecycle, NodeWrites, SynthesisQueue, GraphQueries, NodeC
         []
         """
         return [t for t in self._turns.list_turns(graph_id) if t["head_event"] is not None]
+
+    # -- sources and citations (store/sources.py; docs/architecture.md, "Sources and citations") --
+
+    def add_sources(self, graph_id: str, texts: Sequence[SourceText]) -> list[SourceRecord]:
+        """Add texts as the graph's sources, kept as chunks (:meth:`Sources.add`)."""
+        return self._sources.add(graph_id, texts)
+
+    def list_sources(self, graph_id: str) -> list[SourceRecord]:
+        """The graph's sources in the order they were added (:meth:`Sources.list`)."""
+        return self._sources.listing(graph_id)
+
+    def source_chunks(self, graph_id: str) -> list[ChunkRecord]:
+        """The chunks of the graph's sources (:meth:`Sources.chunks`)."""
+        return self._sources.chunks(graph_id)
+
+    def read_source(self, graph_id: str, source: str, line_start: int, line_end: int) -> SourceLines:
+        """A span of a source's lines as stored (:meth:`Sources.read`)."""
+        return self._sources.read(graph_id, source, line_start, line_end)
+
+    def search_sources(self, graph_id: str, query: str, k: int = 5) -> list[SourceHit]:
+        """The chunks of the graph's sources that best match ``query`` (:meth:`Sources.search`)."""
+        return self._sources.search(graph_id, query, k)
+
+    def check_citations(self, graph_id: str, citations: Sequence[Mapping[str, Any]]) -> list[CitationRecord]:
+        """Each citation with what the store's check found; nothing written (:meth:`Sources.check`)."""
+        return self._sources.check(graph_id, citations)
+
+    def table_lines(self, name: str, columns: Sequence[str] | None = None) -> list[str]:
+        """A table or view of this file beside the graphs, a line per row (:meth:`Sources.table_lines`)."""
+        return self._sources.table_lines(name, columns)
 
     def _depth_ceiling(self, graph: GraphRow, question: NodeRow, needed: int) -> int:
         return self._turns.depth_ceiling(graph, question, needed)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidInputError, InvalidTransitionError
@@ -19,7 +20,7 @@ from ..model import (
     parse_metadata,
 )
 from ..text import normalize
-from .base import merged_metadata, new_id, optional_text, require_text
+from .base import merged_metadata, new_id, optional_text, require_text, shown
 from .queries import GraphQueries
 from .records import Snapshot, StatusChanged
 
@@ -32,6 +33,8 @@ _OWN_ROWS = (
     "lineage",
     "turns",
     "depth_allowances",
+    "sources",
+    "source_chunks",
 )
 
 
@@ -138,6 +141,26 @@ class GraphLifecycle(GraphQueries):
             )
             self._log(graph.graph_id, None, "graph_metadata_updated", None, {"keys": sorted(meta)}, now)
         return {"graph_id": graph.graph_id, "metadata": merged}
+
+    def record_harvest(self, graph_id: str, harvest: Mapping[str, Any]) -> dict[str, Any]:
+        """Write the harvest (graph metadata ``harvest``), its findings' citations checked first.
+
+        Each of ``harvest["findings"]`` gets checked citations and its ``support``
+        (docs/architecture.md, "Sources and citations"), in the transaction that
+        writes it: as :meth:`update_graph_metadata` with ``{"harvest": ...}``.
+        """
+        if not isinstance(harvest, Mapping):
+            raise InvalidInputError(
+                f"harvest must be an object (summary, findings, gaps, ...), not {shown(harvest)}"
+            )
+        with self._db.write():
+            gid = self._graph(graph_id).graph_id
+            checked = dict(harvest)
+            if "findings" in checked:
+                checked["findings"] = self._citations.checked_findings(
+                    gid, checked["findings"], "harvest.findings"
+                )
+            return self.update_graph_metadata(gid, {"harvest": checked})
 
     def delete_graph(self, graph_id: str) -> dict[str, Any]:
         """Delete the graph with its nodes, edges, events and call log."""

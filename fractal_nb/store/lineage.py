@@ -4,7 +4,7 @@ docs/architecture.md, "History and forks" (rules 15-16). A fork copies the state
 reads at the event (nodes with their statuses and syntheses, links, the call log then) under
 new ids, in a few statements: a map of new ids (``fork_nodes``) and one INSERT per table that
 joins it to rewrite every reference (parent, question, branch, path, inherited_from, ids inside
-metadata). The source is only read. Claims in flight at the event are not the fork's: those
+metadata), and the sources added by then with their chunks. The source is only read. Claims in flight at the event are not the fork's: those
 questions are open in it, with no holder.
 """
 
@@ -127,6 +127,18 @@ _ALLOWANCES = """
     WHERE a.graph_id = ? AND a.turn IN (SELECT turn FROM turns WHERE graph_id = ?)
         AND (a.made_at IS NULL OR a.made_at <= ?)
 """
+# The sources added by the event and their chunks (docs/architecture.md, "Sources and citations"):
+# ids are the source's, so a citation reads the same in the fork. Parameters: fork, gid, event.
+_SOURCES = """
+    INSERT INTO sources BY NAME
+    SELECT s.* REPLACE (? AS graph_id) FROM sources s WHERE s.graph_id = ? AND s.added_event <= ?
+"""
+# Parameters: fork, gid, fork.
+_CHUNKS = """
+    INSERT INTO source_chunks BY NAME
+    SELECT c.* REPLACE (? AS graph_id) FROM source_chunks c
+    WHERE c.graph_id = ? AND c.source_id IN (SELECT source_id FROM sources WHERE graph_id = ?)
+"""
 # The graph's row then, as the fork's. Parameters: fork, now, now, fork, gid, commit.
 _GRAPH = """
     INSERT INTO graphs BY NAME
@@ -207,6 +219,8 @@ class Lineage:
             self._db.execute(_GRAPH, [fork, fork, now, now, gid, commit])
             self._db.execute(_TURNS, [fork, *[event] * 7, gid, event])
             self._db.execute(_ALLOWANCES, [fork, fork, gid, fork, event])
+            self._db.execute(_SOURCES, [fork, gid, event])
+            self._db.execute(_CHUNKS, [fork, gid, fork])
             self._requests_then(gid, fork, event)
             self._remap_requests(fork)
             self._db.execute("INSERT INTO lineage VALUES (?, ?, ?, ?)", [fork, gid, event, now])

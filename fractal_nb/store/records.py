@@ -449,3 +449,27 @@ class CitationRecord(TypedDict):
     quote: str
     status: str
     detail: NotRequired[str]  # why a check failed, or that the file on disk changed since it was added
+
+
+class SourceText(TypedDict):
+    """A text to add as a source (``add_sources``): the facade's file, snippet, column or table."""
+
+    name: str  # what citations will name; one content per name in a graph
+    kind: str  # file | snippet | dataframe | table
+    location: str | None  # a file's absolute path (None: not a file)
+    text: str
+
+
+class SourceLines(TypedDict):
+    """``read_source``: a span of a source's lines as stored (1-based, inclusive)."""
+
+    source: str
+    line_start: int
+    line_end: int
+    lines: list[str]
+
+
+class SourceHit(ChunkRecord):
+    """``search_sources``: a chunk and its retrieval score (higher: more relevant)."""
+
+    score: float

@@ -194,3 +194,29 @@ CREATE TABLE IF NOT EXISTS fork_nodes (
     node_id VARCHAR NOT NULL,           -- the fork's node
     source_node_id VARCHAR NOT NULL     -- the source graph's node it was copied from
 );
+
+-- Issue 26 (sources): the evidence a graph's answers cite (docs/architecture.md, "Sources and
+-- citations"). A source is a text (a file, a snippet, a column, a table's rows) kept whole as
+-- chunks, so a citation checks against the text as it was added, whatever the disk holds later.
+-- source_id: the first 12 hex of sha256(name || '\0' || content_hash); stable across files and forks.
+CREATE TABLE IF NOT EXISTS sources (
+    graph_id VARCHAR NOT NULL,
+    source_id VARCHAR NOT NULL,
+    name VARCHAR NOT NULL,              -- what citations name; one content per name in a graph
+    kind VARCHAR NOT NULL,              -- file | snippet | dataframe | table
+    location VARCHAR,                   -- a file's absolute path (NULL: not a file)
+    content_hash VARCHAR NOT NULL,      -- sha256 of the text as stored
+    line_count INTEGER NOT NULL,
+    added_at DOUBLE NOT NULL,           -- store clock
+    added_event BIGINT NOT NULL         -- the sources_added event (a fork copies those by its event)
+);
+-- Non-overlapping line windows of a source, cut at blank lines where possible.
+-- chunk_id: '<source_id>:<line_start>-<line_end>'; text: its lines joined by '\n'.
+CREATE TABLE IF NOT EXISTS source_chunks (
+    graph_id VARCHAR NOT NULL,
+    chunk_id VARCHAR NOT NULL,
+    source_id VARCHAR NOT NULL,
+    line_start INTEGER NOT NULL,        -- 1-based, inclusive
+    line_end INTEGER NOT NULL,
+    text VARCHAR NOT NULL
+);

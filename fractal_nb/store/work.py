@@ -18,6 +18,8 @@ from ..model import (
     NodeStatus,
     NodeType,
     SaturationReason,
+    Support,
+    WeakReason,
     weakness,
 )
 from .base import (
@@ -155,9 +157,11 @@ class WorkQueue(StoreBase):
     ) -> Synthesized:
         """Record an answered question's synthesis (in ``metadata["synthesis"]``), with its ``claims``.
 
-        ``findings`` (a track's, docs/architecture.md "Tracks") are kept in
-        ``metadata["findings"]``, each with its ``support``; ``extra`` is merged into the
-        metadata, its ``weak`` marks added to the children's.
+        ``findings`` (a track's ``{finding, confidence, citations}``, docs/architecture.md,
+        "Sources and citations", "Tracks"): each finding's citations are checked and its ``support`` set in
+        this transaction; they are kept in ``metadata["findings"]``, and with sources and no supported
+        finding the question is weak (``uncited``). ``extra`` is merged into the metadata (its ``weak``
+        marks added to the children's).
 
         Refused while any of its sub-questions is neither synthesized nor
         saturated (docs/architecture.md, rule 3). Each write sets or clears the
@@ -218,8 +222,13 @@ class WorkQueue(StoreBase):
         meta = {k: v for k, v in node.metadata.items() if k not in ("claims", "weak")}
         own_weak = list((extra or {}).get("weak") or [])
         meta.update({k: v for k, v in (extra or {}).items() if k != "weak"})
-        if findings is not None:
-            meta["findings"] = [{**f, "support": f.get("support") or "no_sources"} for f in findings]
+        if findings is not None:  # checked here, in the write's transaction
+            checked = self._citations.checked_findings(node.graph_id, list(findings))
+            meta["findings"] = checked
+            if self._citations.has_sources(node.graph_id) and not any(
+                f["support"] == Support.SUPPORTED for f in checked
+            ):
+                own_weak.append({"node_id": node.node_id, "reason": WeakReason.UNCITED.value})
         meta["synthesis"] = text
         if claims:
             meta["claims"] = claims

@@ -1,8 +1,7 @@
-"""The tracks strategy (docs/architecture.md, "Tracks"): orthogonal tracks, gated findings, one synthesis object."""
+"""The tracks strategy (docs/architecture.md, "Tracks"): orthogonal tracks, gated findings, one aggregate."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ from fractal_nb import Exploration, GraphStore, InvalidInputError, SimulatedLLM
 from fractal_nb.engine.tracks import content_words, near_duplicates, similar
 from fractal_nb.llm.openai_llm import OpenAILLM
 from fractal_nb.llm.protocol import Message
-from fractal_nb.llm.schemas import SCHEMAS, Track, TrackPlan
+from fractal_nb.llm.schemas import SCHEMAS, Track
 from tests.engine.test_openai_runs import first_user, schema_name
 from tests.engine.test_runs import FAST, check_finished_graph
 from tests.llm.fake_openai import FakeOpenAI
@@ -105,7 +104,9 @@ def test_a_tracks_run_poses_at_least_three_orthogonal_tracks_and_aggregates_them
         tracked = frame[frame["track"].notna()]
         assert sorted(tracked["track"]) == sorted(t["name"] for t in found)
         assert set(tracked["support"]) == {"no_sources"}  # no sources: nothing could be cited
-        for gap in (g for row in tracked.itertuples() for g in ex.inspect(row.node_id)["node"]["metadata"]["gaps"]):
+        for gap in (
+            g for row in tracked.itertuples() for g in ex.inspect(row.node_id)["node"]["metadata"]["gaps"]
+        ):
             assert gap in synthesis["open_questions"]
         assert "**Strategy:** tracks" in ex.report() and "Unified:" in result.to_markdown()
 
@@ -228,7 +229,9 @@ def test_a_summary_on_track_the_second_time_is_kept_sound() -> None:
 
 def test_a_reopened_tracks_graph_keeps_its_strategy(tmp_path: Path) -> None:
     path = tmp_path / "tracks.duckdb"
-    with Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM(seed=5), strategy="tracks", path=path) as ex:
+    with Exploration.create(
+        SEED, intensity="pulse", llm=SimulatedLLM(seed=5), strategy="tracks", path=path
+    ) as ex:
         ex.step(2)  # seeded, one track answered: a run cut short
         graph_id = ex.graph_id
     with GraphStore(path, read_only=True) as store:
@@ -262,8 +265,13 @@ def test_the_synthesis_object_is_escaped_in_markdown_and_html() -> None:
         ex.run(progress=False)
         result = ex.harvest()
     assert result.synthesis is not None
-    hostile = {**result.synthesis, "unified": "<script>alert(1)</script>", "nuances": [{"text": "<b>", "tracks": ["<i>"]}]}
-    shown = type(result)(**{**result.to_dict(), "synthesis": hostile, "synthesis_chain": result.synthesis_chain})
+    hostile = {
+        **result.synthesis,
+        "unified": "<script>alert(1)</script>",
+        "nuances": [{"text": "<b>", "tracks": ["<i>"]}],
+    }
+    shown = type(result)(
+        **{**result.to_dict(), "synthesis": hostile, "synthesis_chain": result.synthesis_chain}
+    )
     assert "<script>" not in shown._repr_html_() and "&lt;script&gt;" in shown._repr_html_()
     assert "<script>" not in shown.to_markdown() and "<b>" not in shown.to_markdown()
-
