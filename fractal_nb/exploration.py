@@ -477,7 +477,8 @@ class Exploration:
 
         ``aggregate=True`` (a fractal graph) builds the synthesis object a tracks graph
         has (``result.synthesis``: unified, nuances, open questions, confidence) from the
-        seed questions' syntheses, with one more model call; kept with the harvest.
+        seed questions' syntheses, with one more model call; kept with the harvest that
+        finishes the graph (on a graph harvested before, built and returned, not kept).
         """
         _check_flag(finish, "finish")
         _check_flag(aggregate, "aggregate")

@@ -120,13 +120,11 @@ def harvest(run: RunState, *, finish: bool = True, aggregate: bool = False) -> F
     snapshot = store.get_snapshot(g)
     status = snapshot["status"]
     if "harvest" in snapshot["metadata"] and status == GraphStatus.COMPLETED:  # harvested before
-        stored = snapshot["metadata"]["harvest"]
-        if aggregate and not stored.get("synthesis_object") and spent is None:
+        made = None
+        if aggregate and not snapshot["metadata"]["harvest"].get("synthesis_object") and spent is None:
+            # Built and returned, not kept: a finished graph takes no writes.
             made = _aggregate_fractal(run, current(snapshot["nodes"]))
-            if made is not None:
-                store.update_graph_metadata(g, {"harvest": {**stored, "synthesis_object": made}})
-                snapshot = store.get_snapshot(g)
-        return _stored_result(run, snapshot)
+        return _stored_result(run, snapshot, made)
     finishing = status in (GraphStatus.ACTIVE, GraphStatus.BUDGET_EXHAUSTED) or (
         status == GraphStatus.PAUSED and finish
     )
@@ -261,10 +259,10 @@ def preview(run: RunState) -> FractalResult:
     return _result(run, snapshot, chain, summary, _synthesis_object(run, nodes, aggregate=False))
 
 
-def _stored_result(run: RunState, snapshot: Snapshot) -> FractalResult:
-    """A harvested graph's result, read back without calling the model."""
+def _stored_result(run: RunState, snapshot: Snapshot, made: dict[str, Any] | None = None) -> FractalResult:
+    """A harvested graph's result, read back without calling the model (``made``: a synthesis object built now)."""
     stored = HarvestSummary.model_validate(snapshot["metadata"]["harvest"], context=STORED)
-    made = snapshot["metadata"]["harvest"].get("synthesis_object")
+    made = made or snapshot["metadata"]["harvest"].get("synthesis_object")
     return _result(run, snapshot, _chain(current(snapshot["nodes"])), stored, made)
 
 

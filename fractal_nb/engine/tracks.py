@@ -145,7 +145,8 @@ def seed(run: RunState) -> StepRecord | None:
                 plan, (best, merges) = attempt, merge_duplicates(attempt.tracks)
             continue
         distinct, merged = merge_duplicates(attempt.tracks)
-        if plan is None or len(distinct) > len(best):
+        # The most distinct tracks; at a tie, the plan that needed fewer merges (the re-asked one).
+        if plan is None or (len(distinct), -len(merged)) > (len(best), -len(merges)):
             plan, best, merges = attempt, distinct, merged
         if len(best) >= lo:
             break

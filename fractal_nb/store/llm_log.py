@@ -30,6 +30,9 @@ ROLES = (
     "synthesize",
     "harvest",
     "widen",
+    "tracks_seed",
+    "track_synthesis",
+    "aggregate",
 )  # llm/schemas.py role_of, one per schema
 MAX_CALL_TOKENS = 10_000_000  # prompt or completion tokens of one call: far past any model's context
 MAX_CALL_TRIES = 1_000  # attempts or corrections of one call

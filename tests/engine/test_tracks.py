@@ -172,8 +172,10 @@ def fake_model(body: dict[str, Any], duplicates: list[int]) -> dict[str, Any]:
 def test_near_duplicates_through_the_openai_client_are_asked_again_then_merged() -> None:
     asked: list[int] = []
     with FakeOpenAI(responder=lambda body: fake_model(body, asked)) as server:
-        llm = OpenAILLM(model="fake", base_url=server.base_url, api_key="x")
-        with Exploration.create(SEED, intensity="pulse", llm=llm, strategy="tracks", clock=FAST) as ex:
+        with (
+            OpenAILLM(model="fake", base_url=server.base_url, api_key="x") as llm,
+            Exploration.create(SEED, intensity="pulse", llm=llm, strategy="tracks", clock=FAST) as ex,
+        ):
             ex.step(1)
             assert len(asked) == 2
             assert [t["name"] for t in tracks_of(ex)] == ["locking", "leases", "recovery"]
@@ -249,15 +251,24 @@ def test_a_reopened_tracks_graph_keeps_its_strategy(tmp_path: Path) -> None:
 def test_a_fractal_harvest_can_aggregate_its_seed_questions() -> None:
     with Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM(seed=6), clock=FAST) as ex:
         ex.run(progress=False)
-        plain = ex.harvest()
-        assert plain.synthesis is None and plain.strategy == "fractal"
-        again = ex.harvest(aggregate=True)
-        assert again.synthesis is not None and again.synthesis["confidence"] in ("high", "medium", "low")
+        result = ex.harvest(aggregate=True)
+        assert result.strategy == "fractal" and result.synthesis is not None
+        assert result.synthesis["confidence"] in ("high", "medium", "low")
         seeds = ex.nodes().query("node_type == 'question' and depth == 1")
-        assert len(again.synthesis["tracks"]) == len(seeds)
-        assert ex.harvest().synthesis == again.synthesis, "kept with the harvest"
+        assert len(result.synthesis["tracks"]) == len(seeds)
+        assert ex.harvest().synthesis == result.synthesis, "kept with the harvest"
         with pytest.raises(InvalidInputError, match="aggregate"):
             ex.harvest(aggregate="yes")  # type: ignore[arg-type]
+
+
+def test_a_harvested_fractal_graph_aggregates_without_keeping_it() -> None:
+    with Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM(seed=6), clock=FAST) as ex:
+        ex.run(progress=False)
+        assert ex.harvest().synthesis is None
+        calls = len(ex.llm_calls())
+        made = ex.harvest(aggregate=True).synthesis
+        assert made is not None and len(ex.llm_calls()) == calls + 1
+        assert ex.harvest().synthesis is None, "a finished graph takes no writes"
 
 
 def test_the_synthesis_object_is_escaped_in_markdown_and_html() -> None:
