@@ -356,7 +356,7 @@ class SimulatedLLM:
         name = _field(prompt, r"Track: (.+)") or "the track"
         focus = _field(prompt, r"Its focus: (.+)") or name
         findings, evidence = [], []
-        for source, line, text in _evidence_lines(prompt)[:3]:
+        for source, line, text in _evidence_lines(prompt, f"{name} {focus}")[:3]:
             quote = text.strip()
             findings.append(
                 {
@@ -429,19 +429,31 @@ _EVIDENCE_HEAD = re.compile(r"^\[(.+):L(\d+)-L(\d+)\]$")
 _NUMBERED = re.compile(r"^\s*(\d+)\s*[:|]\s?(.*)$")
 
 
-def _evidence_lines(prompt: str) -> list[tuple[str, int, str]]:
-    """One line per evidence block shown (its first line with words): source, line number, text."""
-    found: list[tuple[str, int, str]] = []
-    source: str | None = None
+def _evidence_lines(prompt: str, about: str) -> list[tuple[str, int, str]]:
+    """One line per evidence block shown: source, line number, text of its line nearest ``about``.
+
+    Nearest: the most words of four letters or more shared with ``about``; the first at a tie.
+    """
+    wanted = {w.lower() for w in re.findall(r"[^\W\d_]{4,}", about)}
+    blocks: list[tuple[str, list[tuple[int, str]]]] = []
     for row in prompt.splitlines():
         head = _EVIDENCE_HEAD.match(row.strip())
-        if head:
-            source = head.group(1)
-            continue
         numbered = _NUMBERED.match(row)
-        if source is not None and numbered and re.search(r"[^\W\d_]{3,}", numbered.group(2)):
-            found.append((source, int(numbered.group(1)), numbered.group(2)))
-            source = None  # one line per block
+        if head:
+            blocks.append((head.group(1), []))
+        elif blocks and numbered and re.search(r"[^\W\d_]{3,}", numbered.group(2)):
+            blocks[-1][1].append((int(numbered.group(1)), numbered.group(2)))
+    found = []
+    for source, lines in blocks:
+        if lines:
+            line, text = max(
+                lines,
+                key=lambda lt: (
+                    len(wanted & {w.lower() for w in re.findall(r"[^\W\d_]{4,}", lt[1])}),
+                    -lt[0],
+                ),
+            )
+            found.append((source, line, text))
     return found
 
 

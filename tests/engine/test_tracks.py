@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -229,20 +235,53 @@ def test_a_summary_on_track_the_second_time_is_kept_sound() -> None:
 # -- resume ------------------------------------------------------------------------------------
 
 
-def test_a_reopened_tracks_graph_keeps_its_strategy(tmp_path: Path) -> None:
+CHILD = textwrap.dedent("""
+    import json, sys, threading
+    from fractal_nb import Exploration, SimulatedLLM
+
+    class Holding(SimulatedLLM):
+        # The first track synthesis holds its claim and says so: the kill lands mid-run.
+        def complete(self, messages, schema):
+            if getattr(schema, "role", "") == "track_synthesis":
+                print(json.dumps({"holding": True}), flush=True)
+                threading.Event().wait()
+            return super().complete(messages, schema)
+
+    ex = Exploration.create(sys.argv[2], intensity="pulse", llm=Holding(seed=5), strategy="tracks",
+                            path=sys.argv[1])
+    print(json.dumps({"graph_id": ex.graph_id}), flush=True)
+    ex.run(progress=False)
+""")
+
+
+def test_a_killed_tracks_run_resumes_as_a_tracks_graph(tmp_path: Path) -> None:
     path = tmp_path / "tracks.duckdb"
-    with Exploration.create(
-        SEED, intensity="pulse", llm=SimulatedLLM(seed=5), strategy="tracks", path=path
-    ) as ex:
-        ex.step(2)  # seeded, one track answered: a run cut short
-        graph_id = ex.graph_id
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(path), SEED], stdout=subprocess.PIPE, text=True, cwd=os.getcwd()
+    )
+    try:
+        assert child.stdout is not None
+        graph_id = json.loads(child.stdout.readline())["graph_id"]
+        assert json.loads(child.stdout.readline()) == {"holding": True}
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(30)
+        if child.stdout is not None:
+            child.stdout.close()
     with GraphStore(path, read_only=True) as store:
         assert store.get_graph(graph_id)["metadata"]["strategy"] == "tracks"
     with Exploration.open(path, llm=SimulatedLLM(seed=5), clock=FAST) as ex:
         ex.run(progress=False)
         result = ex.harvest()
         assert result.strategy == "tracks" and result.synthesis is not None
-        assert len(tracks_of(ex)) >= 3
+        found = tracks_of(ex)
+        assert len(found) >= 3
+        frame = ex.syntheses().dropna(subset=["track"])
+        assert len(frame) == len(found) and set(frame["support"]) == {"no_sources"}
+        check_finished_graph(ex)
 
 
 # -- the fractal graph's aggregate, and the result's faces --------------------------------------
@@ -286,3 +325,102 @@ def test_the_synthesis_object_is_escaped_in_markdown_and_html() -> None:
     )
     assert "<script>" not in shown._repr_html_() and "&lt;script&gt;" in shown._repr_html_()
     assert "<script>" not in shown.to_markdown() and "<b>" not in shown.to_markdown()
+
+
+# -- with sources: findings cite them, the store checks them -------------------------------------
+
+NOTES = "\n".join(
+    [
+        "# How the store keeps a claim atomic",
+        "",
+        "Every write takes the database lock before it reads the row it changes.",
+        "A claim is a lease: the worker holds it for lease_s seconds.",
+        "When the lease runs out another worker may take the claim over.",
+        "",
+        "A killed process leaves its claims behind in the file.",
+        "On reopen, recover_stuck gives the claims of a dead holder back at once.",
+        "The holder's pid and process start time tell a dead holder from a live one.",
+    ]
+)
+
+
+def with_notes(ex: Exploration) -> None:
+    ex.store.add_sources(
+        ex.graph_id, [{"name": "notes.md", "kind": "snippet", "location": None, "text": NOTES}]
+    )
+
+
+def cite(line: int) -> dict[str, Any]:
+    return {"source": "notes.md", "line_start": line, "line_end": line, "quote": NOTES.split("\n")[line - 1]}
+
+
+def test_a_tracks_run_with_sources_cites_them_and_every_finding_is_checked() -> None:
+    with Exploration.create(
+        SEED, intensity="pulse", llm=SimulatedLLM(seed=8), strategy="tracks", clock=FAST
+    ) as ex:
+        with_notes(ex)
+        ex.run(progress=False)
+        result = ex.harvest()
+        assert not result.degraded, result.degraded_reasons
+        frame = ex.syntheses()
+        tracked = frame[frame["track"].notna()]
+        assert "supported" in set(tracked["support"])
+        uncited = {w["node_id"] for w in result.weak if any(r.startswith("uncited") for r in w["reasons"])}
+        for row in tracked.itertuples():
+            # A track cites what its evidence shows (real lines, checked), or is weak: it found none.
+            assert (row.support == "supported") == (row.node_id not in uncited)
+            assert all(f["support"] == "supported" for f in row.findings)
+            assert all(c["status"] == "verified" for f in row.findings for c in f["citations"])
+        assert result.findings and all(
+            f["finding"].startswith("[simulated] notes.md line") for f in result.findings
+        )
+        assert result.synthesis is not None
+
+
+SUPPORTED = "The store takes the database lock before it reads the row it changes."
+MISQUOTED = "The store never locks anything, a claim is held forever by its worker."
+
+
+def mixed(track_name: str) -> dict[str, Any]:
+    return {
+        "track": track_name,
+        "findings": [
+            {"finding": SUPPORTED, "citations": [cite(3)]},
+            {"finding": MISQUOTED, "citations": [{**cite(4), "quote": "a claim is held forever"}]},
+        ],
+        "conclusions": "The track finds the store serializes writers with the database lock, "
+        "and claim leases run out so another worker takes over after a killed process on reopen.",
+        "gaps": ["Whether the lock is fair under heavy load."],
+    }
+
+
+def test_unsupported_findings_never_reach_the_aggregate_nor_the_result() -> None:
+    llm = Scripted({"track_synthesis": [mixed("t")]}, seed=9)
+    with Exploration.create(SEED, intensity="pulse", llm=llm, strategy="tracks", clock=FAST) as ex:
+        with_notes(ex)
+        ex.run(progress=False)
+        result = ex.harvest()
+        frame = ex.syntheses()
+        for findings in frame[frame["track"].notna()]["findings"]:
+            assert [f["support"] for f in findings] == ["supported", "unsupported"]
+            assert findings[1]["citations"][0]["status"] == "misquoted"
+        (aggregate,) = llm.asked("aggregate")
+        assert SUPPORTED in aggregate and MISQUOTED not in aggregate
+        assert {f["finding"] for f in result.findings} == {SUPPORTED}
+        assert result.synthesis is not None
+        assert "Whether the lock is fair under heavy load." in result.synthesis["open_questions"]
+
+
+def test_a_track_with_no_supported_finding_is_weak_uncited() -> None:
+    wrong = {**mixed("t"), "findings": mixed("t")["findings"][1:]}
+    llm = Scripted({"track_synthesis": [wrong]}, seed=9)
+    with Exploration.create(SEED, intensity="pulse", llm=llm, strategy="tracks", clock=FAST) as ex:
+        with_notes(ex)
+        ex.run(progress=False)
+        result = ex.harvest()
+        reasons = {r.split(":")[0] for w in result.weak for r in w["reasons"]}
+        assert "uncited" in reasons
+        assert set(ex.syntheses().dropna(subset=["track"])["support"]) == {"unsupported"}
+        assert result.findings == []
+        (aggregate,) = llm.asked("aggregate")
+        assert MISQUOTED not in aggregate
