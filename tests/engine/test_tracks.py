@@ -115,6 +115,8 @@ def test_a_tracks_run_poses_at_least_three_orthogonal_tracks_and_aggregates_them
         ):
             assert gap in synthesis["open_questions"]
         assert "**Strategy:** tracks" in ex.report() and "Unified:" in result.to_markdown()
+        assert ex.state().strategy == "tracks" and "(tracks)" in repr(ex.state())
+        assert "<b>Strategy:</b> tracks" in ex.state()._repr_html_()
 
 
 def test_the_strategy_is_checked_before_anything_is_created(tmp_path: Path) -> None:
