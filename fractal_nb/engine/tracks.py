@@ -128,8 +128,14 @@ def seed(run: RunState) -> StepRecord | None:
                 node_id=root["node_id"],
                 worker=SEED_WORKER,
             )
-        except BudgetExhaustedError as exc:  # no call was made, and none will be
-            return StepRecord(root["node_id"], SEED_WORKER, run.seed, error=f"{type(exc).__name__}: {exc}")
+        except BudgetExhaustedError as exc:  # no call was made, and none will be: the budget's stop
+            return StepRecord(
+                root["node_id"],
+                SEED_WORKER,
+                run.seed,
+                error=f"{type(exc).__name__}: {exc}",
+                budget_reached=str(exc),
+            )
         except LLMError as exc:
             error = f"{type(exc).__name__}: {exc}"
             continue

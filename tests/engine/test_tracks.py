@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from fractal_nb import Exploration, GraphStore, InvalidInputError, SimulatedLLM
+from fractal_nb import Exploration, GraphStore, InvalidInputError, LLMError, SimulatedLLM
 from fractal_nb.engine.tracks import content_words, near_duplicates, similar
 from fractal_nb.llm.openai_llm import OpenAILLM
 from fractal_nb.llm.protocol import Message
@@ -41,7 +41,7 @@ def root_answer_meta(ex: Exploration) -> dict[str, Any]:
 class Scripted(SimulatedLLM):
     """The simulator, with some roles' replies scripted in turn (the last one repeats); every prompt kept."""
 
-    def __init__(self, script: dict[str, list[dict[str, Any]]], **kw: Any) -> None:
+    def __init__(self, script: dict[str, list[dict[str, Any] | None]], **kw: Any) -> None:
         super().__init__(**kw)
         self.script = {role: list(replies) for role, replies in script.items()}
         self.prompts: list[tuple[str, str]] = []
@@ -52,6 +52,8 @@ class Scripted(SimulatedLLM):
         replies = self.script.get(role)
         if replies:
             reply = replies.pop(0) if len(replies) > 1 else replies[0]
+            if reply is None:  # the model fails this call
+                raise LLMError(f"scripted failure of a {role} call")
             return schema.model_validate(reply).model_dump(mode="json")
         return super().complete(messages, schema)
 
@@ -426,3 +428,31 @@ def test_a_track_with_no_supported_finding_is_weak_uncited() -> None:
         assert result.findings == []
         (aggregate,) = llm.asked("aggregate")
         assert MISQUOTED not in aggregate
+
+
+def test_a_tracks_seed_that_always_fails_leaves_the_root_open() -> None:
+    llm = Scripted({"tracks_seed": [None]}, seed=1)
+    with Exploration.create(SEED, intensity="pulse", llm=llm, strategy="tracks", clock=FAST) as ex:
+        (record,) = ex.step(1)
+        assert record.error and "scripted failure" in record.error
+        assert len(llm.asked("tracks_seed")) == 3
+        assert ex.nodes().iloc[0]["status"] == "open" and len(ex.nodes()) == 1
+
+
+def test_a_budget_stops_the_tracks_seed_before_any_call() -> None:
+    llm = Scripted({}, seed=1)
+    unpriced = {"another-model": (1.0, 1.0)}  # a cost budget with no price for this model: no call
+    with Exploration.create(
+        SEED, intensity="pulse", llm=llm, strategy="tracks", max_cost=1.0, prices=unpriced, clock=FAST
+    ) as ex:
+        (record,) = ex.step(1)
+        assert record.budget_reached and "no price" in record.budget_reached and llm.prompts == []
+
+
+def test_a_failed_aggregate_leaves_the_fractal_result_without_a_synthesis_object() -> None:
+    llm = Scripted({"aggregate": [None]}, seed=6)
+    with Exploration.create(SEED, intensity="pulse", llm=llm, clock=FAST) as ex:
+        ex.run(progress=False)
+        result = ex.harvest(aggregate=True)
+        assert result.synthesis is None and len(llm.asked("aggregate")) == 1
+        assert result.status == "completed"
