@@ -15,10 +15,10 @@ import pytest
 from pydantic import BaseModel
 
 from fractal_nb import Exploration, GraphStore, InvalidInputError, LLMError, SimulatedLLM
-from fractal_nb.engine.tracks import content_words, near_duplicates, similar
+from fractal_nb.engine.tracks import checked_object, content_words, near_duplicates, similar
 from fractal_nb.llm.openai_llm import OpenAILLM
 from fractal_nb.llm.protocol import Message
-from fractal_nb.llm.schemas import SCHEMAS, Track
+from fractal_nb.llm.schemas import SCHEMAS, SynthesisObject, Track
 from tests.engine.test_openai_runs import first_user, schema_name
 from tests.engine.test_runs import FAST, check_finished_graph
 from tests.llm.fake_openai import FakeOpenAI
@@ -456,3 +456,25 @@ def test_a_failed_aggregate_leaves_the_fractal_result_without_a_synthesis_object
         result = ex.harvest(aggregate=True)
         assert result.synthesis is None and len(llm.asked("aggregate")) == 1
         assert result.status == "completed"
+
+
+def test_the_synthesis_object_keeps_every_gap_real_tracks_and_a_justified_confidence() -> None:
+    briefs = [
+        {"name": "locking", "findings": [], "conclusions": "x", "gaps": ["Is the lock fair?"]},
+        {"name": "leases", "findings": [], "conclusions": "y", "gaps": ["How long is a lease?"]},
+    ]
+    found = SynthesisObject.model_validate(
+        {
+            "unified": "Both tracks find that claims are atomic.",
+            "nuances": [{"text": "They differ on timing.", "tracks": ["Locking", "queues"]}],
+            "open_questions": ["is the lock fair"],
+            "confidence": "high",
+            "justification": "The tracks agree throughout.",
+        }
+    )
+    made = checked_object(found, briefs)
+    assert made["open_questions"] == ["is the lock fair", "How long is a lease?"], "a dropped gap is added"
+    assert made["nuances"] == [{"text": "They differ on timing.", "tracks": ["locking"]}]
+    assert made["confidence"] == "medium" and "Lowered from high" in made["justification"]
+    calm = checked_object(found.model_copy(update={"nuances": []}), briefs)
+    assert calm["confidence"] == "high" and calm["justification"] == "The tracks agree throughout."
