@@ -537,8 +537,9 @@ class Exploration:
     def syntheses(self) -> pd.DataFrame:
         """Synthesized questions with their synthesis text, root first, deepest last.
 
-        ``track`` (a track's name, else None), ``findings`` (a track's findings, each with
-        its citations and ``support``; [] for others) and ``support`` (a track's: supported
+        ``track`` (a track's name, else None), ``findings`` (how many findings a track
+        documented, 0 for others; ``inspect(node_id)`` shows them with their checked
+        citations and ``support``) and ``support`` (a track's: supported
         when a finding is, unsupported when none is while the graph has sources,
         no_sources without them; None for others).
         """
@@ -551,7 +552,7 @@ class Exploration:
                 "synthesis": n["metadata"]["synthesis"],
                 "parent_id": n["parent_id"],
                 "track": (n["metadata"].get("track") or {}).get("name"),
-                "findings": list(n["metadata"].get("findings") or []),
+                "findings": len(n["metadata"].get("findings") or []),
                 "support": _track_support(n["metadata"]),
             }
             for n in nodes

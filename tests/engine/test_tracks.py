@@ -32,6 +32,10 @@ def tracks_of(ex: Exploration) -> list[dict[str, Any]]:
     return [ex.inspect(n)["node"]["metadata"]["track"] for n in rows["node_id"]]
 
 
+def findings_of(ex: Exploration, node_id: str) -> list[dict[str, Any]]:
+    return list(ex.inspect(node_id)["node"]["metadata"].get("findings") or [])
+
+
 def root_answer_meta(ex: Exploration) -> dict[str, Any]:
     nodes = ex.nodes()
     answer = nodes[(nodes["node_type"] == "answer") & (nodes["depth"] == 0)].iloc[0]
@@ -373,8 +377,9 @@ def test_a_tracks_run_with_sources_cites_them_and_every_finding_is_checked() -> 
         for row in tracked.itertuples():
             # A track cites what its evidence shows (real lines, checked), or is weak: it found none.
             assert (row.support == "supported") == (row.node_id not in uncited)
-            assert all(f["support"] == "supported" for f in row.findings)
-            assert all(c["status"] == "verified" for f in row.findings for c in f["citations"])
+            findings = findings_of(ex, row.node_id)
+            assert row.findings == len(findings) and all(f["support"] == "supported" for f in findings)
+            assert all(c["status"] == "verified" for f in findings for c in f["citations"])
         assert result.findings and all(
             f["finding"].startswith("[simulated] notes.md line") for f in result.findings
         )
@@ -405,7 +410,8 @@ def test_unsupported_findings_never_reach_the_aggregate_nor_the_result() -> None
         ex.run(progress=False)
         result = ex.harvest()
         frame = ex.syntheses()
-        for findings in frame[frame["track"].notna()]["findings"]:
+        for node_id in frame[frame["track"].notna()]["node_id"]:
+            findings = findings_of(ex, node_id)
             assert [f["support"] for f in findings] == ["supported", "unsupported"]
             assert findings[1]["citations"][0]["status"] == "misquoted"
         (aggregate,) = llm.asked("aggregate")
