@@ -31,6 +31,7 @@ if typing.TYPE_CHECKING:
     from .llm.protocol import LLM
     from .llm.simulated import SimulatedLLM
     from .results import FractalResult, StepRecord
+    from .sources import Snippet, Table
     from .store import GraphStore
 
 _LOADED_ON_USE = {
@@ -41,7 +42,9 @@ _LOADED_ON_USE = {
     "LLM": ".llm.protocol",
     "OpenAILLM": ".llm.openai_llm",
     "SimulatedLLM": ".llm.simulated",
+    "Snippet": ".sources",
     "StepRecord": ".results",
+    "Table": ".sources",
 }
 
 
@@ -77,8 +80,10 @@ __all__ = [
     "NotFoundError",
     "OpenAILLM",
     "SimulatedLLM",
+    "Snippet",
     "StateError",
     "StepRecord",
     "StoreLockedError",
     "StoreUnreachableError",
+    "Table",
 ]

@@ -91,6 +91,11 @@ INSPECTION_HELP = {
         "Print one row per turn (the seed is turn 1): its kind, what it asked, the event it started at "
         "and its head's event (empty for the open turn).",
     ),
+    "sources": (
+        "print the sources the answers may cite (read-only)",
+        "Print one row per source of the graph: its name (what citations name), kind, lines and chunks, "
+        "and whether the file on disk changed since it was added (citations check the text as added).",
+    ),
 }
 # The commands that take --at EVENT: the state at that event (tree, edges, export), or the rows
 # written by then (events, heads, turns).

@@ -42,6 +42,7 @@ from .model import (
 )
 from .results import FractalResult, MarkdownText, StepRecord
 from .run_report import RunReport, Usage
+from .sources import Table, source_frame, source_texts
 from .state import ExplorationState, exploration_state
 from .steering import Steering, TurnStep
 from .store import GraphStore
@@ -108,6 +109,7 @@ class Exploration:
         prices: dict[str, tuple[float, float]] | None = None,
         max_wall_s: float | None = None,
         node_timeout_s: float | None = None,
+        sources: object = None,
         strategy: str = "fractal",
     ) -> Exploration:
         """Start a new exploration of ``seed`` in a new or existing DuckDB file (None: in memory).
@@ -116,7 +118,10 @@ class Exploration:
         ``strategy``: ``"fractal"`` (sub-questions synthesized bottom-up) or ``"tracks"``
         (at least three orthogonal tracks with cited findings, aggregated into a synthesis
         object; docs/architecture.md, "Tracks"), kept with the graph.
-        Every argument is checked before the file is opened: a refused one creates nothing.
+        ``sources``: the evidence its answers cite, an item or a list of items as
+        :meth:`add_sources` takes them, added with the graph in one transaction.
+        Every argument is checked before the file is opened: a refused one creates nothing
+        (a :class:`~fractal_nb.sources.Table` is read once the file is open, before the graph is made).
         """
         _check_llm(llm)
         _check_clock(clock)
@@ -135,9 +140,18 @@ class Exploration:
         if how != Strategy.FRACTAL:
             kept = {**(kept or {}), "strategy": how.value}
         parse_metadata(kept)
+        items = [] if sources is None else list(sources) if isinstance(sources, list | tuple) else [sources]
+        tables = [i for i in items if isinstance(i, Table)]
+        texts = (
+            source_texts([i for i in items if not isinstance(i, Table)]) if len(tables) < len(items) else []
+        )
         store = GraphStore(None if path is None else check_store_path(path))
         try:
-            graph = store.create_graph(seed, intensity, checkpoint, metadata=kept)
+            texts += source_texts(tables, store.table_lines) if tables else []
+            with store.batch():  # the graph and its sources land together, or neither does
+                graph = store.create_graph(seed, intensity, checkpoint, metadata=kept)
+                if texts:
+                    store.add_sources(graph["graph_id"], texts)
         except BaseException:
             store.close()
             raise
@@ -790,6 +804,28 @@ class Exploration:
         """A person's evidence or correction under a question; its synthesis and those above are redone."""
         self._check_writable()
         return self._steering.note(node_id, text)
+
+    # -- sources (fractal_nb/sources.py; docs/architecture.md, "Sources and citations") --
+
+    def add_sources(self, *items: object) -> pd.DataFrame:
+        """Add evidence the answers may cite: folders, paths, ``Snippet``, a column, ``Table``.
+
+        Returns the sources added (a row each, as :meth:`sources`). Every item is read
+        and checked first; a refused one (no such path, a PDF, a name already holding
+        other content) adds nothing.
+        """
+        self._check_writable()
+        texts = source_texts(items, self.store.table_lines)
+        return source_frame(self.store.add_sources(self.graph_id, texts))
+
+    def sources(self) -> pd.DataFrame:
+        """The graph's sources, a row each, in the order they were added.
+
+        Columns: ``source_id``, ``name``, ``kind``, ``location``, ``lines``, ``chunks``,
+        ``content_hash`` and ``changed`` (True: the file on disk no longer hashes the same, or is
+        gone; None: not a file). Citations always check against the text as it was added.
+        """
+        return source_frame(self.store.list_sources(self.graph_id))
 
     def turns(self) -> pd.DataFrame:
         """One row per turn (the seed is turn 1): its kind, what it asked, where it started and its head.

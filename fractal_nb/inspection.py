@@ -1,4 +1,4 @@
-"""The read-only commands of ``fractal-nb``: report, events, edges, tree, export, heads, turns.
+"""The read-only commands of ``fractal-nb``: report, events, edges, tree, export, heads, turns, sources.
 
 docs/architecture.md, "Inspecting a file": each command opens the file with
 ``Exploration.open(..., read_only=True)``, so it never writes it, and is one
@@ -191,6 +191,11 @@ class RowsAt(GraphRows):
         )
 
 
+def show_sources(ex: Exploration, args: argparse.Namespace) -> Shown:
+    """The graph's sources and whether each file changed on disk (``ex.sources()``)."""
+    return _table(ex.sources(), "sources", ["name", "kind", "lines", "chunks", "changed", "location"])
+
+
 COMMANDS: dict[str, Command] = {
     "report": show_report,
     "events": show_events,
@@ -200,6 +205,7 @@ COMMANDS: dict[str, Command] = {
     "heads": show_heads,
     "state": show_state,
     "turns": show_turns,
+    "sources": show_sources,
 }
 """Each read-only command: its name -> the function that asks the facade (one line each)."""
 

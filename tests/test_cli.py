@@ -43,6 +43,7 @@ SUBCOMMANDS = [
     "heads",
     "turns",
     "state",
+    "sources",
     "ask",
     "fork",
 ]

@@ -19,7 +19,7 @@ LAYERS = [
     ("model layer", ["llm", "prompts"]),
     ("results", ["results", "run_report", "export"]),
     ("engine", ["engine"]),
-    ("facade", ["exploration", "graph_sql", "frames", "history", "steering", "state"]),
+    ("facade", ["exploration", "graph_sql", "frames", "history", "steering", "state", "sources"]),
     (
         "faces",
         ["views", "cli", "inspection", "mcp_server", "mcp_auth", "tool_table", "remote", "remote_store", ""],

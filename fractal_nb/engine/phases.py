@@ -260,7 +260,7 @@ def preview(run: RunState) -> FractalResult:
 
 
 def _stored_result(run: RunState, snapshot: Snapshot, made: dict[str, Any] | None = None) -> FractalResult:
-    """A harvested graph's result, read back without calling the model (``made``: a synthesis object built now)."""
+    """A harvested graph's result, read back without the model (``made``: a synthesis object built now)."""
     stored = HarvestSummary.model_validate(snapshot["metadata"]["harvest"], context=STORED)
     made = made or snapshot["metadata"]["harvest"].get("synthesis_object")
     return _result(run, snapshot, _chain(current(snapshot["nodes"])), stored, made)

@@ -179,8 +179,10 @@ class Database:
     def _refuse_foreign_file(self, cur: duckdb.DuckDBPyConnection) -> None:
         """Leave another application's DuckDB file as it is (README, "One file per exploration store").
 
-        The store shares a file with no one: DuckDB lets one process write a file, so
-        an analyst's application could not write its own tables while a run holds it.
+        A file without the store's own ``store_info`` table is another application's. A
+        store's file may also hold the analyst's own tables, put there while no run held it:
+        the store never writes them and reads them only as ``Table`` sources
+        (docs/architecture.md, "Sources and citations").
         """
         rows = cur.execute(
             "SELECT table_schema, table_name FROM information_schema.tables "
@@ -192,7 +194,9 @@ class Database:
             for schema, name in rows
             if schema != "main" or name not in OWN_TABLES
         )
-        if foreign or (tables and "store_info" not in tables):
+        if "store_info" in tables:
+            return  # a store's file; any other table there is the analyst's, only ever read
+        if foreign or tables:
             listed = ", ".join((foreign or sorted(tables))[:8])
             raise InvalidInputError(
                 f"{self.path} is not a fractal_nb store: it holds other tables ({listed}). fractal_nb "

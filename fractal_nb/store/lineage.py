@@ -1,11 +1,11 @@
 """Forks: a new graph in the same file from the state of another at an event; where each graph came from.
 
 docs/architecture.md, "History and forks" (rules 15-16). A fork copies the state store/replay.py
-reads at the event (nodes with their statuses and syntheses, links, the call log then) under
-new ids, in a few statements: a map of new ids (``fork_nodes``) and one INSERT per table that
-joins it to rewrite every reference (parent, question, branch, path, inherited_from, ids inside
-metadata), and the sources added by then with their chunks. The source is only read. Claims in flight at the event are not the fork's: those
-questions are open in it, with no holder.
+reads at the event (nodes with their statuses and syntheses, links, the call log then) under new
+ids, in a few statements: a map of new ids (``fork_nodes``) and one INSERT per table that joins it
+to rewrite every reference (parent, question, branch, path, inherited_from, ids inside metadata),
+and the sources added by then with their chunks. The source is only read. Claims in flight at the
+event are not the fork's: those questions are open in it, with no holder.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from fractal_nb import Exploration, GraphStore, InvalidInputError, LLMError, SimulatedLLM
+from fractal_nb import Exploration, GraphStore, InvalidInputError, LLMError, SimulatedLLM, Snippet
 from fractal_nb.engine.tracks import checked_object, content_words, near_duplicates, similar
 from fractal_nb.llm.openai_llm import OpenAILLM
 from fractal_nb.llm.protocol import Message
@@ -363,10 +363,10 @@ def cite(line: int) -> dict[str, Any]:
 
 
 def test_a_tracks_run_with_sources_cites_them_and_every_finding_is_checked() -> None:
+    notes = Snippet(NOTES, name="notes.md")
     with Exploration.create(
-        SEED, intensity="pulse", llm=SimulatedLLM(seed=8), strategy="tracks", clock=FAST
+        SEED, intensity="pulse", llm=SimulatedLLM(seed=8), strategy="tracks", sources=notes, clock=FAST
     ) as ex:
-        with_notes(ex)
         ex.run(progress=False)
         result = ex.harvest()
         assert not result.degraded, result.degraded_reasons
