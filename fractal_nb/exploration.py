@@ -33,6 +33,9 @@ from .model import (
     Intensity,
     NodeStatus,
     NodeType,
+    Strategy,
+    Support,
+    WeakReason,
     check_node_transition,
     parse_choice,
     parse_metadata,
@@ -109,10 +112,14 @@ class Exploration:
         max_wall_s: float | None = None,
         node_timeout_s: float | None = None,
         sources: object = None,
+        strategy: str = "fractal",
     ) -> Exploration:
         """Start a new exploration of ``seed`` in a new or existing DuckDB file (None: in memory).
 
         The budgets (see :meth:`run`) are kept with the graph: every run of it honours them.
+        ``strategy``: ``"fractal"`` (sub-questions synthesized bottom-up) or ``"tracks"``
+        (at least three orthogonal tracks with cited findings, aggregated into a synthesis
+        object; docs/architecture.md, "Tracks"), kept with the graph.
         ``sources``: the evidence its answers cite, an item or a list of items as
         :meth:`add_sources` takes them, added with the graph in one transaction.
         Every argument is checked before the file is opened: a refused one creates nothing
@@ -121,6 +128,7 @@ class Exploration:
         _check_llm(llm)
         _check_clock(clock)
         require_text(seed, "seed")
+        how = parse_choice(Strategy, strategy, "strategy")
         level = parse_choice(Intensity, intensity, "intensity")
         CheckpointMode.parse(checkpoint, level)
         limits = Limits.parse(
@@ -130,7 +138,9 @@ class Exploration:
             max_wall_s=max_wall_s,
             node_timeout_s=node_timeout_s,
         )
-        kept = {"limits": limits.to_metadata()} if limits != Limits() else None
+        kept: dict[str, Any] | None = {"limits": limits.to_metadata()} if limits != Limits() else None
+        if how != Strategy.FRACTAL:
+            kept = {**(kept or {}), "strategy": how.value}
         parse_metadata(kept)
         items = [] if sources is None else list(sources) if isinstance(sources, list | tuple) else [sources]
         tables = [i for i in items if isinstance(i, Table)]
@@ -491,15 +501,21 @@ class Exploration:
         self._activate(resume=True)
         return self.store.prune_branch(self.graph_id, node_id)
 
-    def harvest(self, *, finish: bool = False) -> FractalResult:
+    def harvest(self, *, finish: bool = False, aggregate: bool = False) -> FractalResult:
         """Finish the exploration (freeze what is left as gaps, synthesize up to the root); its result.
 
         A graph with work left (questions open, claimed or gated, or ready to
         synthesize) that is not ``budget_exhausted`` is finished only when asked:
         ``harvest(finish=True)``; :meth:`report` shows it as it stands instead.
         A finished graph is read back without calling the model.
+
+        ``aggregate=True`` (a fractal graph) builds the synthesis object a tracks graph
+        has (``result.synthesis``: unified, nuances, open questions, confidence) from the
+        seed questions' syntheses, with one more model call; kept with the harvest that
+        finishes the graph (on a graph harvested before, built and returned, not kept).
         """
         _check_flag(finish, "finish")
+        _check_flag(aggregate, "aggregate")
         with self._running:
             status = self.status
             if status != GraphStatus.COMPLETED:  # a completed graph is read back; any other is written
@@ -512,7 +528,7 @@ class Exploration:
                         "ends the exploration and lists that work as gaps, report() shows it as it stands"
                     )
             self._state.call.reset_health()  # the model may be back for the summary and syntheses
-            return harvest(self._state, finish=finish)
+            return harvest(self._state, finish=finish, aggregate=aggregate)
 
     def preview(self) -> FractalResult:
         """The result as the graph stands now, read-only: no model call, no change to the graph.
@@ -578,7 +594,14 @@ class Exploration:
         return edge_frame(self.store.get_snapshot(self.graph_id)["edges"])
 
     def syntheses(self) -> pd.DataFrame:
-        """Synthesized questions with their synthesis text, root first, deepest last."""
+        """Synthesized questions with their synthesis text, root first, deepest last.
+
+        ``track`` (a track's name, else None), ``findings`` (how many findings a track
+        documented, 0 for others; ``inspect(node_id)`` shows them with their checked
+        citations and ``support``) and ``support`` (a track's: supported
+        when a finding is, unsupported when none is while the graph has sources,
+        no_sources without them; None for others).
+        """
         nodes = self.store.get_snapshot(self.graph_id)["nodes"]
         rows = [
             {
@@ -587,11 +610,15 @@ class Exploration:
                 "question": n["text"],
                 "synthesis": n["metadata"]["synthesis"],
                 "parent_id": n["parent_id"],
+                "track": (n["metadata"].get("track") or {}).get("name"),
+                "findings": len(n["metadata"].get("findings") or []),
+                "support": _track_support(n["metadata"]),
             }
             for n in nodes
             if n["status"] == "synthesized"
         ]
-        frame = pd.DataFrame(rows, columns=["node_id", "depth", "question", "synthesis", "parent_id"])
+        columns = ["node_id", "depth", "question", "synthesis", "parent_id", "track", "findings", "support"]
+        frame = pd.DataFrame(rows, columns=columns)
         return frame.sort_values("depth", kind="stable").reset_index(drop=True)
 
     def events(self, since: int = 0) -> pd.DataFrame:
@@ -1014,6 +1041,21 @@ def _run_lock(where: str, graph_id: str) -> threading.Lock:
     """The lock that lets one run or step at a time work a graph in this process."""
     with _RUN_LOCKS_GUARD:
         return _RUN_LOCKS.setdefault((where, graph_id), threading.Lock())
+
+
+def _track_support(meta: Mapping[str, Any]) -> str | None:
+    """A track's support (docs/architecture.md, "Tracks"): from its findings' ``support``; None for others."""
+    if "track" not in meta:
+        return None
+    supports = {f.get("support") for f in meta.get("findings") or []}
+    uncited = any(m.get("reason") == WeakReason.UNCITED for m in meta.get("weak") or [])
+    if Support.SUPPORTED.value in supports:
+        return Support.SUPPORTED.value
+    return (
+        Support.UNSUPPORTED.value
+        if uncited or Support.UNSUPPORTED.value in supports
+        else Support.NO_SOURCES.value
+    )
 
 
 def _check_flag(value: object, name: str) -> None:

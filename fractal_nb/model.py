@@ -167,6 +167,10 @@ class WeakReason(StrEnum):
     budget left it unexplored), ``joined`` (its synthesis joined without the model),
     ``weak`` (its own synthesis weak: the mark goes up the chain), ``blocked``
     (the worker could not answer it: a halt, docs/architecture.md "Halts").
+    A track's own
+    synthesis (docs/architecture.md, "Tracks") may be marked ``uncited`` (the graph
+    has sources and none of its findings' citations checks) or ``off_track`` (its
+    conclusions miss the track's question, asked twice).
     """
 
     FAILED = "failed"
@@ -174,6 +178,8 @@ class WeakReason(StrEnum):
     JOINED = "joined"
     WEAK = "weak"
     BLOCKED = "blocked"
+    UNCITED = "uncited"
+    OFF_TRACK = "off_track"
 
 
 def weakness(status: str, reason: str | None, metadata: Mapping[str, Any]) -> WeakReason | None:

@@ -96,6 +96,11 @@ class FractalResult:
     """Questions waiting for the person (node_id, question, kind, asks, options): answer with ``choose``."""
     blocked: list[dict[str, Any]] = field(default_factory=list)
     """Questions no worker could answer (node_id, question, blocker, alternatives): gaps of kind blocked."""
+    strategy: str = "fractal"
+    """How the graph thinks: ``fractal`` or ``tracks`` (docs/architecture.md, "Tracks")."""
+    synthesis: dict[str, Any] | None = None
+    """The synthesis object (a tracks graph's, or ``harvest(aggregate=True)``'s): unified, nuances
+    (text, tracks), open_questions, confidence, justification; None when there is none."""
 
     @property
     def weak_count(self) -> int:
@@ -116,6 +121,8 @@ class FractalResult:
             f"{self.contradiction_count} contradictions",
             "",
         ]
+        if self.strategy != "fractal":
+            lines += [f"**Strategy:** {_md(self.strategy)}", ""]
         if self.replies:
             lines += [f"**Model replies:** {_replies(self.replies)}", ""]
         if self.degraded:
@@ -128,6 +135,8 @@ class FractalResult:
                 "",
             ]
         lines.append(_md(self.summary))
+        if self.synthesis:
+            lines += ["", "**Synthesis**", ""] + _synthesis_markdown(self.synthesis)
         if self.findings:
             lines += ["", "**Findings**", ""]
             lines += [
@@ -190,6 +199,7 @@ class FractalResult:
             f"<p><b>Status:</b> {html.escape(self.status)} · {self.node_count} nodes · "
             f"{self.edge_count} edges · depth {self.max_depth} · {self.convergence_count} "
             f"convergences · {self.contradiction_count} contradictions</p>"
+            + (f"<p><b>Strategy:</b> {html.escape(self.strategy)}</p>" if self.strategy != "fractal" else "")
             + (f"<p><b>Model replies:</b> {_replies(self.replies)}</p>" if self.replies else "")
             + (
                 f"<p class='fractal-degraded' style='border-left:3px solid #c77700;padding-left:.5em'>"
@@ -205,6 +215,7 @@ class FractalResult:
                 else ""
             )
             + f"<p>{html.escape(self.summary)}</p>"
+            + (_synthesis_html(self.synthesis) if self.synthesis else "")
             + (f"<p><b>Evidence:</b> {html.escape(_evidence(self))}</p>" if self.has_sources else "")
             + (f"<p><b>Findings</b></p><ul>{findings}</ul>" if findings else "")
             + (
@@ -282,3 +293,35 @@ def _held(row: dict[str, Any]) -> str:
 def _blocked(row: dict[str, Any]) -> str:
     """A blocked question as one line: the question, its blocker, the alternatives suggested."""
     return f"{row['question']}: {row['blocker']} (alternatives: {'; '.join(row['alternatives'])})"
+
+
+def _synthesis_markdown(obj: dict[str, Any]) -> list[str]:
+    """The synthesis object as Markdown lines (model text escaped)."""
+    lines = [
+        f"- **Unified:** {_md(str(obj.get('unified', '')))}",
+        f"- **Confidence:** {_md(str(obj.get('confidence', '')))}: {_md(str(obj.get('justification', '')))}",
+    ]
+    for n in obj.get("nuances") or []:
+        named = ", ".join(n.get("tracks") or []) or "no track named"
+        lines.append(f"- **Nuance** ({_md(named)}): {_md(str(n.get('text', '')))}")
+    lines += [f"- **Open question:** {_md(str(q))}" for q in obj.get("open_questions") or []]
+    return lines
+
+
+def _synthesis_html(obj: dict[str, Any]) -> str:
+    """The synthesis object as an HTML block (model text escaped)."""
+    nuances = "".join(
+        f"<li>{html.escape(str(n.get('text', '')))} "
+        f"<i>({html.escape(', '.join(n.get('tracks') or []))})</i></li>"
+        for n in obj.get("nuances") or []
+    )
+    questions = "".join(f"<li>{html.escape(str(q))}</li>" for q in obj.get("open_questions") or [])
+    return (
+        "<div class='fractal-synthesis'><p><b>Unified:</b> "
+        f"{html.escape(str(obj.get('unified', '')))}</p>"
+        f"<p><b>Confidence:</b> {html.escape(str(obj.get('confidence', '')))}: "
+        f"{html.escape(str(obj.get('justification', '')))}</p>"
+        + (f"<p><b>Nuances</b></p><ul>{nuances}</ul>" if nuances else "")
+        + (f"<p><b>Open questions</b></p><ul>{questions}</ul>" if questions else "")
+        + "</div>"
+    )

@@ -114,6 +114,8 @@ class ExplorationState:
     values: list[StateValue]
     attach_from: list[HeadState]
     checks: list[Check]
+    strategy: str = "fractal"
+    """How the graph thinks: ``fractal`` or ``tracks`` (docs/architecture.md, "Tracks")."""
 
     def to_dict(self) -> dict[str, Any]:
         """The state as JSON-ready data."""
@@ -127,7 +129,8 @@ class ExplorationState:
         counts = ", ".join(f"{n} {kind}" for kind, n in self.counts().items())
         failed = sum(not c["passed"] for c in self.checks)
         return (
-            f"<ExplorationState {self.graph_id} {self.status}: {self.resume_from}; {counts}; "
+            f"<ExplorationState {self.graph_id} {self.status}"
+            f"{'' if self.strategy == 'fractal' else f' ({self.strategy})'}: {self.resume_from}; {counts}; "
             f"{len(self.checks) - failed}/{len(self.checks)} checks pass>"
         )
 
@@ -136,6 +139,7 @@ class ExplorationState:
         parts = [
             f"<div class='fractal-state'><h4>State of {e(self.graph_id)}: {e(self.status)}</h4>",
             f"<p><b>Seed:</b> {e(self.seed)}</p>",
+            f"<p><b>Strategy:</b> {e(self.strategy)}</p>" if self.strategy != "fractal" else "",
             "<p><b>Line of work</b></p><ol>",
             *(f"<li>{e(step)}</li>" for step in self.line_of_work),
             "</ol>",
@@ -193,6 +197,7 @@ def exploration_state(store: GraphStore, graph_id: str) -> ExplorationState:
         values=_values(nodes),
         attach_from=[_head(store, _holder(store, graph_id, h, family), h) for h in heads[:-1]],
         checks=_checks(graph["root_node_id"], nodes),
+        strategy=str(graph["metadata"].get("strategy", "fractal")),
     )
 
 

@@ -7,13 +7,14 @@ from typing import Any
 
 from ..errors import BudgetExhaustedError, FractalError, LLMError
 from ..llm.quality import STORED
-from ..llm.schemas import HarvestSummary, SeedPlan
+from ..llm.schemas import Citation, Finding, HarvestSummary, SeedPlan
 from ..model import (
     PENDING_QUESTION,
     ClaimKind,
     GraphStatus,
     NodeStatus,
     SaturationReason,
+    Strategy,
     Support,
     WeakReason,
 )
@@ -22,7 +23,7 @@ from ..results import ChainLink, FractalResult, StepRecord
 from ..store.citations import support_of
 from ..store.records import NodeRecord, Snapshot
 from ..text import clip, normalize
-from . import evidence, grounding
+from . import evidence, grounding, tracks
 from .primitive import RunState, cascade, freeze_unexplored
 
 SEED_ATTEMPTS = 3
@@ -37,8 +38,11 @@ def seed(run: RunState) -> StepRecord | None:
     number of questions is held to the intensity's range: extra ones are cut,
     and too few trigger a retry that says so. When no attempt reaches the
     minimum, the best plan is kept and the root's answer records the shortfall
-    (``seed_minimum``), which marks the result degraded.
+    (``seed_minimum``), which marks the result degraded. A tracks graph is seeded
+    with its tracks instead (engine/tracks.py).
     """
+    if run.strategy == Strategy.TRACKS:
+        return tracks.seed(run)
     root = run.store.get_synthesis_inputs(run.graph_id, run.root_id)["node"]
     if root["status"] != NodeStatus.OPEN:
         return None
@@ -95,7 +99,7 @@ def seed(run: RunState) -> StepRecord | None:
     )
 
 
-def harvest(run: RunState, *, finish: bool = True) -> FractalResult:
+def harvest(run: RunState, *, finish: bool = True, aggregate: bool = False) -> FractalResult:
     """Finish the graph and build its result.
 
     On an active or budget-exhausted graph (a paused one too with ``finish``),
@@ -106,6 +110,11 @@ def harvest(run: RunState, *, finish: bool = True) -> FractalResult:
 
     Its model calls count against the graph's budgets (engine/limits.py): at a
     spent budget it makes none, joins the syntheses left and says so in a gap.
+
+    The synthesis object (docs/architecture.md, "Tracks") is the root's in a
+    tracks graph; ``aggregate=True`` builds one for a fractal graph from its
+    depth-1 questions' syntheses (one more model call). Either is kept in the
+    harvest as ``synthesis_object``.
     """
     store, g = run.local, run.graph_id
     run.arm()  # its calls are admitted against the ledger as it is now
@@ -113,7 +122,11 @@ def harvest(run: RunState, *, finish: bool = True) -> FractalResult:
     snapshot = store.get_snapshot(g)
     status = snapshot["status"]
     if "harvest" in snapshot["metadata"] and status == GraphStatus.COMPLETED:  # harvested before
-        return _stored_result(run, snapshot)
+        made = None
+        if aggregate and not snapshot["metadata"]["harvest"].get("synthesis_object") and spent is None:
+            # Built and returned, not kept: a finished graph takes no writes.
+            made = _aggregate_fractal(run, current(snapshot["nodes"]))
+        return _stored_result(run, snapshot, made)
     finishing = status in (GraphStatus.ACTIVE, GraphStatus.BUDGET_EXHAUSTED) or (
         status == GraphStatus.PAUSED and finish
     )
@@ -163,16 +176,84 @@ def harvest(run: RunState, *, finish: bool = True) -> FractalResult:
         gaps.append(f"harvest summary failed: {exc}")
     # One gap per question (two alike stay two); the model's own gaps added where they are new.
     summary = summary.model_copy(update={"gaps": gaps + [g_ for g_ in summary.gaps if g_ not in gaps]})
+    if run.strategy == Strategy.TRACKS:  # the tracks' own findings, cited and checked, not the summary's
+        summary = summary.model_copy(update={"findings": _track_findings(nodes)})
+    synthesis = _synthesis_object(run, nodes, aggregate=aggregate and spent is None)
     if not finishing:  # checked as the store checks them, nothing written
-        return _result(run, store.get_snapshot(g), chain, summary, _checked(run, summary))
+        return _result(run, store.get_snapshot(g), chain, summary, _checked(run, summary), synthesis)
     # Kept with the graph, so a reopened file gives the same result without a model; the store
     # checks every finding's citations and sets its support (docs/architecture.md, "Sources and citations").
+    kept = summary.model_dump(mode="json")
+    if synthesis is not None:
+        kept["synthesis_object"] = synthesis
     with store.batch():
-        store.record_harvest(g, summary.model_dump(mode="json"))
+        store.record_harvest(g, kept)
         store.update_graph_status(g, GraphStatus.COMPLETED, reason="harvested")
         # The turn ends in a head here (docs/architecture.md, "Turns and heads").
         store.end_turn(g, cost=run.limits.cost(store.llm_spend(g)))
     return _stored_result(run, store.get_snapshot(g))
+
+
+def _track_findings(nodes: list[NodeRecord]) -> list[Finding]:
+    """The findings of a tracks graph's tracks that may stand in its result (supported, or no sources)."""
+    return [
+        Finding.model_construct(
+            finding=f["finding"],
+            confidence=f.get("confidence", "medium"),
+            citations=[
+                Citation.model_construct(**{k: c[k] for k in ("source", "line_start", "line_end", "quote")})
+                for c in f.get("citations") or []
+            ],
+        )
+        for n in nodes
+        if n["node_type"] == "question" and tracks.is_track(n["metadata"])
+        for f in tracks.kept_findings(n["metadata"])
+    ]
+
+
+def _synthesis_object(run: RunState, nodes: list[NodeRecord], *, aggregate: bool) -> dict[str, Any] | None:
+    """The synthesis object of the harvest: the root's (a tracks graph), or built now (``aggregate``)."""
+    root = next((n for n in nodes if n["node_type"] == "question" and n["depth"] == 0), None)
+    made = root["metadata"].get("synthesis_object") if root is not None else None
+    if isinstance(made, dict):
+        return made
+    return _aggregate_fractal(run, nodes) if aggregate else None
+
+
+def _aggregate_fractal(run: RunState, nodes: list[NodeRecord]) -> dict[str, Any] | None:
+    """A fractal graph's synthesis object from its depth-1 questions' syntheses and gaps; None if it fails.
+
+    Each seed question stands for a track: its synthesis is its conclusions, the
+    gaps under its branch its gaps (a fractal graph's findings are not cited).
+    """
+    by_id = {n["node_id"]: n for n in nodes}
+
+    def branch(node: NodeRecord) -> str | None:
+        while node["depth"] > 1 and node["parent_id"] in by_id:
+            node = by_id[node["parent_id"]]
+        return node["node_id"] if node["depth"] == 1 else None
+
+    gaps: dict[str, list[str]] = {}
+    for row in gap_rows(nodes):
+        at = by_id.get(row["node_id"])
+        if at is not None and (b := branch(at)) is not None:
+            gaps.setdefault(b, []).append(gap_text(row))
+    seeds = [n for n in nodes if n["node_type"] == "question" and n["depth"] == 1]
+    briefs = [
+        {
+            "name": clip(n["text"], 80),
+            "findings": [],
+            "conclusions": n["metadata"].get("synthesis") or f"(not synthesized: {n['status']})",
+            "gaps": gaps.get(n["node_id"], []),
+        }
+        for n in seeds
+    ]
+    if not briefs:
+        return None
+    try:
+        return tracks.aggregate(run, briefs, node_id=run.root_id, worker=None, calls=None)
+    except LLMError:  # logged; the harvest stands without it
+        return None
 
 
 def preview(run: RunState) -> FractalResult:
@@ -194,11 +275,11 @@ def preview(run: RunState) -> FractalResult:
     summary = HarvestSummary.model_construct(
         summary=text, findings=[], gaps=[gap_text(row) for row in gap_rows(nodes)]
     )
-    return _result(run, snapshot, chain, summary, [])
+    return _result(run, snapshot, chain, summary, [], _synthesis_object(run, nodes, aggregate=False))
 
 
-def _stored_result(run: RunState, snapshot: Snapshot) -> FractalResult:
-    """A harvested graph's result, read back without calling the model."""
+def _stored_result(run: RunState, snapshot: Snapshot, made: dict[str, Any] | None = None) -> FractalResult:
+    """A harvested graph's result, read back without the model (``made``: a synthesis object built now)."""
     harvest, sources = snapshot["metadata"]["harvest"], evidence.has_sources(run.local, run.graph_id)
     stored = HarvestSummary.model_validate(harvest, context=STORED)
     # As the store recorded them: each with its checked citations and support (record_harvest).
@@ -210,7 +291,8 @@ def _stored_result(run: RunState, snapshot: Snapshot) -> FractalResult:
         }
         for f in harvest.get("findings") or []
     ]
-    return _result(run, snapshot, _chain(current(snapshot["nodes"])), stored, findings)
+    made = made or harvest.get("synthesis_object")
+    return _result(run, snapshot, _chain(current(snapshot["nodes"])), stored, findings, made)
 
 
 def _checked(run: RunState, summary: HarvestSummary) -> list[dict[str, Any]]:
@@ -230,6 +312,7 @@ def _result(
     chain: list[ChainLink],
     summary: HarvestSummary,
     findings: list[dict[str, Any]],
+    synthesis: dict[str, Any] | None = None,
 ) -> FractalResult:
     """The result of a graph as it is; ``summary.gaps`` already holds every gap.
 
@@ -306,6 +389,8 @@ def _result(
         answer_support=answer_support(nodes),
         held=held_rows(nodes),
         blocked=blocked_rows(nodes),
+        strategy=run.strategy.value,
+        synthesis=synthesis,
     )
 
 
@@ -406,8 +491,10 @@ def _freeze_and_repair(run: RunState, *, model: bool = True) -> None:
     for node in store.get_snapshot(g)["nodes"]:
         if node["node_type"] == "question" and node["status"] == NodeStatus.ANSWERED:
             inputs = store.get_synthesis_inputs(g, node["node_id"])
-            # An answered leaf left behind (one with a person's note is the cascade's: it reads the note).
-            if not inputs["sub_questions"] and inputs["answers"] and not inputs["notes"]:
+            # An answered leaf left behind (one with a person's note is the cascade's: it reads the note;
+            # a track's is too: its synthesis is its findings, engine/tracks.py).
+            leaf = not inputs["sub_questions"] and inputs["answers"] and not inputs["notes"]
+            if leaf and not tracks.is_track(node["metadata"]):
                 answer = inputs["answers"][0]
                 claims = grounding.joined(grounding.sources({**inputs, "answers": [answer]}))
                 store.synthesize_node(g, node["node_id"], answer["text"], claims=claims)
@@ -422,6 +509,8 @@ def _freeze_and_repair(run: RunState, *, model: bool = True) -> None:
         joined = " | ".join(
             [c["synthesis"] or f"({c['status_reason']})" for c in inputs["sub_questions"]]
             + [f"(note) {n['text']}" for n in inputs["notes"]]
+            # A track answered without sub-tracks: its answer is all there is to join.
+            + ([f"(answer) {a['text']}" for a in inputs["answers"]] if not inputs["sub_questions"] else [])
         )
         store.update_node(g, node["node_id"], {"synthesis_failed": True})
         store.synthesize_node(

@@ -33,13 +33,15 @@ from ..model import (
     Intensity,
     NodeStatus,
     SaturationReason,
+    Strategy,
+    parse_choice,
 )
 from ..prompts import chat, render
 from ..results import StepRecord
 from ..store import GraphStore, WorkerStore
 from ..store.records import Claim, GraphRecord, QuestionContext, SubQuestionBrief
 from ..text import clip, normalize
-from . import evidence, grounding
+from . import evidence, grounding, tracks
 from .calls import ModelCaller
 from .evidence_tools import SourceTools
 from .limits import Limits
@@ -58,6 +60,7 @@ class RunState:
     budget: Budget
     checkpoint: CheckpointMode
     call: ModelCaller
+    strategy: Strategy = Strategy.FRACTAL  # graph metadata "strategy" (docs/architecture.md, "Tracks")
     work_added: threading.Condition = field(default_factory=threading.Condition)
     convergence_found: threading.Event = field(default_factory=threading.Event)
     has_sources: bool = False  # answers gather evidence first (engine/evidence.py); read by arm()
@@ -75,6 +78,7 @@ class RunState:
             budget=BUDGETS[Intensity(graph["intensity"])],
             checkpoint=CheckpointMode.parse(graph["checkpoint_mode"]),
             call=ModelCaller(llm, store, graph["graph_id"]),
+            strategy=parse_choice(Strategy, graph["metadata"].get("strategy", "fractal"), "strategy"),
         )
         state.arm(limits or Limits())
         return state
@@ -201,8 +205,23 @@ def cascade(run: RunState, worker: str) -> tuple[str, ...]:
 
 
 def synthesize(run: RunState, node_id: str, worker: str) -> None:
-    """Compose a held question's synthesis from its sub-questions' syntheses only, and store it."""
+    """Compose a held question's synthesis from its sub-questions' syntheses only, and store it.
+
+    In a tracks graph a track's synthesis is its findings and the root's the
+    synthesis object (engine/tracks.py).
+    """
     inputs = run.store.get_synthesis_inputs(run.graph_id, node_id)
+    node = inputs["node"]
+    if run.strategy == Strategy.TRACKS and (node["depth"] == 0 or tracks.is_track(node["metadata"])):
+        deferred: list[dict[str, Any]] = []
+        write = tracks.synthesize_root if node["depth"] == 0 else tracks.synthesize_track
+        try:
+            write(run, inputs, worker, deferred)
+        except FractalError:
+            discard(deferred)
+            run.store.record_llm_calls(deferred)
+            raise
+        return
     children = "\n".join(
         [
             f"- {c['text']}\n  {_finding(c)}{grounding.listed(c['claims'], '    ')}"
@@ -274,7 +293,10 @@ def _answer_prompt(run: RunState, context: QuestionContext, last_level: bool) ->
         "ancestry": ancestry or "(this is a seed question)",
         "depth": node["depth"],
         "max_depth": context.get("max_depth", run.budget.max_depth),
-        "question": node["text"] + _redecompose_note(node["metadata"]) + _choice_note(node["metadata"]),
+        "question": node["text"]
+        + _redecompose_note(node["metadata"])
+        + _choice_note(node["metadata"])
+        + tracks.track_note(node["metadata"]),
         "siblings": siblings or "(none)",
         "syntheses": syntheses or "(none yet)",
         # With sources, the task ends with the passages closest to the question (engine/evidence.py).

@@ -206,7 +206,18 @@ def report_wait(queue_s: float, mode: str | None) -> None:
         usage.mode = mode
 
 
-REPLY_BOUNDS = {"seed": 768, "answer": 640, "connect": 320, "synthesize": 512, "harvest": 768, "widen": 512}
+REPLY_BOUNDS = {
+    "seed": 768,
+    "answer": 640,
+    "connect": 320,
+    "synthesize": 512,
+    "harvest": 768,
+    "widen": 512,
+    # the tracks strategy (engine/tracks.py): cited findings take room
+    "tracks_seed": 768,
+    "track_synthesis": 1024,
+    "aggregate": 768,
+}
 """Reply length bounds per role (tokens): enough for the schema's fields, never unbounded."""
 
 

@@ -323,3 +323,76 @@ class Halt(_Output):
 
 LeafAnswer.model_rebuild()  # its ``halt`` field names Halt, defined here at the end
 Answer.model_rebuild()
+
+
+# -- the tracks strategy (docs/architecture.md, "Tracks") -------------------------------------------
+
+MIN_TRACKS = 3
+"""A tracks seed poses at least this many orthogonal tracks (the seed's ``minimum-tracks`` law)."""
+MAX_TRACKS = 8
+MAX_TRACK_FINDINGS = 8
+
+
+class Track(_Output):
+    """One line of inquiry of a tracks graph: what it covers, how, and what it hands back."""
+
+    name: Annotated[str, Field(min_length=1, max_length=80), _prose(1, echo=False)]
+    focus: Remark = Field(description="The part of the question this track alone covers.")
+    approach: Remark = Field(description="How the track gathers its evidence.")
+    deliverable: Remark = Field(description="What the track hands back.")
+
+
+class TrackPlan(_Output):
+    """Tracks seed: the question decomposed into orthogonal tracks (no two alike)."""
+
+    role: ClassVar[str] = "tracks_seed"
+    decomposition: Prose = Field(description="The independent dimensions of the question, in prose.")
+    tracks: list[Track] = Field(max_length=MAX_TRACKS, description="Orthogonal tracks, at least three.")
+
+
+class TrackFinding(_Output):
+    """One finding of a track and the evidence shown that it rests on."""
+
+    finding: Harvested
+    confidence: Literal["high", "medium", "low"] = "medium"
+    citations: list[Citation] = _citations()
+
+
+class TrackEvidence(_Output):
+    """A piece of evidence the track used: a source, a line of it, what it shows."""
+
+    source: str = Field(min_length=1, max_length=1000)
+    line: int = Field(ge=1)
+    description: Remark
+
+
+class TrackFindings(_Output):
+    """A track's synthesis: its findings with citations, the evidence, conclusions and gaps."""
+
+    role: ClassVar[str] = "track_synthesis"
+    track: str = Field(min_length=1, max_length=200)
+    findings: list[TrackFinding] = Field(default_factory=list, max_length=MAX_TRACK_FINDINGS)
+    evidence: list[TrackEvidence] = Field(default_factory=list, max_length=2 * MAX_TRACK_FINDINGS)
+    conclusions: Harvested = Field(description="What the track concludes about its question.")
+    gaps: list[Remark] = Field(default_factory=list, description="What the track could not settle.")
+
+
+class Nuance(_Output):
+    """Where the tracks differ, with the tracks named."""
+
+    text: Remark
+    tracks: list[str] = Field(default_factory=list)
+
+
+class SynthesisObject(_Output):
+    """The aggregate of tracks (or of a fractal graph's seed questions): agreement, divergence, confidence."""
+
+    role: ClassVar[str] = "aggregate"
+    unified: Harvested = Field(description="What the tracks agree on.")
+    nuances: list[Nuance] = Field(default_factory=list)
+    open_questions: list[Remark] = Field(default_factory=list)
+    confidence: Literal["high", "medium", "low"]
+    justification: Harvested = Field(description="Why this confidence, from the divergences.")
+
+
+SCHEMAS += (TrackPlan, TrackFindings, SynthesisObject)

@@ -127,8 +127,14 @@ class NodeWrites(LLMLog):
             # Its citations checked and its support set, in this transaction ("Sources and citations").
             meta = self._citations.checked_answer(graph.graph_id, meta)
             # Only a question answered for the first time is surely a leaf; one answered
-            # before may have sub-questions elsewhere (synthesize_node checks those).
-            leaf = synthesize and not subs and question.status in (NodeStatus.OPEN, NodeStatus.CLAIMED)
+            # before may have sub-questions elsewhere (synthesize_node checks those). A track
+            # is never a leaf: its synthesis is its findings (docs/architecture.md, "Tracks").
+            leaf = (
+                synthesize
+                and not subs
+                and question.status in (NodeStatus.OPEN, NodeStatus.CLAIMED)
+                and "track" not in question.metadata
+            )
             saturated = verdict if leaf else None
             answer = self._add_children(
                 graph,

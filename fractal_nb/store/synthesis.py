@@ -9,6 +9,7 @@ holder's heartbeat and dropped when the holder is gone.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -91,8 +92,13 @@ class SynthesisQueue(WorkQueue, LLMLog):
         worker_id: str,
         calls: list[dict[str, Any]] | None = None,
         claims: list[ClaimRecord] | None = None,
+        findings: Sequence[Mapping[str, Any]] | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> Synthesized:
         """Synthesize a question this worker holds the synthesis of, with the calls behind it, at once.
+
+        ``findings`` and ``extra``: as :meth:`synthesize_node` takes them (a track's findings,
+        a root's synthesis object).
 
         Refused (and nothing written) when the worker no longer holds it: its lease
         ran out and another worker took it, or the claim was dropped.
@@ -121,9 +127,11 @@ class SynthesisQueue(WorkQueue, LLMLog):
             graph, node = self._active_node(graph_id, nid)
             added = self._added_meanwhile(node)
             if added:
-                result = self._synthesize_then_reopen(node, text, worker, added, carried)
+                result = self._synthesize_then_reopen(node, text, worker, added, carried, findings, extra)
             else:
-                result = self.synthesize_node(graph.graph_id, nid, text, claims=carried)
+                result = self.synthesize_node(
+                    graph.graph_id, nid, text, claims=carried, findings=findings, extra=extra
+                )
             if calls:
                 self.record_llm_calls(calls)
         return result
@@ -148,7 +156,14 @@ class SynthesisQueue(WorkQueue, LLMLog):
         return [r[0] for r in rows]
 
     def _synthesize_then_reopen(
-        self, node: NodeRow, text: str, worker: str, added: list[str], claims: list[ClaimRecord]
+        self,
+        node: NodeRow,
+        text: str,
+        worker: str,
+        added: list[str],
+        claims: list[ClaimRecord],
+        findings: Sequence[Mapping[str, Any]] | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> Synthesized:
         """Write a held synthesis, then reopen it for the questions ``added`` below meanwhile (rule 11)."""
         now = self.clock()
@@ -159,7 +174,7 @@ class SynthesisQueue(WorkQueue, LLMLog):
             now,
             actor=worker,
             kind="synthesized",
-            metadata=self._synthesis_metadata(node, text, claims),
+            metadata=self._synthesis_metadata(node, text, claims, findings, extra),
         )
         written = replace(node, status=NodeStatus.SYNTHESIZED.value)
         self._set_status(

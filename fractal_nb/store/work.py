@@ -6,6 +6,7 @@ renews it, and recovery returns only the claims of holders that are gone.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidInputError, StateError
@@ -17,6 +18,8 @@ from ..model import (
     NodeStatus,
     NodeType,
     SaturationReason,
+    Support,
+    WeakReason,
     weakness,
 )
 from .base import (
@@ -50,11 +53,15 @@ NO_LEASE = {"holder": None, "claimed_at": None, "lease_s": None}
 _IF_ACTIVE = "AND EXISTS (SELECT 1 FROM graphs WHERE graph_id = ? AND status = 'active')"
 # Ready to synthesize: answered questions with sub-questions, all of them synthesized or saturated,
 # or with a person's note (store/turns.py) and no unfinished sub-question. Parameters: graph_id, graph_id.
-READY = """graph_id = ? AND node_type = 'question' AND status = 'answered' AND node_id IN (
+READY = """graph_id = ? AND node_type = 'question' AND status = 'answered' AND (node_id IN (
                SELECT question_id FROM nodes
                WHERE graph_id = ? AND node_type IN ('question', 'note') AND question_id IS NOT NULL
                GROUP BY question_id
-               HAVING bool_and(node_type = 'note' OR status IN ('synthesized', 'saturated')))"""
+               HAVING bool_and(node_type = 'note' OR status IN ('synthesized', 'saturated')))
+           OR (json_exists(metadata, '$.track') AND NOT EXISTS (SELECT 1 FROM nodes below
+               WHERE below.graph_id = nodes.graph_id AND below.question_id = nodes.node_id
+               AND below.node_type IN ('question', 'note'))))"""
+# Second branch: a track answered without sub-tracks waits for its findings (docs/architecture.md, "Tracks").
 # Holders of a graph's claims (questions and syntheses), to tell which are gone. Parameters: gid, gid.
 _CLAIM_HOLDERS = """
     SELECT holder_id, host, pid, proc_start FROM holders WHERE holder_id IN (
@@ -145,13 +152,16 @@ class WorkQueue(StoreBase):
         synthesis_text: str,
         *,
         claims: list[ClaimRecord] | None = None,
-        findings: list[dict[str, Any]] | None = None,
+        findings: Sequence[Mapping[str, Any]] | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> Synthesized:
         """Record an answered question's synthesis (in ``metadata["synthesis"]``), with its ``claims``.
 
         ``findings`` (a track's ``{finding, confidence, citations}``, docs/architecture.md,
-        "Sources and citations"): each finding's citations are checked and its ``support`` set in
-        this transaction; they are kept in ``metadata["findings"]``.
+        "Sources and citations", "Tracks"): each finding's citations are checked and its ``support`` set in
+        this transaction; they are kept in ``metadata["findings"]``, and with sources and no supported
+        finding the question is weak (``uncited``). ``extra`` is merged into the metadata (its ``weak``
+        marks added to the children's).
 
         Refused while any of its sub-questions is neither synthesized nor
         saturated (docs/architecture.md, rule 3). Each write sets or clears the
@@ -189,23 +199,36 @@ class WorkQueue(StoreBase):
                     graph_id=graph.graph_id,
                     node_id=node.node_id,
                 )
-            meta = self._synthesis_metadata(node, text, carried)
-            if findings is not None:
-                meta["findings"] = self._citations.checked_findings(graph.graph_id, findings)
             self._set_status(
                 node,
                 NodeStatus.SYNTHESIZED,
                 self.clock(),
                 actor=node.owner,
                 kind="synthesized",
-                metadata=meta,
+                metadata=self._synthesis_metadata(node, text, carried, findings, extra),
             )
             self._db.execute("DELETE FROM synthesis_claims WHERE node_id = ?", [node.node_id])
         return {"node_id": node.node_id, "status": NodeStatus.SYNTHESIZED.value}
 
-    def _synthesis_metadata(self, node: NodeRow, text: str, claims: list[ClaimRecord]) -> dict[str, Any]:
+    def _synthesis_metadata(
+        self,
+        node: NodeRow,
+        text: str,
+        claims: list[ClaimRecord],
+        findings: Sequence[Mapping[str, Any]] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """``node``'s metadata with a synthesis written now: text, claims, weak mark (from its children)."""
         meta = {k: v for k, v in node.metadata.items() if k not in ("claims", "weak")}
+        own_weak = list((extra or {}).get("weak") or [])
+        meta.update({k: v for k, v in (extra or {}).items() if k != "weak"})
+        if findings is not None:  # checked here, in the write's transaction
+            checked = self._citations.checked_findings(node.graph_id, list(findings))
+            meta["findings"] = checked
+            if self._citations.has_sources(node.graph_id) and not any(
+                f["support"] == Support.SUPPORTED for f in checked
+            ):
+                own_weak.append({"node_id": node.node_id, "reason": WeakReason.UNCITED.value})
         meta["synthesis"] = text
         if claims:
             meta["claims"] = claims
@@ -217,7 +240,7 @@ class WorkQueue(StoreBase):
             {"node_id": c.node_id, "reason": reason.value}
             for c in children
             if (reason := weakness(c.status, c.status_reason, c.metadata)) is not None
-        ]
+        ] + own_weak
         if weak:
             meta["weak"] = weak
         return meta

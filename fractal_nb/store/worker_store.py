@@ -12,7 +12,7 @@ the whole local store (``RunState.local``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from .holders import HolderInfo
@@ -145,6 +145,8 @@ class WorkerStore(Protocol):
         worker_id: str,
         calls: list[dict[str, Any]] | None = None,
         claims: list[ClaimRecord] | None = None,
+        findings: Sequence[Mapping[str, Any]] | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> Synthesized:
         """See :meth:`GraphStore.submit_synthesis`."""
 

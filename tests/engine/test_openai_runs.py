@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from fractal_nb import Exploration
+from fractal_nb import Exploration, SimulatedLLM
 from fractal_nb.engine.dispatcher import ScaledClock
 from fractal_nb.llm.schemas import (
     SCHEMAS,
@@ -26,6 +26,9 @@ from fractal_nb.llm.schemas import (
     LeafAnswer,
     SeedPlan,
     Synthesis,
+    SynthesisObject,
+    TrackFindings,
+    TrackPlan,
     WidenPlan,
 )
 from fractal_nb.prompts import chat, render
@@ -189,6 +192,11 @@ def widen_plan(prompt: str) -> dict[str, Any]:
     }
 
 
+def simulated(schema: type[Any]) -> Any:
+    """The simulator's reply to a prompt for ``schema`` (it reads the same prompt)."""
+    return lambda prompt: SimulatedLLM().complete([{"role": "user", "content": prompt}], schema)
+
+
 def role_responder(*, poison: bool = False) -> Any:
     """A responder that answers each schema sensibly from the prompt it is shown."""
     builders = {
@@ -199,6 +207,8 @@ def role_responder(*, poison: bool = False) -> Any:
         "Synthesis": synthesis,
         "HarvestSummary": harvest_summary,
         "WidenPlan": widen_plan,
+        # The tracks strategy's roles (engine/tracks.py): played by the simulator, from the prompt.
+        **{schema.__name__: simulated(schema) for schema in (TrackPlan, TrackFindings, SynthesisObject)},
     }
 
     def respond(body: dict[str, Any]) -> dict[str, Any]:
@@ -263,6 +273,21 @@ def test_the_fake_model_answers_every_role_validly() -> None:
         ),
         HarvestSummary: chat("harvest", seed=SEED, chain="- x", gaps="(none)"),
         WidenPlan: chat("widen", seed=SEED, existing="- Why jobs?", n=2),
+        TrackPlan: chat("tracks_seed", seed=SEED, lo=3, hi=4, note=""),
+        TrackFindings: chat(
+            "track_synthesis",
+            track="jobs",
+            question="jobs: how jobs pull people",
+            focus="how jobs pull people",
+            deliverable="a cited account",
+            answer="x",
+            children="-",
+            evidence="",
+            note="",
+        ),
+        SynthesisObject: chat(
+            "aggregate", seed=SEED, tracks="Track jobs:\n  conclusions: jobs pull people\n"
+        ),
     }
     respond = role_responder()
     for schema in SCHEMAS:

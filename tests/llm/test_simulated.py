@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from fractal_nb import InvalidInputError, LLMError, SimulatedLLM
+from fractal_nb.engine.tracks import near_duplicates
 from fractal_nb.llm.protocol import LLM, Message, estimate_tokens, messages_tokens, metered
 from fractal_nb.llm.schemas import (
     SCHEMAS,
@@ -20,6 +21,9 @@ from fractal_nb.llm.schemas import (
     LeafAnswer,
     SeedPlan,
     Synthesis,
+    SynthesisObject,
+    TrackFindings,
+    TrackPlan,
     WidenPlan,
 )
 from fractal_nb.prompts import chat, render
@@ -29,6 +33,19 @@ B = "n-00000000000000b2"
 C = "n-00000000000000c3"
 
 # The engine's real prompts, one per role, filled with plausible values.
+EVIDENCE_LINES = ["Most new jobs in the region opened downtown.", "Commuters pull people into the cities."]
+EVIDENCE = "\nEvidence:\n[notes/jobs.md:L10-L11]\n" + "\n".join(
+    f"{i}: {text}" for i, text in enumerate(EVIDENCE_LINES, start=10)
+)
+TRACK_VALUES = {
+    "track": "jobs",
+    "question": "jobs: how jobs pull people into cities",
+    "focus": "how jobs pull people into cities",
+    "deliverable": "a cited account of the pull of jobs",
+    "answer": "Jobs cluster downtown.",
+    "children": "(none)",
+    "note": "",
+}
 PROMPTS: dict[type[BaseModel], list[Message]] = {
     SeedPlan: chat("seed", seed="Why do some cities grow faster than others?", lo=5, hi=7),
     Answer: chat(
@@ -73,6 +90,24 @@ PROMPTS: dict[type[BaseModel], list[Message]] = {
         gaps="- failed: Which land? (LLMError: boom)",
     ),
     WidenPlan: chat("widen", seed="Why do cities grow?", existing="- What drives growth?", n=2),
+    TrackPlan: chat("tracks_seed", seed="Why do some cities grow faster than others?", lo=3, hi=4, note=""),
+    TrackFindings: chat(
+        "track_synthesis",
+        track="jobs",
+        question="jobs: how jobs pull people into cities",
+        focus="how jobs pull people into cities",
+        deliverable="a cited account of the pull of jobs",
+        answer="Jobs cluster downtown.",
+        children="(none)",
+        evidence=EVIDENCE,
+        note="",
+    ),
+    SynthesisObject: chat(
+        "aggregate",
+        seed="Why do cities grow?",
+        tracks="Track jobs:\n  conclusions: jobs pull people\n  - gap: wages unknown\n"
+        "Track land:\n  conclusions: land is cheap\n  - gap: rents unknown\n",
+    ),
 }
 # The prose fields each role writes (questions are questions, not labelled text).
 PROSE = {
@@ -83,7 +118,28 @@ PROSE = {
     Connections: lambda o: [link["note"] for link in o["convergences"] + o["contradictions"]],
     HarvestSummary: lambda o: [o["summary"], *(f["finding"] for f in o["findings"])],
     WidenPlan: lambda o: [o["rationale"]],
+    TrackPlan: lambda o: [o["decomposition"]],
+    TrackFindings: lambda o: [o["conclusions"], *(f["finding"] for f in o["findings"]), *o["gaps"]],
+    SynthesisObject: lambda o: [o["unified"], o["justification"], *(n["text"] for n in o["nuances"])],
 }
+
+
+def test_simulated_tracks_are_orthogonal_and_findings_quote_the_evidence_shown() -> None:
+    plan = TrackPlan.model_validate(SimulatedLLM(seed=3).complete(PROMPTS[TrackPlan], TrackPlan))
+    assert len(plan.tracks) >= 3 and near_duplicates(plan.tracks) == []
+    found = SimulatedLLM(seed=3).complete(PROMPTS[TrackFindings], TrackFindings)
+    lines = {f"{i}": text for i, text in enumerate(EVIDENCE_LINES, start=10)}
+    assert found["findings"], "evidence shown: findings cite it"
+    for finding in found["findings"]:
+        (cited,) = finding["citations"]
+        assert cited["source"] == "notes/jobs.md" and cited["quote"] == lines[str(cited["line_start"])]
+    bare = SimulatedLLM(seed=3).complete(
+        chat("track_synthesis", **{**TRACK_VALUES, "evidence": ""}), TrackFindings
+    )
+    assert bare["findings"] == [], "no evidence shown: nothing to cite"
+    made = SimulatedLLM().complete(PROMPTS[SynthesisObject], SynthesisObject)
+    assert made["open_questions"] == ["wages unknown", "rents unknown"]
+    assert made["nuances"][0]["tracks"] == ["jobs", "land"]
 
 
 def seed_messages(lo: int, hi: int, seed: str = "Why do cities grow?") -> list[Message]:

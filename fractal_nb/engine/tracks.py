@@ -1,0 +1,410 @@
+"""The tracks strategy (docs/architecture.md, "Tracks"): orthogonal tracks, cited findings, one aggregate.
+
+A tracks graph is a fractal graph with three phases of its own: the seed poses
+at least three orthogonal tracks (checked in code: near-duplicates are re-asked
+once, then merged); a track question's synthesis is its ``TrackFindings``
+(findings with citations, evidence, conclusions, gaps) behind two gates —
+citations present, and conclusions that answer the track's question —; and
+the root's synthesis is the :class:`~fractal_nb.llm.schemas.SynthesisObject`
+built only from the tracks' supported findings, conclusions and gaps.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import BudgetExhaustedError, LLMError
+from ..llm.schemas import MAX_TRACKS, MIN_TRACKS, SynthesisObject, Track, TrackFindings, TrackPlan
+from ..model import Support, WeakReason
+from ..prompts import chat
+from ..results import StepRecord
+from ..store import GraphStore
+from ..store.records import SynthesisInputs
+from ..text import clip, normalize
+
+if TYPE_CHECKING:
+    from .primitive import RunState
+
+SEED_WORKER = "seed"
+SEED_ATTEMPTS = 3
+SIMILAR = 0.6
+"""Two tracks are near-duplicates when the Jaccard similarity of their name+focus content words is at least
+this, or when one's words (two or more) are all among the other's."""
+RELEVANT_MIN = 2
+"""Content words the conclusions must share with the track's question, focus and deliverable (fewer when the
+track has fewer): the relevance gate "the summary answers the track's question"."""
+EVIDENCE_K = 5  # chunks shown to a track's synthesis when the graph has sources
+_WORD = re.compile(r"[^\W\d_]{3,}")
+_STOP = frozenset(
+    "the and for with from that this what which how why who whom does did are was were its their into over "
+    "about between under than then them they there these those has have had not but can could would should "
+    "will may might each other track tracks".split()
+)
+
+
+def content_words(text: str) -> frozenset[str]:
+    """The words two texts are compared by: lower case, three letters or more, no stop words, no plural s.
+
+    >>> sorted(content_words("The errors of the API layers"))
+    ['api', 'error', 'layer']
+    """
+    words = (w.lower() for w in _WORD.findall(text))
+    return frozenset(w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words if w not in _STOP)
+
+
+def _track_words(track: Track) -> frozenset[str]:
+    return content_words(f"{track.name} {track.focus}")
+
+
+def similar(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether two word sets are near-duplicates (:data:`SIMILAR`, or one held in the other).
+
+    >>> similar(frozenset({"error", "handling"}), frozenset({"error", "handling", "path"}))
+    True
+    >>> similar(frozenset({"service"}), frozenset({"layer", "composition"}))
+    False
+    """
+    if not a or not b:
+        return a == b
+    small, large = sorted((a, b), key=len)
+    if len(small) >= 2 and small <= large:
+        return True
+    return len(a & b) / len(a | b) >= SIMILAR
+
+
+def near_duplicates(tracks: Sequence[Track]) -> list[tuple[int, int]]:
+    """Pairs ``(i, j)``, ``i < j``, of tracks that are near-duplicates (same name, or :func:`similar`)."""
+    words = [_track_words(t) for t in tracks]
+    return [
+        (i, j)
+        for i in range(len(tracks))
+        for j in range(i + 1, len(tracks))
+        if normalize(tracks[i].name) == normalize(tracks[j].name) or similar(words[i], words[j])
+    ]
+
+
+def merge_duplicates(tracks: Sequence[Track]) -> tuple[list[Track], list[dict[str, str]]]:
+    """The tracks, each near-duplicate kept once (the first), and the merges made (``kept``, ``merged``)."""
+    kept: list[Track] = []
+    merges: list[dict[str, str]] = []
+    for track in tracks:
+        twin = next((k for k in kept if near_duplicates([k, track])), None)
+        if twin is None:
+            kept.append(track)
+        else:
+            merges.append({"kept": twin.name, "merged": track.name, "focus": track.focus})
+    return kept, merges
+
+
+def track_question(track: Mapping[str, Any]) -> str:
+    """The text of a track's question node: its name and focus."""
+    return f"{track['name']}: {track['focus']}"
+
+
+def seed(run: RunState) -> StepRecord | None:
+    """Answer the root of a tracks graph with its tracks and hang them under it as the depth-1 questions.
+
+    None when the root is already answered (a resumed graph). Near-duplicate
+    tracks are re-asked once with a note naming them, then merged (the merge kept in
+    the root answer's ``track_merges``); fewer than :data:`MIN_TRACKS` distinct
+    tracks after every attempt is a shortfall (``seed_minimum``): the result is degraded.
+    """
+    root = run.store.get_synthesis_inputs(run.graph_id, run.root_id)["node"]
+    if root["status"] != "open":
+        return None
+    lo, hi = MIN_TRACKS, min(MAX_TRACKS, max(MIN_TRACKS + 1, run.budget.seed_questions[1]))
+    best: list[Track] = []
+    plan: TrackPlan | None = None
+    merges: list[dict[str, str]] = []
+    reasked: list[str] = []
+    error, note = "", ""
+    for _ in range(SEED_ATTEMPTS):
+        try:
+            attempt = run.call(
+                TrackPlan,
+                chat("tracks_seed", seed=run.seed, lo=lo, hi=hi, note=note),
+                node_id=root["node_id"],
+                worker=SEED_WORKER,
+            )
+        except BudgetExhaustedError as exc:  # no call was made, and none will be: the budget's stop
+            return StepRecord(
+                root["node_id"],
+                SEED_WORKER,
+                run.seed,
+                error=f"{type(exc).__name__}: {exc}",
+                budget_reached=str(exc),
+            )
+        except LLMError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            continue
+        pairs = near_duplicates(attempt.tracks)
+        if pairs and not reasked:  # once: say which ones, and ask again
+            reasked = [f"{attempt.tracks[i].name} / {attempt.tracks[j].name}" for i, j in pairs]
+            note = (
+                "\n(The previous attempt posed near-duplicate tracks: "
+                + "; ".join(reasked)
+                + ". Make every track cover a part of the seed no other track covers.)"
+            )
+            if plan is None:
+                plan, (best, merges) = attempt, merge_duplicates(attempt.tracks)
+            continue
+        distinct, merged = merge_duplicates(attempt.tracks)
+        # The most distinct tracks; at a tie, the plan that needed fewer merges (the re-asked one).
+        if plan is None or (len(distinct), -len(merged)) > (len(best), -len(merges)):
+            plan, best, merges = attempt, distinct, merged
+        if len(best) >= lo:
+            break
+        note = f"\n(The previous attempt posed {len(distinct)} distinct tracks; pose between {lo} and {hi}.)"
+    if plan is None:  # every attempt failed: the root stays open for the next run
+        return StepRecord(root["node_id"], SEED_WORKER, run.seed, error=error)
+    tracks = best[:hi]
+    meta: dict[str, Any] = {
+        "seed_kind": "tracks",
+        "seed_questions": len(tracks),
+        "seed_minimum": lo,
+        "tracks": [t.name for t in tracks],
+    }
+    if reasked:
+        meta["tracks_reasked"] = reasked
+    if merges:
+        meta["track_merges"] = merges
+    written = run.local.add_answer(
+        run.graph_id,
+        root["node_id"],
+        plan.decomposition,
+        owner=SEED_WORKER,
+        metadata=meta,
+        sub_questions=[
+            {"text": track_question(t.model_dump()), "metadata": {"track": t.model_dump()}} for t in tracks
+        ],
+    )
+    run.announce_work()
+    return StepRecord(
+        root["node_id"],
+        SEED_WORKER,
+        run.seed,
+        answer_id=written["answer"]["node_id"],
+        sub_questions=tuple(q["node_id"] for q in written["sub_questions"]),
+    )
+
+
+def track_note(meta: Mapping[str, Any]) -> str:
+    """What a track question's answer prompt adds: the track's approach and deliverable."""
+    track = meta.get("track")
+    if not isinstance(track, Mapping):
+        return ""
+    name, approach = clip(str(track.get("name", "")), 80), clip(str(track.get("approach", "")), 300)
+    deliverable = clip(str(track.get("deliverable", "")), 300)
+    return f"\n(This is the track {name!r}. Approach: {approach}. Deliverable: {deliverable}.)"
+
+
+def relevant(findings: TrackFindings, track: Mapping[str, Any], question: str) -> bool:
+    """The gate "the summary answers the track's question": enough content words shared (RELEVANT_MIN).
+
+    >>> t = {"name": "errors", "focus": "error handling paths", "deliverable": "a list of error cases"}
+    >>> f = TrackFindings(track="errors", conclusions="Error handling paths retry twice.")
+    >>> relevant(f, t, "errors: error handling paths")
+    True
+    >>> relevant(f.model_copy(update={"conclusions": "The weather was mild in spring."}), t, "x")
+    False
+    """
+    wanted = content_words(
+        " ".join([question, str(track.get("focus", "")), str(track.get("deliverable", ""))])
+    )
+    shared = content_words(findings.conclusions) & wanted
+    return len(shared) >= min(RELEVANT_MIN, len(wanted))
+
+
+def evidence_section(run: RunState, query: str) -> str:
+    """The graph's chunks nearest ``query``, numbered line by line, to cite from; "" without sources."""
+    # Read from the local store; a remote worker's store carries no source search yet (tool_table.py).
+    hits = (
+        run.store.search_sources(run.graph_id, query, k=EVIDENCE_K)
+        if isinstance(run.store, GraphStore)
+        else []
+    )
+    if not hits:
+        return ""
+    blocks = []
+    for hit in hits:
+        lines = hit["text"].split("\n")
+        numbered = "\n".join(f"{hit['line_start'] + i}: {line}" for i, line in enumerate(lines))
+        blocks.append(f"[{hit['source']}:L{hit['line_start']}-L{hit['line_end']}]\n{numbered}")
+    return "\nEvidence (cite it by source, line numbers and quoted text):\n" + "\n\n".join(blocks) + "\n"
+
+
+def synthesize_track(
+    run: RunState, inputs: SynthesisInputs, worker: str, calls: list[dict[str, Any]]
+) -> None:
+    """Write a track question's synthesis: its ``TrackFindings`` behind the citation and relevance gates.
+
+    The conclusions are the synthesis text; the findings go to the store, which
+    checks their citations, marks each finding's ``support`` and the track weak
+    (``uncited``) when the graph has sources and no finding is supported; evidence,
+    gaps and conclusions are kept in the node's metadata. The relevance gate marks
+    it ``off_track`` when the conclusions still miss the track's question after one more ask.
+    """
+    node = inputs["node"]
+    node_id = node["node_id"]
+    track: Mapping[str, Any] = node["metadata"]["track"]
+    children = "\n".join(
+        f"- {c['text']}\n  " + (c["synthesis"] or f"saturated ({c['status_reason']}): not explored further")
+        for c in inputs["sub_questions"]
+    )
+    answer = " ".join(a["text"] for a in inputs["answers"]) or "(none)"
+    evidence = evidence_section(run, f"{track['name']} {track['focus']} {answer}")
+    values = {
+        "track": track["name"],
+        "question": node["text"],
+        "focus": track["focus"],
+        "deliverable": track["deliverable"],
+        "answer": clip(answer, 1500),
+        "children": children or "(none: the track was answered directly)",
+        "evidence": evidence,
+    }
+    found = run.call(
+        TrackFindings, chat("track_synthesis", **values, note=""), node_id=node_id, worker=worker, defer=calls
+    )
+    weak: list[dict[str, str]] = []
+    if not relevant(found, track, node["text"]):
+        note = (
+            f"\n(Your previous conclusions did not answer the track's question: they share too few words "
+            f"with its focus {clip(str(track['focus']), 200)!r}. Conclude on that focus.)"
+        )
+        again = run.call(
+            TrackFindings,
+            chat("track_synthesis", **values, note=note),
+            node_id=node_id,
+            worker=worker,
+            defer=calls,
+        )
+        found = again
+        if not relevant(again, track, node["text"]):
+            weak.append({"node_id": node_id, "reason": WeakReason.OFF_TRACK.value})
+    findings = [
+        {
+            "finding": f.finding,
+            "confidence": f.confidence,
+            "citations": [c.model_dump() for c in f.citations],
+        }
+        for f in found.findings
+    ]
+    extra: dict[str, Any] = {
+        "track_name": found.track,
+        "conclusions": found.conclusions,
+        "evidence": [e.model_dump() for e in found.evidence],
+        "gaps": list(found.gaps),
+    }
+    if weak:
+        extra["weak"] = weak
+    run.store.submit_synthesis(
+        run.graph_id,
+        node_id,
+        found.conclusions,
+        worker_id=worker,
+        calls=calls,
+        findings=findings,
+        extra=extra,
+    )
+
+
+def kept_findings(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A track's findings that may reach a unified answer: supported ones, or all when it has no sources."""
+    return [
+        f
+        for f in meta.get("findings") or []
+        if f.get("support") in (Support.SUPPORTED.value, Support.NO_SOURCES.value)
+    ]
+
+
+def track_brief(name: str, meta: Mapping[str, Any], synthesis: str | None) -> dict[str, Any]:
+    """What the aggregate reads of one track: name, kept findings, conclusions and gaps."""
+    return {
+        "name": name,
+        "findings": kept_findings(meta),
+        "conclusions": str(meta.get("conclusions") or synthesis or "(no conclusions)"),
+        "gaps": [str(g) for g in meta.get("gaps") or []],
+    }
+
+
+def aggregate(
+    run: RunState,
+    briefs: Sequence[Mapping[str, Any]],
+    *,
+    node_id: str,
+    worker: str | None,
+    calls: list[dict[str, Any]] | None,
+) -> dict[str, Any]:
+    """The synthesis object of ``briefs`` (:func:`track_brief`), with the code's own checks applied.
+
+    Every gap a track named is among ``open_questions`` (added where the model
+    dropped it); nuances name only tracks that exist; a ``high`` confidence with
+    divergences (nuances) is lowered to ``medium``, and the justification says so.
+    """
+    listing = "\n".join(
+        f"Track {b['name']}:\n"
+        + "".join(f"  - finding: {clip(str(f['finding']), 400)}\n" for f in b["findings"])
+        + f"  conclusions: {clip(str(b['conclusions']), 800)}\n"
+        + "".join(f"  - gap: {clip(g, 300)}\n" for g in b["gaps"])
+        for b in briefs
+    )
+    found = run.call(
+        SynthesisObject,
+        chat("aggregate", seed=clip(run.seed, 500), tracks=listing or "(no tracks)"),
+        node_id=node_id,
+        worker=worker,
+        defer=calls,
+    )
+    return checked_object(found, briefs)
+
+
+def checked_object(found: SynthesisObject, briefs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The model's synthesis object made honest: gaps kept, nuances' tracks real, confidence justified."""
+    names = {normalize(str(b["name"])): str(b["name"]) for b in briefs}
+    nuances = [
+        {"text": n.text, "tracks": [names[normalize(t)] for t in n.tracks if normalize(t) in names]}
+        for n in found.nuances
+    ]
+    open_questions = list(found.open_questions)
+    seen = {normalize(q) for q in open_questions}
+    for gap in _union(b["gaps"] for b in briefs):
+        if normalize(gap) not in seen:
+            seen.add(normalize(gap))
+            open_questions.append(gap)
+    confidence, justification = found.confidence, found.justification
+    if nuances and confidence == "high":
+        confidence = "medium"
+        justification += f" (Lowered from high: the tracks diverge on {len(nuances)} point(s).)"
+    return {
+        "unified": found.unified,
+        "nuances": nuances,
+        "open_questions": open_questions,
+        "confidence": confidence,
+        "justification": justification,
+        "tracks": [str(b["name"]) for b in briefs],
+    }
+
+
+def _union(lists: Iterable[Sequence[str]]) -> list[str]:
+    return [item for items in lists for item in items]
+
+
+def synthesize_root(run: RunState, inputs: SynthesisInputs, worker: str, calls: list[dict[str, Any]]) -> None:
+    """Write a tracks graph's root synthesis: the synthesis object, ``unified`` as its text."""
+    node_id = inputs["node"]["node_id"]
+    briefs = []
+    for child in inputs["sub_questions"]:
+        meta = run.store.get_synthesis_inputs(run.graph_id, child["node_id"])["node"]["metadata"]
+        track = meta.get("track") or {}
+        briefs.append(track_brief(str(track.get("name") or child["text"]), meta, child["synthesis"]))
+    obj = aggregate(run, briefs, node_id=node_id, worker=worker, calls=calls)
+    run.store.submit_synthesis(
+        run.graph_id, node_id, obj["unified"], worker_id=worker, calls=calls, extra={"synthesis_object": obj}
+    )
+
+
+def is_track(meta: Mapping[str, Any]) -> bool:
+    """Whether a question is a track (its metadata names one)."""
+    return isinstance(meta.get("track"), Mapping)
