@@ -159,7 +159,17 @@ class CitationCheck:
     def check(self, graph_id: str, citations: object, what: str = "citations") -> list[CitationRecord]:
         """Each citation with its status (and a ``detail`` when it failed or its file changed)."""
         parsed = require_citations(citations, what)
-        return [self._one(graph_id, c) for c in parsed]
+        if not parsed:
+            return []
+        named = sorted({c["source"] for c in parsed})
+        rows = self._db.fetchall(  # the cited sources, by name or id, in one query
+            "SELECT source_id, name, location, content_hash, line_count FROM sources "
+            "WHERE graph_id = ? AND (name IN (SELECT unnest(?::VARCHAR[])) "
+            "OR source_id IN (SELECT unnest(?::VARCHAR[])))",
+            [graph_id, named, named],
+        )
+        sources = {row[0]: row for row in rows} | {row[1]: row for row in rows}  # a name wins over an id
+        return [self._one(graph_id, c, sources.get(c["source"])) for c in parsed]
 
     def checked_answer(self, graph_id: str, meta: dict[str, Any]) -> dict[str, Any]:
         """An answer's metadata with ``citations`` checked and ``support`` set (docs/architecture.md)."""
@@ -191,20 +201,15 @@ class CitationCheck:
             checked.append({**item, "citations": records, "support": support_of(records, has).value})
         return checked
 
-    def _one(self, graph_id: str, citation: dict[str, Any]) -> CitationRecord:
+    def _one(self, graph_id: str, citation: dict[str, Any], source: tuple[Any, ...] | None) -> CitationRecord:
         record: CitationRecord = {**citation, "status": CitationStatus.VERIFIED.value}  # type: ignore[typeddict-item]
-        source = self._db.fetchone(
-            "SELECT source_id, name, kind, location, content_hash, line_count FROM sources "
-            "WHERE graph_id = ? AND (name = ? OR source_id = ?) ORDER BY name = ? DESC LIMIT 1",
-            [graph_id, citation["source"], citation["source"], citation["source"]],
-        )
         if source is None:
             return {
                 **record,
                 "status": CitationStatus.NO_SUCH_SOURCE.value,
                 "detail": f"the graph has no source named {citation['source']!r}",
             }
-        source_id, name, _kind, location, content_hash, line_count = source
+        source_id, name, location, content_hash, line_count = source
         start, end = citation["line_start"], citation["line_end"]
         if end > line_count:
             return {
