@@ -17,6 +17,7 @@ called ``store/work.py`` answers to "work".
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -31,6 +32,10 @@ if TYPE_CHECKING:
     from .store.records import ChunkRecord
 
 DEFAULT_K = 5
+K1, B = (
+    1.2,
+    0.75,
+)  # BM25's term-frequency saturation and length normalization: Lucene's (and tantivy's) defaults
 STOPWORDS = frozenset(STOPWORDS_EN_PLUS)
 _WORD = re.compile(r"\w+")
 # the parts of an identifier: an acronym before a capitalized word, a (capitalized) word, an acronym, digits
@@ -42,19 +47,21 @@ def tokenize(text: str) -> list[str]:
 
     A term of one character and a stopword are left out; the order of the text is kept.
 
-    >>> tokenize("How does claim_work stay atomic?")
-    ['claim_work', 'claim', 'work', 'stay', 'atomic']
+    >>> tokenize("Do snake_case and camelCase split?")
+    ['snake_case', 'snake', 'case', 'camelcase', 'camel', 'case', 'split']
     >>> tokenize("GraphStore.parseHTTPHeader(x)")
     ['graphstore', 'graph', 'store', 'parsehttpheader', 'parse', 'http', 'header']
     """
-    terms: list[str] = []
-    for word in _WORD.findall(text):
-        whole = word.lower()
-        parts = [part.lower() for part in _PART.findall(word)]
-        for term in [whole, *(part for part in parts if part != whole)] if len(parts) > 1 else [whole]:
-            if len(term) > 1 and term not in STOPWORDS:
-                terms.append(term)
-    return terms
+    return [term for word in _WORD.findall(text) for term in _word_terms(word)]
+
+
+@functools.lru_cache(maxsize=1 << 16)  # words repeat: a corpus's tokens are mostly a few thousand words
+def _word_terms(word: str) -> tuple[str, ...]:
+    """One word's terms: itself lower-cased, then its parts when it is an identifier of several."""
+    whole = word.lower()
+    parts = [part.lower() for part in _PART.findall(word)]
+    terms = [whole, *(part for part in parts if part != whole)] if len(parts) > 1 else [whole]
+    return tuple(term for term in terms if len(term) > 1 and term not in STOPWORDS)
 
 
 class SourceIndex:
@@ -65,19 +72,19 @@ class SourceIndex:
     per graph and builds a new one when the graph's sources change).
 
     >>> chunk = {"chunk_id": "a:1-2", "source_id": "a", "source": "notes.md",
-    ...          "line_start": 1, "line_end": 2, "text": "A claim is atomic."}
+    ...          "line_start": 1, "line_end": 2, "text": "The river floods in spring."}
     >>> other = dict(chunk, chunk_id="a:3-4", line_start=3, line_end=4, text="Prices rose.")
     >>> index = SourceIndex([chunk, other])
-    >>> [(hit["chunk_id"], score > 0) for hit, score in index.search("atomic claims")]
+    >>> [(hit["chunk_id"], score > 0) for hit, score in index.search("When does the river flood?")]
     [('a:1-2', True)]
     """
 
     def __init__(self, chunks: Sequence[ChunkRecord]) -> None:
         self._chunks = list(chunks)
         self._bm25: bm25s.BM25 | None = None
-        if self._chunks:
-            corpus = [tokenize(chunk["source"]) + tokenize(chunk["text"]) for chunk in self._chunks]
-            self._bm25 = bm25s.BM25()
+        corpus = [tokenize(chunk["source"]) + tokenize(chunk["text"]) for chunk in self._chunks]
+        if any(corpus):  # no term anywhere (no chunks, or stopwords only): nothing can match
+            self._bm25 = bm25s.BM25(k1=K1, b=B)
             self._bm25.index(corpus, show_progress=False)
 
     def __len__(self) -> int:
@@ -90,6 +97,8 @@ class SourceIndex:
         A query with no indexed term (empty, stopwords only, words no chunk has)
         finds nothing. Equal scores keep the chunks' order.
         """
+        if not isinstance(query, str):
+            raise InvalidInputError(f"query must be text, not {type(query).__name__}")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InvalidInputError(f"k must be a whole number of chunks, at least 1 (got {k!r})")
         if self._bm25 is None:
