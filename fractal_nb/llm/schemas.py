@@ -90,6 +90,10 @@ class SubQuestion(_Output):
 
 MAX_CITATIONS = 8
 """Citations kept per answer, finding or track finding (a longer list is refused)."""
+MAX_SOURCE_CHARS = 1000
+"""The longest source name a citation may give."""
+MAX_QUOTE_CHARS = 2000
+"""The longest quote a citation may give."""
 
 
 class Citation(_Output):
@@ -100,15 +104,20 @@ class Citation(_Output):
     checks every citation when it is written (docs/architecture.md, "Sources and citations").
     """
 
-    source: str = Field(min_length=1, max_length=1000)
+    # Lengths are checked below, not in the JSON schema: llama.cpp turns a maxLength into one grammar
+    # rule per character, and a bound of 1000 fails its grammar parser (and takes the server down).
+    source: str = Field(min_length=1)
     line_start: int = Field(ge=1)
     line_end: int = Field(ge=1)
-    quote: str = Field(min_length=1, max_length=2000, description="The cited lines' text, quoted.")
+    quote: str = Field(min_length=1, description="The cited lines' text, quoted.")
 
     @model_validator(mode="after")
     def _ordered(self) -> Citation:
         if self.line_end < self.line_start:
             raise ValueError(f"line_end {self.line_end} is before line_start {self.line_start}")
+        for name, most in (("source", MAX_SOURCE_CHARS), ("quote", MAX_QUOTE_CHARS)):
+            if len(getattr(self, name)) > most:
+                raise ValueError(f"a citation's {name} is longer than {most} characters")
         return self
 
 

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from fractal_nb import Exploration, SimulatedLLM
 from fractal_nb.engine import evidence
 from fractal_nb.llm.protocol import Message
+from fractal_nb.llm.schemas import MAX_QUOTE_CHARS, MAX_SOURCE_CHARS, SCHEMAS, Citation
 from fractal_nb.prompts import render
 from tests.engine.test_openai_runs import FAST, digest, role_responder
 from tests.llm.fake_openai import MISCITES, FakeOpenAI, citing_responder
@@ -279,3 +280,20 @@ def test_a_paused_graph_summarised_as_it_stands_splits_its_findings_the_same_way
     assert result.findings and all(f["support"] == "supported" for f in result.findings)
     assert all(c["status"] == "verified" for f in result.findings for c in f["citations"])
     assert result.support_counts == {"supported": len(result.findings), "unsupported": 0}
+
+
+def test_no_schema_bounds_a_text_length_that_llama_cpps_grammar_cannot_take() -> None:
+    # A maxLength of 1000 became 1000 nested grammar rules: llama.cpp's server failed to parse the
+    # grammar and dropped the connection on every answer call (found running Gemma with sources).
+    def bounds(node: object) -> list[int]:
+        if isinstance(node, dict):
+            own = [node["maxLength"]] if "maxLength" in node else []
+            return own + [b for v in node.values() for b in bounds(v)]
+        return [b for v in node for b in bounds(v)] if isinstance(node, list) else []
+
+    for schema in SCHEMAS:
+        assert bounds(schema.model_json_schema()) == [], schema.__name__
+    with pytest.raises(ValidationError, match="longer than 2000 characters"):
+        Citation(source="a.md", line_start=1, line_end=1, quote="x" * (MAX_QUOTE_CHARS + 1))
+    with pytest.raises(ValidationError, match="longer than 1000 characters"):
+        Citation(source="a" * (MAX_SOURCE_CHARS + 1), line_start=1, line_end=1, quote="quoted")

@@ -11,16 +11,19 @@ degraded when the model could not do the job.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fractal_nb import Exploration
+from fractal_nb import Exploration, LLMError
 from fractal_nb.cli import main
+from fractal_nb.engine import evidence
 from fractal_nb.llm.local_server import INSTALL_HINT, LocalModelServer, local_model_available
 from fractal_nb.llm.quality import ReplyContext
 from fractal_nb.llm.schemas import Finding, LeafAnswer
+from fractal_nb.prompts import chat, render
 from tests.extras import ci_requires_extras
 
 pytestmark = pytest.mark.local_llm
@@ -128,6 +131,30 @@ def test_gemma_with_sources_never_passes_a_wrong_citation(server: LocalModelServ
         result = ex.harvest(finish=True)
         nodes = ex.store.get_snapshot(ex.graph_id)["nodes"]
         calls = ex.llm_calls()
+        # Its raw citations too, whatever the gates made of its answers: asked as a worker asks, each
+        # checked by the store (a wrong one must not verify).
+        raw: list[dict[str, Any]] = []
+        for question in (
+            "Why do jobs make cities grow faster?",
+            "How does housing supply limit city growth?",
+        ):
+            shown = evidence.section(ex.store.search_sources(ex.graph_id, question, k=evidence.EVIDENCE_K))
+            messages = chat(
+                "answer",
+                seed="Why do some cities grow faster than others?",
+                ancestry="(this is a seed question)",
+                depth=1,
+                max_depth=2,
+                question=question,
+                siblings="(none)",
+                syntheses="(none yet)",
+                task=render("answer_leaf") + shown,
+            )
+            try:
+                raw += llm.complete(messages, LeafAnswer).get("citations") or []
+            except LLMError:
+                pass  # no reply the schema takes: nothing cited
+        checked = ex.store.check_citations(ex.graph_id, raw)
     asked = calls[calls["role"] == "answer"]
     assert len(asked) >= 2, "each question was put to the model with its evidence"
     assert not any(n["status"] == "claimed" for n in nodes), "a claim was left behind"
@@ -140,6 +167,7 @@ def test_gemma_with_sources_never_passes_a_wrong_citation(server: LocalModelServ
         quoted = _words(str(citation["quote"]))
         return bool(quoted) and quoted in _words("\n".join(lines))
 
+    assert all(truly_there(dict(c)) for c in checked if c["status"] == "verified"), checked
     answers = [n for n in nodes if n["node_type"] == "answer" and "seed_kind" not in n["metadata"]]
     cited = [c for a in answers for c in a["metadata"].get("citations") or []]
     for answer in answers:
@@ -161,7 +189,8 @@ def test_gemma_with_sources_never_passes_a_wrong_citation(server: LocalModelServ
     print(
         f"gemma-3-270m with sources: {len(answers)} answers, {len(cited)} citations "
         f"({sum(c['status'] == 'verified' for c in cited)} verified), answers {result.answer_support}, "
-        f"findings {result.support_counts}"
+        f"findings {result.support_counts}; asked directly: "
+        f"{dict(Counter(c['status'] for c in checked))} of {len(checked)} citations"
     )
 
 
