@@ -664,6 +664,16 @@ TOOLS: tuple[Tool, ...] = (
             Param("synthesis_text", _text("The question's synthesis.")),
             CALLS,
             CLAIMS,
+            FINDINGS,
+            Param(
+                "extra",
+                _text(
+                    "Optional JSON object merged into the question's metadata (a track's evidence, "
+                    "conclusions and gaps; a root's synthesis_object). Empty: none."
+                ),
+                Wire.JSON_OBJECT,
+                "",
+            ),
         ),
     ),
     Tool(

@@ -47,14 +47,25 @@ def gather(store: WorkerStore, graph_id: str, question: str) -> list[SourceHit]:
 def section(hits: Sequence[ChunkRecord]) -> str:
     r"""The answer prompt's evidence section (``prompts/evidence.txt``), opening with a blank line.
 
-    Each passage as ``[source:L12-L40]`` then its lines, each with its number. The
-    lines shown stay within :data:`EVIDENCE_CHARS`: a passage the bound cuts is
-    shown up to its last whole line (its head names the lines shown), and the
-    passages after it are left out.
-
     >>> hit = {"source": "notes/a.md", "line_start": 7, "line_end": 8, "text": "alpha\nbeta"}
     >>> print(section([hit]).splitlines()[4:7])
     ['[notes/a.md:L7-L8]', '7: alpha', '8: beta']
+    """
+    shown = passages(hits) or "(no passage of the sources matches this question)"
+    return "\n\n" + render("evidence", passages=shown, most=MAX_CITATIONS)
+
+
+def passages(hits: Sequence[ChunkRecord]) -> str:
+    r"""Each passage as ``[source:L12-L40]`` then its lines, each with its number; "" for none.
+
+    The lines shown stay within :data:`EVIDENCE_CHARS`: a passage the bound cuts is
+    shown up to its last whole line (its head names the lines shown), and the
+    passages after it are left out. The answer's evidence section and a track's
+    synthesis (engine/tracks.py) show evidence this way.
+
+    >>> print(passages([{"source": "a.md", "line_start": 3, "line_end": 3, "text": "gamma"}]))
+    [a.md:L3-L3]
+    3: gamma
     """
     shown: list[str] = []
     left = EVIDENCE_CHARS
@@ -72,8 +83,7 @@ def section(hits: Sequence[ChunkRecord]) -> str:
         shown.append("\n".join([f"[{hit['source']}:L{hit['line_start']}-L{last}]", *lines]))
         if last < hit["line_end"]:  # the bound cut it
             break
-    passages = "\n\n".join(shown) or "(no passage of the sources matches this question)"
-    return "\n\n" + render("evidence", passages=passages, most=MAX_CITATIONS)
+    return "\n\n".join(shown)
 
 
 def raw(citations: Iterable[Citation]) -> list[dict[str, Any]]:

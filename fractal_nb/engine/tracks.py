@@ -20,9 +20,9 @@ from ..llm.schemas import MAX_TRACKS, MIN_TRACKS, SynthesisObject, Track, TrackF
 from ..model import Support, WeakReason
 from ..prompts import chat
 from ..results import StepRecord
-from ..store import GraphStore
 from ..store.records import SynthesisInputs
 from ..text import clip, normalize
+from . import evidence
 
 if TYPE_CHECKING:
     from .primitive import RunState
@@ -35,7 +35,6 @@ this, or when one's words (two or more) are all among the other's."""
 RELEVANT_MIN = 2
 """Content words the conclusions must share with the track's question, focus and deliverable (fewer when the
 track has fewer): the relevance gate "the summary answers the track's question"."""
-EVIDENCE_K = 5  # chunks shown to a track's synthesis when the graph has sources
 _WORD = re.compile(r"[^\W\d_]{3,}")
 _STOP = frozenset(
     "the and for with from that this what which how why who whom does did are was were its their into over "
@@ -219,20 +218,10 @@ def relevant(findings: TrackFindings, track: Mapping[str, Any], question: str) -
 
 def evidence_section(run: RunState, query: str) -> str:
     """The graph's chunks nearest ``query``, numbered line by line, to cite from; "" without sources."""
-    # Read from the local store; a remote worker's store carries no source search yet (tool_table.py).
-    hits = (
-        run.store.search_sources(run.graph_id, query, k=EVIDENCE_K)
-        if isinstance(run.store, GraphStore)
-        else []
-    )
-    if not hits:
+    shown = evidence.passages(evidence.gather(run.store, run.graph_id, query)) if run.has_sources else ""
+    if not shown:
         return ""
-    blocks = []
-    for hit in hits:
-        lines = hit["text"].split("\n")
-        numbered = "\n".join(f"{hit['line_start'] + i}: {line}" for i, line in enumerate(lines))
-        blocks.append(f"[{hit['source']}:L{hit['line_start']}-L{hit['line_end']}]\n{numbered}")
-    return "\nEvidence (cite it by source, line numbers and quoted text):\n" + "\n\n".join(blocks) + "\n"
+    return "\nEvidence (cite it by source, line numbers and quoted text):\n" + shown + "\n"
 
 
 def synthesize_track(

@@ -96,6 +96,17 @@ MAX_QUOTE_CHARS = 2000
 """The longest quote a citation may give."""
 
 
+def _at_most(most: int) -> AfterValidator:
+    """A length bound checked in Python, never a JSON schema ``maxLength`` (see ``Citation``)."""
+
+    def check(text: str) -> str:
+        if len(text) > most:
+            raise ValueError(f"longer than {most} characters")
+        return text
+
+    return AfterValidator(check)
+
+
 class Citation(_Output):
     """Where a statement's evidence is: a source of the graph, a span of its lines, and the quoted text.
 
@@ -104,20 +115,19 @@ class Citation(_Output):
     checks every citation when it is written (docs/architecture.md, "Sources and citations").
     """
 
-    # Lengths are checked below, not in the JSON schema: llama.cpp turns a maxLength into one grammar
+    # Lengths are checked by validators, not in the JSON schema: llama.cpp turns a maxLength into one grammar
     # rule per character, and a bound of 1000 fails its grammar parser (and takes the server down).
-    source: str = Field(min_length=1)
+    source: Annotated[str, Field(min_length=1), _at_most(MAX_SOURCE_CHARS)]
     line_start: int = Field(ge=1)
     line_end: int = Field(ge=1)
-    quote: str = Field(min_length=1, description="The cited lines' text, quoted.")
+    quote: Annotated[
+        str, Field(min_length=1, description="The cited lines' text, quoted."), _at_most(MAX_QUOTE_CHARS)
+    ]
 
     @model_validator(mode="after")
     def _ordered(self) -> Citation:
         if self.line_end < self.line_start:
             raise ValueError(f"line_end {self.line_end} is before line_start {self.line_start}")
-        for name, most in (("source", MAX_SOURCE_CHARS), ("quote", MAX_QUOTE_CHARS)):
-            if len(getattr(self, name)) > most:
-                raise ValueError(f"a citation's {name} is longer than {most} characters")
         return self
 
 
@@ -345,7 +355,7 @@ MAX_TRACK_FINDINGS = 8
 class Track(_Output):
     """One line of inquiry of a tracks graph: what it covers, how, and what it hands back."""
 
-    name: Annotated[str, Field(min_length=1, max_length=80), _prose(1, echo=False)]
+    name: Annotated[str, Field(min_length=1), _at_most(80), _prose(1, echo=False)]
     focus: Remark = Field(description="The part of the question this track alone covers.")
     approach: Remark = Field(description="How the track gathers its evidence.")
     deliverable: Remark = Field(description="What the track hands back.")
@@ -370,7 +380,7 @@ class TrackFinding(_Output):
 class TrackEvidence(_Output):
     """A piece of evidence the track used: a source, a line of it, what it shows."""
 
-    source: str = Field(min_length=1, max_length=1000)
+    source: Annotated[str, Field(min_length=1), _at_most(MAX_SOURCE_CHARS)]
     line: int = Field(ge=1)
     description: Remark
 
@@ -379,7 +389,7 @@ class TrackFindings(_Output):
     """A track's synthesis: its findings with citations, the evidence, conclusions and gaps."""
 
     role: ClassVar[str] = "track_synthesis"
-    track: str = Field(min_length=1, max_length=200)
+    track: Annotated[str, Field(min_length=1), _at_most(200)]
     findings: list[TrackFinding] = Field(default_factory=list, max_length=MAX_TRACK_FINDINGS)
     evidence: list[TrackEvidence] = Field(default_factory=list, max_length=2 * MAX_TRACK_FINDINGS)
     conclusions: Harvested = Field(description="What the track concludes about its question.")
