@@ -62,55 +62,15 @@ import duckdb  # noqa: E402
 import fractal_nb.retrieval  # noqa: E402
 from fractal_nb.retrieval import SourceIndex, tokenize  # noqa: E402
 from fractal_nb.store.records import ChunkRecord  # noqa: E402
+from fractal_nb.store.sources import chunk_spans, split_lines  # noqa: E402  (the store's own chunks)
 
 QUESTIONS = Path(__file__).with_name("retrieval_questions.json")
 K = 5
-WINDOW, SHORTEST, LONGEST = 30, 20, 40  # the store's chunks: ~30 lines, broken at a blank line in 20..40
 REPOSITORY_PARTS = [("README.md",), ("docs", "*.md"), ("fractal_nb", "*.py", "*.sql", "*.txt")]
 REPOSITORY_PARTS += [("tests", "*.py"), ("bench", "*.py")]
 
 
 # -- the corpus --------------------------------------------------------------------------------
-
-
-try:
-    from fractal_nb.store.sources import chunk_spans, split_lines  # noqa: E402  (the store's own chunks)
-
-    CHUNKER = "the store's (fractal_nb.store.sources.chunk_spans)"
-except ImportError:  # a checkout without the sources store yet: the same windows, written here
-    CHUNKER = "the bench's copy of the store's windows"
-    CHUNK_LINES = (20, 30, 40)  # a chunk's fewest, usual and most lines
-    CHUNK_CHARS = 8_000  # a chunk ends before it passes this many characters (at least one line)
-
-    def split_lines(text: str) -> list[str]:
-        """A text's lines (a final newline ends the last line; it opens no empty one)."""
-        lines = text.split("\n")
-        return lines[:-1] if len(lines) > 1 and lines[-1] == "" else lines
-
-    def chunk_spans(lines: Sequence[str]) -> list[tuple[int, int]]:
-        """Non-overlapping 1-based inclusive spans, ending at the blank line nearest 30 lines among 20-40.
-
-        >>> chunk_spans((["x"] * 24 + [""]) * 3)
-        [(1, 25), (26, 50), (51, 75)]
-        """
-        fewest, usual, most = CHUNK_LINES
-        spans: list[tuple[int, int]] = []
-        start, total = 0, len(lines)
-        while start < total:
-            end = min(start + usual, total)
-            if total - start > most:
-                blanks = [i for i in range(start + fewest - 1, start + most) if not lines[i].strip()]
-                if blanks:
-                    end = min(blanks, key=lambda i: (abs(i - (start + usual - 1)), i)) + 1
-            else:
-                end = total
-            size, cut = 0, start
-            while cut < end and (cut == start or size + len(lines[cut]) + 1 <= CHUNK_CHARS):
-                size += len(lines[cut]) + 1
-                cut += 1
-            spans.append((start + 1, cut))
-            start = cut
-        return spans
 
 
 def file_chunks(name: str, text: str) -> list[ChunkRecord]:
@@ -497,7 +457,7 @@ def main() -> None:
     print(
         f"corpus: {len(corpus):,} chunks of {sources:,} files; {len(questions)} questions; median of {repeat}"
     )
-    print(f"chunks: {CHUNKER}")
+    print("chunks: the store's (fractal_nb.store.sources.chunk_spans)")
     fts_reason = fts_status()
     fts = os.environ.get("FRACTAL_NB_BENCH_FTS") == "1" and fts_reason is None
     print(
