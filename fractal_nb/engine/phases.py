@@ -23,11 +23,9 @@ from ..results import ChainLink, FractalResult, StepRecord
 from ..store.citations import support_of
 from ..store.records import NodeRecord, Snapshot
 from ..text import clip, normalize
-from . import evidence, grounding, tracks
+from . import evidence, grounding, seeding, tracks
 from .primitive import RunState, cascade, freeze_unexplored
 
-SEED_ATTEMPTS = 3
-SEED_WORKER = "seed"
 HARVEST_PASSES = 3
 
 
@@ -50,24 +48,12 @@ def seed(run: RunState) -> StepRecord | None:
     best: list[str] = []
     plan: SeedPlan | None = None
     error, note = "", ""
-    for _ in range(SEED_ATTEMPTS):
-        try:
-            attempt = run.call(
-                SeedPlan,
-                chat("seed", seed=run.seed + note, lo=lo, hi=hi),
-                node_id=root["node_id"],
-                worker=SEED_WORKER,
-            )
-        except BudgetExhaustedError as exc:  # no call was made, and none will be: the budget's stop
-            return StepRecord(
-                root["node_id"],
-                SEED_WORKER,
-                run.seed,
-                error=f"{type(exc).__name__}: {exc}",
-                budget_reached=str(exc),
-            )
-        except LLMError as exc:
-            error = f"{type(exc).__name__}: {exc}"
+    for _ in range(seeding.SEED_ATTEMPTS):
+        attempt = seeding.attempt(run, SeedPlan, chat("seed", seed=run.seed + note, lo=lo, hi=hi))
+        if isinstance(attempt, StepRecord):
+            return attempt
+        if isinstance(attempt, LLMError):
+            error = seeding.failed(attempt)
             continue
         kept: dict[str, str] = {}
         for q in attempt.questions:
@@ -79,20 +65,20 @@ def seed(run: RunState) -> StepRecord | None:
             break
         note = f"\n(The previous attempt posed {len(distinct)} questions; pose between {lo} and {hi}.)"
     if plan is None:  # every attempt failed: the root stays open for the next run
-        return StepRecord(root["node_id"], SEED_WORKER, run.seed, error=error)
+        return StepRecord(root["node_id"], seeding.SEED_WORKER, run.seed, error=error)
     questions = best[:hi]
     written = run.local.add_answer(
         run.graph_id,
         root["node_id"],
         plan.decomposition,
-        owner=SEED_WORKER,
+        owner=seeding.SEED_WORKER,
         metadata={"seed_kind": plan.seed_kind, "seed_questions": len(questions), "seed_minimum": lo},
         sub_questions=list(questions),
     )
     run.announce_work()
     return StepRecord(
         root["node_id"],
-        SEED_WORKER,
+        seeding.SEED_WORKER,
         run.seed,
         answer_id=written["answer"]["node_id"],
         sub_questions=tuple(q["node_id"] for q in written["sub_questions"]),

@@ -15,20 +15,18 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BudgetExhaustedError, LLMError
+from ..errors import LLMError
 from ..llm.schemas import MAX_TRACKS, MIN_TRACKS, SynthesisObject, Track, TrackFindings, TrackPlan
 from ..model import Support, WeakReason
 from ..prompts import chat
 from ..results import StepRecord
 from ..store.records import SynthesisInputs
 from ..text import clip, normalize
-from . import evidence
+from . import evidence, seeding
 
 if TYPE_CHECKING:
     from .primitive import RunState
 
-SEED_WORKER = "seed"
-SEED_ATTEMPTS = 3
 SIMILAR = 0.6
 """Two tracks are near-duplicates when the Jaccard similarity of their name+focus content words is at least
 this, or when one's words (two or more) are all among the other's."""
@@ -119,24 +117,12 @@ def seed(run: RunState) -> StepRecord | None:
     merges: list[dict[str, str]] = []
     reasked: list[str] = []
     error, note = "", ""
-    for _ in range(SEED_ATTEMPTS):
-        try:
-            attempt = run.call(
-                TrackPlan,
-                chat("tracks_seed", seed=run.seed, lo=lo, hi=hi, note=note),
-                node_id=root["node_id"],
-                worker=SEED_WORKER,
-            )
-        except BudgetExhaustedError as exc:  # no call was made, and none will be: the budget's stop
-            return StepRecord(
-                root["node_id"],
-                SEED_WORKER,
-                run.seed,
-                error=f"{type(exc).__name__}: {exc}",
-                budget_reached=str(exc),
-            )
-        except LLMError as exc:
-            error = f"{type(exc).__name__}: {exc}"
+    for _ in range(seeding.SEED_ATTEMPTS):
+        attempt = seeding.attempt(run, TrackPlan, chat("tracks_seed", seed=run.seed, lo=lo, hi=hi, note=note))
+        if isinstance(attempt, StepRecord):
+            return attempt
+        if isinstance(attempt, LLMError):
+            error = seeding.failed(attempt)
             continue
         pairs = near_duplicates(attempt.tracks)
         if pairs and not reasked:  # once: say which ones, and ask again
@@ -157,7 +143,7 @@ def seed(run: RunState) -> StepRecord | None:
             break
         note = f"\n(The previous attempt posed {len(distinct)} distinct tracks; pose between {lo} and {hi}.)"
     if plan is None:  # every attempt failed: the root stays open for the next run
-        return StepRecord(root["node_id"], SEED_WORKER, run.seed, error=error)
+        return StepRecord(root["node_id"], seeding.SEED_WORKER, run.seed, error=error)
     tracks = best[:hi]
     meta: dict[str, Any] = {
         "seed_kind": "tracks",
@@ -173,7 +159,7 @@ def seed(run: RunState) -> StepRecord | None:
         run.graph_id,
         root["node_id"],
         plan.decomposition,
-        owner=SEED_WORKER,
+        owner=seeding.SEED_WORKER,
         metadata=meta,
         sub_questions=[
             {"text": track_question(t.model_dump()), "metadata": {"track": t.model_dump()}} for t in tracks
@@ -182,7 +168,7 @@ def seed(run: RunState) -> StepRecord | None:
     run.announce_work()
     return StepRecord(
         root["node_id"],
-        SEED_WORKER,
+        seeding.SEED_WORKER,
         run.seed,
         answer_id=written["answer"]["node_id"],
         sub_questions=tuple(q["node_id"] for q in written["sub_questions"]),

@@ -1,0 +1,46 @@
+"""One attempt at a seed plan, shared by the fractal seed (phases.py) and the tracks seed (tracks.py).
+
+A seed phase asks for its plan up to :data:`SEED_ATTEMPTS` times: a spent
+budget ends it at once (no call was made, and none will be: the budget's stop),
+a model failure is kept and the next attempt made.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypeVar
+
+from pydantic import BaseModel
+
+from ..errors import BudgetExhaustedError, LLMError
+from ..llm.protocol import Message
+from ..results import StepRecord
+
+if TYPE_CHECKING:
+    from .primitive import RunState
+
+SEED_ATTEMPTS = 3
+SEED_WORKER = "seed"
+"""The worker name the seed phase writes the root's answer under, and logs its calls as."""
+
+T = TypeVar("T", bound=BaseModel)
+
+
+def attempt(run: RunState, schema: type[T], messages: list[Message]) -> T | StepRecord | LLMError:
+    """The plan, or the budget's stop as the root's StepRecord, or the model's failure to try again after."""
+    try:
+        return run.call(schema, messages, node_id=run.root_id, worker=SEED_WORKER)
+    except BudgetExhaustedError as exc:  # no call was made, and none will be: the budget's stop
+        return StepRecord(
+            run.root_id,
+            SEED_WORKER,
+            run.seed,
+            error=f"{type(exc).__name__}: {exc}",
+            budget_reached=str(exc),
+        )
+    except LLMError as exc:
+        return exc
+
+
+def failed(exc: LLMError) -> str:
+    """A failed attempt as the root's error text."""
+    return f"{type(exc).__name__}: {exc}"
