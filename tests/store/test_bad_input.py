@@ -336,9 +336,12 @@ def test_a_bad_spend_row_is_refused_and_records_nothing(
 
 def test_the_ledgers_roles_are_the_engines() -> None:
     from fractal_nb.llm.schemas import SCHEMAS, role_of
+    from fractal_nb.model import TOOL_NAMES
     from fractal_nb.store.llm_log import ROLES
 
-    assert {role_of(s) for s in SCHEMAS} == set(ROLES)
+    # Every schema's role, and a row per tool call a model makes (docs/architecture.md, "Tool calls").
+    tools = {f"tool:{name}" for name in (*TOOL_NAMES, "unknown")}
+    assert {role_of(s) for s in SCHEMAS} | tools == set(ROLES)
 
 
 def test_bad_spend_rows_over_mcp_are_clear_errors_that_record_nothing(tree: Tree) -> None:
