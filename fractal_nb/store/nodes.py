@@ -125,7 +125,10 @@ class NodeWrites(LLMLog):
                     node_id=question.node_id,
                 )
             # Its citations checked and its support set, in this transaction ("Sources and citations").
-            meta = self._citations.checked_answer(graph.graph_id, meta)
+            # The root's answer is the seed's plan (a decomposition, not a claim about the sources): it is
+            # judged only when it cites.
+            if question.depth > 0 or "citations" in meta:
+                meta = self._citations.checked_answer(graph.graph_id, meta)
             # Only a question answered for the first time is surely a leaf; one answered
             # before may have sub-questions elsewhere (synthesize_node checks those). A track
             # is never a leaf: its synthesis is its findings (docs/architecture.md, "Tracks").

@@ -218,6 +218,21 @@ def test_an_answer_with_a_failed_or_no_citation_is_unsupported(noted: Tree) -> N
     )
 
 
+def test_the_seeds_plan_is_no_claim_about_the_sources() -> None:
+    # The root's answer decomposes the seed: judged only when it cites (the view marked it unsupported).
+    store = GraphStore()
+    graph = store.create_graph("How does a claim stay atomic?", "pulse", "autonomous")
+    store.add_sources(graph["graph_id"], [text("notes.md", NOTES)])
+    plan = store.add_answer(
+        graph["graph_id"], graph["root_node_id"], "Three parts.", sub_questions=["Which row?"]
+    )
+    assert "support" not in store.get_node(graph["graph_id"], plan["answer"]["node_id"])["node"]["metadata"]
+    question = plan["sub_questions"][0]["node_id"]
+    answered = store.add_answer(graph["graph_id"], question, "One UPDATE.")
+    meta = store.get_node(graph["graph_id"], answered["answer"]["node_id"])["node"]["metadata"]
+    assert meta["support"] == Support.UNSUPPORTED
+
+
 def test_without_sources_an_answer_has_no_sources(tree: Tree) -> None:
     meta = _answer_meta(tree, tree.seeds[0], citations=[cite("notes.md", 1, 1, "anything at all here")])
     assert meta["support"] == Support.NO_SOURCES
