@@ -53,7 +53,7 @@ GROWN_APP = """\
 from fractal_nb import Exploration, SimulatedLLM
 
 ex = Exploration.create("Why do some cities grow faster than others?", intensity="explore",
-                        llm=SimulatedLLM(seed=4, branching=2.0, link_rate=0.3))
+                        llm=SimulatedLLM(seed=4, branching=2.3, link_rate=0.3))
 ex.run(progress=False)
 ex.view(height="560px")
 """
