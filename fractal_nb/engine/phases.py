@@ -67,21 +67,11 @@ def seed(run: RunState) -> StepRecord | None:
     if plan is None:  # every attempt failed: the root stays open for the next run
         return StepRecord(root["node_id"], seeding.SEED_WORKER, run.seed, error=error)
     questions = best[:hi]
-    written = run.local.add_answer(
-        run.graph_id,
-        root["node_id"],
+    return seeding.write_plan(
+        run,
         plan.decomposition,
-        owner=seeding.SEED_WORKER,
-        metadata={"seed_kind": plan.seed_kind, "seed_questions": len(questions), "seed_minimum": lo},
-        sub_questions=list(questions),
-    )
-    run.announce_work()
-    return StepRecord(
-        root["node_id"],
-        seeding.SEED_WORKER,
-        run.seed,
-        answer_id=written["answer"]["node_id"],
-        sub_questions=tuple(q["node_id"] for q in written["sub_questions"]),
+        {"seed_kind": plan.seed_kind, "seed_questions": len(questions), "seed_minimum": lo},
+        questions,
     )
 
 

@@ -7,7 +7,8 @@ a model failure is kept and the next attempt made.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -44,3 +45,25 @@ def attempt(run: RunState, schema: type[T], messages: list[Message]) -> T | Step
 def failed(exc: LLMError) -> str:
     """A failed attempt as the root's error text."""
     return f"{type(exc).__name__}: {exc}"
+
+
+def write_plan(
+    run: RunState, decomposition: str, metadata: dict[str, Any], sub_questions: Sequence[str | dict[str, Any]]
+) -> StepRecord:
+    """Answer the root with the plan and hang its questions (or tracks) under it; wake the workers."""
+    written = run.local.add_answer(
+        run.graph_id,
+        run.root_id,
+        decomposition,
+        owner=SEED_WORKER,
+        metadata=metadata,
+        sub_questions=list(sub_questions),
+    )
+    run.announce_work()
+    return StepRecord(
+        run.root_id,
+        SEED_WORKER,
+        run.seed,
+        answer_id=written["answer"]["node_id"],
+        sub_questions=tuple(q["node_id"] for q in written["sub_questions"]),
+    )

@@ -155,24 +155,10 @@ def seed(run: RunState) -> StepRecord | None:
         meta["tracks_reasked"] = reasked
     if merges:
         meta["track_merges"] = merges
-    written = run.local.add_answer(
-        run.graph_id,
-        root["node_id"],
-        plan.decomposition,
-        owner=seeding.SEED_WORKER,
-        metadata=meta,
-        sub_questions=[
-            {"text": track_question(t.model_dump()), "metadata": {"track": t.model_dump()}} for t in tracks
-        ],
-    )
-    run.announce_work()
-    return StepRecord(
-        root["node_id"],
-        seeding.SEED_WORKER,
-        run.seed,
-        answer_id=written["answer"]["node_id"],
-        sub_questions=tuple(q["node_id"] for q in written["sub_questions"]),
-    )
+    tracked = [
+        {"text": track_question(t.model_dump()), "metadata": {"track": t.model_dump()}} for t in tracks
+    ]
+    return seeding.write_plan(run, plan.decomposition, meta, tracked)
 
 
 def track_note(meta: Mapping[str, Any]) -> str:
