@@ -25,6 +25,16 @@ def vis_network_source() -> str:
     return builds[-1].read_text(encoding="utf-8")
 
 
+# The view's script is one ES module made of these files, in this order (network.js, last, exports it).
+VIEW_SCRIPT = ("tree_layout.js", "tree_paint.js", "network.js")
+
+
+@cache
+def view_script() -> str:
+    """The question tree's front end as one module: layout, painting, then the view (exports)."""
+    return "\n".join(static_text(name) for name in VIEW_SCRIPT)
+
+
 @cache
 def static_text(name: str) -> str:
     """One of our static files (network.js, network.css)."""

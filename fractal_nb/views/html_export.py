@@ -20,7 +20,7 @@ from ..arguments import check_file_path
 from ..errors import InvalidInputError
 from ..evidence_report import Evidence
 from ..store.records import Changes
-from .assets import static_text, vis_network_source
+from .assets import static_text, view_script, vis_network_source
 from .citations_html import evidence_html
 from .graph_feed import snapshot_of
 from .lab_link import lab_server
@@ -138,7 +138,7 @@ def render_html(
             "</main>\n",
             f"<script>{vis_network_source()}</script>\n",
             f'<script type="application/json" id="fractal-data">{_script_json(message)}</script>\n',
-            f'<script type="module">\n{static_text("network.js")}\n{starter}</script>\n',
+            f'<script type="module">\n{view_script()}\n{starter}</script>\n',
             "</body>\n</html>\n",
         ]
     )

@@ -9,7 +9,7 @@ import anywidget
 import traitlets
 
 from ..store import GraphStore
-from .assets import STATIC, vis_network_source
+from .assets import STATIC, view_script, vis_network_source
 from .graph_feed import DeltaMessage, GraphFeed, SnapshotMessage, snapshot_at
 
 
@@ -25,10 +25,11 @@ class NetworkWidget(anywidget.AnyWidget):
     "The live view's protocol").
     """
 
-    _esm = STATIC / "network.js"
+    _esm = view_script()
     _css = STATIC / "network.css"
     selected = traitlets.Unicode("", help="Id of the node clicked in the view ('' for none).").tag(sync=True)
     height = traitlets.Unicode("520px").tag(sync=True)
+    show_status = traitlets.Bool(True, help="Whether the legend says the graph's status.").tag(sync=True)
 
     def __init__(self, store: GraphStore, graph_id: str, *, height: str = "520px") -> None:
         super().__init__(height=height)

@@ -19,9 +19,9 @@ const WEAK = "⚠ weak synthesis"; // joined without the model, or built on fail
 // An answer the store found unsupported: the graph has sources and its citations failed or are missing
 // (docs/architecture.md, "Evidence in the faces").
 const UNSUPPORTED = "✗ unsupported answer";
-const COLUMN = 250; // px between depths
-const ROW = 80; // px between leaves: a box of four lines (three of label, "▸ N more") and a gap
-const READABLE_SCALE = 0.75; // the zoom at which 12 px labels still read
+// Past this many questions the tree opens closed below the deepest level that keeps it under it
+// (the rest are a double-click, a search or Expand all away).
+const VISIBLE_CAP = 600;
 const TITLE_CHARS = 600;
 
 function loadVis(source) {
@@ -39,6 +39,12 @@ function clipText(text, limit) {
   return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`;
 }
 
+// Lower-case words, punctuation and quotes dropped: what a search compares ("tram line' cost" and
+// "Tram line cost" give the same words).
+function searchWords(text) {
+  return (text || "").toLowerCase().normalize("NFKD").replace(/[\u0300-\u036f]/g, "").split(/[^\p{L}\p{N}]+/u).filter(Boolean);
+}
+
 function element(tag, className, text) {
   const node = document.createElement(tag);
   if (className) node.className = className;
@@ -53,6 +59,7 @@ function palette(el) {
   const colors = { bg: read("--fractal-bg"), text: read("--fractal-text"), tree: read("--fractal-tree-edge") };
   colors.convergence = read("--fractal-convergence");
   colors.contradiction = read("--fractal-contradiction");
+  colors.accent = read("--fractal-match");
   for (const status of [...STATUSES, "answer"]) {
     colors[status] = {
       fill: read(`--fractal-${status}-fill`),
@@ -64,28 +71,7 @@ function palette(el) {
   return colors;
 }
 
-function groups(colors) {
-  const result = {};
-  for (const status of [...STATUSES, "answer"]) {
-    const c = colors[status];
-    result[status] = {
-      shape: "box",
-      color: {
-        background: c.fill,
-        border: c.border,
-        highlight: { background: c.fill, border: colors.text },
-        hover: { background: c.fill, border: colors.text },
-      },
-      font: { color: c.font, size: 12, face: "system-ui, sans-serif", multi: false },
-      borderWidth: status === "gated" ? 3 : 1.5,
-      shapeProperties: { borderDashes: status === "gated" ? [6, 3] : false, borderRadius: 5 },
-      margin: { top: 5, bottom: 5, left: 7, right: 7 },
-    };
-  }
-  return result;
-}
-
-function options(colors) {
+function options(colors, renderer) {
   return {
     autoResize: true,
     physics: { enabled: false },
@@ -96,8 +82,7 @@ function options(colors) {
       hideEdgesOnDrag: true,
       keyboard: { enabled: true, bindToWindow: false }, // arrows pan, +/- zoom when the canvas has focus
     },
-    groups: groups(colors),
-    nodes: { shape: "box" },
+    nodes: { shape: "custom", ctxRenderer: renderer },
     edges: { smooth: false, color: { color: colors.tree }, width: 1, arrows: { to: { enabled: false } } },
   };
 }
@@ -123,7 +108,7 @@ function questionTitle(q) {
 
 export function createView(
   el,
-  { height = "520px", send = () => {}, onSelect = () => {}, details = false, vis: given = null } = {},
+  { height = "520px", send = () => {}, onSelect = () => {}, details = false, status: showStatus = true, vis: given = null } = {},
 ) {
   el.classList.add("fractal-network");
   Object.assign(el.dataset, { drawn: "0", seq: "0", selected: "", follow: "1", past: "0" });
@@ -137,16 +122,19 @@ export function createView(
     return b;
   };
   const fitButton = button("Fit", "Show the whole tree, and follow it as it grows");
-  const zoomIn = button("+", "Zoom in");
+  const zoomIn = button("+", "Zoom in: deeper questions get their labels");
   const zoomOut = button("−", "Zoom out");
   const modeButton = button("Q/A graph", "Toggle between the question tree and the full question/answer graph");
   const expandButton = button("Expand all", "Open every collapsed branch");
+  const linksButton = button("All links", "Draw every convergence and contradiction, not only the selected question's");
+  linksButton.setAttribute("aria-pressed", "false");
   const outlineButton = button("Outline", "Show or hide the syntheses as an outline beside the graph");
   outlineButton.setAttribute("aria-pressed", "true");
   const search = element("input");
   search.type = "search";
-  search.placeholder = "Search questions…";
-  search.setAttribute("aria-label", "Search questions");
+  search.placeholder = "Search questions, answers…";
+  search.title = "Words in any order; case and punctuation ignored; questions, answers and syntheses";
+  search.setAttribute("aria-label", "Search questions, answers and syntheses");
   toolbar.appendChild(search);
   const statusFilter = element("select");
   statusFilter.setAttribute("aria-label", "Filter by status");
@@ -191,14 +179,24 @@ export function createView(
     el.dataset.follow = on ? "1" : "0";
   };
   let mode = "tree";
+  let allLinks = false; // every cross-branch link drawn, or only the selected question's
   let counts = {};
   let status = "";
   const questions = new Map();
   const links = new Map();
   const children = new Map(); // question id -> child question ids, in creation order
+  const questionOf = new Map(); // answer id -> its question id
   const opened = new Set(); // opened by the reader beyond the automatic depth
   const closed = new Set(); // closed by the reader
   let autoDepth = Infinity;
+  let matched = new Set(); // questions the search and filter found
+  let placed = { at: new Map(), bounds: { left: 0, right: 0, top: 0, bottom: 0 }, k: K_MAX, readable: true };
+  const looks = new Map(); // node id -> how it is drawn (tree_paint.js)
+  const painter = createPainter({
+    look: (id) => looks.get(id),
+    scale: () => (network ? network.getScale() : 1),
+    colors: () => colors,
+  });
 
   function childrenOf(id) {
     return children.get(id) || [];
@@ -213,30 +211,38 @@ export function createView(
         children.set(q.parent, list);
       }
       if (q.root) root = q.id;
+      for (const answer of q.answers) questionOf.set(answer.id, q.id);
       questions.set(q.id, q);
     }
   }
 
-  // The depth below which branches start closed: the deepest level whose rows still fit the
-  // canvas at a readable zoom (labels at about 3/4 size), the seed questions at least.
+  function canvasSize() {
+    return [canvas.clientWidth || 800, canvas.clientHeight || parseInt(height, 10) || 520];
+  }
+
+  // Where branches start closed: with more than VISIBLE_CAP questions, below the deepest level that
+  // keeps the tree under it; then, while the fitted tree would draw the seed questions' labels under
+  // SEED_TARGET_PX, one level shallower (the seed questions always show).
   function chooseAutoDepth() {
-    const budget = Math.max(8, Math.floor((canvas.clientHeight || 520) / (ROW * READABLE_SCALE)));
-    const byDepth = new Map(); // depth -> [questions there, of them with no sub-question]
+    const byDepth = new Map();
     let deepest = 0;
     for (const q of questions.values()) {
-      const [all, leaves] = byDepth.get(q.depth) || [0, 0];
-      byDepth.set(q.depth, [all + 1, leaves + (childrenOf(q.id).length ? 0 : 1)]);
+      byDepth.set(q.depth, (byDepth.get(q.depth) || 0) + 1);
       deepest = Math.max(deepest, q.depth);
     }
-    let leavesAbove = 0;
     autoDepth = Infinity;
+    let shown = byDepth.get(0) || 0;
     for (let depth = 1; depth <= deepest; depth += 1) {
-      const [all, leaves] = byDepth.get(depth) || [0, 0];
-      if (depth > 1 && leavesAbove + all > budget) {
-        autoDepth = depth - 1; // rows if closed at depth - 1 fitted; this level does not
-        return;
+      shown += byDepth.get(depth) || 0;
+      if (depth > 1 && shown > VISIBLE_CAP) {
+        autoDepth = depth - 1;
+        break;
       }
-      leavesAbove += leaves;
+    }
+    const [width, tall] = canvasSize();
+    for (let depth = Math.min(autoDepth, deepest); depth > 1; depth -= 1) {
+      if (chooseLayout(visibleTree(), width, tall).readable) break;
+      autoDepth = depth - 1;
     }
   }
 
@@ -258,126 +264,145 @@ export function createView(
     return total;
   }
 
-  // Left-to-right tidy tree of the visible questions: leaves take rows, parents sit mid-way.
-  function layout(everything = false) {
-    const at = new Map();
-    if (!root || !questions.has(root)) return at;
-    let row = 0;
-    const stack = [[root, false]];
-    const span = new Map();
-    while (stack.length) {
-      const [id, done] = stack.pop();
-      const q = questions.get(id);
-      const kids = !everything && isClosed(id) ? [] : childrenOf(id);
-      if (!done && kids.length) {
-        stack.push([id, true]);
-        for (let i = kids.length - 1; i >= 0; i -= 1) stack.push([kids[i], false]);
-        continue;
-      }
-      const y = kids.length ? (span.get(kids[0]) + span.get(kids[kids.length - 1])) / 2 : (row++) * ROW;
-      span.set(id, y);
-      // In the Q/A graph each answer takes a column of its own between its question and the next depth.
-      at.set(id, { x: q.depth * COLUMN * (mode === "graph" ? 2 : 1), y });
-    }
-    return at;
+  // A question's label lines: its marks, its wrapped text, and how much a closed branch hides.
+  function questionLines(q, everything) {
+    const lines = q.label.split("\n");
+    const hidden = !everything && isClosed(q.id) ? countBelow(q.id) : 0;
+    if (hidden) lines.push(`▸ ${hidden} more`);
+    if (q.track) lines.unshift(`▣ ${clipText(q.track, 24)}`);
+    if (q.unsupported) lines.unshift(UNSUPPORTED);
+    if (q.weak) lines.unshift(WEAK);
+    return lines;
   }
 
-  function questionNode(q, position) {
-    const hidden = isClosed(q.id) ? countBelow(q.id) : 0;
-    let label = hidden ? `${q.label}\n▸ ${hidden} more` : q.label;
-    if (q.track) label = `▣ ${clipText(q.track, 24)}\n${label}`;
-    if (q.unsupported) label = `${UNSUPPORTED}\n${label}`;
-    if (q.weak) label = `${WEAK}\n${label}`;
-    const node = {
-      id: q.id,
-      label,
-      title: questionTitle(q),
-      group: q.status,
-      x: position.x,
-      y: position.y,
-      borderWidth: q.root ? 3 : undefined,
-      font: q.root ? { size: 14, bold: true } : undefined,
+  function answerLines(answer) {
+    const text = clipText(answer.text.replace(/^\s*\[[^\]\n]{1,40}\]\s*/, ""), 60);
+    const lines = (text.match(/.{1,26}(\s|$)|\S+/g) || [""]).map((line) => line.trim()).filter(Boolean);
+    return answer.support === "unsupported" ? [UNSUPPORTED, ...lines] : lines;
+  }
+
+  // The visible tree as tree_layout.js takes it (``everything``: every branch open).
+  function visibleTree(everything = false) {
+    const boxes = new Map();
+    const box = (id, lines) => {
+      if (!boxes.has(id)) boxes.set(id, boxOf(lines));
+      return boxes.get(id);
+    };
+    return {
+      root: root && questions.has(root) ? root : null,
+      kids: (id) => (!everything && isClosed(id) ? [] : childrenOf(id)),
+      depth: (id) => questions.get(id).depth,
+      box: (id) => box(id, questionLines(questions.get(id), everything)),
+      answers: (id) =>
+        mode === "graph" ? questions.get(id).answers.map((a) => ({ id: a.id, ...box(a.id, answerLines(a)) })) : [],
+      lines: (id) => boxes.get(id).lines,
+    };
+  }
+
+  function questionLook(q, p, lines) {
+    const c = colors[q.status];
+    const look = {
+      lines,
+      w: p.w,
+      h: p.h,
+      s: p.s,
+      fill: c.fill,
+      border: c.border,
+      font: c.font,
+      borderWidth: q.root ? 3 : q.status === "gated" ? 3 : 1.5,
+      dashes: q.status === "gated" ? [6, 3] : null,
+      bold: q.root,
+      ring: matched.has(q.id),
     };
     if (q.weak) {
       // A weak synthesis keeps its status colour, drawn with the failed border, dashed.
-      const fill = colors[q.status].fill;
-      node.color = {
-        background: fill,
-        border: colors.failed.border,
-        highlight: { background: fill, border: colors.text },
-        hover: { background: fill, border: colors.text },
-      };
-      node.borderWidth = 3;
-      node.shapeProperties = { borderDashes: [4, 3], borderRadius: 5 };
+      Object.assign(look, { border: colors.failed.border, borderWidth: 3, dashes: [4, 3] });
     } else if (q.unsupported) {
       // An unsupported answer: the status colour kept, a dotted border in the failed colour.
-      const fill = colors[q.status].fill;
-      node.color = {
-        background: fill,
-        border: colors.failed.border,
-        highlight: { background: fill, border: colors.text },
-        hover: { background: fill, border: colors.text },
-      };
-      node.borderWidth = 3;
-      node.shapeProperties = { borderDashes: [1, 3], borderRadius: 5 };
+      Object.assign(look, { border: colors.failed.border, borderWidth: 3, dashes: [1, 3] });
     }
-    return node;
+    return look;
+  }
+
+  // The selected question (its id, or its answer's question's): its links are the ones drawn.
+  function selectedQuestion() {
+    const id = el.dataset.selected;
+    return questionOf.get(id) || id;
   }
 
   function items() {
-    const at = layout();
+    const tree = visibleTree();
+    const [width, tall] = canvasSize();
+    placed = chooseLayout(tree, width, tall);
+    looks.clear();
     const nodeItems = [];
     const edgeItems = [];
-    for (const [id, position] of at) {
+    for (const [id, p] of placed.at) {
+      if (p.answer) continue;
       const q = questions.get(id);
-      nodeItems.push(questionNode(q, position));
-      if (q.parent !== null && at.has(q.parent)) {
-        if (mode === "graph" && q.via) {
-          edgeItems.push({ id: `${q.via}>${id}`, from: q.via, to: id });
-        } else {
-          edgeItems.push({ id: `${q.parent}>${id}`, from: q.parent, to: id });
-        }
+      looks.set(id, questionLook(q, p, tree.lines(id)));
+      nodeItems.push({ id, x: p.x, y: p.y, title: questionTitle(q), size: Math.max(p.w, p.h) / 2 });
+      const edgeWidth = Math.max(0.35, 1.2 * p.s);
+      if (q.parent !== null && placed.at.has(q.parent)) {
+        const from = mode === "graph" && q.via && placed.at.has(q.via) ? q.via : q.parent;
+        edgeItems.push({ id: `${from}>${id}`, from, to: id, width: edgeWidth });
       }
-      if (mode === "graph") {
-        q.answers.forEach((answer, i) => {
-          const unsupported = answer.support === "unsupported";
-          const text = clipText(answer.text, 60).replace(/(.{1,26})(\s|$)/g, "$1\n").trim();
-          nodeItems.push({
-            id: answer.id,
-            label: unsupported ? `${UNSUPPORTED}\n${text}` : text,
-            title: clipText(`answer${answer.support ? ` · ${answer.support}` : ""}\n\n${answer.text}`, TITLE_CHARS),
-            group: "answer",
-            x: position.x + COLUMN,
-            y: position.y + i * (ROW / 2),
-            ...(unsupported
-              ? {
-                  color: { background: colors.answer.fill, border: colors.failed.border },
-                  borderWidth: 3,
-                  shapeProperties: { borderDashes: [1, 3], borderRadius: 5 },
-                }
-              : {}),
-          });
-          edgeItems.push({ id: `${id}>${answer.id}`, from: id, to: answer.id, dashes: [2, 2] });
+      for (const answer of mode === "graph" ? q.answers : []) {
+        const a = placed.at.get(answer.id);
+        const unsupported = answer.support === "unsupported";
+        looks.set(answer.id, {
+          lines: tree.lines(answer.id),
+          w: a.w,
+          h: a.h,
+          s: a.s,
+          fill: colors.answer.fill,
+          border: unsupported ? colors.failed.border : colors.answer.border,
+          font: colors.answer.font,
+          borderWidth: unsupported ? 3 : 1.5,
+          dashes: unsupported ? [1, 3] : null,
+          bold: false,
+          ring: false,
         });
+        nodeItems.push({
+          id: answer.id,
+          x: a.x,
+          y: a.y,
+          title: clipText(`answer${answer.support ? ` · ${answer.support}` : ""}\n\n${answer.text}`, TITLE_CHARS),
+          size: Math.max(a.w, a.h) / 2,
+        });
+        edgeItems.push({ id: `${id}>${answer.id}`, from: id, to: answer.id, dashes: [2, 2], width: edgeWidth });
       }
     }
-    const shown = new Set(nodeItems.map((n) => n.id));
+    // Cross-branch links over the tree only where the reader asks: the selected question's, or all.
+    const chosen = selectedQuestion();
     for (const link of links.values()) {
       const [from, to] = mode === "graph" ? [link.from_node, link.to_node] : [link.from_question, link.to_question];
-      if (!shown.has(from) || !shown.has(to) || from === to) continue;
+      if (!looks.has(from) || !looks.has(to) || from === to) continue;
+      if (!allLinks && link.from_question !== chosen && link.to_question !== chosen) continue;
       const color = link.type === "contradiction" ? colors.contradiction : colors.convergence;
       edgeItems.push({
         id: link.id,
         from,
         to,
         title: clipText(`${link.type}: ${link.note}`, TITLE_CHARS),
-        color: { color, opacity: 0.6 },
+        color: { color, opacity: allLinks ? 0.45 : 0.85 },
         width: 1.8,
         dashes: link.type === "contradiction" ? [2, 5] : [8, 4],
         smooth: { enabled: true, type: "curvedCW", roundness: 0.25 },
       });
     }
     return [nodeItems, edgeItems];
+  }
+
+  // Show the whole placed tree, centred, at the zoom that fits it (never past MAX_FIT_SCALE).
+  function fitView() {
+    const b = placed.bounds;
+    const [width, tall] = canvasSize();
+    network.moveTo({
+      position: { x: (b.left + b.right) / 2, y: (b.top + b.bottom) / 2 },
+      scale: fitScale(b, width, tall),
+      animation: false,
+    });
   }
 
   function redraw() {
@@ -390,15 +415,20 @@ export function createView(
     edges.update(edgeItems);
     el.dataset.visibleCount = String(nodes.length);
     el.dataset.edgeCount = String(edges.length);
-    if (follow) network.fit({ animation: false });
+    el.dataset.linkCount = String(edgeItems.filter((e) => links.has(e.id)).length);
+    el.dataset.k = placed.k.toFixed(2);
+    if (follow) fitView();
+    network.redraw();
   }
 
   function draw() {
     colors = palette(el);
     nodes = new vis.DataSet([]);
     edges = new vis.DataSet([]);
-    network = new vis.Network(canvas, { nodes, edges }, options(colors));
+    network = new vis.Network(canvas, { nodes, edges }, options(colors, painter.renderer));
     el.visNetwork = network; // for the browser console (and the browser tests)
+    el.fractalFrame = frame;
+    network.on("beforeDrawing", () => painter.start());
     network.once("afterDrawing", () => {
       el.dataset.drawn = "1";
     });
@@ -427,9 +457,8 @@ export function createView(
     const next = palette(el);
     if (JSON.stringify(next) === JSON.stringify(colors)) return;
     colors = next;
-    network.setOptions(options(colors));
+    network.setOptions(options(colors, painter.renderer));
     redraw();
-    network.redraw();
   }
 
   // Open every closed question above ``id``, so a found or chosen question is on screen;
@@ -449,21 +478,69 @@ export function createView(
   }
 
   function select(id, focus) {
+    const before = selectedQuestion();
     el.dataset.selected = id;
     onSelect(id);
     if (!network) return;
-    if (id && questions.has(id)) {
-      if (openAbove(id)) redraw();
-      network.selectNodes([id]);
+    const question = questionOf.get(id) || id;
+    const shown = questions.has(question) ? (mode === "graph" ? id : question) : id;
+    if (questions.has(question)) {
+      const grew = openAbove(question);
+      if (grew || before !== question) redraw(); // its branch, and its links, drawn
+    }
+    if (shown && nodes.get(shown)) {
+      network.selectNodes([shown]);
       if (focus) {
         setFollow(false);
-        network.focus(id, { scale: Math.max(network.getScale(), 0.9), animation: false });
+        // Close enough that its label reads (MIN_LABEL_PX and a little more).
+        const readable = (MIN_LABEL_PX + 3) / (LEVEL_FONT * (looks.get(shown)?.s || 1));
+        network.focus(shown, { scale: Math.max(network.getScale(), readable, 0.9), animation: false });
       }
-    } else if (id && nodes.get(id)) {
-      network.selectNodes([id]);
+    } else {
+      network.unselectAll();
     }
-    if (details) showDetails(id);
-    markOutline(id);
+    if (details) showDetails(question);
+    markOutline(question);
+  }
+
+  // What the last frame drew, in page pixels: labels (each with its size on screen), dots, boxes drawn
+  // without a label, and the share of the canvas the drawn tree spans across and down.
+  function frame() {
+    const drawn = painter.frame();
+    const box = canvas.querySelector("canvas").getBoundingClientRect();
+    const toPage = (x, y) => {
+      const p = network.canvasToDOM({ x, y });
+      return [box.left + p.x, box.top + p.y];
+    };
+    const labels = drawn.labels.map((l) => {
+      const [left, top] = toPage(l.x - l.w / 2, l.y - l.h / 2);
+      const [right, bottom] = toPage(l.x + l.w / 2, l.y + l.h / 2);
+      const q = questions.get(l.id);
+      return { id: l.id, depth: q ? q.depth : null, px: l.px, left, top, right, bottom };
+    });
+    const spread = { left: Infinity, right: -Infinity, top: Infinity, bottom: -Infinity };
+    for (const id of [...drawn.dots, ...drawn.labels.map((l) => l.id)]) {
+      const p = placed.at.get(id);
+      if (!p) continue;
+      const [left, top] = toPage(p.x - p.w / 2, p.y - p.h / 2);
+      const [right, bottom] = toPage(p.x + p.w / 2, p.y + p.h / 2);
+      spread.left = Math.min(spread.left, Math.max(left, box.left));
+      spread.right = Math.max(spread.right, Math.min(right, box.right));
+      spread.top = Math.min(spread.top, Math.max(top, box.top));
+      spread.bottom = Math.max(spread.bottom, Math.min(bottom, box.bottom));
+    }
+    return {
+      scale: network.getScale(),
+      k: placed.k,
+      canvas: { left: box.left, top: box.top, right: box.right, bottom: box.bottom },
+      labels,
+      dots: drawn.dots.length,
+      bare: drawn.bare.length,
+      use: {
+        x: Math.max(0, spread.right - spread.left) / box.width,
+        y: Math.max(0, spread.bottom - spread.top) / box.height,
+      },
+    };
   }
 
   function showDetails(id) {
@@ -496,28 +573,42 @@ export function createView(
 
   // -- finding ---------------------------------------------------------------------------
 
-  // The questions matching the search and the status filter, listed and selected; ``open``: the
-  // reader asked (not a delta), so their branches open too.
+  // A question's searchable words: its text, answers and synthesis, lower case, punctuation as spaces.
+  const haystacks = new WeakMap(); // question item -> its words (items are replaced when they change)
+  function haystack(q) {
+    let words = haystacks.get(q);
+    if (words === undefined) {
+      words = ` ${searchWords([q.text, ...q.answers.map((a) => a.text), q.synthesis || ""].join(" ")).join(" ")} `;
+      haystacks.set(q, words);
+    }
+    return words;
+  }
+
+  // The questions matching the search (every word, in any order, as a word or the start of one) and the
+  // status filter, listed, ringed in the tree and marked in the outline; ``open``: the reader asked (not
+  // a delta), so their branches open too.
   function find(open) {
-    const text = search.value.trim().toLowerCase();
+    const words = searchWords(search.value);
     const wanted = statusFilter.value === "any status" ? null : statusFilter.value;
     const matches = [];
-    if (text || wanted) {
+    if (words.length || wanted) {
       for (const q of questions.values()) {
-        const hit = (!text || `${q.text}\n${q.synthesis || ""}`.toLowerCase().includes(text))
-          && (!wanted || (wanted === "weak" ? q.weak : wanted === "unsupported" ? q.unsupported > 0 : q.status === wanted));
+        const hit =
+          (!words.length || words.every((w) => haystack(q).includes(` ${w}`))) &&
+          (!wanted || (wanted === "weak" ? q.weak : wanted === "unsupported" ? q.unsupported > 0 : q.status === wanted));
         if (hit) matches.push(q);
       }
     }
     found.replaceChildren(new Option(`${matches.length} found: choose one…`, ""));
     for (const q of matches.slice(0, 500)) found.appendChild(new Option(clipText(q.label.replace(/\n/g, " "), 80), q.id));
-    found.hidden = !(text || wanted);
+    found.hidden = !(words.length || wanted);
     el.dataset.found = String(matches.length);
+    matched = new Set(matches.map((q) => q.id));
+    if (open) for (const q of matches.slice(0, 100)) openInOutline(q.id);
+    markMatches();
     if (network) {
-      let opened = false;
-      if (open) for (const q of matches) opened = openAbove(q.id) || opened;
-      if (opened) redraw();
-      network.selectNodes(matches.map((q) => q.id).filter((id) => nodes.get(id)));
+      if (open) for (const q of matches) openAbove(q.id);
+      redraw();
     }
   }
 
@@ -564,7 +655,31 @@ export function createView(
       }
     };
     reopen(top);
-    markOutline(el.dataset.selected);
+    markOutline(selectedQuestion());
+    markMatches();
+  }
+
+  // Open the outline down to ``id`` (each entry fills its sub-questions when it opens).
+  function openInOutline(id) {
+    if (outline.hidden || !questions.has(id)) return;
+    const path = [];
+    for (let q = questions.get(id); q && q.parent !== null; q = questions.get(q.parent)) path.unshift(q.parent);
+    for (const above of path) {
+      const entry = outline.querySelector(`details[data-id="${CSS.escape(above)}"]`);
+      if (!entry) return;
+      if (!entry.open) {
+        entry.open = true;
+        entry.dispatchEvent(new Event("toggle"));
+      }
+    }
+  }
+
+  function markMatches() {
+    for (const s of outline.querySelectorAll("summary.fractal-match")) s.classList.remove("fractal-match");
+    for (const id of matched) {
+      const entry = outline.querySelector(`details[data-id="${CSS.escape(id)}"] > summary`);
+      if (entry) entry.classList.add("fractal-match");
+    }
   }
 
   function markOutline(id) {
@@ -589,10 +704,12 @@ export function createView(
       legend.appendChild(item);
     };
     key("fractal-tree", mode === "tree" ? "sub-question" : "question → answer → sub-question");
-    key("fractal-convergence", "convergence");
-    key("fractal-contradiction", "contradiction");
+    const whose = allLinks ? "" : " (the selected question's)";
+    key("fractal-convergence", `convergence${whose}`);
+    key("fractal-contradiction", `contradiction${whose}`);
+    legend.appendChild(element("span", "fractal-link-key", "● too small to label here: zoom in"));
     legend.appendChild(element("span", "fractal-link-key", "▸ N more: double-click to open"));
-    legend.appendChild(element("span", "fractal-graph-status", `graph ${status}`));
+    if (showStatus) legend.appendChild(element("span", "fractal-graph-status", `graph ${status}`));
   }
 
   function setCounts(message) {
@@ -618,6 +735,7 @@ export function createView(
       questions.clear();
       links.clear();
       children.clear();
+      questionOf.clear();
       index(message.questions);
       for (const link of message.links) links.set(link.id, link);
       chooseAutoDepth();
@@ -654,7 +772,7 @@ export function createView(
 
   fitButton.addEventListener("click", () => {
     setFollow(true);
-    if (network) network.fit({ animation: false });
+    if (network) fitView();
   });
   const zoom = (factor) => {
     if (!network) return;
@@ -670,6 +788,12 @@ export function createView(
     if (network) redraw();
     renderLegend();
   });
+  linksButton.addEventListener("click", () => {
+    allLinks = !allLinks;
+    linksButton.setAttribute("aria-pressed", String(allLinks));
+    if (network) redraw();
+    renderLegend();
+  });
   expandButton.addEventListener("click", () => {
     closed.clear();
     for (const id of questions.keys()) opened.add(id);
@@ -679,13 +803,37 @@ export function createView(
     outline.hidden = !outline.hidden;
     outlineButton.setAttribute("aria-pressed", String(!outline.hidden));
     if (!outline.hidden) renderOutline();
-    if (network) network.redraw();
+    // The canvas changed width: the resize watch below lays the tree out again for it.
   });
   search.addEventListener("input", () => find(true));
   statusFilter.addEventListener("change", () => find(true));
   found.addEventListener("change", () => {
     if (found.value) select(found.value, true);
   });
+
+  // A finding's or a chain entry's link (data-fractal-node, views/citations_html.py) anywhere on the
+  // page shows its node here: selected, its branch open, in view.
+  const onNodeLink = (event) => {
+    const link = event.target instanceof Element ? event.target.closest("a[data-fractal-node]") : null;
+    const id = link ? link.dataset.fractalNode : "";
+    if (!id || !(questions.has(id) || questionOf.has(id))) return;
+    event.preventDefault();
+    el.scrollIntoView({ block: "nearest" });
+    select(id, true);
+  };
+  document.addEventListener("click", onNodeLink);
+
+  // Every change of the canvas's size (the outline shown or hidden, a window or a panel resized) lays
+  // the tree out again for the new shape and, while the view follows, fits it.
+  let resizing = 0;
+  const sizeWatch = new ResizeObserver(() => {
+    if (!network || resizing) return;
+    resizing = requestAnimationFrame(() => {
+      resizing = 0;
+      if (follow) redraw();
+    });
+  });
+  sizeWatch.observe(canvas);
 
   // JupyterLab switches themes by attributes on <body>; the canvas is repainted with the new colours.
   const themeWatch = new MutationObserver(retheme);
@@ -694,13 +842,16 @@ export function createView(
   return {
     apply,
     select,
+    frame,
     // Where every question would be with all branches open (the layout's own check).
     layoutAll() {
-      const at = layout(true);
+      const at = placeTree(visibleTree(true), K_MIN).at;
       return { count: at.size, distinct: new Set([...at.values()].map((p) => `${p.x},${p.y}`)).size };
     },
     destroy() {
       themeWatch.disconnect();
+      sizeWatch.disconnect();
+      document.removeEventListener("click", onNodeLink);
       if (network) network.destroy();
     },
   };
@@ -709,6 +860,7 @@ export function createView(
 function render({ model, el }) {
   const view = createView(el, {
     height: model.get("height"),
+    status: model.get("show_status"),
     send: (message) => model.send(message),
     onSelect: (id) => {
       model.set("selected", id);
