@@ -47,7 +47,9 @@ if TYPE_CHECKING:
 ERROR_STYLE = "color:var(--jp-error-color1, #b42323)"
 MUTED_STYLE = "color:var(--jp-ui-font-color2, #57606a)"
 TABS = ("Gates", "Inspector", "Result", "Export", "Turns")
-GATES_TAB, RESULT_TAB = TABS.index("Gates"), TABS.index("Result")  # the tabs the panel brings forward
+# The tabs the panel brings forward: gates when they wait, the result when one is shown, else the Inspector.
+GATES_TAB, INSPECTOR_TAB, RESULT_TAB = TABS.index("Gates"), TABS.index("Inspector"), TABS.index("Result")
+PANEL_CSS = "fractal-panel"  # the class views/static/panel.css styles the panel by
 RUN_TIP = "Work with the chosen number of workers"
 RESUME_TIP = "Go on past the budget the last run stopped at, with the chosen number of workers"
 
@@ -63,6 +65,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self.exploration = exploration
         budget = exploration.budget
         self.network = NetworkWidget(exploration.store, exploration.graph_id, height=height)
+        self.network.show_status = False  # the panel's status line says it, once (_show_controls)
         self.step_button = _button("Step", "step-forward", "Process one node in a background thread")
         self.step_count = widgets.BoundedIntText(
             value=5, min=1, max=10_000, layout=widgets.Layout(width="70px")
@@ -91,7 +94,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         )
         self.counts = widgets.HTML()
         self.totals = widgets.HTML()
-        self.guide = widgets.HTML()  # why a control is disabled, or where to go next
+        self.guide = widgets.HTML()  # the one status line: what the graph is doing, or why a control waits
         self.message = widgets.HTML()  # the newest note or error
         self.warning = widgets.HTML()  # a degraded result's warning, while the graph's result is degraded
 
@@ -132,8 +135,18 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             "Export": [self.export_name, self.export_path, self.export_button],
             "Turns": [self.steering.turns_page],
         }
-        self.tabs = widgets.Tab(children=[widgets.VBox(pages[title]) for title in TABS], titles=TABS)
+        # Each tab scrolls inside a box as tall as the tree beside it, so the controls, the tree and the
+        # tab in use fit one screen (1400 x 900 in JupyterLab); on a narrow page the tabs wrap below.
+        page = widgets.Layout(max_height=f"calc({height} + 60px)", overflow="auto")
+        self.tabs = widgets.Tab(
+            children=[widgets.VBox(pages[title], layout=page) for title in TABS],
+            titles=TABS,
+            selected_index=INSPECTOR_TAB,
+            layout=widgets.Layout(flex="1 1 340px", min_width="300px"),
+        )
         row = widgets.Layout(flex_flow="row wrap", align_items="center")
+        self.network.layout = widgets.Layout(width="100%")
+        tree = widgets.VBox([self.network, self.history], layout=widgets.Layout(flex="3 1 560px", min_width="0"))
         super().__init__(
             [
                 widgets.HBox(
@@ -154,11 +167,13 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                 self.guide,
                 self.message,
                 self.warning,
-                self.network,
-                self.history,
-                self.tabs,
+                widgets.HBox(
+                    [tree, self.tabs],
+                    layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start", grid_gap="8px"),
+                ),
             ]
         )
+        self.add_class(PANEL_CSS)
 
         self._inbox: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._job: threading.Thread | None = None
@@ -238,6 +253,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             self._budget_state = self._budget_state_now() if stopped else ("", "")
             if feed.status != self._result_for and feed.status != GraphStatus.ACTIVE:
                 self._show_result(self.exploration.preview())  # a run ended: its result as it stands
+                if not self._result_for and not feed.counts()["gated"]:
+                    self.tabs.selected_index = RESULT_TAB  # opened on a stopped graph: its result first
             elif feed.status != self._result_for:  # running again: the last result's warning is old
                 self.warning.value = ""
             self._result_for = feed.status
@@ -422,7 +439,6 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         )
 
     def _show_counts(self, counts: dict[str, int]) -> None:
-        feed = self.network.feed
         questions = counts["total"] - counts["answers"]
         self.progress.max = max(questions, 1)
         self.progress.value = counts["synthesized"] + counts["saturated"] + counts[FAILED]
@@ -436,7 +452,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         if counts.get("unsupported"):
             parts.append(f"<b style='{ERROR_STYLE}'>{counts['unsupported']} unsupported answer(s)</b>")
         parts.append(f"{counts['answers']} answers")
-        self.counts.value = f"<span>{' · '.join(parts)} · graph <b>{html.escape(feed.status)}</b></span>"
+        self.counts.value = f"<span>{' · '.join(parts)}</span>"
 
     def _show_totals(self) -> None:
         usage = self.exploration.usage()
@@ -512,8 +528,24 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self.harvest_button.description = (
             "Harvest" if state in ("finished", "explored") else "Finish & harvest"
         )
-        text = "Working… Pause stops after the nodes in flight." if busy else blocked
-        self.guide.value = f"<div style='{MUTED_STYLE}'>{html.escape(text)}</div>" if text else ""
+        text = "Working… Pause stops after the nodes in flight." if busy else blocked or self._ready(counts)
+        self.guide.value = f"<div class='fractal-status' style='{MUTED_STYLE}'>{html.escape(text)}</div>"
+
+    def _ready(self, counts: dict[str, int]) -> str:
+        """The status line of a graph with work to do and nothing in the way."""
+        waiting = counts["open"] + counts["claimed"]
+        answered = counts["answered"]
+        if counts["total"] <= 1:
+            return "Ready: Step seeds the exploration (the root's plan and its questions); Run works it through."
+        work = (
+            f"{waiting} open question(s)"
+            if waiting
+            else f"{answered} question(s) wait for their synthesis"
+            if answered
+            else "work left"
+        )
+        paused = self.network.feed.status == GraphStatus.PAUSED
+        return f"{'Paused' if paused else 'Ready'}: {work}. Step processes one, Run works with the workers chosen."
 
     def _show_gates(self) -> None:
         gated = self.network.feed.gated()

@@ -9,7 +9,7 @@ import anywidget
 import traitlets
 
 from ..store import GraphStore
-from .assets import STATIC, view_script, vis_network_source
+from .assets import static_text, view_script, vis_network_source
 from .graph_feed import DeltaMessage, GraphFeed, SnapshotMessage, snapshot_at
 
 
@@ -26,7 +26,8 @@ class NetworkWidget(anywidget.AnyWidget):
     """
 
     _esm = view_script()
-    _css = STATIC / "network.css"
+    # The panel's few rules ride along: a widget's CSS is the page's (views/static/panel.css).
+    _css = static_text("network.css") + static_text("panel.css")
     selected = traitlets.Unicode("", help="Id of the node clicked in the view ('' for none).").tag(sync=True)
     height = traitlets.Unicode("520px").tag(sync=True)
     show_status = traitlets.Bool(True, help="Whether the legend says the graph's status.").tag(sync=True)

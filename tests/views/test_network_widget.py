@@ -12,7 +12,7 @@ import pytest
 
 from fractal_nb import GraphStore
 from fractal_nb.views import NetworkWidget
-from fractal_nb.views.assets import STATIC, vis_network_source
+from fractal_nb.views.assets import STATIC, VIEW_SCRIPT, vis_network_source
 from fractal_nb.views.kernel_pump import KernelPump
 
 HOSTILE = '<img src=x onerror="window.__pwned=1"> see href="javascript:alert(1)"'
@@ -58,8 +58,8 @@ def test_model_text_stays_text(fresh_store: GraphStore) -> None:
     widget = NetworkWidget(fresh_store, g["graph_id"])
     item = widget.feed.snapshot()["questions"][0]
     assert item["text"] == HOSTILE, "sent as data; the view shows it with textContent or a text title"
-    script = (STATIC / "network.js").read_text()
-    assert "innerHTML" not in script and "insertAdjacentHTML" not in script
+    for script in [(STATIC / name).read_text() for name in VIEW_SCRIPT]:
+        assert "innerHTML" not in script and "insertAdjacentHTML" not in script
 
 
 def test_the_vis_build_comes_from_the_installed_pyvis_not_from_this_repo() -> None:
@@ -69,7 +69,8 @@ def test_the_vis_build_comes_from_the_installed_pyvis_not_from_this_repo() -> No
     assert vis_network_source() == build.read_text()
     repo = Path(__file__).parents[2]
     committed_js = list((repo / "fractal_nb").rglob("*.js"))
-    assert committed_js == [STATIC / "network.js"]
+    assert committed_js and all(p.parent == STATIC for p in committed_js), "only our own view's files"
+    assert set(VIEW_SCRIPT) <= {p.name for p in committed_js}
     assert all(p.stat().st_size < 40_000 for p in committed_js), "our own view, not a library"
     assert all("https://" not in p.read_text() for p in committed_js)
 

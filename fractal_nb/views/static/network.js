@@ -285,7 +285,7 @@ export function createView(
   function visibleTree(everything = false) {
     const boxes = new Map();
     const box = (id, lines) => {
-      if (!boxes.has(id)) boxes.set(id, boxOf(lines));
+      if (!boxes.has(id)) boxes.set(id, boxOf(lines, id === root));
       return boxes.get(id);
     };
     return {

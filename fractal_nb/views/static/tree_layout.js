@@ -25,26 +25,25 @@ const FIT_MARGIN = 0.95; // the fitted tree leaves this share of the canvas arou
 const FONT_FACE = "system-ui, -apple-system, 'Segoe UI', sans-serif";
 
 let textMeasure = null;
-const widths = new Map(); // line -> its width at LEVEL_FONT
+const widths = new Map(); // line (bold ones marked) -> its width at LEVEL_FONT
 
 // The width of one line of a label at LEVEL_FONT, measured once with the canvas's own font metrics.
-function lineWidth(line) {
-  let width = widths.get(line);
+function lineWidth(line, bold = false) {
+  const key = bold ? `\u0001${line}` : line;
+  let width = widths.get(key);
   if (width === undefined) {
-    if (!textMeasure) {
-      textMeasure = document.createElement("canvas").getContext("2d");
-      textMeasure.font = `${LEVEL_FONT}px ${FONT_FACE}`;
-    }
+    textMeasure = textMeasure || document.createElement("canvas").getContext("2d");
+    textMeasure.font = `${bold ? "600 " : ""}${LEVEL_FONT}px ${FONT_FACE}`;
     width = textMeasure.measureText(line).width;
     if (widths.size > 50000) widths.clear();
-    widths.set(line, width);
+    widths.set(key, width);
   }
   return width;
 }
 
-// A label's box at a seed question's size: {lines, w, h}.
-function boxOf(lines) {
-  const w = Math.max(24, ...lines.map(lineWidth)) + 2 * PAD_X;
+// A label's box at a seed question's size: {lines, w, h} (``bold``: the root's label).
+function boxOf(lines, bold = false) {
+  const w = Math.max(24, ...lines.map((line) => lineWidth(line, bold))) + 2 * PAD_X;
   const h = lines.length * LEVEL_FONT * LINE_HEIGHT + 2 * PAD_Y;
   return { lines, w, h };
 }
