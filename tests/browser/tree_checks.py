@@ -125,3 +125,21 @@ def low_text_contrast(tab: Any, selector: str) -> list[tuple[str, float]]:
     found = [(name, contrast(fg, bg)) for name, fg, bg in tab.evaluate(TEXT_COLOURS, selector)]
     assert found, f"nothing matches {selector}"
     return [(name, round(ratio, 2)) for name, ratio in found if ratio < 4.5]
+
+
+def frame(tab: Any) -> dict[str, Any]:
+    """What the view's last frame drew (network.js ``frame``): labels with their size on screen and
+    their boxes in page pixels, dots, boxes drawn without a label, the share of the canvas used."""
+    tab.wait_for_timeout(50)  # a frame after the last change (vis draws on the next animation frame)
+    tab.evaluate(f"() => document.querySelector('{NETWORK}').visNetwork.redraw()")
+    return dict(tab.evaluate(f"() => document.querySelector('{NETWORK}').fractalFrame()"))
+
+
+def label_overlaps(drawn: dict[str, Any]) -> list[tuple[str, str]]:
+    """Pairs of drawn labels whose boxes overlap."""
+    return overlapping({"boxes": drawn["labels"]})
+
+
+def readable(drawn: dict[str, Any]) -> list[tuple[str, float]]:
+    """Drawn labels under 10 px on screen (the view's own scale times the label's font)."""
+    return [(label["id"], round(label["px"], 2)) for label in drawn["labels"] if label["px"] < 10]

@@ -535,6 +535,11 @@ export function createView(
       canvas: { left: box.left, top: box.top, right: box.right, bottom: box.bottom },
       labels,
       dots: drawn.dots.length,
+      dotsAt: drawn.dots.slice(0, 2000).map((id) => {
+        const p = placed.at.get(id);
+        const [x, y] = p ? toPage(p.x, p.y) : [null, null];
+        return { id, depth: questions.get(id)?.depth ?? null, x, y };
+      }),
       bare: drawn.bare.length,
       use: {
         x: Math.max(0, spread.right - spread.left) / box.width,

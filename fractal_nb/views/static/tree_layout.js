@@ -177,9 +177,27 @@ function fitScale(bounds, width, height) {
   return Math.min(MAX_FIT_SCALE, (FIT_MARGIN * width) / w, (FIT_MARGIN * height) / h);
 }
 
+// A tree wider than the canvas's shape spreads its rows apart (gaps only: boxes keep their size, so
+// nothing comes to overlap), up to MAX_STRETCH, so it spans the canvas down as well as across.
+const MAX_STRETCH = 2.5;
+function stretchRows(placed, width, height) {
+  const b = placed.bounds;
+  const wide = b.right - b.left;
+  const tall = Math.max(1, b.bottom - b.top);
+  const stretch = Math.min(MAX_STRETCH, (wide * height) / width / tall);
+  if (!(stretch > 1.01)) return placed;
+  for (const p of placed.at.values()) p.y *= stretch;
+  return { ...placed, bounds: boundsOf(placed.at.values()) };
+}
+
 // The layout for a canvas: the largest k (by bisection) whose fitted view keeps seed labels at
 // SEED_TARGET_PX; ``readable`` says whether any k could (if not, the caller closes deeper branches).
 function chooseLayout(tree, width, height) {
+  const chosen = pickK(tree, width, height);
+  return { ...stretchRows(chosen, width, height), k: chosen.k, readable: chosen.readable };
+}
+
+function pickK(tree, width, height) {
   const readableAt = (placed) => fitScale(placed.bounds, width, height) * LEVEL_FONT >= SEED_TARGET_PX;
   let placed = placeTree(tree, K_MAX);
   if (readableAt(placed)) return { ...placed, k: K_MAX, readable: true };
