@@ -19,6 +19,7 @@ from typing import Any, TypedDict
 
 from .errors import FractalError
 from .model import CitationStatus, Support
+from .provenance import Provenance
 from .store import GraphStore
 from .store.citations import file_hash
 from .store.records import Changes, NodeRecord
@@ -67,6 +68,7 @@ class FindingShown(TypedDict):
     confidence: str
     support: str | None  # a Support value; None when the store never judged it
     citations: list[CitedLines]
+    node_id: str | None  # the question it rests on (provenance.py; a track's: the track); None: unknown
 
 
 class AnswerEvidence(TypedDict):
@@ -179,14 +181,19 @@ def findings_shown(
     graph_id: str,
     raw: Any,
     sources: Mapping[str, Mapping[str, Any]],
+    node_id: str | None = None,
 ) -> list[FindingShown]:
-    """Stored findings (``{finding, confidence, citations, support}``) with their citations shown."""
+    """Stored findings (``{finding, confidence, citations, support, node_id}``) with their citations shown.
+
+    ``node_id``: the node they all rest on (a track's findings: the track), else each finding's own.
+    """
     return [
         {
             "finding": str(f.get("finding") or ""),
             "confidence": str(f.get("confidence") or ""),
             "support": _support(f.get("support")),
             "citations": cited_lines(store, graph_id, f.get("citations"), sources),
+            "node_id": node_id or _support(f.get("node_id")),
         }
         for f in (raw if isinstance(raw, list) else [])
         if isinstance(f, Mapping) and f.get("finding")
@@ -225,7 +232,7 @@ def node_evidence(store: Any, graph_id: str, node: NodeRecord, children: list[No
         "support": _support(meta.get("support")),
         "citations": cited_lines(store, graph_id, meta.get("citations"), sources),
         "answers": answers,
-        "findings": findings_shown(store, graph_id, meta.get("findings"), sources),
+        "findings": findings_shown(store, graph_id, meta.get("findings"), sources, node["node_id"]),
         "track": track_name(meta),
     }
 
@@ -240,11 +247,18 @@ def evidence_of(store: GraphStore, graph_id: str, changes: Changes | None = None
     feed = changes if changes is not None else store.get_changes(graph_id)
     cited = any(n["support"] or n["track"] for n in feed["nodes"])
     graph_nodes: list[NodeRecord] = []
-    if cited:
-        snapshot = store.get_snapshot(graph_id)
-        metadata, graph_nodes = snapshot["metadata"], snapshot["nodes"]
-    else:
-        metadata = store.get_graph(graph_id)["metadata"]
+    metadata = store.get_graph(graph_id)["metadata"]
+    harvest = metadata.get("harvest")
+    harvest = harvest if isinstance(harvest, Mapping) else {}
+    kept, apart = (
+        [dict(f) for f in _list(harvest.get(key)) if isinstance(f, Mapping)]
+        for key in ("findings", "unsupported_findings")
+    )
+    # A harvest written before findings named their node (provenance.py) needs the nodes to name it.
+    if cited or any(not isinstance(f.get("node_id"), str) for f in kept + apart):
+        graph_nodes = store.get_snapshot(graph_id)["nodes"]
+        provenance = Provenance(graph_nodes)
+        kept, apart = provenance.attach(kept), provenance.attach(apart)
     sources = sources_of(store, graph_id)
     nodes: dict[str, NodeRecord] = {n["node_id"]: n for n in graph_nodes}
     answers: list[AnswerEvidence] = []
@@ -265,14 +279,14 @@ def evidence_of(store: GraphStore, graph_id: str, changes: Changes | None = None
                     "focus": str(track.get("focus") or ""),
                     "deliverable": str(track.get("deliverable") or ""),
                     "status": node["status"],
-                    "findings": findings_shown(store, graph_id, meta.get("findings"), sources),
+                    "findings": findings_shown(
+                        store, graph_id, meta.get("findings"), sources, node["node_id"]
+                    ),
                 }
             )
-    harvest = metadata.get("harvest")
-    harvest = harvest if isinstance(harvest, Mapping) else {}
-    findings = findings_shown(store, graph_id, harvest.get("findings"), sources)
+    findings = findings_shown(store, graph_id, kept, sources)
     unsupported = [f for f in findings if f["support"] == Support.UNSUPPORTED]
-    unsupported += findings_shown(store, graph_id, harvest.get("unsupported_findings"), sources)
+    unsupported += findings_shown(store, graph_id, apart, sources)
     synthesis = harvest.get("synthesis_object")
     return {
         "answers": answers,

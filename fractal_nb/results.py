@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import html
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .model import NodeStatus
 from .text import clip
 from .text import markdown_escape as _md
+
+if TYPE_CHECKING:  # the store's package loads DuckDB; a result is read without it
+    from .store.records import NodeRecord
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,42 @@ class ChainLink:
     weak: tuple[str, ...] = ()  # why it is weak ("failed: n-…"): built on unsound sub-questions
 
 
+def synthesis_chain(nodes: list[NodeRecord]) -> list[ChainLink]:
+    """Synthesized questions in tree order (depth-first from the root)."""
+    children: dict[str | None, list[NodeRecord]] = {}
+    by_id = {n["node_id"]: n for n in nodes}
+    for n in nodes:
+        if n["node_type"] == "question":
+            parent = by_id.get(n["parent_id"]) if n["parent_id"] else None
+            key = parent["parent_id"] if parent and parent["node_type"] == "answer" else n["parent_id"]
+            children.setdefault(key, []).append(n)
+    chain: list[ChainLink] = []
+
+    def walk(question: NodeRecord) -> None:
+        if question["status"] == NodeStatus.SYNTHESIZED or "synthesis" in question["metadata"]:
+            chain.append(
+                ChainLink(
+                    question["node_id"],
+                    question["depth"],
+                    question["text"],
+                    question["metadata"]["synthesis"],
+                    degraded=bool(question["metadata"].get("synthesis_failed")),
+                    weak=weak_reasons(question),
+                )
+            )
+        for child in children.get(question["node_id"], []):
+            walk(child)
+
+    for root in children.get(None, []):
+        walk(root)
+    return chain
+
+
+def weak_reasons(node: NodeRecord) -> tuple[str, ...]:
+    """Why a question's synthesis is weak, one ``"reason: node_id"`` each (its ``metadata["weak"]``)."""
+    return tuple(f"{m.get('reason')}: {m.get('node_id')}" for m in node["metadata"].get("weak") or [])
+
+
 @dataclass(frozen=True)
 class FractalResult:
     """The harvest of an exploration: the root's synthesis, findings, gaps and counts."""
@@ -63,10 +103,16 @@ class FractalResult:
     contradiction_count: int
     synthesis_chain: list[ChainLink] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
-    """The findings: ``finding``, ``confidence``, ``citations`` (as the store checked them) and ``support``.
+    """The findings: ``finding``, ``confidence``, ``citations`` (as the store checked them), ``support``
+    and ``node_id``.
 
     With sources only supported ones (each rests on verified citations); the others are
     ``unsupported_findings``. Without sources, all of them (``support`` is ``no_sources``).
+    ``node_id`` is the question the finding rests on, attached by code (``provenance.py``;
+    docs/architecture.md, "Evidence in the faces"): a track's finding, its track; a finding
+    carrying a citation an answer verified (same source and lines, else overlapping lines),
+    that answer's question; else the synthesis-chain question whose question and synthesis share
+    the most content words with it (ties: the shallower, then the first); else the root.
     """
     gaps: list[str] = field(default_factory=list)
     depth_limited: list[str] = field(default_factory=list)
@@ -140,14 +186,14 @@ class FractalResult:
         if self.findings:
             lines += ["", "**Findings**", ""]
             lines += [
-                f"- {_md(f['finding'])} *({f['confidence']}{', weak' if f.get('weak') else ''})*"
+                f"- {_md(f['finding'])} *({f['confidence']}{', weak' if f.get('weak') else ''})*{_node_md(f)}"
                 + "".join(f"\n  - {_md(_cited(c))}" for c in f.get("citations") or [])
                 for f in self.findings
             ]
         if self.unsupported_findings:
             lines += ["", "**Unsupported findings** (kept apart: no verified citation)", ""]
             lines += [
-                f"- {_md(f['finding'])} *(unsupported)*"
+                f"- {_md(f['finding'])} *(unsupported)*{_node_md(f)}"
                 + "".join(f"\n  - {_md(_cited(c))}" for c in f.get("citations") or [])
                 for f in self.unsupported_findings
             ]
@@ -163,7 +209,7 @@ class FractalResult:
             lines += [
                 f"{'  ' * link.depth}- **{_md(link.question)}** "
                 f"{'*(degraded)* ' if link.degraded else ''}{'*(weak)* ' if link.weak else ''}"
-                f"{_md(link.synthesis)}"
+                f"{_md(link.synthesis)}{_node_md({'node_id': link.node_id})}"
                 for link in self.synthesis_chain
             ]
         return "\n".join(lines)
@@ -179,6 +225,7 @@ class FractalResult:
             cites = "".join(f"<li>{html.escape(_cited(c))}</li>" for c in finding.get("citations") or [])
             return (
                 f"<li>{html.escape(finding['finding'])} ({html.escape(note)})"
+                + node_link(finding.get("node_id"))
                 + (f"<ul class='fractal-citations'>{cites}</ul>" if cites else "")
                 + "</li>"
             )
@@ -190,7 +237,7 @@ class FractalResult:
         chain = "".join(
             f"<li style='margin-left:{link.depth * 1.2:.1f}em'><b>{html.escape(link.question)}</b> "
             f"{'<i>(degraded)</i> ' if link.degraded else ''}{'<i>(weak)</i> ' if link.weak else ''}"
-            f"{html.escape(link.synthesis)}</li>"
+            f"{html.escape(link.synthesis)}{node_link(link.node_id)}</li>"
             for link in self.synthesis_chain
         )
         degraded = "; ".join(html.escape(r) for r in self.degraded_reasons)
@@ -243,6 +290,33 @@ class FractalResult:
 
     def __str__(self) -> str:
         return self.to_markdown()
+
+
+NODE_LINK_STYLE = "color:var(--jp-content-link-color, #0969da);font-size:0.85em;margin-left:4px"
+
+
+def node_link(node_id: object) -> str:
+    """A small link to a node of the tree ('' without an id): the tree selects and shows the node it names.
+
+    Markup only (the tree's script acts on any ``a.fractal-node-link`` of the page, by its
+    ``data-fractal-node``); the id is escaped.
+
+    >>> 'href="#fractal-node-n-1" data-fractal-node="n-1"' in node_link("n-1"), node_link(None)
+    (True, '')
+    """
+    if not isinstance(node_id, str) or not node_id:
+        return ""
+    at = html.escape(node_id, quote=True)
+    return (
+        f' <a class="fractal-node-link" href="#fractal-node-{at}" data-fractal-node="{at}" '
+        f'title="Show this node in the tree" style="{NODE_LINK_STYLE}">node</a>'
+    )
+
+
+def _node_md(finding: dict[str, Any]) -> str:
+    """The node a finding (or chain entry) rests on, as the Markdown report names it: its id in brackets."""
+    node_id = finding.get("node_id")
+    return f" \\[{_md(node_id)}\\]" if isinstance(node_id, str) and node_id else ""
 
 
 class MarkdownText(str):

@@ -7,6 +7,14 @@ the engine and the views can all use it.
 from __future__ import annotations
 
 import html
+import re
+
+_WORD = re.compile(r"[^\W\d_]{3,}")
+_STOP = frozenset(
+    "the and for with from that this what which how why who whom does did are was were its their into over "
+    "about between under than then them they there these those has have had not but can could would should "
+    "will may might each other track tracks".split()
+)
 
 
 def normalize(text: str) -> str:
@@ -16,6 +24,16 @@ def normalize(text: str) -> str:
     'what drives prices'
     """
     return " ".join(text.lower().split()).rstrip("?.!: ")
+
+
+def content_words(text: str) -> frozenset[str]:
+    """The words two texts are compared by: lower case, three letters or more, no stop words, no plural s.
+
+    >>> sorted(content_words("The errors of the API layers"))
+    ['api', 'error', 'layer']
+    """
+    words = (w.lower() for w in _WORD.findall(text))
+    return frozenset(w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words if w not in _STOP)
 
 
 def clip(text: str, limit: int) -> str:

@@ -17,7 +17,7 @@ LAYERS = [
     ("leaves", ["errors", "text", "loopback", "model", "arguments", "retrieval"]),
     ("store", ["store"]),
     ("model layer", ["llm", "prompts"]),
-    ("results", ["results", "run_report", "export", "evidence_report"]),
+    ("results", ["results", "run_report", "export", "evidence_report", "provenance"]),
     ("engine", ["engine"]),
     ("facade", ["exploration", "graph_sql", "frames", "history", "steering", "state", "sources"]),
     (

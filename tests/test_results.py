@@ -203,3 +203,31 @@ def test_citations_and_unsupported_findings_are_shown_escaped() -> None:
 
 def test_a_result_without_sources_shows_no_evidence_line() -> None:
     assert "Evidence" not in result().to_markdown() and "Evidence" not in result()._repr_html_()
+
+
+def test_each_finding_and_chain_entry_links_to_its_node_escaped() -> None:
+    hostile_id = 'n-"><script>x</script>'
+    linked = FractalResult(
+        **{
+            **result().__dict__,
+            "findings": [{"finding": "F.", "confidence": "high", "node_id": "n-2"}],
+            "unsupported_findings": [{"finding": "U.", "confidence": "low", "node_id": hostile_id}],
+        }
+    )
+    html = linked._repr_html_()
+    link = (
+        '<a class="fractal-node-link" href="#fractal-node-{0}" data-fractal-node="{0}" '
+        'title="Show this node in the tree"'
+    )
+    assert html.count('class="fractal-node-link"') == 4, "two findings and two chain entries"
+    assert link.format("n-2") in html and link.format("n-1") in html
+    escaped = "n-&quot;&gt;&lt;script&gt;x&lt;/script&gt;"
+    assert link.format(escaped) in html and "<script>x" not in html
+    assert html.index("F. (high)") < html.index(link.format("n-2")) < html.index("U. (unsupported)")
+    md = linked.to_markdown()
+    assert "- F. *(high)* \\[n-2\\]" in md and "- **Q?** A. \\[n-2\\]" in md
+    assert "<script>" not in md
+    assert (
+        'class="fractal-node-link"'
+        not in FractalResult(**{**result().__dict__, "synthesis_chain": []})._repr_html_()
+    ), "a finding without a node has no link"

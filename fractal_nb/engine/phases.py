@@ -19,7 +19,8 @@ from ..model import (
     WeakReason,
 )
 from ..prompts import chat
-from ..results import ChainLink, FractalResult, StepRecord
+from ..provenance import with_nodes
+from ..results import ChainLink, FractalResult, StepRecord, synthesis_chain, weak_reasons
 from ..store.citations import support_of
 from ..store.records import NodeRecord, Snapshot
 from ..text import clip, normalize
@@ -112,7 +113,7 @@ def harvest(run: RunState, *, finish: bool = True, aggregate: bool = False) -> F
         _freeze_and_repair(run, model=spent is None)
     snapshot = store.get_snapshot(g)
     nodes = current(snapshot["nodes"])
-    chain = _chain(nodes)
+    chain = synthesis_chain(nodes)
     gaps = [gap_text(row) for row in gap_rows(nodes)]
     # What the model did not write (syntheses joined without it) is never material for findings.
     sound = [c for c in chain if not c.degraded]
@@ -160,6 +161,8 @@ def harvest(run: RunState, *, finish: bool = True, aggregate: bool = False) -> F
     # Kept with the graph, so a reopened file gives the same result without a model; the store
     # checks every finding's citations and sets its support (docs/architecture.md, "Sources and citations").
     kept = summary.model_dump(mode="json")
+    # Each finding names the node it rests on (provenance.py): code's, not the model's.
+    kept["findings"] = with_nodes(kept["findings"], nodes)
     if synthesis is not None:
         kept["synthesis_object"] = synthesis
     with store.batch():
@@ -238,7 +241,7 @@ def preview(run: RunState) -> FractalResult:
     if "harvest" in snapshot["metadata"] and snapshot["status"] == GraphStatus.COMPLETED:
         return _stored_result(run, snapshot)
     nodes = current(snapshot["nodes"])
-    chain = _chain(nodes)
+    chain = synthesis_chain(nodes)
     questions = [n for n in nodes if n["node_type"] == "question"]
     done = sum(n["status"] in (NodeStatus.SYNTHESIZED, NodeStatus.SATURATED) for n in questions)
     if chain and chain[0].depth == 0 and not chain[0].degraded:
@@ -268,7 +271,7 @@ def _stored_result(run: RunState, snapshot: Snapshot, made: dict[str, Any] | Non
         for f in harvest.get("findings") or []
     ]
     made = made or harvest.get("synthesis_object")
-    return _result(run, snapshot, _chain(current(snapshot["nodes"])), stored, findings, made)
+    return _result(run, snapshot, synthesis_chain(current(snapshot["nodes"])), stored, findings, made)
 
 
 def _checked(run: RunState, summary: HarvestSummary) -> list[dict[str, Any]]:
@@ -318,7 +321,7 @@ def _result(
     root = next((n for n in nodes if n["node_type"] == "question" and n["depth"] == 0), None)
     root_weak = root is not None and bool(weak_reasons(root))
     # Findings are drawn from the root's synthesis chain: weak with it.
-    findings = [{**f, **({"weak": "true"} if root_weak else {})} for f in findings]
+    findings = [{**f, **({"weak": "true"} if root_weak else {})} for f in with_nodes(findings, nodes)]
     sources = evidence.has_sources(run.local, run.graph_id)  # now: sources may have come since the run
     kept = [f for f in findings if not sources or f["support"] == Support.SUPPORTED]
     unsupported = [f for f in findings if sources and f["support"] != Support.SUPPORTED]
@@ -500,42 +503,6 @@ def _freeze_and_repair(run: RunState, *, model: bool = True) -> None:
 def current(nodes: list[NodeRecord]) -> list[NodeRecord]:
     """The nodes no later turn superseded: what syntheses, findings and gaps read (store/turns.py)."""
     return [n for n in nodes if n.get("superseded_turn") is None]
-
-
-def _chain(nodes: list[NodeRecord]) -> list[ChainLink]:
-    """Synthesized questions in tree order (depth-first from the root)."""
-    children: dict[str | None, list[NodeRecord]] = {}
-    by_id = {n["node_id"]: n for n in nodes}
-    for n in nodes:
-        if n["node_type"] == "question":
-            parent = by_id.get(n["parent_id"]) if n["parent_id"] else None
-            key = parent["parent_id"] if parent and parent["node_type"] == "answer" else n["parent_id"]
-            children.setdefault(key, []).append(n)
-    chain: list[ChainLink] = []
-
-    def walk(question: NodeRecord) -> None:
-        if question["status"] == NodeStatus.SYNTHESIZED or "synthesis" in question["metadata"]:
-            chain.append(
-                ChainLink(
-                    question["node_id"],
-                    question["depth"],
-                    question["text"],
-                    question["metadata"]["synthesis"],
-                    degraded=bool(question["metadata"].get("synthesis_failed")),
-                    weak=weak_reasons(question),
-                )
-            )
-        for child in children.get(question["node_id"], []):
-            walk(child)
-
-    for root in children.get(None, []):
-        walk(root)
-    return chain
-
-
-def weak_reasons(node: NodeRecord) -> tuple[str, ...]:
-    """Why a question's synthesis is weak, one ``"reason: node_id"`` each (its ``metadata["weak"]``)."""
-    return tuple(f"{m.get('reason')}: {m.get('node_id')}" for m in node["metadata"].get("weak") or [])
 
 
 GATED_UNEXPLORED = "gated: never approved"

@@ -11,7 +11,6 @@ built only from the tracks' supported findings, conclusions and gaps.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +20,7 @@ from ..model import Support, WeakReason
 from ..prompts import chat
 from ..results import StepRecord
 from ..store.records import SynthesisInputs
-from ..text import clip, normalize
+from ..text import clip, content_words, normalize
 from . import evidence, seeding
 
 if TYPE_CHECKING:
@@ -33,22 +32,6 @@ this, or when one's words (two or more) are all among the other's."""
 RELEVANT_MIN = 2
 """Content words the conclusions must share with the track's question, focus and deliverable (fewer when the
 track has fewer): the relevance gate "the summary answers the track's question"."""
-_WORD = re.compile(r"[^\W\d_]{3,}")
-_STOP = frozenset(
-    "the and for with from that this what which how why who whom does did are was were its their into over "
-    "about between under than then them they there these those has have had not but can could would should "
-    "will may might each other track tracks".split()
-)
-
-
-def content_words(text: str) -> frozenset[str]:
-    """The words two texts are compared by: lower case, three letters or more, no stop words, no plural s.
-
-    >>> sorted(content_words("The errors of the API layers"))
-    ['api', 'error', 'layer']
-    """
-    words = (w.lower() for w in _WORD.findall(text))
-    return frozenset(w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words if w not in _STOP)
 
 
 def _track_words(track: Track) -> frozenset[str]:

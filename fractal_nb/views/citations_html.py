@@ -1,7 +1,8 @@
 """Citations, support and the synthesis object as HTML: what the Inspector and the exported page share.
 
 docs/architecture.md, "Evidence in the faces". Every string from a model or a
-source is escaped here; the only markup is ours. Colours are JupyterLab's theme
+source is escaped here; the only markup is ours. A finding, a track and a cited
+answer link to their node in the tree (``results.node_link``). Colours are JupyterLab's theme
 variables with light fallbacks (the exported page sets them for its dark theme),
 so the same HTML reads in Lab, Voila and the page, light or dark.
 """
@@ -22,6 +23,7 @@ from ..evidence_report import (
     supported_count,
 )
 from ..model import CitationStatus, Support
+from ..results import node_link
 from .lab_link import LabServer
 
 # A badge's text is the theme's own text colour (JupyterLab's success and error colours fall under
@@ -118,11 +120,11 @@ def citations_html(citations: list[CitedLines], server: LabServer | None) -> str
 
 
 def finding_html(finding: FindingShown, server: LabServer | None) -> str:
-    """A finding with its confidence, support badge and citations, as a list item."""
+    """A finding with its confidence, support badge, the link to its node and citations, as a list item."""
     return (
         f"<li class='fractal-finding-item'>{html.escape(finding['finding'])} "
         f"<i>({html.escape(finding['confidence'])})</i>{support_badge(finding['support'])}"
-        f"{citations_html(finding['citations'], server)}</li>"
+        f"{node_link(finding.get('node_id'))}{citations_html(finding['citations'], server)}</li>"
     )
 
 
@@ -162,7 +164,7 @@ def evidence_html(evidence: Evidence, server: LabServer | None) -> str:
     if evidence["tracks"]:
         items = "".join(
             f"<li class='fractal-track-item'><b>{html.escape(t['name'])}</b> "
-            f"<i>({html.escape(t['status'])})</i> {html.escape(t['focus'])}"
+            f"<i>({html.escape(t['status'])})</i> {html.escape(t['focus'])}{node_link(t['node_id'])}"
             + (f"<ul>{''.join(finding_html(f, server) for f in t['findings'])}</ul>" if t["findings"] else "")
             + "</li>"
             for t in evidence["tracks"]
@@ -188,8 +190,8 @@ def evidence_html(evidence: Evidence, server: LabServer | None) -> str:
     if counts:
         said = " · ".join(f"{n} {html.escape(SUPPORT_LABELS.get(k, k))}" for k, n in counts.items())
         answers = "".join(
-            f"<li><b>{html.escape(a['question'])}</b><br>{html.escape(a['text'])}{support_badge(a['support'])}"
-            f"{citations_html(a['citations'], server)}</li>"
+            f"<li><b>{html.escape(a['question'])}</b>{node_link(a['question_id'])}<br>{html.escape(a['text'])}"
+            f"{support_badge(a['support'])}{citations_html(a['citations'], server)}</li>"
             for a in evidence["answers"]
         )
         parts.append(

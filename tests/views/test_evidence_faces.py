@@ -16,6 +16,7 @@ import pytest
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
 from fractal_nb.cli import EXIT_OK, main
+from fractal_nb.views.citations_html import evidence_html, finding_html
 from fractal_nb.views.control_panel import inspector_html
 from fractal_nb.views.graph_feed import GraphFeed, snapshot_at
 from fractal_nb.views.html_export import render_html
@@ -294,3 +295,29 @@ def test_the_panel_shows_unsupported_answers_and_the_evidence_in_its_result_tab(
         assert HOSTILE not in result and ESCAPED in result
     finally:
         view.close()
+
+
+def test_findings_tracks_and_cited_answers_link_to_their_nodes(cited: tuple[Exploration, CitedGraph]) -> None:
+    ex, built = cited
+    shown = evidence_html(ex.evidence(), None)
+    page = render_html(
+        ex.store.get_changes(ex.graph_id), heading="b", result=ex.preview(), evidence=ex.evidence()
+    )
+
+    def link(node_id: str) -> str:
+        return f'href="#fractal-node-{node_id}" data-fractal-node="{node_id}"'
+
+    track_item = shown[shown.index("<li class='fractal-track-item'>") : shown.index("Upkeep</b>")]
+    assert link(built["track"]) in track_item, "the track, and its finding, link to the track"
+    findings = shown[
+        shown.index("<ul class='fractal-findings'>") : shown.index("<h3>Unsupported findings</h3>")
+    ]
+    assert link(built["track"]) in findings, "the harvest's finding the track documented"
+    unsupported = shown[shown.index("<ul class='fractal-unsupported-findings'>") :]
+    assert link(built["root"]) in unsupported.split("<h3>")[0], (
+        "no track, no answer's citation, no chain: the root"
+    )
+    answers = shown[shown.index("<ul class='fractal-cited-answers'>") :]
+    assert link(built["root"]) in answers and link(built["bare_question"]) in answers
+    assert page.count('class="fractal-node-link"') >= shown.count('class="fractal-node-link"')
+    assert finding_html(ex.evidence()["findings"][0], None).count('class="fractal-node-link"') == 1
