@@ -32,6 +32,7 @@ from ..model import PENDING_QUESTION, TERMINAL_GRAPH, GraphStatus, NodeStatus
 from ..results import FractalResult, StepRecord
 from ..text import clip
 from .citations_html import citations_html, evidence_html, finding_html, support_badge
+from .downloads import DownloadButtons
 from .graph_feed import DeltaMessage
 from .held_questions import HeldQuestion
 from .history_slider import HistorySlider
@@ -115,6 +116,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self.export_name = widgets.Text(value="syntheses", description="variable")
         self.export_path = widgets.Text(value="", description="file", placeholder="syntheses.csv or .parquet")
         self.export_button = _button("Export syntheses", "download")
+        # A browser download (Voila, Binder: nothing written on the server), then the kernel's own ways.
+        self.downloads = DownloadButtons(exploration)
         self.exported: Any = None  # the last exported DataFrame
         self.steering = SteeringControls(exploration, self.network, self._start, self._post)
         self.history = HistorySlider(exploration, self.network)
@@ -132,7 +135,14 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                 self.steering.inspector_bar,
             ],
             "Result": [self.result],
-            "Export": [self.export_name, self.export_path, self.export_button],
+            "Export": [
+                widgets.HTML("<b>Download</b> to this browser:"),
+                self.downloads,
+                widgets.HTML("<b>Export</b> the syntheses into this kernel (a variable) or a file on its disk:"),
+                self.export_name,
+                self.export_path,
+                self.export_button,
+            ],
             "Turns": [self.steering.turns_page],
         }
         # Each tab scrolls inside a box as tall as the tree beside it, so the controls, the tree and the
@@ -146,7 +156,9 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         )
         row = widgets.Layout(flex_flow="row wrap", align_items="center")
         self.network.layout = widgets.Layout(width="100%")
-        tree = widgets.VBox([self.network, self.history], layout=widgets.Layout(flex="3 1 560px", min_width="0"))
+        tree = widgets.VBox(
+            [self.network, self.history], layout=widgets.Layout(flex="3 1 560px", min_width="0")
+        )
         super().__init__(
             [
                 widgets.HBox(
@@ -536,7 +548,9 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         waiting = counts["open"] + counts["claimed"]
         answered = counts["answered"]
         if counts["total"] <= 1:
-            return "Ready: Step seeds the exploration (the root's plan and its questions); Run works it through."
+            return (
+                "Ready: Step seeds the exploration (the root's plan and its questions); Run works it through."
+            )
         work = (
             f"{waiting} open question(s)"
             if waiting

@@ -86,7 +86,7 @@ def test_search_finds_and_a_click_shows_the_details(
     tab, traffic = page
     tab.goto(exported[0].as_uri())
     drawn(tab)
-    tab.get_by_placeholder("Search questions…").fill("alternatives")
+    tab.get_by_label("Search questions, answers and syntheses").fill("alternatives")
     found = int(data(tab)["found"])
     assert found > 0
     chosen = tab.locator(".fractal-toolbar select").nth(1)
