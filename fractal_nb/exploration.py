@@ -670,12 +670,31 @@ class Exploration:
         """Write the graph as one self-contained page: the question tree, legend, search, details; offline.
 
         Below the tree, the result as ``report()`` shows it (a degraded one says so above the tree).
+        The page is :meth:`render_html`'s, written whole or not at all.
         """
         from .views.html_export import write_html  # a face: loaded when asked for (docs/architecture.md)
 
+        return write_html(path=path, **self._page())
+
+    def render_html(self) -> str:
+        """The page :meth:`to_html` writes, as a string: nothing is written, the graph is only read.
+
+        What a download hands a reader (``views/downloads.py``), or a web app serves.
+        """
+        from .views.html_export import render_html  # a face: loaded when asked for (docs/architecture.md)
+
+        return render_html(**self._page())
+
+    def _page(self) -> dict[str, Any]:
+        """What the page shows: the graph's rows, its seed, the result as it stands and the evidence."""
         changes = self.store.get_changes(self.graph_id)
         evidence = evidence_of(self.store, self.graph_id, changes)
-        return write_html(changes, path, heading=self._state.seed, result=self.preview(), evidence=evidence)
+        return {
+            "changes": changes,
+            "heading": self._state.seed,
+            "result": self.preview(),
+            "evidence": evidence,
+        }
 
     def evidence(self) -> Evidence:
         """The graph's evidence as the faces show it (docs/architecture.md, "Evidence in the faces").
