@@ -173,3 +173,24 @@ def test_search_takes_words_in_any_order_and_marks_the_tree_and_the_outline(
     screenshot(tab, "search-marks")
     assert traffic.errors == []
     store.close()
+
+
+def test_a_findings_node_link_shows_its_node_in_the_tree(page: tuple[Any, Any], tmp_path: Path) -> None:
+    tab, traffic = page
+    with Exploration.create(
+        "Should a mid-sized city build a tram line?", intensity="explore", llm=SimulatedLLM(seed=2)
+    ) as ex:
+        ex.run(progress=False, resume=True)
+        result = ex.harvest(finish=True)
+        path = ex.to_html(tmp_path / "harvested.html")
+    assert result.findings and all(f.get("node_id") for f in result.findings)
+    open_page(tab, path)
+    link = tab.locator("section.fractal-report a.fractal-node-link:visible").first  # a finding's
+    wanted = link.get_attribute("data-fractal-node")
+    link.click()
+    assert attr(tab, "selected") == wanted, "the link selects its node"
+    shown = frame(tab)
+    mine = [label for label in inside(shown) if label["id"] == wanted]
+    assert mine and mine[0]["px"] >= 10, "in view, its label readable"
+    assert tab.evaluate("() => window.scrollY") < 300, "scrolled back up to the tree"
+    assert traffic.errors == []
