@@ -342,7 +342,7 @@ export function createView(
       const q = questions.get(id);
       looks.set(id, questionLook(q, p, tree.lines(id)));
       nodeItems.push({ id, x: p.x, y: p.y, title: questionTitle(q), size: Math.max(p.w, p.h) / 2 });
-      const edgeWidth = Math.max(0.35, 1.2 * p.s);
+      const edgeWidth = 1.2 * p.s;
       if (q.parent !== null && placed.at.has(q.parent)) {
         const from = mode === "graph" && q.via && placed.at.has(q.via) ? q.via : q.parent;
         edgeItems.push({ id: `${from}>${id}`, from, to: id, width: edgeWidth });
@@ -370,7 +370,7 @@ export function createView(
           title: clipText(`answer${answer.support ? ` · ${answer.support}` : ""}\n\n${answer.text}`, TITLE_CHARS),
           size: Math.max(a.w, a.h) / 2,
         });
-        edgeItems.push({ id: `${id}>${answer.id}`, from: id, to: answer.id, dashes: [2, 2], width: edgeWidth });
+        edgeItems.push({ id: `${id}>${answer.id}`, from: id, to: answer.id, dashes: [2 * p.s, 2 * p.s], width: edgeWidth });
       }
     }
     // Cross-branch links over the tree only where the reader asks: the selected question's, or all.
@@ -386,8 +386,8 @@ export function createView(
         to,
         title: clipText(`${link.type}: ${link.note}`, TITLE_CHARS),
         color: { color, opacity: allLinks ? 0.45 : 0.85 },
-        width: 1.8,
-        dashes: link.type === "contradiction" ? [2, 5] : [8, 4],
+        width: 1.8 * WORLD,
+        dashes: (link.type === "contradiction" ? [2, 5] : [8, 4]).map((v) => v * WORLD),
         smooth: { enabled: true, type: "curvedCW", roundness: 0.25 },
       });
     }
@@ -494,7 +494,7 @@ export function createView(
         setFollow(false);
         // Close enough that its label reads (MIN_LABEL_PX and a little more).
         const readable = (MIN_LABEL_PX + 3) / (LEVEL_FONT * (looks.get(shown)?.s || 1));
-        network.focus(shown, { scale: Math.max(network.getScale(), readable, 0.9), animation: false });
+        network.focus(shown, { scale: Math.max(network.getScale(), readable), animation: false });
       }
     } else {
       network.unselectAll();

@@ -9,7 +9,10 @@
 // zooming in reveals deeper labels. k is chosen per canvas (chooseLayout): the largest that keeps the
 // seed questions' labels readable when the whole tree is fitted.
 
-const LEVEL_FONT = 13; // world px of a seed question's label
+const LEVEL_FONT = 13; // CSS px of a seed question's label at a zoom of 1 / WORLD
+// World units per CSS px: the tree is drawn WORLD times larger than it reads, so that vis-network's
+// zoom (capped at 10) reaches the deepest labels, and its rounded positions (getPositions) stay apart.
+const WORLD = 40;
 const ROOT_GROWTH = 1.25; // the root's label, beside a seed question's
 const LINE_HEIGHT = 1.25; // a line, as a share of the font size
 const PAD_X = 8; // inside a box, at a seed question's size
@@ -20,7 +23,7 @@ const MIN_LABEL_PX = 10; // a label is drawn only when it renders at >= 10 px on
 const SEED_TARGET_PX = 11; // the fitted view keeps seed labels at least this large when any k can
 const K_MIN = 0.3;
 const K_MAX = 0.85;
-const MAX_FIT_SCALE = 1.3; // a small tree is not blown up past this
+const MAX_FIT_SCALE = 1.3 / WORLD; // a small tree is not blown up past 1.3 times its size
 const FIT_MARGIN = 0.95; // the fitted tree leaves this share of the canvas around it
 const FONT_FACE = "system-ui, -apple-system, 'Segoe UI', sans-serif";
 
@@ -48,8 +51,9 @@ function boxOf(lines, bold = false) {
   return { lines, w, h };
 }
 
+// A question's size at ``depth``, in world units per px of a seed question's layout.
 function levelScale(depth, k) {
-  return depth === 0 ? ROOT_GROWTH : k ** (depth - 1);
+  return WORLD * (depth === 0 ? ROOT_GROWTH : k ** (depth - 1));
 }
 
 // Place the visible tree. ``tree``: {root, kids(id) -> visible child ids, depth(id), box(id) -> {w, h}
@@ -198,7 +202,7 @@ function chooseLayout(tree, width, height) {
 }
 
 function pickK(tree, width, height) {
-  const readableAt = (placed) => fitScale(placed.bounds, width, height) * LEVEL_FONT >= SEED_TARGET_PX;
+  const readableAt = (placed) => fitScale(placed.bounds, width, height) * LEVEL_FONT * WORLD >= SEED_TARGET_PX;
   let placed = placeTree(tree, K_MAX);
   if (readableAt(placed)) return { ...placed, k: K_MAX, readable: true };
   const low = placeTree(tree, K_MIN);
