@@ -30,6 +30,7 @@ from tests.browser.tree_checks import (
     overlapping,
     readable,
     screenshot,
+    seeds_unlabelled,
 )
 from tests.local_port import free_port
 
@@ -324,7 +325,9 @@ def test_the_app_notebook_steps_and_runs_and_follows_the_tree(
         assert attr(tab, "follow") == "1"
         after_run = boxes(tab)
         assert outside(after_run) == [], "the view followed the run: every node is in view"
-        assert overlapping(after_run) == [] and readable(frame(tab)) == [], "labels read at the fitted zoom"
+        drawn = frame(tab)
+        assert overlapping(after_run) == [] and readable(drawn) == [], "labels read at the fitted zoom"
+        assert seeds_unlabelled(drawn) == 0, "the seed questions are labelled"
         assert low_contrast(tab) == {}
         screenshot(tab, f"voila-app-{theme}-after-run")
         button(tab, "Harvest").click()
@@ -372,7 +375,9 @@ def test_two_hundred_nodes_read_as_a_tree(page: tuple[Any, Any], tmp_path: Path,
         total = int(attr(tab, "node-count"))
         assert total >= 150, "about 200 nodes"
         opening = boxes(tab)
-        assert outside(opening) == [] and overlapping(opening) == [] and readable(frame(tab)) == []
+        drawn = frame(tab)
+        assert outside(opening) == [] and overlapping(opening) == [] and readable(drawn) == []
+        assert seeds_unlabelled(drawn) == 0 and drawn["bare"] == 0, "the seed questions are labelled"
         assert low_contrast(tab) == {}, f"{theme}: text under 4.5:1"
         screenshot(tab, f"voila-200-{theme}")
         tab.locator(".fractal-toolbar button", has_text="Expand all").click()

@@ -140,6 +140,12 @@ def label_overlaps(drawn: dict[str, Any]) -> list[tuple[str, str]]:
     return overlapping({"boxes": drawn["labels"]})
 
 
+def seeds_unlabelled(drawn: dict[str, Any]) -> int:
+    """How many seed questions (depth 1) the frame drew without their label (as dots, or not at all)."""
+    labelled = sum(1 for label in drawn["labels"] if label["depth"] == 1)
+    return int(drawn["depths"].get("1", 0)) - labelled
+
+
 def readable(drawn: dict[str, Any]) -> list[tuple[str, float]]:
     """Drawn labels under 10 px on screen (the view's own scale times the label's font)."""
     return [(label["id"], round(label["px"], 2)) for label in drawn["labels"] if label["px"] < 10]

@@ -529,9 +529,12 @@ export function createView(
       spread.top = Math.min(spread.top, Math.max(top, box.top));
       spread.bottom = Math.max(spread.bottom, Math.min(bottom, box.bottom));
     }
+    const depths = {}; // the questions the view holds, by depth
+    for (const q of questions.values()) depths[q.depth] = (depths[q.depth] || 0) + 1;
     return {
       scale: network.getScale(),
       k: placed.k,
+      depths,
       canvas: { left: box.left, top: box.top, right: box.right, bottom: box.bottom },
       labels,
       dots: drawn.dots.length,

@@ -58,8 +58,9 @@ function levelScale(depth, k) {
 
 // Place the visible tree. ``tree``: {root, kids(id) -> visible child ids, depth(id), box(id) -> {w, h}
 // at a seed's size, answers(id) -> [{id, w, h}] (the Q/A graph: boxes beside their question; else [])}.
+// ``twoSided``: seed questions to the right and the left of the root (else all to the right).
 // Returns {at: Map(id -> {x, y, w, h, s, side}), bounds: {left, right, top, bottom}}.
-function placeTree(tree, k) {
+function placeTree(tree, k, twoSided = true) {
   const at = new Map();
   if (!tree.root) return { at, bounds: { left: 0, right: 0, top: 0, bottom: 0 } };
   const size = new Map(); // id -> {s, w, h, foot (width with its answers), slot (row height)}
@@ -102,7 +103,7 @@ function placeTree(tree, k) {
     }
     if (i < seeds.length) running += span.get(seeds[i]);
   }
-  if (seeds.length === 1) cut = 1;
+  if (seeds.length === 1 || !twoSided) cut = seeds.length;
   const sides = [
     { sign: 1, seeds: seeds.slice(0, cut) },
     { sign: -1, seeds: seeds.slice(cut) },
@@ -196,22 +197,31 @@ function stretchRows(placed, width, height) {
 
 // The layout for a canvas: the largest k (by bisection) whose fitted view keeps seed labels at
 // SEED_TARGET_PX; ``readable`` says whether any k could (if not, the caller closes deeper branches).
+// Both shapes are tried, two-sided and one-sided (a narrow canvas has no room for two sides): the
+// readable one with the larger k wins, two-sided at a tie; with neither readable, the larger seeds.
 function chooseLayout(tree, width, height) {
-  const chosen = pickK(tree, width, height);
-  return { ...stretchRows(chosen, width, height), k: chosen.k, readable: chosen.readable };
+  const [both, right] = [pickK(tree, width, height, true), pickK(tree, width, height, false)];
+  const seedPx = (p) => fitScale(p.bounds, width, height);
+  const better =
+    both.readable !== right.readable
+      ? (both.readable ? both : right)
+      : both.readable
+        ? (right.k > both.k + 0.02 ? right : both)
+        : (seedPx(right) > seedPx(both) ? right : both);
+  return { ...stretchRows(better, width, height), k: better.k, readable: better.readable };
 }
 
-function pickK(tree, width, height) {
+function pickK(tree, width, height, twoSided) {
   const readableAt = (placed) => fitScale(placed.bounds, width, height) * LEVEL_FONT * WORLD >= SEED_TARGET_PX;
-  let placed = placeTree(tree, K_MAX);
+  let placed = placeTree(tree, K_MAX, twoSided);
   if (readableAt(placed)) return { ...placed, k: K_MAX, readable: true };
-  const low = placeTree(tree, K_MIN);
+  const low = placeTree(tree, K_MIN, twoSided);
   if (!readableAt(low)) return { ...low, k: K_MIN, readable: false };
   let [good, bad] = [K_MIN, K_MAX];
   placed = low;
   for (let i = 0; i < 10 && bad - good > 0.01; i += 1) {
     const mid = (good + bad) / 2;
-    const trial = placeTree(tree, mid);
+    const trial = placeTree(tree, mid, twoSided);
     if (readableAt(trial)) {
       [good, placed] = [mid, trial];
     } else {
