@@ -138,7 +138,9 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             "Export": [
                 widgets.HTML("<b>Download</b> to this browser:"),
                 self.downloads,
-                widgets.HTML("<b>Export</b> the syntheses into this kernel (a variable) or a file on its disk:"),
+                widgets.HTML(
+                    "<b>Export</b> the syntheses into this kernel (a variable) or a file on its disk:"
+                ),
                 self.export_name,
                 self.export_path,
                 self.export_button,
@@ -559,7 +561,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             else "work left"
         )
         paused = self.network.feed.status == GraphStatus.PAUSED
-        return f"{'Paused' if paused else 'Ready'}: {work}. Step processes one, Run works with the workers chosen."
+        state = "Paused" if paused else "Ready"
+        return f"{state}: {work}. Step processes one, Run works with the workers chosen."
 
     def _show_gates(self) -> None:
         gated = self.network.feed.gated()

@@ -131,8 +131,8 @@ def test_links_show_for_the_selected_question_or_all_on_request(
     open_page(tab, pages[150][0])
     assert attr(tab, "link-count") == "0"
     linked = tab.evaluate(
-        f"() => {{ const d = JSON.parse(document.getElementById('fractal-data').textContent);"
-        f" return d.links[0].from_question; }}"
+        "() => { const d = JSON.parse(document.getElementById('fractal-data').textContent);"
+        " return d.links[0].from_question; }"
     )
     tab.evaluate(f"() => window.fractalView.select('{linked}', false)")
     shown = int(attr(tab, "link-count"))

@@ -23,9 +23,9 @@ from nbformat.v4 import new_code_cell, new_notebook
 from tests.browser.tree_checks import (
     NETWORK,
     boxes,
+    frame,
     low_contrast,
     low_text_contrast,
-    frame,
     outside,
     overlapping,
     readable,
