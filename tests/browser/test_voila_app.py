@@ -500,3 +500,31 @@ def test_the_inspector_shows_citations_with_their_quoted_lines(
         screenshot(tab, f"voila-inspector-citations-{theme}")
         assert tab.evaluate("() => window.__pwned") is None
     assert traffic.aborted == [] and traffic.failed == [] and traffic.errors == []
+
+
+# A deep run's shape at 150 questions (tests/graph_builder.run_shaped_graph), in the panel.
+SHAPED_APP = f"""\
+import sys
+sys.path.insert(0, {str(REPO)!r})
+from fractal_nb import Exploration, GraphStore, SimulatedLLM
+from tests.graph_builder import run_shaped_graph
+
+store = GraphStore()
+ex = Exploration(store, run_shaped_graph(store, 150, seed=150), SimulatedLLM())
+ex.view()
+"""
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_a_150_question_tree_reads_in_the_app(page: tuple[Any, Any], tmp_path: Path, theme: str) -> None:
+    tab, traffic = page
+    with voila(tmp_path, SHAPED_APP, theme=theme) as url:
+        tab.goto(url, timeout=90_000)
+        wait_for(tab, "el.dataset.drawn === '1'", timeout_s=90)
+        drawn = frame(tab)
+        assert readable(drawn) == [] and drawn["bare"] == 0 and seeds_unlabelled(drawn) == 0
+        assert len(drawn["labels"]) + drawn["dots"] == 150, "every question drawn"
+        assert max(drawn["use"]["x"], drawn["use"]["y"]) >= 0.9
+        assert outside(boxes(tab)) == [] and low_contrast(tab) == {}
+        screenshot(tab, f"voila-150-{theme}")
+    assert traffic.aborted == [] and traffic.errors == []

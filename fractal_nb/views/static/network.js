@@ -22,6 +22,7 @@ const UNSUPPORTED = "✗ unsupported answer";
 // Past this many questions the tree opens closed below the deepest level that keeps it under it
 // (the rest are a double-click, a search or Expand all away).
 const VISIBLE_CAP = 600;
+const OUTLINE_MIN_WIDTH = 900; // px of the view under which it opens without the outline beside the tree
 const TITLE_CHARS = 600;
 
 function loadVis(source) {
@@ -197,6 +198,16 @@ export function createView(
     scale: () => (network ? network.getScale() : 1),
     colors: () => colors,
   });
+
+  // The outline beside the canvas only where both fit: a view narrower than OUTLINE_MIN_WIDTH (the
+  // panel's, beside its tabs) opens with the tree alone; the Outline button shows it (the reader decides).
+  function placeOutline() {
+    const width = el.clientWidth;
+    if (width && width < OUTLINE_MIN_WIDTH) {
+      outline.hidden = true;
+      outlineButton.setAttribute("aria-pressed", "false");
+    }
+  }
 
   function childrenOf(id) {
     return children.get(id) || [];
@@ -746,8 +757,11 @@ export function createView(
       questionOf.clear();
       index(message.questions);
       for (const link of message.links) links.set(link.id, link);
+      if (!network) {
+        placeOutline();
+        draw();
+      }
       chooseAutoDepth();
-      if (!network) draw();
       seq = message.seq;
       resyncing = false;
       past = Boolean(message.past);

@@ -21,7 +21,7 @@ const COLUMN_GAP = 46; // between a column and the next, at the size of the deep
 const ROW_GAP = 10; // between rows of the same column, at their size
 const MIN_LABEL_PX = 10; // a label is drawn only when it renders at >= 10 px on screen
 const SEED_TARGET_PX = 10.5; // the fitted view keeps seed labels at least this large when any k can
-const K_MIN = 0.25;
+const K_MIN = 0.2;
 const K_MAX = 0.85;
 const MAX_FIT_SCALE = 1.3 / WORLD; // a small tree is not blown up past 1.3 times its size
 const FIT_MARGIN = 0.95; // the fitted tree leaves this share of the canvas around it
