@@ -154,7 +154,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             children=[widgets.VBox(pages[title], layout=page) for title in TABS],
             titles=TABS,
             selected_index=INSPECTOR_TAB,
-            layout=widgets.Layout(flex="1 1 340px", min_width="300px"),
+            layout=widgets.Layout(flex="0 1 340px", min_width="300px"),  # the tree takes the room left
         )
         row = widgets.Layout(flex_flow="row wrap", align_items="center")
         self.network.layout = widgets.Layout(width="100%")

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.browser
 
 
 @contextmanager
-def jupyter_lab(root: Path, runtime: Path) -> Iterator[tuple[str, int]]:
+def jupyter_lab(root: Path, runtime: Path, settings: Path | None = None) -> Iterator[tuple[str, int]]:
     """JupyterLab serving ``root`` on 127.0.0.1, its info file in ``runtime``; yields (URL, server pid)."""
     port = free_port()
     log = (runtime.parent / "lab.log").open("w")
@@ -50,11 +50,18 @@ def jupyter_lab(root: Path, runtime: Path) -> Iterator[tuple[str, int]]:
             "--ServerApp.port_retries=0",
             "--ServerApp.allow_root=True",  # CI runs as root
             "--LabApp.extension_manager=readonly",  # nothing asked of PyPI
+            # A layout of its own: ~/.jupyter's saved workspace (tabs some other run left open) stays out.
+            f"--LabApp.workspaces_dir={runtime.parent / 'workspaces'}",
         ],
         cwd=root,
         stdout=log,
         stderr=subprocess.STDOUT,
-        env={**os.environ, "JUPYTER_RUNTIME_DIR": str(runtime), "PYTHONUNBUFFERED": "1"},
+        env={
+            **os.environ,
+            "JUPYTER_RUNTIME_DIR": str(runtime),
+            "PYTHONUNBUFFERED": "1",
+            **({"JUPYTERLAB_SETTINGS_DIR": str(settings)} if settings else {}),  # a theme, say
+        },
     )
     url = f"http://127.0.0.1:{port}/"
     try:
