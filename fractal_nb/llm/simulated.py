@@ -1,7 +1,10 @@
 """``SimulatedLLM``: a deterministic stand-in model for demos, tests and benchmarks.
 
 It reads the same prompts a real model gets and answers every role with
-schema-valid JSON whose text says plainly that it is simulated. Outputs depend
+schema-valid JSON. Its questions read like a run's, in words of the question
+they split (``simulated_frames``, ``simulated_questions``: never the seed
+pasted again); its answers, syntheses and summaries name their question's
+subject and say plainly that they are simulated (``simulated_prose``). Outputs depend
 only on the seed and the id-free text of the prompt (for answers: the question
 alone). So a run with one worker (``run(1)``, ``step()``) repeats exactly: the
 same graph, text and token counts. With several workers every question gets the
@@ -29,45 +32,11 @@ from ..model import HaltKind, parse_choice
 from ..text import clip
 from .protocol import Message, estimate_tokens, messages_tokens, report_usage, report_wait
 from .schemas import MAX_CLAIMS, SCHEMAS, ProxySignal
+from .simulated_frames import GENERIC, read_frame
+from .simulated_prose import FACTORS, answer_level, answer_text, factors, synthesis_text
+from .simulated_questions import ANGLES, angle_labels, angle_questions, extra_question, follow_up, read
 
-_ANGLES = [
-    "What are the main causes behind {topic}?",
-    "What evidence would settle {topic} one way or the other?",
-    "Who gains and who loses from {topic}?",
-    "How has {topic} changed over the last decades?",
-    "What is the strongest argument against the usual view of {topic}?",
-    "How could {topic} be measured reliably?",
-    "What are the risks if the common assumptions about {topic} are wrong?",
-    "What does {topic} cost, and who pays?",
-    "Which alternatives to {topic} exist, and how do they compare?",
-    "What mechanism links the parts of {topic}?",
-    "How does {topic} differ at small and at large scale?",
-    "What would have to happen for {topic} to change within five years?",
-]
-_FOLLOW_UPS = [
-    ("Does the answer to {q} hold only under specific conditions?", ProxySignal.QUALIFIERS),
-    ("Which of the competing options for {q} fits best?", ProxySignal.ALTERNATIVES),
-    ("Is the assumption behind {q} actually true?", ProxySignal.ASSUMPTIONS),
-    ("What does a neighbouring field say about {q}?", ProxySignal.NEW_DOMAIN),
-    ("How does {q} change the other lines of inquiry?", ProxySignal.HIGH_BLAST_RADIUS),
-]
 _HEDGES = ["probably", "it depends on the setting, but", "in most cases", "assuming the data hold,"]
-# Each level of a path words its answers and syntheses its own way: a text that said what its parent
-# (or its children) said with another topic would be a near copy of the prompt, which llm/quality.py refuses.
-_ANSWER_WORDINGS = [
-    "[simulated] About {topic}: {hedge} history explains much of it (depth {depth}); a real model would "
-    "supply the specifics.",
-    "[simulated] On {topic}: {hedge} the answer turns on a few concrete factors at depth {depth}; this text "
-    "stands in for a real model's answer.",
-    "[simulated] Regarding {topic}, {hedge} two or three measurable conditions decide it (depth {depth}); "
-    "a real model would name them here.",
-    "[simulated] {topic}: {hedge} it comes down to local circumstances (depth {depth}); here a real model "
-    "would spell those out.",
-    "[simulated] As for {topic}, {hedge} the evidence points several ways (depth {depth}); weighing it "
-    "needs a real model.",
-    "[simulated] Concerning {topic}: {hedge} timing and scale matter most (depth {depth}); the details "
-    "await a real model.",
-]
 # …and each question adds a remark of its own (by a digest of its text), so two questions that open
 # alike at one depth (boundary questions under boundary questions) get answers that differ.
 _REMARKS = [
@@ -79,18 +48,6 @@ _REMARKS = [
     "Incentives explain most of the spread.",
     "Measurement errors blur the picture.",
     "Outside shocks can tip the balance.",
-]
-_SYNTHESIS_WORDINGS = [
-    "[simulated] Synthesis of {topic} from {n} sub-findings: they agree on the main drivers and leave the "
-    "details open.",
-    "[simulated] Taken together, {n} sub-findings on {topic} share one core driver, while the finer "
-    "points stay unsettled.",
-    "[simulated] {topic}: across {n} sub-findings a common cause emerges, with the specifics still "
-    "in dispute.",
-    "[simulated] Summing up {n} sub-findings about {topic}: broad agreement on causes, open questions on "
-    "mechanisms.",
-    "[simulated] For {topic}, {n} sub-findings converge on one explanation and differ on its size.",
-    "[simulated] The {n} sub-findings under {topic} line up behind a single account, its limits unclear.",
 ]
 # Each answer states one fact (with its support), one assumption and one unknown, told apart from
 # every other question's by a digest of its own (id-free) text: no claim repeats a question.
@@ -124,7 +81,7 @@ _CHAIN_CITE = re.compile(r'^\s+cites \[(.+?):L(\d+)-L(\d+)\]: "(.*)"$', re.MULTI
 
 
 class SimulatedLLM:
-    r"""A schema-valid model, deterministic per prompt; every text it writes starts with "[simulated]".
+    r"""A schema-valid model, deterministic per prompt; its answers and syntheses start with "[simulated]".
 
     One worker repeats a run exactly; several workers give the same answers but
     timing-dependent links and prompt sizes (see the module docstring).
@@ -232,15 +189,15 @@ class SimulatedLLM:
         seed = _field(prompt, r"Seed: (.+)") or "the seed"
         bounds = re.search(r"between (\d+) and (\d+)", prompt)
         lo, hi = (int(bounds.group(1)), int(bounds.group(2))) if bounds else (3, 4)
-        topic = _topic(seed)
-        angles = rng.sample(_ANGLES, k=min(len(_ANGLES), rng.randint(lo, hi)))
+        frame = read_frame(seed)
+        angles = rng.sample(range(len(ANGLES[GENERIC])), k=min(len(ANGLES[GENERIC]), rng.randint(lo, hi)))
         kind = "question" if seed.rstrip().endswith("?") else rng.choice(["claim", "goal", "fact"])
-        quoted = repr(seed) if len(seed) <= 80 else _topic(seed)  # a long seed quoted whole would echo it
+        labels = angle_labels(frame, angles)
+        listed = ", ".join(labels[:-1]) + (" and " if len(labels) > 1 else "") + labels[-1]
         return {
             "seed_kind": kind,
-            "decomposition": f"[simulated] {quoted} splits into {len(angles)} independent "
-            "dimensions: causes, evidence, stakes and alternatives.",
-            "questions": [a.format(topic=topic) for a in angles],
+            "decomposition": f"[simulated] {len(angles)} dimensions of {frame.subject}: {listed}.",
+            "questions": angle_questions(frame, angles),
         }
 
     def _widen(self, prompt: str, rng: random.Random) -> dict[str, Any]:
@@ -248,14 +205,15 @@ class SimulatedLLM:
         seed = _field(prompt, r"Seed: (.+)") or "the seed"
         wanted = int(_field(prompt, r"[Pp]ose exactly (\d+)") or 1)
         existing = prompt.split("Existing seed questions:", 1)[-1]
-        topic = _topic(seed)
-        angles = [a.format(topic=topic) for a in _ANGLES]
+        frame = read_frame(seed)
+        angles = angle_questions(frame, range(len(ANGLES[GENERIC])))
         fresh = [a for a in rng.sample(angles, k=len(angles)) if a not in existing]
-        extra = (f"What else about {topic} matters from angle {i}?" for i in range(1, 1000))
+        extra = (extra_question(frame, i) for i in range(1, 1000))
         fresh += [q for q in extra if q not in existing][: max(0, wanted - len(fresh))]
         posed = fresh[:wanted]
         return {
-            "rationale": f"[simulated] {len(posed)} dimensions of {topic} the listed questions leave out.",
+            "rationale": f"[simulated] {len(posed)} dimensions of {frame.subject} the listed questions "
+            "leave out.",
             "questions": posed,
         }
 
@@ -264,21 +222,25 @@ class SimulatedLLM:
         depth = int(_field(prompt, r"Question to answer now \(depth (\d+)") or 1)
         mean = self.branching * self.decay ** max(0, depth - 1)
         count = int(mean) + (1 if rng.random() < mean - int(mean) else 0)
-        short = _topic(question)
+        reading = read(question)
         avoid = _field(prompt, r"Do not ask these sub-questions again: (.+)")
-        if avoid is not None:  # a redecomposition (store/turns.py): a different set, never empty
-            fresh = [f for f in _FOLLOW_UPS if f[0].format(q=short) not in avoid]
-            follow_ups = rng.sample(fresh, k=min(max(count, 1), len(fresh)))
-        else:
-            follow_ups = rng.sample(_FOLLOW_UPS, k=min(count, len(_FOLLOW_UPS)))
-        hedge = rng.choice(_HEDGES) if follow_ups else "clearly"
-        # A follow-up whose opening its question already holds would nearly copy it or an ancestor: dropped.
-        follow_ups = [(t, s) for t, s in follow_ups if t.split(" {q}")[0] not in question]
-        wording = _ANSWER_WORDINGS[depth % len(_ANSWER_WORDINGS)]
+        signals = list(ProxySignal)
+        # A redecomposition (store/turns.py) draws at least one, and words each apart from ``avoid``.
+        drawn = rng.sample(signals, k=min(max(count, 1) if avoid is not None else count, len(signals)))
+        hedge = rng.choice(_HEDGES) if drawn else "clearly"
+        # A follow-up along the signal that led to its question (or to its parent) would go over the same
+        # ground: dropped (a redecomposition keeps one).
+        follow_ups = [s for s in drawn if s not in reading.signals] or (
+            drawn[:1] if avoid is not None else []
+        )
         chosen = _field(prompt, r"The person (?:chose|clarified): (.+)")
         halt = self._halt(question, answered=chosen is not None)
         if halt is not None:
-            return {"answer": f"[simulated] {short} needs the person first.", "confidence": 0.3, "halt": halt}
+            return {
+                "answer": f"[simulated] {_topic(question)} needs the person first.",
+                "confidence": 0.3,
+                "halt": halt,
+            }
         if chosen is not None:  # the branch goes on with the person's choice
             follow_ups, hedge = follow_ups[:1], f"following the person's word ({clip(chosen, 80)}),"
         citations = _cite(prompt, question)  # with an evidence section: real lines of its first passage
@@ -291,16 +253,20 @@ class SimulatedLLM:
             )
             for c in citations
         )
+        confidence = round(rng.uniform(0.45, 0.95), 2)
+        saturation = None if follow_ups else rng.choice(["actionable", "derivable"])
         return {
-            # The depth tells apart the answers to questions that read alike along one path
-            # (boundary questions under boundary questions): a copy of an ancestor's answer is refused.
-            "answer": wording.format(topic=short, hedge=hedge, depth=depth)
+            # Each depth words its answer its own way (answers that read alike along one path would be
+            # near copies of an ancestor's, which the gates refuse).
+            "answer": answer_text(reading, depth, hedge, factors(reading.kind, rng))
             + " "
             + _remark(question, prompt)
             + where,
-            "confidence": round(rng.uniform(0.45, 0.95), 2),
-            "sub_questions": [{"text": t.format(q=short), "proxy_signal": s} for t, s in follow_ups],
-            "saturation": None if follow_ups else rng.choice(["actionable", "derivable"]),
+            "confidence": confidence,
+            "sub_questions": [
+                {"text": follow_up(reading, s, rng, avoid or ""), "proxy_signal": s} for s in follow_ups
+            ],
+            "saturation": saturation,
             "claims": _claims(question, depth),
             "citations": citations,
         }
@@ -338,32 +304,38 @@ class SimulatedLLM:
         }
 
     def _synthesize(self, prompt: str, rng: random.Random) -> dict[str, Any]:
-        question = _field(prompt, r"Question: (.+)") or "the question"
+        reading = read(_field(prompt, r"Question: (.+)") or "the question")
         children = prompt.count("\n- ")
         tensions = (
             ["[simulated] two sub-findings pull in different directions"]
             if "contradict" in prompt.lower()
             else []
         )
-        depth = int(_field(prompt, r"Its own answer:\n[^\n]*?depth (\d+)") or 0)  # the root's is the plan
-        wording = _SYNTHESIS_WORDINGS[depth % len(_SYNTHESIS_WORDINGS)]
+        # The level of its own answer's wording (the root's is the plan: 0), so a synthesis never reads
+        # like its children's.
+        level = answer_level(_field(prompt, r"Its own answer:\n([^\n]*)") or "")
         carried: dict[str, dict[str, str]] = {}  # carried up as stated: one per text
         for kind, text, support in _CARRIED.findall(prompt):
             carried.setdefault(text, {"kind": kind, "text": text, "support": support})
         return {
-            "synthesis": wording.format(topic=_topic(question), n=children),
+            "synthesis": synthesis_text(reading, level, children, _leading(prompt, reading.kind, rng)),
             "tensions": tensions,
             "claims": list(carried.values())[:MAX_CLAIMS],
         }
 
     def _connect(self, prompt: str, rng: random.Random) -> dict[str, Any]:
         links: dict[str, list[dict[str, str]]] = {"convergences": [], "contradictions": []}
-        about = _topic(_field(prompt, r"Question: (.+)") or "the question")
+        question = _field(prompt, r"Question: (.+)") or "the question"
+        reading = read(question)
+        factor = FACTORS[reading.kind][_digest(question)[0] % len(FACTORS[reading.kind])]
         for node_id in _NODE_ID.findall(prompt.split("Answers to compare with", 1)[-1]):
             draw = rng.random()
             if draw < self.link_rate and not links["convergences"]:
                 links["convergences"].append(
-                    {"node_id": node_id, "note": f"[simulated] both point to the same driver of {about}"}
+                    {
+                        "node_id": node_id,
+                        "note": f"[simulated] both point to {factor} as what drives {reading.subject}",
+                    }
                 )
             elif draw > 1 - self.link_rate / 3 and not links["contradictions"]:
                 links["contradictions"].append(
@@ -383,17 +355,27 @@ class SimulatedLLM:
             {"source": src, "line_start": int(a), "line_end": int(b), "quote": quote}
             for src, a, b, quote in dict.fromkeys(_CHAIN_CITE.findall(chain))  # each once
         ]
-        return {
-            "summary": f"[simulated] A simulated exploration of {seed!r} across {steps} syntheses. "
-            "Connect a real model (OpenAILLM) for real answers.",
-            "findings": [
+        frame = read_frame(seed)
+        x, y = _leading(chain, frame.kind, rng)
+        # Each finding is about a question of the chain (root first), in the words it was asked in.
+        asked = re.findall(r"^\s*- (.+?\?): ", chain, flags=re.MULTILINE) or [seed]
+        findings = []
+        for i in range(min(3, steps)):
+            question = asked[i % len(asked)]
+            reading = read(question)
+            factor = FACTORS[reading.kind][(_digest(question)[1] + i) % len(FACTORS[reading.kind])]
+            findings.append(
                 {
-                    "finding": f"[simulated] finding {i + 1} about {_topic(seed, digest=False)}",
+                    "finding": f"[simulated] finding {i + 1}: what decides {reading.subject} is mainly "
+                    f"{factor}",
                     "confidence": rng.choice(["high", "medium", "low"]),
                     "citations": [cited[i % len(cited)]] if cited else [],
                 }
-                for i in range(min(3, steps))
-            ],
+            )
+        return {
+            "summary": f"[simulated] Across {steps} syntheses, what decides {frame.subject} is {x} first and "
+            f"{y} second. Connect a real model (OpenAILLM) for real answers.",
+            "findings": findings,
             "gaps": gaps,
         }
 
@@ -553,6 +535,18 @@ def _claims(question: str, depth: int) -> list[dict[str, str]]:
     ]
 
 
+def _digest(text: str) -> bytes:
+    """A digest of ``text`` without its node ids (they differ between runs; the choices must not)."""
+    return hashlib.sha256(_ANY_ID.sub("n-id", text).encode()).digest()
+
+
+def _leading(text: str, kind: str, rng: random.Random) -> list[str]:
+    """The two factors ``text`` (the findings below a synthesis) names most, then drawn ones."""
+    named = Counter({f: text.count(f) for f in FACTORS[kind] if f in text})
+    leading = [f for f, _ in sorted(named.items(), key=lambda fn: (-fn[1], FACTORS[kind].index(fn[0])))]
+    return (leading + [f for f in factors(kind, rng, 4) if f not in leading])[:2]
+
+
 def _decisive(role: str, prompt: str) -> str:
     """The part of a prompt the simulated choices depend on.
 
@@ -582,18 +576,14 @@ def _remark(question: str, prompt: str) -> str:
     return next((r for r in turns if r not in prompt), turns[0])
 
 
-def _topic(text: str, *, digest: bool = True) -> str:
-    """A question as quoted in simulated text; a long one cut, with a digest of the whole.
+def _topic(text: str) -> str:
+    """A question as quoted in a halt; a long one cut, with a digest of the whole.
 
-    Boundary questions open alike; the digest keeps their answers apart (an answer
-    that copies another shown in the prompt is refused as an echo). A finding, read
-    by a person, quotes the seed without one (``digest=False``).
+    Questions may open alike; the digest keeps their halts apart.
     """
     text = _ANY_ID.sub("n-id", text).strip().rstrip("?.!")  # ids differ between runs; topics must not
     if len(text) <= 80:
         return f"'{text}'"
-    if not digest:
-        return f"'{text[:70]}…'"
     return f"'{text[:70]}… #{hashlib.sha256(text.encode()).hexdigest()[:6]}'"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from fractal_nb.llm.schemas import (
     Connections,
     HarvestSummary,
     LeafAnswer,
+    ProxySignal,
     SeedPlan,
     Synthesis,
     SynthesisObject,
@@ -492,3 +494,124 @@ def test_the_harvest_carries_the_chains_citations_to_its_findings() -> None:
     assert carried[2] == carried[0]
     plain = SimulatedLLM().complete(PROMPTS[HarvestSummary], HarvestSummary)
     assert all(f["citations"] == [] for f in plain["findings"])
+
+
+# -- texts that read like a run (issue 27): never the seed again, each level its own words ---------------
+
+TRAM = "Should a mid-sized city build a tram line?"
+# Without links (no boundary questions, which the engine words) a tree has the same shape and text
+# whatever the number of workers: the figures below do not depend on timing.
+TREES = [
+    ("pulse", {"seed": 1}),
+    ("explore", {"seed": 4, "branching": 2.3}),
+    ("deep", {"seed": 1, "branching": 2.5}),
+]
+
+
+@pytest.fixture(scope="module")
+def trees() -> dict[str, list[dict[str, Any]]]:
+    from fractal_nb import Exploration
+
+    nodes = {}
+    for intensity, kwargs in TREES:
+        llm = SimulatedLLM(**kwargs, link_rate=0)  # type: ignore[arg-type]
+        with Exploration.create(TRAM, intensity=intensity, llm=llm) as ex:
+            assert ex.run(progress=False) == "all_complete"
+            nodes[intensity] = ex.store.get_snapshot(ex.graph_id)["nodes"]
+    return nodes
+
+
+def questions(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [n for n in nodes if n["node_type"] == "question"]
+
+
+def parent_question(nodes: list[dict[str, Any]], question: dict[str, Any]) -> dict[str, Any]:
+    by_id = {n["node_id"]: n for n in nodes}
+    return by_id[by_id[question["parent_id"]]["parent_id"]]
+
+
+@pytest.mark.parametrize("intensity", [i for i, _ in TREES])
+def test_no_question_below_the_seed_repeats_it(
+    trees: dict[str, list[dict[str, Any]]], intensity: str
+) -> None:
+    below = [q["text"].lower() for q in questions(trees[intensity]) if q["depth"] > 0]
+    assert below
+    assert not [t for t in below if TRAM.rstrip("?").lower() in t or TRAM[:30].lower() in t]
+
+
+@pytest.mark.parametrize("intensity", [i for i, _ in TREES])
+def test_labels_cut_at_forty_characters_still_differ(
+    trees: dict[str, list[dict[str, Any]]], intensity: str
+) -> None:
+    heads = Counter(q["text"][:40].lower() for q in questions(trees[intensity]))
+    distinct = sum(heads[q["text"][:40].lower()] == 1 for q in questions(trees[intensity]))
+    assert distinct >= 0.9 * len(questions(trees[intensity])), heads.most_common(3)
+
+
+def test_each_level_opens_apart_from_its_parent_and_its_siblings(
+    trees: dict[str, list[dict[str, Any]]],
+) -> None:
+    nodes = trees["deep"]
+    assert max(q["depth"] for q in questions(nodes)) >= 4
+    siblings: dict[str, list[str]] = {}
+    for q in questions(nodes):
+        if q["depth"] > 0:
+            parent = parent_question(nodes, q)
+            assert q["text"][:40] != parent["text"][:40]
+            siblings.setdefault(parent["node_id"], []).append(q["text"][:40])
+    assert all(len(set(heads)) == len(heads) for heads in siblings.values())
+
+
+def test_a_sub_question_narrows_what_its_question_was_about(trees: dict[str, list[dict[str, Any]]]) -> None:
+    from fractal_nb.llm.simulated_questions import read
+
+    nodes = trees["deep"]
+    deeper = [q for q in questions(nodes) if q["depth"] >= 2]
+    assert deeper
+    for q in deeper:  # the aspect and the element its parent added, then an element of its own
+        about = read(parent_question(nodes, q)["text"]).subject
+        assert about in q["text"] and len(q["text"]) > len(about)
+        assert q["metadata"]["proxy_signal"] in read(q["text"]).signals
+
+
+def test_answers_and_syntheses_speak_of_their_own_question(trees: dict[str, list[dict[str, Any]]]) -> None:
+    from fractal_nb.llm.simulated_questions import read
+
+    nodes = trees["explore"]
+    by_id = {n["node_id"]: n for n in nodes}
+    answers = [n for n in nodes if n["node_type"] == "answer"]
+    for answer in answers:
+        about = read(by_id[answer["parent_id"]]["text"]).subject.lower()
+        assert answer["text"].startswith("[simulated]") and about in answer["text"].lower()
+    for q in questions(nodes):
+        synthesis = q["metadata"]["synthesis"]
+        assert synthesis.startswith("[simulated]") and read(q["text"]).subject.lower() in synthesis.lower()
+    assert len({a["text"] for a in answers}) == len(answers)
+
+
+@pytest.mark.parametrize("question", ["Who would fight a tram line, and how strong is their case?", TRAM])
+def test_sub_questions_differ_by_proxy_signal(question: str) -> None:
+    from fractal_nb.llm.simulated_questions import read
+
+    out = SimulatedLLM(seed=3, branching=5).complete(answer_messages(question), Answer)
+    subs = out["sub_questions"]
+    assert sorted(s["proxy_signal"] for s in subs) == sorted(s.value for s in ProxySignal)
+    openings = {" ".join(s["text"].split()[:2]) for s in subs}
+    assert len(openings) == len(subs), [s["text"] for s in subs]
+    for sub in subs:
+        assert sub["text"] != question and TRAM.rstrip("?") not in sub["text"]
+        if question != TRAM:  # below its own question the simulator reads the signal back
+            assert read(sub["text"]).signals == {ProxySignal(sub["proxy_signal"])}
+
+
+def test_one_worker_repeats_a_run_exactly_texts_and_all() -> None:
+    from fractal_nb import Exploration
+
+    def texts() -> list[tuple[str, int, str]]:
+        with Exploration.create(TRAM, intensity="explore", llm=SimulatedLLM(seed=4)) as ex:
+            ex.run(1, progress=False)
+            nodes = ex.store.get_snapshot(ex.graph_id)["nodes"]
+            return [(n["node_type"], n["depth"], re.sub(r"n-[0-9a-f]{16}", "n-ID", n["text"])) for n in nodes]
+
+    first = texts()
+    assert len(first) > 10 and first == texts()
