@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections import deque
 
 from fractal_nb import GraphStore
@@ -61,8 +62,6 @@ def run_shaped_graph(
     """A graph shaped like a deep run of ``questions`` questions: ``seeds`` seed questions, uneven
     branches down to depth 5, sentence-like texts, some questions left open and ``links``
     convergences and contradictions between answers of different branches."""
-    import random
-
     rng = random.Random(seed)
     g = store.create_graph("Should a mid-sized city build a tram line?", "deep", "autonomous")
     gid = g["graph_id"]
