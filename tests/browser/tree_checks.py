@@ -9,19 +9,13 @@ from typing import Any
 NETWORK = ".fractal-network"
 SHOTS = Path(os.environ.get("FRACTAL_NB_SCREENSHOTS", "screenshots"))  # for a person to look at
 
-# Node boxes in DOM pixels (label included: the boxes hold their labels), and the canvas's own box.
+# Node boxes in page pixels, from the view's own layout (network.js ``frame``: vis-network keeps no
+# bounding box for the custom shape the tree is drawn with), and the canvas's own box.
 BOXES = f"""() => {{
-    const el = document.querySelector('{NETWORK}'), net = el.visNetwork;
-    const canvas = el.querySelector('canvas').getBoundingClientRect();
-    const boxes = net.body.nodeIndices.map((id) => {{
-        const b = net.getBoundingBox(id);
-        const a = net.canvasToDOM({{x: b.left, y: b.top}});
-        const z = net.canvasToDOM({{x: b.right, y: b.bottom}});
-        return {{id, left: canvas.left + a.x, top: canvas.top + a.y,
-                 right: canvas.left + z.x, bottom: canvas.top + z.y}};
-    }});
-    const frame = {{left: canvas.left, top: canvas.top, right: canvas.right, bottom: canvas.bottom}};
-    return {{boxes, canvas: frame, scale: net.getScale()}};
+    const el = document.querySelector('{NETWORK}');
+    el.visNetwork.redraw();
+    const drawn = el.fractalFrame();
+    return {{boxes: drawn.boxes, canvas: drawn.canvas, scale: drawn.scale}};
 }}"""
 
 

@@ -542,10 +542,18 @@ export function createView(
     }
     const depths = {}; // the questions the view holds, by depth
     for (const q of questions.values()) depths[q.depth] = (depths[q.depth] || 0) + 1;
+    // Every placed node's box (labelled or a dot, on screen or not): vis-network keeps no bounding box
+    // for a custom shape, so the layout's own boxes are what the tests measure overlap and fit by.
+    const placedBoxes = [...placed.at].map(([id, p]) => {
+      const [left, top] = toPage(p.x - p.w / 2, p.y - p.h / 2);
+      const [right, bottom] = toPage(p.x + p.w / 2, p.y + p.h / 2);
+      return { id, left, top, right, bottom };
+    });
     return {
       scale: network.getScale(),
       k: placed.k,
       depths,
+      boxes: placedBoxes,
       canvas: { left: box.left, top: box.top, right: box.right, bottom: box.bottom },
       labels,
       dots: drawn.dots.length,
