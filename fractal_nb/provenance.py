@@ -24,10 +24,11 @@ them is kept (an outside client may have written another value: it is replaced).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from .model import CitationStatus
-from .results import synthesis_chain
+from .results import ChainLink, synthesis_chain
 from .text import content_words, normalize
 
 if TYPE_CHECKING:  # the store's package loads DuckDB; provenance is read without it
@@ -49,37 +50,60 @@ class Provenance:
     """
 
     def __init__(self, nodes: Iterable[NodeRecord]) -> None:
-        current = [n for n in nodes if n.get("superseded_turn") is None]
-        questions = [n for n in current if n["node_type"] == "question"]
-        self.ids = {n["node_id"] for n in questions}
-        self.root = next((n["node_id"] for n in questions if n["depth"] == 0), None)
-        chain = synthesis_chain(current)
+        self.current = [n for n in nodes if n.get("superseded_turn") is None]
+        self.questions = [n for n in self.current if n["node_type"] == "question"]
+        self.ids = {n["node_id"] for n in self.questions}
+        self.root = next((n["node_id"] for n in self.questions if n["depth"] == 0), None)
+
+    # The indexes below are built when a finding first needs them: findings that already name a
+    # current question (a stored harvest, read back on every preview) need none.
+
+    @cached_property
+    def _ranked_chain(self) -> tuple[list[ChainLink], dict[str, tuple[int, int]]]:
+        """The synthesis chain and each question's rank: (depth, tree order; outside the chain, after it)."""
+        chain = synthesis_chain(self.current)
         order = {link.node_id: i for i, link in enumerate(chain)}
-        # Questions outside the chain follow it, in creation order.
         rank = {
             n["node_id"]: (n["depth"], order.get(n["node_id"], len(chain) + i))
-            for i, n in enumerate(questions)
+            for i, n in enumerate(self.questions)
         }
-        self.chain = [
+        return chain, rank
+
+    @cached_property
+    def chain(self) -> list[tuple[str, frozenset[str], tuple[int, int]]]:
+        """The sound chain's questions, each with its content words and rank."""
+        chain, rank = self._ranked_chain
+        return [
             (link.node_id, content_words(f"{link.question} {link.synthesis}"), rank[link.node_id])
             for link in chain
             if not link.degraded and link.node_id in rank
         ]
-        self.tracks: dict[str, str] = {}
-        for n in questions:
+
+    @cached_property
+    def tracks(self) -> dict[str, str]:
+        """A track's finding (normalized) → the track's question."""
+        tracks: dict[str, str] = {}
+        for n in self.questions:
             if isinstance(n["metadata"].get("track"), Mapping):
                 for f in _list(n["metadata"].get("findings")):
                     if isinstance(f, Mapping) and isinstance(f.get("finding"), str):
-                        self.tracks.setdefault(normalize(f["finding"]), n["node_id"])
-        self.cited: dict[Span, list[tuple[tuple[int, int], str]]] = {}
-        for n in current:
+                        tracks.setdefault(normalize(f["finding"]), n["node_id"])
+        return tracks
+
+    @cached_property
+    def cited(self) -> dict[Span, list[tuple[tuple[int, int], str]]]:
+        """A verified citation's span → the (rank, question) of each answer that verified it."""
+        rank = self._ranked_chain[1]
+        cited: dict[Span, list[tuple[tuple[int, int], str]]] = {}
+        for n in self.current:
             question = n["parent_id"]
             if n["node_type"] != "answer" or question not in rank:
                 continue
             for c in _list(n["metadata"].get("citations")):
                 span = _span(c)
                 if span is not None and c.get("status") == CitationStatus.VERIFIED:
-                    self.cited.setdefault(span, []).append((rank[question], question))
+                    cited.setdefault(span, []).append((rank[question], question))
+        return cited
 
     def node_of(self, finding: Mapping[str, Any]) -> str | None:
         """The node ``finding`` rests on (the rules of this module); None for a graph with no root."""
