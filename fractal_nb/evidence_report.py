@@ -246,8 +246,8 @@ def evidence_of(store: GraphStore, graph_id: str, changes: Changes | None = None
     """
     feed = changes if changes is not None else store.get_changes(graph_id)
     cited = any(n["support"] or n["track"] for n in feed["nodes"])
-    graph_nodes: list[NodeRecord] = []
-    metadata = store.get_graph(graph_id)["metadata"]
+    snapshot = store.get_snapshot(graph_id) if cited else None
+    metadata = snapshot["metadata"] if snapshot is not None else store.get_graph(graph_id)["metadata"]
     harvest = metadata.get("harvest")
     harvest = harvest if isinstance(harvest, Mapping) else {}
     kept, apart = (
@@ -255,8 +255,10 @@ def evidence_of(store: GraphStore, graph_id: str, changes: Changes | None = None
         for key in ("findings", "unsupported_findings")
     )
     # A harvest written before findings named their node (provenance.py) needs the nodes to name it.
-    if cited or any(not isinstance(f.get("node_id"), str) for f in kept + apart):
-        graph_nodes = store.get_snapshot(graph_id)["nodes"]
+    if snapshot is None and any(not isinstance(f.get("node_id"), str) for f in kept + apart):
+        snapshot = store.get_snapshot(graph_id)
+    graph_nodes: list[NodeRecord] = snapshot["nodes"] if snapshot is not None else []
+    if snapshot is not None:
         provenance = Provenance(graph_nodes)
         kept, apart = provenance.attach(kept), provenance.attach(apart)
     sources = sources_of(store, graph_id)
