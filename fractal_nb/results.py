@@ -186,14 +186,15 @@ class FractalResult:
         if self.findings:
             lines += ["", "**Findings**", ""]
             lines += [
-                f"- {_md(f['finding'])} *({f['confidence']}{', weak' if f.get('weak') else ''})*{_node_md(f)}"
+                f"- {_md(f['finding'])} *({f['confidence']}{', weak' if f.get('weak') else ''})*"
+                f"{_node_md(f.get('node_id'))}"
                 + "".join(f"\n  - {_md(_cited(c))}" for c in f.get("citations") or [])
                 for f in self.findings
             ]
         if self.unsupported_findings:
             lines += ["", "**Unsupported findings** (kept apart: no verified citation)", ""]
             lines += [
-                f"- {_md(f['finding'])} *(unsupported)*{_node_md(f)}"
+                f"- {_md(f['finding'])} *(unsupported)*{_node_md(f.get('node_id'))}"
                 + "".join(f"\n  - {_md(_cited(c))}" for c in f.get("citations") or [])
                 for f in self.unsupported_findings
             ]
@@ -209,7 +210,7 @@ class FractalResult:
             lines += [
                 f"{'  ' * link.depth}- **{_md(link.question)}** "
                 f"{'*(degraded)* ' if link.degraded else ''}{'*(weak)* ' if link.weak else ''}"
-                f"{_md(link.synthesis)}{_node_md({'node_id': link.node_id})}"
+                f"{_md(link.synthesis)}{_node_md(link.node_id)}"
                 for link in self.synthesis_chain
             ]
         return "\n".join(lines)
@@ -313,9 +314,8 @@ def node_link(node_id: object) -> str:
     )
 
 
-def _node_md(finding: dict[str, Any]) -> str:
+def _node_md(node_id: object) -> str:
     """The node a finding (or chain entry) rests on, as the Markdown report names it: its id in brackets."""
-    node_id = finding.get("node_id")
     return f" \\[{_md(node_id)}\\]" if isinstance(node_id, str) and node_id else ""
 
 
