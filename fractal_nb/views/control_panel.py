@@ -547,19 +547,16 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
 
     def _ready(self, counts: dict[str, int]) -> str:
         """The status line of a graph with work to do and nothing in the way."""
-        waiting = counts["open"] + counts["claimed"]
-        answered = counts["answered"]
         if counts["total"] <= 1:
             return (
                 "Ready: Step seeds the exploration (the root's plan and its questions); Run works it through."
             )
-        work = (
-            f"{waiting} open question(s)"
-            if waiting
-            else f"{answered} question(s) wait for their synthesis"
-            if answered
-            else "work left"
-        )
+        waiting, answered = counts["open"] + counts["claimed"], counts["answered"]
+        work = "work left"
+        if waiting:
+            work = f"{waiting} open question(s)"
+        elif answered:
+            work = f"{answered} question(s) wait for their synthesis"
         paused = self.network.feed.status == GraphStatus.PAUSED
         state = "Paused" if paused else "Ready"
         return f"{state}: {work}. Step processes one, Run works with the workers chosen."
