@@ -192,6 +192,14 @@ export function createView(
   let autoDepth = Infinity;
   let matched = new Set(); // questions the search and filter found
   let placed = { at: new Map(), bounds: { left: 0, right: 0, top: 0, bottom: 0 }, k: K_MAX, readable: true };
+  // The layout depends on the questions, the open branches, the mode and the canvas, not on the
+  // selection, the links drawn or the search: it is placed again only when one of those changed.
+  let shapeVersion = 0; // bumped whenever questions arrive or a branch opens or closes
+  let placedFor = "";
+  let placedTree = null;
+  const reshaped = () => {
+    shapeVersion += 1;
+  };
   const looks = new Map(); // node id -> how it is drawn (tree_paint.js)
   const painter = createPainter({
     look: (id) => looks.get(id),
@@ -225,6 +233,7 @@ export function createView(
       for (const answer of q.answers) questionOf.set(answer.id, q.id);
       questions.set(q.id, q);
     }
+    reshaped();
   }
 
   function canvasSize() {
@@ -342,9 +351,14 @@ export function createView(
   }
 
   function items() {
-    const tree = visibleTree();
     const [width, tall] = canvasSize();
-    placed = chooseLayout(tree, width, tall);
+    const key = `${shapeVersion}|${autoDepth}|${mode}|${width}x${tall}`;
+    if (key !== placedFor) {
+      placedTree = visibleTree();
+      placed = chooseLayout(placedTree, width, tall);
+      placedFor = key;
+    }
+    const tree = placedTree;
     looks.clear();
     const nodeItems = [];
     const edgeItems = [];
@@ -458,6 +472,7 @@ export function createView(
         opened.delete(id);
         closed.add(id);
       }
+      reshaped();
       redraw();
     });
   }
@@ -482,6 +497,7 @@ export function createView(
         closed.delete(q.parent);
         opened.add(q.parent);
         changed = true;
+        reshaped();
       }
       q = questions.get(q.parent);
     }
@@ -827,6 +843,7 @@ export function createView(
   expandButton.addEventListener("click", () => {
     closed.clear();
     for (const id of questions.keys()) opened.add(id);
+    reshaped();
     if (network) redraw();
   });
   outlineButton.addEventListener("click", () => {
