@@ -522,7 +522,7 @@ def _clip_words(text: str, n: int) -> str:
 
 def _claims(question: str, depth: int) -> list[dict[str, str]]:
     """A question's fact, assumption and unknown: the same for the same question, distinct for others."""
-    digest = hashlib.sha256(_ANY_ID.sub("n-id", question).encode()).hexdigest()
+    digest = _digest(question).hex()
     case, pick = digest[:6], int(digest[6:10], 16)
     return [
         {
@@ -571,7 +571,7 @@ def _remark(question: str, prompt: str) -> str:
     question quotes another answer (a boundary question) would otherwise be a near
     copy of a line of its prompt, which the gates refuse (llm/quality.py).
     """
-    start = hashlib.sha256(_ANY_ID.sub("n-id", question).encode()).digest()[0]
+    start = _digest(question)[0]
     turns = [_REMARKS[(start + i) % len(_REMARKS)] for i in range(len(_REMARKS))]
     return next((r for r in turns if r not in prompt), turns[0])
 
@@ -602,7 +602,7 @@ def _cite(prompt: str, question: str) -> list[dict[str, Any]]:
     lines = [(int(n), text) for n, text in numbered if text.strip() and not text.endswith("…")]
     if not lines:
         return []
-    pick = hashlib.sha256(_ANY_ID.sub("n-id", question).encode()).digest()
+    pick = _digest(question)
     first = pick[0] % len(lines)
     run = [lines[first]]
     for number, text in lines[first + 1 : first + 1 + pick[1] % 3]:  # the next lines, while consecutive
