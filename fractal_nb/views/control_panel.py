@@ -136,7 +136,6 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             ],
             "Result": [self.result],
             "Export": [
-                widgets.HTML("<b>Download</b> to this browser:"),
                 self.downloads,
                 widgets.HTML(
                     "<b>Export</b> the syntheses into this kernel (a variable) or a file on its disk:"

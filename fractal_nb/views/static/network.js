@@ -133,7 +133,7 @@ export function createView(
   outlineButton.setAttribute("aria-pressed", "true");
   const search = element("input");
   search.type = "search";
-  search.placeholder = "Search questions, answers…";
+  search.placeholder = "Search all text…";
   search.title = "Words in any order; case and punctuation ignored; questions, answers and syntheses";
   search.setAttribute("aria-label", "Search questions, answers and syntheses");
   toolbar.appendChild(search);
@@ -328,6 +328,7 @@ export function createView(
       s: p.s,
       fill: c.fill,
       border: c.border,
+      dot: c.border, // a dot keeps its status colour (a weak or unsupported mark is on the box only)
       font: c.font,
       borderWidth: q.root ? 3 : q.status === "gated" ? 3 : 1.5,
       dashes: q.status === "gated" ? [6, 3] : null,

@@ -38,7 +38,7 @@ function createPainter({ look, scale, colors }) {
         const r = Math.min(node.h / 2, node.w / 2, Math.max(3.5 / zoom, node.h / 5));
         ctx.beginPath();
         ctx.arc(x, y, r, 0, 2 * Math.PI);
-        ctx.fillStyle = node.border;
+        ctx.fillStyle = node.dot || node.border;
         ctx.fill();
         if (node.ring || chosen) {
           ctx.lineWidth = 2 / zoom;
