@@ -542,8 +542,8 @@ def _digest(text: str) -> bytes:
 
 def _leading(text: str, kind: str, rng: random.Random) -> list[str]:
     """The two factors ``text`` (the findings below a synthesis) names most, then drawn ones."""
-    named = Counter({f: text.count(f) for f in FACTORS[kind] if f in text})
-    leading = [f for f, _ in sorted(named.items(), key=lambda fn: (-fn[1], FACTORS[kind].index(fn[0])))]
+    named = {f: text.count(f) for f in FACTORS[kind] if f in text}
+    leading = sorted(named, key=lambda f: -named[f])  # stable: at a tie, in the order of FACTORS
     return (leading + [f for f in factors(kind, rng, 4) if f not in leading])[:2]
 
 
