@@ -144,8 +144,26 @@ _ANGLES_BY_SIGNAL: dict[str, dict[ProxySignal, list[int]]] = {
 }
 
 # -- the elements a follow-up adds, per signal ------------------------------------------------------
-# Short, so a label cut at forty characters holds the opening, the element and the aspect's first words.
 
+_FIELDS = {  # a new domain's discipline, by its expert
+    "an economist": "economics",
+    "an engineer": "engineering",
+    "a historian": "history",
+    "an ecologist": "ecology",
+    "a lawyer": "law",
+    "a sociologist": "sociology",
+    "a health researcher": "public health",
+    "an insurer": "insurance",
+    "a psychologist": "psychology",
+    "a geographer": "geography",
+    "an accountant": "accounting",
+    "a political scientist": "political science",
+    "a planner": "planning",
+    "a statistician": "statistics",
+    "a designer": "design",
+    "a safety inspector": "safety work",
+}
+# Short, so a label cut at forty characters holds the opening, the element and the aspect's first words.
 _ELEMENTS: dict[ProxySignal, list[str]] = {
     ProxySignal.QUALIFIERS: [
         "in its first years",
@@ -201,24 +219,7 @@ _ELEMENTS: dict[ProxySignal, list[str]] = {
         "skilled staff",
         "political backing",
     ],
-    ProxySignal.NEW_DOMAIN: [
-        "an economist",
-        "an engineer",
-        "a historian",
-        "an ecologist",
-        "a lawyer",
-        "a sociologist",
-        "a health researcher",
-        "an insurer",
-        "a psychologist",
-        "a geographer",
-        "an accountant",
-        "a political scientist",
-        "a planner",
-        "a statistician",
-        "a designer",
-        "a safety inspector",
-    ],
+    ProxySignal.NEW_DOMAIN: list(_FIELDS),  # its experts
     ProxySignal.HIGH_BLAST_RADIUS: [
         "the other budgets",
         "nearby districts",
@@ -237,24 +238,6 @@ _ELEMENTS: dict[ProxySignal, list[str]] = {
         "other services",
         "borrowing costs",
     ],
-}
-_FIELDS = {  # a new domain's discipline, by its expert
-    "an economist": "economics",
-    "an engineer": "engineering",
-    "a historian": "history",
-    "an ecologist": "ecology",
-    "a lawyer": "law",
-    "a sociologist": "sociology",
-    "a health researcher": "public health",
-    "an insurer": "insurance",
-    "a psychologist": "psychology",
-    "a geographer": "geography",
-    "an accountant": "accounting",
-    "a political scientist": "political science",
-    "a planner": "planning",
-    "a statistician": "statistics",
-    "a designer": "design",
-    "a safety inspector": "safety work",
 }
 # How a deeper question carries its parent's element after the aspect ("the full cost of X in a recession").
 _CARRIED = {
