@@ -22,7 +22,7 @@ from .model import CitationStatus, Support
 from .provenance import Provenance
 from .store import GraphStore
 from .store.citations import file_hash
-from .store.records import Changes, NodeRecord
+from .store.records import NodeRecord
 from .text import markdown_escape
 
 UNCHECKED = "unchecked"
@@ -237,15 +237,16 @@ def node_evidence(store: Any, graph_id: str, node: NodeRecord, children: list[No
     }
 
 
-def evidence_of(store: GraphStore, graph_id: str, changes: Changes | None = None) -> Evidence:
+def evidence_of(store: GraphStore, graph_id: str, *, cited: bool | None = None) -> Evidence:
     """The graph's evidence as the exported page and ``fractal-nb report`` show it.
 
-    The feed rows (``changes``: a full ``get_changes``, read here when not given)
-    say which nodes carry a support value or a track; the nodes' metadata is read
-    (one snapshot) only when some do, so a graph without evidence costs no more.
+    The nodes' metadata is read (one snapshot) only when some answer carries a
+    support value or some question a track (``cited``: what the caller's
+    ``get_question_items`` said, else read here), so a graph without evidence
+    costs no more.
     """
-    feed = changes if changes is not None else store.get_changes(graph_id)
-    cited = any(n["support"] or n["track"] for n in feed["nodes"])
+    if cited is None:
+        cited = store.carries_evidence(graph_id)
     snapshot = store.get_snapshot(graph_id) if cited else None
     metadata = snapshot["metadata"] if snapshot is not None else store.get_graph(graph_id)["metadata"]
     harvest = metadata.get("harvest")

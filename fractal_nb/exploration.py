@@ -687,10 +687,10 @@ class Exploration:
 
     def _page(self) -> dict[str, Any]:
         """What the page shows: the graph's rows, its seed, the result as it stands and the evidence."""
-        changes = self.store.get_changes(self.graph_id)
-        evidence = evidence_of(self.store, self.graph_id, changes)
+        items = self.store.get_question_items(self.graph_id)
+        evidence = evidence_of(self.store, self.graph_id, cited=items["cited"])
         return {
-            "changes": changes,
+            "items": items,
             "heading": self._state.seed,
             "result": self.preview(),
             "evidence": evidence,

@@ -13,6 +13,7 @@ import networkx as nx
 
 from ..model import DONE_QUESTION, PENDING_QUESTION, EdgeType, NodeStatus
 from .base import StoreBase, optional_name, require_count, require_id
+from .question_items import carries_evidence, question_items
 from .records import (
     Changes,
     ClaimableList,
@@ -21,6 +22,7 @@ from .records import (
     GraphList,
     GraphRecord,
     OpenQuestions,
+    QuestionItems,
     ReadyList,
     Snapshot,
 )
@@ -282,6 +284,30 @@ class GraphQueries(StoreBase):
                 for f, t, e, m in links
             ],
         }
+
+    def get_question_items(self, graph_id: str) -> QuestionItems:
+        """The whole graph as the live view's question items and links, JSON written by DuckDB.
+
+        What a view that opens and the exported page draw (store/question_items.py): the
+        graph's status and last event id read at the same moment.
+        """
+        gid = require_id(graph_id, "graph_id")
+        with self._db.read():
+            row = self._db.fetchone(
+                "SELECT status, (SELECT max(event_id) FROM events WHERE graph_id = ?) "
+                "FROM graphs WHERE graph_id = ?",
+                [gid, gid],
+            )
+            if row is None:
+                self._graph(gid)  # raises NotFoundError
+            assert row is not None
+            return question_items(self._db, gid, row[0], row[1] or 0)
+
+    def carries_evidence(self, graph_id: str) -> bool:
+        """Whether some answer carries a support value or some question a track (what evidence reads)."""
+        graph = self._graph(graph_id)
+        with self._db.read():
+            return carries_evidence(self._db, graph.graph_id)
 
     # -- internals ----------------------------------------------------------------
 

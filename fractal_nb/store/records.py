@@ -390,6 +390,25 @@ class Changes(TypedDict):
     links: list[FeedLink]
 
 
+class QuestionItems(TypedDict):
+    """``get_question_items``: a whole graph as the live view's question items, JSON written by DuckDB.
+
+    ``questions`` and ``links`` are JSON arrays (text) of the items views/question_tree.py
+    types as ``QuestionItem`` and ``LinkItem``; ``counts`` is what ``QuestionTree.counts``
+    gives for the same graph (store/question_items.py).
+    """
+
+    graph_id: str
+    status: str
+    last_event_id: int
+    questions: str
+    question_count: int
+    links: str
+    link_count: int
+    counts: dict[str, int]
+    cited: bool  # some answer carries a support value or some question a track
+
+
 class TurnRequest(TypedDict):
     """One steering request of a turn (store/turns.py): what it asked and the nodes it created or reopened."""
 

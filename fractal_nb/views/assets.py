@@ -26,12 +26,12 @@ def vis_network_source() -> str:
 
 
 # The view's script is one ES module made of these files, in this order (network.js, last, exports it).
-VIEW_SCRIPT = ("tree_layout.js", "tree_paint.js", "network.js")
+VIEW_SCRIPT = ("question_text.js", "tree_layout.js", "tree_paint.js", "network.js")
 
 
 @cache
 def view_script() -> str:
-    """The question tree's front end as one module: layout, painting, then the view (exports)."""
+    """The question tree's front end as one module: text, layout, painting, then the view (exports)."""
     return "\n".join(static_text(name) for name in VIEW_SCRIPT)
 
 

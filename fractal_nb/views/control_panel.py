@@ -30,6 +30,7 @@ import ipywidgets as widgets
 from ..evidence_report import CitedLines, NodeEvidence
 from ..model import PENDING_QUESTION, TERMINAL_GRAPH, GraphStatus, NodeStatus
 from ..results import FractalResult, StepRecord
+from ..store.question_items import FAILED, VIEW_STATUSES
 from ..text import clip
 from .citations_html import citations_html, evidence_html, finding_html, support_badge
 from .downloads import DownloadButtons
@@ -39,7 +40,7 @@ from .history_slider import HistorySlider
 from .kernel_pump import KernelPump
 from .lab_link import LabServer, lab_server
 from .network_widget import NetworkWidget
-from .question_tree import FAILED, VIEW_STATUSES, view_status
+from .question_tree import view_status
 from .steering_panel import SteeringControls
 
 if TYPE_CHECKING:

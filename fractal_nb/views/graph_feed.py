@@ -2,8 +2,8 @@
 
 The feed remembers the last event id it has sent, so each ``delta()`` holds
 only the questions (answers folded in, :mod:`.question_tree`) and links touched
-since, in their current state. A view that
-opens late asks for ``snapshot()``; both carry the event id they reach
+since, in their current state. A view that opens late asks for ``snapshot()``,
+the whole graph folded by DuckDB (``GraphStore.get_question_items``); both carry the event id they reach
 (``seq``), so a view can tell a gap and ask again. :func:`snapshot_at` builds
 the same ``snapshot`` message from the graph as it was at an event (the history
 slider's, docs/architecture.md "The live view's protocol"), marked ``past``.
@@ -17,7 +17,7 @@ from typing import Any, Literal, TypedDict
 
 from ..model import EdgeType, NodeStatus
 from ..store import GraphStore
-from ..store.records import Changes, FeedLink, FeedNode, NodeRecord, SnapshotAt
+from ..store.records import Changes, FeedLink, FeedNode, NodeRecord, QuestionItems, SnapshotAt
 from .question_tree import LinkItem, QuestionItem, QuestionTree
 
 
@@ -55,11 +55,27 @@ def _body(changes: Changes, tree: QuestionTree) -> _FeedBody:
     }
 
 
-def snapshot_of(
-    changes: Changes, tree: QuestionTree | None = None, *, past: str | None = None
-) -> SnapshotMessage:
-    """A full ``get_changes`` result as a ``snapshot`` message (``tree``: the one to fold it into)."""
-    return {"type": "snapshot", "past": past, **_body(changes, tree or QuestionTree())}
+def snapshot_of(changes: Changes, *, past: str | None = None) -> SnapshotMessage:
+    """A full ``get_changes`` result folded in Python as a ``snapshot`` message (the past's, and tests')."""
+    return {"type": "snapshot", "past": past, **_body(changes, QuestionTree())}
+
+
+def snapshot_message(items: QuestionItems, tree: QuestionTree | None = None) -> SnapshotMessage:
+    """A whole graph's items (``GraphStore.get_question_items``) as a ``snapshot`` message of the live graph.
+
+    ``tree``: the one that takes the items, so the deltas after them fold onto it.
+    """
+    questions: list[QuestionItem] = json.loads(items["questions"])
+    (tree or QuestionTree()).load(questions)
+    return {
+        "type": "snapshot",
+        "past": None,
+        "seq": items["last_event_id"],
+        "status": items["status"],
+        "questions": questions,
+        "links": json.loads(items["links"]),
+        "counts": items["counts"],
+    }
 
 
 def snapshot_at(state: SnapshotAt, past: str) -> SnapshotMessage:
@@ -157,10 +173,10 @@ class GraphFeed:
     def snapshot(self) -> SnapshotMessage:
         """The whole graph as a ``snapshot`` message."""
         with self._lock:
-            changes = self.store.get_changes(self.graph_id)
+            items = self.store.get_question_items(self.graph_id)
             self.tree = QuestionTree()
-            message = snapshot_of(changes, self.tree)
-            self.seq, self.status = changes["last_event_id"], changes["status"]
+            message = snapshot_message(items, self.tree)
+            self.seq, self.status = items["last_event_id"], items["status"]
         return message
 
     def delta(self) -> DeltaMessage | None:

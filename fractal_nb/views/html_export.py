@@ -2,7 +2,9 @@
 
 The page inlines vis-network (the build the pyvis package installed), our own
 ``static/network.js`` and ``network.css``, and the graph as JSON, so it opens
-from a file with nothing fetched. Model text travels only inside the JSON block
+from a file with nothing fetched. The graph's JSON is the store's
+(``GraphStore.get_question_items``, written by DuckDB) placed into the page as it
+comes: a page of 100,000 nodes costs no Python per row. Model text travels only inside the JSON block
 (``</`` escaped) and reaches the page through textContent or vis-network's
 text tooltips (docs/architecture.md, "The live view's protocol").
 """
@@ -19,10 +21,9 @@ from typing import TYPE_CHECKING
 from ..arguments import check_file_path
 from ..errors import InvalidInputError
 from ..evidence_report import Evidence
-from ..store.records import Changes
+from ..store.records import QuestionItems
 from .assets import static_text, view_script, vis_network_source
 from .citations_html import evidence_html
-from .graph_feed import snapshot_of
 from .lab_link import lab_server
 
 if TYPE_CHECKING:
@@ -69,9 +70,19 @@ if (location.protocol === "file:") {
 """
 
 
-def _script_json(value: object) -> str:
-    """JSON that cannot end the <script> element holding it."""
-    return json.dumps(value, ensure_ascii=False).replace("</", "<\\/").replace("<!--", "<\\!--")
+def _script_json(text: str) -> str:
+    """JSON text that cannot end the <script> element holding it."""
+    return text.replace("</", "<\\/").replace("<!--", "<\\u0021--")
+
+
+def _snapshot_json(items: QuestionItems) -> str:
+    """The ``snapshot`` message the view applies (graph_feed.SnapshotMessage), the items' JSON as it is."""
+    head = {"type": "snapshot", "past": None, "seq": items["last_event_id"], "status": items["status"]}
+    return (
+        json.dumps(head)[:-1]
+        + f', "questions": {items["questions"]}, "links": {items["links"]}, '
+        + f'"counts": {json.dumps(items["counts"])}}}'
+    )
 
 
 def _report(result: FractalResult | None) -> tuple[str, str]:
@@ -96,9 +107,13 @@ def _evidence_section(evidence: Evidence | None) -> str:
 
 
 def render_html(
-    changes: Changes, *, heading: str, result: FractalResult | None = None, evidence: Evidence | None = None
+    items: QuestionItems,
+    *,
+    heading: str,
+    result: FractalResult | None = None,
+    evidence: Evidence | None = None,
 ) -> str:
-    """The page for a full ``get_changes`` result: everything inlined, nothing fetched.
+    """The page for a whole graph (``GraphStore.get_question_items``): everything inlined, nothing fetched.
 
     With ``result`` (``Exploration.preview()``), the page shows what ``report()``
     shows: the degraded warning above the tree, the summary, findings, gaps and
@@ -107,13 +122,11 @@ def render_html(
     their citations (the unsupported under their own heading), and each cited answer
     with its support and citations, every quote and stored line escaped.
     """
-    message = snapshot_of(changes)
-    counts = message["counts"]
-    synthesized = counts["synthesized"]
-    questions = len(message["questions"])
+    counts = items["counts"]
     summary = (
-        f"{questions:,} questions · {counts['answers']:,} answers · {synthesized:,} synthesized · "
-        f"{len(message['links']):,} cross-branch links · graph {changes['status']}"
+        f"{items['question_count']:,} questions · {counts['answers']:,} answers · "
+        f"{counts['synthesized']:,} synthesized · {items['link_count']:,} cross-branch links · "
+        f"graph {items['status']}"
     )
     warning, report = _report(result)
     starter = (
@@ -137,7 +150,9 @@ def render_html(
             _evidence_section(evidence),
             "</main>\n",
             f"<script>{vis_network_source()}</script>\n",
-            f'<script type="application/json" id="fractal-data">{_script_json(message)}</script>\n',
+            '<script type="application/json" id="fractal-data">',
+            _script_json(_snapshot_json(items)),
+            "</script>\n",
             f'<script type="module">\n{view_script()}\n{starter}</script>\n',
             "</body>\n</html>\n",
         ]
@@ -145,7 +160,7 @@ def render_html(
 
 
 def write_html(
-    changes: Changes,
+    items: QuestionItems,
     path: str | Path,
     *,
     heading: str,
@@ -159,7 +174,7 @@ def write_html(
     partial page and an existing page as it was.
     """
     target = _export_path(path)
-    page = render_html(changes, heading=heading, result=result, evidence=evidence).encode("utf-8")
+    page = render_html(items, heading=heading, result=result, evidence=evidence).encode("utf-8")
     part = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.part")
     try:
         descriptor = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)

@@ -4,35 +4,23 @@ The store keeps questions and answers as separate nodes (question → answer →
 sub-questions); a reader thinks in questions. :class:`QuestionTree` folds the
 store's feed rows (``GraphStore.get_changes``) into question items, remembering
 across deltas which question each answer belongs to, and maps the links between
-answers onto their questions. The view (``static/network.js``) lays the items
-out as a tree and can unfold them into the full question/answer graph again,
-since each item keeps its answers' ids and the answer it hangs under
-(docs/architecture.md, "The live view's protocol").
+answers onto their questions. A whole graph comes folded by DuckDB already
+(``GraphStore.get_question_items``, store/question_items.py): the tree takes its
+items with :meth:`QuestionTree.load`, and the deltas after it fold here. The
+view (``static/network.js``) lays the items out as a tree, wraps their labels,
+and can unfold them into the full question/answer graph again, since each item
+keeps its answers' ids and the answer it hangs under (docs/architecture.md, "The live view's protocol").
 """
 
 from __future__ import annotations
 
-import re
-import textwrap
 from collections import Counter
 from collections.abc import Iterable
 from typing import NotRequired, TypedDict
 
 from ..model import NodeStatus, SaturationReason
+from ..store.question_items import FAILED, JOINED, TEXT_CHARS, UNSUPPORTED, VIEW_STATUSES
 from ..store.records import FeedLink, FeedNode
-
-LABEL_WIDTH = 26  # characters per label line
-LABEL_LINES = 3
-TEXT_CHARS = 2000  # an answer or synthesis as the hover box and details panel get it
-FAILED = "failed"
-"""The view's status of a question that failed (``error``, or saturated as ``error`` by a harvest)."""
-VIEW_STATUSES = (
-    *(s.value for s in NodeStatus if s != NodeStatus.ERROR),
-    FAILED,
-)
-"""The statuses a question item shows: the store's, with ``failed`` for both forms of a failure."""
-# A tag the model or the simulator puts before its text ("[simulated] ..."): noise in a label.
-_TAG = re.compile(r"^\s*\[[^\]\n]{1,40}\]\s*")
 
 
 class AnswerItem(TypedDict):
@@ -43,10 +31,6 @@ class AnswerItem(TypedDict):
     support: NotRequired[str]  # an answer's support (a Support value), where the store judged it
 
 
-UNSUPPORTED = "unsupported"
-"""An answer's support when the graph has sources and its citations failed or are missing."""
-
-
 class QuestionItem(TypedDict):
     """One question as the view draws it."""
 
@@ -55,8 +39,7 @@ class QuestionItem(TypedDict):
     via: str | None  # the answer it hangs under (None: the root, or directly under a question)
     depth: int
     seq: int
-    text: str
-    label: str
+    text: str  # the view wraps its label (network.js questionLabel)
     status: str  # one of VIEW_STATUSES
     reason: str | None
     error: str | None  # why it failed (a failed question's last error), else None
@@ -83,13 +66,6 @@ class LinkItem(TypedDict):
     from_question: str
     to_question: str
     note: str
-
-
-def question_label(text: str) -> str:
-    """A short label: the leading tag dropped, wrapped to ``LABEL_LINES`` lines of ``LABEL_WIDTH``."""
-    plain = " ".join(_TAG.sub("", text).split()) or text.strip()
-    lines = textwrap.wrap(plain, LABEL_WIDTH, break_long_words=True, max_lines=LABEL_LINES, placeholder=" …")
-    return "\n".join(lines)
 
 
 def view_status(status: str, reason: str | None) -> str:
@@ -121,6 +97,11 @@ class QuestionTree:
         counts["answers"] = len(self.answer_of)
         counts["total"] = len(self.questions) + len(self.answer_of)
         return counts
+
+    def load(self, items: Iterable[QuestionItem]) -> None:
+        """Take a whole graph's items (``GraphStore.get_question_items``, folded by DuckDB)."""
+        self.questions = {q["id"]: q for q in items}
+        self.answer_of = {a["id"]: q["id"] for q in self.questions.values() for a in q["answers"]}
 
     def fold(self, rows: Iterable[FeedNode]) -> list[QuestionItem]:
         """Take feed rows (creation order); the question items they changed, in creation order.
@@ -165,14 +146,13 @@ class QuestionTree:
             "depth": row["depth"],
             "seq": row["seq"],
             "text": row["text"],
-            "label": question_label(row["text"]),
             "status": status,
             "reason": row["status_reason"],
             "error": _clip(row["last_error"] or row["status_reason"] or "error")
             if status == FAILED
             else None,
             "weak": bool(row["synthesis_failed"] or row["weak"]),
-            "weak_reasons": (["sub-findings joined without the model"] if row["synthesis_failed"] else [])
+            "weak_reasons": ([JOINED] if row["synthesis_failed"] else [])
             + [f"{m['reason'].replace('_', ' ')}: {m['node_id']}" for m in row["weak"]],
             "owner": row["owner"],
             "answers": known["answers"] if known else [],

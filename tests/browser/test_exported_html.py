@@ -108,6 +108,31 @@ def test_search_finds_and_a_click_shows_the_details(
     assert traffic.failed == [] and traffic.aborted == [] and traffic.errors == []
 
 
+def test_labels_drop_the_tag_and_wrap_to_three_lines_of_26(page: tuple[Any, Any], tmp_path: Path) -> None:
+    tab, traffic = page
+    store = GraphStore()
+    root_text = "[simulated] Why do tides turn twice a day in most places of the world, and not once?"
+    g = store.create_graph(root_text, "pulse", "autonomous")
+    long_word = "Supercalifragilisticexpialidocious-and-then-some?"
+    short = "Why the moon?"
+    store.add_answer(g["graph_id"], g["root_node_id"], "It pulls.", sub_questions=[long_word, short])
+    tab.goto(Exploration(store, g["graph_id"], SimulatedLLM()).to_html(tmp_path / "labels.html").as_uri())
+    drawn(tab)
+    labels = {label["label"] for label in frame(tab)["labels"]}
+    assert labels == {
+        "Why do tides turn twice a\nday in most places of the\nworld, and not once?",
+        "Supercalifragilisticexpial\nidocious-and-then-some?",
+        short,
+    }, labels
+    store.add_answer(g["graph_id"], g["root_node_id"], "More.", sub_questions=["word " * 30])
+    tab.goto(Exploration(store, g["graph_id"], SimulatedLLM()).to_html(tmp_path / "labels.html").as_uri())
+    drawn(tab)
+    cut = next(label["label"] for label in frame(tab)["labels"] if label["label"].startswith("word"))
+    assert cut == "word word word word word\nword word word word word\nword word word word word …"
+    assert traffic.failed == [] and traffic.errors == []
+    store.close()
+
+
 def test_hostile_model_text_stays_text(page: tuple[Any, Any], tmp_path: Path) -> None:
     tab, traffic = page
     store = GraphStore()

@@ -131,7 +131,7 @@ def test_a_file_changed_on_disk_is_marked(cited: tuple[Exploration, CitedGraph])
 
 def test_the_exported_page_shows_the_evidence_escaped(cited: tuple[Exploration, CitedGraph]) -> None:
     ex, built = cited
-    page = render_html(ex.store.get_changes(ex.graph_id), heading="bridges", evidence=ex.evidence())
+    page = render_html(ex.store.get_question_items(ex.graph_id), heading="bridges", evidence=ex.evidence())
     evidence = page[page.index('<section class="fractal-evidence">') :]
     for part in (
         "<h3>Synthesis of the tracks</h3>",
@@ -153,14 +153,14 @@ def test_the_exported_page_shows_the_evidence_escaped(cited: tuple[Exploration, 
         assert part in evidence, part
     assert evidence.index("Bearings fail first.") < evidence.index("<h3>Unsupported findings</h3>")
     assert HOSTILE not in page and MISQUOTE not in page
-    plain = render_html(ex.store.get_changes(ex.graph_id), heading="bridges")
+    plain = render_html(ex.store.get_question_items(ex.graph_id), heading="bridges")
     assert '<section class="fractal-evidence">' not in plain, "no evidence given, no section"
 
 
 def test_a_graph_without_evidence_has_no_evidence_section(tmp_path: Path) -> None:
     with Exploration.create("Why?", llm=SimulatedLLM(seed=1), clock=FAST) as ex:
         ex.run(progress=False)
-        page = render_html(ex.store.get_changes(ex.graph_id), heading="why", evidence=ex.evidence())
+        page = render_html(ex.store.get_question_items(ex.graph_id), heading="why", evidence=ex.evidence())
         assert ex.evidence()["answers"] == [] and '<section class="fractal-evidence">' not in page
 
 
@@ -301,7 +301,7 @@ def test_findings_tracks_and_cited_answers_link_to_their_nodes(cited: tuple[Expl
     ex, built = cited
     shown = evidence_html(ex.evidence(), None)
     page = render_html(
-        ex.store.get_changes(ex.graph_id), heading="b", result=ex.preview(), evidence=ex.evidence()
+        ex.store.get_question_items(ex.graph_id), heading="b", result=ex.preview(), evidence=ex.evidence()
     )
 
     def link(node_id: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import shutil
@@ -39,7 +40,7 @@ def test_page_is_offline_and_carries_every_node(tmp_path: Path) -> None:
 def test_model_text_never_becomes_markup(fresh_store: GraphStore) -> None:
     g = fresh_store.create_graph(HOSTILE, "pulse", "autonomous")
     fresh_store.add_answer(g["graph_id"], g["root_node_id"], HOSTILE, sub_questions=[HOSTILE])
-    page = render_html(fresh_store.get_changes(g["graph_id"]), heading=HOSTILE)
+    page = render_html(fresh_store.get_question_items(g["graph_id"]), heading=HOSTILE)
     before, rest = page.split('<script type="application/json" id="fractal-data">')
     data, after = rest.split("</script>", 1)
     assert "<img src=x" not in before + after, "outside the JSON block, model text is escaped"
@@ -52,9 +53,10 @@ def test_model_text_never_becomes_markup(fresh_store: GraphStore) -> None:
 def test_big_graphs_carry_every_question(fresh_store: GraphStore) -> None:
     gid = grow_graph(fresh_store, 2010)
     changes = fresh_store.get_changes(gid)
-    page = render_html(changes, heading="big")
+    page = render_html(fresh_store.get_question_items(gid), heading="big")
     questions = [n["node_id"] for n in changes["nodes"] if n["node_type"] == "question"]
-    assert all(f'"id": "{q}"' in page for q in questions)
+    data = json.loads(page.split('id="fractal-data">', 1)[1].split("</script>", 1)[0])
+    assert [q["id"] for q in data["questions"]] == questions
 
 
 def test_bad_paths_are_refused_and_write_nothing(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 // The question tree: vis-network fed by snapshots and deltas of question items from Python.
 //
-// One item per question (its answers and synthesis folded in: views/question_tree.py),
+// One item per question (its answers and synthesis folded in: views/question_tree.py, or the
+// store's store/question_items.py for a whole graph),
 // laid out here as a left-to-right tree with cross-branch links drawn over it; the
 // full question/answer graph is one toggle away. Large trees open collapsed below
 // the depth whose rows fit the canvas at a readable zoom; double-click a
@@ -33,17 +34,6 @@ function loadVis(source) {
     globalThis[VIS_KEY] = module.exports;
   }
   return globalThis[VIS_KEY];
-}
-
-function clipText(text, limit) {
-  if (!text) return "";
-  return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`;
-}
-
-// Lower-case words, punctuation and quotes dropped: what a search compares ("tram line' cost" and
-// "Tram line cost" give the same words).
-function searchWords(text) {
-  return (text || "").toLowerCase().normalize("NFKD").replace(/[\u0300-\u036f]/g, "").split(/[^\p{L}\p{N}]+/u).filter(Boolean);
 }
 
 function element(tag, className, text) {
@@ -230,6 +220,7 @@ export function createView(
         children.set(q.parent, list);
       }
       if (q.root) root = q.id;
+      q.label = questionLabel(q.text);
       for (const answer of q.answers) questionOf.set(answer.id, q.id);
       questions.set(q.id, q);
     }
@@ -296,7 +287,7 @@ export function createView(
   }
 
   function answerLines(answer) {
-    const text = clipText(answer.text.replace(/^\s*\[[^\]\n]{1,40}\]\s*/, ""), 60);
+    const text = clipText(answer.text.replace(TAG, ""), 60);
     const lines = (text.match(/.{1,26}(\s|$)|\S+/g) || [""]).map((line) => line.trim()).filter(Boolean);
     return answer.support === "unsupported" ? [UNSUPPORTED, ...lines] : lines;
   }
@@ -544,7 +535,7 @@ export function createView(
       const [left, top] = toPage(l.x - l.w / 2, l.y - l.h / 2);
       const [right, bottom] = toPage(l.x + l.w / 2, l.y + l.h / 2);
       const q = questions.get(l.id);
-      return { id: l.id, depth: q ? q.depth : null, px: l.px, left, top, right, bottom };
+      return { id: l.id, depth: q ? q.depth : null, label: q ? q.label : null, px: l.px, left, top, right, bottom };
     });
     const spread = { left: Infinity, right: -Infinity, top: Infinity, bottom: -Infinity };
     for (const id of [...drawn.dots, ...drawn.labels.map((l) => l.id)]) {
