@@ -29,6 +29,7 @@ if typing.TYPE_CHECKING:
     from .llm.cache import CachedLLM
     from .llm.openai_llm import OpenAILLM
     from .llm.protocol import LLM
+    from .llm.scripted import ScriptedLLM
     from .llm.simulated import SimulatedLLM
     from .results import FractalResult, StepRecord
     from .sources import Snippet, Table
@@ -41,6 +42,7 @@ _LOADED_ON_USE = {
     "GraphStore": ".store",
     "LLM": ".llm.protocol",
     "OpenAILLM": ".llm.openai_llm",
+    "ScriptedLLM": ".llm.scripted",
     "SimulatedLLM": ".llm.simulated",
     "Snippet": ".sources",
     "StepRecord": ".results",
@@ -79,6 +81,7 @@ __all__ = [
     "LLMUnavailableError",
     "NotFoundError",
     "OpenAILLM",
+    "ScriptedLLM",
     "SimulatedLLM",
     "Snippet",
     "StateError",

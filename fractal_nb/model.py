@@ -105,11 +105,30 @@ class Strategy(StrEnum):
 
     ``fractal``: sub-questions all at once, synthesized bottom-up; ``tracks``:
     at least three orthogonal tracks worked in parallel, each with cited findings,
-    aggregated into a synthesis object (unified, nuances, open questions, confidence).
+    aggregated into a synthesis object (unified, nuances, open questions, confidence);
+    ``thinkon``: one chain, depth first, each level planning, calling one sub-goal at a
+    time and judging what came back (docs/architecture.md, "Thinkon").
     """
 
     FRACTAL = "fractal"
     TRACKS = "tracks"
+    THINKON = "thinkon"
+
+
+class ThinkonPhase(StrEnum):
+    """What a chain question (the thinkon strategy) waits for next: its Think, or its Eval."""
+
+    THINK = "think"  # a new level: Think returns its result or writes its plan (``todo``)
+    EVAL = "eval"  # a plan is written: Eval calls the next sub-goal or returns the level's result
+    RETURNED = "returned"  # the level returned (its result is its synthesis)
+
+
+class ThinkonOutcome(StrEnum):
+    """How a chain level returned to its parent's ``done`` (docs/architecture.md, "Thinkon")."""
+
+    RETURNED = "returned"  # Think or Eval returned the level's result
+    FAILED = "failed"  # Think or Eval gave no valid reply (after the correction): this branch ends
+    CUT = "cut"  # a limit (depth, repeats, tokens, time) returned the level's state as it was
 
 
 class CitationStatus(StrEnum):
@@ -265,6 +284,9 @@ TURN_TRANSITIONS: dict[NodeStatus, frozenset[NodeStatus]] = {
     _S.SYNTHESIZED: frozenset({_S.OPEN}),
     _S.SATURATED: frozenset({_S.OPEN, _S.ANSWERED}),
 }
+# The one move only a thinkon chain makes (store/thinkon.py): a level waits answered while its sub-goal
+# is solved, and opens again for its next Eval when the sub-goal returns.
+CHAIN_TRANSITIONS: dict[NodeStatus, frozenset[NodeStatus]] = {_S.ANSWERED: frozenset({_S.OPEN})}
 # An answer is answered from the start; pruning or saturating it is its one move.
 ANSWER_TRANSITIONS: dict[NodeStatus, frozenset[NodeStatus]] = {
     _S.ANSWERED: frozenset({_S.SATURATED}),
@@ -288,16 +310,19 @@ def check_graph_transition(graph_id: str, current: str, target: str) -> None:
 
 
 def check_node_transition(
-    node_id: str, node_type: str, current: str, target: str, *, turn: bool = False
+    node_id: str, node_type: str, current: str, target: str, *, turn: bool = False, chain: bool = False
 ) -> None:
     """Raise unless the node (a question, an answer or a note) may move from ``current`` to ``target``.
 
     ``turn``: the move is a turn's (``TURN_TRANSITIONS`` allowed too; store/turns.py only).
+    ``chain``: the move is a thinkon chain's (``CHAIN_TRANSITIONS`` allowed too; store/thinkon.py only).
     """
     table = QUESTION_TRANSITIONS if node_type == NodeType.QUESTION else ANSWER_TRANSITIONS
     allowed = table[NodeStatus(current)]
     if turn and node_type == NodeType.QUESTION:
         allowed = allowed | TURN_TRANSITIONS.get(NodeStatus(current), frozenset())
+    if chain and node_type == NodeType.QUESTION:
+        allowed = allowed | CHAIN_TRANSITIONS.get(NodeStatus(current), frozenset())
     current, target = str(current), str(target)
     if NodeStatus(target) not in allowed:
         raise InvalidTransitionError(

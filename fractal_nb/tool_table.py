@@ -689,7 +689,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         "record_llm_calls",
         "Append model-call log records to the ledger budgets count. Each record is an object: "
-        "graph_id, role (seed|answer|connect|synthesize|harvest|widen, or tool:search_sources|"
+        "graph_id, role (seed|answer|connect|synthesize|harvest|widen|think|eval, or tool:search_sources|"
         "tool:read_source|tool:unknown for a model's tool call), model, prompt_tokens, "
         "completion_tokens, attempts, latency_s, outcome (ok|cached|error|discarded); optional "
         "node_id (a node of that graph), worker, corrections, queue_s, mode, error, tokens_estimated, "
@@ -705,6 +705,60 @@ TOOLS: tuple[Tool, ...] = (
             ),
         ),
         result_key="recorded",
+    ),
+)
+# The thinkon strategy (docs/architecture.md, "Thinkon"): an outside agent works the chain with these,
+# claiming the level that acts next with fractal_claim_work like any question.
+TOOLS += (
+    Tool(
+        "thinkon_level",
+        "A thinkon level's state {goal, parent, todo, done}: its goal, the level above, its phase "
+        "(think: Think is next; eval: Eval is next; returned), its plan and every sub-goal's return.",
+        (GRAPH_ID, NODE_ID),
+    ),
+    Tool(
+        "thinkon_chain",
+        "The thinkon levels that have not returned, root first: the chain as it stands; the last acts next.",
+        (GRAPH_ID,),
+        result_key="levels",
+    ),
+    Tool(
+        "thinkon_plan",
+        "Think's plan for a level this worker claimed in its think phase: written to its todo (only "
+        "Think writes a plan); its Eval is next. Returns the level.",
+        (
+            GRAPH_ID,
+            NODE_ID,
+            Param("todo", _text("The plan in plain language, e.g. numbered items t1, t2.")),
+            WORKER_ID,
+        ),
+    ),
+    Tool(
+        "thinkon_call",
+        "Eval's call of a sub-goal for a level this worker claimed in its eval phase: a new level under "
+        "it, solved before its next Eval (a redo or a repair is a call too). Returns the new level.",
+        (
+            GRAPH_ID,
+            NODE_ID,
+            Param("goal", _text("The sub-goal, stated so it can be done on its own.")),
+            WORKER_ID,
+        ),
+    ),
+    Tool(
+        "thinkon_return",
+        "A level's return: its result, appended to its parent's done in the same transaction (the parent "
+        "opens for its next Eval). outcome: returned (Think or Eval returned it), failed (no valid reply: "
+        "reason says why), cut (a limit returned its state: reason names the limit). Returns the parent's "
+        "level, or null for the root.",
+        (
+            GRAPH_ID,
+            NODE_ID,
+            Param("result", _text("The level's result (for failed or cut: its state as it stands).")),
+            WORKER_ID,
+            Param("outcome", _text("returned, failed or cut."), default="returned"),
+            Param("reason", _text("Why it failed or was cut; empty for returned."), Wire.OPTIONAL_TEXT, ""),
+        ),
+        result_key="parent",
     ),
 )
 TOOLS_BY_METHOD = {tool.method: tool for tool in TOOLS}

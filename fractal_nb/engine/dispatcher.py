@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import StoreUnreachableError
-from ..model import GraphStatus, NodeStatus, pending_counts
+from ..model import GraphStatus, NodeStatus, Strategy, pending_counts
 from ..results import StepRecord
 from ..run_report import WorkerReport
 from .primitive import RunState, cascade, freeze_unexplored, process
+from .thinkon import MAX_CHAIN_STEPS
 
 __all__ = ["BACKOFF_S", "Clock", "Dispatcher", "RealClock", "ScaledClock", "WorkerReport", "heartbeat"]
 
@@ -182,7 +183,8 @@ class Dispatcher:
 
     def _work(self, report: WorkerReport) -> None:
         run = self.run_state
-        breaker = run.budget.max_depth * 3
+        # A thinkon chain is one level after another: its own limits bound it (engine/thinkon.py).
+        breaker = run.budget.max_depth * 3 if run.strategy != Strategy.THINKON else MAX_CHAIN_STEPS
         interactive = run.checkpoint.kind == "interactive"
         tries = 0
         while True:

@@ -24,7 +24,7 @@ from ..results import ChainLink, FractalResult, StepRecord, synthesis_chain, wea
 from ..store.citations import support_of
 from ..store.records import NodeRecord, Snapshot
 from ..text import clip, normalize
-from . import evidence, grounding, seeding, tracks
+from . import evidence, grounding, seeding, thinkon, tracks
 from .primitive import RunState, cascade, freeze_unexplored
 
 HARVEST_PASSES = 3
@@ -38,10 +38,13 @@ def seed(run: RunState) -> StepRecord | None:
     and too few trigger a retry that says so. When no attempt reaches the
     minimum, the best plan is kept and the root's answer records the shortfall
     (``seed_minimum``), which marks the result degraded. A tracks graph is seeded
-    with its tracks instead (engine/tracks.py).
+    with its tracks instead (engine/tracks.py); a thinkon graph has no seed phase:
+    its root is the chain's first level, and its Think is the first step.
     """
     if run.strategy == Strategy.TRACKS:
         return tracks.seed(run)
+    if run.strategy == Strategy.THINKON:
+        return None
     root = run.store.get_synthesis_inputs(run.graph_id, run.root_id)["node"]
     if root["status"] != NodeStatus.OPEN:
         return None
@@ -109,6 +112,8 @@ def harvest(run: RunState, *, finish: bool = True, aggregate: bool = False) -> F
     )
     if finishing and status != GraphStatus.ACTIVE:
         store.resume_graph(g)
+    if finishing and run.strategy == Strategy.THINKON:  # the chain's partial result, no model call
+        thinkon.unwind(run, spent or "harvested before the chain returned")
     if finishing:
         _freeze_and_repair(run, model=spent is None)
     snapshot = store.get_snapshot(g)
@@ -133,22 +138,25 @@ def harvest(run: RunState, *, finish: bool = True, aggregate: bool = False) -> F
         for c in sound[:40]
     )
     try:
-        if spent is not None:
+        if run.strategy == Strategy.THINKON:  # the chain's own result: what its levels returned, no call
+            summary = thinkon.summary(nodes, gaps)
+        elif spent is not None:
             raise BudgetExhaustedError(f"{spent}: the harvest made no model calls")
-        summary = run.call(
-            HarvestSummary,
-            evidence.with_rule(
-                chat(
-                    "harvest",
-                    seed=clip(run.seed, 500),
-                    chain=chain_text or "(empty)",
-                    gaps="\n".join(f"- {g_}" for g_ in gaps) or "(none)",
+        else:
+            summary = run.call(
+                HarvestSummary,
+                evidence.with_rule(
+                    chat(
+                        "harvest",
+                        seed=clip(run.seed, 500),
+                        chain=chain_text or "(empty)",
+                        gaps="\n".join(f"- {g_}" for g_ in gaps) or "(none)",
+                    ),
+                    sources=run.has_sources,
                 ),
-                sources=run.has_sources,
-            ),
-            node_id=snapshot["root_node_id"],
-            worker=None,
-        )
+                node_id=snapshot["root_node_id"],
+                worker=None,
+            )
     except LLMError as exc:  # logged; the root's synthesis stands in for the summary
         gaps.append(f"harvest summary failed: {exc}")
     # One gap per question (two alike stay two); the model's own gaps added where they are new.

@@ -41,7 +41,7 @@ from ..results import StepRecord
 from ..store import GraphStore, WorkerStore
 from ..store.records import Claim, GraphRecord, QuestionContext, SubQuestionBrief
 from ..text import clip, normalize
-from . import evidence, grounding, tracks
+from . import evidence, grounding, thinkon, tracks
 from .calls import ModelCaller
 from .evidence_tools import SourceTools
 from .limits import Limits
@@ -120,7 +120,13 @@ class RunState:
 
 
 def process(run: RunState, claim: Claim, worker: str) -> StepRecord:
-    """Run the primitive on a claimed question and return what it did."""
+    """Run the primitive on a claimed question and return what it did.
+
+    In a thinkon graph the claimed question is the chain's level that acts next:
+    its Think or its Eval is the step (engine/thinkon.py).
+    """
+    if run.strategy == Strategy.THINKON:
+        return thinkon.advance(run, claim, worker)
     node_id, question = claim["node_id"], claim.get("text")
     assert node_id is not None and question is not None, "callers pass only claims that found a question"
     context = run.store.get_context(run.graph_id, node_id)

@@ -217,6 +217,9 @@ REPLY_BOUNDS = {
     "tracks_seed": 768,
     "track_synthesis": 1024,
     "aggregate": 768,
+    # the thinkon strategy (engine/thinkon.py): a plan, a sub-goal or a level's result
+    "think": 768,
+    "eval": 768,
 }
 """Reply length bounds per role (tokens): enough for the schema's fields, never unbounded."""
 

@@ -415,3 +415,43 @@ class SynthesisObject(_Output):
 
 
 SCHEMAS += (TrackPlan, TrackFindings, SynthesisObject)
+
+
+# -- the thinkon strategy (docs/architecture.md, "Thinkon"): Think and Eval, two choices each --------------
+
+
+class ThinkChoice(StrEnum):
+    """What Think returns: the level's result, or its plan."""
+
+    RETURN = "RETURN"  # the level's result, at once
+    TODO = "TODO"  # a plan, in plain language: written to the level's todo
+
+
+class Think(_Output):
+    """A new level's first step: return its result, or write the plan its Eval works through."""
+
+    role: ClassVar[str] = "think"
+    type: ThinkChoice
+    description: Prose
+
+
+class EvalChoice(StrEnum):
+    """What Eval returns: a sub-goal to call, or the level's result."""
+
+    CALL = "CALL"  # a sub-goal: a child level, solved before this level's next Eval
+    RETURN = "RETURN"  # this level's result
+
+
+# A sub-goal quotes its plan, and a level's result what its sub-goals returned: both shown in the prompt.
+ChainText = Annotated[str, Field(min_length=1), _prose(3, echo=False)]
+
+
+class Eval(_Output):
+    """A level's judgement of its plan and of what its sub-goals returned: call the next one, or return."""
+
+    role: ClassVar[str] = "eval"
+    type: EvalChoice
+    description: ChainText
+
+
+SCHEMAS += (Think, Eval)

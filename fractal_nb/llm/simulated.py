@@ -32,6 +32,7 @@ from ..model import HaltKind, parse_choice
 from ..text import clip
 from .protocol import Message, estimate_tokens, messages_tokens, report_usage, report_wait
 from .schemas import MAX_CLAIMS, SCHEMAS, ProxySignal
+from .simulated_chain import eval_reply, think_reply
 from .simulated_frames import GENERIC, read_frame
 from .simulated_prose import FACTORS, answer_level, answer_text, factors, synthesis_text
 from .simulated_questions import ANGLES, angle_labels, angle_questions, extra_question, follow_up, read
@@ -178,6 +179,8 @@ class SimulatedLLM:
             "tracks_seed": self._tracks_seed,
             "track_synthesis": self._track_synthesis,
             "aggregate": self._aggregate,
+            "think": think_reply,  # the thinkon strategy (llm/simulated_chain.py)
+            "eval": eval_reply,
         }[role]
         output = schema.model_validate(build(prompt, rng)).model_dump(mode="json")
         report_usage(messages_tokens(messages), estimate_tokens(json.dumps(output)), estimated=True)

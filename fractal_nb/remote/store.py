@@ -237,6 +237,11 @@ class RemoteStore:
     search_sources = remote_method(GraphStore.search_sources)
     read_source = remote_method(GraphStore.read_source)
     check_citations = remote_method(GraphStore.check_citations)
+    thinkon_level = remote_method(GraphStore.thinkon_level)
+    thinkon_chain = remote_method(GraphStore.thinkon_chain)
+    thinkon_plan = remote_method(GraphStore.thinkon_plan)
+    thinkon_call = remote_method(GraphStore.thinkon_call)
+    thinkon_return = remote_method(GraphStore.thinkon_return)
     _heartbeat = remote_method(GraphStore.heartbeat)
 
     def heartbeat(self, holder_id: str) -> Heartbeat:

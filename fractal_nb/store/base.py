@@ -254,6 +254,7 @@ class StoreBase:
         columns: dict[str, Any] | None = None,
         payload: dict[str, Any] | None = None,
         turn: bool = False,
+        chain: bool = False,
     ) -> None:
         """Move one node to ``status`` and log it: every status change in the store comes here.
 
@@ -263,11 +264,12 @@ class StoreBase:
         checked and logged too. ``metadata`` replaces the node's metadata and
         ``columns`` sets other columns (a claim's owner and lease) in the same
         statement; ``payload`` adds to the event's. ``turn``: a move only a turn
-        makes (``model.TURN_TRANSITIONS``, store/turns.py).
+        makes (``model.TURN_TRANSITIONS``, store/turns.py); ``chain``: one only a
+        thinkon chain makes (``model.CHAIN_TRANSITIONS``, store/thinkon.py).
         """
         steps = [node.status, *([through] if through is not None else []), status]
         for current, target in zip(steps, steps[1:], strict=False):
-            check_node_transition(node.node_id, node.node_type, current, target, turn=turn)
+            check_node_transition(node.node_id, node.node_type, current, target, turn=turn, chain=chain)
         if status == NodeStatus.SATURATED and reason is not None:  # also where MCP agents look for it
             metadata = {**(node.metadata if metadata is None else metadata), "saturation_reason": reason}
         assigned: dict[str, Any] = {

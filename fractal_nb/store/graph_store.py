@@ -34,10 +34,13 @@ from .replay import Replay
 from .rows import GraphRow, NodeRow
 from .sources import Sources
 from .synthesis import SynthesisQueue
+from .thinkon import ThinkonWrites
 from .turns import Turns
 
 
-class GraphStore(GraphLifecycle, NodeWrites, SynthesisQueue, GraphQueries, NodeContext, LLMLog):
+class GraphStore(
+    GraphLifecycle, ThinkonWrites, NodeWrites, SynthesisQueue, GraphQueries, NodeContext, LLMLog
+):
     """The graph contract on DuckDB; the only place in fractal_nb that speaks SQL.
 
     Every method returns a JSON-ready dict (ids are strings) and raises a

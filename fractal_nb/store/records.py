@@ -390,6 +390,30 @@ class Changes(TypedDict):
     links: list[FeedLink]
 
 
+class DoneEntry(TypedDict):
+    """One return in a thinkon level's ``done``: the sub-goal called, what it returned and how."""
+
+    node_id: str  # the sub-goal's question
+    goal: str
+    result: str
+    outcome: str  # a ThinkonOutcome value
+
+
+class ThinkonLevel(TypedDict):
+    """A thinkon level, ``S = {goal, parent, todo, done}`` (docs/architecture.md, "Thinkon")."""
+
+    node_id: str
+    graph_id: str
+    goal: str
+    parent_id: str | None  # the level above (None: the root)
+    parent_goal: str | None
+    depth: int
+    status: str
+    phase: str  # a ThinkonPhase value
+    todo: str | None  # the plan, written only by Think
+    done: list[DoneEntry]  # every sub-goal's return, in order
+
+
 class QuestionItems(TypedDict):
     """``get_question_items``: a whole graph as the live view's question items, JSON written by DuckDB.
 

@@ -35,13 +35,19 @@ from .holders import HOLDER_LEASE_S, HolderInfo, is_gone, parse_holder
 from .records import Claim, ClaimRecord, ClaimReleased, Heartbeat, Recovered, Synthesized, WeakMark
 from .rows import NODE_COLUMNS, NodeRow
 
-# Claimable: an open question below the root, or a claim whose lease ran out
+# The root is the seed phase's, except in a thinkon graph: there it is the chain's first level
+# (store/thinkon.py).
+THINKON_ROOT = (
+    "EXISTS (SELECT 1 FROM graphs AS g WHERE g.graph_id = nodes.graph_id "
+    "AND json_extract_string(g.metadata, '$.strategy') = 'thinkon')"
+)
+# Claimable: an open question below the root (or a thinkon root), or a claim whose lease ran out
 # (docs/architecture.md, rule 5). Affinity first (branches this worker has owned nodes in), then
 # shallower first, then creation order (the reference's order).
 # Parameters: graph_id, (graph_id for _IF_ACTIVE), now, graph_id, worker_id.
 CLAIMABLE = f"""
     SELECT {NODE_COLUMNS} FROM nodes
-    WHERE graph_id = ? AND node_type = 'question' AND depth > 0 {{active}}
+    WHERE graph_id = ? AND node_type = 'question' AND (depth > 0 OR {THINKON_ROOT}) {{active}}
       AND (status = 'open' OR (status = 'claimed' AND claimed_at + lease_s <= ?))
     ORDER BY (branch_id IN (
                 SELECT DISTINCT branch_id FROM nodes

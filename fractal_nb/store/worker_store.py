@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from ..model import ThinkonOutcome
 from .holders import HolderInfo
 from .records import (
     AnswerSubmitted,
@@ -37,6 +38,7 @@ from .records import (
     SynthesisInputs,
     SynthesisReleased,
     Synthesized,
+    ThinkonLevel,
 )
 
 
@@ -164,3 +166,29 @@ class WorkerStore(Protocol):
 
     def read_source(self, graph_id: str, source: str, line_start: int, line_end: int) -> SourceLines:
         """See :meth:`GraphStore.read_source`."""
+
+    # -- the thinkon strategy (store/thinkon.py) ----------------------------------------
+
+    def thinkon_level(self, graph_id: str, node_id: str) -> ThinkonLevel:
+        """See :meth:`GraphStore.thinkon_level`."""
+
+    def thinkon_chain(self, graph_id: str) -> list[ThinkonLevel]:
+        """See :meth:`GraphStore.thinkon_chain`."""
+
+    def thinkon_plan(self, graph_id: str, node_id: str, todo: str, *, worker_id: str) -> ThinkonLevel:
+        """See :meth:`GraphStore.thinkon_plan`."""
+
+    def thinkon_call(self, graph_id: str, node_id: str, goal: str, *, worker_id: str) -> ThinkonLevel:
+        """See :meth:`GraphStore.thinkon_call`."""
+
+    def thinkon_return(
+        self,
+        graph_id: str,
+        node_id: str,
+        result: str,
+        *,
+        worker_id: str,
+        outcome: ThinkonOutcome | str = ThinkonOutcome.RETURNED,
+        reason: str | None = None,
+    ) -> ThinkonLevel | None:
+        """See :meth:`GraphStore.thinkon_return`."""

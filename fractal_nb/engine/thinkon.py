@@ -1,0 +1,275 @@
+"""The thinkon strategy's step: one Think or one Eval on the level the chain is at.
+
+A chain is solved depth first, one level acting at a time (docs/architecture.md,
+"Thinkon"). A new level's Think returns its result or writes its plan (``todo``);
+its Eval, reading the plan and what the sub-goals returned (``done``), calls the
+next sub-goal (a redo or a repair is a call too) or returns the level's result.
+The store keeps the rules (store/thinkon.py); this module asks the model and
+keeps the limits:
+
+- **depth**: a call past the depth budget returns the level's state instead;
+- **repeats**: a sub-goal called again after :data:`MAX_REPEATS` redos, or again
+  after two returns that said the same thing, returns the level's state (a loop);
+- **tokens, cost, time**: the graph's budgets (engine/limits.py), checked before
+  each call; a call the budget refuses returns the level's state, and the run's
+  harvest unwinds the rest of the chain the same way (:func:`unwind`);
+- **a reply that is no valid Think or Eval** (after the correction round trip)
+  ends that level only: it returns failed into its parent's ``done``, and the
+  parent's Eval goes on.
+
+A level's state, when a limit returns it, is its goal and what its sub-goals
+returned so far: the partial result, marked (saturated ``budget_exhausted``, the
+limit as ``budget_reason``), so the result says it is degraded.
+"""
+
+from __future__ import annotations
+
+from difflib import SequenceMatcher
+from typing import TYPE_CHECKING
+
+from ..errors import (
+    BudgetError,
+    BudgetExhaustedError,
+    FractalError,
+    LLMError,
+    LLMUnavailableError,
+    NodeTimeLimitError,
+)
+from ..llm.schemas import Eval, EvalChoice, Finding, HarvestSummary, Think, ThinkChoice
+from ..model import ThinkonOutcome, ThinkonPhase
+from ..prompts import chat
+from ..results import StepRecord
+from ..store.records import Claim, DoneEntry, NodeRecord, ThinkonLevel
+from ..store.thinkon import level_state
+from ..text import clip, normalize
+
+if TYPE_CHECKING:
+    from .primitive import RunState
+
+MAX_REPEATS = 2
+"""Redos of one sub-goal a level may call; one more call of it is a loop."""
+SIMILAR = 0.9
+"""Two sub-goals are the same when their normalized texts match this closely (difflib's ratio)."""
+MAX_CHAIN_STEPS = 500
+"""Steps one worker makes in one run of a chain (a circuit breaker: the limits above stop a chain first)."""
+UNWIND_WORKER = "thinkon-unwind"
+"""The actor of the returns :func:`unwind` makes (no model call: the chain's state as it stands)."""
+DONE_CHARS = 1500  # a sub-goal's result as an Eval prompt shows it
+
+
+def advance(run: RunState, claim: Claim, worker: str) -> StepRecord:
+    """One step of the chain on the level ``worker`` claimed: its Think, or its Eval."""
+    node_id = claim["node_id"]
+    assert node_id is not None, "callers pass only claims that found a level"
+    level = run.store.thinkon_level(run.graph_id, node_id)
+    if level["phase"] == ThinkonPhase.THINK:
+        return _think(run, level, worker)
+    return _eval(run, level, worker)
+
+
+def _think(run: RunState, level: ThinkonLevel, worker: str) -> StepRecord:
+    prompt = chat(
+        "thinkon_think",
+        goal=level["goal"],
+        parent=level["parent_goal"] or "(none: this is the whole task)",
+        depth=level["depth"],
+        max_depth=run.budget.max_depth - 1,
+    )
+    try:
+        with run.call.time_limit(run.limits.node_timeout_s):
+            reply = run.call(Think, prompt, node_id=level["node_id"], worker=worker)
+    except LLMError as exc:
+        return _failed_call(run, level, worker, exc)
+    if reply.type == ThinkChoice.RETURN:
+        return _return(run, level, worker, reply.description)
+    run.store.thinkon_plan(run.graph_id, level["node_id"], reply.description, worker_id=worker)
+    run.announce_work()
+    return StepRecord(level["node_id"], worker, level["goal"], thinkon="plan")
+
+
+def _eval(run: RunState, level: ThinkonLevel, worker: str) -> StepRecord:
+    prompt = chat(
+        "thinkon_eval",
+        goal=level["goal"],
+        parent=level["parent_goal"] or "(none: this is the whole task)",
+        depth=level["depth"],
+        max_depth=run.budget.max_depth - 1,
+        todo=level["todo"] or "(no plan)",
+        done=done_listing(level["done"]),
+    )
+    try:
+        with run.call.time_limit(run.limits.node_timeout_s):
+            reply = run.call(Eval, prompt, node_id=level["node_id"], worker=worker)
+    except LLMError as exc:
+        return _failed_call(run, level, worker, exc)
+    if reply.type == EvalChoice.RETURN:
+        return _return(run, level, worker, reply.description)
+    loop = repeated(level["done"], reply.description)
+    if loop is not None:
+        return _cut(run, level, worker, loop)
+    if level["depth"] + 1 >= run.budget.max_depth:
+        return _cut(
+            run,
+            level,
+            worker,
+            f"depth limit: a sub-goal at depth {level['depth'] + 1} exceeds max_depth {run.budget.max_depth}",
+        )
+    try:
+        child = run.store.thinkon_call(run.graph_id, level["node_id"], reply.description, worker_id=worker)
+    except BudgetError as exc:  # a deepened ceiling or a budget the store keeps
+        return _cut(run, level, worker, str(exc))
+    run.announce_work()
+    return StepRecord(
+        level["node_id"], worker, level["goal"], sub_questions=(child["node_id"],), thinkon="call"
+    )
+
+
+def _return(run: RunState, level: ThinkonLevel, worker: str, result: str) -> StepRecord:
+    run.store.thinkon_return(run.graph_id, level["node_id"], result, worker_id=worker)
+    run.announce_work()
+    return StepRecord(
+        level["node_id"], worker, level["goal"], synthesized=(level["node_id"],), thinkon="return"
+    )
+
+
+def _cut(
+    run: RunState, level: ThinkonLevel, worker: str, reason: str, *, budget: str | None = None
+) -> StepRecord:
+    run.store.thinkon_return(
+        run.graph_id,
+        level["node_id"],
+        state_of(level, reason),
+        worker_id=worker,
+        outcome=ThinkonOutcome.CUT,
+        reason=reason,
+    )
+    run.announce_work()
+    return StepRecord(
+        level["node_id"],
+        worker,
+        level["goal"],
+        saturated="budget_exhausted",
+        budget_reached=budget,
+        thinkon="cut",
+    )
+
+
+def _failed_call(run: RunState, level: ThinkonLevel, worker: str, exc: LLMError) -> StepRecord:
+    """A call that failed: the level given back, cut, or ended.
+
+    The model unreachable gives the level back (open, resumable); a spent budget or
+    the time limit returns its state; any other failure (a reply that is no valid
+    Think or Eval after the correction round trip) ends it, failed.
+    """
+    error = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, LLMUnavailableError):  # not the level's fault: open again, resumable
+        try:
+            run.store.release_claim(run.graph_id, level["node_id"], worker, error, failed=False)
+        except FractalError:  # taken over meanwhile
+            pass
+        return StepRecord(level["node_id"], worker, level["goal"], error=error)
+    if isinstance(exc, BudgetExhaustedError):
+        return _cut(run, level, worker, str(exc), budget=str(exc))
+    if isinstance(exc, NodeTimeLimitError):
+        return _cut(run, level, worker, str(exc), budget=f"{exc} (on {level['node_id']})")
+    failed = f"Failed: {level['goal']} ({error})"
+    run.store.thinkon_return(
+        run.graph_id,
+        level["node_id"],
+        clip(failed, 2000),
+        worker_id=worker,
+        outcome=ThinkonOutcome.FAILED,
+        reason=clip(error, 2000),
+    )
+    run.announce_work()
+    return StepRecord(level["node_id"], worker, level["goal"], error=error, thinkon="failed")
+
+
+def repeated(done: list[DoneEntry], goal: str) -> str | None:
+    """Why calling ``goal`` again is a loop, or None.
+
+    A loop: more than :data:`MAX_REPEATS` redos of the same sub-goal, or a redo
+    after two of its returns said the same.
+
+    >>> entry = {"node_id": "n-1", "goal": "Write the intro.", "result": "Too short.", "outcome": "returned"}
+    >>> repeated([entry], "write the intro") is None
+    True
+    >>> repeated([entry, {**entry, "node_id": "n-2"}], "Write the intro!")
+    "loop: 'Write the intro!' called 3 times; its last two returns said the same"
+    """
+    key = normalize(goal)
+    same = [d for d in done if SequenceMatcher(None, normalize(d["goal"]), key).ratio() >= SIMILAR]
+    calls = len(same) + 1
+    if len(same) > MAX_REPEATS:
+        return f"loop: {clip(goal, 200)!r} called {calls} times (at most {MAX_REPEATS + 1})"
+    if len(same) >= 2 and normalize(same[-1]["result"]) == normalize(same[-2]["result"]):
+        return f"loop: {clip(goal, 200)!r} called {calls} times; its last two returns said the same"
+    return None
+
+
+def done_listing(done: list[DoneEntry]) -> str:
+    """A level's ``done`` as an Eval prompt shows it: numbered, each sub-goal with its return."""
+    if not done:
+        return "(nothing yet: no sub-goal has been called)"
+    marks = {ThinkonOutcome.FAILED: " [FAILED]", ThinkonOutcome.CUT: " [CUT SHORT]"}
+    return "\n".join(
+        f"{i}. {clip(d['goal'], 300)}{marks.get(ThinkonOutcome(d['outcome']), '')}\n"
+        f"   -> {clip(d['result'], DONE_CHARS)}"
+        for i, d in enumerate(done, 1)
+    )
+
+
+def state_of(level: ThinkonLevel, reason: str) -> str:
+    """A level's state as its partial result: its goal, why it stopped, what its sub-goals returned."""
+    returned = [f"{d['goal']}: {d['result']}" for d in level["done"]]
+    lines = [f"Partial result ({reason}) for: {level['goal']}"]
+    lines += [f"{i}. {clip(r, 600)}" for i, r in enumerate(returned, 1)] or ["Nothing was returned yet."]
+    return clip("\n".join(lines), 4000)
+
+
+def unwind(run: RunState, reason: str) -> list[str]:
+    """Return every level of the chain that has not returned, deepest first, with its state.
+
+    No model call: what a run that cannot go on (a spent budget, the harvest of a
+    stopped graph) leaves as the partial result. Returns the levels returned, in order.
+    """
+    returned: list[str] = []
+    for level in reversed(run.store.thinkon_chain(run.graph_id)):
+        level = run.store.thinkon_level(run.graph_id, level["node_id"])  # with the return just appended
+        try:
+            run.store.thinkon_return(
+                run.graph_id,
+                level["node_id"],
+                state_of(level, reason),
+                worker_id=UNWIND_WORKER,
+                outcome=ThinkonOutcome.CUT,
+                reason=reason,
+            )
+        except FractalError:  # held by a live worker, or not active: left as it is
+            break
+        returned.append(level["node_id"])
+    return returned
+
+
+def summary(nodes: list[NodeRecord], gaps: list[str]) -> HarvestSummary:
+    """A chain's result without a model call.
+
+    The root's return is the summary, and each sub-goal the root's ``done`` holds
+    as returned (the last return of a redone one) a finding; failed and cut levels
+    are among ``gaps`` already (``phases.gap_rows``).
+    """
+    root = next((n for n in nodes if n["node_type"] == "question" and n["depth"] == 0), None)
+    if root is None:
+        return HarvestSummary.model_construct(summary="(no chain)", findings=[], gaps=gaps)
+    text = root["metadata"].get("synthesis")
+    returned: dict[str, str] = {}  # one finding per sub-goal, its last good return
+    for entry in level_state(root["metadata"])["done"]:
+        if entry.get("outcome") == ThinkonOutcome.RETURNED:
+            returned[normalize(str(entry.get("goal", "")))] = str(entry.get("result", ""))
+    return HarvestSummary.model_construct(
+        summary=str(text) if text else "(the chain has not returned)",
+        findings=[
+            Finding.model_construct(finding=r, confidence="medium", citations=[]) for r in returned.values()
+        ],
+        gaps=gaps,
+    )

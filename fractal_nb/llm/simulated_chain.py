@@ -1,0 +1,75 @@
+"""The simulator's Think and Eval (the thinkon strategy, engine/thinkon.py): a chain played from the prompt.
+
+Think plans the whole task (depth 0) along a few of the seed angles of its goal,
+and sometimes a sub-goal too (while a level below it is allowed); otherwise it
+returns the level's result. Eval reads its plan and ``done`` back from the
+prompt: it calls again a sub-goal whose return failed (a redo), else the first
+plan item not returned yet, and returns the level's result once every item has.
+Everything is drawn from the prompt and the call's own random draw, so a chain
+is the same on every run.
+"""
+
+from __future__ import annotations
+
+import re
+from random import Random
+from typing import Any
+
+from ..text import normalize
+from .simulated_frames import GENERIC, read_frame
+from .simulated_prose import answer_text, factors, synthesis_text
+from .simulated_questions import ANGLES, angle_questions, read
+
+PLAN_ITEM = re.compile(r"^t\d+\. (.+)$", re.MULTILINE)
+DONE_ITEM = re.compile(r"^\d+\. (.+?)( \[FAILED\]| \[CUT SHORT\])?\n   -> ", re.MULTILINE)
+SUB_PLAN_CHANCE = 0.35  # a sub-goal that plans instead of returning at once
+HEDGES = ["probably", "in most cases", "as far as the parts show,"]
+
+
+def think_reply(prompt: str, rng: Random) -> dict[str, Any]:
+    """Think: a plan at the top (and now and then below it), else the level's result."""
+    goal = _field(prompt, r"Goal of this level: (.+)") or "the task"
+    depth, deepest = (int(v) for v in (_field(prompt, r"Depth: (\d+) of") or "0", _last_depth(prompt)))
+    if depth < deepest and (depth == 0 or (depth == 1 and rng.random() < SUB_PLAN_CHANCE)):
+        frame = read_frame(goal)
+        count = rng.randint(2, 4) if depth == 0 else 2
+        items = angle_questions(frame, sorted(rng.sample(range(len(ANGLES[GENERIC])), k=count)))
+        plan = "\n".join(f"t{i}. {item}" for i, item in enumerate(items, 1))
+        return {
+            "type": "TODO",
+            "description": f"[simulated] {count} parts of {frame.subject}, one at a time, each done when "
+            f"it names what decides it:\n{plan}",
+        }
+    reading = read(goal)
+    return {
+        "type": "RETURN",
+        "description": answer_text(reading, depth + 1, rng.choice(HEDGES), factors(reading.kind, rng)),
+    }
+
+
+def eval_reply(prompt: str, rng: Random) -> dict[str, Any]:
+    """Eval: a failed sub-goal again, else the next plan item not returned, else the level's result."""
+    goal = _field(prompt, r"Goal of this level: (.+)") or "the task"
+    plan = prompt.split("do not rewrite it):", 1)[-1].split("What the sub-goals called so far", 1)[0]
+    done = DONE_ITEM.findall(prompt.split("What the sub-goals called so far", 1)[-1])
+    if done and done[-1][1] == " [FAILED]":
+        return {"type": "CALL", "description": done[-1][0]}
+    returned = {normalize(g) for g, mark in done if not mark}
+    pending = [item for item in PLAN_ITEM.findall(plan) if normalize(item) not in returned]
+    if pending:
+        return {"type": "CALL", "description": pending[0]}
+    reading = read(goal)
+    depth = int(_field(prompt, r"Depth: (\d+) of") or "0")
+    return {
+        "type": "RETURN",
+        "description": synthesis_text(reading, depth, len(done), factors(reading.kind, rng)),
+    }
+
+
+def _last_depth(prompt: str) -> str:
+    return _field(prompt, r"of at most (\d+)") or "0"
+
+
+def _field(prompt: str, pattern: str) -> str | None:
+    match = re.search(pattern, prompt)
+    return match.group(1).strip() if match else None

@@ -1,0 +1,261 @@
+"""A thinkon chain's writes: a level's plan, its call of a sub-goal, its return into the parent's ``done``.
+
+One level is one question node; its state ``{goal, parent, todo, done}`` is the
+question's text, the level above, and ``metadata["thinkon"]`` (``phase``,
+``todo``, ``done``) (docs/architecture.md, "Thinkon"). The rules live here, so an
+outside agent over MCP cannot break them either:
+
+- ``todo`` is written only by :meth:`ThinkonWrites.thinkon_plan`, Think's one
+  write, and only in the ``think`` phase: Eval's writes take no plan.
+- A return lands in the parent's ``done`` in the transaction that returns the
+  child (the strong invariant): the parent's next Eval always sees it, and a
+  killed run resumes with it.
+- One chain: at most one level is open or claimed at a time (the one whose step
+  is next); the levels above it wait ``answered``.
+
+The plan is the level's answer node and a sub-goal hangs under it, so every face
+that draws questions and answers draws a chain too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import StateError
+from ..model import NodeStatus, NodeType, SaturationReason, ThinkonOutcome, ThinkonPhase, parse_choice
+from .base import require_id, require_text
+from .nodes import NodeWrites
+from .records import DoneEntry, ThinkonLevel
+from .rows import GraphRow, NodeRow
+
+KEY = "thinkon"
+"""The metadata key of a level's state."""
+
+
+def level_state(meta: dict[str, Any]) -> dict[str, Any]:
+    """A level's ``{phase, todo, done}`` from its metadata (a new level's when it has none)."""
+    state = meta.get(KEY)
+    state = state if isinstance(state, dict) else {}
+    done = state.get("done")
+    return {
+        "phase": str(state.get("phase") or ThinkonPhase.THINK),
+        "todo": state.get("todo") if isinstance(state.get("todo"), str) else None,
+        "done": [d for d in done if isinstance(d, dict)] if isinstance(done, list) else [],
+    }
+
+
+class ThinkonWrites(NodeWrites):
+    """The writes of a thinkon chain, each one transaction (module docstring)."""
+
+    def thinkon_level(self, graph_id: str, node_id: str) -> ThinkonLevel:
+        """A level's state: goal, the level above, phase, plan and done."""
+        graph = self._graph(graph_id)
+        with self._db.read():
+            return self._level(graph.graph_id, self._node(graph.graph_id, node_id))
+
+    def thinkon_chain(self, graph_id: str) -> list[ThinkonLevel]:
+        """The levels that have not returned, root first: the chain as it stands (the last acts next)."""
+        graph = self._graph(graph_id)
+        with self._db.read():
+            nodes = self._nodes(
+                "graph_id = ? AND node_type = 'question' AND status NOT IN ('synthesized', 'saturated')",
+                [graph.graph_id],
+            )
+            return [self._level(graph.graph_id, n) for n in sorted(nodes, key=lambda n: n.depth)]
+
+    def thinkon_plan(self, graph_id: str, node_id: str, todo: str, *, worker_id: str) -> ThinkonLevel:
+        """Think's plan: written to the level's ``todo`` (and as its answer); the level's Eval is next."""
+        todo = require_text(todo, "todo")
+        with self._db.write():
+            graph, level = self._acting(graph_id, node_id, worker_id, ThinkonPhase.THINK)
+            now = self.clock()
+            self._add_children(graph, level, NodeType.ANSWER, [(todo, {KEY: "plan"})], worker_id)
+            state = {**level_state(level.metadata), "phase": ThinkonPhase.EVAL.value, "todo": todo}
+            answered = self._node(graph.graph_id, level.node_id)
+            self._set_status(
+                answered,
+                NodeStatus.OPEN,
+                now,
+                actor=worker_id,
+                kind="thinkon_planned",
+                metadata={**answered.metadata, KEY: state},
+                columns={"owner": None, "holder": None, "claimed_at": None, "lease_s": None},
+                payload={"todo": todo},
+                chain=True,
+            )
+            return self._level(graph.graph_id, self._node(graph.graph_id, level.node_id))
+
+    def thinkon_call(self, graph_id: str, node_id: str, goal: str, *, worker_id: str) -> ThinkonLevel:
+        """Eval's call: a sub-goal, a new level under this one's plan; this level waits for its return.
+
+        Returns the new level. A sub-goal past the depth budget is refused (BudgetError):
+        the engine returns the level's state instead (docs/architecture.md, "Thinkon").
+        """
+        goal = require_text(goal, "goal")
+        with self._db.write():
+            graph, level = self._acting(graph_id, node_id, worker_id, ThinkonPhase.EVAL)
+            plan = self._plan_of(level)
+            fresh: dict[str, Any] = {KEY: {"phase": ThinkonPhase.THINK.value, "todo": None, "done": []}}
+            (child,) = self._add_children(
+                graph, plan, NodeType.QUESTION, [(goal, fresh)], worker_id, question=level
+            )
+            self._log(
+                graph.graph_id,
+                level.node_id,
+                "thinkon_called",
+                worker_id,
+                {"child": child.node_id, "goal": goal},
+                self.clock(),
+            )
+            return self._level(graph.graph_id, child)
+
+    def thinkon_return(
+        self,
+        graph_id: str,
+        node_id: str,
+        result: str,
+        *,
+        worker_id: str,
+        outcome: ThinkonOutcome | str = ThinkonOutcome.RETURNED,
+        reason: str | None = None,
+    ) -> ThinkonLevel | None:
+        """A level's return: its result (its synthesis), appended to the parent's ``done`` at once.
+
+        ``outcome``: ``returned`` (Think or Eval returned it), ``failed`` (no valid reply:
+        the level is saturated as ``error`` with ``reason``), ``cut`` (a limit returned the
+        level's state: saturated ``budget_exhausted``, ``reason`` the limit). A ``cut`` may
+        return a level nobody holds, open or gated (the chain unwinding). Returns the parent's level,
+        open for its next Eval, or None for the root.
+        """
+        result = require_text(result, "result")
+        how = parse_choice(ThinkonOutcome, outcome, "outcome")
+        if how != ThinkonOutcome.RETURNED:
+            reason = require_text(reason, "reason")
+        with self._db.write():
+            graph, level = self._acting(graph_id, node_id, worker_id, None, unheld=how == ThinkonOutcome.CUT)
+            now = self.clock()
+            state = level_state(level.metadata)
+            if state["todo"] is None and how == ThinkonOutcome.RETURNED:  # Think returned at once: its answer
+                self._add_children(graph, level, NodeType.ANSWER, [(result, {KEY: "result"})], worker_id)
+                level = self._node(graph.graph_id, level.node_id)
+            meta: dict[str, Any] = {
+                **level.metadata,
+                "synthesis": result,
+                KEY: {**state, "phase": "returned"},
+            }
+            meta[KEY]["outcome"] = how.value
+            if how == ThinkonOutcome.FAILED:
+                meta["last_error"] = reason
+            elif how == ThinkonOutcome.CUT:
+                meta |= {"budget_exhausted": True, "budget_reason": reason}
+            self._set_status(
+                level,
+                NodeStatus.SYNTHESIZED if how == ThinkonOutcome.RETURNED else NodeStatus.SATURATED,
+                now,
+                actor=worker_id,
+                kind="thinkon_returned",
+                reason={
+                    ThinkonOutcome.RETURNED: None,
+                    ThinkonOutcome.FAILED: SaturationReason.ERROR,
+                    ThinkonOutcome.CUT: SaturationReason.BUDGET_EXHAUSTED,
+                }[how],
+                # synthesized only from answered; saturated straight from where it is
+                through=NodeStatus.ANSWERED
+                if how == ThinkonOutcome.RETURNED and level.status != NodeStatus.ANSWERED
+                else None,
+                metadata=meta,
+                columns={"owner": None, "holder": None, "claimed_at": None, "lease_s": None},
+                payload={"outcome": how.value},
+            )
+            above = self._node(graph.graph_id, level.question_id) if level.question_id else None
+            if above is None:
+                return None
+            entry: DoneEntry = {
+                "node_id": level.node_id,
+                "goal": level.text,
+                "result": result,
+                "outcome": how,
+            }
+            parent_state = level_state(above.metadata)
+            parent_state["done"] = [*parent_state["done"], {**entry, "outcome": how.value}]
+            self._set_status(
+                above,
+                NodeStatus.OPEN,
+                now,
+                actor=worker_id,
+                kind="done_appended",
+                metadata={**above.metadata, KEY: parent_state},
+                payload={
+                    "child": level.node_id,
+                    "index": len(parent_state["done"]) - 1,
+                    "outcome": how.value,
+                },
+                chain=True,
+            )
+            return self._level(graph.graph_id, self._node(graph.graph_id, above.node_id))
+
+    # -- internals ----------------------------------------------------------------
+
+    def _acting(
+        self, graph_id: str, node_id: str, worker_id: str, phase: ThinkonPhase | None, *, unheld: bool = False
+    ) -> tuple[GraphRow, NodeRow]:
+        """The active graph and the level ``worker_id`` holds (``unheld``: or an open one nobody holds)."""
+        worker = require_id(worker_id, "worker_id")
+        graph, level = self._active_node(graph_id, node_id)
+        if level.node_type != NodeType.QUESTION:
+            raise StateError(f"node {level.node_id} is an answer, not a level", node_id=level.node_id)
+        held = level.status == NodeStatus.CLAIMED and level.owner == worker
+        if not (held or (unheld and level.status in (NodeStatus.OPEN, NodeStatus.GATED))):
+            raise StateError(
+                f"level {level.node_id} is {level.status!r}"
+                + (f" (held by {level.owner!r})" if level.owner else "")
+                + f"; {worker!r} must claim it first (claim_work)",
+                graph_id=graph.graph_id,
+                node_id=level.node_id,
+            )
+        now_phase = level_state(level.metadata)["phase"]
+        if phase is not None and now_phase != phase:
+            raise StateError(
+                f"level {level.node_id} waits for its {now_phase}, not its {phase.value}: "
+                + (
+                    "a plan is written only by Think, a level's first step"
+                    if phase == ThinkonPhase.THINK
+                    else "a level calls sub-goals only once Think wrote its plan"
+                ),
+                graph_id=graph.graph_id,
+                node_id=level.node_id,
+            )
+        return graph, level
+
+    def _plan_of(self, level: NodeRow) -> NodeRow:
+        """The level's plan (its answer node), under which its sub-goals hang."""
+        plans = self._nodes(
+            "graph_id = ? AND parent_id = ? AND node_type = 'answer'", [level.graph_id, level.node_id]
+        )
+        if not plans:
+            raise StateError(f"level {level.node_id} has no plan", node_id=level.node_id)
+        return plans[-1]
+
+    def _level(self, graph_id: str, node: NodeRow) -> ThinkonLevel:
+        state = level_state(node.metadata)
+        above = self._node(graph_id, node.question_id) if node.question_id else None
+        return {
+            "node_id": node.node_id,
+            "graph_id": graph_id,
+            "goal": node.text,
+            "parent_id": above.node_id if above else None,
+            "parent_goal": above.text if above else None,
+            "depth": node.depth,
+            "status": node.status,
+            "phase": state["phase"],
+            "todo": state["todo"],
+            "done": [
+                {
+                    "node_id": str(d.get("node_id")),
+                    "goal": str(d.get("goal", "")),
+                    "result": str(d.get("result", "")),
+                    "outcome": str(d.get("outcome", ThinkonOutcome.RETURNED)),
+                }
+                for d in state["done"]
+            ],
+        }
