@@ -3,7 +3,7 @@
 Think plans the whole task (depth 0) along a few of the seed angles of its goal,
 and sometimes a sub-goal too (while a level below it is allowed); otherwise it
 returns the level's result. Eval reads its plan and ``done`` back from the
-prompt: it calls again a sub-goal whose return failed (a redo), else the first
+prompt: it calls again a sub-goal whose return failed (one redo), else the first
 plan item not returned yet, and returns the level's result once every item has.
 Everything is drawn from the prompt and the call's own random draw, so a chain
 is the same on every run.
@@ -12,6 +12,7 @@ is the same on every run.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from random import Random
 from typing import Any
 
@@ -52,10 +53,11 @@ def eval_reply(prompt: str, rng: Random) -> dict[str, Any]:
     goal = _field(prompt, r"Goal of this level: (.+)") or "the task"
     plan = prompt.split("do not rewrite it):", 1)[-1].split("What the sub-goals called so far", 1)[0]
     done = DONE_ITEM.findall(prompt.split("What the sub-goals called so far", 1)[-1])
-    if done and done[-1][1] == " [FAILED]":
-        return {"type": "CALL", "description": done[-1][0]}
-    returned = {normalize(g) for g, mark in done if not mark}
-    pending = [item for item in PLAN_ITEM.findall(plan) if normalize(item) not in returned]
+    failures = Counter(normalize(g) for g, mark in done if mark == " [FAILED]")
+    if done and done[-1][1] == " [FAILED]" and failures[normalize(done[-1][0])] == 1:
+        return {"type": "CALL", "description": done[-1][0]}  # one redo of a failed sub-goal
+    settled = {normalize(g) for g, mark in done if not mark} | {g for g, n in failures.items() if n > 1}
+    pending = [item for item in PLAN_ITEM.findall(plan) if normalize(item) not in settled]
     if pending:
         return {"type": "CALL", "description": pending[0]}
     reading = read(goal)

@@ -10,6 +10,11 @@ seed's own example (an essay of 800-1200 words in three sections, one redone).
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -304,3 +309,70 @@ def test_the_simulator_plays_a_chain_the_same_way_twice() -> None:
             shapes.append([(d["goal"], d["result"]) for d in root_done(ex)])
             assert_chain_invariant(events(ex), parents(ex))
     assert shapes[0] == shapes[1] and len(shapes[0]) >= 2
+
+
+KILLED_CHILD = textwrap.dedent("""
+    import json, sys, threading
+    from fractal_nb import Exploration, SimulatedLLM
+
+    class Holding(SimulatedLLM):
+        # The third Eval holds its claim and says so: the kill lands mid-chain, a level claimed.
+        evals = 0
+
+        def complete(self, messages, schema):
+            if getattr(schema, "role", "") == "eval":
+                Holding.evals += 1
+                if Holding.evals == 3:
+                    print(json.dumps({"holding": True}), flush=True)
+                    threading.Event().wait()
+            return super().complete(messages, schema)
+
+    ex = Exploration.create(sys.argv[2], intensity="explore", llm=Holding(seed=2), strategy="thinkon",
+                            path=sys.argv[1])
+    print(json.dumps({"graph_id": ex.graph_id}), flush=True)
+    ex.run(progress=False)
+""")
+
+
+def test_a_chain_killed_mid_step_resumes_from_the_file_and_finishes(tmp_path: Path) -> None:
+    path, goal = tmp_path / "chain.duckdb", "Should a mid-sized city build a tram line?"
+    child = subprocess.Popen(
+        [sys.executable, "-c", KILLED_CHILD, str(path), goal],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=os.getcwd(),
+    )
+    try:
+        assert child.stdout is not None
+        graph_id = json.loads(child.stdout.readline())["graph_id"]
+        assert json.loads(child.stdout.readline()) == {"holding": True}
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(30)
+        if child.stdout is not None:
+            child.stdout.close()
+    with GraphStore(path, read_only=True) as store:
+        committed = {n["node_id"] for n in store.get_snapshot(graph_id)["nodes"]}
+        (held,) = [n for n in store.get_snapshot(graph_id)["nodes"] if n["status"] == "claimed"]
+        assert store.thinkon_level(graph_id, held["node_id"])["phase"] == "eval"
+        done_before = len(store.thinkon_level(graph_id, held["node_id"])["done"])
+    with Exploration.open(path, llm=SimulatedLLM(seed=2), clock=FAST) as ex:
+        assert ex.run(progress=False) == "all_complete"
+        result = ex.harvest()
+        assert not result.degraded and result.strategy == "thinkon"
+        assert committed <= set(ex.nodes().node_id), "every committed node kept"
+        assert len(ex.store.thinkon_level(graph_id, held["node_id"])["done"]) >= done_before
+        assert_chain_invariant(events(ex), parents(ex))
+    with chain(goal, SimulatedLLM(seed=2)) as whole:  # the same chain run in one go
+        whole.run(progress=False)
+        assert [d["goal"] for d in root_done(whole)] == [d["goal"] for d in ex_done(path, graph_id)], (
+            "the resumed chain made the same calls"
+        )
+
+
+def ex_done(path: Path, graph_id: str) -> list[dict[str, str]]:
+    with GraphStore(path, read_only=True) as store:
+        return store.thinkon_level(graph_id, store.get_graph(graph_id)["root_node_id"])["done"]
