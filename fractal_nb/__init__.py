@@ -25,6 +25,7 @@ from .errors import (
 )
 
 if typing.TYPE_CHECKING:
+    from .comparison import Comparison, compare
     from .exploration import Exploration
     from .llm.cache import CachedLLM
     from .llm.openai_llm import OpenAILLM
@@ -37,6 +38,8 @@ if typing.TYPE_CHECKING:
 
 _LOADED_ON_USE = {
     "CachedLLM": ".llm.cache",
+    "Comparison": ".comparison",
+    "compare": ".comparison",
     "Exploration": ".exploration",
     "FractalResult": ".results",
     "GraphStore": ".store",
@@ -67,6 +70,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "BudgetError",
     "CachedLLM",
+    "Comparison",
     "Exploration",
     "FractalError",
     "FractalResult",
@@ -89,4 +93,5 @@ __all__ = [
     "StoreLockedError",
     "StoreUnreachableError",
     "Table",
+    "compare",
 ]

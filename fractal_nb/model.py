@@ -107,12 +107,14 @@ class Strategy(StrEnum):
     at least three orthogonal tracks worked in parallel, each with cited findings,
     aggregated into a synthesis object (unified, nuances, open questions, confidence);
     ``thinkon``: one chain, depth first, each level planning, calling one sub-goal at a
-    time and judging what came back (docs/architecture.md, "Thinkon").
+    time and judging what came back (docs/architecture.md, "Thinkon"); ``single``: one
+    model call answers the question, the baseline ``compare()`` measures the others by.
     """
 
     FRACTAL = "fractal"
     TRACKS = "tracks"
     THINKON = "thinkon"
+    SINGLE = "single"
 
 
 class ThinkonPhase(StrEnum):

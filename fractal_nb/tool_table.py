@@ -689,8 +689,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         "record_llm_calls",
         "Append model-call log records to the ledger budgets count. Each record is an object: "
-        "graph_id, role (seed|answer|connect|synthesize|harvest|widen|think|eval, or tool:search_sources|"
-        "tool:read_source|tool:unknown for a model's tool call), model, prompt_tokens, "
+        "graph_id, role (seed|answer|connect|synthesize|harvest|widen|think|eval|single|judge, or "
+        "tool:search_sources|tool:read_source|tool:unknown for a model's tool call), model, prompt_tokens, "
         "completion_tokens, attempts, latency_s, outcome (ok|cached|error|discarded); optional "
         "node_id (a node of that graph), worker, corrections, queue_s, mode, error, tokens_estimated, "
         "retry_sampling (JSON text). A batch with one invalid record is refused whole.",

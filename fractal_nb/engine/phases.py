@@ -24,7 +24,7 @@ from ..results import ChainLink, FractalResult, StepRecord, synthesis_chain, wea
 from ..store.citations import support_of
 from ..store.records import NodeRecord, Snapshot
 from ..text import clip, normalize
-from . import evidence, grounding, seeding, thinkon, tracks
+from . import evidence, grounding, seeding, single, thinkon, tracks
 from .primitive import RunState, cascade, freeze_unexplored
 
 HARVEST_PASSES = 3
@@ -39,12 +39,15 @@ def seed(run: RunState) -> StepRecord | None:
     minimum, the best plan is kept and the root's answer records the shortfall
     (``seed_minimum``), which marks the result degraded. A tracks graph is seeded
     with its tracks instead (engine/tracks.py); a thinkon graph has no seed phase:
-    its root is the chain's first level, and its Think is the first step.
+    its root is the chain's first level, and its Think is the first step; a single
+    graph's seed phase is its one call (engine/single.py).
     """
     if run.strategy == Strategy.TRACKS:
         return tracks.seed(run)
     if run.strategy == Strategy.THINKON:
         return None
+    if run.strategy == Strategy.SINGLE:
+        return single.seed(run)
     root = run.store.get_synthesis_inputs(run.graph_id, run.root_id)["node"]
     if root["status"] != NodeStatus.OPEN:
         return None
@@ -140,6 +143,8 @@ def harvest(run: RunState, *, finish: bool = True, aggregate: bool = False) -> F
     try:
         if run.strategy == Strategy.THINKON:  # the chain's own result: what its levels returned, no call
             summary = thinkon.summary(nodes, gaps)
+        elif run.strategy == Strategy.SINGLE:  # the one call's own findings and gaps
+            summary = single.summary(nodes, gaps)
         elif spent is not None:
             raise BudgetExhaustedError(f"{spent}: the harvest made no model calls")
         else:

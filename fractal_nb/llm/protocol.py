@@ -220,6 +220,9 @@ REPLY_BOUNDS = {
     # the thinkon strategy (engine/thinkon.py): a plan, a sub-goal or a level's result
     "think": 768,
     "eval": 768,
+    # the baseline and the judge of compare() (fractal_nb/comparison.py)
+    "single": 1024,
+    "judge": 320,
 }
 """Reply length bounds per role (tokens): enough for the schema's fields, never unbounded."""
 

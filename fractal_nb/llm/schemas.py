@@ -455,3 +455,27 @@ class Eval(_Output):
 
 
 SCHEMAS += (Think, Eval)
+
+
+# -- the single strategy and the judge of compare() (docs/architecture.md, "Comparing strategies") --------
+
+
+class SingleAnswer(_Output):
+    """The baseline: the whole question answered in one reply, with its findings and what it leaves open."""
+
+    role: ClassVar[str] = "single"
+    answer: Prose
+    findings: list[Finding] = Field(default_factory=list)
+    gaps: list[Remark] = Field(default_factory=list)
+
+
+class Judgement(_Output):
+    """A judge's scores of one strategy's result: how much of the question it covers, how well supported."""
+
+    role: ClassVar[str] = "judge"
+    coverage: int = Field(ge=1, le=5, description="1: answers little of the question; 5: all of it.")
+    support: int = Field(ge=1, le=5, description="1: findings rest on nothing shown; 5: each on evidence.")
+    rationale: Remark
+
+
+SCHEMAS += (SingleAnswer, Judgement)

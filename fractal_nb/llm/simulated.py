@@ -181,6 +181,8 @@ class SimulatedLLM:
             "aggregate": self._aggregate,
             "think": think_reply,  # the thinkon strategy (llm/simulated_chain.py)
             "eval": eval_reply,
+            "single": self._single,  # compare()'s baseline and judge (fractal_nb/comparison.py)
+            "judge": self._judge,
         }[role]
         output = schema.model_validate(build(prompt, rng)).model_dump(mode="json")
         report_usage(messages_tokens(messages), estimate_tokens(json.dumps(output)), estimated=True)
@@ -380,6 +382,40 @@ class SimulatedLLM:
             f"{y} second. Connect a real model (OpenAILLM) for real answers.",
             "findings": findings,
             "gaps": gaps,
+        }
+
+    # -- compare()'s baseline and judge (fractal_nb/comparison.py) ------------------------
+
+    def _single(self, prompt: str, rng: random.Random) -> dict[str, Any]:
+        """The whole question in one reply: an answer naming three factors, two findings, one gap."""
+        question = _field(prompt, r"Question: (.+)") or "the question"
+        reading = read(question)
+        named = factors(reading.kind, rng)
+        citations = _cite(prompt, question)  # with sources: the single_citing section's first passage
+        return {
+            "answer": answer_text(reading, 1, rng.choice(_HEDGES), named) + " " + _remark(question, prompt),
+            "findings": [
+                {
+                    "finding": f"[simulated] what decides {reading.subject} is mainly {factor}",
+                    "confidence": rng.choice(["medium", "low"]),
+                    "citations": citations,
+                }
+                for factor in named[:2]
+            ],
+            "gaps": [f"[simulated] how much {named[2]} weighs was not explored"],
+        }
+
+    def _judge(self, prompt: str, rng: random.Random) -> dict[str, Any]:
+        """Scores from what the result shows: more findings cover more, cited ones are better supported."""
+        findings = prompt.split("Findings:", 1)[-1].split("Gaps it names:", 1)[0]
+        listed = len(re.findall(r"^- ", findings, flags=re.MULTILINE))
+        cited = len(re.findall(r"\[cites ", findings))
+        coverage = min(5, 1 + listed)
+        support = min(5, 1 + 2 * cited) if listed else 1
+        return {
+            "coverage": coverage,
+            "support": support,
+            "rationale": f"[simulated] {listed} findings shown, {cited} of them with citations.",
         }
 
     # -- the tracks strategy (engine/tracks.py) ------------------------------------------

@@ -38,6 +38,8 @@ ROLES = (
     "aggregate",
     "think",
     "eval",
+    "single",
+    "judge",
 )  # llm/schemas.py role_of, one per schema
 _MODEL_CALL = "role NOT LIKE 'tool:%'"  # a row of a model call, not of one of its tool calls
 MAX_CALL_TOKENS = 10_000_000  # prompt or completion tokens of one call: far past any model's context

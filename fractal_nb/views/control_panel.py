@@ -31,6 +31,8 @@ from ..evidence_report import CitedLines, NodeEvidence
 from ..model import PENDING_QUESTION, TERMINAL_GRAPH, GraphStatus, NodeStatus
 from ..results import FractalResult, StepRecord
 from ..store.question_items import FAILED, VIEW_STATUSES
+from ..store.thinkon import KEY as THINKON_KEY
+from ..store.thinkon import level_state
 from ..text import clip
 from .citations_html import citations_html, evidence_html, finding_html, support_badge
 from .downloads import DownloadButtons
@@ -629,6 +631,32 @@ def _touches(delta: DeltaMessage | None, node_id: str) -> bool:
     )
 
 
+_OUTCOME_MARKS = {
+    "failed": f" <b style='{ERROR_STYLE}'>failed</b>",
+    "cut": f" <b style='{ERROR_STYLE}'>cut short</b>",
+}
+
+
+def _level_html(level: dict[str, Any]) -> str:
+    """A thinkon level's phase, plan and done (docs/architecture.md, "Thinkon"), escaped."""
+    plan = level["todo"]
+    done = "".join(
+        f"<li>{html.escape(str(d.get('goal', '')))}{_OUTCOME_MARKS.get(str(d.get('outcome')), '')}"
+        f"<br><span style='{MUTED_STYLE}'>{html.escape(clip(str(d.get('result', '')), 600))}</span></li>"
+        for d in level["done"]
+    )
+    return (
+        f"<div class='fractal-level'><p><b>Thinkon level</b> · next: {html.escape(level['phase'])}</p>"
+        + (
+            f"<p><b>Plan</b> (written by Think):</p><pre class='fractal-plan'>{html.escape(plan)}</pre>"
+            if plan
+            else ""
+        )
+        + (f"<p><b>Done</b> ({len(level['done'])}):</p><ol>{done}</ol>" if done else "")
+        + "</div>"
+    )
+
+
 def inspector_html(details: dict[str, Any]) -> str:
     """A node's details as HTML, every model-written string escaped."""
     node = details["node"]
@@ -669,7 +697,10 @@ def inspector_html(details: dict[str, Any]) -> str:
     )
     if evidence:
         rows.append(_cited(evidence["citations"], server))
-    answers = [c for c in details["children"] if c["node_type"] == "answer"]
+    level = meta.get(THINKON_KEY)
+    if isinstance(level, dict):  # a thinkon level: its plan and done stand for its answer
+        rows.append(_level_html(level_state(meta)))
+    answers = [c for c in details["children"] if c["node_type"] == "answer" and not isinstance(level, dict)]
     for answer in answers:
         cited = evidence["answers"].get(answer["node_id"]) if evidence else None
         rows.append(
@@ -688,7 +719,8 @@ def inspector_html(details: dict[str, Any]) -> str:
         )
         rows.append(f"<p><b>Sub-questions:</b></p><ul>{items}</ul>")
     if synthesis:
-        rows.append(f"<p><b>Synthesis:</b> {html.escape(str(synthesis))}</p>")
+        title = "Result" if isinstance(level, dict) else "Synthesis"
+        rows.append(f"<p><b>{title}:</b> {html.escape(str(synthesis))}</p>")
     for link in details["links"]:
         note = link["metadata"].get("insight") or link["metadata"].get("tension") or ""
         rows.append(

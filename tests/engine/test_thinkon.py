@@ -376,3 +376,26 @@ def test_a_chain_killed_mid_step_resumes_from_the_file_and_finishes(tmp_path: Pa
 def ex_done(path: Path, graph_id: str) -> list[dict[str, str]]:
     with GraphStore(path, read_only=True) as store:
         return store.thinkon_level(graph_id, store.get_graph(graph_id)["root_node_id"])["done"]
+
+
+def test_the_inspector_shows_a_levels_plan_and_done_escaped() -> None:
+    from fractal_nb.views.control_panel import inspector_html
+
+    goal = "Review the <img src=x onerror=alert(1)> gallery page."
+    llm = ScriptedLLM(
+        think={
+            goal: [todo("t1. Check the <script>alert(1)</script> captions.")],
+            "Check the <script>alert(1)</script> captions.": [JUNK],
+        },
+        evaluate={
+            goal: [call("Check the <script>alert(1)</script> captions."), ret("The page reads well enough.")]
+        },
+    )
+    with chain(goal, llm) as ex:
+        ex.run(progress=False)
+        page = inspector_html(ex.inspect(ex.store.get_graph(ex.graph_id)["root_node_id"]))
+        assert "<script>" not in page and "<img" not in page
+        assert "Thinkon level" in page and "next: returned" in page
+        assert "t1. Check the &lt;script&gt;alert(1)&lt;/script&gt; captions." in page
+        assert "Done</b> (1)" in page and "failed</b>" in page
+        assert "<b>Result:</b> The page reads well enough." in page

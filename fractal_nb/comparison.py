@@ -1,0 +1,276 @@
+"""``compare()``: one question answered each way, measured side by side.
+
+(docs/architecture.md, "Comparing strategies")
+
+Each strategy runs the question as an exploration of its own (``single``, one
+model call, is the baseline), then is harvested; its row reads the graph: the
+model calls and tokens of its ledger, cost with prices, wall time of its run and
+harvest, nodes, depth, findings and how many rest on verified citations, gaps,
+contradictions, whether the result is degraded, and, with a judge model, the
+judge's coverage and support scores (its calls logged as role ``judge``, counted
+apart). With ``cache="record"`` every completion is kept in the file; ``cache=
+"replay"`` runs the comparison again from it with no model at all (one worker
+per run both times, so each run asks the same questions in the same order).
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import pandas as pd
+
+from .arguments import check_store_path
+from .engine.calls import ModelCaller
+from .engine.limits import Limits
+from .errors import InvalidInputError, LLMError
+from .exploration import Exploration, _check_llm
+from .llm.cache import CachedLLM
+from .llm.protocol import LLM
+from .llm.schemas import Judgement
+from .model import Intensity, Strategy, parse_choice
+from .prompts import chat
+from .results import FractalResult
+from .store import GraphStore
+from .text import clip
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+STRATEGIES = ("single", "fractal", "thinkon", "tracks")
+"""What ``compare()`` runs by default: the baseline first."""
+CacheChoice = Literal["off", "record", "replay"]
+COLUMNS = (
+    "strategy",
+    "graph_id",
+    "status",
+    "degraded",
+    "calls",
+    "tokens",
+    "cost",
+    "wall_s",
+    "nodes",
+    "depth",
+    "findings",
+    "supported_findings",
+    "gaps",
+    "contradictions",
+    "coverage",
+    "support",
+)
+"""The comparison's columns, one row per strategy."""
+NOTEBOOK_EXTRA = 'pip install "fractal-nb[notebook]"'
+
+
+@dataclass
+class Comparison:
+    """What ``compare()`` measured: ``frame`` (one row per strategy), each strategy's result and graph."""
+
+    question: str
+    frame: pd.DataFrame
+    results: dict[str, FractalResult] = field(default_factory=dict)
+    path: Path | None = None
+    judged: bool = False
+    replayed: bool = False
+
+    def plot(self) -> Figure:
+        """Bars per strategy: calls, tokens, wall time, findings (supported darker), gaps, judge's scores."""
+        try:
+            import matplotlib.pyplot as plt  # an extra: loaded when asked for
+        except ImportError:
+            raise InvalidInputError(f"plot() draws with matplotlib: {NOTEBOOK_EXTRA}") from None
+        frame = self.frame.set_index("strategy")
+        panels = [
+            ("calls", "model calls"),
+            ("tokens", "tokens"),
+            ("wall_s", "wall time (s)"),
+            ("findings", "findings (supported darker)"),
+            ("gaps", "gaps"),
+        ]
+        if self.judged:
+            panels.append(("coverage", "judge: coverage / support (1-5)"))
+        figure, axes = plt.subplots(1, len(panels), figsize=(3.0 * len(panels), 3.2), squeeze=False)
+        names = [str(s) for s in frame.index]
+        for ax, (column, title) in zip(axes[0], panels, strict=True):
+            if column == "coverage":
+                width = 0.4
+                spots = range(len(names))
+                ax.bar(
+                    [i - width / 2 for i in spots],
+                    frame["coverage"],
+                    width,
+                    label="coverage",
+                    color="#4c72b0",
+                )
+                ax.bar(
+                    [i + width / 2 for i in spots], frame["support"], width, label="support", color="#dd8452"
+                )
+                ax.set_xticks(list(spots), names)
+                ax.set_ylim(0, 5)
+                ax.legend(fontsize=8)
+            else:
+                ax.bar(names, frame[column].astype(float), color="#8da0cb")
+                if column == "findings":
+                    ax.bar(names, frame["supported_findings"].astype(float), color="#4c72b0")
+            ax.set_title(title, fontsize=10)
+            ax.tick_params(axis="x", labelrotation=30, labelsize=8)
+        figure.suptitle(clip(self.question, 90), fontsize=11)
+        figure.tight_layout()
+        plt.close(figure)  # shown by the notebook's display, not twice
+        return figure
+
+    def _repr_html_(self) -> str:
+        note = " (replayed from the file's cache: no model was called)" if self.replayed else ""
+        table = self.frame.to_html(index=False, na_rep="—", float_format="{:.2f}".format)  # escapes cells
+        return (
+            f"<div class='fractal-comparison'><p><b>Compared:</b> {html.escape(self.question)}"
+            f"{html.escape(note)}</p>{table}</div>"
+        )
+
+
+def compare(
+    question: str,
+    strategies: Sequence[str] = STRATEGIES,
+    *,
+    llm: LLM | None,
+    path: str | Path | None = None,
+    sources: object = None,
+    intensity: str = "pulse",
+    judge: LLM | None = None,
+    cache: CacheChoice = "off",
+    max_tokens: int | None = None,
+) -> Comparison:
+    """Run ``question`` with each strategy and measure them side by side; a :class:`Comparison`.
+
+    ``strategies``: from ``single`` (one model call, the baseline), ``fractal``,
+    ``thinkon`` and ``tracks``, each at most once, in the order given. ``path``: a
+    DuckDB file that keeps every run's graph (None: in memory); ``sources``: the
+    evidence every run gets (as :meth:`Exploration.add_sources` takes it).
+    ``judge``: a model that scores each result's coverage and support (1-5).
+    ``cache``: ``record`` keeps every completion in the file, ``replay`` answers
+    from it with no model (``llm`` may then be None); both need ``path``.
+    ``max_tokens``: each run's token budget. Everything is checked before anything runs.
+    """
+    chosen = _strategies(strategies)
+    if not isinstance(question, str) or not question.strip():
+        raise InvalidInputError(f"question must be non-empty text, not {question!r}")
+    level = parse_choice(Intensity, intensity, "intensity")
+    if cache not in ("off", "record", "replay"):
+        raise InvalidInputError(f"cache must be 'off', 'record' or 'replay', not {cache!r}")
+    if cache != "off" and path is None:
+        raise InvalidInputError(f"cache={cache!r} keeps the completions in a file: pass path too")
+    if llm is None and cache != "replay":
+        raise InvalidInputError("llm is needed unless the comparison is replayed (cache='replay')")
+    if llm is not None:
+        _check_llm(llm)
+    if judge is not None:
+        _check_llm(judge)
+    Limits.parse(max_tokens=max_tokens)
+    where = check_store_path(path, "path") if path is not None else None
+    cache_store = GraphStore(where) if cache != "off" and where is not None else None
+    try:
+        rows, results = [], {}
+        model, scorer = (
+            (CachedLLM(llm, cache_store, cache), CachedLLM(judge, cache_store, cache) if judge else None)
+            if cache_store is not None
+            else (llm, judge)
+        )
+        assert model is not None  # checked above: only a replay runs without a model
+        for how in chosen:
+            row, result = _run_one(
+                question, how, model, scorer, where, sources, level, max_tokens, cache != "off"
+            )
+            rows.append(row)
+            results[how.value] = result
+    finally:
+        if cache_store is not None:
+            cache_store.close()
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    return Comparison(question, frame, results, where, judged=judge is not None, replayed=cache == "replay")
+
+
+def _strategies(strategies: object) -> list[Strategy]:
+    if isinstance(strategies, str) or not isinstance(strategies, Sequence) or not strategies:
+        raise InvalidInputError(
+            f"strategies must be a non-empty list such as {list(STRATEGIES)}, not {strategies!r}"
+        )
+    chosen = [parse_choice(Strategy, s, "strategy") for s in strategies]
+    if len(set(chosen)) < len(chosen):
+        raise InvalidInputError(f"each strategy at most once, not {list(strategies)!r}")
+    return chosen
+
+
+def _run_one(
+    question: str,
+    how: Strategy,
+    llm: LLM,
+    judge: LLM | None,
+    path: Path | None,
+    sources: object,
+    level: Intensity,
+    max_tokens: int | None,
+    one_worker: bool,
+) -> tuple[dict[str, Any], FractalResult]:
+    """One strategy's run and harvest, and its row (with a judge, its scores, its call on the same graph)."""
+    started = time.perf_counter()
+    with Exploration.create(
+        question,
+        intensity=level.value,
+        llm=llm,
+        path=path,
+        sources=sources,
+        strategy=how.value,
+        max_tokens=max_tokens,
+    ) as ex:
+        ex.run(1 if one_worker else None, progress=False)
+        result = ex.harvest()
+        wall = time.perf_counter() - started
+        usage = ex.usage()  # before the judge's call
+        calls = ex.llm_calls()  # the model calls it made, replayed ones too (not its tool calls)
+        nodes = ex.nodes()
+        scores = _judged(judge, ex, result, how) if judge is not None else {"coverage": None, "support": None}
+    questions = nodes[nodes["node_type"] == "question"]
+    row: dict[str, Any] = {
+        "strategy": how.value,
+        "graph_id": result.graph_id,
+        "status": result.status,
+        "degraded": result.degraded,
+        "calls": len(calls[~calls.role.str.startswith("tool:")]),
+        "tokens": int((calls.prompt_tokens.fillna(0) + calls.completion_tokens.fillna(0)).sum()),
+        "cost": usage["cost"],
+        "wall_s": round(wall, 3),
+        "nodes": len(nodes),
+        "depth": int(questions["depth"].max()) if len(questions) else 0,
+        "findings": len(result.findings),
+        "supported_findings": sum(f.get("support") == "supported" for f in result.findings),
+        "gaps": len(result.gaps),
+        "contradictions": result.contradiction_count,
+        **scores,
+    }
+    return row, result
+
+
+def _judged(judge: LLM, ex: Exploration, result: FractalResult, how: Strategy) -> dict[str, Any]:
+    """The judge's scores of one result (None when the judge failed); its call logged on the graph."""
+    findings = "\n".join(
+        f"- {clip(str(f['finding']), 300)}"
+        + (" [cites verified lines]" if f.get("support") == "supported" else "")
+        for f in result.findings
+    )
+    messages = chat(
+        "judge",
+        question=clip(result.seed, 2000),
+        strategy=how.value,
+        summary=clip(result.summary, 3000),
+        findings=findings or "(none)",
+        gaps="\n".join(f"- {clip(g, 200)}" for g in result.gaps) or "(none)",
+    )
+    try:
+        scores = ModelCaller(judge, ex.store, ex.graph_id)(Judgement, messages, node_id=None, worker="judge")
+    except LLMError:
+        return {"coverage": None, "support": None}
+    return {"coverage": scores.coverage, "support": scores.support}

@@ -1,0 +1,82 @@
+"""The single strategy: one model call answers the whole question (the baseline of ``compare()``).
+
+Its seed phase is the one call (``SingleAnswer``, ``prompts/single.txt``; with
+sources, the passages closest to the question and the rule to cite them): the
+answer is the root's answer and, as a leaf's, its synthesis; its findings and
+gaps are kept on the answer (metadata ``single``), and the harvest makes them the
+result's with no further call (docs/architecture.md, "Comparing strategies").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..llm.quality import STORED
+from ..llm.schemas import MAX_CITATIONS, Finding, HarvestSummary, SingleAnswer
+from ..model import NodeStatus
+from ..prompts import chat, render
+from ..results import StepRecord
+from ..store.records import NodeRecord
+from ..text import clip
+from . import evidence, seeding
+
+if TYPE_CHECKING:
+    from .primitive import RunState
+
+KEY = "single"
+"""The answer's metadata key holding the call's findings and gaps."""
+
+
+def seed(run: RunState) -> StepRecord | None:
+    """The one call, written as the root's answer; None when the root is answered already."""
+    root = run.store.get_synthesis_inputs(run.graph_id, run.root_id)["node"]
+    if root["status"] != NodeStatus.OPEN:
+        return None
+    citing = ""
+    if run.has_sources:
+        hits = evidence.gather(run.store, run.graph_id, run.seed)
+        citing = "\n\n" + render(  # render() strips the blank lines that set the section apart
+            "single_citing",
+            passages=evidence.passages(hits) or "(no passage matches)",
+            most=MAX_CITATIONS,
+        )
+    messages = chat(
+        "single", question=clip(run.seed, 4000), evidence=citing, citing=", and citations" if citing else ""
+    )
+    reply = seeding.attempt(run, SingleAnswer, messages)
+    if isinstance(reply, StepRecord):
+        return reply
+    if not isinstance(reply, SingleAnswer):  # the model failed: the root stays open for the next run
+        return StepRecord(run.root_id, seeding.SEED_WORKER, run.seed, error=seeding.failed(reply))
+    kept = {KEY: {"findings": [f.model_dump(mode="json") for f in reply.findings], "gaps": list(reply.gaps)}}
+    written = run.local.add_answer(
+        run.graph_id, run.root_id, reply.answer, owner=seeding.SEED_WORKER, metadata=kept, synthesize=True
+    )
+    return StepRecord(
+        run.root_id,
+        seeding.SEED_WORKER,
+        run.seed,
+        answer_id=written["answer"]["node_id"],
+        synthesized=(run.root_id,),
+    )
+
+
+def summary(nodes: list[NodeRecord], gaps: list[str]) -> HarvestSummary:
+    """The result of the one call: its answer as the summary, its findings, its gaps after the graph's."""
+    root = next((n for n in nodes if n["node_type"] == "question" and n["depth"] == 0), None)
+    answer = next(
+        (
+            n
+            for n in nodes
+            if root is not None and n["node_type"] == "answer" and n["parent_id"] == root["node_id"]
+        ),
+        None,
+    )
+    kept: dict[str, Any] = answer["metadata"].get(KEY, {}) if answer is not None else {}
+    findings = [Finding.model_validate(f, context=STORED) for f in kept.get("findings", [])]
+    named = [str(g) for g in kept.get("gaps", []) if str(g) not in gaps]
+    return HarvestSummary.model_construct(
+        summary=str(root["metadata"].get("synthesis") or "(not answered)") if root else "(no question)",
+        findings=findings,
+        gaps=[*gaps, *named],
+    )

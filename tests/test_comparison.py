@@ -1,0 +1,141 @@
+"""``compare()``: one question, each strategy, side by side (docs/architecture.md, "Comparing strategies")."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fractal_nb import Comparison, Exploration, GraphStore, SimulatedLLM, compare
+from fractal_nb.comparison import COLUMNS, STRATEGIES
+from fractal_nb.errors import InvalidInputError
+from fractal_nb.llm.schemas import SCHEMAS
+from tests.engine.test_openai_runs import first_user, schema_name
+from tests.llm.fake_openai import FakeOpenAI
+
+QUESTION = "Should a mid-sized city build a tram line?"
+NOTES = """# Tram lines in mid-sized cities
+A tram line costs about 30 million euros per kilometre to build.
+Ridership decides whether a tram line pays off within thirty years.
+Cities that built tram lines saw property values rise along the route.
+Construction closes streets for two years and hurts small shops.
+"""
+
+
+def ledger(path: Path, graph_id: str) -> Any:
+    with Exploration.open(path, graph_id, llm=SimulatedLLM(), read_only=True) as ex:
+        return ex.llm_calls()
+
+
+def test_each_strategy_runs_once_and_its_row_reads_its_graph(tmp_path: Path) -> None:
+    path = tmp_path / "compare.duckdb"
+    found = compare(QUESTION, llm=SimulatedLLM(), judge=SimulatedLLM(seed=1), path=path)
+    frame = found.frame
+    assert list(frame.columns) == list(COLUMNS) and list(frame.strategy) == list(STRATEGIES)
+    by = frame.set_index("strategy")
+    assert by.loc["single", "calls"] == 1 and by.loc["single", "nodes"] == 2, "one call: the baseline"
+    assert (by.calls[["fractal", "thinkon", "tracks"]] > 1).all()
+    assert set(found.results) == set(STRATEGIES) and all(
+        r.status == "completed" for r in found.results.values()
+    )
+    assert by.coverage.between(1, 5).all() and by.support.between(1, 5).all()
+    for row in frame.itertuples():
+        calls = ledger(path, row.graph_id)
+        judged = calls[calls.role == "judge"]
+        assert len(judged) == 1, "the judge's call is on the graph's ledger"
+        assert row.calls == len(calls[(calls.role != "judge") & ~calls.role.str.startswith("tool:")])
+        assert row.tokens == int((calls.prompt_tokens + calls.completion_tokens)[calls.role != "judge"].sum())
+        assert row.findings == len(found.results[row.strategy].findings)
+    assert found.results["thinkon"].strategy == "thinkon" and found.results["single"].strategy == "single"
+    page = found._repr_html_()
+    assert "<table" in page and "thinkon" in page
+
+
+def test_bad_arguments_are_refused_before_anything_runs(tmp_path: Path) -> None:
+    path = tmp_path / "never.duckdb"
+    for kwargs, match in [
+        ({"strategies": ["fractal", "pondering"]}, "strategy"),
+        ({"strategies": ["fractal", "fractal"]}, "at most once"),
+        ({"strategies": []}, "non-empty"),
+        ({"strategies": "fractal"}, "non-empty list"),
+        ({"cache": "record"}, "pass path"),
+        ({"cache": "sometimes", "path": path}, "cache must be"),
+        ({"llm": None}, "llm is needed"),
+        ({"judge": "gpt"}, "complete"),
+        ({"intensity": "huge"}, "intensity"),
+        ({"max_tokens": -5}, "max_tokens"),
+    ]:
+        with pytest.raises(InvalidInputError, match=match):
+            compare(QUESTION, **{"llm": SimulatedLLM(), **kwargs})
+    with pytest.raises(InvalidInputError, match="question"):
+        compare("   ", llm=SimulatedLLM())
+    assert not path.exists(), "nothing was created"
+
+
+def test_a_recorded_comparison_replays_offline(tmp_path: Path) -> None:
+    path = tmp_path / "recorded.duckdb"
+    recorded = compare(
+        QUESTION, llm=SimulatedLLM(seed=3), path=path, cache="record", judge=SimulatedLLM(seed=1)
+    )
+    again = compare(QUESTION, llm=None, path=path, cache="replay", judge=None)
+    assert again.replayed and not recorded.replayed
+    keep = ["strategy", "status", "degraded", "calls", "nodes", "depth", "findings", "gaps"]
+    assert again.frame[keep].equals(recorded.frame[keep]), "the same runs, from the file's cache"
+    for name in STRATEGIES:
+        assert again.results[name].summary == recorded.results[name].summary
+        assert [f["finding"] for f in again.results[name].findings] == [
+            f["finding"] for f in recorded.results[name].findings
+        ]
+    with GraphStore(path, read_only=True) as store:
+        assert len(store.list_graphs()["graphs"]) == 2 * len(STRATEGIES)
+    assert "no model was called" in again._repr_html_()
+
+
+def test_with_sources_findings_rest_on_verified_lines(tmp_path: Path) -> None:
+    notes = tmp_path / "trams.md"
+    notes.write_text(NOTES, encoding="utf-8")
+    found = compare(QUESTION, ["single", "tracks"], llm=SimulatedLLM(), sources=notes)
+    by = found.frame.set_index("strategy")
+    assert by.loc["single", "supported_findings"] >= 1 and by.loc["tracks", "supported_findings"] >= 1
+    assert all(f["citations"] for f in found.results["single"].findings if f["support"] == "supported")
+
+
+def test_the_plot_draws_a_panel_per_measure_and_says_how_to_install_matplotlib(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    found = compare(QUESTION, ["single", "thinkon"], llm=SimulatedLLM(), judge=SimulatedLLM())
+    figure = found.plot()
+    titles = [ax.get_title() for ax in figure.axes]
+    assert titles == [
+        "model calls",
+        "tokens",
+        "wall time (s)",
+        "findings (supported darker)",
+        "gaps",
+        "judge: coverage / support (1-5)",
+    ]
+    assert [t.get_text() for t in figure.axes[0].get_xticklabels()] == ["single", "thinkon"]
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    with pytest.raises(InvalidInputError, match=r"fractal-nb\[notebook\]"):
+        found.plot()
+    assert isinstance(found, Comparison)
+
+
+def every_role(body: dict[str, Any]) -> dict[str, Any]:
+    """A fake server's model: the simulator's reply to the prompt it is sent, for any schema."""
+    schema = next(s for s in SCHEMAS if s.__name__ == schema_name(body))
+    return SimulatedLLM(seed=2).complete([{"role": "user", "content": first_user(body)}], schema)
+
+
+def test_a_comparison_through_a_local_openai_compatible_server() -> None:
+    with FakeOpenAI("llama_cpp", responder=every_role) as server:
+        found = compare(
+            QUESTION, llm=server.llm(timeout=5.0, max_retries=1), judge=server.llm(timeout=5.0, max_retries=0)
+        )
+    by = found.frame.set_index("strategy")
+    assert (by.status == "completed").all() and not by.degraded.any()
+    assert by.loc["single", "calls"] == 1 and by.coverage.notna().all()
+    asked = {schema_name(r) for r in server.requests}
+    assert {"SingleAnswer", "Think", "Eval", "Judgement", "SeedPlan", "TrackPlan"} <= asked
