@@ -443,7 +443,7 @@ class EvalChoice(StrEnum):
 
 
 # A sub-goal quotes its plan, and a level's result what its sub-goals returned: both shown in the prompt.
-ChainText = Annotated[str, Field(min_length=1), _prose(3, echo=False)]
+ChainText = Annotated[str, Field(min_length=1), _prose(2, echo=False)]  # "Book trains." is a sub-goal
 
 
 class Eval(_Output):

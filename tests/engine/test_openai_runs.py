@@ -22,11 +22,15 @@ from fractal_nb.llm.schemas import (
     SCHEMAS,
     Answer,
     Connections,
+    Eval,
     HarvestSummary,
+    Judgement,
     LeafAnswer,
     SeedPlan,
+    SingleAnswer,
     Synthesis,
     SynthesisObject,
+    Think,
     TrackFindings,
     TrackPlan,
     WidenPlan,
@@ -209,6 +213,8 @@ def role_responder(*, poison: bool = False) -> Any:
         "WidenPlan": widen_plan,
         # The tracks strategy's roles (engine/tracks.py): played by the simulator, from the prompt.
         **{schema.__name__: simulated(schema) for schema in (TrackPlan, TrackFindings, SynthesisObject)},
+        # The thinkon strategy, compare()'s baseline and its judge: played by the simulator too.
+        **{schema.__name__: simulated(schema) for schema in (Think, Eval, SingleAnswer, Judgement)},
     }
 
     def respond(body: dict[str, Any]) -> dict[str, Any]:
@@ -287,6 +293,20 @@ def test_the_fake_model_answers_every_role_validly() -> None:
         ),
         SynthesisObject: chat(
             "aggregate", seed=SEED, tracks="Track jobs:\n  conclusions: jobs pull people\n"
+        ),
+        Think: chat("thinkon_think", goal=SEED, parent="(none)", depth=0, max_depth=3),
+        Eval: chat(
+            "thinkon_eval",
+            goal=SEED,
+            parent="(none)",
+            depth=0,
+            max_depth=3,
+            todo="t1. Why jobs?",
+            done="(none)",
+        ),
+        SingleAnswer: chat("single", question=SEED, evidence="", citing=""),
+        Judgement: chat(
+            "judge", question=SEED, strategy="single", summary="x", findings="- a", gaps="(none)"
         ),
     }
     respond = role_responder()

@@ -399,3 +399,22 @@ def test_the_inspector_shows_a_levels_plan_and_done_escaped() -> None:
         assert "t1. Check the &lt;script&gt;alert(1)&lt;/script&gt; captions." in page
         assert "Done</b> (1)" in page and "failed</b>" in page
         assert "<b>Result:</b> The page reads well enough." in page
+
+
+def test_a_paused_chain_resumes_where_it_stopped() -> None:
+    llm = essay_llm()
+    with chain(ESSAY["goal"], llm) as ex:
+        stops: list[str | None] = []
+
+        def pause_at_the_first_call(record: Any) -> None:
+            if record.thinkon == "call" and not stops:
+                stops.append(record.node_id)
+                ex.pause()
+
+        assert ex.run(progress=False, on_step=pause_at_the_first_call) == "paused"
+        (level,) = [lv for lv in ex.store.thinkon_chain(ex.graph_id) if lv["depth"] == 1]
+        assert level["phase"] == "think" and level["status"] == "open", "the called sub-goal waits"
+        assert ex.run(progress=False) == "all_complete"
+        assert [d["outcome"] for d in root_done(ex)] == ["returned", "failed", "returned", "returned"]
+        assert len(llm.asked("think", ESSAY["sections"][0]["goal"])) == 1, "nothing was done twice"
+        assert_chain_invariant(events(ex), parents(ex))

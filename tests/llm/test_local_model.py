@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import TypeAdapter
 
 from fractal_nb import Exploration, LLMError
 from fractal_nb.cli import main
@@ -220,3 +221,45 @@ def _servers() -> set[int]:
         and p.status() != psutil.STATUS_ZOMBIE
         and "llama_cpp.server" in " ".join(p.cmdline())
     }
+
+
+def test_a_thinkon_chain_on_the_real_local_model_ends_honestly(
+    server: LocalModelServer, tmp_path: Path
+) -> None:
+    """Think and Eval on Gemma 3 270M: whatever it writes, the chain ends, every return reaches its
+    parent's done, nothing it wrote that the gates refuse is stored, and the result says what it is."""
+    from fractal_nb.llm.schemas import ChainText, Think
+    from tests.engine.chain_script import assert_chain_invariant
+    from tests.engine.test_thinkon import parents
+
+    with (
+        server.llm() as llm,
+        Exploration.create(
+            "Write three tips for learning to cook.",
+            intensity="pulse",
+            llm=llm,
+            strategy="thinkon",
+            path=tmp_path / "gemma-chain.duckdb",
+            max_tokens=30_000,
+        ) as ex,
+    ):
+        status = ex.run(progress=False)
+        assert status in ("all_complete", "budget_exhausted", "model_unavailable")
+        nodes = ex.nodes()
+        assert not (nodes["status"] == "claimed").any(), "a claim was left behind"
+        calls = ex.llm_calls()
+        assert set(calls["role"]) <= {"think", "eval"} and (calls["attempts"] >= 1).all()
+        result = ex.harvest(finish=True)
+        assert result.status == "completed" and result.strategy == "thinkon"
+        assert not ex.store.thinkon_chain(ex.graph_id), "every level returned (or was unwound)"
+        assert_chain_invariant(ex.store.get_events(ex.graph_id)["events"], parents(ex))
+        judge = ReplyContext()
+        for node in ex.store.get_snapshot(ex.graph_id)["nodes"]:
+            level = node["metadata"].get("thinkon")
+            if node["node_type"] == "answer" and level == "plan":  # a plan Think wrote passed the gates
+                Think.model_validate({"type": "TODO", "description": node["text"]}, context=judge)
+        for finding in result.findings:  # what reached the result is the model's prose, never junk
+            assert TypeAdapter(ChainText).validate_python(finding["finding"], context=judge)
+        print(f"gemma-3-270m chain: {status}, {result.replies}, degraded={result.degraded}")
+        if result.degraded:
+            assert result.degraded_reasons

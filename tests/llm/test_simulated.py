@@ -18,12 +18,16 @@ from fractal_nb.llm.schemas import (
     SCHEMAS,
     Answer,
     Connections,
+    Eval,
     HarvestSummary,
+    Judgement,
     LeafAnswer,
     ProxySignal,
     SeedPlan,
+    SingleAnswer,
     Synthesis,
     SynthesisObject,
+    Think,
     TrackFindings,
     TrackPlan,
     WidenPlan,
@@ -110,6 +114,27 @@ PROMPTS: dict[type[BaseModel], list[Message]] = {
         tracks="Track jobs:\n  conclusions: jobs pull people\n  - gap: wages unknown\n"
         "Track land:\n  conclusions: land is cheap\n  - gap: rents unknown\n",
     ),
+    # The thinkon strategy (llm/simulated_chain.py): Think plans the whole task, Eval returns once
+    # every plan item has returned.
+    Think: chat("thinkon_think", goal="Why do cities grow?", parent="(none)", depth=0, max_depth=3),
+    Eval: chat(
+        "thinkon_eval",
+        goal="Why do cities grow?",
+        parent="(none)",
+        depth=0,
+        max_depth=3,
+        todo="t1. Which jobs pull people in?",
+        done="1. Which jobs pull people in?\n   -> Services downtown.",
+    ),
+    SingleAnswer: chat("single", question="Why do cities grow?", evidence="", citing=""),
+    Judgement: chat(
+        "judge",
+        question="Why do cities grow?",
+        strategy="fractal",
+        summary="Jobs pull people in.",
+        findings="- Jobs pull people in. [cites verified lines]\n- Land is cheap.",
+        gaps="(none)",
+    ),
 }
 # The prose fields each role writes (questions are questions, not labelled text).
 PROSE = {
@@ -123,6 +148,10 @@ PROSE = {
     TrackPlan: lambda o: [o["decomposition"]],
     TrackFindings: lambda o: [o["conclusions"], *(f["finding"] for f in o["findings"]), *o["gaps"]],
     SynthesisObject: lambda o: [o["unified"], o["justification"], *(n["text"] for n in o["nuances"])],
+    Think: lambda o: [o["description"]],
+    Eval: lambda o: [o["description"]],
+    SingleAnswer: lambda o: [o["answer"], *(f["finding"] for f in o["findings"]), *o["gaps"]],
+    Judgement: lambda o: [o["rationale"]],
 }
 
 
