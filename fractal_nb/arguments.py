@@ -105,3 +105,12 @@ def check_bind_host(host: object, what: str = "host") -> str:
             "hyphens, in dot-separated labels of at most 63 characters)"
         )
     return host
+
+
+def check_llm(llm: object, what: str = "llm") -> None:
+    """Refuse anything that is not a model: it must have ``complete(messages, schema)``."""
+    if not callable(getattr(llm, "complete", None)):
+        raise InvalidInputError(
+            f"{what} must be a model with complete(messages, schema), such as SimulatedLLM() or "
+            f"OpenAILLM(...), not {llm!r}"
+        )

@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
-from .arguments import check_store_path
+from .arguments import check_llm, check_store_path
 from .engine.calls import ModelCaller
 from .engine.limits import Limits
 from .errors import InvalidInputError, LLMError
-from .exploration import Exploration, _check_llm
+from .exploration import Exploration
 from .llm.cache import CachedLLM
 from .llm.protocol import LLM
 from .llm.schemas import Judgement
@@ -166,9 +166,9 @@ def compare(
     if llm is None and cache != "replay":
         raise InvalidInputError("llm is needed unless the comparison is replayed (cache='replay')")
     if llm is not None:
-        _check_llm(llm)
+        check_llm(llm)
     if judge is not None:
-        _check_llm(judge)
+        check_llm(judge, "judge")
     Limits.parse(max_tokens=max_tokens)
     where = check_store_path(path, "path") if path is not None else None
     cache_store = GraphStore(where) if cache != "off" and where is not None else None

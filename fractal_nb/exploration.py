@@ -13,7 +13,7 @@ import networkx as nx
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .arguments import check_store_path
+from .arguments import check_llm, check_store_path
 from .engine.dispatcher import Clock, Dispatcher, RealClock, heartbeat
 from .engine.limits import Limits, spend_tokens
 from .engine.phases import gap_rows, harvest, preview, seed
@@ -125,7 +125,7 @@ class Exploration:
         Every argument is checked before the file is opened: a refused one creates nothing
         (a :class:`~fractal_nb.sources.Table` is read once the file is open, before the graph is made).
         """
-        _check_llm(llm)
+        check_llm(llm)
         _check_clock(clock)
         require_text(seed, "seed")
         how = parse_choice(Strategy, strategy, "strategy")
@@ -181,7 +181,7 @@ class Exploration:
         with :class:`~fractal_nb.StateError` before the model is called. The
         ``fractal-nb`` inspection commands open files this way.
         """
-        _check_llm(llm)
+        check_llm(llm)
         _check_clock(clock)
         _check_flag(read_only, "read_only")
         if graph_id is not None:
@@ -1088,14 +1088,6 @@ def _check_clock(clock: object) -> None:
     ):
         raise InvalidInputError(
             f"clock must be a Clock (now() and wait(condition, seconds)) or None, not {clock!r}"
-        )
-
-
-def _check_llm(llm: object) -> None:
-    if not callable(getattr(llm, "complete", None)):
-        raise InvalidInputError(
-            f"llm must be a model with complete(messages, schema), such as SimulatedLLM() or "
-            f"OpenAILLM(...), not {llm!r}"
         )
 
 

@@ -19,7 +19,10 @@ LAYERS = [
     ("model layer", ["llm", "prompts"]),
     ("results", ["results", "run_report", "export", "evidence_report", "provenance"]),
     ("engine", ["engine"]),
-    ("facade", ["exploration", "graph_sql", "frames", "history", "steering", "state", "sources"]),
+    (
+        "facade",
+        ["exploration", "graph_sql", "frames", "history", "steering", "state", "sources", "comparison"],
+    ),
     (
         "faces",
         ["views", "cli", "inspection", "mcp_server", "mcp_auth", "tool_table", "remote", "remote_store", ""],

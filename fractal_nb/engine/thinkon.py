@@ -7,7 +7,7 @@ next sub-goal (a redo or a repair is a call too) or returns the level's result.
 The store keeps the rules (store/thinkon.py); this module asks the model and
 keeps the limits:
 
-- **depth**: a call past the depth budget returns the level's state instead;
+- **depth**: a call the store refuses for the depth budget returns the level's state instead;
 - **repeats**: a sub-goal called again after :data:`MAX_REPEATS` redos, or again
   after two returns that said the same thing, returns the level's state (a loop);
 - **tokens, cost, time**: the graph's budgets (engine/limits.py), checked before
@@ -107,17 +107,10 @@ def _eval(run: RunState, level: ThinkonLevel, worker: str) -> StepRecord:
     loop = repeated(level["done"], reply.description)
     if loop is not None:
         return _cut(run, level, worker, loop)
-    if level["depth"] + 1 >= run.budget.max_depth:
-        return _cut(
-            run,
-            level,
-            worker,
-            f"depth limit: a sub-goal at depth {level['depth'] + 1} exceeds max_depth {run.budget.max_depth}",
-        )
     try:
         child = run.store.thinkon_call(run.graph_id, level["node_id"], reply.description, worker_id=worker)
-    except BudgetError as exc:  # a deepened ceiling or a budget the store keeps
-        return _cut(run, level, worker, str(exc))
+    except BudgetError as exc:  # the depth budget (the store's rule, a deepened branch's ceiling included)
+        return _cut(run, level, worker, f"depth limit: {exc}")
     run.announce_work()
     return StepRecord(
         level["node_id"], worker, level["goal"], sub_questions=(child["node_id"],), thinkon="call"

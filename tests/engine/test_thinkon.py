@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ import pytest
 
 from fractal_nb import Exploration, GraphStore, ScriptedLLM, SimulatedLLM
 from fractal_nb.engine.thinkon import repeated
-from fractal_nb.errors import InvalidInputError, StateError
+from fractal_nb.errors import InvalidInputError, LLMUnavailableError, StateError
 from tests.engine.chain_script import JUNK, assert_chain_invariant, call, chain_events, ret, todo
 from tests.engine.test_runs import FAST
 
@@ -418,3 +419,71 @@ def test_a_paused_chain_resumes_where_it_stopped() -> None:
         assert [d["outcome"] for d in root_done(ex)] == ["returned", "failed", "returned", "returned"]
         assert len(llm.asked("think", ESSAY["sections"][0]["goal"])) == 1, "nothing was done twice"
         assert_chain_invariant(events(ex), parents(ex))
+
+
+class StallingEval(SimulatedLLM):
+    """The simulator, but the root's second Eval stalls until released."""
+
+    def __init__(self) -> None:
+        super().__init__(seed=2)
+        self.release = threading.Event()
+        self.evals = 0
+
+    def complete(self, messages: Any, schema: Any) -> dict[str, Any]:
+        if getattr(schema, "role", "") == "eval":
+            self.evals += 1
+            if self.evals == 2:
+                self.release.wait(60)
+        return super().complete(messages, schema)
+
+
+def test_a_steps_time_limit_returns_the_levels_state_and_the_run_stops() -> None:
+    llm = StallingEval()
+    try:
+        with chain("Should a mid-sized city build a tram line?", llm, node_timeout_s=0.05) as ex:
+            report = ex.run(max_workers=1, progress=False)
+            assert report == "all_complete", "the chain ended: its root returned its state"
+            root = ex.store.get_node(ex.graph_id, ex.store.get_graph(ex.graph_id)["root_node_id"])["node"]
+            assert root["status"] == "saturated" and "time limit" in root["metadata"]["budget_reason"]
+            assert root["metadata"]["synthesis"].startswith("Partial result (")
+            assert len(root_done(ex)) == 1, "what returned before the stall is its state"
+            result = ex.harvest()
+            assert result.degraded and any("time limit" in g for g in result.gaps)
+    finally:
+        llm.release.set()
+
+
+def test_a_model_out_of_reach_gives_the_level_back_and_the_chain_goes_on_later() -> None:
+    class Down(SimulatedLLM):
+        up = False
+
+        def complete(self, messages: Any, schema: Any) -> dict[str, Any]:
+            if not Down.up:
+                raise LLMUnavailableError("connection refused")
+            return super().complete(messages, schema)
+
+    with chain("Should a mid-sized city build a tram line?", Down(seed=2)) as ex:
+        assert ex.run(progress=False) == "model_unavailable"
+        (level,) = ex.store.thinkon_chain(ex.graph_id)
+        assert level["status"] == "open" and level["phase"] == "think", "not failed: given back"
+        Down.up = True
+        assert ex.run(progress=False) == "all_complete" and not ex.harvest().degraded
+
+
+def test_unwinding_stops_at_a_level_a_live_worker_holds_and_a_chain_without_a_root_has_no_summary() -> None:
+    from fractal_nb.engine.primitive import RunState
+    from fractal_nb.engine.thinkon import summary, unwind
+
+    store = GraphStore()
+    g = store.create_graph("Plan a trip.", "explore", "autonomous", metadata={"strategy": "thinkon"})
+    gid, root = g["graph_id"], g["root_node_id"]
+    store.claim_work(gid, "w")
+    store.thinkon_plan(gid, root, "t1. Book the train.", worker_id="w")
+    store.claim_work(gid, "w")
+    store.thinkon_call(gid, root, "Book the train.", worker_id="w")
+    store.claim_work(gid, "w")  # the sub-goal, held by a live worker
+    run = RunState.for_graph(store, store.get_graph(gid), SimulatedLLM())
+    assert unwind(run, "harvested") == [], "a level a live worker holds is left as it is"
+    assert len(store.thinkon_chain(gid)) == 2
+    assert summary([], []).summary == "(no chain)"
+    store.close()
