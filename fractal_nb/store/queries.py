@@ -27,6 +27,7 @@ from .records import (
     Snapshot,
 )
 from .rows import EDGES_SQL, EVENT_COLUMNS, GRAPH_COLUMNS, GraphRow, NodeRow, edge_dict, event_dict
+from .snapshot import nodes_and_edges
 from .work import CLAIMABLE, READY
 
 _Filter = tuple[str, list[Any]]  # a WHERE fragment and its parameters
@@ -57,9 +58,8 @@ class GraphQueries(StoreBase):
         """The whole graph: its fields, nodes and edges in creation order."""
         with self._db.read():
             graph = self._graph(graph_id)
-            nodes = self._nodes("graph_id = ?", [graph.graph_id])
-            edges = self._edges(graph.graph_id)
-        return {**graph.to_dict(), "nodes": [n.to_dict() for n in nodes], "edges": edges}
+            nodes, edges = nodes_and_edges(self._db, graph.graph_id)  # JSON written by DuckDB (snapshot.py)
+        return {**graph.to_dict(), "nodes": nodes, "edges": edges}
 
     def get_graph(self, graph_id: str) -> GraphRecord:
         """The graph's own fields (status, seed, budget, metadata) without its nodes."""
