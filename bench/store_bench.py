@@ -124,14 +124,26 @@ def build_tree(store: GraphStore, n_nodes: int, fanout: int = 10) -> str:
     return gid
 
 
-def median_snapshot_s(store: GraphStore, gid: str, runs: int) -> tuple[float, int, int]:
+def median_snapshot_s(store: GraphStore, gid: str, runs: int) -> tuple[float, float, int, int]:
+    """Medians of ``get_snapshot`` and of the same graph read the way it was before (each row turned into
+    its dict in Python: ``NodeRow.to_dict``, ``rows.edge_dict``), interleaved run by run."""
+
+    def per_row() -> None:
+        with store._db.read():
+            [n.to_dict() for n in store._nodes("graph_id = ?", [gid])]
+            store._edges(gid)
+
     store.get_snapshot(gid)  # warm-up
-    times = []
+    per_row()
+    times, rows = [], []
     for _ in range(runs):
         t0 = time.perf_counter()
         snap = store.get_snapshot(gid)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), len(snap["nodes"]), len(snap["edges"])
+        t1 = time.perf_counter()
+        per_row()
+        rows.append(time.perf_counter() - t1)
+        times.append(t1 - t0)
+    return statistics.median(times), statistics.median(rows), len(snap["nodes"]), len(snap["edges"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,12 +168,12 @@ def main(argv: list[str] | None = None) -> int:
                 claim_runs.append(run)
                 print(f"  ... {kind:6} {threads} thread(s): {run.rate:8.1f} claims/s", flush=True)
 
-    snapshots: list[tuple[int, float, int]] = []
+    snapshots: list[tuple[int, float, int, float]] = []
     with GraphStore() as store:
         for size in sizes:
             gid = build_tree(store, size)
-            median, nodes, edges = median_snapshot_s(store, gid, runs)
-            snapshots.append((nodes, median, edges))
+            median, per_row, nodes, edges = median_snapshot_s(store, gid, runs)
+            snapshots.append((nodes, median, edges, per_row))
             print(f"  ... snapshot {nodes} nodes: {median * 1000:8.1f} ms", flush=True)
     total = time.perf_counter() - t_all
 
@@ -182,13 +194,23 @@ def main(argv: list[str] | None = None) -> int:
         )
     print()
     print(f"get_snapshot() (in-memory store, median of {runs} runs after a warm-up)")
-    header = f"| {'nodes':>6} | {'edges':>6} | {'median ms':>9} | {'vs smallest':>11} |"
+    header = (
+        f"| {'nodes':>6} | {'edges':>6} | {'median ms':>9} | {'vs smallest':>11} | "
+        f"{'per-row Python ms':>17} | {'speed-up':>8} |"
+    )
     print(header)
     print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
-    for nodes, median, edges in snapshots:
+    for nodes, median, edges, per_row in snapshots:
         ratio = median / snapshots[0][1]
-        print(f"| {nodes:>6} | {edges:>6} | {median * 1000:>9.1f} | {ratio:>10.2f}x |")
-    (n_small, t_small, _), (n_big, t_big, _) = snapshots[0], snapshots[-1]
+        print(
+            f"| {nodes:>6} | {edges:>6} | {median * 1000:>9.1f} | {ratio:>10.2f}x | "
+            f"{per_row * 1000:>17.1f} | {per_row / median:>7.2f}x |"
+        )
+    print(
+        "  per-row Python: the same graph read as get_snapshot read it before its JSON was written by "
+        "DuckDB (store/snapshot.py), interleaved run by run; speed-up: per-row / get_snapshot"
+    )
+    (n_small, t_small, _, _), (n_big, t_big, _, _) = snapshots[0], snapshots[-1]
     rate = {(r.store, r.threads): r.rate for r in claim_runs}
     scaling = ", ".join(f"{k} {rate[k, 8] / rate[k, 1]:.2f}" for k in ("memory", "file"))
     print(

@@ -124,7 +124,8 @@ class GraphQueries(StoreBase):
         worker = optional_name(worker_id, "worker_id")
         graph = self._known_graph(graph_id)
         rows = self._db.fetchall(
-            CLAIMABLE.format(active=""), [graph.graph_id, self.clock(), graph.graph_id, worker]
+            CLAIMABLE.format(active=""),
+            [graph.graph_id, graph.graph_id, self.clock(), graph.graph_id, worker],
         )
         nodes = [NodeRow(*r).to_dict() for r in rows]
         return {"graph_id": graph.graph_id, "claimable": nodes, "count": len(nodes)}

@@ -36,15 +36,15 @@ from .records import Claim, ClaimRecord, ClaimReleased, Heartbeat, Recovered, Sy
 from .rows import NODE_COLUMNS, NodeRow
 
 # The root is the seed phase's, except in a thinkon graph: there it is the chain's first level
-# (store/thinkon.py).
+# (store/thinkon.py). Uncorrelated: read once per query, whatever the number of open questions.
 THINKON_ROOT = (
-    "EXISTS (SELECT 1 FROM graphs AS g WHERE g.graph_id = nodes.graph_id "
-    "AND json_extract_string(g.metadata, '$.strategy') = 'thinkon')"
+    "node_id = (SELECT root_node_id FROM graphs WHERE graph_id = ? "
+    "AND json_extract_string(metadata, '$.strategy') = 'thinkon')"
 )
 # Claimable: an open question below the root (or a thinkon root), or a claim whose lease ran out
 # (docs/architecture.md, rule 5). Affinity first (branches this worker has owned nodes in), then
 # shallower first, then creation order (the reference's order).
-# Parameters: graph_id, (graph_id for _IF_ACTIVE), now, graph_id, worker_id.
+# Parameters: graph_id, graph_id (THINKON_ROOT), (graph_id for _IF_ACTIVE), now, graph_id, worker_id.
 CLAIMABLE = f"""
     SELECT {NODE_COLUMNS} FROM nodes
     WHERE graph_id = ? AND node_type = 'question' AND (depth > 0 OR {THINKON_ROOT}) {{active}}
@@ -104,9 +104,9 @@ class WorkQueue(StoreBase):
             now = self.clock()
             # The hot path asks once: a candidate, only if the graph is active.
             claimable = CLAIMABLE.format(active=_IF_ACTIVE) + " LIMIT 1"
-            row = self._db.fetchone(claimable, [gid, gid, now, gid, worker])
+            row = self._db.fetchone(claimable, [gid, gid, gid, now, gid, worker])
             if row is None and self._recover_gone(gid, now):  # a dead worker's claims come back
-                row = self._db.fetchone(claimable, [gid, gid, now, gid, worker])
+                row = self._db.fetchone(claimable, [gid, gid, gid, now, gid, worker])
             if row is None:
                 graph = self._graph(gid)
                 if graph.status != GraphStatus.ACTIVE:
