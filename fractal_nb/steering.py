@@ -122,6 +122,14 @@ class Steering:
                     "(run(resume=True)) before steering it",
                     graph_id=self._graph_id,
                 )
+            if (
+                graph["metadata"].get("strategy") == "thinkon"
+            ):  # before the model is paid (store/turns.py says so too)
+                raise StateError(
+                    f"graph {self._graph_id} is a thinkon chain: it takes no turns; explore the follow-up "
+                    "as a new exploration",
+                    graph_id=self._graph_id,
+                )
             if not self._root_answered():
                 raise StateError(
                     f"graph {self._graph_id} has no seed plan yet: run() seeds it, then widen() adds to it",

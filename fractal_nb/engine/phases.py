@@ -117,7 +117,7 @@ def harvest(run: RunState, *, finish: bool = True, aggregate: bool = False) -> F
         store.resume_graph(g)
     if finishing and run.strategy == Strategy.THINKON:  # the chain's partial result, no model call
         thinkon.unwind(run, spent or "harvested before the chain returned")
-    if finishing:
+    elif finishing:
         _freeze_and_repair(run, model=spent is None)
     snapshot = store.get_snapshot(g)
     nodes = current(snapshot["nodes"])

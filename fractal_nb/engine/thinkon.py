@@ -62,9 +62,12 @@ def advance(run: RunState, claim: Claim, worker: str) -> StepRecord:
     node_id = claim["node_id"]
     assert node_id is not None, "callers pass only claims that found a level"
     level = run.store.thinkon_level(run.graph_id, node_id)
-    if level["phase"] == ThinkonPhase.THINK:
-        return _think(run, level, worker)
-    return _eval(run, level, worker)
+    try:
+        if level["phase"] == ThinkonPhase.THINK:
+            return _think(run, level, worker)
+        return _eval(run, level, worker)
+    except FractalError as exc:  # pruned, taken over, cut by a harvest or stopped meanwhile: refused whole
+        return StepRecord(node_id, worker, level["goal"], error=f"write refused: {exc}")
 
 
 def _think(run: RunState, level: ThinkonLevel, worker: str) -> StepRecord:
@@ -224,7 +227,8 @@ def unwind(run: RunState, reason: str) -> list[str]:
     """Return every level of the chain that has not returned, deepest first, with its state.
 
     No model call: what a run that cannot go on (a spent budget, the harvest of a
-    stopped graph) leaves as the partial result. Returns the levels returned, in order.
+    stopped graph) leaves as the partial result. A level a worker holds is cut too
+    (its own write is refused then). Returns the levels returned, in order.
     """
     returned: list[str] = []
     for level in reversed(run.store.thinkon_chain(run.graph_id)):
@@ -238,7 +242,7 @@ def unwind(run: RunState, reason: str) -> list[str]:
                 outcome=ThinkonOutcome.CUT,
                 reason=reason,
             )
-        except FractalError:  # held by a live worker, or not active: left as it is
+        except FractalError:  # the graph stopped taking writes meanwhile: what is left stays as it is
             break
         returned.append(level["node_id"])
     return returned

@@ -114,6 +114,12 @@ class GraphRow:
     created_at: float
     updated_at: float
 
+    @property
+    def strategy(self) -> str:
+        """How the graph thinks (metadata ``strategy``; absent: ``fractal``), a ``model.Strategy`` value."""
+        meta = json.loads(self.metadata_json)
+        return str(meta.get("strategy") or "fractal") if isinstance(meta, dict) else "fractal"
+
     def to_dict(self) -> GraphRecord:
         """Graph fields shared by snapshots and status results."""
         return {

@@ -22,7 +22,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import StateError
-from ..model import NodeStatus, NodeType, SaturationReason, ThinkonOutcome, ThinkonPhase, parse_choice
+from ..model import (
+    NodeStatus,
+    NodeType,
+    SaturationReason,
+    Strategy,
+    ThinkonOutcome,
+    ThinkonPhase,
+    parse_choice,
+)
 from .base import require_id, require_text
 from .nodes import NodeWrites
 from .records import DoneEntry, ThinkonLevel
@@ -30,6 +38,17 @@ from .rows import GraphRow, NodeRow
 
 KEY = "thinkon"
 """The metadata key of a level's state."""
+_NO_HOLDER = {"owner": None, "holder": None, "claimed_at": None, "lease_s": None}
+
+
+def require_chain(graph: GraphRow) -> GraphRow:
+    """``graph``, or StateError: the chain's writes and reads are for thinkon graphs only."""
+    if graph.strategy != Strategy.THINKON:
+        raise StateError(
+            f"graph {graph.graph_id} is no thinkon chain: its questions are not levels",
+            graph_id=graph.graph_id,
+        )
+    return graph
 
 
 def level_state(meta: dict[str, Any]) -> dict[str, Any]:
@@ -49,13 +68,13 @@ class ThinkonWrites(NodeWrites):
 
     def thinkon_level(self, graph_id: str, node_id: str) -> ThinkonLevel:
         """A level's state: goal, the level above, phase, plan and done."""
-        graph = self._graph(graph_id)
+        graph = require_chain(self._graph(graph_id))
         with self._db.read():
             return self._level(graph.graph_id, self._node(graph.graph_id, node_id))
 
     def thinkon_chain(self, graph_id: str) -> list[ThinkonLevel]:
         """The levels that have not returned, root first: the chain as it stands (the last acts next)."""
-        graph = self._graph(graph_id)
+        graph = require_chain(self._graph(graph_id))
         with self._db.read():
             nodes = self._nodes(
                 "graph_id = ? AND node_type = 'question' AND status NOT IN ('synthesized', 'saturated')",
@@ -79,7 +98,7 @@ class ThinkonWrites(NodeWrites):
                 actor=worker_id,
                 kind="thinkon_planned",
                 metadata={**answered.metadata, KEY: state},
-                columns={"owner": None, "holder": None, "claimed_at": None, "lease_s": None},
+                columns=_NO_HOLDER,
                 payload={"todo": todo},
                 chain=True,
             )
@@ -124,8 +143,9 @@ class ThinkonWrites(NodeWrites):
         ``outcome``: ``returned`` (Think or Eval returned it), ``failed`` (no valid reply:
         the level is saturated as ``error`` with ``reason``), ``cut`` (a limit returned the
         level's state: saturated ``budget_exhausted``, ``reason`` the limit). A ``cut`` may
-        return a level nobody holds, open or gated (the chain unwinding). Returns the parent's level,
-        open for its next Eval, or None for the root.
+        return a level nobody holds (open or gated) or another worker's (the chain unwinding).
+        The parent must wait for this level: answered, its return not in ``done`` yet.
+        Returns the parent's level, open for its next Eval, or None for the root.
         """
         result = require_text(result, "result")
         how = parse_choice(ThinkonOutcome, outcome, "outcome")
@@ -164,20 +184,29 @@ class ThinkonWrites(NodeWrites):
                 if how == ThinkonOutcome.RETURNED and level.status != NodeStatus.ANSWERED
                 else None,
                 metadata=meta,
-                columns={"owner": None, "holder": None, "claimed_at": None, "lease_s": None},
+                columns=_NO_HOLDER,
                 payload={"outcome": how.value},
             )
             above = self._node(graph.graph_id, level.question_id) if level.question_id else None
             if above is None:
                 return None
+            parent_state = level_state(above.metadata)
+            if above.status != NodeStatus.ANSWERED or any(
+                d.get("node_id") == level.node_id for d in parent_state["done"]
+            ):  # a parent waits answered for its one sub-goal in flight, and takes its return once
+                raise StateError(
+                    f"level {above.node_id} is {above.status!r} and does not wait for {level.node_id}; "
+                    "nothing was written",
+                    graph_id=graph.graph_id,
+                    node_id=level.node_id,
+                )
             entry: DoneEntry = {
                 "node_id": level.node_id,
                 "goal": level.text,
                 "result": result,
-                "outcome": how,
+                "outcome": how.value,
             }
-            parent_state = level_state(above.metadata)
-            parent_state["done"] = [*parent_state["done"], {**entry, "outcome": how.value}]
+            parent_state["done"] = [*parent_state["done"], entry]
             self._set_status(
                 above,
                 NodeStatus.OPEN,
@@ -185,6 +214,7 @@ class ThinkonWrites(NodeWrites):
                 actor=worker_id,
                 kind="done_appended",
                 metadata={**above.metadata, KEY: parent_state},
+                columns=_NO_HOLDER,
                 payload={
                     "child": level.node_id,
                     "index": len(parent_state["done"]) - 1,
@@ -202,10 +232,14 @@ class ThinkonWrites(NodeWrites):
         """The active graph and the level ``worker_id`` holds (``unheld``: or an open one nobody holds)."""
         worker = require_id(worker_id, "worker_id")
         graph, level = self._active_node(graph_id, node_id)
+        require_chain(graph)
         if level.node_type != NodeType.QUESTION:
             raise StateError(f"node {level.node_id} is an answer, not a level", node_id=level.node_id)
         held = level.status == NodeStatus.CLAIMED and level.owner == worker
-        if not (held or (unheld and level.status in (NodeStatus.OPEN, NodeStatus.GATED))):
+        # A cut may return a level nobody holds, or a worker's (the harvest finishing the graph: that
+        # worker's own write is refused then).
+        movable = (NodeStatus.OPEN, NodeStatus.GATED, NodeStatus.CLAIMED)
+        if not (held or (unheld and level.status in movable)):
             raise StateError(
                 f"level {level.node_id} is {level.status!r}"
                 + (f" (held by {level.owner!r})" if level.owner else "")
@@ -214,6 +248,10 @@ class ThinkonWrites(NodeWrites):
                 node_id=level.node_id,
             )
         now_phase = level_state(level.metadata)["phase"]
+        if now_phase == ThinkonPhase.RETURNED:
+            raise StateError(
+                f"level {level.node_id} has returned already", graph_id=graph.graph_id, node_id=level.node_id
+            )
         if phase is not None and now_phase != phase:
             raise StateError(
                 f"level {level.node_id} waits for its {now_phase}, not its {phase.value}: "

@@ -22,6 +22,7 @@ from ..model import (
     NodeStatus,
     NodeType,
     SaturationReason,
+    Strategy,
     TurnKind,
 )
 from ..text import normalize
@@ -408,6 +409,14 @@ class Turns:
 
     def _steerable(self, graph_id: object) -> GraphRow:
         graph = self._store._graph(graph_id)
+        if (
+            graph.strategy == Strategy.THINKON
+        ):  # a level's sub-goals are Eval's calls alone (store/thinkon.py)
+            raise StateError(
+                f"graph {graph.graph_id} is a thinkon chain: it takes no turns (ask, widen, deepen, "
+                "redecompose, note); explore the follow-up as a new exploration",
+                graph_id=graph.graph_id,
+            )
         if graph.status == GraphStatus.ERROR:
             raise StateError(
                 f"graph {graph.graph_id} is 'error' ({graph.status_reason}): a failure stopped it; resume it "

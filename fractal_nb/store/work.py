@@ -18,6 +18,7 @@ from ..model import (
     NodeStatus,
     NodeType,
     SaturationReason,
+    Strategy,
     Support,
     WeakReason,
     weakness,
@@ -300,7 +301,9 @@ class WorkQueue(StoreBase):
             if worker is not None:
                 where, params = where + " AND owner = ?", [*params, worker]
             nodes = self._nodes(where, params)
-            if include_errors:
+            if (
+                include_errors and graph.strategy != Strategy.THINKON
+            ):  # a chain's failed level stays its failed return
                 nodes += self._nodes("graph_id = ? AND status = 'error'", [gid])
                 # Failed questions a harvest saturated as such, and the syntheses written over them
                 # (weak: docs/architecture.md, "Facts, assumptions, unknowns"), reopen too.

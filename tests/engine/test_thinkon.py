@@ -470,7 +470,7 @@ def test_a_model_out_of_reach_gives_the_level_back_and_the_chain_goes_on_later()
         assert ex.run(progress=False) == "all_complete" and not ex.harvest().degraded
 
 
-def test_unwinding_stops_at_a_level_a_live_worker_holds_and_a_chain_without_a_root_has_no_summary() -> None:
+def test_a_harvest_cuts_even_a_held_level_and_that_workers_write_is_refused() -> None:
     from fractal_nb.engine.primitive import RunState
     from fractal_nb.engine.thinkon import summary, unwind
 
@@ -480,10 +480,36 @@ def test_unwinding_stops_at_a_level_a_live_worker_holds_and_a_chain_without_a_ro
     store.claim_work(gid, "w")
     store.thinkon_plan(gid, root, "t1. Book the train.", worker_id="w")
     store.claim_work(gid, "w")
-    store.thinkon_call(gid, root, "Book the train.", worker_id="w")
-    store.claim_work(gid, "w")  # the sub-goal, held by a live worker
+    child = store.thinkon_call(gid, root, "Book the train.", worker_id="w")["node_id"]
+    store.claim_work(gid, "w")  # the sub-goal, held by a worker still at its model call
     run = RunState.for_graph(store, store.get_graph(gid), SimulatedLLM())
-    assert unwind(run, "harvested") == [], "a level a live worker holds is left as it is"
-    assert len(store.thinkon_chain(gid)) == 2
+    assert unwind(run, "harvested") == [child, root]
+    assert store.thinkon_chain(gid) == []
+    assert [d["outcome"] for d in store.thinkon_level(gid, root)["done"]] == ["cut"]
+    with pytest.raises(StateError, match="claim it first"):
+        store.thinkon_return(gid, child, "The train is booked.", worker_id="w")
     assert summary([], []).summary == "(no chain)"
     store.close()
+
+
+def test_the_chain_rules_are_for_chains_and_a_return_lands_once(fresh_store: GraphStore) -> None:
+    fractal = fresh_store.create_graph("Why?", "explore", "autonomous")
+    gid, root = fractal["graph_id"], fractal["root_node_id"]
+    sub = fresh_store.add_answer(gid, root, "Because.", sub_questions=["How?"])["sub_questions"][0]["node_id"]
+    fresh_store.claim_work(gid, "w")
+    before = fresh_store.get_events(gid)["last_event_id"]
+    for call_it in (
+        lambda: fresh_store.thinkon_return(gid, sub, "Like this.", worker_id="w"),
+        lambda: fresh_store.thinkon_level(gid, sub),
+        lambda: fresh_store.thinkon_chain(gid),
+    ):
+        with pytest.raises(StateError, match="no thinkon chain"):
+            call_it()
+    assert fresh_store.get_events(gid)["last_event_id"] == before, "a fractal graph is left as it was"
+    with chain(ESSAY["goal"], essay_llm()) as ex:
+        ex.run(progress=False)
+        ex.harvest()
+        with pytest.raises(StateError, match="takes no turns"):
+            ex.ask("What about music?")
+        with pytest.raises(StateError, match="takes no turns"):
+            ex.widen(2)
