@@ -7,10 +7,11 @@ model call, is the baseline), then is harvested; its row reads the graph: the
 model calls and tokens of its ledger, cost with prices, wall time of its run and
 harvest, nodes, depth, findings and how many rest on verified citations, gaps,
 contradictions, whether the result is degraded, and, with a judge model, the
-judge's coverage and support scores (its calls logged as role ``judge``, counted
-apart). With ``cache="record"`` every completion is kept in the file; ``cache=
-"replay"`` runs the comparison again from it with no model at all (one worker
-per run both times, so each run asks the same questions in the same order).
+judge's coverage and support scores (its call logged on the graph as role
+``judge``, after the row's calls and tokens were read: they are not in them).
+With ``cache="record"`` every completion is kept in the file; ``cache="replay"``
+runs the comparison again from it with no model at all (one worker per run both
+times, so each run asks the same questions in the same order).
 """
 
 from __future__ import annotations
