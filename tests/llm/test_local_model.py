@@ -240,7 +240,7 @@ def test_a_thinkon_chain_on_the_real_local_model_ends_honestly(
             llm=llm,
             strategy="thinkon",
             path=tmp_path / "gemma-chain.duckdb",
-            max_tokens=30_000,
+            max_tokens=15_000,  # about 10 calls: a few minutes on 1 thread
         ) as ex,
     ):
         status = ex.run(progress=False)

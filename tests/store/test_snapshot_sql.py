@@ -76,8 +76,9 @@ def test_simulated_runs_and_a_run_shaped_graph_give_the_same_dicts(fresh_store: 
             ex.run(progress=False)
             ex.harvest()
             assert_same(ex.store, ex.graph_id)
-            ex.ask("What would the tram line cost to run each year?")
-            assert_same(ex.store, ex.graph_id)
+            if strategy == "fractal":  # a later turn (a chain takes none)
+                ex.ask("What would the tram line cost to run each year?")
+                assert_same(ex.store, ex.graph_id)
     only_root = fresh_store.create_graph("Why?", "pulse", "autonomous")["graph_id"]
     assert fresh_store.get_snapshot(only_root)["edges"] == []
     assert_same(fresh_store, only_root)
