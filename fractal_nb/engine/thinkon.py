@@ -70,14 +70,18 @@ def advance(run: RunState, claim: Claim, worker: str) -> StepRecord:
         return StepRecord(node_id, worker, level["goal"], error=f"write refused: {exc}")
 
 
+def _where(run: RunState, level: ThinkonLevel) -> dict[str, object]:
+    """What both prompts say of a level: its goal, the level above, its depth and the deepest allowed."""
+    return {
+        "goal": level["goal"],
+        "parent": level["parent_goal"] or "(none: this is the whole task)",
+        "depth": level["depth"],
+        "max_depth": run.budget.max_depth - 1,
+    }
+
+
 def _think(run: RunState, level: ThinkonLevel, worker: str) -> StepRecord:
-    prompt = chat(
-        "thinkon_think",
-        goal=level["goal"],
-        parent=level["parent_goal"] or "(none: this is the whole task)",
-        depth=level["depth"],
-        max_depth=run.budget.max_depth - 1,
-    )
+    prompt = chat("thinkon_think", **_where(run, level))
     try:
         with run.call.time_limit(run.limits.node_timeout_s):
             reply = run.call(Think, prompt, node_id=level["node_id"], worker=worker)
@@ -93,10 +97,7 @@ def _think(run: RunState, level: ThinkonLevel, worker: str) -> StepRecord:
 def _eval(run: RunState, level: ThinkonLevel, worker: str) -> StepRecord:
     prompt = chat(
         "thinkon_eval",
-        goal=level["goal"],
-        parent=level["parent_goal"] or "(none: this is the whole task)",
-        depth=level["depth"],
-        max_depth=run.budget.max_depth - 1,
+        **_where(run, level),
         todo=level["todo"] or "(no plan)",
         done=done_listing(level["done"]),
     )

@@ -35,10 +35,11 @@ from .base import require_id, require_text
 from .nodes import NodeWrites
 from .records import DoneEntry, ThinkonLevel
 from .rows import GraphRow, NodeRow
+from .work import NO_LEASE
 
 KEY = "thinkon"
 """The metadata key of a level's state."""
-_NO_HOLDER = {"owner": None, "holder": None, "claimed_at": None, "lease_s": None}
+_NO_HOLDER = {"owner": None, **NO_LEASE}
 
 
 def require_chain(graph: GraphRow) -> GraphRow:
@@ -90,17 +91,13 @@ class ThinkonWrites(NodeWrites):
             now = self.clock()
             self._add_children(graph, level, NodeType.ANSWER, [(todo, {KEY: "plan"})], worker_id)
             state = {**level_state(level.metadata), "phase": ThinkonPhase.EVAL.value, "todo": todo}
-            answered = self._node(graph.graph_id, level.node_id)
-            self._set_status(
-                answered,
-                NodeStatus.OPEN,
+            self._open(
+                self._node(graph.graph_id, level.node_id),
+                state,
+                worker_id,
                 now,
-                actor=worker_id,
-                kind="thinkon_planned",
-                metadata={**answered.metadata, KEY: state},
-                columns=_NO_HOLDER,
-                payload={"todo": todo},
-                chain=True,
+                "thinkon_planned",
+                {"todo": todo},
             )
             return self._level(graph.graph_id, self._node(graph.graph_id, level.node_id))
 
@@ -207,24 +204,34 @@ class ThinkonWrites(NodeWrites):
                 "outcome": how.value,
             }
             parent_state["done"] = [*parent_state["done"], entry]
-            self._set_status(
-                above,
-                NodeStatus.OPEN,
-                now,
-                actor=worker_id,
-                kind="done_appended",
-                metadata={**above.metadata, KEY: parent_state},
-                columns=_NO_HOLDER,
-                payload={
-                    "child": level.node_id,
-                    "index": len(parent_state["done"]) - 1,
-                    "outcome": how.value,
-                },
-                chain=True,
-            )
+            index = len(parent_state["done"]) - 1
+            payload = {"child": level.node_id, "index": index, "outcome": how.value}
+            self._open(above, parent_state, worker_id, now, "done_appended", payload)
             return self._level(graph.graph_id, self._node(graph.graph_id, above.node_id))
 
     # -- internals ----------------------------------------------------------------
+
+    def _open(
+        self,
+        level: NodeRow,
+        state: dict[str, Any],
+        actor: str,
+        now: float,
+        kind: str,
+        payload: dict[str, Any],
+    ) -> None:
+        """An answered level opens for its next step (model.CHAIN_TRANSITIONS), with ``state``, unheld."""
+        self._set_status(
+            level,
+            NodeStatus.OPEN,
+            now,
+            actor=actor,
+            kind=kind,
+            metadata={**level.metadata, KEY: state},
+            columns=_NO_HOLDER,
+            payload=payload,
+            chain=True,
+        )
 
     def _acting(
         self, graph_id: str, node_id: str, worker_id: str, phase: ThinkonPhase | None, *, unheld: bool = False
