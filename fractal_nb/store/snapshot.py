@@ -12,76 +12,71 @@ which ``json.loads`` reads in C. The dicts are the ones ``NodeRow.to_dict`` and
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from .database import Database
 from .records import EdgeRecord, NodeRecord
 
 
-def iso_sql(column: str) -> str:
-    """SQL for ``rows.iso(column)``: ``datetime.fromtimestamp(s, UTC).isoformat()``, or NULL.
+def micros_sql(column: str) -> str:
+    """SQL for a timestamp column's whole microseconds since the epoch, as ``datetime.fromtimestamp`` counts.
 
-    The microseconds are rounded half to even from the fraction, as Python does.
+    The fraction is rounded half to even on its own, as Python does.
     """
     fraction = f"round_even(({column} - trunc({column})) * 1e6, 0)"
-    micros = f"(CAST(trunc({column}) AS BIGINT) * 1000000 + CAST({fraction} AS BIGINT))"
-    return (
-        f"(strftime(make_timestamp({micros}), '%Y-%m-%dT%H:%M:%S') || CASE WHEN {micros} % 1000000 = 0 "
-        f"THEN '' ELSE '.' || lpad(CAST({micros} % 1000000 AS VARCHAR), 6, '0') END || '+00:00')"
-    )
+    return f"(CAST(trunc({column}) AS BIGINT) * 1000000 + CAST({fraction} AS BIGINT))"
 
 
-def _object(fields: list[tuple[str, str]]) -> str:
-    """SQL concatenating a JSON object: each (key, SQL expression of JSON text, never NULL)."""
-    parts = [f"'{'{' if i == 0 else ','}\"{key}\":' || {value}" for i, (key, value) in enumerate(fields)]
-    return " || ".join(parts) + " || '}'"
+def iso_sql(micros: str) -> str:
+    """SQL for ``rows.iso``: ``datetime.fromtimestamp(s, UTC).isoformat()`` of a :func:`micros_sql` column.
+
+    A fraction of 0 is left out, as Python does (no other part of the text can read ``.000000``).
+    """
+    return f"replace(strftime(make_timestamp({micros}), '%Y-%m-%dT%H:%M:%S.%f'), '.000000', '') || '+00:00'"
 
 
-def _value(column: str) -> str:
-    """A column as JSON text (``null`` for NULL)."""
-    return f"coalesce(CAST(to_json({column}) AS VARCHAR), 'null')"
+# DuckDB binds and plans a query at every call, and that cost grows with the expression
+# (a graph of a few nodes paid 10-15 ms for the first form of these queries): the columns go
+# through json_object, each timestamp is made microseconds once in the inner query, and the
+# stored metadata is spliced between the two objects as its own JSON text, never parsed.
+_TIMES = ("claimed_at", "created_at", "updated_at")
 
 
-def _time(column: str) -> str:
-    return f"coalesce(CAST(to_json({iso_sql(column)}) AS VARCHAR), 'null')"
+def _spliced(first: str, stamps: Sequence[str]) -> str:
+    """SQL for one JSON object: ``first`` (json_object), then the metadata text, then the timestamps."""
+    times = "json_object(" + ", ".join(f"'{c}', {iso_sql(c)}" for c in stamps) + ")"
+    head, tail = f"rtrim(CAST({first} AS VARCHAR), '}}')", f"ltrim(CAST({times} AS VARCHAR), '{{')"
+    return f"""{head} || ',"metadata":' || metadata || ',' || {tail}"""
 
 
-_NODE = _object(
-    [
-        *(
-            (c, _value(c))
-            for c in ("node_id", "graph_id", "parent_id", "node_type", "text", "depth", "status")
-        ),
-        *(
-            (c, _value(c))
-            for c in ("status_reason", "inherited_from", "owner", "branch_id", "seq", "superseded_turn")
-        ),
-        ("metadata", "metadata"),  # the stored JSON text as it is
-        ("claimed_at", _time("claimed_at")),
-        ("created_at", _time("created_at")),
-        ("updated_at", _time("updated_at")),
-    ]
-)
+def _fields(columns: Sequence[str]) -> str:
+    return "json_object(" + ", ".join(f"'{c}', {c}" for c in columns) + ")"
+
+
+_NODE_COLUMNS = (
+    "node_id", "graph_id", "parent_id", "node_type", "text", "depth", "status",
+    "status_reason", "inherited_from", "owner", "branch_id", "seq", "superseded_turn",
+)  # fmt: skip
 NODES_SQL = f"""
-SELECT coalesce('[' || string_agg({_NODE}, ',' ORDER BY seq) || ']', '[]') FROM nodes WHERE graph_id = ?
+SELECT coalesce('[' || string_agg({_spliced(_fields(_NODE_COLUMNS), _TIMES)}, ',' ORDER BY seq) || ']', '[]')
+FROM (
+    SELECT {", ".join(_NODE_COLUMNS)}, metadata, {", ".join(f"{micros_sql(c)} AS {c}" for c in _TIMES)}
+    FROM nodes WHERE graph_id = ?
+)
 """
 
-_EDGE = _object(
-    [
-        ("from_node", _value("from_node")),
-        ("to_node", _value("to_node")),
-        ("edge_type", _value("edge_type")),
-        ("metadata", "metadata"),
-        ("created_at", _time("created_at")),
-    ]
-)
 # Tree edges come from nodes (a child's parent), links from edges; both in creation order (rows.EDGES_SQL).
 EDGES_SQL = f"""
-SELECT coalesce('[' || string_agg({_EDGE}, ',' ORDER BY seq) || ']', '[]') FROM (
-    SELECT seq, parent_id AS from_node, node_id AS to_node, 'parent_child' AS edge_type, '{{}}' AS metadata,
-           created_at
-    FROM nodes WHERE graph_id = ? AND parent_id IS NOT NULL
-    UNION ALL
-    SELECT seq, from_node, to_node, edge_type, metadata, created_at FROM edges WHERE graph_id = ?
+SELECT coalesce('[' || string_agg({_spliced(_fields(("from_node", "to_node", "edge_type")), ["created_at"])},
+                                  ',' ORDER BY seq) || ']', '[]')
+FROM (
+    SELECT seq, from_node, to_node, edge_type, metadata, {micros_sql("created_at")} AS created_at FROM (
+        SELECT seq, parent_id AS from_node, node_id AS to_node, 'parent_child' AS edge_type,
+               '{{}}' AS metadata, created_at
+        FROM nodes WHERE graph_id = ? AND parent_id IS NOT NULL
+        UNION ALL
+        SELECT seq, from_node, to_node, edge_type, metadata, created_at FROM edges WHERE graph_id = ?
+    )
 )
 """
 

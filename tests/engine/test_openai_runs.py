@@ -364,7 +364,10 @@ def run_through(
             break
         assert "run() again to retry" in repr(status), status
         status = ex.run(progress=False)
-    assert status == "all_complete", status
+    if status != "all_complete":
+        calls = ex.llm_calls()
+        failed = calls[calls["outcome"] == "error"][["node_id", "role", "attempts", "error"]]
+        raise AssertionError(f"{status!r}\nfailed calls:\n{failed.to_string()}")
     result = ex.harvest()
     return ex, result, status
 
@@ -458,7 +461,7 @@ def test_a_flaky_server_slows_the_run_but_it_completes() -> None:
         "flaky", responder=role_responder(poison=True), seed=7, failure_rate=0.3, slow_s=0.8
     ) as server:
         # Under load a synthesis may fail every try of one run (timeouts are wall time): the next run retries.
-        ex, result, _ = run_through(server, "explore", reruns=3, timeout=0.5, max_retries=1, output_retries=2)
+        ex, result, _ = run_through(server, "explore", reruns=6, timeout=0.5, max_retries=1, output_retries=2)
         with ex:
             check_result(ex, result, server)
             faults = Counter(server.faults)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
 from fractal_nb.store.rows import iso
-from fractal_nb.store.snapshot import iso_sql
+from fractal_nb.store.snapshot import iso_sql, micros_sql
 from tests.engine.test_runs import FAST
 from tests.graph_builder import run_shaped_graph
 from tests.views.failing_graph import failing_graph
@@ -88,5 +88,6 @@ def test_simulated_runs_and_a_run_shaped_graph_give_the_same_dicts(fresh_store: 
 @given(st.floats(min_value=0, max_value=4_102_444_800, allow_nan=False, allow_infinity=False))
 def test_the_timestamps_sql_is_isoformat(seconds: float) -> None:
     with duckdb.connect() as con:
-        row = con.execute(f"SELECT {iso_sql('x')} FROM (SELECT ?::DOUBLE AS x)", [seconds]).fetchone()
+        micros = f"SELECT {micros_sql('x')} AS u FROM (SELECT ?::DOUBLE AS x)"
+        row = con.execute(f"SELECT {iso_sql('u')} FROM ({micros})", [seconds]).fetchone()
     assert row is not None and row[0] == iso(seconds)
