@@ -72,14 +72,19 @@ Errors come back as {"error": "..."} and change nothing."""
 def _tool_function(store: GraphStore, tool: Tool) -> Callable[..., CallToolResult]:
     """The function served as ``tool``: its signature says the parameters, its body calls the store.
 
-    The store's answer comes back as JSON (text and structured), its refusal as ``{"error": ...}``.
+    The store's answer comes back as JSON (text and structured; a tool with a ``text_method``, as
+    text only), its refusal as ``{"error": ...}``.
     """
     method = getattr(store, tool.method)
+    text_method = getattr(store, tool.text_method) if tool.text_method else None
 
     def call_store(**arguments: Any) -> CallToolResult:
         value: dict[str, Any]
         try:
-            answer = method(**{p.arg: p.decode(arguments[p.name]) for p in tool.params})
+            decoded = {p.arg: p.decode(arguments[p.name]) for p in tool.params}
+            if text_method is not None:
+                return CallToolResult(content=[TextContent(type="text", text=text_method(**decoded))])
+            answer = method(**decoded)
             value, failed = ({tool.result_key: answer} if tool.result_key else dict(answer)), False
         except FractalError as exc:
             value, failed = {"error": str(exc), "error_type": type(exc).__name__}, True

@@ -86,6 +86,9 @@ class Tool:
     doc: str
     params: tuple[Param, ...] = ()
     result_key: str | None = None  # a method returning a bare value: the tool wraps it as {key: value}
+    # A store method giving the same result as JSON text: a whole graph goes out as DuckDB wrote it,
+    # as text only (structured content would send it twice; the tools declare no output schema).
+    text_method: str | None = None
 
     @property
     def name(self) -> str:
@@ -269,7 +272,12 @@ TOOLS: tuple[Tool, ...] = (
             FINDINGS,
         ),
     ),
-    Tool("get_snapshot", "The whole graph: its fields, every node and edge in creation order.", (GRAPH_ID,)),
+    Tool(
+        "get_snapshot",
+        "The whole graph: its fields, every node and edge in creation order.",
+        (GRAPH_ID,),
+        text_method="get_snapshot_text",
+    ),
     Tool(
         "get_branch",
         "The subtree under a node (itself included) and the edges inside it.",

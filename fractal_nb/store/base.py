@@ -33,6 +33,7 @@ from .journal import Journal
 from .known import known_for
 from .records import ClaimRecord
 from .rows import GRAPH_COLUMNS, NODE_COLUMNS, GraphRow, NodeRow
+from .snapshot import SnapshotTexts
 
 if TYPE_CHECKING:
     from .citations import CitationCheck
@@ -69,6 +70,7 @@ class StoreBase:
             self._db.close()
             raise
         self._known = known_for(self._db.path, fresh=self._db.first_open)
+        self._snapshot_texts = SnapshotTexts(self._db)  # each graph's rows as JSON, kept (snapshot.py)
         # This store's claims are held by this process while the store is open.
         self.holder: HolderInfo = new_holder("store")
         hold(self.holder)

@@ -58,8 +58,28 @@ class GraphQueries(StoreBase):
         """The whole graph: its fields, nodes and edges in creation order."""
         with self._db.read():
             graph = self._graph(graph_id)
-            nodes, edges = nodes_and_edges(self._db, graph.graph_id)  # JSON written by DuckDB (snapshot.py)
+            nodes, edges = nodes_and_edges(
+                self._snapshot_texts, graph.graph_id
+            )  # DuckDB's JSON (snapshot.py)
         return {**graph.to_dict(), "nodes": nodes, "edges": edges}
+
+    def get_snapshot_text(self, graph_id: str) -> str:
+        """:meth:`get_snapshot` as JSON text, its nodes and edges as DuckDB wrote them (never parsed here).
+
+        What the MCP tool sends: an outside agent reads the whole graph at every step
+        of its loop, so a big graph's snapshot costs no Python per node on the way out.
+
+        >>> from fractal_nb.store import GraphStore
+        >>> store = GraphStore()
+        >>> g = store.create_graph("Why do cities grow?", "pulse")
+        >>> json.loads(store.get_snapshot_text(g["graph_id"])) == store.get_snapshot(g["graph_id"])
+        True
+        """
+        with self._db.read():
+            graph = self._graph(graph_id)
+            nodes, edges = self._snapshot_texts.nodes_and_edges(graph.graph_id)
+        fields = json.dumps(graph.to_dict())
+        return f'{fields[:-1]}, "nodes": {nodes}, "edges": {edges}}}'
 
     def get_graph(self, graph_id: str) -> GraphRecord:
         """The graph's own fields (status, seed, budget, metadata) without its nodes."""

@@ -1,18 +1,25 @@
 """A whole graph's nodes and edges as the tool contract's dicts, the JSON written by DuckDB.
 
 ``get_snapshot`` is what an outside agent reads at every step of the seed-000
-worker loop, so it must not cost Python per row: DuckDB writes each node and
+worker loop, so it must not cost Python per node: DuckDB writes each node and
 edge as a JSON object (metadata spliced in as the stored JSON text, byte for
-byte; timestamps as ``rows.iso`` writes them) and the list as one JSON array,
-which ``json.loads`` reads in C. The dicts are the ones ``NodeRow.to_dict`` and
-``rows.edge_dict`` make, key for key and in the same order
-(tests/store/test_snapshot_sql.py compares them on every graph shape).
+byte; timestamps as ``rows.iso`` writes them). The dicts are the ones
+``NodeRow.to_dict`` and ``rows.edge_dict`` make, key for key and in the same
+order (tests/store/test_snapshot_sql.py compares them on every graph shape).
+
+A step of that loop changes a node or two, so :class:`SnapshotTexts` keeps each
+row's text with a hash of the row it was written from, and has DuckDB write
+again only the rows whose hash differs (docs/architecture.md, "The snapshot").
 """
 
 from __future__ import annotations
 
+import heapq
 import json
+import threading
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from .database import Database
 from .records import EdgeRecord, NodeRecord
@@ -42,11 +49,11 @@ def iso_sql(micros: str) -> str:
 _TIMES = ("claimed_at", "created_at", "updated_at")
 
 
-def _spliced(first: str, stamps: Sequence[str]) -> str:
+def _spliced(first: str, stamps: Sequence[str], metadata: str = "metadata") -> str:
     """SQL for one JSON object: ``first`` (json_object), then the metadata text, then the timestamps."""
     times = "json_object(" + ", ".join(f"'{c}', {iso_sql(c)}" for c in stamps) + ")"
     head, tail = f"rtrim(CAST({first} AS VARCHAR), '}}')", f"ltrim(CAST({times} AS VARCHAR), '{{')"
-    return f"""{head} || ',"metadata":' || metadata || ',' || {tail}"""
+    return f"""{head} || ',"metadata":' || {metadata} || ',' || {tail}"""
 
 
 def _fields(columns: Sequence[str]) -> str:
@@ -57,34 +64,84 @@ _NODE_COLUMNS = (
     "node_id", "graph_id", "parent_id", "node_type", "text", "depth", "status",
     "status_reason", "inherited_from", "owner", "branch_id", "seq", "superseded_turn",
 )  # fmt: skip
-NODES_SQL = f"""
-SELECT coalesce('[' || string_agg({_spliced(_fields(_NODE_COLUMNS), _TIMES)}, ',' ORDER BY seq) || ']', '[]')
+_ROW = (*_NODE_COLUMNS, "metadata", *_TIMES)
+
+# Each node's row: its id, seq and a hash of every column the snapshot shows, in creation order.
+NODE_HASHES_SQL = f"SELECT node_id, seq, hash({', '.join(_ROW)}) FROM nodes WHERE graph_id = ? ORDER BY seq"
+_TREE_EDGE = "json_object('from_node', parent_id, 'to_node', node_id, 'edge_type', 'parent_child')"
+# Rows as JSON: the node's object and, under a parent, its tree edge (rows.EDGES_SQL).
+NODE_TEXTS_SQL = f"""
+SELECT node_id, {_spliced(_fields(_NODE_COLUMNS), _TIMES)},
+       CASE WHEN parent_id IS NULL THEN NULL ELSE {_spliced(_TREE_EDGE, ["created_at"], "'{}'")} END
 FROM (
     SELECT {", ".join(_NODE_COLUMNS)}, metadata, {", ".join(f"{micros_sql(c)} AS {c}" for c in _TIMES)}
-    FROM nodes WHERE graph_id = ?
+    FROM nodes WHERE graph_id = ? AND (? OR list_contains(?, node_id))
 )
 """
-
-# Tree edges come from nodes (a child's parent), links from edges; both in creation order (rows.EDGES_SQL).
-EDGES_SQL = f"""
-SELECT coalesce('[' || string_agg({_spliced(_fields(("from_node", "to_node", "edge_type")), ["created_at"])},
-                                  ',' ORDER BY seq) || ']', '[]')
+_LINK = ("from_node", "to_node", "edge_type", "metadata", "created_at")
+LINK_HASHES_SQL = f"SELECT seq, hash({', '.join(_LINK)}) FROM edges WHERE graph_id = ? ORDER BY seq"
+LINK_TEXTS_SQL = f"""
+SELECT seq, {_spliced(_fields(_LINK[:3]), ["created_at"])}
 FROM (
-    SELECT seq, from_node, to_node, edge_type, metadata, {micros_sql("created_at")} AS created_at FROM (
-        SELECT seq, parent_id AS from_node, node_id AS to_node, 'parent_child' AS edge_type,
-               '{{}}' AS metadata, created_at
-        FROM nodes WHERE graph_id = ? AND parent_id IS NOT NULL
-        UNION ALL
-        SELECT seq, from_node, to_node, edge_type, metadata, created_at FROM edges WHERE graph_id = ?
-    )
+    SELECT seq, {", ".join(_LINK[:4])}, {micros_sql("created_at")} AS created_at
+    FROM edges WHERE graph_id = ? AND (? OR list_contains(?, seq))
 )
 """
 
 
-def nodes_and_edges(db: Database, graph_id: str) -> tuple[list[NodeRecord], list[EdgeRecord]]:
+@dataclass
+class _Texts:
+    """One graph's rows as last written: id → (hash, node text, tree edge text); link seq → (hash, text)."""
+
+    nodes: dict[str, tuple[int, str, str | None]] = field(default_factory=dict)
+    links: dict[int, tuple[int, str]] = field(default_factory=dict)
+
+
+class SnapshotTexts:
+    """Each graph's snapshot as JSON text, rows written again by DuckDB only where they changed.
+
+    A row's text is kept beside the hash of the row it was written from; a call
+    reads every row's hash in its own read transaction and has the changed rows
+    written, so what it returns is that transaction's graph, whatever other
+    threads read or cached meanwhile.
+    """
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._lock = threading.Lock()
+        self._graphs: dict[str, _Texts] = {}
+
+    def nodes_and_edges(self, graph_id: str) -> tuple[str, str]:
+        """The graph's nodes and edges as two JSON arrays in creation order (inside a read transaction)."""
+        node_rows = self._db.fetchall(NODE_HASHES_SQL, [graph_id])
+        link_rows = self._db.fetchall(LINK_HASHES_SQL, [graph_id])
+        with self._lock:
+            kept = self._graphs.get(graph_id) or _Texts()
+            nodes = _refreshed(self._db, NODE_TEXTS_SQL, graph_id, kept.nodes, node_rows)
+            links = _refreshed(self._db, LINK_TEXTS_SQL, graph_id, kept.links, link_rows)
+            self._graphs[graph_id] = _Texts(nodes, links)
+        tree = ((seq, nodes[node_id][2]) for node_id, seq, _ in node_rows if nodes[node_id][2] is not None)
+        edges = heapq.merge(tree, ((seq, links[seq][1]) for seq, _ in link_rows))
+        return (
+            "[" + ",".join(nodes[node_id][1] for node_id, _, _ in node_rows) + "]",
+            "[" + ",".join(text for _, text in edges) + "]",
+        )
+
+
+def _refreshed(db: Database, sql: str, graph_id: str, kept: Any, rows: list[tuple[Any, ...]]) -> Any:
+    """``kept`` for exactly the rows listed now: each changed or new row written again by ``sql``."""
+    hashes = {row[0]: row[-1] for row in rows}
+    stale = [key for key, h in hashes.items() if key not in kept or kept[key][0] != h]
+    if not stale:
+        return {key: kept[key] for key in hashes} if len(kept) != len(hashes) else kept
+    every = len(stale) == len(hashes)  # the first call on a graph: every row, no list to look in
+    params = [graph_id, every, [] if every else stale]
+    written = {key: (hashes[key], *texts) for key, *texts in db.fetchall(sql, params)}
+    return {key: written.get(key) or kept[key] for key in hashes}
+
+
+def nodes_and_edges(texts: SnapshotTexts, graph_id: str) -> tuple[list[NodeRecord], list[EdgeRecord]]:
     """The graph's nodes and edges, in creation order; call inside the caller's read transaction."""
-    nodes = db.fetchone(NODES_SQL, [graph_id])
-    edges = db.fetchone(EDGES_SQL, [graph_id, graph_id])
-    assert nodes is not None and edges is not None  # aggregates: one row each
-    found: tuple[list[NodeRecord], list[EdgeRecord]] = (json.loads(nodes[0]), json.loads(edges[0]))
+    nodes, edges = texts.nodes_and_edges(graph_id)
+    found: tuple[list[NodeRecord], list[EdgeRecord]] = (json.loads(nodes), json.loads(edges))
     return found

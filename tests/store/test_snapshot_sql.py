@@ -91,3 +91,22 @@ def test_the_timestamps_sql_is_isoformat(seconds: float) -> None:
         micros = f"SELECT {micros_sql('x')} AS u FROM (SELECT ?::DOUBLE AS x)"
         row = con.execute(f"SELECT {iso_sql('u')} FROM ({micros})", [seconds]).fetchone()
     assert row is not None and row[0] == iso(seconds)
+
+
+def test_a_snapshot_kept_between_steps_is_the_graph_at_each_step() -> None:
+    # The store keeps each row's text and has changed rows written again (store/snapshot.py):
+    # after every step, the kept snapshot is the rows' own, and the MCP text says the same.
+    with Exploration.create(
+        "Should a mid-sized city build a tram line?",
+        llm=SimulatedLLM(seed=3),
+        intensity="explore",
+        clock=FAST,
+    ) as ex:
+        steps = 0
+        while ex.step():
+            steps += 1
+            assert_same(ex.store, ex.graph_id)
+            assert json.loads(ex.store.get_snapshot_text(ex.graph_id)) == ex.store.get_snapshot(ex.graph_id)
+        ex.harvest()
+        assert_same(ex.store, ex.graph_id)
+        assert steps > 5
