@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -90,7 +89,7 @@ class Exploration:
         self._dispatcher: Dispatcher | None = None
         # One run per graph in this process, whichever Exploration object asks (a notebook
         # may open the same file again while a Run goes on).
-        self._running = _run_lock(store.path or f"memory:{id(store)}", graph_id)
+        self._running = store.run_lock(graph_id)
         self._mcp: BackgroundServer | None = None
         self._steering = Steering(store, graph_id, self._state, self._running, self._state.call.reset_health)
 
@@ -1050,16 +1049,6 @@ _CALL_COLUMNS = [
     "retry_sampling",
     "created_at",
 ]
-
-
-_RUN_LOCKS: dict[tuple[str, str], threading.Lock] = {}
-_RUN_LOCKS_GUARD = threading.Lock()
-
-
-def _run_lock(where: str, graph_id: str) -> threading.Lock:
-    """The lock that lets one run or step at a time work a graph in this process."""
-    with _RUN_LOCKS_GUARD:
-        return _RUN_LOCKS.setdefault((where, graph_id), threading.Lock())
 
 
 def _track_support(meta: Mapping[str, Any]) -> str | None:

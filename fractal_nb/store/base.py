@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import reprlib
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -30,7 +31,6 @@ from ..model import (
 from .database import Database, Tracer
 from .holders import HolderInfo, hold, let_go, new_holder
 from .journal import Journal
-from .known import known_for
 from .records import ClaimRecord
 from .rows import GRAPH_COLUMNS, NODE_COLUMNS, GraphRow, NodeRow
 from .snapshot import SnapshotTexts
@@ -69,7 +69,6 @@ class StoreBase:
         except BaseException:
             self._db.close()
             raise
-        self._known = known_for(self._db.path, fresh=self._db.first_open)
         self._snapshot_texts = SnapshotTexts(self._db)  # each graph's rows as JSON, kept (snapshot.py)
         # This store's claims are held by this process while the store is open.
         self.holder: HolderInfo = new_holder("store")
@@ -109,15 +108,19 @@ class StoreBase:
 
     # -- loading ------------------------------------------------------------------
 
+    def run_lock(self, graph_id: str) -> threading.Lock:
+        """The lock that lets one run or step at a time work ``graph_id`` in this process (in_process.py)."""
+        return self._db.file.run_lock(graph_id)
+
     def _graph(self, graph_id: object) -> GraphRow:
         """The graph's row as it is now (status included)."""
         gid = require_id(graph_id, "graph_id")
         row = self._db.fetchone(f"SELECT {GRAPH_COLUMNS} FROM graphs WHERE graph_id = ?", [gid])
         if row is None:
-            self._known.graphs.pop(gid, None)
+            self._db.file.graphs.pop(gid, None)
             raise NotFoundError(f"graph {gid!r} not found in this store", graph_id=gid)
         graph = GraphRow(*row)
-        self._known.graphs[gid] = graph
+        self._db.file.graphs[gid] = graph
         return graph
 
     def _known_graph(self, graph_id: object) -> GraphRow:
@@ -127,7 +130,7 @@ class StoreBase:
         reads a query; its ``status`` may be stale, so never decide on it here.
         """
         gid = require_id(graph_id, "graph_id")
-        graph: GraphRow | None = self._known.graphs.get(gid)
+        graph: GraphRow | None = self._db.file.graphs.get(gid)
         return graph if graph is not None else self._graph(gid)
 
     def _active_graph(self, graph_id: object) -> GraphRow:

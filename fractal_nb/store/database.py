@@ -18,7 +18,6 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
@@ -28,6 +27,7 @@ import duckdb
 
 from ..arguments import check_file_path
 from ..errors import InvalidInputError, StateError, StoreLockedError
+from .in_process import for_file
 
 SCHEMA_VERSION = "3"  # 2: claim holders, synthesis claims; 3: history and lineage (schema.sql migrates)
 # The tables schema.sql makes; a file holding any other is another application's.
@@ -85,25 +85,6 @@ class CommitHook(Protocol):
         ...
 
 
-@dataclass
-class _Shared:
-    """What every store on one file in this process shares: the write lock, how many have it open."""
-
-    write_lock: threading.RLock = field(default_factory=threading.RLock)
-    open_stores: int = 0  # when none is open, another process may change the file
-
-
-_SHARED: dict[str, _Shared] = {}
-_SHARED_GUARD = threading.Lock()
-
-
-def _shared_for(path: str | None) -> _Shared:
-    if path is None:  # an in-memory database is private to its store
-        return _Shared()
-    with _SHARED_GUARD:
-        return _SHARED.setdefault(path, _Shared())
-
-
 class Database:
     """DuckDB connection with per-thread cursors, a shared write lock and a tracer hook."""
 
@@ -119,12 +100,9 @@ class Database:
         if read_only and self.path is None:
             raise InvalidInputError("read_only=True needs a path: an in-memory store starts empty")
         self._conn = self._connect()
-        self._shared = _shared_for(self.path)
-        self._write_lock = self._shared.write_lock
-        with _SHARED_GUARD:
-            # The first to open the file in this process: another process may have changed it.
-            self.first_open = self._shared.open_stores == 0
-            self._shared.open_stores += 1
+        self.file = for_file(self.path)  # what the stores on this file in this process share
+        self._write_lock = self.file.write_lock
+        self.file.opened()
         self._local = threading.local()
         self._cursors: dict[int, duckdb.DuckDBPyConnection] = {}
         self._cursors_guard = threading.Lock()
@@ -303,8 +281,7 @@ class Database:
         if self._closed:
             return
         self._closed = True
-        with _SHARED_GUARD:
-            self._shared.open_stores -= 1
+        self.file.closed()
         with self._cursors_guard:
             for cur in self._cursors.values():
                 cur.close()

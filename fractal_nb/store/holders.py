@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 import uuid
 from pathlib import Path
 from typing import Any, TypedDict
 
 from ..errors import InvalidInputError
 from ..model import parse_metadata
+from .in_process import GUARD, LIVE_HOLDERS
 
 HOST = socket.gethostname()
 # The lease of a claim held by another process (a remote worker): short, and renewed by its heartbeat
@@ -37,10 +37,6 @@ class HolderInfo(TypedDict):
     label: str
 
 
-_LIVE: set[str] = set()  # holders of stores open in this process
-_LIVE_GUARD = threading.Lock()
-
-
 def new_holder(label: str) -> HolderInfo:
     """A fresh holder for this process; :func:`hold` marks it live, :func:`let_go` ends it."""
     pid = os.getpid()
@@ -55,14 +51,14 @@ def new_holder(label: str) -> HolderInfo:
 
 def hold(holder: HolderInfo) -> None:
     """Mark a holder of this process live (its store is open)."""
-    with _LIVE_GUARD:
-        _LIVE.add(holder["holder_id"])
+    with GUARD:
+        LIVE_HOLDERS.add(holder["holder_id"])
 
 
 def let_go(holder: HolderInfo) -> None:
     """Mark a holder of this process gone (its store closed): its claims may be recovered at once."""
-    with _LIVE_GUARD:
-        _LIVE.discard(holder["holder_id"])
+    with GUARD:
+        LIVE_HOLDERS.discard(holder["holder_id"])
 
 
 def _stat(pid: int) -> list[str]:
@@ -90,8 +86,8 @@ def is_gone(holder_id: str, host: str, pid: int, proc_start: str | None) -> bool
     if host != HOST:
         return False
     if pid == os.getpid():
-        with _LIVE_GUARD:
-            return holder_id not in _LIVE
+        with GUARD:
+            return holder_id not in LIVE_HOLDERS
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

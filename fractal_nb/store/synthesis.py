@@ -73,7 +73,7 @@ class SynthesisQueue(WorkQueue, LLMLog):
             )
             self._log(gid, node.node_id, "synthesis_claimed", worker, {"lease_s": lease}, now)
         if held is not None:
-            self._known.holders.add(held["holder_id"])
+            self._db.file.holders.add(held["holder_id"])
         return {
             "node_id": node.node_id,
             "graph_id": gid,

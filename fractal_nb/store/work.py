@@ -139,7 +139,7 @@ class WorkQueue(StoreBase):
                 payload=payload,
             )
         if held is not None:
-            self._known.holders.add(held["holder_id"])  # registered, now that it committed
+            self._db.file.holders.add(held["holder_id"])  # registered, now that it committed
         return {
             "node_id": node.node_id,
             "graph_id": gid,
@@ -403,7 +403,7 @@ class WorkQueue(StoreBase):
 
     def _register(self, holder: HolderInfo, now: float) -> None:
         """Record a holder once (inside the caller's write transaction)."""
-        if holder["holder_id"] in self._known.holders:
+        if holder["holder_id"] in self._db.file.holders:
             return
         self._db.execute(
             "INSERT INTO holders VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (holder_id) DO UPDATE SET seen_at = ?",
