@@ -15,6 +15,7 @@ from tqdm.auto import tqdm
 from .arguments import check_llm, check_store_path
 from .engine.dispatcher import Clock, Dispatcher, RealClock, heartbeat
 from .engine.limits import Limits, spend_tokens
+from .engine.outcome import after_seed
 from .engine.phases import gap_rows, harvest, preview, seed
 from .engine.primitive import RunState, process
 from .errors import InvalidInputError, StateError, StoreUnreachableError
@@ -32,6 +33,7 @@ from .model import (
     Intensity,
     NodeStatus,
     NodeType,
+    RunOutcome,
     Strategy,
     Support,
     WeakReason,
@@ -64,8 +66,8 @@ class Exploration:
     --------
     >>> from fractal_nb import Exploration, SimulatedLLM
     >>> ex = Exploration.create("Why do cities grow?", intensity="pulse", llm=SimulatedLLM())
-    >>> ex.run(progress=False).status
-    'all_complete'
+    >>> ex.run(progress=False).status  # a RunOutcome: compares equal to its text
+    <RunOutcome.ALL_COMPLETE: 'all_complete'>
     >>> ex.harvest().status
     'completed'
     """
@@ -337,20 +339,8 @@ class Exploration:
                 first = seed(self._state)
                 if first is not None:
                     stepped(first)
-                    if first.budget_reached:  # the budget refused the seed plan's call: nothing was sent
-                        self.store.update_graph_status(
-                            self.graph_id, GraphStatus.BUDGET_EXHAUSTED, reason=first.budget_reached
-                        )
-                        return self._run_report("budget_exhausted", None, processed, spent, started)
-                    if not first.ok:  # nothing to work on: paused with the reason, resumable
-                        outage = self._state.call.outage
-                        self.store.update_graph_status(
-                            self.graph_id,
-                            GraphStatus.PAUSED,
-                            reason=outage or f"the seed phase failed: {first.error}",
-                        )
-                        status = "model_unavailable" if outage else "seed_failed"
-                        return self._run_report(status, None, processed, spent, started)
+                    if (ended := after_seed(self._state, first)) is not None:  # engine/outcome.py
+                        return self._run_report(ended, None, processed, spent, started)
                 dispatcher = self._dispatcher = Dispatcher(
                     self._state,
                     workers=min(workers, budget.max_agents),
@@ -381,7 +371,7 @@ class Exploration:
 
     def _run_report(
         self,
-        status: str,
+        status: RunOutcome,
         dispatcher: Dispatcher | None,
         processed: list[StepRecord],
         spent: list[ModelSpend],

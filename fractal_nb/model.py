@@ -42,6 +42,20 @@ class GraphStatus(StrEnum):
     BUDGET_EXHAUSTED = "budget_exhausted"
 
 
+class RunOutcome(StrEnum):
+    """How a ``run()`` ended (``RunReport.status``); decided in one place, ``engine/outcome.py``."""
+
+    ALL_COMPLETE = "all_complete"  # nothing left to explore, every ready question synthesized
+    PAUSED = "paused"  # pause(), a checkpoint, gates, or syntheses the model failed (retry)
+    CONVERGENCE_DETECTED = "convergence_detected"  # the convergence checkpoint found one
+    BUDGET_EXHAUSTED = "budget_exhausted"  # a budget, or the circuit breakers with work left
+    WAITING_ON_CLAIMS = "waiting_on_claims"  # only claims held elsewhere (another process, an agent)
+    MODEL_UNAVAILABLE = "model_unavailable"  # the model is down: paused, resumable
+    SEED_FAILED = "seed_failed"  # the seed phase made nothing to work on
+    COMPLETED = "completed"  # harvested meanwhile (by another process)
+    ERROR = "error"  # in error meanwhile (another process recorded an engine failure)
+
+
 class NodeStatus(StrEnum):
     """Lifecycle of a question; answers are ``answered`` or ``saturated``."""
 

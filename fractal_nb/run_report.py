@@ -14,6 +14,7 @@ import html
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypedDict
 
+from .model import RunOutcome
 from .results import StepRecord
 from .text import markdown_escape as _md
 
@@ -77,13 +78,15 @@ class WorkerReport:
 class RunReport:
     """The outcome of one ``run()``: its status, what is left, and what the workers did.
 
-    ``status`` is one of ``all_complete``, ``paused``, ``convergence_detected``,
-    ``budget_exhausted``, ``waiting_on_claims``, ``model_unavailable``,
-    ``seed_failed`` or ``error``; ``status_reason`` says why when the graph
-    recorded a reason (a budget, a gate, the model outage).
+    ``status`` is a :class:`~fractal_nb.model.RunOutcome` (``all_complete``,
+    ``paused``, ``convergence_detected``, ``budget_exhausted``,
+    ``waiting_on_claims``, ``model_unavailable``, ``seed_failed``; ``completed``
+    or ``error`` when another process harvested or failed the graph meanwhile),
+    equal to its text; ``status_reason`` says why when the graph recorded a
+    reason (a budget, a gate, the model outage).
     """
 
-    status: str
+    status: RunOutcome
     graph_id: str = ""
     status_reason: str | None = None
     workers_dispatched: int = 0

@@ -7,28 +7,27 @@ stops at ``max_depth × 3`` nodes (the circuit breaker). While they work, a
 heartbeat renews the leases of the claims they hold, so a slow model never
 loses a claim to the lease. When the model is down (:mod:`.calls`), or a
 budget (:mod:`.limits`: tokens and cost admitted before each call, wall time
-before each claim) is reached, every worker stops. After they exit, the
-dispatcher decides: model unavailable (the graph paused with the reason,
-resumable), paused (asked to, a checkpoint, or only gated work left),
-convergence found, budget exhausted (a budget reached, or breakers fired with
-work left), another round for orphaned work, or done (the synthesis cascade
-run to every ready question first).
+before each claim) is reached, every worker stops. After they exit: another
+round for orphaned work, or the run's outcome, decided in :mod:`.outcome` (the
+one place that does): model unavailable, paused, convergence found, budget
+exhausted, waiting on claims held elsewhere, or done.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..errors import StoreUnreachableError
-from ..model import GraphStatus, NodeStatus, Strategy, pending_counts
+from ..model import GraphStatus, RunOutcome, Strategy
 from ..results import StepRecord
 from ..run_report import WorkerReport
-from .primitive import RunState, cascade, freeze_unexplored, process
+from .outcome import settle
+from .primitive import RunState, process
 from .thinkon import MAX_CHAIN_STEPS
 
 __all__ = ["BACKOFF_S", "Clock", "Dispatcher", "RealClock", "ScaledClock", "WorkerReport", "heartbeat"]
@@ -122,12 +121,8 @@ class Dispatcher:
     _in_flight: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def run(self) -> str:
-        """Work until done, paused or out of budget; returns the run's status.
-
-        ``all_complete``, ``paused``, ``convergence_detected`` or ``budget_exhausted``.
-        The graph's status follows (paused / budget_exhausted).
-        """
+    def run(self) -> RunOutcome:
+        """Work until done, paused or out of budget; the run's outcome (:func:`.outcome.settle`)."""
         run, store = self.run_state, self.run_state.store
         self._started = self.clock.now()
         store.recover_stuck(run.graph_id)  # claims past their lease or of holders that are gone
@@ -240,84 +235,16 @@ class Dispatcher:
             )
         return self.budget_reached is not None
 
-    def _ledger_reason(self, reached: str | None) -> str | None:
-        """A budget's ``reached`` reason restated with the spend the ledger holds (the workers are out)."""
-        if reached is None:
-            return None
-        run = self.run_state
-        return run.limits.spent(run.local.llm_spend(run.graph_id)) or reached
-
     def _idle(self) -> bool:
         """No node in flight here: waiting cannot bring new questions from this process."""
         with self._lock:
             return self._in_flight == 0
 
-    def _settle(self) -> str:
-        run, store, g = self.run_state, self.run_state.local, self.run_state.graph_id
-        snapshot = store.get_snapshot(g)
-        if snapshot["status"] != GraphStatus.ACTIVE:
-            return str(snapshot["status"])
-        pending = pending_counts(snapshot["nodes"])
-        claimable = store.get_claimable_work(g)["count"]
-        if run.call.outage:  # not finished, not a budget: resumable when the model is back
-            store.update_graph_status(g, GraphStatus.PAUSED, reason=run.call.outage)
-            return "model_unavailable"
-        spent = self._ledger_reason(self.budget_reached)
-        if spent and (any(pending.values()) or claimable):
-            self._freeze_open(spent)
-            return "budget_exhausted"
-        if not any(pending.values()):
-            # The resume routing's case c (docs/architecture.md): nothing to claim, the root
-            # not synthesized; the cascade reaches every ready question before the run calls itself complete.
-            cascade(run, worker=f"{self.worker_prefix}-cascade")
-            left = store.get_ready_to_synthesize(g)["count"]
-            if not left:
-                return "all_complete"
-            if spent := self._ledger_reason(run.call.allowance.reached()):  # the budget refused syntheses
-                store.update_graph_status(g, GraphStatus.BUDGET_EXHAUSTED, reason=spent)
-                return "budget_exhausted"
-            outcome, reason = (
-                "paused",
-                (
-                    f"{left} question(s) ready to synthesize could not be synthesized "
-                    "(the model failed): run() again to retry, or harvest()"
-                ),
-            )
-            store.update_graph_status(g, GraphStatus.PAUSED, reason=reason)
-            return outcome
-        if run.convergence_found.is_set():
-            outcome, reason = "convergence_detected", "convergence checkpoint"
-        elif self.stop.is_set():
-            outcome, reason = "paused", "paused"
-        elif run.checkpoint.kind == "interactive" and self.reports:
-            outcome, reason = "paused", "interactive checkpoint"
-        elif claimable:  # breakers fired (or rounds ran out) with work left: the budget protocol
-            self._freeze_open("circuit breaker")
-            return "budget_exhausted"
-        elif pending["gated"] and not pending["claimed"]:
-            outcome, reason = "paused", gates_reason(snapshot["nodes"], pending["gated"])
-        else:  # only claims held by other workers (another process, an MCP client)
-            return "waiting_on_claims"
-        store.update_graph_status(g, GraphStatus.PAUSED, reason=reason)
-        return outcome
-
-    def _freeze_open(self, reason: str) -> None:
-        """The budget protocol (docs/architecture.md): open questions marked unexplored, the graph too."""
-        store, g = self.run_state.local, self.run_state.graph_id
-        with store.batch():
-            for node in store.get_open_questions(g)["open_questions"]:
-                freeze_unexplored(store, g, node["node_id"], reason)
-            store.update_graph_status(g, GraphStatus.BUDGET_EXHAUSTED, reason=reason)
-
-
-def gates_reason(nodes: Iterable[Mapping[str, Any]], gated: int) -> str:
-    """Why a run stopped at its gates: questions awaiting approval, and those held for the person's answer.
-
-    >>> gates_reason([{"status": "gated", "metadata": {"halt": {"kind": "confusion"}}}], 1)
-    '1 question(s) held for your answer (ex.choose)'
-    """
-    held = sum(n["status"] == NodeStatus.GATED and "halt" in n["metadata"] for n in nodes)
-    parts = [f"{gated - held} gated question(s) await approval"] if gated > held else []
-    if held:
-        parts.append(f"{held} question(s) held for your answer (ex.choose)")
-    return "; ".join(parts)
+    def _settle(self) -> RunOutcome:
+        return settle(
+            self.run_state,
+            budget_reached=self.budget_reached,
+            stopped=self.stop.is_set(),
+            reported=bool(self.reports),
+            cascade_worker=f"{self.worker_prefix}-cascade",
+        )
