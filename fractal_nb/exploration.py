@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 from .arguments import check_llm, check_store_path
 from .engine.dispatcher import Clock, Dispatcher, RealClock, heartbeat
 from .engine.limits import Limits, spend_tokens
-from .engine.outcome import after_seed
+from .engine.outcome import after_seed, held_back
 from .engine.phases import gap_rows, harvest, preview, seed
 from .engine.primitive import RunState, process
 from .errors import InvalidInputError, StateError, StoreUnreachableError
@@ -408,20 +408,25 @@ class Exploration:
         )
 
     def step(self, n: int = 1) -> list[StepRecord]:
-        """Process exactly ``n`` nodes in this thread (the seed phase counts as one); returns them.
+        """Process up to ``n`` nodes in this thread (the seed phase counts as one); returns them.
 
-        Stops early when nothing is claimable.
+        Stops early when nothing is claimable, and, as a run's workers do, when the
+        model is down or a spend budget is reached (``engine/outcome.py``'s
+        ``held_back``): the step that met it is the last one returned.
         """
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise InvalidInputError(f"n must be an integer >= 1, not {n!r}")
         with self._exclusive("pause() it before stepping", resume=True):  # a step is an explicit act
             records: list[StepRecord] = []
+            self._state.call.reset_health()  # the model may be back
             self._state.refresh_sources()  # sources added since the last run count (engine/evidence.py)
             first = seed(self._state)
             if first is not None:
                 records.append(first)
             with heartbeat(self._state):  # a slow model keeps its claim past the lease
-                while len(records) < n:
+                while len(records) < n and not (records and records[-1].budget_reached):
+                    if held_back(self._state) is not None:
+                        break
                     claim = self.store.claim_work(self.graph_id, STEP_WORKER)
                     if claim["node_id"] is None:
                         break

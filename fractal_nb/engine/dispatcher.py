@@ -183,7 +183,7 @@ class Dispatcher:
         interactive = run.checkpoint.kind == "interactive"
         tries = 0
         while True:
-            if run.call.outage:
+            if run.call.outage:  # held_back (engine/outcome.py), as step() checks it
                 report.exit_reason, report.detail = "model_unavailable", run.call.outage
                 return
             if self.stop.is_set() or run.convergence_found.is_set():

@@ -18,6 +18,14 @@ from ..results import StepRecord
 from .primitive import RunState, cascade, freeze_unexplored
 
 
+def held_back(run: RunState) -> str | None:
+    """Why no node should be claimed now (the model is down, a spend budget is reached), or None.
+
+    What every worker checks before a claim, the dispatcher's and ``step()``'s alike.
+    """
+    return run.call.outage or run.call.allowance.reached()
+
+
 def after_seed(run: RunState, first: StepRecord) -> RunOutcome | None:
     """The run's outcome when its seed phase leaves nothing to do; None when the workers go on."""
     store, g = run.local, run.graph_id

@@ -99,3 +99,32 @@ def test_the_caller_declares_an_outage_after_failures_in_a_row_and_a_success_res
     assert caller.outage is not None
     assert caller.outage.startswith(f"model failed {FAILING_AFTER} calls in a row")
     store.close()
+
+
+def test_step_stops_where_a_run_would_when_the_model_dies(tmp_path: Path) -> None:
+    # step() goes through the dispatcher's checks (engine/outcome.py, held_back): once the model
+    # is down it claims no more, rather than failing every open question one by one.
+    with FakeOpenAI(responder=role_responder(), down_after=12) as server:
+        llm = server.llm(max_retries=0)
+        with Exploration.create(
+            SEED, intensity="explore", llm=llm, path=tmp_path / "steps.duckdb", clock=FAST
+        ) as ex:
+            records = ex.step(200)
+            open_left = ex.nodes().query("node_type == 'question' and status == 'open'")
+            assert len(records) < 200 and len(open_left) > 0
+            failed_in_a_row = [r for r in records if not r.ok]
+            assert len(failed_in_a_row) <= UNAVAILABLE_AFTER
+            calls_before = len(ex.llm_calls())
+            server.down_after = None  # back: the next step tries again
+            more = ex.step(2)
+            assert len(more) == 2 and all(r.ok for r in more)
+            assert len(ex.llm_calls()) > calls_before
+
+
+def test_step_stops_at_a_spent_budget() -> None:
+    with Exploration.create(SEED, intensity="explore", llm=SimulatedLLM(seed=2), clock=FAST) as ex:
+        ex.run(progress=False, max_tokens=4_000)
+        spent = len(ex.llm_calls())
+        records = ex.step(50)
+        assert len(records) <= 1  # the budget refuses the first step's call: no claim after it
+        assert len(ex.llm_calls()) == spent  # nothing more paid for
