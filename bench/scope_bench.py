@@ -1,12 +1,13 @@
 """Scope benchmark: a small graph's step costs the same whether its file holds other graphs or not.
 
-Run: ``python bench/scope_bench.py`` (``--quick``: 5,000 other nodes, 5 forks).
+Run: ``python bench/scope_bench.py`` (``--quick``: 5,000 other nodes in 6 graphs).
 
 Turns and forks put many graphs in one file, so every hot query is scoped by
 graph (docs/architecture.md, "Cost by graph"). Measured side by side, rounds
 interleaved, medians kept: the engine's step (``Exploration.step``, the
 simulator, no model latency) on a new graph of about 100 nodes, in an empty file
-and in a copy of a file that also holds a 20,000-node graph and 20 forks of it.
+and in a copy of a file that also holds 20,000 other nodes: a graph of about
+950 nodes and 20 forks of it (a fork copies its source's nodes).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ SEED = "Should a mid-sized city build a tram line?"
 
 def fill(path: str, n_nodes: int, forks: int) -> None:
     """A graph of ``n_nodes`` nodes (question → answer → 10 questions → …) and ``forks`` forks of it."""
+    n_nodes //= forks + 1  # each fork holds its source's nodes again
     with GraphStore(path) as store:
         g = store.create_graph("What else does the file hold?", "deep", "autonomous")
         gid, count = g["graph_id"], 1
@@ -64,7 +66,7 @@ def step_ms(path: str, steps: int) -> tuple[float, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="5,000 other nodes and 5 forks")
+    parser.add_argument("--quick", action="store_true", help="5,000 other nodes, 5 of the graphs forks")
     args = parser.parse_args()
     other, forks, steps, rounds = (5000, 5, 30, 2) if args.quick else (20_000, 20, 60, 3)
     started = time.perf_counter()
