@@ -424,8 +424,8 @@ class Exploration:
             if first is not None:
                 records.append(first)
             with heartbeat(self._state):  # a slow model keeps its claim past the lease
-                while len(records) < n and not (records and records[-1].budget_reached):
-                    if held_back(self._state) is not None:
+                while len(records) < n and held_back(self._state) is None:
+                    if records and records[-1].budget_reached:  # a node's time limit: the last step
                         break
                     claim = self.store.claim_work(self.graph_id, STEP_WORKER)
                     if claim["node_id"] is None:

@@ -41,15 +41,13 @@ class FileState:
     holders: set[str] = field(default_factory=set)
     run_locks: dict[str, threading.Lock] = field(default_factory=dict)
 
-    def opened(self) -> bool:
-        """One more store has the file open; True when it is the first (what was known is forgotten)."""
+    def opened(self) -> None:
+        """One more store has the file open; the first forgets what was known (another process may have)."""
         with GUARD:
-            first = self.open_stores == 0
-            if first:
+            if self.open_stores == 0:
                 self.graphs.clear()
                 self.holders.clear()
             self.open_stores += 1
-            return first
 
     def closed(self) -> None:
         """One store less has the file open."""

@@ -27,7 +27,6 @@ from .records import (
     Snapshot,
 )
 from .rows import EDGES_SQL, EVENT_COLUMNS, GRAPH_COLUMNS, GraphRow, NodeRow, edge_dict, event_dict
-from .snapshot import nodes_and_edges
 from .work import CLAIMABLE, READY
 
 _Filter = tuple[str, list[Any]]  # a WHERE fragment and its parameters
@@ -56,12 +55,8 @@ class GraphQueries(StoreBase):
 
     def get_snapshot(self, graph_id: str) -> Snapshot:
         """The whole graph: its fields, nodes and edges in creation order."""
-        with self._db.read():
-            graph = self._graph(graph_id)
-            nodes, edges = nodes_and_edges(
-                self._snapshot_texts, graph.graph_id
-            )  # DuckDB's JSON (snapshot.py)
-        return {**graph.to_dict(), "nodes": nodes, "edges": edges}
+        graph, nodes, edges = self._snapshot_parts(graph_id)
+        return {**graph.to_dict(), "nodes": json.loads(nodes), "edges": json.loads(edges)}
 
     def get_snapshot_text(self, graph_id: str) -> str:
         """:meth:`get_snapshot` as JSON text, its nodes and edges as DuckDB wrote them (never parsed here).
@@ -75,11 +70,15 @@ class GraphQueries(StoreBase):
         >>> json.loads(store.get_snapshot_text(g["graph_id"])) == store.get_snapshot(g["graph_id"])
         True
         """
-        with self._db.read():
-            graph = self._graph(graph_id)
-            nodes, edges = self._snapshot_texts.nodes_and_edges(graph.graph_id)
+        graph, nodes, edges = self._snapshot_parts(graph_id)
         fields = json.dumps(graph.to_dict())
         return f'{fields[:-1]}, "nodes": {nodes}, "edges": {edges}}}'
+
+    def _snapshot_parts(self, graph_id: str) -> tuple[GraphRow, str, str]:
+        """The graph's row and its nodes and edges as JSON text, read in one transaction (snapshot.py)."""
+        with self._db.read():
+            graph = self._graph(graph_id)
+            return graph, *self._snapshot_texts.nodes_and_edges(graph.graph_id)
 
     def get_graph(self, graph_id: str) -> GraphRecord:
         """The graph's own fields (status, seed, budget, metadata) without its nodes."""

@@ -15,14 +15,12 @@ again only the rows whose hash differs (docs/architecture.md, "The snapshot").
 from __future__ import annotations
 
 import heapq
-import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .database import Database
-from .records import EdgeRecord, NodeRecord
 
 
 def micros_sql(column: str) -> str:
@@ -138,10 +136,3 @@ def _refreshed(db: Database, sql: str, graph_id: str, kept: Any, rows: list[tupl
     params = [graph_id, every, [] if every else stale]
     written = {key: (hashes[key], *texts) for key, *texts in db.fetchall(sql, params)}
     return {key: written.get(key) or kept[key] for key in hashes}
-
-
-def nodes_and_edges(texts: SnapshotTexts, graph_id: str) -> tuple[list[NodeRecord], list[EdgeRecord]]:
-    """The graph's nodes and edges, in creation order; call inside the caller's read transaction."""
-    nodes, edges = texts.nodes_and_edges(graph_id)
-    found: tuple[list[NodeRecord], list[EdgeRecord]] = (json.loads(nodes), json.loads(edges))
-    return found

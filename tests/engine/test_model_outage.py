@@ -7,6 +7,8 @@ answers HTTP 503 after some requests, then recovers.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -57,26 +59,31 @@ def test_a_model_that_is_down_pauses_the_graph_and_it_runs_on_when_the_model_is_
         assert result.status == "completed" and not result.gaps
 
 
-def test_a_model_that_dies_mid_run_is_reported_as_such_not_as_a_budget(tmp_path: Path) -> None:
+@contextmanager
+def dying_model(path: Path) -> Iterator[tuple[FakeOpenAI, Exploration]]:
+    """An explore run on a fake server whose model answers 503 after 12 requests (``down_after``)."""
     with FakeOpenAI(responder=role_responder(), down_after=12) as server:
         llm = server.llm(max_retries=0)
-        with Exploration.create(
-            SEED, intensity="explore", llm=llm, path=tmp_path / "dies.duckdb", clock=FAST
-        ) as ex:
-            assert ex.run(progress=False) == "model_unavailable"
-            assert paused_reason(ex).startswith("model unreachable: the model server at ")
-            assert "HTTP 503" in paused_reason(ex)
-            nodes = ex.nodes()
-            questions = nodes[nodes["node_type"] == "question"]
-            assert (questions["status"] != "claimed").all()  # every claim given back
-            assert not (questions["status"] == "error").any()  # the outage is not the questions' fault
-            assert "meta_failures" not in nodes or nodes["meta_failures"].fillna(0).eq(0).all()
-            assert ex.events().query("kind == 'graph_status_changed'")["payload"].map(
-                lambda p: p["to"]
-            ).tolist() == ["paused"]
-            server.down_after = None  # back
-            assert ex.run(progress=False) == "all_complete"
-            assert ex.harvest().status == "completed"
+        with Exploration.create(SEED, intensity="explore", llm=llm, path=path, clock=FAST) as ex:
+            yield server, ex
+
+
+def test_a_model_that_dies_mid_run_is_reported_as_such_not_as_a_budget(tmp_path: Path) -> None:
+    with dying_model(tmp_path / "dies.duckdb") as (server, ex):
+        assert ex.run(progress=False) == "model_unavailable"
+        assert paused_reason(ex).startswith("model unreachable: the model server at ")
+        assert "HTTP 503" in paused_reason(ex)
+        nodes = ex.nodes()
+        questions = nodes[nodes["node_type"] == "question"]
+        assert (questions["status"] != "claimed").all()  # every claim given back
+        assert not (questions["status"] == "error").any()  # the outage is not the questions' fault
+        assert "meta_failures" not in nodes or nodes["meta_failures"].fillna(0).eq(0).all()
+        assert ex.events().query("kind == 'graph_status_changed'")["payload"].map(
+            lambda p: p["to"]
+        ).tolist() == ["paused"]
+        server.down_after = None  # back
+        assert ex.run(progress=False) == "all_complete"
+        assert ex.harvest().status == "completed"
 
 
 def test_the_caller_declares_an_outage_after_failures_in_a_row_and_a_success_resets_it() -> None:
@@ -104,21 +111,17 @@ def test_the_caller_declares_an_outage_after_failures_in_a_row_and_a_success_res
 def test_step_stops_where_a_run_would_when_the_model_dies(tmp_path: Path) -> None:
     # step() goes through the dispatcher's checks (engine/outcome.py, held_back): once the model
     # is down it claims no more, rather than failing every open question one by one.
-    with FakeOpenAI(responder=role_responder(), down_after=12) as server:
-        llm = server.llm(max_retries=0)
-        with Exploration.create(
-            SEED, intensity="explore", llm=llm, path=tmp_path / "steps.duckdb", clock=FAST
-        ) as ex:
-            records = ex.step(200)
-            open_left = ex.nodes().query("node_type == 'question' and status == 'open'")
-            assert len(records) < 200 and len(open_left) > 0
-            failed_in_a_row = [r for r in records if not r.ok]
-            assert len(failed_in_a_row) <= UNAVAILABLE_AFTER
-            calls_before = len(ex.llm_calls())
-            server.down_after = None  # back: the next step tries again
-            more = ex.step(2)
-            assert len(more) == 2 and all(r.ok for r in more)
-            assert len(ex.llm_calls()) > calls_before
+    with dying_model(tmp_path / "steps.duckdb") as (server, ex):
+        records = ex.step(200)
+        open_left = ex.nodes().query("node_type == 'question' and status == 'open'")
+        assert len(records) < 200 and len(open_left) > 0
+        failed_in_a_row = [r for r in records if not r.ok]
+        assert len(failed_in_a_row) <= UNAVAILABLE_AFTER
+        calls_before = len(ex.llm_calls())
+        server.down_after = None  # back: the next step tries again
+        more = ex.step(2)
+        assert len(more) == 2 and all(r.ok for r in more)
+        assert len(ex.llm_calls()) > calls_before
 
 
 def test_step_stops_at_a_spent_budget() -> None:
