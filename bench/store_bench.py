@@ -145,11 +145,12 @@ def snapshot_times(store: GraphStore, gid: str, runs: int) -> SnapshotTimes:
 
     def per_row() -> None:
         with store._db.read():
-            [n.to_dict() for n in store._nodes("graph_id = ?", [gid])]
-            store._edges(gid)
+            [n.to_dict() for n in store._core.nodes("graph_id = ?", [gid])]
+            store._queries.edges(gid)
 
     def cold() -> None:
-        store._snapshot_texts = SnapshotTexts(store._db)  # what a store keeps, forgotten (store/snapshot.py)
+        # what a store keeps, forgotten (store/snapshot.py)
+        store._queries._snapshot_texts = SnapshotTexts(store._db)
         store.get_snapshot(gid)
 
     changing = store.get_snapshot(gid)["nodes"][-1]["node_id"]

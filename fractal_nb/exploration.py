@@ -49,8 +49,8 @@ from .state import ExplorationState, exploration_state
 from .steering import Steering, TurnStep
 from .store import GraphStore
 from .store.base import merged_metadata, require_id, require_text
-from .store.nodes import refuse_held, refuse_not_held, resolve_choice
 from .store.records import Chosen, ModelSpend, Saturated
+from .store.stops import refuse_held, refuse_not_held, resolve_choice
 
 if TYPE_CHECKING:
     from .mcp_server import BackgroundServer

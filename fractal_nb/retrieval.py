@@ -12,7 +12,7 @@ Tokens are lower-case words; a code identifier counts whole and in its parts,
 split at ``_`` and at camelCase, so "claim_work" and "claimWork" both match a
 question about a claim's work. English stopwords (bm25s's list) are left out;
 there is no stemming. A chunk is indexed with its source's name, so a file
-called ``store/work.py`` answers to "work".
+called ``store/claim.py`` answers to "claim".
 """
 
 from __future__ import annotations

@@ -5,14 +5,10 @@ from __future__ import annotations
 import json
 import math
 import reprlib
-import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from ..errors import GraphNotActiveError, InvalidInputError, NotFoundError
 from ..model import (
@@ -28,113 +24,60 @@ from ..model import (
     NodeType,
     check_node_transition,
 )
-from .database import Database, Tracer
-from .holders import HolderInfo, hold, let_go, new_holder
+from .database import Database
 from .journal import Journal
 from .records import ClaimRecord
 from .rows import GRAPH_COLUMNS, NODE_COLUMNS, GraphRow, NodeRow
-from .snapshot import SnapshotTexts
 
 if TYPE_CHECKING:
-    from .citations import CitationCheck
+    pass
 
 DEFAULT_LEASE_S = 300.0
 MAX_COUNT = 2**63 - 1  # DuckDB's BIGINT: the largest event id or LIMIT a query takes
 MAX_IDS = 100_000  # ids in one list argument
 
 
-class StoreBase:
-    """Shared state and row access for the parts of :class:`GraphStore`."""
+class StoreCore:
+    """What every step of the store shares: the connection, the clock, rows, events, status moves.
 
-    # The citation check the write paths call inside their transactions (answers, syntheses,
-    # the harvest); GraphStore builds it (docs/architecture.md, "Sources and citations").
-    _citations: CitationCheck
+    Each step (claim.py, context.py, answer.py, synthesis.py, ...) is a plain class
+    given this core and the other steps it calls, by :class:`GraphStore`
+    (docs/architecture.md, "The store's layout"). Nothing here is a tool: these
+    are the reads and writes every step's rules are built from. The journal
+    records what each commit touched (rule 13).
+    """
 
-    def __init__(
-        self,
-        path: str | Path | None = None,
-        *,
-        read_only: bool = False,
-        lease_s: float = DEFAULT_LEASE_S,
-        clock: Callable[[], float] = time.time,
-        tracer: Tracer | None = None,
-    ) -> None:
-        if not isinstance(lease_s, int | float) or isinstance(lease_s, bool) or lease_s <= 0:
-            raise InvalidInputError(f"lease_s must be a positive number of seconds, not {lease_s!r}")
-        self.lease_s = float(lease_s)
+    def __init__(self, db: Database, journal: Journal, clock: Callable[[], float]) -> None:
+        self.db = db
+        self.journal = journal
         self.clock = clock
-        self._db = Database(path, read_only=read_only, tracer=tracer)
-        try:  # every commit records the history of what it touched (docs/architecture.md, rule 13)
-            self._journal = Journal(self._db)
-        except BaseException:
-            self._db.close()
-            raise
-        self._snapshot_texts = SnapshotTexts(self._db)  # each graph's rows as JSON, kept (snapshot.py)
-        # This store's claims are held by this process while the store is open.
-        self.holder: HolderInfo = new_holder("store")
-        hold(self.holder)
-
-    @property
-    def path(self) -> str | None:
-        """The DuckDB file, or None for an in-memory store."""
-        return self._db.path
-
-    @property
-    def read_only(self) -> bool:
-        """Opened ``read_only=True``: every write is refused (docs/architecture.md, "Inspecting a file")."""
-        return self._db.read_only
-
-    def close(self) -> None:
-        """Release the DuckDB file (idempotent); claims still held here become recoverable at once."""
-        let_go(self.holder)
-        self._db.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        where = self.path or ":memory:"
-        mode = ", read_only" if self._db.read_only else ""
-        return f"<GraphStore {where}{mode}>"
-
-    @contextmanager
-    def batch(self) -> Iterator[None]:
-        """Run several calls as one transaction: all of them land, or none if the block raises."""
-        with self._db.write():
-            yield
 
     # -- loading ------------------------------------------------------------------
 
-    def run_lock(self, graph_id: str) -> threading.Lock:
-        """The lock that lets one run or step at a time work ``graph_id`` in this process (in_process.py)."""
-        return self._db.file.run_lock(graph_id)
-
-    def _graph(self, graph_id: object) -> GraphRow:
+    def graph(self, graph_id: object) -> GraphRow:
         """The graph's row as it is now (status included)."""
         gid = require_id(graph_id, "graph_id")
-        row = self._db.fetchone(f"SELECT {GRAPH_COLUMNS} FROM graphs WHERE graph_id = ?", [gid])
+        row = self.db.fetchone(f"SELECT {GRAPH_COLUMNS} FROM graphs WHERE graph_id = ?", [gid])
         if row is None:
-            self._db.file.graphs.pop(gid, None)
+            self.db.file.graphs.pop(gid, None)
             raise NotFoundError(f"graph {gid!r} not found in this store", graph_id=gid)
         graph = GraphRow(*row)
-        self._db.file.graphs[gid] = graph
+        self.db.file.graphs[gid] = graph
         return graph
 
-    def _known_graph(self, graph_id: object) -> GraphRow:
+    def known_graph(self, graph_id: object) -> GraphRow:
         """The graph's row for reads that need only its id, seed, intensity or mode.
 
         Served from memory once seen (those fields never change), which spares hot
         reads a query; its ``status`` may be stale, so never decide on it here.
         """
         gid = require_id(graph_id, "graph_id")
-        graph: GraphRow | None = self._db.file.graphs.get(gid)
-        return graph if graph is not None else self._graph(gid)
+        graph: GraphRow | None = self.db.file.graphs.get(gid)
+        return graph if graph is not None else self.graph(gid)
 
-    def _active_graph(self, graph_id: object) -> GraphRow:
-        graph = self._graph(graph_id)
+    def active_graph(self, graph_id: object) -> GraphRow:
+        """The graph's row, or GraphNotActiveError saying how to make it take writes."""
+        graph = self.graph(graph_id)
         if graph.status != GraphStatus.ACTIVE:
             hint = (
                 "resume it first (resume_graph)"
@@ -147,43 +90,45 @@ class StoreBase:
             )
         return graph
 
-    def _active_node(
+    def active_node(
         self, graph_id: object, node_id: object, what: str = "node_id"
     ) -> tuple[GraphRow, NodeRow]:
         """The active graph and one of its nodes in one query: the first step of hot writes."""
         gid, nid = require_id(graph_id, "graph_id"), require_id(node_id, what)
-        row = self._db.fetchone(
+        row = self.db.fetchone(
             f"SELECT {NODE_COLUMNS}, (SELECT status FROM graphs WHERE graph_id = ?) FROM nodes "
             "WHERE graph_id = ? AND node_id = ?",
             [gid, gid, nid],
         )
         if row is None or row[-1] != GraphStatus.ACTIVE:  # say precisely what is wrong
-            graph = self._active_graph(gid)
-            return graph, self._node(gid, nid, what)
-        return replace(self._known_graph(gid), status=GraphStatus.ACTIVE.value), NodeRow(*row[:-1])
+            graph = self.active_graph(gid)
+            return graph, self.node(gid, nid, what)
+        return replace(self.known_graph(gid), status=GraphStatus.ACTIVE.value), NodeRow(*row[:-1])
 
-    def _node(self, graph_id: str, node_id: object, what: str = "node_id") -> NodeRow:
+    def node(self, graph_id: str, node_id: object, what: str = "node_id") -> NodeRow:
+        """One node of the graph, or NotFoundError naming the argument (``what``)."""
         nid = require_id(node_id, what)
-        row = self._db.fetchone(
+        row = self.db.fetchone(
             f"SELECT {NODE_COLUMNS} FROM nodes WHERE graph_id = ? AND node_id = ?", [graph_id, nid]
         )
         if row is None:
             raise NotFoundError(f"node {nid!r} not found in graph {graph_id}", graph_id=graph_id, node_id=nid)
         return NodeRow(*row)
 
-    def _nodes(self, where: str, params: list[Any]) -> list[NodeRow]:
-        rows = self._db.fetchall(f"SELECT {NODE_COLUMNS} FROM nodes WHERE {where} ORDER BY seq", params)
+    def nodes(self, where: str, params: list[Any]) -> list[NodeRow]:
+        """The nodes matching a WHERE fragment, in creation order."""
+        rows = self.db.fetchall(f"SELECT {NODE_COLUMNS} FROM nodes WHERE {where} ORDER BY seq", params)
         return [NodeRow(*r) for r in rows]
 
-    def _question_of(self, node: NodeRow) -> NodeRow:
+    def question_of(self, node: NodeRow) -> NodeRow:
         """The node itself if a question, else the question it answers."""
         if node.node_type == NodeType.QUESTION or node.question_id is None:
             return node
-        return self._node(node.graph_id, node.question_id)
+        return self.node(node.graph_id, node.question_id)
 
-    def _descendants(self, graph_id: str, node_id: str) -> list[str]:
+    def descendants(self, graph_id: str, node_id: str) -> list[str]:
         """The ids below ``node_id``, in creation order; read in its graph only (forks share the file)."""
-        rows = self._db.fetchall(
+        rows = self.db.fetchall(
             """
             WITH RECURSIVE sub(node_id) AS (
                 SELECT node_id FROM nodes WHERE graph_id = ? AND parent_id = ?
@@ -196,21 +141,37 @@ class StoreBase:
         )
         return [r[0] for r in rows]
 
-    def _depth_ceiling(self, graph: GraphRow, question: NodeRow, needed: int) -> int:
-        """How deep questions may sit below ``question`` (exclusive); GraphStore adds deepened branches."""
-        return self._budget(graph).max_depth
+    def depth_ceiling(self, graph: GraphRow, question: NodeRow, needed: int) -> int:
+        """How deep questions may sit below ``question`` (exclusive): the intensity's, or a deepened branch's.
+
+        A branch the open turn deepened (store/turns.py, ``deepen``) goes further; its
+        allowances are read only when ``needed`` reaches past the intensity's depth.
+        """
+        base = self.budget(graph).max_depth
+        if needed < base:
+            return base
+        ids = [*question.ancestors, question.node_id]
+        marks = ", ".join("?" for _ in ids)
+        row = self.db.fetchone(
+            "SELECT max(a.levels) FROM depth_allowances a JOIN turns t ON t.graph_id = a.graph_id "
+            f"AND t.turn = a.turn WHERE a.graph_id = ? AND t.head_event IS NULL AND a.node_id IN ({marks})",
+            [graph.graph_id, *ids],
+        )
+        return base + int(row[0]) if row and row[0] is not None else base
 
     @staticmethod
-    def _budget(graph: GraphRow) -> Budget:
+    def budget(graph: GraphRow) -> Budget:
+        """The graph's intensity's budget (max depth, nodes, tokens)."""
         return BUDGETS[Intensity(graph.intensity)]
 
     @staticmethod
-    def _checkpoint(graph: GraphRow) -> CheckpointMode:
+    def checkpoint(graph: GraphRow) -> CheckpointMode:
+        """The graph's checkpoint mode (which depths start gated)."""
         return CheckpointMode.parse(graph.checkpoint_mode)
 
     # -- writing ------------------------------------------------------------------
 
-    def _log(
+    def log(
         self,
         graph_id: str,
         node_id: str | None,
@@ -220,21 +181,21 @@ class StoreBase:
         at: float,
     ) -> None:
         """Append one event; call inside the write transaction of the mutation it records."""
-        row = self._db.execute(
+        row = self.db.execute(
             "INSERT INTO events VALUES (nextval('event_seq'), ?, ?, ?, ?, ?, ?) RETURNING event_id",
             [graph_id, node_id, kind, actor, at, json.dumps(payload)],
         ).fetchone()
         assert row is not None
-        self._journal.logged(graph_id, int(row[0]), [node_id])
+        self.journal.logged(graph_id, int(row[0]), [node_id])
 
-    def _log_many(
+    def log_many(
         self, graph_id: str, events: list[tuple[str | None, str, str | None, dict[str, Any]]], at: float
     ) -> None:
         """Append several events (node_id, kind, actor, payload) in one statement."""
         if not events:
             return
         rows = ", ".join("(nextval('event_seq'), ?, ?, ?, ?, ?, ?)" for _ in events)
-        ids = self._db.execute(
+        ids = self.db.execute(
             f"INSERT INTO events VALUES {rows} RETURNING event_id",
             [
                 v
@@ -242,9 +203,9 @@ class StoreBase:
                 for v in (graph_id, node_id, kind, actor, at, json.dumps(payload))
             ],
         ).fetchall()
-        self._journal.logged(graph_id, max(int(i) for (i,) in ids), [e[0] for e in events])
+        self.journal.logged(graph_id, max(int(i) for (i,) in ids), [e[0] for e in events])
 
-    def _set_status(
+    def set_status(
         self,
         node: NodeRow,
         status: str,
@@ -287,7 +248,7 @@ class StoreBase:
         if metadata is not None:
             assigned["metadata"] = json.dumps(metadata)
         sets = ", ".join(f"{column} = ?" for column in assigned)
-        self._db.execute(f"UPDATE nodes SET {sets} WHERE node_id = ?", [*assigned.values(), node.node_id])
+        self.db.execute(f"UPDATE nodes SET {sets} WHERE node_id = ?", [*assigned.values(), node.node_id])
         logged: dict[str, Any] = {"from": through or node.status, "to": status, **(payload or {})}
         if reason is not None:
             logged["reason"] = reason
@@ -298,9 +259,9 @@ class StoreBase:
         ]
         if through is not None:  # the first hop's event, before the second's (one INSERT for both)
             events.insert(0, (node.node_id, "status_changed", actor, {"from": node.status, "to": through}))
-        self._log_many(node.graph_id, events, at)
+        self.log_many(node.graph_id, events, at)
 
-    def _set_statuses(
+    def set_statuses(
         self,
         nodes: list[NodeRow],
         status: str,
@@ -326,7 +287,7 @@ class StoreBase:
                 for n in chunk
             ]
             rows = ", ".join("(?, ?)" for _ in chunk)
-            self._db.execute(
+            self.db.execute(
                 "UPDATE nodes SET status = ?, status_reason = ?, inherited_from = ?, updated_at = ?, "
                 f"metadata = v.meta FROM (VALUES {rows}) AS v(id, meta) WHERE nodes.node_id = v.id",
                 [
@@ -338,11 +299,11 @@ class StoreBase:
                 ],
             )
             logged = {"to": status, "reason": reason, "inherited_from": inherited_from, **payload}
-            self._log_many(
+            self.log_many(
                 chunk[0].graph_id, [(n.node_id, kind, None, {"from": n.status, **logged}) for n in chunk], at
             )
 
-    def _reopen_synthesis(self, question: NodeRow, actor: str | None, now: float) -> NodeRow:
+    def reopen_synthesis(self, question: NodeRow, actor: str | None, now: float) -> NodeRow:
         """Send a synthesized question, and each synthesized question above it, back to ``answered``.
 
         A new sub-question makes their syntheses stale: each is dropped from the
@@ -352,7 +313,7 @@ class StoreBase:
         above = (
             [
                 q
-                for q in self._nodes(
+                for q in self.nodes(
                     f"node_id IN ({', '.join('?' for _ in question.ancestors)})", question.ancestors
                 )
                 if q.node_type == NodeType.QUESTION
@@ -367,7 +328,7 @@ class StoreBase:
             meta = node.metadata
             stale = meta.pop("synthesis", None)
             meta.pop("claims", None)  # the stale synthesis's claims; its weak mark stays until rewritten
-            self._set_status(
+            self.set_status(
                 node,
                 NodeStatus.ANSWERED,
                 now,

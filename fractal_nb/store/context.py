@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 import re
 
-from .base import StoreBase, require_count, require_id
+from .base import StoreCore, require_count, require_id
 from .records import Candidate, QuestionBrief, QuestionContext, SubQuestionBrief, SynthesisInputs
 from .rows import NodeRow
 
 
-class NodeContext(StoreBase):
+class NodeContext:
     """Ancestry, siblings, nearby syntheses and link candidates of a question."""
+
+    def __init__(self, core: StoreCore) -> None:
+        self._core = core
+        self._db = core.db
 
     def get_context(
         self, graph_id: str, node_id: str, *, limit: int = 6, candidates: int = 8
@@ -27,8 +31,8 @@ class NodeContext(StoreBase):
         ``relation`` (``sibling`` or ``other_branch``) and ``depth``.
         """
         limit, candidates = require_count(limit, "limit"), require_count(candidates, "candidates")
-        graph = self._known_graph(graph_id)
-        question = self._question_of(self._node(graph.graph_id, node_id))
+        graph = self._core.known_graph(graph_id)
+        question = self._core.question_of(self._core.node(graph.graph_id, node_id))
         # The path down from the root (kept on each node), each question with its first answer.
         above = question.ancestors
         chain: list[tuple[str, int, str, str | None]] = []
@@ -115,20 +119,24 @@ class NodeContext(StoreBase):
             "syntheses": briefs["synthesis"],
             "candidates": linkable,
             # Below this depth no sub-question can sit: the intensity's, or a deepened branch's.
-            "max_depth": self._depth_ceiling(graph, question, question.depth + 1),
+            "max_depth": self._core.depth_ceiling(graph, question, question.depth + 1),
         }
 
     def get_synthesis_inputs(self, graph_id: str, node_id: str) -> SynthesisInputs:
         """A question, its answers and its sub-questions with their syntheses: all a synthesis reads."""
-        graph = self._known_graph(graph_id)
+        graph = self._core.known_graph(graph_id)
         nid = require_id(node_id, "node_id")
         # The node and what hangs under it, in one read (a synthesis runs on every cascade).
-        rows = self._nodes("graph_id = ? AND (node_id = ? OR question_id = ?)", [graph.graph_id, nid, nid])
+        rows = self._core.nodes(
+            "graph_id = ? AND (node_id = ? OR question_id = ?)", [graph.graph_id, nid, nid]
+        )
         question = next((r for r in rows if r.node_id == nid), None)
         if question is None or question.node_type != "question":  # unknown id, or an answer
             with self._db.read():
-                question = self._question_of(self._node(graph.graph_id, nid))
-                rows = self._nodes("graph_id = ? AND question_id = ?", [graph.graph_id, question.node_id])
+                question = self._core.question_of(self._core.node(graph.graph_id, nid))
+                rows = self._core.nodes(
+                    "graph_id = ? AND question_id = ?", [graph.graph_id, question.node_id]
+                )
         # What is current: a later turn's superseded nodes are kept but never synthesized (store/turns.py).
         below = [r for r in rows if r.question_id == question.node_id and r.superseded_turn is None]
         return {

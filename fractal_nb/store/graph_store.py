@@ -1,46 +1,86 @@
-"""``GraphStore``: the graph of one or many explorations in a DuckDB file or in memory."""
+"""``GraphStore``: the graph of one or many explorations in a DuckDB file or in memory.
+
+The store's steps, each a plain class with its own SQL, composed here explicitly
+(docs/architecture.md, "The store's layout"): every public call is a one-line
+delegate to the step that owns it.
+"""
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
-from ..model import TurnKind
-from .base import DEFAULT_LEASE_S
+from ..errors import InvalidInputError
+from ..model import ThinkonOutcome, TurnKind
+from .answer import Answers
+from .base import DEFAULT_LEASE_S, StoreCore
+from .children import Children
 from .citations import CitationCheck
+from .claim import Claims
 from .context import NodeContext
-from .database import Tracer
+from .database import Database, Tracer
 from .graphs import GraphLifecycle
+from .holders import HolderInfo, hold, let_go, new_holder
+from .journal import Journal
 from .lineage import Lineage
+from .links import Links
 from .llm_log import LLMLog
-from .nodes import NodeWrites
 from .queries import GraphQueries
 from .records import (
+    AddedNode,
+    AnswerSubmitted,
+    AnswerWritten,
+    Changes,
+    Chosen,
     ChunkRecord,
     CitationRecord,
+    Claim,
+    ClaimableList,
+    ClaimRecord,
+    ClaimReleased,
     Forked,
+    GateList,
+    GraphList,
+    GraphRecord,
+    Halted,
+    Heartbeat,
     LineageRecord,
+    ModelSpend,
+    NodeUpdated,
+    OpenQuestions,
+    QuestionContext,
+    QuestionItems,
+    ReadyList,
+    Recovered,
+    Saturated,
+    Snapshot,
     SnapshotAt,
     SourceHit,
     SourceLines,
     SourceRecord,
     SourceText,
+    StatusChanged,
+    SynthesisClaim,
+    SynthesisInputs,
+    SynthesisReleased,
+    Synthesized,
+    ThinkonLevel,
     TurnRecord,
     TurnRequest,
 )
 from .replay import Replay
-from .rows import GraphRow, NodeRow
 from .sources import Sources
-from .synthesis import SynthesisQueue
+from .stops import Stops
+from .synthesis import Synthesis
 from .thinkon import ThinkonWrites
 from .turns import Turns
 
 
-class GraphStore(
-    GraphLifecycle, ThinkonWrites, NodeWrites, SynthesisQueue, GraphQueries, NodeContext, LLMLog
-):
+class GraphStore:
     """The graph contract on DuckDB; the only place in fractal_nb that speaks SQL.
 
     Every method returns a JSON-ready dict (ids are strings) and raises a
@@ -79,12 +119,77 @@ class GraphStore(
         clock: Callable[[], float] = time.time,
         tracer: Tracer | None = None,
     ) -> None:
-        super().__init__(path, read_only=read_only, lease_s=lease_s, clock=clock, tracer=tracer)
-        self._citations = CitationCheck(self._db)
-        self._sources = Sources(self._db, self.clock, self._citations, self)
+        if not isinstance(lease_s, int | float) or isinstance(lease_s, bool) or lease_s <= 0:
+            raise InvalidInputError(f"lease_s must be a positive number of seconds, not {lease_s!r}")
+        self._db = Database(path, read_only=read_only, tracer=tracer)
+        try:  # every commit records the history of what it touched (docs/architecture.md, rule 13)
+            journal = Journal(self._db)
+        except BaseException:
+            self._db.close()
+            raise
+        self.clock = clock
+        # This store's claims are held by this process while the store is open.
+        self.holder: HolderInfo = new_holder("store")
+        hold(self.holder)
+        # The steps, each given the core and the steps it calls (docs/architecture.md, "The store's layout").
+        self._core = core = StoreCore(self._db, journal, clock)
+        citations = CitationCheck(self._db)
+        self._calls = LLMLog(core)
+        self._queries = GraphQueries(core)
+        self._context = NodeContext(core)
+        self._graphs = GraphLifecycle(core, self._queries, citations)
+        self._claims = Claims(core, self.holder, float(lease_s))
+        self._synthesis = Synthesis(core, self._claims, citations, self._calls)
+        children = Children(core)
+        self._links = Links(core)
+        self._answers = Answers(core, children, self._links, citations, self._calls)
+        self._stops = Stops(core, self._calls)
+        self._thinkon = ThinkonWrites(core, children)
+        self._turns = Turns(core, children, self._graphs)
+        self._sources = Sources(core, citations)
         self._replay = Replay(self._db)
-        self._lineage = Lineage(self._db, self._replay, self._journal, self, self.clock)
-        self._turns = Turns(self._db, self.clock, self)
+        self._lineage = Lineage(core, self._replay)
+
+    @property
+    def path(self) -> str | None:
+        """The DuckDB file, or None for an in-memory store."""
+        return self._db.path
+
+    @property
+    def read_only(self) -> bool:
+        """Opened ``read_only=True``: every write is refused (docs/architecture.md, "Inspecting a file")."""
+        return self._db.read_only
+
+    @property
+    def lease_s(self) -> float:
+        """How long this store's claims hold before another worker may take them over."""
+        return self._claims.lease_s
+
+    def close(self) -> None:
+        """Release the DuckDB file (idempotent); claims still held here become recoverable at once."""
+        let_go(self.holder)
+        self._db.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = self.path or ":memory:"
+        mode = ", read_only" if self._db.read_only else ""
+        return f"<GraphStore {where}{mode}>"
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Run several calls as one transaction: all of them land, or none if the block raises."""
+        with self._db.write():
+            yield
+
+    def run_lock(self, graph_id: str) -> threading.Lock:
+        """The lock that lets one run or step at a time work ``graph_id`` in this process (in_process.py)."""
+        return self._db.file.run_lock(graph_id)
 
     # -- history and forks (docs/architecture.md, "History and forks") ----------------
 
@@ -98,7 +203,7 @@ class GraphStore(
 
     def get_lineage(self, graph_id: str) -> list[LineageRecord]:
         """The lineage of ``graph_id``: its original and every fork of it, oldest first."""
-        self._graph(graph_id)  # NotFoundError for an unknown graph
+        self._core.graph(graph_id)  # NotFoundError for an unknown graph
         return self._lineage.lineage(graph_id)
 
     def list_family(self) -> list[LineageRecord]:
@@ -114,7 +219,7 @@ class GraphStore(
     ) -> dict[str, Any]:
         """Create a graph whose root question is ``seed`` (turn 1 opens); returns ids, budget and status."""
         with self._db.write():
-            created = super().create_graph(seed, intensity, checkpoint_mode, metadata)
+            created = self._graphs.create_graph(seed, intensity, checkpoint_mode, metadata)
             self._turns.open_seed(created["graph_id"])
         return created
 
@@ -198,5 +303,391 @@ class GraphStore(
         """A table or view of this file beside the graphs, a line per row (:meth:`Sources.table_lines`)."""
         return self._sources.table_lines(name, columns)
 
-    def _depth_ceiling(self, graph: GraphRow, question: NodeRow, needed: int) -> int:
-        return self._turns.depth_ceiling(graph, question, needed)
+    # -- graphs: GraphLifecycle ---
+    def resume_graph(self, graph_id: str) -> Snapshot:
+        """Reactivate a paused or budget-exhausted graph and return its snapshot."""
+        return self._graphs.resume_graph(graph_id)
+
+    def update_graph_status(self, graph_id: str, status: str, reason: str | None = None) -> StatusChanged:
+        """Move the graph to ``status`` if the transition table allows it."""
+        return self._graphs.update_graph_status(graph_id, status, reason)
+
+    def update_graph_metadata(self, graph_id: str, metadata: dict[str, Any] | str) -> dict[str, Any]:
+        """Merge ``metadata`` into the graph's (shallow), e.g. the harvest's summary."""
+        return self._graphs.update_graph_metadata(graph_id, metadata)
+
+    def record_harvest(self, graph_id: str, harvest: Mapping[str, Any]) -> dict[str, Any]:
+        """Write the harvest (graph metadata ``harvest``), its findings' citations checked first."""
+        return self._graphs.record_harvest(graph_id, harvest)
+
+    def delete_graph(self, graph_id: str) -> dict[str, Any]:
+        """Delete the graph with its nodes, edges, events and call log."""
+        return self._graphs.delete_graph(graph_id)
+
+    # -- answer: Answers ---
+    def add_node(
+        self,
+        graph_id: str,
+        parent_id: str,
+        node_type: str,
+        text: str,
+        owner: str | None = None,
+        metadata: dict[str, Any] | str | None = None,
+    ) -> AddedNode:
+        """Add an answer or a sub-question under ``parent_id`` (:meth:`Answers.add_node`)."""
+        return self._answers.add_node(graph_id, parent_id, node_type, text, owner, metadata)
+
+    def add_answer(
+        self,
+        graph_id: str,
+        question_id: str,
+        text: str,
+        *,
+        owner: str | None = None,
+        metadata: dict[str, Any] | str | None = None,
+        sub_questions: Sequence[str | dict[str, Any]] | None = None,
+        synthesize: bool = False,
+        saturation: str | None = None,
+    ) -> AnswerWritten:
+        """Add an answer and its sub-questions in one transaction (what a worker writes)."""
+        return self._answers.add_answer(
+            graph_id,
+            question_id,
+            text,
+            owner=owner,
+            metadata=metadata,
+            sub_questions=sub_questions,
+            synthesize=synthesize,
+            saturation=saturation,
+        )
+
+    def submit_answer(
+        self,
+        graph_id: str,
+        question_id: str,
+        text: str,
+        *,
+        owner: str | None = None,
+        metadata: dict[str, Any] | str | None = None,
+        sub_questions: Sequence[str | dict[str, Any]] | None = None,
+        links: dict[str, Any] | str | None = None,
+        calls: list[dict[str, Any]] | None = None,
+        saturation: str | None = None,
+        boundary: dict[str, Any] | str | None = None,
+    ) -> AnswerSubmitted:
+        """Everything a worker writes for a claimed question, in one transaction."""
+        return self._answers.submit_answer(
+            graph_id,
+            question_id,
+            text,
+            owner=owner,
+            metadata=metadata,
+            sub_questions=sub_questions,
+            links=links,
+            calls=calls,
+            saturation=saturation,
+            boundary=boundary,
+        )
+
+    # -- links: Links ---
+    def update_node(self, graph_id: str, node_id: str, metadata: dict[str, Any] | str) -> NodeUpdated:
+        """Merge ``metadata`` into the node's (shallow); link keys create edges once."""
+        return self._links.update_node(graph_id, node_id, metadata)
+
+    # -- stops: Stops ---
+    def mark_saturated(self, graph_id: str, node_id: str, reason: str) -> Saturated:
+        """Saturate a node and every unfinished question below it (the reason is inherited)."""
+        return self._stops.mark_saturated(graph_id, node_id, reason)
+
+    def prune_branch(self, graph_id: str, node_id: str) -> Saturated:
+        """A person's prune: saturate the node and its unfinished descendants as ``pruned``."""
+        return self._stops.prune_branch(graph_id, node_id)
+
+    def approve_gate(self, graph_id: str, node_ids: list[str] | None = None) -> dict[str, Any]:
+        """Open gated questions: the given ones, or every gated question when None."""
+        return self._stops.approve_gate(graph_id, node_ids)
+
+    def submit_halt(
+        self,
+        graph_id: str,
+        node_id: str,
+        halt: dict[str, Any] | str,
+        *,
+        owner: str,
+        calls: list[dict[str, Any]] | None = None,
+    ) -> Halted:
+        """A worker's halt on its claimed question instead of an answer (:meth:`Stops.submit_halt`)."""
+        return self._stops.submit_halt(graph_id, node_id, halt, owner=owner, calls=calls)
+
+    def choose(self, graph_id: str, node_id: str, choice: int | str) -> Chosen:
+        """The person's answer to a held question: it reopens (``open``) with ``metadata["choice"]``."""
+        return self._stops.choose(graph_id, node_id, choice)
+
+    def list_gates(self, graph_id: str) -> GateList:
+        """The gated questions in creation order, each with the halt holding it (None: a checkpoint's)."""
+        return self._stops.list_gates(graph_id)
+
+    def mark_error(self, graph_id: str, node_id: str, message: str) -> dict[str, Any]:
+        """Mark an unfinished question as failed; ``recover_stuck(include_errors=True)`` reopens it."""
+        return self._stops.mark_error(graph_id, node_id, message)
+
+    # -- claim: Claims ---
+    def claim_work(
+        self,
+        graph_id: str,
+        worker_id: str,
+        *,
+        holder: HolderInfo | dict[str, Any] | str | None = "store",
+    ) -> Claim:
+        """Atomically claim the next question for ``worker_id`` (docs/architecture.md, rule 1)."""
+        return self._claims.claim_work(graph_id, worker_id, holder=holder)
+
+    def recover_stuck(
+        self,
+        graph_id: str,
+        older_than_s: float | None = None,
+        *,
+        include_errors: bool = False,
+        worker_id: str | None = None,
+    ) -> Recovered:
+        """Return stuck claims to open: by default those past their lease and those of gone holders."""
+        return self._claims.recover_stuck(
+            graph_id, older_than_s, include_errors=include_errors, worker_id=worker_id
+        )
+
+    def heartbeat(self, holder_id: str) -> Heartbeat:
+        """A live holder renews the leases of all its claims (questions and syntheses), in every graph."""
+        return self._claims.heartbeat(holder_id)
+
+    def release_claim(
+        self,
+        graph_id: str,
+        node_id: str,
+        worker_id: str,
+        error: str,
+        *,
+        max_failures: int = 3,
+        failed: bool = True,
+    ) -> ClaimReleased:
+        """Give back a claim after a failed attempt, recording why (:meth:`Claims.release_claim`)."""
+        return self._claims.release_claim(
+            graph_id, node_id, worker_id, error, max_failures=max_failures, failed=failed
+        )
+
+    # -- synthesis: Synthesis ---
+    def claim_synthesis(
+        self,
+        graph_id: str,
+        worker_id: str,
+        *,
+        holder: HolderInfo | dict[str, Any] | str | None = "store",
+        skip: list[str] | None = None,
+    ) -> SynthesisClaim:
+        """Hand the deepest ready question no one is synthesizing to ``worker_id``."""
+        return self._synthesis.claim_synthesis(graph_id, worker_id, holder=holder, skip=skip)
+
+    def submit_synthesis(
+        self,
+        graph_id: str,
+        node_id: str,
+        synthesis_text: str,
+        *,
+        worker_id: str,
+        calls: list[dict[str, Any]] | None = None,
+        claims: list[ClaimRecord] | None = None,
+        findings: Sequence[Mapping[str, Any]] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Synthesized:
+        """Synthesize a question this worker holds the synthesis of, with the calls behind it, at once."""
+        return self._synthesis.submit_synthesis(
+            graph_id,
+            node_id,
+            synthesis_text,
+            worker_id=worker_id,
+            calls=calls,
+            claims=claims,
+            findings=findings,
+            extra=extra,
+        )
+
+    def synthesize_node(
+        self,
+        graph_id: str,
+        node_id: str,
+        synthesis_text: str,
+        *,
+        claims: list[ClaimRecord] | None = None,
+        findings: Sequence[Mapping[str, Any]] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Synthesized:
+        """Record an answered question's synthesis (in ``metadata["synthesis"]``), with its ``claims``."""
+        return self._synthesis.synthesize_node(
+            graph_id, node_id, synthesis_text, claims=claims, findings=findings, extra=extra
+        )
+
+    def release_synthesis(self, graph_id: str, node_id: str, worker_id: str) -> SynthesisReleased:
+        """Give back a synthesis claim (after a failed call), so another worker may take it."""
+        return self._synthesis.release_synthesis(graph_id, node_id, worker_id)
+
+    # -- context: NodeContext ---
+    def get_context(
+        self, graph_id: str, node_id: str, *, limit: int = 6, candidates: int = 8
+    ) -> QuestionContext:
+        """What a worker needs to answer ``node_id``, each part capped (rule: bounded prompts)."""
+        return self._context.get_context(graph_id, node_id, limit=limit, candidates=candidates)
+
+    def get_synthesis_inputs(self, graph_id: str, node_id: str) -> SynthesisInputs:
+        """A question, its answers and its sub-questions with their syntheses: all a synthesis reads."""
+        return self._context.get_synthesis_inputs(graph_id, node_id)
+
+    # -- queries: GraphQueries ---
+    def get_snapshot(self, graph_id: str) -> Snapshot:
+        """The whole graph: its fields, nodes and edges (:meth:`GraphQueries.get_snapshot`)."""
+        return self._queries.get_snapshot(graph_id)
+
+    def get_snapshot_text(self, graph_id: str) -> str:
+        """:meth:`get_snapshot` as JSON text, its nodes and edges as DuckDB wrote them (never parsed here)."""
+        return self._queries.get_snapshot_text(graph_id)
+
+    def get_graph(self, graph_id: str) -> GraphRecord:
+        """The graph's own fields (status, seed, budget, metadata) without its nodes."""
+        return self._queries.get_graph(graph_id)
+
+    def get_node(self, graph_id: str, node_id: str) -> dict[str, Any]:
+        """One node with its direct children and the links touching it: what an inspector shows."""
+        return self._queries.get_node(graph_id, node_id)
+
+    def list_graphs(self) -> GraphList:
+        """Every graph in the store (without nodes), oldest first (:meth:`GraphQueries.list_graphs`)."""
+        return self._queries.list_graphs()
+
+    def get_branch(self, graph_id: str, node_id: str) -> dict[str, Any]:
+        """The subtree under ``node_id`` (itself included) and the edges inside it."""
+        return self._queries.get_branch(graph_id, node_id)
+
+    def get_open_questions(self, graph_id: str) -> OpenQuestions:
+        """Questions waiting for a worker (status ``open``) (:meth:`GraphQueries.get_open_questions`)."""
+        return self._queries.get_open_questions(graph_id)
+
+    def get_claimable_work(self, graph_id: str, worker_id: str | None = None) -> ClaimableList:
+        """What ``claim_work`` would hand out, in order (affinity to ``worker_id`` first)."""
+        return self._queries.get_claimable_work(graph_id, worker_id)
+
+    def get_ready_to_synthesize(self, graph_id: str) -> ReadyList:
+        """Answered questions whose sub-questions all are synthesized or saturated, deepest first."""
+        return self._queries.get_ready_to_synthesize(graph_id)
+
+    def query_convergence(self, graph_id: str) -> dict[str, Any]:
+        """Clusters of nodes joined by convergence edges; a cluster's insight joins its edges'."""
+        return self._queries.query_convergence(graph_id)
+
+    def query_contradictions(self, graph_id: str) -> dict[str, Any]:
+        """Contradiction edges as node pairs with their tension, in creation order."""
+        return self._queries.query_contradictions(graph_id)
+
+    def get_saturation_status(self, graph_id: str) -> dict[str, Any]:
+        """Per seed-question branch: status counts and whether it is done."""
+        return self._queries.get_saturation_status(graph_id)
+
+    def get_events(self, graph_id: str, since: int = 0, limit: int | None = None) -> dict[str, Any]:
+        """Events after ``since`` in order, at most ``limit`` (None: all): the feed of the live view."""
+        return self._queries.get_events(graph_id, since, limit)
+
+    def get_changes(self, graph_id: str, since: int = 0) -> Changes:
+        """What changed after event ``since`` (everything when 0), lean: the live view's feed."""
+        return self._queries.get_changes(graph_id, since)
+
+    def get_question_items(self, graph_id: str) -> QuestionItems:
+        """The whole graph as the live view's question items and links, JSON written by DuckDB."""
+        return self._queries.get_question_items(graph_id)
+
+    def carries_evidence(self, graph_id: str) -> bool:
+        """Whether some answer carries a support value or some question a track (what evidence reads)."""
+        return self._queries.carries_evidence(graph_id)
+
+    # -- llm_log: LLMLog ---
+    def record_llm_call(
+        self,
+        *,
+        graph_id: str | None,
+        node_id: str | None,
+        worker: str | None,
+        role: str,
+        model: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        attempts: int,
+        latency_s: float,
+        outcome: str,
+        error: str | None = None,
+    ) -> dict[str, Any]:
+        """Append one call to the log (failed calls too: ``outcome="error"``)."""
+        return self._calls.record_llm_call(
+            graph_id=graph_id,
+            node_id=node_id,
+            worker=worker,
+            role=role,
+            model=model,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            attempts=attempts,
+            latency_s=latency_s,
+            outcome=outcome,
+            error=error,
+        )
+
+    def record_llm_calls(self, calls: list[dict[str, Any]]) -> int:
+        """Append several calls (dicts of :meth:`record_llm_call`'s fields) in one statement."""
+        return self._calls.record_llm_calls(calls)
+
+    def get_llm_calls(self, graph_id: str, node_id: str | None = None) -> dict[str, Any]:
+        """Every logged call of a graph (or of one of its nodes), in order (:meth:`LLMLog.get_llm_calls`)."""
+        return self._calls.get_llm_calls(graph_id, node_id)
+
+    def count_replies(self, graph_id: str) -> dict[str, int]:
+        """How a graph's model calls went, by kind (:meth:`LLMLog.count_replies`)."""
+        return self._calls.count_replies(graph_id)
+
+    def llm_spend(self, graph_id: str) -> list[ModelSpend]:
+        """What a graph's model calls spent, per model: calls, prompt_tokens, completion_tokens."""
+        return self._calls.llm_spend(graph_id)
+
+    def cache_get(self, cache_key: str) -> dict[str, Any] | None:
+        """A recorded completion, or None (:meth:`LLMLog.cache_get`)."""
+        return self._calls.cache_get(cache_key)
+
+    def cache_put(self, cache_key: str, *, model: str, role: str, response: dict[str, Any]) -> None:
+        """Record (or re-record) a completion (:meth:`LLMLog.cache_put`)."""
+        return self._calls.cache_put(cache_key, model=model, role=role, response=response)
+
+    # -- thinkon: ThinkonWrites ---
+    def thinkon_level(self, graph_id: str, node_id: str) -> ThinkonLevel:
+        """A level's state: goal, level above, phase, plan, done (:meth:`ThinkonWrites.thinkon_level`)."""
+        return self._thinkon.thinkon_level(graph_id, node_id)
+
+    def thinkon_chain(self, graph_id: str) -> list[ThinkonLevel]:
+        """The levels that have not returned, root first: the chain as it stands (the last acts next)."""
+        return self._thinkon.thinkon_chain(graph_id)
+
+    def thinkon_plan(self, graph_id: str, node_id: str, todo: str, *, worker_id: str) -> ThinkonLevel:
+        """Think's plan: written to the level's ``todo`` (and as its answer); the level's Eval is next."""
+        return self._thinkon.thinkon_plan(graph_id, node_id, todo, worker_id=worker_id)
+
+    def thinkon_call(self, graph_id: str, node_id: str, goal: str, *, worker_id: str) -> ThinkonLevel:
+        """Eval's call: a sub-goal, a new level under this one's plan; this level waits for its return."""
+        return self._thinkon.thinkon_call(graph_id, node_id, goal, worker_id=worker_id)
+
+    def thinkon_return(
+        self,
+        graph_id: str,
+        node_id: str,
+        result: str,
+        *,
+        worker_id: str,
+        outcome: ThinkonOutcome | str = ThinkonOutcome.RETURNED,
+        reason: str | None = None,
+    ) -> ThinkonLevel | None:
+        """A level's return: its result (its synthesis), appended to the parent's ``done`` at once."""
+        return self._thinkon.thinkon_return(
+            graph_id, node_id, result, worker_id=worker_id, outcome=outcome, reason=reason
+        )

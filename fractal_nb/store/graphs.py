@@ -20,7 +20,8 @@ from ..model import (
     parse_metadata,
 )
 from ..text import normalize
-from .base import merged_metadata, new_id, optional_text, require_text, shown
+from .base import StoreCore, merged_metadata, new_id, optional_text, require_text, shown
+from .citations import CitationCheck
 from .queries import GraphQueries
 from .records import Snapshot, StatusChanged
 
@@ -38,8 +39,14 @@ _OWN_ROWS = (
 )
 
 
-class GraphLifecycle(GraphQueries):
+class GraphLifecycle:
     """Create a graph with its root question and move it through its statuses."""
+
+    def __init__(self, core: StoreCore, queries: GraphQueries, citations: CitationCheck) -> None:
+        self._core = core
+        self._db = core.db
+        self._queries = queries
+        self._citations = citations
 
     def create_graph(
         self,
@@ -55,7 +62,7 @@ class GraphLifecycle(GraphQueries):
         meta = parse_metadata(metadata)
         graph_id, root_id = new_id("g"), new_id("n")
         with self._db.write():
-            now = self.clock()
+            now = self._core.clock()
             self._db.execute(
                 "INSERT INTO graphs VALUES (?, ?, ?, ?, 'active', NULL, ?, ?, ?, ?)",
                 [graph_id, seed, level.value, str(mode), root_id, json.dumps(meta), now, now],
@@ -75,7 +82,7 @@ class GraphLifecycle(GraphQueries):
                     now,
                 ],
             )
-            self._log(
+            self._core.log(
                 graph_id,
                 None,
                 "graph_created",
@@ -83,7 +90,7 @@ class GraphLifecycle(GraphQueries):
                 {"seed": seed, "intensity": level.value, "checkpoint_mode": str(mode)},
                 now,
             )
-            self._log(graph_id, root_id, "node_added", None, {"node_type": "question", "depth": 0}, now)
+            self._core.log(graph_id, root_id, "node_added", None, {"node_type": "question", "depth": 0}, now)
         return {
             "graph_id": graph_id,
             "root_node_id": root_id,
@@ -99,7 +106,7 @@ class GraphLifecycle(GraphQueries):
         An active graph is returned unchanged; a completed or errored one is refused.
         """
         with self._db.write():
-            graph = self._graph(graph_id)
+            graph = self._core.graph(graph_id)
             if graph.status in TERMINAL_GRAPH:
                 raise InvalidTransitionError(
                     f"graph {graph.graph_id} is {graph.status!r}, which is terminal; only paused, "
@@ -107,15 +114,15 @@ class GraphLifecycle(GraphQueries):
                     graph_id=graph.graph_id,
                 )
             if graph.status != GraphStatus.ACTIVE:
-                self._change_graph_status(graph.graph_id, graph.status, GraphStatus.ACTIVE, "resumed")
-        return self.get_snapshot(graph.graph_id)
+                self.change_status(graph.graph_id, graph.status, GraphStatus.ACTIVE, "resumed")
+        return self._queries.get_snapshot(graph.graph_id)
 
     def update_graph_status(self, graph_id: str, status: str, reason: str | None = None) -> StatusChanged:
         """Move the graph to ``status`` if the transition table allows it."""
         target = parse_choice(GraphStatus, status, "status")
         reason = optional_text(reason, "reason")
         with self._db.write():
-            graph = self._graph(graph_id)
+            graph = self._core.graph(graph_id)
             if graph.status == GraphStatus.COMPLETED:  # only a new turn reopens it (store/turns.py)
                 raise InvalidTransitionError(
                     f"graph {graph.graph_id} cannot go from 'completed' to {target.value!r} by a status "
@@ -123,7 +130,7 @@ class GraphLifecycle(GraphQueries):
                     "widen, redecompose or note)",
                     graph_id=graph.graph_id,
                 )
-            self._change_graph_status(graph.graph_id, graph.status, target, reason)
+            self.change_status(graph.graph_id, graph.status, target, reason)
         return {"graph_id": graph.graph_id, "status": target.value, "previous_status": graph.status}
 
     def update_graph_metadata(self, graph_id: str, metadata: dict[str, Any] | str) -> dict[str, Any]:
@@ -132,14 +139,14 @@ class GraphLifecycle(GraphQueries):
         if not meta:
             raise InvalidInputError("metadata is empty; send a JSON object with at least one key")
         with self._db.write():
-            graph = self._active_graph(graph_id)
+            graph = self._core.active_graph(graph_id)
             merged, text = merged_metadata(json.loads(graph.metadata_json), meta, f"graph {graph.graph_id}")
-            now = self.clock()
+            now = self._core.clock()
             self._db.execute(
                 "UPDATE graphs SET metadata = ?, updated_at = ? WHERE graph_id = ?",
                 [text, now, graph.graph_id],
             )
-            self._log(graph.graph_id, None, "graph_metadata_updated", None, {"keys": sorted(meta)}, now)
+            self._core.log(graph.graph_id, None, "graph_metadata_updated", None, {"keys": sorted(meta)}, now)
         return {"graph_id": graph.graph_id, "metadata": merged}
 
     def record_harvest(self, graph_id: str, harvest: Mapping[str, Any]) -> dict[str, Any]:
@@ -154,7 +161,7 @@ class GraphLifecycle(GraphQueries):
                 f"harvest must be an object (summary, findings, gaps, ...), not {shown(harvest)}"
             )
         with self._db.write():
-            gid = self._graph(graph_id).graph_id
+            gid = self._core.graph(graph_id).graph_id
             checked = dict(harvest)
             if "findings" in checked:
                 checked["findings"] = self._citations.checked_findings(
@@ -165,16 +172,16 @@ class GraphLifecycle(GraphQueries):
     def delete_graph(self, graph_id: str) -> dict[str, Any]:
         """Delete the graph with its nodes, edges, events and call log."""
         with self._db.write():
-            graph = self._graph(graph_id)
+            graph = self._core.graph(graph_id)
             for table in (*_OWN_ROWS, "events", "edges", "synthesis_claims", "nodes", "llm_calls", "graphs"):
                 self._db.execute(f"DELETE FROM {table} WHERE graph_id = ?", [graph.graph_id])
         self._db.file.graphs.pop(graph.graph_id, None)
         return {"graph_id": graph.graph_id, "deleted": True}
 
-    def _change_graph_status(self, graph_id: str, previous: str, target: str, reason: str | None) -> None:
+    def change_status(self, graph_id: str, previous: str, target: str, reason: str | None) -> None:
         """Every graph status change: checked against the transition table, then written and logged."""
         check_graph_transition(graph_id, previous, target)
-        now = self.clock()
+        now = self._core.clock()
         row = self._db.fetchone("SELECT metadata FROM graphs WHERE graph_id = ?", [graph_id])
         metadata = json.loads(row[0] if row else "{}")
         metadata.pop("status_reason", None)
@@ -186,4 +193,4 @@ class GraphLifecycle(GraphQueries):
             [target, reason, json.dumps(metadata), now, graph_id],
         )
         payload = {"from": previous, "to": str(target), "reason": reason}
-        self._log(graph_id, None, "graph_status_changed", None, payload, now)
+        self._core.log(graph_id, None, "graph_status_changed", None, payload, now)

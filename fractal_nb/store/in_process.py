@@ -9,7 +9,7 @@ file's real path (an in-memory store gets a state of its own, never shared):
 - ``open_stores``: how many stores have the file open; when none has, another
   process may have changed it, so the next one to open it forgets what follows.
 - ``graphs``: the graph rows read once, for their fields that never change (id,
-  seed, intensity, checkpoint mode; ``StoreBase._known_graph``: never decide on
+  seed, intensity, checkpoint mode; ``StoreCore.known_graph``: never decide on
   their status).
 - ``holders``: the holder ids already written to the file's holders table (a
   holder registered once needs no second INSERT).

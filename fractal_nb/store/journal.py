@@ -2,7 +2,7 @@
 
 docs/architecture.md, "History and forks" (rules 13-15). The store logs every mutation as an
 event inside the write transaction that makes it; the journal hears of those events as they
-are written (:meth:`Journal.logged`, from ``StoreBase._log``) and, just before the
+are written (:meth:`Journal.logged`, from ``StoreCore.log``) and, just before the
 transaction's COMMIT (:class:`~.database.Database` calls :meth:`Journal.before_commit`),
 one statement per table it touches (most commits: one):
 

@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
-from .base import new_id
-from .database import Database
-from .journal import Journal
+from .base import StoreCore, new_id
 from .records import Forked, LineageRecord
 from .replay import Replay
 from .rows import iso
@@ -171,36 +168,13 @@ _LISTING = """
 """
 
 
-class EventWriter(Protocol):
-    """The part of the store a fork needs: logging its event in the write transaction."""
-
-    def _log(
-        self,
-        graph_id: str,
-        node_id: str | None,
-        kind: str,
-        actor: str | None,
-        payload: dict[str, Any],
-        at: float,
-    ) -> None: ...
-
-
 class Lineage:
     """Forks graphs and lists where each came from."""
 
-    def __init__(
-        self,
-        db: Database,
-        replay: Replay,
-        journal: Journal,
-        events: EventWriter,
-        clock: Callable[[], float],
-    ) -> None:
-        self._db = db
+    def __init__(self, core: StoreCore, replay: Replay) -> None:
+        self._core = core
+        self._db = core.db
         self._replay = replay
-        self._journal = journal
-        self._events = events
-        self._clock = clock
 
     def fork(self, graph_id: object, at_event: object) -> Forked:
         """A new graph in this file holding ``graph_id``'s state at ``at_event``; the source is unchanged.
@@ -210,7 +184,7 @@ class Lineage:
         with self._db.write():
             gid, event, commit = self._replay.commit_of(graph_id, at_event)
             fork = new_id("g")
-            now = self._clock()
+            now = self._core.clock()
             self._db.execute(_MAP, [fork, gid, commit])
             self._db.execute(_NODES, [gid, commit, fork, fork])
             max_seq, max_call_id = self._replay.watermark(gid, commit)
@@ -230,8 +204,8 @@ class Lineage:
                 [fork, fork],
             )
             assert row is not None
-            self._events._log(fork, None, "forked", None, {"forked_from": gid, "forked_at": event}, now)
-            self._journal.baseline(fork)  # the fork's history starts at its "forked" event
+            self._core.log(fork, None, "forked", None, {"forked_from": gid, "forked_at": event}, now)
+            self._core.journal.baseline(fork)  # the fork's history starts at its "forked" event
             last = self._db.fetchone("SELECT max(event_id) FROM events WHERE graph_id = ?", [fork])
         assert last is not None
         return {

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import InvalidInputError, NotFoundError
 from ..model import TOOL_NAMES
-from .base import StoreBase, optional_name, require_id
+from .base import StoreCore, optional_name, require_id
 from .records import ModelSpend
 from .rows import iso
 
@@ -69,8 +69,12 @@ _OPTIONAL = (
 _TEXT_LIMITS = {"model": 500, "mode": 50, "error": 2000, "retry_sampling": 2000}
 
 
-class LLMLog(StoreBase):
+class LLMLog:
     """Append-only log of model calls and a completion cache."""
+
+    def __init__(self, core: StoreCore) -> None:
+        self._core = core
+        self._db = core.db
 
     def record_llm_call(
         self,
@@ -123,7 +127,7 @@ class LLMLog(StoreBase):
         self._check_places(rows)
         if not rows:
             return 0
-        now = self.clock()
+        now = self._core.clock()
         values = ", ".join(
             "(nextval('call_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in rows
         )
@@ -159,7 +163,7 @@ class LLMLog(StoreBase):
         """Every row's graph exists and its node (when it names one) is a node of that graph."""
         for gid in dict.fromkeys(r["graph_id"] for r in rows):
             try:
-                self._known_graph(gid)
+                self._core.known_graph(gid)
             except NotFoundError as exc:
                 raise InvalidInputError(f"call records name {exc}") from None
             named = sorted({r["node_id"] for r in rows if r["graph_id"] == gid and r["node_id"] is not None})
@@ -248,7 +252,7 @@ class LLMLog(StoreBase):
         """Record (or re-record) a completion."""
         self._db.write_one(
             "INSERT OR REPLACE INTO llm_cache VALUES (?, ?, ?, ?, ?)",
-            [cache_key, model, role, json.dumps(response), self.clock()],
+            [cache_key, model, role, json.dumps(response), self._core.clock()],
         )
 
 

@@ -12,7 +12,8 @@ from typing import Any, cast
 import networkx as nx
 
 from ..model import DONE_QUESTION, PENDING_QUESTION, EdgeType, NodeStatus
-from .base import StoreBase, optional_name, require_count, require_id
+from .base import StoreCore, optional_name, require_count, require_id
+from .claim import CLAIMABLE
 from .question_items import carries_evidence, question_items
 from .records import (
     Changes,
@@ -27,7 +28,8 @@ from .records import (
     Snapshot,
 )
 from .rows import EDGES_SQL, EVENT_COLUMNS, GRAPH_COLUMNS, GraphRow, NodeRow, edge_dict, event_dict
-from .work import CLAIMABLE, READY
+from .snapshot import SnapshotTexts
+from .synthesis import READY
 
 _Filter = tuple[str, list[Any]]  # a WHERE fragment and its parameters
 _ALL: _Filter = ("TRUE", [])
@@ -50,8 +52,13 @@ _FEED_NAMES = (
 _TOUCHED = "SELECT node_id FROM events WHERE graph_id = ? AND event_id > ? AND event_id <= ?"
 
 
-class GraphQueries(StoreBase):
+class GraphQueries:
     """Queries of the tool contract; none of them writes."""
+
+    def __init__(self, core: StoreCore) -> None:
+        self._core = core
+        self._db = core.db
+        self._snapshot_texts = SnapshotTexts(core.db)  # each graph's rows as JSON, kept (snapshot.py)
 
     def get_snapshot(self, graph_id: str) -> Snapshot:
         """The whole graph: its fields, nodes and edges in creation order."""
@@ -77,20 +84,20 @@ class GraphQueries(StoreBase):
     def _snapshot_parts(self, graph_id: str) -> tuple[GraphRow, str, str]:
         """The graph's row and its nodes and edges as JSON text, read in one transaction (snapshot.py)."""
         with self._db.read():
-            graph = self._graph(graph_id)
+            graph = self._core.graph(graph_id)
             return graph, *self._snapshot_texts.nodes_and_edges(graph.graph_id)
 
     def get_graph(self, graph_id: str) -> GraphRecord:
         """The graph's own fields (status, seed, budget, metadata) without its nodes."""
-        return self._graph(graph_id).to_dict()
+        return self._core.graph(graph_id).to_dict()
 
     def get_node(self, graph_id: str, node_id: str) -> dict[str, Any]:
         """One node with its direct children and the links touching it: what an inspector shows."""
         with self._db.read():
-            graph = self._known_graph(graph_id)
-            node = self._node(graph.graph_id, node_id)
-            children = self._nodes("graph_id = ? AND parent_id = ?", [graph.graph_id, node.node_id])
-            links = self._edges(
+            graph = self._core.known_graph(graph_id)
+            node = self._core.node(graph.graph_id, node_id)
+            children = self._core.nodes("graph_id = ? AND parent_id = ?", [graph.graph_id, node.node_id])
+            links = self.edges(
                 graph.graph_id,
                 tree=None,
                 links=("(from_node = ? OR to_node = ?)", [node.node_id, node.node_id]),
@@ -111,12 +118,12 @@ class GraphQueries(StoreBase):
     def get_branch(self, graph_id: str, node_id: str) -> dict[str, Any]:
         """The subtree under ``node_id`` (itself included) and the edges inside it."""
         with self._db.read():
-            graph = self._known_graph(graph_id)
-            root = self._node(graph.graph_id, node_id)
-            ids = [root.node_id, *self._descendants(graph.graph_id, root.node_id)]
+            graph = self._core.known_graph(graph_id)
+            root = self._core.node(graph.graph_id, node_id)
+            ids = [root.node_id, *self._core.descendants(graph.graph_id, root.node_id)]
             marks = ", ".join("?" for _ in ids)
-            nodes = self._nodes(f"node_id IN ({marks})", ids)
-            edges = self._edges(
+            nodes = self._core.nodes(f"node_id IN ({marks})", ids)
+            edges = self.edges(
                 graph.graph_id,
                 tree=(f"node_id IN ({marks}) AND node_id != ?", [*ids, root.node_id]),
                 links=(f"from_node IN ({marks}) AND to_node IN ({marks})", ids + ids),
@@ -130,8 +137,10 @@ class GraphQueries(StoreBase):
 
     def get_open_questions(self, graph_id: str) -> OpenQuestions:
         """Questions waiting for a worker (status ``open``)."""
-        graph = self._known_graph(graph_id)
-        nodes = self._nodes("graph_id = ? AND node_type = 'question' AND status = 'open'", [graph.graph_id])
+        graph = self._core.known_graph(graph_id)
+        nodes = self._core.nodes(
+            "graph_id = ? AND node_type = 'question' AND status = 'open'", [graph.graph_id]
+        )
         return {
             "graph_id": graph.graph_id,
             "open_questions": [n.to_dict() for n in nodes],
@@ -141,26 +150,26 @@ class GraphQueries(StoreBase):
     def get_claimable_work(self, graph_id: str, worker_id: str | None = None) -> ClaimableList:
         """What ``claim_work`` would hand out, in order (affinity to ``worker_id`` first)."""
         worker = optional_name(worker_id, "worker_id")
-        graph = self._known_graph(graph_id)
+        graph = self._core.known_graph(graph_id)
         rows = self._db.fetchall(
             CLAIMABLE.format(active=""),
-            [graph.graph_id, graph.graph_id, self.clock(), graph.graph_id, worker],
+            [graph.graph_id, graph.graph_id, self._core.clock(), graph.graph_id, worker],
         )
         nodes = [NodeRow(*r).to_dict() for r in rows]
         return {"graph_id": graph.graph_id, "claimable": nodes, "count": len(nodes)}
 
     def get_ready_to_synthesize(self, graph_id: str) -> ReadyList:
         """Answered questions whose sub-questions all are synthesized or saturated, deepest first."""
-        graph = self._known_graph(graph_id)
-        nodes = self._nodes(READY, [graph.graph_id, graph.graph_id])
+        graph = self._core.known_graph(graph_id)
+        nodes = self._core.nodes(READY, [graph.graph_id, graph.graph_id])
         nodes.sort(key=lambda n: (-n.depth, n.seq))
         return {"graph_id": graph.graph_id, "ready_nodes": [n.to_dict() for n in nodes], "count": len(nodes)}
 
     def query_convergence(self, graph_id: str) -> dict[str, Any]:
         """Clusters of nodes joined by convergence edges; a cluster's insight joins its edges'."""
         with self._db.read():
-            graph = self._known_graph(graph_id)
-            edges = self._edges(graph.graph_id, tree=None, links=("edge_type = ?", [EdgeType.CONVERGENCE]))
+            graph = self._core.known_graph(graph_id)
+            edges = self.edges(graph.graph_id, tree=None, links=("edge_type = ?", [EdgeType.CONVERGENCE]))
             order = self._seq_of(graph.graph_id)
         links: nx.Graph = nx.Graph()
         for edge in edges:
@@ -179,8 +188,8 @@ class GraphQueries(StoreBase):
 
     def query_contradictions(self, graph_id: str) -> dict[str, Any]:
         """Contradiction edges as node pairs with their tension, in creation order."""
-        graph = self._known_graph(graph_id)
-        edges = self._edges(graph.graph_id, tree=None, links=("edge_type = ?", [EdgeType.CONTRADICTION]))
+        graph = self._core.known_graph(graph_id)
+        edges = self.edges(graph.graph_id, tree=None, links=("edge_type = ?", [EdgeType.CONTRADICTION]))
         pairs = [
             {"nodes": [e["from_node"], e["to_node"]], "tension": e["metadata"].get("tension", "")}
             for e in edges
@@ -193,8 +202,8 @@ class GraphQueries(StoreBase):
         ``all_saturated``: there are branches and every question in them is
         synthesized or saturated. ``all_complete``: that, and the root is done too.
         """
-        graph = self._known_graph(graph_id)
-        questions = self._nodes("graph_id = ? AND node_type = 'question'", [graph.graph_id])
+        graph = self._core.known_graph(graph_id)
+        questions = self._core.nodes("graph_id = ? AND node_type = 'question'", [graph.graph_id])
         by_branch: dict[str, list[NodeRow]] = {}
         for q in questions:
             if q.branch_id is not None:
@@ -237,7 +246,7 @@ class GraphQueries(StoreBase):
         since = require_count(since, "since")
         if limit is not None:
             limit = require_count(limit, "limit", none="all of them")
-        graph = self._known_graph(graph_id)
+        graph = self._core.known_graph(graph_id)
         sql = f"SELECT {EVENT_COLUMNS} FROM events WHERE graph_id = ? AND event_id > ? ORDER BY event_id"
         params: list[Any] = [graph.graph_id, since]
         if limit is not None:
@@ -264,7 +273,7 @@ class GraphQueries(StoreBase):
                 [gid, gid],
             )
             if row is None:
-                self._graph(gid)  # raises NotFoundError
+                self._core.graph(gid)  # raises NotFoundError
             assert row is not None
             graph, last = GraphRow(*row[:-1]), max(since, row[-1] or 0)
             if since == 0:
@@ -319,19 +328,19 @@ class GraphQueries(StoreBase):
                 [gid, gid],
             )
             if row is None:
-                self._graph(gid)  # raises NotFoundError
+                self._core.graph(gid)  # raises NotFoundError
             assert row is not None
             return question_items(self._db, gid, row[0], row[1] or 0)
 
     def carries_evidence(self, graph_id: str) -> bool:
         """Whether some answer carries a support value or some question a track (what evidence reads)."""
-        graph = self._graph(graph_id)
+        graph = self._core.graph(graph_id)
         with self._db.read():
             return carries_evidence(self._db, graph.graph_id)
 
     # -- internals ----------------------------------------------------------------
 
-    def _edges(
+    def edges(
         self,
         graph_id: str,
         *,

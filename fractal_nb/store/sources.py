@@ -1,8 +1,8 @@
 """Sources: the texts a graph's answers cite, kept in the graph's file as chunks.
 
 A plain class composed by :class:`~fractal_nb.store.GraphStore` (docs/architecture.md,
-"Sources and citations"): the database, the clock, the citation check and the store
-(for its graph rows and event log) are passed in. Every query is scoped by
+"Sources and citations"): the store's core (the connection, the clock, graph rows and the
+event log) and the citation check are passed in. Every query is scoped by
 ``graph_id``. A source is stored whole, as non-overlapping line windows (chunks), so
 a citation checks against the text as it was added whatever the disk holds later.
 
@@ -16,21 +16,20 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError, NotFoundError
 from ..retrieval import SourceIndex
-from .base import require_count, require_text, shown
+from .base import StoreCore, require_count, require_text, shown
 from .database import OWN_TABLES, Database
 from .records import ChunkRecord, CitationRecord, SourceHit, SourceLines, SourceRecord, SourceText
 from .rows import iso
 
 if TYPE_CHECKING:
     from .citations import CitationCheck
-    from .graph_store import GraphStore
 
 MAX_SOURCE_CHARS = 5_000_000  # one source's text
 MAX_ADD_CHARS = 50_000_000  # all the texts of one add_sources call
@@ -154,13 +153,10 @@ class Sources:
     ['One UPDATE takes the row.']
     """
 
-    def __init__(
-        self, db: Database, clock: Callable[[], float], check: CitationCheck, store: GraphStore
-    ) -> None:
-        self._db = db
-        self._clock = clock
+    def __init__(self, core: StoreCore, check: CitationCheck) -> None:
+        self._core = core
+        self._db = core.db
         self._check = check
-        self._store = store
         self._indexes: dict[str, tuple[tuple[int, int], SourceIndex]] = {}  # graph: (fingerprint, index)
         self._lock = threading.Lock()
 
@@ -174,7 +170,7 @@ class Sources:
         """
         given = _require_texts(texts)
         with self._db.write():
-            graph = self._store._graph(graph_id)
+            graph = self._core.graph(graph_id)
             gid = graph.graph_id
             known = self._names(gid, sorted({t["name"] for t in given}))
             fresh: dict[str, tuple[SourceText, str]] = {}
@@ -190,11 +186,9 @@ class Sources:
                 if held is None:
                     fresh[text["name"]] = (text, digest)
             if fresh:
-                now = self._clock()
+                now = self._core.clock()
                 ids = [source_id(name, digest) for name, (_, digest) in fresh.items()]
-                self._store._log(
-                    gid, None, "sources_added", None, {"sources": ids, "names": list(fresh)}, now
-                )
+                self._core.log(gid, None, "sources_added", None, {"sources": ids, "names": list(fresh)}, now)
                 event = self._db.fetchone("SELECT max(event_id) FROM events WHERE graph_id = ?", [gid])
                 assert event is not None
                 self._insert(gid, list(fresh.values()), now, int(event[0]))
@@ -252,7 +246,7 @@ class Sources:
 
     def listing(self, graph_id: str) -> list[SourceRecord]:
         """The graph's sources in the order they were added."""
-        gid = self._store._known_graph(graph_id).graph_id
+        gid = self._core.known_graph(graph_id).graph_id
         rows = self._db.fetchall(
             f"SELECT {_SOURCE_COLUMNS} FROM sources s WHERE s.graph_id = ? ORDER BY s.added_event, s.name",
             [gid],
@@ -261,7 +255,7 @@ class Sources:
 
     def chunks(self, graph_id: str) -> list[ChunkRecord]:
         """The graph's chunks: by source (in the order they were added), then by line."""
-        gid = self._store._known_graph(graph_id).graph_id
+        gid = self._core.known_graph(graph_id).graph_id
         rows = self._db.fetchall(
             "SELECT c.chunk_id, c.source_id, s.name, c.line_start, c.line_end, c.text "
             "FROM source_chunks c JOIN sources s ON s.graph_id = c.graph_id AND s.source_id = c.source_id "
@@ -275,7 +269,7 @@ class Sources:
 
     def read(self, graph_id: str, source: object, line_start: object, line_end: object) -> SourceLines:
         """Lines ``line_start`` to ``line_end`` of a source (by name or id), as stored."""
-        gid = self._store._known_graph(graph_id).graph_id
+        gid = self._core.known_graph(graph_id).graph_id
         if not isinstance(source, str) or not source.strip():
             raise InvalidInputError(f"source must be a source's name, not {shown(source)}")
         start = require_count(line_start, "line_start", minimum=1)
@@ -313,7 +307,7 @@ class Sources:
 
     def search(self, graph_id: str, query: object, k: object = 5) -> list[SourceHit]:
         """The ``k`` chunks of the graph's sources that best match ``query`` (BM25), best first."""
-        gid = self._store._known_graph(graph_id).graph_id
+        gid = self._core.known_graph(graph_id).graph_id
         text = require_text(query, "query")
         if len(text) > MAX_QUERY_CHARS:
             raise InvalidInputError(f"query is {len(text):,} characters; the limit is {MAX_QUERY_CHARS:,}")
@@ -338,7 +332,7 @@ class Sources:
 
     def check(self, graph_id: str, citations: object) -> list[CitationRecord]:
         """Each citation with the status the store's check gives it (a read; nothing written)."""
-        gid = self._store._known_graph(graph_id).graph_id
+        gid = self._core.known_graph(graph_id).graph_id
         return self._check.check(gid, citations)
 
     # -- a table of the store's file ----------------------------------------------------

@@ -1,6 +1,6 @@
 """Synthesis handed out like claims: one worker composes a ready question's synthesis at a time.
 
-Workers in any number of processes ask :meth:`SynthesisQueue.claim_synthesis`
+Workers in any number of processes ask :meth:`Synthesis.claim_synthesis`
 for the next ready question (deepest first); the store records the hand-out in
 ``synthesis_claims`` under the write lock, so two workers never pay the model
 for the same synthesis. The claim is a lease like a question's, renewed by its
@@ -13,18 +13,43 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..errors import StateError
-from ..model import DONE_QUESTION, GraphStatus, NodeStatus, NodeType
-from .base import require_claims, require_id, require_ids, require_text
+from ..errors import InvalidInputError, StateError
+from ..model import DONE_QUESTION, GraphStatus, NodeStatus, NodeType, Support, WeakReason, weakness
+from .base import StoreCore, require_claims, require_id, require_ids, require_text
+from .citations import CitationCheck
+from .claim import Claims
 from .holders import HolderInfo
 from .llm_log import LLMLog
-from .records import ClaimRecord, SynthesisClaim, SynthesisReleased, Synthesized
+from .records import ClaimRecord, SynthesisClaim, SynthesisReleased, Synthesized, WeakMark
 from .rows import NODE_COLUMNS, NodeRow
-from .work import READY, WorkQueue
+
+# Ready to synthesize: answered questions with sub-questions, all of them synthesized or saturated,
+# or with a person's note (store/turns.py) and no unfinished sub-question. Parameters: graph_id, graph_id.
+READY = """graph_id = ? AND node_type = 'question' AND status = 'answered' AND (node_id IN (
+               SELECT question_id FROM nodes
+               WHERE graph_id = ? AND node_type IN ('question', 'note') AND question_id IS NOT NULL
+               GROUP BY question_id
+               HAVING bool_and(node_type = 'note' OR status IN ('synthesized', 'saturated')))
+           OR (json_exists(metadata, '$.track') AND NOT EXISTS (SELECT 1 FROM nodes below
+               WHERE below.graph_id = nodes.graph_id AND below.question_id = nodes.node_id
+               AND below.node_type IN ('question', 'note'))))"""
+# Second branch: a track answered without sub-tracks waits for its findings (docs/architecture.md, "Tracks").
 
 
-class SynthesisQueue(WorkQueue, LLMLog):
-    """Claiming, submitting and releasing syntheses of ready questions."""
+class Synthesis:
+    """Claiming, writing, submitting and releasing syntheses of ready questions.
+
+    Its collaborators: the claim step (:class:`~fractal_nb.store.claim.Claims`, whose
+    holders and leases a synthesis claim uses too), the citation check a track's
+    findings go through, and the call log a submission writes with it.
+    """
+
+    def __init__(self, core: StoreCore, claims: Claims, citations: CitationCheck, calls: LLMLog) -> None:
+        self._core = core
+        self._db = core.db
+        self._claims = claims
+        self._citations = citations
+        self._calls = calls
 
     def claim_synthesis(
         self,
@@ -42,13 +67,13 @@ class SynthesisQueue(WorkQueue, LLMLog):
         """
         gid = require_id(graph_id, "graph_id")
         worker = require_id(worker_id, "worker_id")
-        held = self._held(holder)
+        held = self._claims.held(holder)
         skipped = require_ids(skip, "skip")
         with self._db.write():
-            graph = self._graph(gid)
+            graph = self._core.graph(gid)
             if graph.status != GraphStatus.ACTIVE:
                 return {"node_id": None, "graph_id": gid, "graph_status": graph.status}
-            now = self.clock()
+            now = self._core.clock()
             self._db.execute(
                 "DELETE FROM synthesis_claims WHERE graph_id = ? AND claimed_at + lease_s <= ?", [gid, now]
             )
@@ -59,19 +84,19 @@ class SynthesisQueue(WorkQueue, LLMLog):
                 params += skipped
             deepest = f"SELECT {NODE_COLUMNS} FROM nodes WHERE {where} ORDER BY depth DESC, seq LIMIT 1"
             row = self._db.fetchone(deepest, params)
-            if row is None and self._recover_gone(gid, now):  # a dead worker's syntheses come back
+            if row is None and self._claims.recover_gone(gid, now):  # a dead worker's syntheses come back
                 row = self._db.fetchone(deepest, params)
             if row is None:
                 return {"node_id": None, "graph_id": gid, "graph_status": graph.status}
             node = NodeRow(*row)
             if held is not None:
-                self._register(held, now)
-            lease = self._lease_for(held and held["holder_id"])
+                self._claims.register(held, now)
+            lease = self._claims.lease_for(held and held["holder_id"])
             self._db.execute(
                 "INSERT INTO synthesis_claims VALUES (?, ?, ?, ?, ?, ?)",
                 [node.node_id, gid, worker, held and held["holder_id"], now, lease],
             )
-            self._log(gid, node.node_id, "synthesis_claimed", worker, {"lease_s": lease}, now)
+            self._core.log(gid, node.node_id, "synthesis_claimed", worker, {"lease_s": lease}, now)
         if held is not None:
             self._db.file.holders.add(held["holder_id"])
         return {
@@ -124,7 +149,7 @@ class SynthesisQueue(WorkQueue, LLMLog):
                     graph_id=graph_id,
                     node_id=nid,
                 )
-            graph, node = self._active_node(graph_id, nid)
+            graph, node = self._core.active_node(graph_id, nid)
             added = self._added_meanwhile(node)
             if added:
                 result = self._synthesize_then_reopen(node, text, worker, added, carried, findings, extra)
@@ -133,8 +158,108 @@ class SynthesisQueue(WorkQueue, LLMLog):
                     graph.graph_id, nid, text, claims=carried, findings=findings, extra=extra
                 )
             if calls:
-                self.record_llm_calls(calls)
+                self._calls.record_llm_calls(calls)
         return result
+
+    def synthesize_node(
+        self,
+        graph_id: str,
+        node_id: str,
+        synthesis_text: str,
+        *,
+        claims: list[ClaimRecord] | None = None,
+        findings: Sequence[Mapping[str, Any]] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Synthesized:
+        """Record an answered question's synthesis (in ``metadata["synthesis"]``), with its ``claims``.
+
+        ``findings`` (a track's ``{finding, confidence, citations}``, docs/architecture.md,
+        "Sources and citations", "Tracks"): each finding's citations are checked and its ``support`` set in
+        this transaction; they are kept in ``metadata["findings"]``, and with sources and no supported
+        finding the question is weak (``uncited``). ``extra`` is merged into the metadata (its ``weak``
+        marks added to the children's).
+
+        Refused while any of its sub-questions is neither synthesized nor
+        saturated (docs/architecture.md, rule 3). Each write sets or clears the
+        weak mark (``metadata["weak"]``, "Facts, assumptions, unknowns"): weak
+        when a sub-question failed, was cut by a budget, or its synthesis was
+        joined without the model or is weak itself; sound children clear it.
+        """
+        text = require_text(synthesis_text, "synthesis_text")
+        carried = require_claims(claims)
+        with self._db.write():
+            graph, node = self._core.active_node(graph_id, node_id)
+            if node.node_type != NodeType.QUESTION:
+                raise InvalidInputError(
+                    f"node {node.node_id} is an answer; synthesize its question {node.question_id}",
+                    graph_id=graph.graph_id,
+                    node_id=node.node_id,
+                )
+            if node.status in (NodeStatus.OPEN, NodeStatus.CLAIMED):
+                raise StateError(
+                    f"question {node.node_id} is {node.status!r} and has no answer yet; add an "
+                    "answer before synthesizing it",
+                    graph_id=graph.graph_id,
+                    node_id=node.node_id,
+                )
+            pending = self._core.nodes(
+                "graph_id = ? AND question_id = ? AND node_type = 'question' AND status NOT IN (?, ?)",
+                [node.graph_id, node.node_id, *sorted(DONE_QUESTION)],
+            )
+            if pending:
+                listed = ", ".join(f"{p.node_id} ({p.status})" for p in pending[:5])
+                more = f" and {len(pending) - 5} more" if len(pending) > 5 else ""
+                raise StateError(
+                    f"question {node.node_id} has {len(pending)} sub-question(s) not yet "
+                    f"synthesized or saturated: {listed}{more}",
+                    graph_id=graph.graph_id,
+                    node_id=node.node_id,
+                )
+            self._core.set_status(
+                node,
+                NodeStatus.SYNTHESIZED,
+                self._core.clock(),
+                actor=node.owner,
+                kind="synthesized",
+                metadata=self._metadata(node, text, carried, findings, extra),
+            )
+            self._db.execute("DELETE FROM synthesis_claims WHERE node_id = ?", [node.node_id])
+        return {"node_id": node.node_id, "status": NodeStatus.SYNTHESIZED.value}
+
+    def _metadata(
+        self,
+        node: NodeRow,
+        text: str,
+        claims: list[ClaimRecord],
+        findings: Sequence[Mapping[str, Any]] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """``node``'s metadata with a synthesis written now: text, claims, weak mark (from its children)."""
+        meta = {k: v for k, v in node.metadata.items() if k not in ("claims", "weak")}
+        own_weak = list((extra or {}).get("weak") or [])
+        meta.update({k: v for k, v in (extra or {}).items() if k != "weak"})
+        if findings is not None:  # checked here, in the write's transaction
+            checked = self._citations.checked_findings(node.graph_id, list(findings))
+            meta["findings"] = checked
+            if self._citations.has_sources(node.graph_id) and not any(
+                f["support"] == Support.SUPPORTED for f in checked
+            ):
+                own_weak.append({"node_id": node.node_id, "reason": WeakReason.UNCITED.value})
+        meta["synthesis"] = text
+        if claims:
+            meta["claims"] = claims
+        children = self._core.nodes(  # the current ones: a later turn's superseded nodes are no ground
+            "graph_id = ? AND question_id = ? AND node_type = 'question' AND superseded_turn IS NULL",
+            [node.graph_id, node.node_id],
+        )
+        weak: list[WeakMark] = [
+            {"node_id": c.node_id, "reason": reason.value}
+            for c in children
+            if (reason := weakness(c.status, c.status_reason, c.metadata)) is not None
+        ] + own_weak
+        if weak:
+            meta["weak"] = weak
+        return meta
 
     def _added_meanwhile(self, node: NodeRow) -> list[str]:
         """The sub-questions of a held, answered question that changed since its synthesis was claimed.
@@ -166,18 +291,18 @@ class SynthesisQueue(WorkQueue, LLMLog):
         extra: Mapping[str, Any] | None = None,
     ) -> Synthesized:
         """Write a held synthesis, then reopen it for the questions ``added`` below meanwhile (rule 11)."""
-        now = self.clock()
+        now = self._core.clock()
         kept = node.metadata
-        self._set_status(
+        self._core.set_status(
             node,
             NodeStatus.SYNTHESIZED,
             now,
             actor=worker,
             kind="synthesized",
-            metadata=self._synthesis_metadata(node, text, claims, findings, extra),
+            metadata=self._metadata(node, text, claims, findings, extra),
         )
         written = replace(node, status=NodeStatus.SYNTHESIZED.value)
-        self._set_status(
+        self._core.set_status(
             written,
             NodeStatus.ANSWERED,
             now,

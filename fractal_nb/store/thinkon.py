@@ -31,11 +31,11 @@ from ..model import (
     ThinkonPhase,
     parse_choice,
 )
-from .base import require_id, require_text
-from .nodes import NodeWrites
+from .base import StoreCore, require_id, require_text
+from .children import Children
+from .claim import NO_LEASE
 from .records import DoneEntry, ThinkonLevel
 from .rows import GraphRow, NodeRow
-from .work import NO_LEASE
 
 KEY = "thinkon"
 """The metadata key of a level's state."""
@@ -64,20 +64,25 @@ def level_state(meta: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class ThinkonWrites(NodeWrites):
+class ThinkonWrites:
     """The writes of a thinkon chain, each one transaction (module docstring)."""
+
+    def __init__(self, core: StoreCore, children: Children) -> None:
+        self._core = core
+        self._db = core.db
+        self._children = children
 
     def thinkon_level(self, graph_id: str, node_id: str) -> ThinkonLevel:
         """A level's state: goal, the level above, phase, plan and done."""
-        graph = require_chain(self._graph(graph_id))
+        graph = require_chain(self._core.graph(graph_id))
         with self._db.read():
-            return self._level(graph.graph_id, self._node(graph.graph_id, node_id))
+            return self._level(graph.graph_id, self._core.node(graph.graph_id, node_id))
 
     def thinkon_chain(self, graph_id: str) -> list[ThinkonLevel]:
         """The levels that have not returned, root first: the chain as it stands (the last acts next)."""
-        graph = require_chain(self._graph(graph_id))
+        graph = require_chain(self._core.graph(graph_id))
         with self._db.read():
-            nodes = self._nodes(
+            nodes = self._core.nodes(
                 "graph_id = ? AND node_type = 'question' AND status NOT IN ('synthesized', 'saturated')",
                 [graph.graph_id],
             )
@@ -88,18 +93,18 @@ class ThinkonWrites(NodeWrites):
         todo = require_text(todo, "todo")
         with self._db.write():
             graph, level = self._acting(graph_id, node_id, worker_id, ThinkonPhase.THINK)
-            now = self.clock()
-            self._add_children(graph, level, NodeType.ANSWER, [(todo, {KEY: "plan"})], worker_id)
+            now = self._core.clock()
+            self._children.add(graph, level, NodeType.ANSWER, [(todo, {KEY: "plan"})], worker_id)
             state = {**level_state(level.metadata), "phase": ThinkonPhase.EVAL.value, "todo": todo}
             self._open(
-                self._node(graph.graph_id, level.node_id),
+                self._core.node(graph.graph_id, level.node_id),
                 state,
                 worker_id,
                 now,
                 "thinkon_planned",
                 {"todo": todo},
             )
-            return self._level(graph.graph_id, self._node(graph.graph_id, level.node_id))
+            return self._level(graph.graph_id, self._core.node(graph.graph_id, level.node_id))
 
     def thinkon_call(self, graph_id: str, node_id: str, goal: str, *, worker_id: str) -> ThinkonLevel:
         """Eval's call: a sub-goal, a new level under this one's plan; this level waits for its return.
@@ -112,16 +117,16 @@ class ThinkonWrites(NodeWrites):
             graph, level = self._acting(graph_id, node_id, worker_id, ThinkonPhase.EVAL)
             plan = self._plan_of(level)
             fresh: dict[str, Any] = {KEY: {"phase": ThinkonPhase.THINK.value, "todo": None, "done": []}}
-            (child,) = self._add_children(
+            (child,) = self._children.add(
                 graph, plan, NodeType.QUESTION, [(goal, fresh)], worker_id, question=level
             )
-            self._log(
+            self._core.log(
                 graph.graph_id,
                 level.node_id,
                 "thinkon_called",
                 worker_id,
                 {"child": child.node_id, "goal": goal},
-                self.clock(),
+                self._core.clock(),
             )
             return self._level(graph.graph_id, child)
 
@@ -150,11 +155,11 @@ class ThinkonWrites(NodeWrites):
             reason = require_text(reason, "reason")
         with self._db.write():
             graph, level = self._acting(graph_id, node_id, worker_id, None, unheld=how == ThinkonOutcome.CUT)
-            now = self.clock()
+            now = self._core.clock()
             state = level_state(level.metadata)
             if state["todo"] is None and how == ThinkonOutcome.RETURNED:  # Think returned at once: its answer
-                self._add_children(graph, level, NodeType.ANSWER, [(result, {KEY: "result"})], worker_id)
-                level = self._node(graph.graph_id, level.node_id)
+                self._children.add(graph, level, NodeType.ANSWER, [(result, {KEY: "result"})], worker_id)
+                level = self._core.node(graph.graph_id, level.node_id)
             meta: dict[str, Any] = {
                 **level.metadata,
                 "synthesis": result,
@@ -165,7 +170,7 @@ class ThinkonWrites(NodeWrites):
                 meta["last_error"] = reason
             elif how == ThinkonOutcome.CUT:
                 meta |= {"budget_exhausted": True, "budget_reason": reason}
-            self._set_status(
+            self._core.set_status(
                 level,
                 NodeStatus.SYNTHESIZED if how == ThinkonOutcome.RETURNED else NodeStatus.SATURATED,
                 now,
@@ -184,7 +189,7 @@ class ThinkonWrites(NodeWrites):
                 columns=_NO_HOLDER,
                 payload={"outcome": how.value},
             )
-            above = self._node(graph.graph_id, level.question_id) if level.question_id else None
+            above = self._core.node(graph.graph_id, level.question_id) if level.question_id else None
             if above is None:
                 return None
             parent_state = level_state(above.metadata)
@@ -207,7 +212,7 @@ class ThinkonWrites(NodeWrites):
             index = len(parent_state["done"]) - 1
             payload = {"child": level.node_id, "index": index, "outcome": how.value}
             self._open(above, parent_state, worker_id, now, "done_appended", payload)
-            return self._level(graph.graph_id, self._node(graph.graph_id, above.node_id))
+            return self._level(graph.graph_id, self._core.node(graph.graph_id, above.node_id))
 
     # -- internals ----------------------------------------------------------------
 
@@ -221,7 +226,7 @@ class ThinkonWrites(NodeWrites):
         payload: dict[str, Any],
     ) -> None:
         """An answered level opens for its next step (model.CHAIN_TRANSITIONS), with ``state``, unheld."""
-        self._set_status(
+        self._core.set_status(
             level,
             NodeStatus.OPEN,
             now,
@@ -238,7 +243,7 @@ class ThinkonWrites(NodeWrites):
     ) -> tuple[GraphRow, NodeRow]:
         """The active graph and the level ``worker_id`` holds (``unheld``: or an open one nobody holds)."""
         worker = require_id(worker_id, "worker_id")
-        graph, level = self._active_node(graph_id, node_id)
+        graph, level = self._core.active_node(graph_id, node_id)
         require_chain(graph)
         if level.node_type != NodeType.QUESTION:
             raise StateError(f"node {level.node_id} is an answer, not a level", node_id=level.node_id)
@@ -274,7 +279,7 @@ class ThinkonWrites(NodeWrites):
 
     def _plan_of(self, level: NodeRow) -> NodeRow:
         """The level's plan (its answer node), under which its sub-goals hang."""
-        plans = self._nodes(
+        plans = self._core.nodes(
             "graph_id = ? AND parent_id = ? AND node_type = 'answer'", [level.graph_id, level.node_id]
         )
         if not plans:
@@ -283,7 +288,7 @@ class ThinkonWrites(NodeWrites):
 
     def _level(self, graph_id: str, node: NodeRow) -> ThinkonLevel:
         state = level_state(node.metadata)
-        above = self._node(graph_id, node.question_id) if node.question_id else None
+        above = self._core.node(graph_id, node.question_id) if node.question_id else None
         return {
             "node_id": node.node_id,
             "graph_id": graph_id,

@@ -1,18 +1,19 @@
 """Turns and heads: later stretches of work on a graph, each re-opening only what it needs.
 
 A plain class composed by :class:`~fractal_nb.store.GraphStore` (docs/architecture.md, "Turns
-and heads"): the database, the clock and the store whose row access and status moves it
-uses are passed in. Every query is scoped by ``graph_id``. A steering request (ask,
-deepen, widen, redecompose, note) joins the open turn or opens the next one — a completed
-graph goes back to ``active`` here and nowhere else — and writes its nodes and reopenings in
-one transaction with it: a refused request changes nothing. ``end_turn`` (at harvest) makes
+and heads"): the store's core (rows, events, status moves), the children step that
+inserts its questions and the graph lifecycle that reopens a completed graph are passed
+in. Every query is scoped by ``graph_id``. A steering request (ask, deepen, widen,
+redecompose, note) joins the open turn or opens the next one — a completed graph goes
+back to ``active`` here and nowhere else — and writes its nodes and reopenings in one
+transaction with it: a refused request changes nothing. ``end_turn`` (at harvest) makes
 the head.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError, StateError
@@ -26,13 +27,13 @@ from ..model import (
     TurnKind,
 )
 from ..text import normalize
-from .base import new_id, optional_text, require_count, require_id, require_text, shown
-from .database import Database
+from .base import StoreCore, new_id, optional_text, require_count, require_id, require_text, shown
 from .records import TurnRecord, TurnRequest
 from .rows import GraphRow, NodeRow
 
 if TYPE_CHECKING:
-    from .graph_store import GraphStore
+    from .children import Children
+    from .graphs import GraphLifecycle
 
 MAX_LEVELS = 4  # deepen(levels): at most this many levels past the intensity's depth
 MAX_WIDEN = 12  # widen(n): at most this many new seed questions in one request
@@ -52,10 +53,11 @@ class Turns:
     [(1, 'seed', None)]
     """
 
-    def __init__(self, db: Database, clock: Callable[[], float], store: GraphStore) -> None:
-        self._db = db
-        self._clock = clock
-        self._store = store
+    def __init__(self, core: StoreCore, children: Children, graphs: GraphLifecycle) -> None:
+        self._core = core
+        self._db = core.db
+        self._children = children
+        self._graphs = graphs
 
     # -- opening and ending -------------------------------------------------------------
 
@@ -82,11 +84,11 @@ class Turns:
             last = (1,)
         turn = int(last[0]) + 1
         if graph.status == GraphStatus.COMPLETED:  # a head, not a tomb: the only way back to active
-            self._store._change_graph_status(
+            self._graphs.change_status(
                 graph.graph_id, graph.status, GraphStatus.ACTIVE, f"turn {turn}: {kind.value}"
             )
-        now = self._clock()
-        self._store._log(graph.graph_id, None, "turn_started", None, {"turn": turn, "kind": kind.value}, now)
+        now = self._core.clock()
+        self._core.log(graph.graph_id, None, "turn_started", None, {"turn": turn, "kind": kind.value}, now)
         self._insert(graph.graph_id, turn, kind, self._last_event(graph.graph_id))
         return turn
 
@@ -97,7 +99,7 @@ class Turns:
         """
         gid = require_id(graph_id, "graph_id")
         with self._db.write():
-            graph = self._store._graph(gid)
+            graph = self._core.graph(gid)
             row = self._db.fetchone("SELECT turn FROM turns WHERE graph_id = ? AND head_event IS NULL", [gid])
             if row is None:
                 if self._db.fetchone("SELECT 1 FROM turns WHERE graph_id = ?", [gid]) is not None:
@@ -112,9 +114,9 @@ class Turns:
     def _write_head(self, graph: GraphRow, turn: int, *, cost: float | None) -> None:
         """End ``turn`` in a head: a ``head`` event, then the graph as it is now (caller's transaction)."""
         gid = graph.graph_id
-        now = self._clock()
-        self._store._log(gid, None, "head", None, {"turn": turn, "status": graph.status}, now)
-        nodes = self._store._nodes("graph_id = ?", [gid])
+        now = self._core.clock()
+        self._core.log(gid, None, "head", None, {"turn": turn, "status": graph.status}, now)
+        nodes = self._core.nodes("graph_id = ?", [gid])
         root = next(n for n in nodes if n.node_id == graph.root_node_id)
         tokens = self._db.fetchone(
             "SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) FROM llm_calls "
@@ -139,7 +141,7 @@ class Turns:
 
     def list_turns(self, graph_id: str) -> list[TurnRecord]:
         """The graph's turns in order, the open one (``head_event`` None) last."""
-        gid = self._store._known_graph(graph_id).graph_id
+        gid = self._core.known_graph(graph_id).graph_id
         rows = self._db.fetchall(
             "SELECT turn, kind, requests, started_event, head_event, status, root_synthesis, counts, "
             "tokens, cost, created_at, ended_at FROM turns WHERE graph_id = ? ORDER BY turn",
@@ -192,7 +194,7 @@ class Turns:
         text = require_text(question, "question")
         with self._db.write():
             graph = self._steerable(graph_id)
-            target = self._store._node(
+            target = self._core.node(
                 graph.graph_id, under if under is not None else graph.root_node_id, "under"
             )
             self._require_current(target)
@@ -203,7 +205,7 @@ class Turns:
                     node_id=target.node_id,
                 )
             answer = target if target.node_type == NodeType.ANSWER else self._current_answer(target)
-            asked = self._store._asked(graph.graph_id, [normalize(text)])
+            asked = self._children.asked(graph.graph_id, [normalize(text)])
             if asked:
                 raise StateError(
                     f"question {text!r} is asked already in graph {graph.graph_id} (node "
@@ -211,10 +213,10 @@ class Turns:
                     graph_id=graph.graph_id,
                 )
             turn = self.open_turn(graph, kind)
-            owner = self._store._node(graph.graph_id, answer.question_id or "", "under")
+            owner = self._core.node(graph.graph_id, answer.question_id or "", "under")
             self._revive(owner, turn)
-            added = self._store._add_children(
-                self._store._graph(graph.graph_id), answer, NodeType.QUESTION, [(text, {"turn": turn})], None
+            added = self._children.add(
+                self._core.graph(graph.graph_id), answer, NodeType.QUESTION, [(text, {"turn": turn})], None
             )
             created = [n.node_id for n in added]
             return self._record(graph.graph_id, turn, kind, {"question": text, "under": under}, created, [])
@@ -231,9 +233,9 @@ class Turns:
         texts = [require_text(q, f"questions[{i}]") for i, q in enumerate(questions)]
         with self._db.write():
             graph = self._steerable(graph_id)
-            root = self._store._node(graph.graph_id, graph.root_node_id)
+            root = self._core.node(graph.graph_id, graph.root_node_id)
             answer = self._current_answer(root)
-            asked = self._store._asked(graph.graph_id, [normalize(t) for t in texts])
+            asked = self._children.asked(graph.graph_id, [normalize(t) for t in texts])
             fresh: dict[str, str] = {}
             for text in texts:
                 if normalize(text) not in asked:
@@ -244,8 +246,8 @@ class Turns:
                     graph_id=graph.graph_id,
                 )
             turn = self.open_turn(graph, TurnKind.WIDEN)
-            added = self._store._add_children(
-                self._store._graph(graph.graph_id),
+            added = self._children.add(
+                self._core.graph(graph.graph_id),
                 answer,
                 NodeType.QUESTION,
                 [(t, {"turn": turn, "widened": True}) for t in fresh.values()],
@@ -272,7 +274,7 @@ class Turns:
         with self._db.write():
             graph = self._steerable(graph_id)
             question = self._question(graph, node_id)
-            ceiling = self.depth_ceiling(graph, question, self._base(graph))
+            ceiling = self._core.depth_ceiling(graph, question, self._base(graph))
             below = [question, *self._current_below(question)]
             parents = {n.question_id for n in below if n.node_type == NodeType.QUESTION}
             bottom = [
@@ -349,7 +351,7 @@ class Turns:
             graph = self._steerable(graph_id)
             question = self._question(graph, node_id)
             turn = self.open_turn(graph, TurnKind.NOTE)
-            now = self._clock()
+            now = self._core.clock()
             note_id = new_id("n")
             self._db.execute(
                 "INSERT INTO nodes (node_id, graph_id, seq, parent_id, question_id, branch_id, path, "
@@ -377,7 +379,7 @@ class Turns:
                 "depth": question.depth,
                 "status": "answered",
             }
-            self._store._log(graph.graph_id, note_id, "node_added", None, payload, now)
+            self._core.log(graph.graph_id, note_id, "node_added", None, payload, now)
             reopened = self._revive(question, turn)
             return self._record(
                 graph.graph_id, turn, TurnKind.NOTE, {"node_id": question.node_id}, [note_id], reopened
@@ -385,30 +387,13 @@ class Turns:
 
     # -- the depth allowance ------------------------------------------------------------------
 
-    def depth_ceiling(self, graph: GraphRow, question: NodeRow, needed: int) -> int:
-        """How deep questions may sit below ``question`` (exclusive): the intensity's, or a deepened branch's.
-
-        Reads the allowances of the open turn only when ``needed`` reaches past the intensity's depth.
-        """
-        base = self._base(graph)
-        if needed < base:
-            return base
-        ids = [*question.ancestors, question.node_id]
-        marks = ", ".join("?" for _ in ids)
-        row = self._db.fetchone(
-            "SELECT max(a.levels) FROM depth_allowances a JOIN turns t ON t.graph_id = a.graph_id "
-            f"AND t.turn = a.turn WHERE a.graph_id = ? AND t.head_event IS NULL AND a.node_id IN ({marks})",
-            [graph.graph_id, *ids],
-        )
-        return base + int(row[0]) if row and row[0] is not None else base
-
     # -- internals ------------------------------------------------------------------------------
 
     def _base(self, graph: GraphRow) -> int:
-        return self._store._budget(graph).max_depth
+        return self._core.budget(graph).max_depth
 
     def _steerable(self, graph_id: object) -> GraphRow:
-        graph = self._store._graph(graph_id)
+        graph = self._core.graph(graph_id)
         if (
             graph.strategy == Strategy.THINKON
         ):  # a level's sub-goals are Eval's calls alone (store/thinkon.py)
@@ -426,7 +411,7 @@ class Turns:
         return graph
 
     def _question(self, graph: GraphRow, node_id: object) -> NodeRow:
-        node = self._store._node(graph.graph_id, node_id)
+        node = self._core.node(graph.graph_id, node_id)
         if node.node_type != NodeType.QUESTION:
             raise InvalidInputError(
                 f"node {node.node_id} is {'an' if node.node_type == 'answer' else 'a'} {node.node_type}; "
@@ -447,7 +432,7 @@ class Turns:
             )
 
     def _current_answer(self, question: NodeRow) -> NodeRow:
-        answers = self._store._nodes(
+        answers = self._core.nodes(
             "graph_id = ? AND question_id = ? AND node_type = 'answer' AND superseded_turn IS NULL",
             [question.graph_id, question.node_id],
         )
@@ -461,11 +446,11 @@ class Turns:
         return answers[-1]
 
     def _current_below(self, question: NodeRow) -> list[NodeRow]:
-        ids = self._store._descendants(question.graph_id, question.node_id)
+        ids = self._core.descendants(question.graph_id, question.node_id)
         if not ids:
             return []
         marks = ", ".join("?" for _ in ids)
-        return self._store._nodes(
+        return self._core.nodes(
             f"graph_id = ? AND node_id IN ({marks}) AND superseded_turn IS NULL", [question.graph_id, *ids]
         )
 
@@ -476,7 +461,7 @@ class Turns:
         saturated with a verdict goes back to answered too (a turn's move).
         """
         if question.status == NodeStatus.SYNTHESIZED:
-            self._store._reopen_synthesis(question, None, self._clock())
+            self._core.reopen_synthesis(question, None, self._core.clock())
             return [question.node_id]
         if question.status == NodeStatus.SATURATED and question.status_reason not in (
             *_CLOSED,
@@ -485,10 +470,10 @@ class Turns:
         ):
             meta = question.metadata
             stale = meta.pop("synthesis", None)
-            self._store._set_status(
+            self._core.set_status(
                 question,
                 NodeStatus.ANSWERED,
-                self._clock(),
+                self._core.clock(),
                 actor=None,
                 kind="reopened",
                 metadata=meta,
@@ -509,13 +494,13 @@ class Turns:
     def _reopen_above(self, question: NodeRow) -> None:
         if question.question_id is None:
             return
-        parent = self._store._node(question.graph_id, question.question_id)
+        parent = self._core.node(question.graph_id, question.question_id)
         if parent.status == NodeStatus.SYNTHESIZED:
-            self._store._reopen_synthesis(parent, None, self._clock())
+            self._core.reopen_synthesis(parent, None, self._core.clock())
 
     def _redo(self, question: NodeRow, turn: int, marks: dict[str, Any]) -> None:
         """Supersede what hangs under ``question`` (its own notes kept) and send it back to open."""
-        now = self._clock()
+        now = self._core.clock()
         below = [
             n
             for n in self._current_below(question)
@@ -527,7 +512,7 @@ class Turns:
             if (n.node_type == NodeType.QUESTION and n.status not in DONE_QUESTION)
             or (n.node_type != NodeType.QUESTION and n.status == NodeStatus.ANSWERED)
         ]
-        self._store._set_statuses(
+        self._core.set_statuses(
             moved,
             NodeStatus.SATURATED,
             now,
@@ -543,7 +528,7 @@ class Turns:
             for n in below
             if n.node_id not in moved_ids
         ]
-        self._store._log_many(question.graph_id, kept, now)
+        self._core.log_many(question.graph_id, kept, now)
         if below:
             ids = [n.node_id for n in below]
             placeholders = ", ".join("?" for _ in ids)
@@ -561,7 +546,7 @@ class Turns:
             if k not in ("synthesis", "saturation_reason", "redecompose")
         }
         stale = question.metadata.get("synthesis")
-        self._store._set_status(
+        self._core.set_status(
             question,
             NodeStatus.OPEN,
             now,
@@ -598,14 +583,14 @@ class Turns:
             "UPDATE turns SET requests = ? WHERE graph_id = ? AND turn = ?",
             [json.dumps(requests), graph_id, turn],
         )
-        self._store._log(graph_id, None, "turn_request", None, dict(request), self._clock())
+        self._core.log(graph_id, None, "turn_request", None, dict(request), self._core.clock())
         return request
 
     def _insert(self, graph_id: str, turn: int, kind: TurnKind, started: int) -> None:
         self._db.execute(
             "INSERT INTO turns (graph_id, turn, kind, requests, started_event, created_at) "
             "VALUES (?, ?, ?, '[]', ?, ?)",
-            [graph_id, turn, kind.value, started, self._clock()],
+            [graph_id, turn, kind.value, started, self._core.clock()],
         )
 
     def _last_event(self, graph_id: str) -> int:

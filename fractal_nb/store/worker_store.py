@@ -46,7 +46,10 @@ class WorkerStore(Protocol):
     """Claims, context, the worker's one write, syntheses, releases and the call log."""
 
     holder: HolderInfo  # who holds the claims made through this store
-    lease_s: float  # how long a claim holds without a heartbeat
+
+    @property
+    def lease_s(self) -> float:
+        """How long a claim holds without a heartbeat."""
 
     def get_graph(self, graph_id: str) -> GraphRecord:
         """See :meth:`GraphStore.get_graph`."""

@@ -27,8 +27,8 @@ from tests.views.failing_graph import failing_graph
 def from_rows(store: GraphStore, graph_id: str) -> dict[str, Any]:
     """What get_snapshot gave before DuckDB wrote it: each row turned into its dict in Python."""
     with store._db.read():
-        nodes = [n.to_dict() for n in store._nodes("graph_id = ?", [graph_id])]
-        edges = store._edges(graph_id)
+        nodes = [n.to_dict() for n in store._core.nodes("graph_id = ?", [graph_id])]
+        edges = store._queries.edges(graph_id)
     return {"nodes": nodes, "edges": edges}
 
 

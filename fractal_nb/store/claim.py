@@ -1,4 +1,4 @@
-"""The work queue: atomic claims with leases and branch affinity, synthesis, recovery.
+"""The claim step: atomic claims with leases and branch affinity, renewal, release, recovery.
 
 A claim is a lease held by a holder (:mod:`.holders`); the holder's heartbeat
 renews it, and recovery returns only the claims of holders that are gone.
@@ -6,34 +6,27 @@ renews it, and recovery returns only the claims of holders that are gone.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import InvalidInputError, StateError
+from ..errors import StateError
 from ..model import (
-    DONE_QUESTION,
     PENDING_QUESTION,
     TERMINAL_GRAPH,
     GraphStatus,
     NodeStatus,
-    NodeType,
     SaturationReason,
     Strategy,
-    Support,
-    WeakReason,
-    weakness,
 )
 from .base import (
-    StoreBase,
+    StoreCore,
     optional_name,
-    require_claims,
     require_count,
     require_id,
     require_seconds,
     require_text,
 )
 from .holders import HOLDER_LEASE_S, HolderInfo, is_gone, parse_holder
-from .records import Claim, ClaimRecord, ClaimReleased, Heartbeat, Recovered, Synthesized, WeakMark
+from .records import Claim, ClaimReleased, Heartbeat, Recovered
 from .rows import NODE_COLUMNS, NodeRow
 
 # The root is the seed phase's, except in a thinkon graph: there it is the chain's first level
@@ -58,17 +51,6 @@ CLAIMABLE = f"""
 # A question no worker holds: its lease cleared.
 NO_LEASE = {"holder": None, "claimed_at": None, "lease_s": None}
 _IF_ACTIVE = "AND EXISTS (SELECT 1 FROM graphs WHERE graph_id = ? AND status = 'active')"
-# Ready to synthesize: answered questions with sub-questions, all of them synthesized or saturated,
-# or with a person's note (store/turns.py) and no unfinished sub-question. Parameters: graph_id, graph_id.
-READY = """graph_id = ? AND node_type = 'question' AND status = 'answered' AND (node_id IN (
-               SELECT question_id FROM nodes
-               WHERE graph_id = ? AND node_type IN ('question', 'note') AND question_id IS NOT NULL
-               GROUP BY question_id
-               HAVING bool_and(node_type = 'note' OR status IN ('synthesized', 'saturated')))
-           OR (json_exists(metadata, '$.track') AND NOT EXISTS (SELECT 1 FROM nodes below
-               WHERE below.graph_id = nodes.graph_id AND below.question_id = nodes.node_id
-               AND below.node_type IN ('question', 'note'))))"""
-# Second branch: a track answered without sub-tracks waits for its findings (docs/architecture.md, "Tracks").
 # Holders of a graph's claims (questions and syntheses), to tell which are gone. Parameters: gid, gid.
 _CLAIM_HOLDERS = """
     SELECT holder_id, host, pid, proc_start FROM holders WHERE holder_id IN (
@@ -77,8 +59,20 @@ _CLAIM_HOLDERS = """
 """
 
 
-class WorkQueue(StoreBase):
-    """Claiming questions, synthesizing them, and getting stuck claims back."""
+class Claims:
+    """Claiming questions, renewing and giving back claims, and getting stuck claims back.
+
+    ``holder`` is this store's own (this process, while the store is open) and
+    ``lease_s`` its claims' lease; :class:`~fractal_nb.store.synthesis.Synthesis` leases
+    its syntheses through :meth:`held`, :meth:`lease_for`, :meth:`register` and
+    :meth:`recover_gone` too.
+    """
+
+    def __init__(self, core: StoreCore, holder: HolderInfo, lease_s: float) -> None:
+        self._core = core
+        self._db = core.db
+        self.holder = holder
+        self.lease_s = lease_s
 
     def claim_work(
         self,
@@ -100,31 +94,31 @@ class WorkQueue(StoreBase):
         """
         gid = require_id(graph_id, "graph_id")
         worker = require_id(worker_id, "worker_id")
-        held = self._held(holder)
+        held = self.held(holder)
         with self._db.write():
-            now = self.clock()
+            now = self._core.clock()
             # The hot path asks once: a candidate, only if the graph is active.
             claimable = CLAIMABLE.format(active=_IF_ACTIVE) + " LIMIT 1"
             row = self._db.fetchone(claimable, [gid, gid, gid, now, gid, worker])
-            if row is None and self._recover_gone(gid, now):  # a dead worker's claims come back
+            if row is None and self.recover_gone(gid, now):  # a dead worker's claims come back
                 row = self._db.fetchone(claimable, [gid, gid, gid, now, gid, worker])
             if row is None:
-                graph = self._graph(gid)
+                graph = self._core.graph(gid)
                 if graph.status != GraphStatus.ACTIVE:
                     return {
                         "node_id": None,
                         "graph_done": graph.status in TERMINAL_GRAPH,
                         "graph_status": graph.status,
                     }
-                return {"node_id": None, "graph_done": self._graph_done(gid), "graph_status": graph.status}
+                return {"node_id": None, "graph_done": self.graph_done(gid), "graph_status": graph.status}
             node = NodeRow(*row)
             if held is not None:
-                self._register(held, now)
-            lease = self._lease_for(held and held["holder_id"])
+                self.register(held, now)
+            lease = self.lease_for(held and held["holder_id"])
             payload: dict[str, Any] = {"lease_s": lease}
             if node.status == NodeStatus.CLAIMED:
                 payload["lease_expired_for"] = node.owner
-            self._set_status(
+            self._core.set_status(
                 node,
                 NodeStatus.CLAIMED,
                 now,
@@ -152,106 +146,6 @@ class WorkQueue(StoreBase):
             "graph_status": GraphStatus.ACTIVE.value,
         }
 
-    def synthesize_node(
-        self,
-        graph_id: str,
-        node_id: str,
-        synthesis_text: str,
-        *,
-        claims: list[ClaimRecord] | None = None,
-        findings: Sequence[Mapping[str, Any]] | None = None,
-        extra: Mapping[str, Any] | None = None,
-    ) -> Synthesized:
-        """Record an answered question's synthesis (in ``metadata["synthesis"]``), with its ``claims``.
-
-        ``findings`` (a track's ``{finding, confidence, citations}``, docs/architecture.md,
-        "Sources and citations", "Tracks"): each finding's citations are checked and its ``support`` set in
-        this transaction; they are kept in ``metadata["findings"]``, and with sources and no supported
-        finding the question is weak (``uncited``). ``extra`` is merged into the metadata (its ``weak``
-        marks added to the children's).
-
-        Refused while any of its sub-questions is neither synthesized nor
-        saturated (docs/architecture.md, rule 3). Each write sets or clears the
-        weak mark (``metadata["weak"]``, "Facts, assumptions, unknowns"): weak
-        when a sub-question failed, was cut by a budget, or its synthesis was
-        joined without the model or is weak itself; sound children clear it.
-        """
-        text = require_text(synthesis_text, "synthesis_text")
-        carried = require_claims(claims)
-        with self._db.write():
-            graph, node = self._active_node(graph_id, node_id)
-            if node.node_type != NodeType.QUESTION:
-                raise InvalidInputError(
-                    f"node {node.node_id} is an answer; synthesize its question {node.question_id}",
-                    graph_id=graph.graph_id,
-                    node_id=node.node_id,
-                )
-            if node.status in (NodeStatus.OPEN, NodeStatus.CLAIMED):
-                raise StateError(
-                    f"question {node.node_id} is {node.status!r} and has no answer yet; add an "
-                    "answer before synthesizing it",
-                    graph_id=graph.graph_id,
-                    node_id=node.node_id,
-                )
-            pending = self._nodes(
-                "graph_id = ? AND question_id = ? AND node_type = 'question' AND status NOT IN (?, ?)",
-                [node.graph_id, node.node_id, *sorted(DONE_QUESTION)],
-            )
-            if pending:
-                listed = ", ".join(f"{p.node_id} ({p.status})" for p in pending[:5])
-                more = f" and {len(pending) - 5} more" if len(pending) > 5 else ""
-                raise StateError(
-                    f"question {node.node_id} has {len(pending)} sub-question(s) not yet "
-                    f"synthesized or saturated: {listed}{more}",
-                    graph_id=graph.graph_id,
-                    node_id=node.node_id,
-                )
-            self._set_status(
-                node,
-                NodeStatus.SYNTHESIZED,
-                self.clock(),
-                actor=node.owner,
-                kind="synthesized",
-                metadata=self._synthesis_metadata(node, text, carried, findings, extra),
-            )
-            self._db.execute("DELETE FROM synthesis_claims WHERE node_id = ?", [node.node_id])
-        return {"node_id": node.node_id, "status": NodeStatus.SYNTHESIZED.value}
-
-    def _synthesis_metadata(
-        self,
-        node: NodeRow,
-        text: str,
-        claims: list[ClaimRecord],
-        findings: Sequence[Mapping[str, Any]] | None = None,
-        extra: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """``node``'s metadata with a synthesis written now: text, claims, weak mark (from its children)."""
-        meta = {k: v for k, v in node.metadata.items() if k not in ("claims", "weak")}
-        own_weak = list((extra or {}).get("weak") or [])
-        meta.update({k: v for k, v in (extra or {}).items() if k != "weak"})
-        if findings is not None:  # checked here, in the write's transaction
-            checked = self._citations.checked_findings(node.graph_id, list(findings))
-            meta["findings"] = checked
-            if self._citations.has_sources(node.graph_id) and not any(
-                f["support"] == Support.SUPPORTED for f in checked
-            ):
-                own_weak.append({"node_id": node.node_id, "reason": WeakReason.UNCITED.value})
-        meta["synthesis"] = text
-        if claims:
-            meta["claims"] = claims
-        children = self._nodes(  # the current ones: a later turn's superseded nodes are no ground
-            "graph_id = ? AND question_id = ? AND node_type = 'question' AND superseded_turn IS NULL",
-            [node.graph_id, node.node_id],
-        )
-        weak: list[WeakMark] = [
-            {"node_id": c.node_id, "reason": reason.value}
-            for c in children
-            if (reason := weakness(c.status, c.status_reason, c.metadata)) is not None
-        ] + own_weak
-        if weak:
-            meta["weak"] = weak
-        return meta
-
     def recover_stuck(
         self,
         graph_id: str,
@@ -273,15 +167,15 @@ class WorkQueue(StoreBase):
             older_than_s = require_seconds(older_than_s, "older_than_s", none="claims past their lease")
         worker = optional_name(worker_id, "worker_id")
         with self._db.write():
-            graph = self._graph(graph_id)
+            graph = self._core.graph(graph_id)
             if graph.status in TERMINAL_GRAPH:
                 raise StateError(
                     f"graph {graph.graph_id} is {graph.status!r} (terminal); nothing to recover",
                     graph_id=graph.graph_id,
                 )
-            now = self.clock()
+            now = self._core.clock()
             gid = graph.graph_id
-            stuck = self._recover_gone(gid, now) if worker is None else []
+            stuck = self.recover_gone(gid, now) if worker is None else []
             where, params = "graph_id = ? AND status = 'claimed'", list[Any]([gid])
             if older_than_s is not None:
                 where, params = where + " AND claimed_at <= ?", [*params, now - older_than_s]
@@ -300,19 +194,19 @@ class WorkQueue(StoreBase):
                 where, params = where + " AND claimed_at + lease_s <= ?", [*params, now]
             if worker is not None:
                 where, params = where + " AND owner = ?", [*params, worker]
-            nodes = self._nodes(where, params)
+            nodes = self._core.nodes(where, params)
             if (
                 include_errors and graph.strategy != Strategy.THINKON
             ):  # a chain's failed level stays its failed return
-                nodes += self._nodes("graph_id = ? AND status = 'error'", [gid])
+                nodes += self._core.nodes("graph_id = ? AND status = 'error'", [gid])
                 # Failed questions a harvest saturated as such, and the syntheses written over them
                 # (weak: docs/architecture.md, "Facts, assumptions, unknowns"), reopen too.
-                for failed in self._nodes(
+                for failed in self._core.nodes(
                     "graph_id = ? AND node_type = 'question' AND status = 'saturated' AND status_reason = ?",
                     [gid, SaturationReason.ERROR.value],
                 ):
                     if failed.question_id is not None:
-                        self._reopen_synthesis(self._node(gid, failed.question_id), None, now)
+                        self._core.reopen_synthesis(self._core.node(gid, failed.question_id), None, now)
                     nodes.append(failed)
             self._reopen(nodes, now)
             if worker is not None:
@@ -326,16 +220,16 @@ class WorkQueue(StoreBase):
         """A live holder renews the leases of all its claims (questions and syntheses), in every graph."""
         hid = require_id(holder_id, "holder_id")
         with self._db.write():
-            now = self.clock()
+            now = self._core.clock()
             self._db.execute("UPDATE holders SET seen_at = ? WHERE holder_id = ?", [now, hid])
             renewed = self._db.fetchall(
                 "UPDATE nodes SET claimed_at = ? WHERE holder = ? AND status = 'claimed' "
                 "RETURNING graph_id, node_id",
                 [now, hid],
             )
-            self._journal.changed(renewed)  # no event: the images at each graph's last one (rule 13)
+            self._core.journal.changed(renewed)  # no event: the images at each graph's last one (rule 13)
             self._db.execute("UPDATE synthesis_claims SET claimed_at = ? WHERE holder = ?", [now, hid])
-        return {"holder_id": hid, "renewed": len(renewed), "lease_s": self._lease_for(hid)}
+        return {"holder_id": hid, "renewed": len(renewed), "lease_s": self.lease_for(hid)}
 
     def release_claim(
         self,
@@ -359,8 +253,8 @@ class WorkQueue(StoreBase):
         error = require_text(error, "error")
         require_count(max_failures, "max_failures", minimum=1)
         with self._db.write():
-            graph = self._active_graph(graph_id)
-            node = self._node(graph.graph_id, node_id)
+            graph = self._core.active_graph(graph_id)
+            node = self._core.node(graph.graph_id, node_id)
             if node.status != NodeStatus.CLAIMED or node.owner != worker:
                 raise StateError(
                     f"question {node.node_id} is {node.status!r} (owner {node.owner!r}); only the "
@@ -372,8 +266,8 @@ class WorkQueue(StoreBase):
             failures = int(meta.get("failures", 0)) + (1 if failed else 0)
             meta.update(failures=failures, last_error=error)
             target = NodeStatus.ERROR if failures >= max_failures else NodeStatus.OPEN
-            now = self.clock()
-            self._set_status(
+            now = self._core.clock()
+            self._core.set_status(
                 node,
                 target,
                 now,
@@ -385,13 +279,13 @@ class WorkQueue(StoreBase):
             )
         return {"node_id": node.node_id, "status": target.value, "failures": failures}
 
-    def _held(self, holder: HolderInfo | dict[str, Any] | str | None) -> HolderInfo | None:
+    def held(self, holder: HolderInfo | dict[str, Any] | str | None) -> HolderInfo | None:
         """Who a claim is for: this store (``"store"``), a client's holder, or nobody (a plain lease)."""
         if holder is None:
             return None
         return self.holder if holder == "store" else parse_holder(holder)
 
-    def _lease_for(self, holder_id: str | None) -> float:
+    def lease_for(self, holder_id: str | None) -> float:
         """A claim's lease: the store's own (or a plain lease's), or a short one for another process's holder.
 
         The short one is renewed by the holder's heartbeat, so a holder that dies anywhere gives its
@@ -401,7 +295,7 @@ class WorkQueue(StoreBase):
             return self.lease_s
         return min(self.lease_s, HOLDER_LEASE_S)
 
-    def _register(self, holder: HolderInfo, now: float) -> None:
+    def register(self, holder: HolderInfo, now: float) -> None:
         """Record a holder once (inside the caller's write transaction)."""
         if holder["holder_id"] in self._db.file.holders:
             return
@@ -418,7 +312,7 @@ class WorkQueue(StoreBase):
             ],
         )
 
-    def _recover_gone(self, graph_id: str, now: float) -> list[str]:
+    def recover_gone(self, graph_id: str, now: float) -> list[str]:
         """Reopen the claims of holders that are gone, drop their syntheses; the reopened ids."""
         gone = [
             h for h, *where in self._db.fetchall(_CLAIM_HOLDERS, [graph_id, graph_id]) if is_gone(h, *where)
@@ -426,7 +320,9 @@ class WorkQueue(StoreBase):
         if not gone:
             return []
         marks = ", ".join("?" for _ in gone)
-        nodes = self._nodes(f"graph_id = ? AND status = 'claimed' AND holder IN ({marks})", [graph_id, *gone])
+        nodes = self._core.nodes(
+            f"graph_id = ? AND status = 'claimed' AND holder IN ({marks})", [graph_id, *gone]
+        )
         self._reopen(nodes, now)
         self._db.execute(
             f"DELETE FROM synthesis_claims WHERE graph_id = ? AND holder IN ({marks})", [graph_id, *gone]
@@ -436,9 +332,10 @@ class WorkQueue(StoreBase):
     def _reopen(self, nodes: list[NodeRow], now: float) -> None:
         """Claimed or failed questions back to open, their lease and holder cleared."""
         for node in nodes:
-            self._set_status(node, NodeStatus.OPEN, now, actor=None, kind="recovered", columns=NO_LEASE)
+            self._core.set_status(node, NodeStatus.OPEN, now, actor=None, kind="recovered", columns=NO_LEASE)
 
-    def _graph_done(self, graph_id: str) -> bool:
+    def graph_done(self, graph_id: str) -> bool:
+        """No question of the graph is open, claimed or gated."""
         row = self._db.fetchone(
             "SELECT count(*) FROM nodes WHERE graph_id = ? AND node_type = 'question' "
             f"AND status IN ({', '.join('?' for _ in PENDING_QUESTION)})",
