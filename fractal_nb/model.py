@@ -42,6 +42,15 @@ class GraphStatus(StrEnum):
     BUDGET_EXHAUSTED = "budget_exhausted"
 
 
+class CallOutcome(StrEnum):
+    """How one model call ended, as its ledger row (``llm_calls.outcome``) says."""
+
+    OK = "ok"
+    CACHED = "cached"  # answered from the completion cache: no request, no spend
+    ERROR = "error"
+    DISCARDED = "discarded"  # paid for, then refused by the store (its write did not land)
+
+
 class RunOutcome(StrEnum):
     """How a ``run()`` ended (``RunReport.status``); decided in one place, ``engine/outcome.py``."""
 

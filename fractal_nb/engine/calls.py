@@ -45,8 +45,9 @@ from ..llm.protocol import (
 )
 from ..llm.quality import ReplyContext
 from ..llm.schemas import role_of
-from ..model import TOOL_NAMES
+from ..model import TOOL_NAMES, CallOutcome
 from ..store import WorkerStore
+from ..store.records import CallRow
 from .limits import Allowance, Limits
 
 T = TypeVar("T", bound=BaseModel)
@@ -54,6 +55,44 @@ T = TypeVar("T", bound=BaseModel)
 UNAVAILABLE_AFTER = 3  # calls in a row that could not reach the model (each after the client's retries)
 FAILING_AFTER = 8  # failed calls in a row of any kind: the model fails every call
 _TOOLS_DONE_TOKENS = 64  # the message asking for the answer once the tools are done (prompts/tools_done.txt)
+
+
+class PendingCalls:
+    """The ledger rows of one step's model calls until they land: with the step's write, or alone.
+
+    One owner, the step that makes the calls: it opens the log (``with
+    run.call.pending() as calls``), passes it to each call (``run.call(...,
+    pending=calls)``), hands ``calls.rows`` to the store write that lands them with
+    its node and then says so (:meth:`landed`); a write the store refused marks
+    them :meth:`refused` (paid for, not used). Whatever has not landed when the
+    block ends, a failed call's row included, is written on its own then.
+    """
+
+    def __init__(self, store: WorkerStore) -> None:
+        self.rows: list[CallRow] = []
+        self._store = store
+
+    def add(self, rows: Sequence[CallRow]) -> None:
+        """Keep a call's rows (its tool calls', then its own) until they land."""
+        self.rows.extend(rows)
+
+    def landed(self) -> None:
+        """The rows were written with the write they were passed to: nothing left to write."""
+        self.rows.clear()
+
+    def refused(self) -> None:
+        """The write they were passed to was refused: the calls that answered were paid for, not used."""
+        for row in self.rows:
+            if row["outcome"] == CallOutcome.OK:
+                row["outcome"] = CallOutcome.DISCARDED.value
+
+    def __enter__(self) -> PendingCalls:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.rows:
+            self._store.record_llm_calls(self.rows)
+            self.rows.clear()
 
 
 class ModelCaller:
@@ -74,6 +113,10 @@ class ModelCaller:
     def model(self) -> str:
         """The model's name, as the ledger and the price table know it."""
         return str(getattr(self.llm, "model", type(self.llm).__name__))
+
+    def pending(self) -> PendingCalls:
+        """A step's call log, written with its write or alone when the step ends (:class:`PendingCalls`)."""
+        return PendingCalls(self.store)
 
     def arm(self, limits: Limits, spent: Sequence[Mapping[str, Any]]) -> None:
         """Admit the calls from now on against ``limits``, ``spent`` (the graph's ledger) already spent."""
@@ -157,13 +200,13 @@ class ModelCaller:
         *,
         node_id: str | None,
         worker: str | None,
-        defer: list[dict[str, Any]] | None = None,
+        pending: PendingCalls | None = None,
         tools: ToolBox | None = None,
     ) -> T:
         """Return the model's answer as ``schema``; a failure is logged, then raised as LLMError.
 
-        With ``defer``, the log rows of a successful call are appended there for the
-        caller to write with its own transaction (one statement fewer per call).
+        With ``pending``, the call's log rows go there, for the step to write with its
+        own transaction (one statement fewer per call); without, they are written now.
         With ``tools``, a model that takes tools (:func:`~fractal_nb.llm.protocol.uses_tools`)
         may call them first; each tool call is logged as a row before the call's own.
         """
@@ -184,7 +227,7 @@ class ModelCaller:
                 error = exc
             finally:  # what budgets count, known before the row lands
                 allowance.settle(held, usage.prompt_tokens, usage.completion_tokens, spent=not usage.cached)
-        call = {
+        call: CallRow = {
             "graph_id": self.graph_id,
             "node_id": node_id,
             "worker": worker,
@@ -199,27 +242,24 @@ class ModelCaller:
             "queue_s": usage.queue_s,
             "latency_s": time.perf_counter() - started,
             "mode": usage.mode,
-            "outcome": "error" if error else ("cached" if usage.cached else "ok"),
+            "outcome": (
+                CallOutcome.ERROR if error else CallOutcome.CACHED if usage.cached else CallOutcome.OK
+            ).value,
             "error": None if error is None else _printable(f"{type(error).__name__}: {error}")[:2000],
             "retry_sampling": _retry_sampling(usage.retries),
         }
         rows = [*self._tool_rows(usage.tool_calls, node_id, worker), call]
         self._observe(error)
-        if error is not None:
-            self.store.record_llm_calls([*(defer or []), *rows])
-            if defer:
-                defer.clear()
-            raise error
-        if defer is not None:
-            defer.extend(rows)
+        if pending is not None:
+            pending.add(rows)  # a failed call's row too: written when the step's log closes
         else:
             self.store.record_llm_calls(rows)
+        if error is not None:
+            raise error
         assert result is not None
         return result
 
-    def _tool_rows(
-        self, calls: Sequence[ToolCall], node_id: str | None, worker: str | None
-    ) -> list[dict[str, Any]]:
+    def _tool_rows(self, calls: Sequence[ToolCall], node_id: str | None, worker: str | None) -> list[CallRow]:
         """The ledger rows of a call's tool calls: role ``tool:<name>``, no tokens, no requests.
 
         A tool the model made up (not one of :data:`~fractal_nb.model.TOOL_NAMES`) is
@@ -240,7 +280,7 @@ class ModelCaller:
                 "queue_s": 0.0,
                 "latency_s": c.latency_s,
                 "mode": None,
-                "outcome": "ok" if c.ok else "error",
+                "outcome": (CallOutcome.OK if c.ok else CallOutcome.ERROR).value,
                 "error": None if c.error is None else _printable(c.error)[:2000],
                 "retry_sampling": None,
             }

@@ -42,7 +42,7 @@ from ..store import GraphStore, WorkerStore
 from ..store.records import Claim, GraphRecord, QuestionContext, SubQuestionBrief
 from ..text import clip, normalize
 from . import evidence, grounding, thinkon, tracks
-from .calls import ModelCaller
+from .calls import ModelCaller, PendingCalls
 from .evidence_tools import SourceTools
 from .limits import Limits
 
@@ -130,10 +130,9 @@ def process(run: RunState, claim: Claim, worker: str) -> StepRecord:
     node_id, question = claim["node_id"], claim.get("text")
     assert node_id is not None and question is not None, "callers pass only claims that found a question"
     context = run.store.get_context(run.graph_id, node_id)
-    calls: list[dict[str, Any]] = []  # call logs, written with the node's transaction
     # No sub-question can follow: the intensity's depth, or a deepened branch's (store/turns.py).
     last_level = context["node"]["depth"] + 1 >= context.get("max_depth", run.budget.max_depth)
-    try:
+    with run.call.pending() as calls:  # the node's call log, written with its transaction
         with run.call.time_limit(run.limits.node_timeout_s):  # the answer and its links (limits.py)
             try:
                 answer = run.call(
@@ -141,7 +140,7 @@ def process(run: RunState, claim: Claim, worker: str) -> StepRecord:
                     chat("answer", **_answer_prompt(run, context, last_level)),
                     node_id=node_id,
                     worker=worker,
-                    defer=calls,
+                    pending=calls,
                     tools=_source_tools(run),  # with sources, a model that takes tools reads them itself
                 )
             except LLMError as exc:
@@ -157,11 +156,8 @@ def process(run: RunState, claim: Claim, worker: str) -> StepRecord:
                 run, node_id, question, worker, answer, subs, depth_limited, links, calls, relation
             )
         except FractalError as exc:  # pruned or saturated meanwhile: the write is refused whole
-            discard(calls)
+            calls.refused()
             return StepRecord(node_id, worker, question, error=f"write refused: {exc}")
-    finally:
-        if calls:  # whatever did not land with the node
-            run.store.record_llm_calls(calls)
     if written["questions"]:
         # New sub-questions: this node now waits on them, and nothing else got closer
         # to synthesis, so the cascade has nothing new to do.
@@ -219,14 +215,13 @@ def synthesize(run: RunState, node_id: str, worker: str) -> None:
     inputs = run.store.get_synthesis_inputs(run.graph_id, node_id)
     node = inputs["node"]
     if run.strategy == Strategy.TRACKS and (node["depth"] == 0 or tracks.is_track(node["metadata"])):
-        deferred: list[dict[str, Any]] = []
         write = tracks.synthesize_root if node["depth"] == 0 else tracks.synthesize_track
-        try:
-            write(run, inputs, worker, deferred)
-        except FractalError:
-            discard(deferred)
-            run.store.record_llm_calls(deferred)
-            raise
+        with run.call.pending() as pending:
+            try:
+                write(run, inputs, worker, pending)
+            except FractalError:
+                pending.refused()
+                raise
         return
     children = "\n".join(
         [
@@ -238,30 +233,30 @@ def synthesize(run: RunState, node_id: str, worker: str) -> None:
     )
     answer = " ".join(a["text"] for a in inputs["answers"]) or "(none)"
     answer += "".join(grounding.listed(a["claims"], "  ") for a in inputs["answers"])
-    calls: list[dict[str, Any]] = []
-    result = run.call(
-        Synthesis,
-        chat("synthesize", question=inputs["node"]["text"], answer=clip(answer, 1200), children=children),
-        node_id=node_id,
-        worker=worker,
-        defer=calls,
-    )
-    text = result.synthesis
-    if result.tensions:
-        text += "\nTensions: " + "; ".join(result.tensions)
-    try:
-        run.store.submit_synthesis(
-            run.graph_id,
-            node_id,
-            text,
-            worker_id=worker,
-            calls=calls,
-            claims=grounding.ground(result.claims, grounding.sources(inputs)),
+    with run.call.pending() as calls:
+        result = run.call(
+            Synthesis,
+            chat("synthesize", question=inputs["node"]["text"], answer=clip(answer, 1200), children=children),
+            node_id=node_id,
+            worker=worker,
+            pending=calls,
         )
-    except FractalError:
-        discard(calls)
-        run.store.record_llm_calls(calls)
-        raise
+        text = result.synthesis
+        if result.tensions:
+            text += "\nTensions: " + "; ".join(result.tensions)
+        try:
+            run.store.submit_synthesis(
+                run.graph_id,
+                node_id,
+                text,
+                worker_id=worker,
+                calls=calls.rows,
+                claims=grounding.ground(result.claims, grounding.sources(inputs)),
+            )
+        except FractalError:
+            calls.refused()
+            raise
+        calls.landed()
 
 
 def freeze_unexplored(store: GraphStore, graph_id: str, node_id: str, reason: str | None = None) -> None:
@@ -271,13 +266,6 @@ def freeze_unexplored(store: GraphStore, graph_id: str, node_id: str, reason: st
     leaves it open for a resumed run, the harvest saturates it next.
     """
     store.update_node(graph_id, node_id, {**UNEXPLORED, "budget_reason": reason} if reason else UNEXPLORED)
-
-
-def discard(calls: list[dict[str, Any]]) -> None:
-    """Mark the log rows of calls whose result the store refused: paid for, not used."""
-    for call in calls:
-        if call["outcome"] == "ok":
-            call["outcome"] = "discarded"
 
 
 # -- the steps of process() ---------------------------------------------------------------
@@ -368,7 +356,7 @@ def _sub_questions(context: QuestionContext, answer: LeafAnswer, last_level: boo
 
 
 def _connect(
-    run: RunState, context: QuestionContext, answer: LeafAnswer, worker: str, calls: list[dict[str, Any]]
+    run: RunState, context: QuestionContext, answer: LeafAnswer, worker: str, calls: PendingCalls
 ) -> Connections:
     candidates = "\n".join(
         f"- [{c['node_id']}] ({c['relation'].replace('_', ' ')}) {clip(c['text'], 300)}"
@@ -387,7 +375,7 @@ def _connect(
             ),
             node_id=context["node"]["node_id"],
             worker=worker,
-            defer=calls,
+            pending=calls,
         )
     except LLMError:  # logged; links are a bonus, the answer still lands
         return Connections()
@@ -407,7 +395,7 @@ def _write(
     subs: list[Any],
     depth_limited: bool,
     links: Connections,
-    calls: list[dict[str, Any]],
+    calls: PendingCalls,
     relation: dict[str, str],
 ) -> dict[str, Any]:
     """Write the node's results in one transaction; a refusal rolls all of it back."""
@@ -445,12 +433,12 @@ def _write(
         metadata=meta,
         sub_questions=questions,
         links=_link_metadata(links) or None,
-        calls=calls,
+        calls=calls.rows,
         saturation=answer.saturation,
         boundary=boundary,
     )
+    calls.landed()
     answer_id, created = written["answer"]["node_id"], written["edges_created"]
-    calls.clear()  # landed with the node
     boundaries = int(written["boundary"] is not None)
     if links.convergences and run.checkpoint.kind == "convergence":
         run.convergence_found.set()
@@ -478,7 +466,7 @@ def _link_metadata(links: Connections) -> dict[str, Any]:
 
 
 def _halt(
-    run: RunState, node_id: str, question: str, worker: str, halt: Halt, calls: list[dict[str, Any]]
+    run: RunState, node_id: str, question: str, worker: str, halt: Halt, calls: PendingCalls
 ) -> StepRecord:
     """Write a halt instead of an answer: the question held for the person, or saturated as blocked.
 
@@ -488,12 +476,12 @@ def _halt(
     """
     try:
         written = run.store.submit_halt(
-            run.graph_id, node_id, halt.model_dump(mode="json"), owner=worker, calls=calls
+            run.graph_id, node_id, halt.model_dump(mode="json"), owner=worker, calls=calls.rows
         )
     except FractalError as exc:  # pruned or taken over meanwhile: the write is refused whole
-        discard(calls)
+        calls.refused()
         return StepRecord(node_id, worker, question, error=f"write refused: {exc}")
-    calls.clear()  # landed with the halt
+    calls.landed()
     blocked = written["status"] == NodeStatus.SATURATED
     return StepRecord(
         node_id,

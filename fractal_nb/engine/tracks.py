@@ -24,6 +24,7 @@ from ..text import clip, content_words, normalize
 from . import evidence, seeding
 
 if TYPE_CHECKING:
+    from .calls import PendingCalls
     from .primitive import RunState
 
 SIMILAR = 0.6
@@ -179,9 +180,7 @@ def evidence_section(run: RunState, query: str) -> str:
     return "\nEvidence (cite it by source, line numbers and quoted text):\n" + shown + "\n"
 
 
-def synthesize_track(
-    run: RunState, inputs: SynthesisInputs, worker: str, calls: list[dict[str, Any]]
-) -> None:
+def synthesize_track(run: RunState, inputs: SynthesisInputs, worker: str, calls: PendingCalls) -> None:
     """Write a track question's synthesis: its ``TrackFindings`` behind the citation and relevance gates.
 
     The conclusions are the synthesis text; the findings go to the store, which
@@ -209,7 +208,11 @@ def synthesize_track(
         "evidence": evidence,
     }
     found = run.call(
-        TrackFindings, chat("track_synthesis", **values, note=""), node_id=node_id, worker=worker, defer=calls
+        TrackFindings,
+        chat("track_synthesis", **values, note=""),
+        node_id=node_id,
+        worker=worker,
+        pending=calls,
     )
     weak: list[dict[str, str]] = []
     if not relevant(found, track, node["text"]):
@@ -222,7 +225,7 @@ def synthesize_track(
             chat("track_synthesis", **values, note=note),
             node_id=node_id,
             worker=worker,
-            defer=calls,
+            pending=calls,
         )
         found = again
         if not relevant(again, track, node["text"]):
@@ -248,10 +251,11 @@ def synthesize_track(
         node_id,
         found.conclusions,
         worker_id=worker,
-        calls=calls,
+        calls=calls.rows,
         findings=findings,
         extra=extra,
     )
+    calls.landed()
 
 
 def kept_findings(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -279,7 +283,7 @@ def aggregate(
     *,
     node_id: str,
     worker: str | None,
-    calls: list[dict[str, Any]] | None,
+    calls: PendingCalls | None,
 ) -> dict[str, Any]:
     """The synthesis object of ``briefs`` (:func:`track_brief`), with the code's own checks applied.
 
@@ -299,7 +303,7 @@ def aggregate(
         chat("aggregate", seed=clip(run.seed, 500), tracks=listing or "(no tracks)"),
         node_id=node_id,
         worker=worker,
-        defer=calls,
+        pending=calls,
     )
     return checked_object(found, briefs)
 
@@ -335,7 +339,7 @@ def _union(lists: Iterable[Sequence[str]]) -> list[str]:
     return [item for items in lists for item in items]
 
 
-def synthesize_root(run: RunState, inputs: SynthesisInputs, worker: str, calls: list[dict[str, Any]]) -> None:
+def synthesize_root(run: RunState, inputs: SynthesisInputs, worker: str, calls: PendingCalls) -> None:
     """Write a tracks graph's root synthesis: the synthesis object, ``unified`` as its text."""
     node_id = inputs["node"]["node_id"]
     briefs = []
@@ -345,8 +349,14 @@ def synthesize_root(run: RunState, inputs: SynthesisInputs, worker: str, calls: 
         briefs.append(track_brief(str(track.get("name") or child["text"]), meta, child["synthesis"]))
     obj = aggregate(run, briefs, node_id=node_id, worker=worker, calls=calls)
     run.store.submit_synthesis(
-        run.graph_id, node_id, obj["unified"], worker_id=worker, calls=calls, extra={"synthesis_object": obj}
+        run.graph_id,
+        node_id,
+        obj["unified"],
+        worker_id=worker,
+        calls=calls.rows,
+        extra={"synthesis_object": obj},
     )
+    calls.landed()
 
 
 def is_track(meta: Mapping[str, Any]) -> bool:

@@ -24,7 +24,7 @@ from .children import Children
 from .citations import CitationCheck
 from .links import Links
 from .llm_log import LLMLog
-from .records import AddedNode, AnswerSubmitted, AnswerWritten, RepeatedQuestion
+from .records import AddedNode, AnswerSubmitted, AnswerWritten, CallRows, RepeatedQuestion
 from .rows import NodeRow
 
 
@@ -167,7 +167,7 @@ class Answers:
         metadata: dict[str, Any] | str | None = None,
         sub_questions: Sequence[str | dict[str, Any]] | None = None,
         links: dict[str, Any] | str | None = None,
-        calls: list[dict[str, Any]] | None = None,
+        calls: CallRows | None = None,
         saturation: str | None = None,
         boundary: dict[str, Any] | str | None = None,
     ) -> AnswerSubmitted:

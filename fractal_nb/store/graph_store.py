@@ -34,6 +34,7 @@ from .records import (
     AddedNode,
     AnswerSubmitted,
     AnswerWritten,
+    CallRows,
     Changes,
     Chosen,
     ChunkRecord,
@@ -371,7 +372,7 @@ class GraphStore:
         metadata: dict[str, Any] | str | None = None,
         sub_questions: Sequence[str | dict[str, Any]] | None = None,
         links: dict[str, Any] | str | None = None,
-        calls: list[dict[str, Any]] | None = None,
+        calls: CallRows | None = None,
         saturation: str | None = None,
         boundary: dict[str, Any] | str | None = None,
     ) -> AnswerSubmitted:
@@ -414,7 +415,7 @@ class GraphStore:
         halt: dict[str, Any] | str,
         *,
         owner: str,
-        calls: list[dict[str, Any]] | None = None,
+        calls: CallRows | None = None,
     ) -> Halted:
         """A worker's halt on its claimed question instead of an answer (:meth:`Stops.submit_halt`)."""
         return self._stops.submit_halt(graph_id, node_id, halt, owner=owner, calls=calls)
@@ -493,7 +494,7 @@ class GraphStore:
         synthesis_text: str,
         *,
         worker_id: str,
-        calls: list[dict[str, Any]] | None = None,
+        calls: CallRows | None = None,
         claims: list[ClaimRecord] | None = None,
         findings: Sequence[Mapping[str, Any]] | None = None,
         extra: Mapping[str, Any] | None = None,
@@ -636,7 +637,7 @@ class GraphStore:
             error=error,
         )
 
-    def record_llm_calls(self, calls: list[dict[str, Any]]) -> int:
+    def record_llm_calls(self, calls: CallRows) -> int:
         """Append several calls (dicts of :meth:`record_llm_call`'s fields) in one statement."""
         return self._calls.record_llm_calls(calls)
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from ..errors import InvalidInputError, NotFoundError
-from ..model import TOOL_NAMES
+from ..model import TOOL_NAMES, CallOutcome
 from .base import StoreCore, optional_name, require_id
-from .records import ModelSpend
+from .records import CallRow, CallRows, ModelSpend
 from .rows import iso
 
 _CALL_COLUMNS = (
@@ -23,7 +23,7 @@ _CALL_COLUMNS = (
     "attempts, corrections, queue_s, latency_s, mode, outcome, error, retry_sampling, created_at"
 )
 _LATER_COLUMNS = ("tokens_estimated", "retry_sampling")  # NULL when read from a file older than them
-OUTCOMES = ("ok", "cached", "error", "discarded")  # discarded: paid for, then refused by the store
+OUTCOMES = tuple(CallOutcome)
 ROLES = (
     "seed",
     "answer",
@@ -108,7 +108,7 @@ class LLMLog:
         self.record_llm_calls([call])
         return {"graph_id": graph_id, "node_id": node_id, "role": role, "outcome": outcome}
 
-    def record_llm_calls(self, calls: list[dict[str, Any]]) -> int:
+    def record_llm_calls(self, calls: CallRows) -> int:
         """Append several calls (dicts of :meth:`record_llm_call`'s fields) in one statement.
 
         Each row is checked first (``_checked_call``): a known graph and role, a node
@@ -117,7 +117,7 @@ class LLMLog:
         InvalidInputError and nothing lands. Inside :meth:`batch` they land with the
         node's other writes.
         """
-        if not isinstance(calls, list):
+        if not isinstance(calls, list | tuple):
             raise InvalidInputError(
                 f"calls must be a list of call records (objects), not {type(calls).__name__}"
             )
@@ -159,7 +159,7 @@ class LLMLog:
         )
         return len(rows)
 
-    def _check_places(self, rows: list[dict[str, Any]]) -> None:
+    def _check_places(self, rows: list[CallRow]) -> None:
         """Every row's graph exists and its node (when it names one) is a node of that graph."""
         for gid in dict.fromkeys(r["graph_id"] for r in rows):
             try:
@@ -256,7 +256,7 @@ class LLMLog:
         )
 
 
-def _checked_call(index: int, call: object) -> dict[str, Any]:
+def _checked_call(index: int, call: object) -> CallRow:
     """One call record as the ledger keeps it, or InvalidInputError saying what is wrong and allowed."""
     where = f"calls[{index}]"
     if not isinstance(call, Mapping):
@@ -318,4 +318,4 @@ def _checked_call(index: int, call: object) -> dict[str, Any]:
             f"{where}.tokens_estimated must be true or false, not {row['tokens_estimated']!r}"
         )
     row["tokens_estimated"] = bool(row["tokens_estimated"])
-    return row
+    return cast(CallRow, row)  # every field checked above

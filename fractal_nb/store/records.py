@@ -8,6 +8,7 @@ only in one of a result's shapes (a claim that found work, say).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
 from ..model import BudgetRecord
@@ -347,6 +348,31 @@ class Saturated(TypedDict):
     status: str
     reason: str
     cascaded: list[str]
+
+
+class CallRow(TypedDict):
+    """One model call as the ledger (``llm_calls``) keeps it: made by engine/calls.py, checked by LLMLog."""
+
+    graph_id: str
+    node_id: str | None
+    worker: str | None
+    role: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    tokens_estimated: bool
+    attempts: int
+    corrections: int
+    queue_s: float
+    latency_s: float
+    mode: str | None
+    outcome: str  # a CallOutcome
+    error: str | None
+    retry_sampling: str | None
+
+
+# The call log a write lands with it: the engine's CallRows, or an outside client's objects (checked).
+CallRows = Sequence[Mapping[str, Any]]
 
 
 class ModelSpend(TypedDict):

@@ -24,7 +24,7 @@ from ..text import clip, normalize
 from .base import StoreCore, require_id, require_text, shown
 from .claim import NO_LEASE
 from .llm_log import LLMLog
-from .records import ChoiceRecord, Chosen, GateList, GateRecord, Halted, HaltRecord, Saturated
+from .records import CallRows, ChoiceRecord, Chosen, GateList, GateRecord, Halted, HaltRecord, Saturated
 from .rows import NodeRow
 
 
@@ -90,7 +90,7 @@ class Stops:
         halt: dict[str, Any] | str,
         *,
         owner: str,
-        calls: list[dict[str, Any]] | None = None,
+        calls: CallRows | None = None,
     ) -> Halted:
         """A worker's halt on its claimed question instead of an answer, with its call log: one transaction.
 

@@ -20,7 +20,7 @@ from .citations import CitationCheck
 from .claim import Claims
 from .holders import HolderInfo
 from .llm_log import LLMLog
-from .records import ClaimRecord, SynthesisClaim, SynthesisReleased, Synthesized, WeakMark
+from .records import CallRows, ClaimRecord, SynthesisClaim, SynthesisReleased, Synthesized, WeakMark
 from .rows import NODE_COLUMNS, NodeRow
 
 # Ready to synthesize: answered questions with sub-questions, all of them synthesized or saturated,
@@ -115,7 +115,7 @@ class Synthesis:
         synthesis_text: str,
         *,
         worker_id: str,
-        calls: list[dict[str, Any]] | None = None,
+        calls: CallRows | None = None,
         claims: list[ClaimRecord] | None = None,
         findings: Sequence[Mapping[str, Any]] | None = None,
         extra: Mapping[str, Any] | None = None,

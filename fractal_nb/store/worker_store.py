@@ -19,6 +19,7 @@ from ..model import ThinkonOutcome
 from .holders import HolderInfo
 from .records import (
     AnswerSubmitted,
+    CallRows,
     Claim,
     ClaimableList,
     ClaimRecord,
@@ -90,7 +91,7 @@ class WorkerStore(Protocol):
         metadata: dict[str, Any] | str | None = None,
         sub_questions: Sequence[str | dict[str, Any]] | None = None,
         links: dict[str, Any] | str | None = None,
-        calls: list[dict[str, Any]] | None = None,
+        calls: CallRows | None = None,
         saturation: str | None = None,
         boundary: dict[str, Any] | str | None = None,
     ) -> AnswerSubmitted:
@@ -103,7 +104,7 @@ class WorkerStore(Protocol):
         halt: dict[str, Any] | str,
         *,
         owner: str,
-        calls: list[dict[str, Any]] | None = None,
+        calls: CallRows | None = None,
     ) -> Halted:
         """See :meth:`GraphStore.submit_halt`."""
 
@@ -148,7 +149,7 @@ class WorkerStore(Protocol):
         synthesis_text: str,
         *,
         worker_id: str,
-        calls: list[dict[str, Any]] | None = None,
+        calls: CallRows | None = None,
         claims: list[ClaimRecord] | None = None,
         findings: Sequence[Mapping[str, Any]] | None = None,
         extra: Mapping[str, Any] | None = None,
@@ -158,7 +159,7 @@ class WorkerStore(Protocol):
     def release_synthesis(self, graph_id: str, node_id: str, worker_id: str) -> SynthesisReleased:
         """See :meth:`GraphStore.release_synthesis`."""
 
-    def record_llm_calls(self, calls: list[dict[str, Any]]) -> int:
+    def record_llm_calls(self, calls: CallRows) -> int:
         """See :meth:`GraphStore.record_llm_calls`."""
 
     def list_sources(self, graph_id: str) -> list[SourceRecord]:
