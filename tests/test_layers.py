@@ -96,3 +96,24 @@ def test_importing_the_package_loads_no_widget_library() -> None:
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "[]", loaded.stdout
+
+
+# docs/architecture.md, "The store's layout": the steps are plain classes GraphStore composes.
+STEP_BASES = {"object", "Protocol", "TypedDict", "StrEnum", "NamedTuple"}
+
+
+def test_the_stores_steps_are_plain_classes_only_graph_store_composes() -> None:
+    store = PACKAGE / "store"
+    found = []
+    for path in sorted(store.glob("*.py")):
+        if path.name in ("__init__.py", "records.py"):  # the package's export; TypedDicts extending others
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases = {ast.unparse(b).split("[")[0].split(".")[-1] for b in node.bases} - STEP_BASES
+                found += [f"{path.name}: class {node.name} inherits {b}" for b in sorted(bases)]
+            if path.name != "graph_store.py" and isinstance(node, ast.ImportFrom) and node.module:
+                if node.module.endswith("graph_store"):  # a step never reaches the whole store
+                    found.append(f"{path.name}:{node.lineno} imports graph_store")
+    assert not found, "\n".join(found)
