@@ -20,12 +20,12 @@ from ..errors import FractalError, InvalidInputError
 from ..model import NodeStatus, NodeType, SaturationReason, parse_choice, parse_metadata
 from ..text import normalize
 from .base import StoreCore, optional_name, require_id, require_text, shown
-from .children import Children
+from .children import Children, Items
 from .citations import CitationCheck
 from .links import Links
 from .llm_log import LLMLog
 from .records import AddedNode, AnswerSubmitted, AnswerWritten, CallRows, RepeatedQuestion
-from .rows import NodeRow
+from .rows import GraphRow, NodeRow
 
 
 class _ADDABLE(StrEnum):
@@ -108,54 +108,67 @@ class Answers:
         verdict = None if saturation is None else parse_choice(SaturationReason, saturation, "saturation")
         with self._db.write():
             graph, question = self._core.active_node(graph_id, question_id, "question_id")
-            if question.node_type != NodeType.QUESTION:
-                raise InvalidInputError(
-                    f"node {question.node_id} is an answer; add_answer needs a question",
-                    graph_id=graph.graph_id,
-                    node_id=question.node_id,
-                )
-            # Its citations checked and its support set, in this transaction ("Sources and citations").
-            # The root's answer is the seed's plan (a decomposition, not a claim about the sources): it is
-            # judged only when it cites.
-            if question.depth > 0 or "citations" in meta:
-                meta = self._citations.checked_answer(graph.graph_id, meta)
-            # Only a question answered for the first time is surely a leaf; one answered
-            # before may have sub-questions elsewhere (synthesize_node checks those). A track
-            # is never a leaf: its synthesis is its findings (docs/architecture.md, "Tracks").
-            leaf = (
-                synthesize
-                and not subs
-                and question.status in (NodeStatus.OPEN, NodeStatus.CLAIMED)
-                and "track" not in question.metadata
+            return self._write(graph, question, text, owner, meta, subs, synthesize, verdict)[0]
+
+    def _write(
+        self,
+        graph: GraphRow,
+        question: NodeRow,
+        text: str,
+        owner: str | None,
+        meta: dict[str, Any],
+        subs: Items,
+        synthesize: bool,
+        verdict: SaturationReason | None,
+    ) -> tuple[AnswerWritten, NodeRow]:
+        """:meth:`add_answer`'s writes, its arguments checked: the result and the answer's row."""
+        if question.node_type != NodeType.QUESTION:
+            raise InvalidInputError(
+                f"node {question.node_id} is an answer; add_answer needs a question",
+                graph_id=graph.graph_id,
+                node_id=question.node_id,
             )
-            saturated = verdict if leaf else None
-            answer = self._children.add(
-                graph,
-                question,
-                NodeType.ANSWER,
-                [(text, meta)],
-                owner,
-                synthesis=text if leaf else None,
-                saturation=saturated,
-            )[0]
-            status = (
-                (NodeStatus.SATURATED if saturated else NodeStatus.SYNTHESIZED)
-                if leaf
-                else NodeStatus.ANSWERED
+        # Its citations checked and its support set, in this transaction ("Sources and citations").
+        # The root's answer is the seed's plan (a decomposition, not a claim about the sources): it is
+        # judged only when it cites.
+        if question.depth > 0 or "citations" in meta:
+            meta = self._citations.checked_answer(graph.graph_id, meta)
+        # Only a question answered for the first time is surely a leaf; one answered
+        # before may have sub-questions elsewhere (synthesize_node checks those). A track
+        # is never a leaf: its synthesis is its findings (docs/architecture.md, "Tracks").
+        leaf = (
+            synthesize
+            and not subs
+            and question.status in (NodeStatus.OPEN, NodeStatus.CLAIMED)
+            and "track" not in question.metadata
+        )
+        saturated = verdict if leaf else None
+        answer = self._children.add(
+            graph,
+            question,
+            NodeType.ANSWER,
+            [(text, meta)],
+            owner,
+            synthesis=text if leaf else None,
+            saturation=saturated,
+        )[0]
+        status = (
+            (NodeStatus.SATURATED if saturated else NodeStatus.SYNTHESIZED) if leaf else NodeStatus.ANSWERED
+        )
+        children = (
+            self._children.add(
+                graph, answer, NodeType.QUESTION, subs, owner, question=replace(question, status=status)
             )
-            children = (
-                self._children.add(
-                    graph, answer, NodeType.QUESTION, subs, owner, question=replace(question, status=status)
-                )
-                if subs
-                else []
-            )
-        return {
+            if subs
+            else []
+        )
+        written: AnswerWritten = {
             "answer": _added(answer),
             "sub_questions": [_added(c) for c in children],
             "status": status.value,
             "status_reason": saturated and saturated.value,
         }
+        return written, answer
 
     def submit_answer(
         self,
@@ -191,16 +204,20 @@ class Answers:
         Returns :meth:`add_answer`'s result plus ``edges_created``, ``repeated``
         (those left out) and ``boundary`` (the boundary question's id, or None).
         """
+        text = require_text(text, "text")
+        owner = optional_name(owner, "owner")
         parsed = _sub_questions(sub_questions)
         meta = parse_metadata(metadata)
         gid = require_id(graph_id, "graph_id")
         b_text, b_other = _boundary(boundary)
+        verdict = None if saturation is None else parse_choice(SaturationReason, saturation, "saturation")
         with self._db.write():
-            other, beside = self._boundary_place(gid, question_id, b_other)
+            graph, question = self._core.active_node(gid, question_id, "question_id")
+            other, beside = self._boundary_place(graph, question, b_other)
             if beside:
                 parsed.append((b_text, {"boundary": True, "converging_nodes": [None, b_other]}))
             asked = self._children.asked(gid, [normalize(t) for t, _ in parsed])
-            fresh: list[dict[str, Any]] = []
+            fresh: Items = []
             repeated: list[RepeatedQuestion] = []
             for sub_text, sub_meta in parsed:
                 key = normalize(sub_text)
@@ -208,39 +225,29 @@ class Answers:
                     repeated.append({"text": sub_text, "asked_at": asked[key]})
                 else:
                     asked[key] = None
-                    fresh.append({"text": sub_text, "metadata": sub_meta})
+                    fresh.append((sub_text, sub_meta))
             if repeated:
                 meta = {**meta, "repeated_questions": repeated}
-                if not fresh and saturation is None:  # it only rephrased what the graph asks already
-                    saturation = SaturationReason.SEMANTIC_OVERLAP.value
-            written = self.add_answer(
-                graph_id,
-                question_id,
-                text,
-                owner=owner,
-                metadata=meta,
-                sub_questions=fresh,
-                synthesize=True,
-                saturation=saturation,
-            )
-            answer_id = written["answer"]["node_id"]
+                if not fresh and verdict is None:  # it only rephrased what the graph asks already
+                    verdict = SaturationReason.SEMANTIC_OVERLAP
+            written, answer = self._write(graph, question, text, owner, meta, fresh, True, verdict)
+            answer_id = answer.node_id
             # Beside the new answer, the boundary question was the last sub-question asked, if it was new.
             added = (
                 written["sub_questions"][-1]["node_id"]
-                if beside and fresh and fresh[-1]["metadata"].get("boundary")
+                if beside and fresh and fresh[-1][1].get("boundary")
                 else None
             )
             boundary_id = self._place_boundary(gid, answer_id, b_text, other, beside, added, owner)
             created = 0
             if links:  # the worker's own answer, in this transaction: its question may be saturated already
-                answer = self._core.node(gid, answer_id)
                 created = self._links.merge(gid, answer, parse_metadata(links))[1]
             if calls:
-                self._calls.record_llm_calls(calls)
+                self._calls.land(calls, gid, known=[question.node_id, answer_id])
         return {**written, "edges_created": created, "repeated": repeated, "boundary": boundary_id}
 
     def _boundary_place(
-        self, graph_id: str, question_id: str, other_id: str | None
+        self, graph: GraphRow, question: NodeRow, other_id: str | None
     ) -> tuple[NodeRow | None, bool]:
         """Where :meth:`submit_answer`'s boundary question goes.
 
@@ -249,17 +256,16 @@ class Answers:
         """
         if other_id is None:
             return None, False
-        other = self._core.node(graph_id, other_id)
+        other = self._core.node(graph.graph_id, other_id)
         if other.node_type != NodeType.ANSWER:
             raise InvalidInputError(
                 f"boundary.converging_with must be an answer's id; {other.node_id} is a {other.node_type}",
-                graph_id=graph_id,
+                graph_id=graph.graph_id,
                 node_id=other.node_id,
             )
-        question = self._core.node(graph_id, question_id)
         if other.depth < question.depth:  # the other answer is shallower: under it
             return other, False
-        if question.depth + 1 < self._core.budget(self._core.known_graph(graph_id)).max_depth:
+        if question.depth + 1 < self._core.budget(graph).max_depth:
             return other, True
         return None, False  # no level below this one: left out
 

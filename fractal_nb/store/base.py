@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     pass
 
 DEFAULT_LEASE_S = 300.0
+Event = tuple[str | None, str, str | None, dict[str, Any]]  # an event to log: node_id, kind, actor, payload
 MAX_COUNT = 2**63 - 1  # DuckDB's BIGINT: the largest event id or LIMIT a query takes
 MAX_IDS = 100_000  # ids in one list argument
 
@@ -188,9 +189,7 @@ class StoreCore:
         assert row is not None
         self.journal.logged(graph_id, int(row[0]), [node_id])
 
-    def log_many(
-        self, graph_id: str, events: list[tuple[str | None, str, str | None, dict[str, Any]]], at: float
-    ) -> None:
+    def log_many(self, graph_id: str, events: list[Event], at: float) -> None:
         """Append several events (node_id, kind, actor, payload) in one statement."""
         if not events:
             return
@@ -221,6 +220,7 @@ class StoreCore:
         payload: dict[str, Any] | None = None,
         turn: bool = False,
         chain: bool = False,
+        before: list[Event] | None = None,
     ) -> None:
         """Move one node to ``status`` and log it: every status change in the store comes here.
 
@@ -231,7 +231,8 @@ class StoreCore:
         ``columns`` sets other columns (a claim's owner and lease) in the same
         statement; ``payload`` adds to the event's. ``turn``: a move only a turn
         makes (``model.TURN_TRANSITIONS``, store/turns.py); ``chain``: one only a
-        thinkon chain makes (``model.CHAIN_TRANSITIONS``, store/thinkon.py).
+        thinkon chain makes (``model.CHAIN_TRANSITIONS``, store/thinkon.py). ``before``:
+        events of the same write logged first, in the same INSERT (a node's children added).
         """
         steps = [node.status, *([through] if through is not None else []), status]
         for current, target in zip(steps, steps[1:], strict=False):
@@ -254,12 +255,10 @@ class StoreCore:
             logged["reason"] = reason
         if inherited_from is not None:
             logged["inherited_from"] = inherited_from
-        events: list[tuple[str | None, str, str | None, dict[str, Any]]] = [
-            (node.node_id, kind, actor, logged)
-        ]
+        events: list[Event] = [(node.node_id, kind, actor, logged)]
         if through is not None:  # the first hop's event, before the second's (one INSERT for both)
             events.insert(0, (node.node_id, "status_changed", actor, {"from": node.status, "to": through}))
-        self.log_many(node.graph_id, events, at)
+        self.log_many(node.graph_id, [*(before or []), *events], at)
 
     def set_statuses(
         self,

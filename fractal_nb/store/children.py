@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import BudgetError, InvalidInputError, StateError
 from ..model import TAKES_CHILDREN, NodeStatus, NodeType, SaturationReason
 from ..text import normalize
-from .base import StoreCore, new_id
+from .base import Event, StoreCore, new_id
 from .rows import GraphRow, NodeRow
 
 Items = list[tuple[str, dict[str, Any]]]  # the children to add: (text, metadata) each
@@ -41,7 +41,7 @@ class Children:
         synthesis: str | None = None,
         saturation: SaturationReason | None = None,
     ) -> list[NodeRow]:
-        """Check and insert nodes of one kind under ``parent`` (one INSERT, one event INSERT).
+        """Check and insert nodes of one kind under ``parent`` (one INSERT; their events with the question's).
 
         ``question`` is the question ``parent`` belongs to when the caller already
         holds it; ``synthesis`` synthesizes that question in the same update that
@@ -57,8 +57,8 @@ class Children:
             self._row(graph, parent, question, kind, text, meta, owner, depth, status, now)
             for text, meta in items
         ]
-        self._insert(nodes, kind, owner, now)
-        self._answer(question, kind, nodes, owner, now, synthesis, saturation)
+        added = self._insert(nodes, kind, owner, now)
+        self._answer(question, kind, nodes, owner, now, synthesis, saturation, added)
         return nodes
 
     def asked(self, graph_id: str, keys: list[str]) -> dict[str, str | None]:
@@ -166,10 +166,10 @@ class Children:
             path="/".join([*question.ancestors, question.node_id]),
         )
 
-    def _insert(self, nodes: list[NodeRow], kind: NodeType, owner: str | None, now: float) -> None:
-        """The rows in one INSERT and their ``node_added`` events in one more."""
+    def _insert(self, nodes: list[NodeRow], kind: NodeType, owner: str | None, now: float) -> list[Event]:
+        """The rows in one INSERT; their ``node_added`` events, for :meth:`_answer` to log."""
         if not nodes:
-            return
+            return []
         rows = ", ".join("(?, ?, nextval('node_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in nodes)
         self._db.execute(
             "INSERT INTO nodes (node_id, graph_id, seq, parent_id, question_id, branch_id, path, "
@@ -204,7 +204,7 @@ class Children:
             "depth": first.depth,
             "status": first.status,
         }
-        self._core.log_many(first.graph_id, [(n.node_id, "node_added", owner, payload) for n in nodes], now)
+        return [(n.node_id, "node_added", owner, payload) for n in nodes]
 
     def _answer(
         self,
@@ -215,8 +215,12 @@ class Children:
         now: float,
         synthesis: str | None,
         saturation: SaturationReason | None,
+        added: list[Event],
     ) -> None:
-        """The question the children belong to: answered, or (a leaf) synthesized or saturated at once."""
+        """The question the children belong to: answered, or (a leaf) synthesized or saturated at once.
+
+        The children's ``node_added`` events (``added``) go in the same INSERT as its status change.
+        """
         if synthesis is not None:  # open/claimed -> answered -> synthesized (or saturated), in one update
             target = NodeStatus.SATURATED if saturation else NodeStatus.SYNTHESIZED
             self._core.set_status(
@@ -228,9 +232,12 @@ class Children:
                 reason=saturation,
                 through=None if question.status == NodeStatus.ANSWERED else NodeStatus.ANSWERED,
                 metadata={**question.metadata, "synthesis": synthesis, **_leaf_claims(kind, nodes)},
+                before=added,
             )
         elif question.status in (NodeStatus.OPEN, NodeStatus.CLAIMED):
-            self._core.set_status(question, NodeStatus.ANSWERED, now, actor=owner)
+            self._core.set_status(question, NodeStatus.ANSWERED, now, actor=owner, before=added)
+        elif added:
+            self._core.log_many(question.graph_id, added, now)
 
 
 def _check_takes_children(question: NodeRow, owner: str | None) -> None:

@@ -152,8 +152,14 @@ class CitationCheck:
         self._lock = threading.Lock()
 
     def has_sources(self, graph_id: str) -> bool:
-        """Whether the graph has any source."""
+        """Whether the graph has any source; in a write, read once per graph (in_process.py, ``sourced``)."""
+        writing = self._db.writing()
+        known = self._db.file.sourced.get(graph_id) if writing else None
+        if known is not None:
+            return known
         row = self._db.fetchone("SELECT count(*) FROM sources WHERE graph_id = ?", [graph_id])
+        if writing:
+            self._db.file.sourced[graph_id] = bool(row and row[0])
         return bool(row and row[0])
 
     def check(self, graph_id: str, citations: object, what: str = "citations") -> list[CitationRecord]:

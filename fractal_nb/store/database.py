@@ -254,6 +254,10 @@ class Database:
             finally:
                 self._local.write_depth = 0
 
+    def writing(self) -> bool:
+        """Whether this thread is inside a write transaction (it holds the write lock)."""
+        return bool(getattr(self._local, "write_depth", 0))
+
     def write_one(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> None:
         """One statement under the write lock, committed on its own (or joining a batch)."""
         if self.read_only:

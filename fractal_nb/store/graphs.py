@@ -176,6 +176,7 @@ class GraphLifecycle:
             for table in (*_OWN_ROWS, "events", "edges", "synthesis_claims", "nodes", "llm_calls", "graphs"):
                 self._db.execute(f"DELETE FROM {table} WHERE graph_id = ?", [graph.graph_id])
         self._db.file.graphs.pop(graph.graph_id, None)
+        self._db.file.sourced.pop(graph.graph_id, None)
         return {"graph_id": graph.graph_id, "deleted": True}
 
     def change_status(self, graph_id: str, previous: str, target: str, reason: str | None) -> None:

@@ -13,6 +13,10 @@ file's real path (an in-memory store gets a state of its own, never shared):
   their status).
 - ``holders``: the holder ids already written to the file's holders table (a
   holder registered once needs no second INSERT).
+- ``sourced``: per graph, whether it has sources, as a write transaction read it
+  (store/citations.py). Only writes use and set it, under the write lock, so no
+  other write can change it meanwhile; adding sources or deleting the graph drops
+  the graph's entry, a rollback drops them all.
 - ``run_locks``: per graph, the lock that lets one ``run()`` or ``step()`` at a
   time work it in this process, whichever ``Exploration`` object asks (a notebook
   may open the same file again while a run goes on).
@@ -39,6 +43,7 @@ class FileState:
     open_stores: int = 0
     graphs: dict[str, GraphRow] = field(default_factory=dict)
     holders: set[str] = field(default_factory=set)
+    sourced: dict[str, bool] = field(default_factory=dict)
     run_locks: dict[str, threading.Lock] = field(default_factory=dict)
 
     def opened(self) -> None:
@@ -47,6 +52,7 @@ class FileState:
             if self.open_stores == 0:
                 self.graphs.clear()
                 self.holders.clear()
+                self.sourced.clear()
             self.open_stores += 1
 
     def closed(self) -> None:

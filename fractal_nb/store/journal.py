@@ -90,8 +90,9 @@ class Journal:
                 _record(self._db, graph_id, touched.last_event, touched)
 
     def rolled_back(self) -> None:
-        """Forget what the rolled-back transaction noted."""
+        """Forget what the rolled-back transaction noted, and what writes read of sources (in_process.py)."""
         self._pending = {}
+        self._db.file.sourced.clear()
 
 
 def _record(db: Database, graph_id: str, event_id: int, touched: _Touched) -> None:

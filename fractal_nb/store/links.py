@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import InvalidInputError, StateError
+from ..errors import InvalidInputError, NotFoundError, StateError
 from ..model import EdgeType, NodeStatus, parse_metadata
-from .base import StoreCore, merged_metadata
+from .base import Event, StoreCore, merged_metadata, require_id
 from .records import NodeUpdated
 from .rows import NodeRow
 
+Link = tuple[EdgeType, str, dict[str, Any]]  # an edge a link key asks for: its type, target, metadata
 # Metadata keys that create edges, and the key whose text becomes the edge's metadata.
 _LINK_KEYS = {
     "convergence_with": (EdgeType.CONVERGENCE, "convergence_insight", "insight"),
@@ -50,7 +51,11 @@ class Links:
         return {"node_id": node.node_id, "metadata": merged, "edges_created": created}
 
     def merge(self, graph_id: str, node: NodeRow, meta: dict[str, Any]) -> tuple[dict[str, Any], int]:
-        """Merge ``meta`` into the node's metadata and create the edges its link keys ask for."""
+        """Merge ``meta`` into the node's metadata and create the edges its link keys ask for.
+
+        Set-based: the targets checked in one read, the pairs already linked in one
+        more, the new edges in one INSERT, and every event of the merge in one INSERT.
+        """
         links = self._link_targets(graph_id, node.node_id, meta)
         merged, text = merged_metadata(node.metadata, meta, f"node {node.node_id}")
         now = self._core.clock()
@@ -58,19 +63,28 @@ class Links:
             "UPDATE nodes SET metadata = ?, updated_at = ? WHERE node_id = ?",
             [text, now, node.node_id],
         )
-        self._core.log(graph_id, node.node_id, "metadata_updated", None, {"keys": sorted(meta)}, now)
-        created = 0
-        for edge_type, target, edge_meta in links:
-            if not self._linked(graph_id, node.node_id, target, edge_type):
-                self._insert_edge(graph_id, node.node_id, target, edge_type, edge_meta, now)
-                created += 1
-        return merged, created
+        new = self._unlinked(graph_id, node.node_id, links)
+        if new:
+            rows = ", ".join("(nextval('node_seq'), ?, ?, ?, ?, ?, ?)" for _ in new)
+            self._db.execute(
+                f"INSERT INTO edges VALUES {rows}",
+                [
+                    v
+                    for edge_type, target, edge_meta in new
+                    for v in (graph_id, node.node_id, target, edge_type.value, json.dumps(edge_meta), now)
+                ],
+            )
+        events: list[Event] = [(node.node_id, "metadata_updated", None, {"keys": sorted(meta)})]
+        events += [
+            (node.node_id, "edge_added", None, {"to_node": target, "edge_type": edge_type.value, **edge_meta})
+            for edge_type, target, edge_meta in new
+        ]
+        self._core.log_many(graph_id, events, now)
+        return merged, len(new)
 
-    def _link_targets(
-        self, graph_id: str, node_id: str, meta: dict[str, Any]
-    ) -> list[tuple[EdgeType, str, dict[str, Any]]]:
+    def _link_targets(self, graph_id: str, node_id: str, meta: dict[str, Any]) -> list[Link]:
         """Validate link keys before anything is written; return the edges they ask for."""
-        links = []
+        links: list[Link] = []
         for key, (edge_type, text_key, edge_key) in _LINK_KEYS.items():
             if key not in meta:
                 continue
@@ -83,36 +97,38 @@ class Links:
             for target in dict.fromkeys(targets):
                 if target == node_id:
                     raise InvalidInputError(f"metadata[{key!r}] names node {node_id} itself")
-                self._core.node(graph_id, target, f"metadata[{key!r}]")
-                links.append((edge_type, target, {edge_key: text} if text else {}))
+                links.append(
+                    (edge_type, require_id(target, f"metadata[{key!r}]"), {edge_key: text} if text else {})
+                )
+        targets = list(dict.fromkeys(t for _, t, _ in links))
+        if targets:  # every target a node of this graph: one read
+            marks = ", ".join("?" for _ in targets)
+            found = {
+                r[0]
+                for r in self._db.fetchall(
+                    f"SELECT node_id FROM nodes WHERE graph_id = ? AND node_id IN ({marks})",
+                    [graph_id, *targets],
+                )
+            }
+            missing = next((t for t in targets if t not in found), None)
+            if missing is not None:
+                raise NotFoundError(
+                    f"node {missing!r} not found in graph {graph_id}", graph_id=graph_id, node_id=missing
+                )
         return links
 
-    def _linked(self, graph_id: str, a: str, b: str, edge_type: EdgeType) -> bool:
-        row = self._db.fetchone(
-            "SELECT 1 FROM edges WHERE graph_id = ? AND edge_type = ? AND ((from_node = ? AND to_node = ?) "
-            "OR (from_node = ? AND to_node = ?))",
-            [graph_id, edge_type, a, b, b, a],
-        )
-        return row is not None
-
-    def _insert_edge(
-        self,
-        graph_id: str,
-        from_node: str,
-        to_node: str,
-        edge_type: EdgeType,
-        meta: dict[str, Any],
-        now: float,
-    ) -> None:
-        self._db.execute(
-            "INSERT INTO edges VALUES (nextval('node_seq'), ?, ?, ?, ?, ?, ?)",
-            [graph_id, from_node, to_node, edge_type.value, json.dumps(meta), now],
-        )
-        self._core.log(
-            graph_id,
-            from_node,
-            "edge_added",
-            None,
-            {"to_node": to_node, "edge_type": edge_type.value, **meta},
-            now,
-        )
+    def _unlinked(self, graph_id: str, node_id: str, links: list[Link]) -> list[Link]:
+        """The links not already an edge of their type between the pair (either direction): one read."""
+        if not links:
+            return []
+        marks = ", ".join("?" for _ in links)
+        targets = [t for _, t, _ in links]
+        existing = {
+            (edge_type, a if b == node_id else b)
+            for a, b, edge_type in self._db.fetchall(
+                "SELECT from_node, to_node, edge_type FROM edges WHERE graph_id = ? AND "
+                f"((from_node = ? AND to_node IN ({marks})) OR (to_node = ? AND from_node IN ({marks})))",
+                [graph_id, node_id, *targets, node_id, *targets],
+            )
+        }
+        return [(t, target, m) for t, target, m in links if (t.value, target) not in existing]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from ..errors import InvalidInputError, NotFoundError
@@ -117,6 +117,14 @@ class LLMLog:
         InvalidInputError and nothing lands. Inside :meth:`batch` they land with the
         node's other writes.
         """
+        return self.land(calls)
+
+    def land(self, calls: CallRows, graph_id: str | None = None, known: Sequence[str] = ()) -> int:
+        """:meth:`record_llm_calls` inside a step's write: ``known`` nodes of ``graph_id`` need no read.
+
+        The step holds those rows already (the question it answers, the answer it
+        wrote), so a log naming only them is checked without a query.
+        """
         if not isinstance(calls, list | tuple):
             raise InvalidInputError(
                 f"calls must be a list of call records (objects), not {type(calls).__name__}"
@@ -124,7 +132,7 @@ class LLMLog:
         if len(calls) > MAX_CALLS:
             raise InvalidInputError(f"{len(calls):,} calls in one batch; at most {MAX_CALLS:,}")
         rows = [_checked_call(i, call) for i, call in enumerate(calls)]
-        self._check_places(rows)
+        self._check_places(rows, graph_id, set(known))
         if not rows:
             return 0
         now = self._core.clock()
@@ -159,14 +167,17 @@ class LLMLog:
         )
         return len(rows)
 
-    def _check_places(self, rows: list[CallRow]) -> None:
+    def _check_places(self, rows: list[CallRow], graph_id: str | None, known: set[str]) -> None:
         """Every row's graph exists and its node (when it names one) is a node of that graph."""
         for gid in dict.fromkeys(r["graph_id"] for r in rows):
             try:
                 self._core.known_graph(gid)
             except NotFoundError as exc:
                 raise InvalidInputError(f"call records name {exc}") from None
-            named = sorted({r["node_id"] for r in rows if r["graph_id"] == gid and r["node_id"] is not None})
+            named = sorted(
+                {r["node_id"] for r in rows if r["graph_id"] == gid and r["node_id"] is not None}
+                - (known if gid == graph_id else set())
+            )
             if not named:
                 continue
             marks = ", ".join("?" for _ in named)

@@ -172,6 +172,7 @@ class Sources:
         with self._db.write():
             graph = self._core.graph(graph_id)
             gid = graph.graph_id
+            self._db.file.sourced.pop(gid, None)  # what writes read of its sources (in_process.py)
             known = self._names(gid, sorted({t["name"] for t in given}))
             fresh: dict[str, tuple[SourceText, str]] = {}
             for text in given:

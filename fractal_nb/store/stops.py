@@ -146,7 +146,7 @@ class Stops:
                     payload={"halt": parsed["kind"]},
                 )
             if calls:
-                self._calls.record_llm_calls(calls)
+                self._calls.land(calls, graph.graph_id, known=[node.node_id])
         return {"node_id": node.node_id, "status": status.value, "kind": parsed["kind"]}
 
     def choose(self, graph_id: str, node_id: str, choice: int | str) -> Chosen:

@@ -21,7 +21,7 @@ from .claim import Claims
 from .holders import HolderInfo
 from .llm_log import LLMLog
 from .records import CallRows, ClaimRecord, SynthesisClaim, SynthesisReleased, Synthesized, WeakMark
-from .rows import NODE_COLUMNS, NodeRow
+from .rows import NODE_COLUMNS, GraphRow, NodeRow
 
 # Ready to synthesize: answered questions with sub-questions, all of them synthesized or saturated,
 # or with a person's note (store/turns.py) and no unfinished sub-question. Parameters: graph_id, graph_id.
@@ -69,6 +69,10 @@ class Synthesis:
         worker = require_id(worker_id, "worker_id")
         held = self._claims.held(holder)
         skipped = require_ids(skip, "skip")
+        # Most cascades end with a call that finds nothing: that is told by a read, without the write lock.
+        status, ready = self._ready(gid, skipped, self._core.clock())
+        if status != GraphStatus.ACTIVE or (ready is None and not self._claims.gone_holders(gid)):
+            return {"node_id": None, "graph_id": gid, "graph_status": status}
         with self._db.write():
             graph = self._core.graph(gid)
             if graph.status != GraphStatus.ACTIVE:
@@ -107,6 +111,20 @@ class Synthesis:
             "lease_s": lease,
             "graph_status": graph.status,
         }
+
+    def _ready(self, graph_id: str, skipped: list[str], now: float) -> tuple[str, str | None]:
+        """The graph's status and the deepest ready question no live claim holds (None: none), in one read."""
+        skip = f" AND node_id NOT IN ({', '.join('?' for _ in skipped)})" if skipped else ""
+        row = self._db.fetchone(
+            "SELECT g.status, n.node_id FROM graphs g LEFT JOIN (SELECT node_id FROM nodes WHERE "
+            f"{READY} AND node_id NOT IN (SELECT node_id FROM synthesis_claims WHERE graph_id = ? "
+            f"AND claimed_at + lease_s > ?){skip} ORDER BY depth DESC, seq LIMIT 1) n ON TRUE "
+            "WHERE g.graph_id = ?",
+            [graph_id, graph_id, graph_id, now, *skipped, graph_id],
+        )
+        if row is None:
+            return self._core.graph(graph_id).status, None  # NotFoundError
+        return str(row[0]), row[1]
 
     def submit_synthesis(
         self,
@@ -154,11 +172,9 @@ class Synthesis:
             if added:
                 result = self._synthesize_then_reopen(node, text, worker, added, carried, findings, extra)
             else:
-                result = self.synthesize_node(
-                    graph.graph_id, nid, text, claims=carried, findings=findings, extra=extra
-                )
+                result = self._write(graph, node, text, carried, findings, extra)
             if calls:
-                self._calls.record_llm_calls(calls)
+                self._calls.land(calls, graph.graph_id, known=[node.node_id])
         return result
 
     def synthesize_node(
@@ -189,52 +205,69 @@ class Synthesis:
         carried = require_claims(claims)
         with self._db.write():
             graph, node = self._core.active_node(graph_id, node_id)
-            if node.node_type != NodeType.QUESTION:
-                raise InvalidInputError(
-                    f"node {node.node_id} is an answer; synthesize its question {node.question_id}",
-                    graph_id=graph.graph_id,
-                    node_id=node.node_id,
-                )
-            if node.status in (NodeStatus.OPEN, NodeStatus.CLAIMED):
-                raise StateError(
-                    f"question {node.node_id} is {node.status!r} and has no answer yet; add an "
-                    "answer before synthesizing it",
-                    graph_id=graph.graph_id,
-                    node_id=node.node_id,
-                )
-            pending = self._core.nodes(
-                "graph_id = ? AND question_id = ? AND node_type = 'question' AND status NOT IN (?, ?)",
-                [node.graph_id, node.node_id, *sorted(DONE_QUESTION)],
+            return self._write(graph, node, text, carried, findings, extra)
+
+    def _write(
+        self,
+        graph: GraphRow,
+        node: NodeRow,
+        text: str,
+        claims: list[ClaimRecord],
+        findings: Sequence[Mapping[str, Any]] | None,
+        extra: Mapping[str, Any] | None,
+    ) -> Synthesized:
+        """:meth:`synthesize_node`'s checks and write, inside the caller's transaction."""
+        if node.node_type != NodeType.QUESTION:
+            raise InvalidInputError(
+                f"node {node.node_id} is an answer; synthesize its question {node.question_id}",
+                graph_id=graph.graph_id,
+                node_id=node.node_id,
             )
-            if pending:
-                listed = ", ".join(f"{p.node_id} ({p.status})" for p in pending[:5])
-                more = f" and {len(pending) - 5} more" if len(pending) > 5 else ""
-                raise StateError(
-                    f"question {node.node_id} has {len(pending)} sub-question(s) not yet "
-                    f"synthesized or saturated: {listed}{more}",
-                    graph_id=graph.graph_id,
-                    node_id=node.node_id,
-                )
-            self._core.set_status(
-                node,
-                NodeStatus.SYNTHESIZED,
-                self._core.clock(),
-                actor=node.owner,
-                kind="synthesized",
-                metadata=self._metadata(node, text, carried, findings, extra),
+        if node.status in (NodeStatus.OPEN, NodeStatus.CLAIMED):
+            raise StateError(
+                f"question {node.node_id} is {node.status!r} and has no answer yet; add an "
+                "answer before synthesizing it",
+                graph_id=graph.graph_id,
+                node_id=node.node_id,
             )
-            self._db.execute("DELETE FROM synthesis_claims WHERE node_id = ?", [node.node_id])
+        children = self._children(node)
+        pending = [c for c in children if c.status not in DONE_QUESTION]
+        if pending:
+            listed = ", ".join(f"{p.node_id} ({p.status})" for p in pending[:5])
+            more = f" and {len(pending) - 5} more" if len(pending) > 5 else ""
+            raise StateError(
+                f"question {node.node_id} has {len(pending)} sub-question(s) not yet "
+                f"synthesized or saturated: {listed}{more}",
+                graph_id=graph.graph_id,
+                node_id=node.node_id,
+            )
+        self._core.set_status(
+            node,
+            NodeStatus.SYNTHESIZED,
+            self._core.clock(),
+            actor=node.owner,
+            kind="synthesized",
+            metadata=self._metadata(node, text, claims, children, findings, extra),
+        )
+        self._db.execute("DELETE FROM synthesis_claims WHERE node_id = ?", [node.node_id])
         return {"node_id": node.node_id, "status": NodeStatus.SYNTHESIZED.value}
+
+    def _children(self, node: NodeRow) -> list[NodeRow]:
+        """The question's sub-questions, superseded ones included (store/turns.py)."""
+        return self._core.nodes(
+            "graph_id = ? AND question_id = ? AND node_type = 'question'", [node.graph_id, node.node_id]
+        )
 
     def _metadata(
         self,
         node: NodeRow,
         text: str,
         claims: list[ClaimRecord],
+        children: list[NodeRow],
         findings: Sequence[Mapping[str, Any]] | None = None,
         extra: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """``node``'s metadata with a synthesis written now: text, claims, weak mark (from its children)."""
+        """``node``'s metadata with a synthesis written now: text, claims, weak mark (from ``children``)."""
         meta = {k: v for k, v in node.metadata.items() if k not in ("claims", "weak")}
         own_weak = list((extra or {}).get("weak") or [])
         meta.update({k: v for k, v in (extra or {}).items() if k != "weak"})
@@ -248,14 +281,11 @@ class Synthesis:
         meta["synthesis"] = text
         if claims:
             meta["claims"] = claims
-        children = self._core.nodes(  # the current ones: a later turn's superseded nodes are no ground
-            "graph_id = ? AND question_id = ? AND node_type = 'question' AND superseded_turn IS NULL",
-            [node.graph_id, node.node_id],
-        )
         weak: list[WeakMark] = [
             {"node_id": c.node_id, "reason": reason.value}
             for c in children
-            if (reason := weakness(c.status, c.status_reason, c.metadata)) is not None
+            if c.superseded_turn is None  # the current ones: a later turn's superseded nodes are no ground
+            and (reason := weakness(c.status, c.status_reason, c.metadata)) is not None
         ] + own_weak
         if weak:
             meta["weak"] = weak
@@ -299,7 +329,7 @@ class Synthesis:
             now,
             actor=worker,
             kind="synthesized",
-            metadata=self._metadata(node, text, claims, findings, extra),
+            metadata=self._metadata(node, text, claims, self._children(node), findings, extra),
         )
         written = replace(node, status=NodeStatus.SYNTHESIZED.value)
         self._core.set_status(
