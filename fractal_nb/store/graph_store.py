@@ -304,7 +304,8 @@ class GraphStore:
         """A table or view of this file beside the graphs, a line per row (:meth:`Sources.table_lines`)."""
         return self._sources.table_lines(name, columns)
 
-    # -- graphs: GraphLifecycle ---
+    # -- graph lifecycle (store/graphs.py: GraphLifecycle) -----------------------------------------
+
     def resume_graph(self, graph_id: str) -> Snapshot:
         """Reactivate a paused or budget-exhausted graph and return its snapshot."""
         return self._graphs.resume_graph(graph_id)
@@ -325,7 +326,8 @@ class GraphStore:
         """Delete the graph with its nodes, edges, events and call log."""
         return self._graphs.delete_graph(graph_id)
 
-    # -- answer: Answers ---
+    # -- the answer step (store/answer.py: Answers) ------------------------------------------------
+
     def add_node(
         self,
         graph_id: str,
@@ -390,12 +392,14 @@ class GraphStore:
             boundary=boundary,
         )
 
-    # -- links: Links ---
+    # -- metadata and links (store/links.py: Links) ------------------------------------------------
+
     def update_node(self, graph_id: str, node_id: str, metadata: dict[str, Any] | str) -> NodeUpdated:
         """Merge ``metadata`` into the node's (shallow); link keys create edges once."""
         return self._links.update_node(graph_id, node_id, metadata)
 
-    # -- stops: Stops ---
+    # -- gates, halts, saturation, errors (store/stops.py: Stops) ----------------------------------
+
     def mark_saturated(self, graph_id: str, node_id: str, reason: str) -> Saturated:
         """Saturate a node and every unfinished question below it (the reason is inherited)."""
         return self._stops.mark_saturated(graph_id, node_id, reason)
@@ -432,7 +436,8 @@ class GraphStore:
         """Mark an unfinished question as failed; ``recover_stuck(include_errors=True)`` reopens it."""
         return self._stops.mark_error(graph_id, node_id, message)
 
-    # -- claim: Claims ---
+    # -- the claim step (store/claim.py: Claims) ---------------------------------------------------
+
     def claim_work(
         self,
         graph_id: str,
@@ -475,7 +480,8 @@ class GraphStore:
             graph_id, node_id, worker_id, error, max_failures=max_failures, failed=failed
         )
 
-    # -- synthesis: Synthesis ---
+    # -- the synthesis step (store/synthesis.py: Synthesis) ----------------------------------------
+
     def claim_synthesis(
         self,
         graph_id: str,
@@ -530,7 +536,8 @@ class GraphStore:
         """Give back a synthesis claim (after a failed call), so another worker may take it."""
         return self._synthesis.release_synthesis(graph_id, node_id, worker_id)
 
-    # -- context: NodeContext ---
+    # -- a question's context (store/context.py: NodeContext) --------------------------------------
+
     def get_context(
         self, graph_id: str, node_id: str, *, limit: int = 6, candidates: int = 8
     ) -> QuestionContext:
@@ -541,7 +548,8 @@ class GraphStore:
         """A question, its answers and its sub-questions with their syntheses: all a synthesis reads."""
         return self._context.get_synthesis_inputs(graph_id, node_id)
 
-    # -- queries: GraphQueries ---
+    # -- the contract's reads (store/queries.py: GraphQueries) -------------------------------------
+
     def get_snapshot(self, graph_id: str) -> Snapshot:
         """The whole graph: its fields, nodes and edges (:meth:`GraphQueries.get_snapshot`)."""
         return self._queries.get_snapshot(graph_id)
@@ -606,7 +614,8 @@ class GraphStore:
         """Whether some answer carries a support value or some question a track (what evidence reads)."""
         return self._queries.carries_evidence(graph_id)
 
-    # -- llm_log: LLMLog ---
+    # -- the call log (store/llm_log.py: LLMLog) ---------------------------------------------------
+
     def record_llm_call(
         self,
         *,
@@ -661,7 +670,8 @@ class GraphStore:
         """Record (or re-record) a completion (:meth:`LLMLog.cache_put`)."""
         return self._calls.cache_put(cache_key, model=model, role=role, response=response)
 
-    # -- thinkon: ThinkonWrites ---
+    # -- a thinkon chain (store/thinkon.py: ThinkonWrites) -----------------------------------------
+
     def thinkon_level(self, graph_id: str, node_id: str) -> ThinkonLevel:
         """A level's state: goal, level above, phase, plan, done (:meth:`ThinkonWrites.thinkon_level`)."""
         return self._thinkon.thinkon_level(graph_id, node_id)
