@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import FractalError, InvalidInputError
 from ..model import NodeStatus, NodeType, SaturationReason, parse_choice, parse_metadata
 from ..text import normalize
-from .base import StoreCore, optional_name, require_id, require_text, shown
+from .base import Event, StoreCore, merged_metadata, optional_name, require_id, require_text, shown
 from .children import Children, Items
 from .citations import CitationCheck
 from .links import Links
@@ -209,6 +209,7 @@ class Answers:
         parsed = _sub_questions(sub_questions)
         meta = parse_metadata(metadata)
         gid = require_id(graph_id, "graph_id")
+        link_meta = parse_metadata(links) if links else {}
         b_text, b_other = _boundary(boundary)
         verdict = None if saturation is None else parse_choice(SaturationReason, saturation, "saturation")
         with self._db.write():
@@ -230,7 +231,15 @@ class Answers:
                 meta = {**meta, "repeated_questions": repeated}
                 if not fresh and verdict is None:  # it only rephrased what the graph asks already
                     verdict = SaturationReason.SEMANTIC_OVERLAP
-            written, answer = self._write(graph, question, text, owner, meta, fresh, True, verdict)
+            # The answer's links (the worker's own answer: its question may be saturated already) go in its
+            # metadata as it is inserted, their targets checked first; a new node has no edge to double.
+            wanted = self._links.targets(gid, link_meta)
+            written, answer = self._write(
+                graph, question, text, owner, {**meta, **link_meta}, fresh, True, verdict
+            )
+            if link_meta:  # the limit holds after the merge: past it, the whole write rolls back
+                kept = {k: v for k, v in answer.metadata.items() if k not in link_meta}
+                merged_metadata(kept, link_meta, f"node {answer.node_id}")
             answer_id = answer.node_id
             # Beside the new answer, the boundary question was the last sub-question asked, if it was new.
             added = (
@@ -240,8 +249,9 @@ class Answers:
             )
             boundary_id = self._place_boundary(gid, answer_id, b_text, other, beside, added, owner)
             created = 0
-            if links:  # the worker's own answer, in this transaction: its question may be saturated already
-                created = self._links.merge(gid, answer, parse_metadata(links))[1]
+            if link_meta:  # logged as update_node logs a merge: the keys, then each edge
+                updated: Event = (answer_id, "metadata_updated", None, {"keys": sorted(link_meta)})
+                created = self._links.add_edges(gid, answer_id, wanted, self._core.clock(), updated)
             if calls:
                 self._calls.land(calls, gid, known=[question.node_id, answer_id])
         return {**written, "edges_created": created, "repeated": repeated, "boundary": boundary_id}

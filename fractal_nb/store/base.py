@@ -271,7 +271,7 @@ class StoreCore:
         kind: str,
         payload: dict[str, Any],
     ) -> None:
-        """:meth:`_set_status` for many nodes (a turn superseding a sub-tree): same checks, same events.
+        """:meth:`set_status` for many nodes (a turn superseding a sub-tree): same checks, same events.
 
         Every move is checked against the transition table before anything is
         written; the rows change in one UPDATE per thousand nodes, the events in

@@ -140,6 +140,7 @@ class GraphStore:
         self._context = NodeContext(core)
         self._graphs = GraphLifecycle(core, self._queries, citations)
         self._claims = Claims(core, self.holder, float(lease_s))
+        self.lease_s = self._claims.lease_s  # how long this store's claims hold (the claim step's)
         self._synthesis = Synthesis(core, self._claims, citations, self._calls)
         children = Children(core)
         self._links = Links(core)
@@ -160,11 +161,6 @@ class GraphStore:
     def read_only(self) -> bool:
         """Opened ``read_only=True``: every write is refused (docs/architecture.md, "Inspecting a file")."""
         return self._db.read_only
-
-    @property
-    def lease_s(self) -> float:
-        """How long this store's claims hold before another worker may take them over."""
-        return self._claims.lease_s
 
     def close(self) -> None:
         """Release the DuckDB file (idempotent); claims still held here become recoverable at once."""

@@ -56,34 +56,47 @@ class Links:
         Set-based: the targets checked in one read, the pairs already linked in one
         more, the new edges in one INSERT, and every event of the merge in one INSERT.
         """
-        links = self._link_targets(graph_id, node.node_id, meta)
+        links = self.targets(graph_id, meta, node.node_id)
         merged, text = merged_metadata(node.metadata, meta, f"node {node.node_id}")
         now = self._core.clock()
         self._db.execute(
             "UPDATE nodes SET metadata = ?, updated_at = ? WHERE node_id = ?",
             [text, now, node.node_id],
         )
-        new = self._unlinked(graph_id, node.node_id, links)
-        if new:
-            rows = ", ".join("(nextval('node_seq'), ?, ?, ?, ?, ?, ?)" for _ in new)
+        updated: Event = (node.node_id, "metadata_updated", None, {"keys": sorted(meta)})
+        return merged, self.add_edges(
+            graph_id, node.node_id, self._unlinked(graph_id, node.node_id, links), now, updated
+        )
+
+    def add_edges(self, graph_id: str, node_id: str, links: list[Link], now: float, *before: Event) -> int:
+        """Insert ``links`` from ``node_id`` (checked by :meth:`targets`, none an edge yet) and log them.
+
+        A node just added has no edge yet, so its links need no read first
+        (store/answer.py: a worker's answer with its links).
+        """
+        if links:
+            rows = ", ".join("(nextval('node_seq'), ?, ?, ?, ?, ?, ?)" for _ in links)
             self._db.execute(
                 f"INSERT INTO edges VALUES {rows}",
                 [
                     v
-                    for edge_type, target, edge_meta in new
-                    for v in (graph_id, node.node_id, target, edge_type.value, json.dumps(edge_meta), now)
+                    for edge_type, target, edge_meta in links
+                    for v in (graph_id, node_id, target, edge_type.value, json.dumps(edge_meta), now)
                 ],
             )
-        events: list[Event] = [(node.node_id, "metadata_updated", None, {"keys": sorted(meta)})]
+        events = [*before]
         events += [
-            (node.node_id, "edge_added", None, {"to_node": target, "edge_type": edge_type.value, **edge_meta})
-            for edge_type, target, edge_meta in new
+            (node_id, "edge_added", None, {"to_node": target, "edge_type": edge_type.value, **edge_meta})
+            for edge_type, target, edge_meta in links
         ]
         self._core.log_many(graph_id, events, now)
-        return merged, len(new)
+        return len(links)
 
-    def _link_targets(self, graph_id: str, node_id: str, meta: dict[str, Any]) -> list[Link]:
-        """Validate link keys before anything is written; return the edges they ask for."""
+    def targets(self, graph_id: str, meta: dict[str, Any], node_id: str | None = None) -> list[Link]:
+        """Validate link keys before anything is written; return the edges they ask for.
+
+        Every target is a node of the graph (one read), never ``node_id`` itself.
+        """
         links: list[Link] = []
         for key, (edge_type, text_key, edge_key) in _LINK_KEYS.items():
             if key not in meta:

@@ -48,9 +48,7 @@ class WorkerStore(Protocol):
 
     holder: HolderInfo  # who holds the claims made through this store
 
-    @property
-    def lease_s(self) -> float:
-        """How long a claim holds without a heartbeat."""
+    lease_s: float  # how long a claim holds without a heartbeat
 
     def get_graph(self, graph_id: str) -> GraphRecord:
         """See :meth:`GraphStore.get_graph`."""
