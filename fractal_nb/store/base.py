@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import math
 import reprlib
+import secrets
+import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
@@ -96,12 +99,11 @@ class StoreCore:
     ) -> tuple[GraphRow, NodeRow]:
         """The active graph and one of its nodes in one query: the first step of hot writes."""
         gid, nid = require_id(graph_id, "graph_id"), require_id(node_id, what)
-        row = self.db.fetchone(
-            f"SELECT {NODE_COLUMNS}, (SELECT status FROM graphs WHERE graph_id = ?) FROM nodes "
-            "WHERE graph_id = ? AND node_id = ?",
-            [gid, gid, nid],
-        )
-        if row is None or row[-1] != GraphStatus.ACTIVE:  # say precisely what is wrong
+        # By node_id alone: the key's index finds it (with graph_id too DuckDB scans the table);
+        # node ids are unique in the file, so the graph is checked on the row.
+        status = "(SELECT status FROM graphs WHERE graph_id = ?)"
+        row = self.db.fetchone(f"SELECT {NODE_COLUMNS}, {status} FROM nodes WHERE node_id = ?", [gid, nid])
+        if row is None or row[1] != gid or row[-1] != GraphStatus.ACTIVE:  # say precisely what is wrong
             graph = self.active_graph(gid)
             return graph, self.node(gid, nid, what)
         return replace(self.known_graph(gid), status=GraphStatus.ACTIVE.value), NodeRow(*row[:-1])
@@ -110,9 +112,9 @@ class StoreCore:
         """One node of the graph, or NotFoundError naming the argument (``what``)."""
         nid = require_id(node_id, what)
         row = self.db.fetchone(
-            f"SELECT {NODE_COLUMNS} FROM nodes WHERE graph_id = ? AND node_id = ?", [graph_id, nid]
-        )
-        if row is None:
+            f"SELECT {NODE_COLUMNS} FROM nodes WHERE node_id = ?", [nid]
+        )  # the key's index
+        if row is None or row[1] != graph_id:
             raise NotFoundError(f"node {nid!r} not found in graph {graph_id}", graph_id=graph_id, node_id=nid)
         return NodeRow(*row)
 
@@ -344,6 +346,29 @@ class StoreCore:
 def new_id(prefix: str) -> str:
     """A fresh random id such as ``n-3f9c0a1b2c4d5e6f``."""
     return f"{prefix}-{uuid.uuid4().hex[:16]}"
+
+
+_last_graph = [0]  # the last graph id made in this process, as a number (guarded by _GRAPH_IDS)
+_GRAPH_IDS = threading.Lock()
+
+
+def new_graph_id() -> str:
+    """A fresh graph id that sorts after every graph id made before it: ``g-`` and 16 hex digits.
+
+    The milliseconds since the epoch, then 20 random bits (one more than the last
+    id made in this process, when that is larger). Every query is scoped by graph,
+    and DuckDB skips a row group whose graph ids all sort below the one asked for:
+    a new graph's rows come after the older graphs' rows in the file, so its
+    queries skip theirs (docs/architecture.md, "Cost by graph").
+
+    >>> a, b = new_graph_id(), new_graph_id()
+    >>> len(a), a < b
+    (18, True)
+    """
+    value = (time.time_ns() // 1_000_000) << 20 | secrets.randbits(20)
+    with _GRAPH_IDS:
+        value = _last_graph[0] = max(value, _last_graph[0] + 1)
+    return f"g-{value:016x}"
 
 
 def require_id(value: object, what: str) -> str:

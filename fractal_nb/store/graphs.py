@@ -20,7 +20,7 @@ from ..model import (
     parse_metadata,
 )
 from ..text import normalize
-from .base import StoreCore, merged_metadata, new_id, optional_text, require_text, shown
+from .base import StoreCore, merged_metadata, new_graph_id, new_id, optional_text, require_text, shown
 from .citations import CitationCheck
 from .queries import GraphQueries
 from .records import Snapshot, StatusChanged
@@ -60,7 +60,7 @@ class GraphLifecycle:
         level = parse_choice(Intensity, intensity, "intensity")
         mode = CheckpointMode.parse(checkpoint_mode, level)
         meta = parse_metadata(metadata)
-        graph_id, root_id = new_id("g"), new_id("n")
+        graph_id, root_id = new_graph_id(), new_id("n")
         with self._db.write():
             now = self._core.clock()
             self._db.execute(

@@ -106,13 +106,15 @@ def _record(db: Database, graph_id: str, event_id: int, touched: _Touched) -> No
         db.execute("INSERT INTO history_baselines VALUES (?, ?)", [graph_id, event_id])
     elif touched.node_ids:
         ids = sorted(touched.node_ids)
-        # one node (a claim, a status change: most commits) is a point lookup on the key
-        where = "node_id = ?" if len(ids) == 1 else f"node_id IN ({', '.join('?' for _ in ids)})"
-        db.execute(
-            f"INSERT INTO node_history BY NAME SELECT ? AS event_id, {_WATERMARK}, * FROM nodes "
-            f"WHERE graph_id = ? AND {where}",
-            [event_id, graph_id, *ids],
-        )
+        # One node (a claim, a status change: most commits) is a point lookup on the key's index;
+        # several are read in their graph (a new graph's rows skip the older graphs' row groups:
+        # docs/architecture.md, "Cost by graph").
+        images = f"INSERT INTO node_history BY NAME SELECT ? AS event_id, {_WATERMARK}, * FROM nodes"
+        if len(ids) == 1:
+            db.execute(f"{images} WHERE node_id = ?", [event_id, ids[0]])
+        else:
+            marks = ", ".join("?" for _ in ids)
+            db.execute(f"{images} WHERE graph_id = ? AND node_id IN ({marks})", [event_id, graph_id, *ids])
     if touched.graph_row:
         db.execute(
             f"INSERT INTO graph_history BY NAME SELECT ? AS event_id, {_WATERMARK}, * FROM graphs "

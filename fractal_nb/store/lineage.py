@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from .base import StoreCore, new_id
+from .base import StoreCore, new_graph_id
 from .records import Forked, LineageRecord
 from .replay import Replay
 from .rows import iso
@@ -183,7 +183,7 @@ class Lineage:
         """
         with self._db.write():
             gid, event, commit = self._replay.commit_of(graph_id, at_event)
-            fork = new_id("g")
+            fork = new_graph_id()
             now = self._core.clock()
             self._db.execute(_MAP, [fork, gid, commit])
             self._db.execute(_NODES, [gid, commit, fork, fork])

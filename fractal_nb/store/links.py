@@ -116,12 +116,12 @@ class Links:
         targets = list(dict.fromkeys(t for _, t, _ in links))
         if targets:  # every target a node of this graph: one read
             marks = ", ".join("?" for _ in targets)
-            found = {
-                r[0]
-                for r in self._db.fetchall(
-                    f"SELECT node_id FROM nodes WHERE graph_id = ? AND node_id IN ({marks})",
-                    [graph_id, *targets],
+            found = {  # by node_id alone, the key's index (StoreCore.node says why)
+                nid
+                for nid, gid in self._db.fetchall(
+                    f"SELECT node_id, graph_id FROM nodes WHERE node_id IN ({marks})", targets
                 )
+                if gid == graph_id
             }
             missing = next((t for t in targets if t not in found), None)
             if missing is not None:

@@ -181,10 +181,10 @@ class LLMLog:
             if not named:
                 continue
             marks = ", ".join("?" for _ in named)
-            found = self._db.fetchall(
-                f"SELECT node_id FROM nodes WHERE graph_id = ? AND node_id IN ({marks})", [gid, *named]
+            found = self._db.fetchall(  # by node_id alone, the key's index (StoreCore.node says why)
+                f"SELECT node_id, graph_id FROM nodes WHERE node_id IN ({marks})", named
             )
-            missing = sorted(set(named) - {r[0] for r in found})
+            missing = sorted(set(named) - {nid for nid, graph in found if graph == gid})
             if missing:
                 listed = ", ".join(map(repr, missing[:5]))
                 raise InvalidInputError(f"call records name node(s) {listed} that are not in graph {gid}")

@@ -161,7 +161,7 @@ class GraphQueries:
     def get_ready_to_synthesize(self, graph_id: str) -> ReadyList:
         """Answered questions whose sub-questions all are synthesized or saturated, deepest first."""
         graph = self._core.known_graph(graph_id)
-        nodes = self._core.nodes(READY, [graph.graph_id, graph.graph_id])
+        nodes = self._core.nodes(READY, [graph.graph_id] * 3)
         nodes.sort(key=lambda n: (-n.depth, n.seq))
         return {"graph_id": graph.graph_id, "ready_nodes": [n.to_dict() for n in nodes], "count": len(nodes)}
 

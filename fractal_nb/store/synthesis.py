@@ -24,15 +24,15 @@ from .records import CallRows, ClaimRecord, SynthesisClaim, SynthesisReleased, S
 from .rows import NODE_COLUMNS, GraphRow, NodeRow
 
 # Ready to synthesize: answered questions with sub-questions, all of them synthesized or saturated,
-# or with a person's note (store/turns.py) and no unfinished sub-question. Parameters: graph_id, graph_id.
+# or with a person's note (store/turns.py) and no unfinished sub-question. Parameters: graph_id three times
+# (each subquery scoped by graph: a correlated one would read every graph's nodes).
 READY = """graph_id = ? AND node_type = 'question' AND status = 'answered' AND (node_id IN (
                SELECT question_id FROM nodes
                WHERE graph_id = ? AND node_type IN ('question', 'note') AND question_id IS NOT NULL
                GROUP BY question_id
                HAVING bool_and(node_type = 'note' OR status IN ('synthesized', 'saturated')))
-           OR (json_exists(metadata, '$.track') AND NOT EXISTS (SELECT 1 FROM nodes below
-               WHERE below.graph_id = nodes.graph_id AND below.question_id = nodes.node_id
-               AND below.node_type IN ('question', 'note'))))"""
+           OR (json_exists(metadata, '$.track') AND node_id NOT IN (SELECT question_id FROM nodes
+               WHERE graph_id = ? AND node_type IN ('question', 'note') AND question_id IS NOT NULL)))"""
 # Second branch: a track answered without sub-tracks waits for its findings (docs/architecture.md, "Tracks").
 
 
@@ -82,7 +82,7 @@ class Synthesis:
                 "DELETE FROM synthesis_claims WHERE graph_id = ? AND claimed_at + lease_s <= ?", [gid, now]
             )
             where = READY + " AND node_id NOT IN (SELECT node_id FROM synthesis_claims WHERE graph_id = ?)"
-            params: list[Any] = [gid, gid, gid]
+            params: list[Any] = [gid, gid, gid, gid]
             if skipped:
                 where += f" AND node_id NOT IN ({', '.join('?' for _ in skipped)})"
                 params += skipped
@@ -120,7 +120,7 @@ class Synthesis:
             f"{READY} AND node_id NOT IN (SELECT node_id FROM synthesis_claims WHERE graph_id = ? "
             f"AND claimed_at + lease_s > ?){skip} ORDER BY depth DESC, seq LIMIT 1) n ON TRUE "
             "WHERE g.graph_id = ?",
-            [graph_id, graph_id, graph_id, now, *skipped, graph_id],
+            [graph_id, graph_id, graph_id, graph_id, now, *skipped, graph_id],
         )
         if row is None:
             return self._core.graph(graph_id).status, None  # NotFoundError
