@@ -27,27 +27,37 @@ from .base import (
 )
 from .holders import HOLDER_LEASE_S, HolderInfo, is_gone, parse_holder
 from .records import Claim, ClaimReleased, Heartbeat, Recovered
-from .rows import NODE_COLUMNS, NodeRow
+from .rows import NODE_COLUMNS, GraphRow, NodeRow
 
-# The root is the seed phase's, except in a thinkon graph: there it is the chain's first level
-# (store/thinkon.py). Uncorrelated: read once per query, whatever the number of open questions.
-THINKON_ROOT = (
-    "node_id = (SELECT root_node_id FROM graphs WHERE graph_id = ? "
-    "AND json_extract_string(metadata, '$.strategy') = 'thinkon')"
-)
-# Claimable: an open question below the root (or a thinkon root), or a claim whose lease ran out
-# (docs/architecture.md, rule 5). Affinity first (branches this worker has owned nodes in), then
-# shallower first, then creation order (the reference's order).
-# Parameters: graph_id, graph_id (THINKON_ROOT), (graph_id for _IF_ACTIVE), now, graph_id, worker_id.
+# Claimable: an open question below the root (or a thinkon chain's root: claimable()), or a claim
+# whose lease ran out (docs/architecture.md, rule 5). Affinity first (branches this worker has owned
+# nodes in), then shallower first, then creation order (the reference's order).
 CLAIMABLE = f"""
     SELECT {NODE_COLUMNS} FROM nodes
-    WHERE graph_id = ? AND node_type = 'question' AND (depth > 0 OR {THINKON_ROOT}) {{active}}
+    WHERE graph_id = ? AND node_type = 'question' AND {{below_root}} {{active}}
       AND (status = 'open' OR (status = 'claimed' AND claimed_at + lease_s <= ?))
     ORDER BY (branch_id IN (
                 SELECT DISTINCT branch_id FROM nodes
                 WHERE graph_id = ? AND owner = ? AND branch_id IS NOT NULL)) IS TRUE DESC,
              depth, seq
 """
+
+
+def claimable(graph: GraphRow, worker: str | None, now: float, *, active: bool) -> tuple[str, list[Any]]:
+    """The claimable query for ``graph`` and its parameters (``active``: only while the graph is active).
+
+    Questions below the root; in a thinkon graph the root too, the chain's first
+    level (store/thinkon.py). A graph's strategy never changes, so it is read off
+    its row rather than in the query.
+    """
+    chain = graph.strategy == Strategy.THINKON
+    sql = CLAIMABLE.format(
+        below_root="(depth > 0 OR node_id = ?)" if chain else "depth > 0", active=_IF_ACTIVE if active else ""
+    )
+    gid = graph.graph_id
+    return sql, [gid, *([graph.root_node_id] if chain else []), *([gid] if active else []), now, gid, worker]
+
+
 # A question no worker holds: its lease cleared.
 NO_LEASE = {"holder": None, "claimed_at": None, "lease_s": None}
 _IF_ACTIVE = "AND EXISTS (SELECT 1 FROM graphs WHERE graph_id = ? AND status = 'active')"
@@ -98,10 +108,10 @@ class Claims:
         with self._db.write():
             now = self._core.clock()
             # The hot path asks once: a candidate, only if the graph is active.
-            claimable = CLAIMABLE.format(active=_IF_ACTIVE) + " LIMIT 1"
-            row = self._db.fetchone(claimable, [gid, gid, gid, now, gid, worker])
+            sql, params = claimable(self._core.known_graph(gid), worker, now, active=True)
+            row = self._db.fetchone(sql + " LIMIT 1", params)
             if row is None and self.recover_gone(gid, now):  # a dead worker's claims come back
-                row = self._db.fetchone(claimable, [gid, gid, gid, now, gid, worker])
+                row = self._db.fetchone(sql + " LIMIT 1", params)
             if row is None:
                 graph = self._core.graph(gid)
                 if graph.status != GraphStatus.ACTIVE:

@@ -13,7 +13,7 @@ import networkx as nx
 
 from ..model import DONE_QUESTION, PENDING_QUESTION, EdgeType, NodeStatus
 from .base import StoreCore, optional_name, require_count, require_id
-from .claim import CLAIMABLE
+from .claim import claimable
 from .question_items import carries_evidence, question_items
 from .records import (
     Changes,
@@ -151,10 +151,7 @@ class GraphQueries:
         """What ``claim_work`` would hand out, in order (affinity to ``worker_id`` first)."""
         worker = optional_name(worker_id, "worker_id")
         graph = self._core.known_graph(graph_id)
-        rows = self._db.fetchall(
-            CLAIMABLE.format(active=""),
-            [graph.graph_id, graph.graph_id, self._core.clock(), graph.graph_id, worker],
-        )
+        rows = self._db.fetchall(*claimable(graph, worker, self._core.clock(), active=False))
         nodes = [NodeRow(*r).to_dict() for r in rows]
         return {"graph_id": graph.graph_id, "claimable": nodes, "count": len(nodes)}
 

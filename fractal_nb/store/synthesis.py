@@ -299,14 +299,16 @@ class Synthesis:
         """
         if node.node_type != NodeType.QUESTION or node.status != NodeStatus.ANSWERED:
             return []
+        # Uncorrelated, each subquery scoped by graph (docs/architecture.md, "Cost by graph"); events are
+        # appended in id order, so the events after the claim are found by their row groups' zone maps.
         rows = self._db.fetchall(
-            "SELECT n.node_id FROM nodes n WHERE n.graph_id = ? AND n.question_id = ? "
-            "AND n.node_type = 'question' AND (n.status NOT IN (?, ?) OR EXISTS (SELECT 1 FROM events e "
-            "WHERE e.graph_id = n.graph_id AND e.node_id = n.node_id "
-            "AND e.kind IN ('node_added', 'reopened', 'synthesized', 'saturated', 'status_changed') "
-            "AND e.event_id > (SELECT max(event_id) FROM events WHERE graph_id = n.graph_id AND node_id = ? "
-            "AND kind = 'synthesis_claimed'))) ORDER BY n.seq",
-            [node.graph_id, node.node_id, *sorted(DONE_QUESTION), node.node_id],
+            "SELECT node_id FROM nodes WHERE graph_id = ? AND question_id = ? AND node_type = 'question' "
+            "AND (status NOT IN (?, ?) OR node_id IN (SELECT node_id FROM events WHERE graph_id = ? "
+            "AND node_id IS NOT NULL "
+            "AND kind IN ('node_added', 'reopened', 'synthesized', 'saturated', 'status_changed') "
+            "AND event_id > (SELECT max(event_id) FROM events WHERE graph_id = ? AND node_id = ? "
+            "AND kind = 'synthesis_claimed'))) ORDER BY seq",
+            [node.graph_id, node.node_id, *sorted(DONE_QUESTION), node.graph_id, node.graph_id, node.node_id],
         )
         return [r[0] for r in rows]
 
