@@ -1,6 +1,7 @@
 """Scope benchmark: a small graph's step costs the same whether its file holds other graphs or not.
 
-Run: ``python bench/scope_bench.py`` (``--quick``: 5,000 other nodes in 6 graphs).
+Run: ``python bench/scope_bench.py`` (``--quick``: 5,000 other nodes in 6 graphs; ``--large``:
+420,000, a 20,000-node graph and 20 forks of it).
 
 Turns and forks put many graphs in one file, so every hot query is scoped by
 graph (docs/architecture.md, "Cost by graph"). Measured side by side, rounds
@@ -67,8 +68,11 @@ def step_ms(path: str, steps: int) -> tuple[float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="5,000 other nodes, 5 of the graphs forks")
+    parser.add_argument("--large", action="store_true", help="420,000 other nodes (20 forks of 20,000)")
     args = parser.parse_args()
     other, forks, steps, rounds = (5000, 5, 30, 2) if args.quick else (20_000, 20, 60, 5)
+    if args.large:
+        other = 420_000
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         full = os.path.join(tmp, "full.duckdb")
