@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import LLMError, LLMOutputError, LLMUnavailableError, NodeTimeLimitError
+from ..errors import FractalError, LLMError, LLMOutputError, LLMUnavailableError, NodeTimeLimitError
 from ..llm.protocol import (
     LLM,
     Message,
@@ -62,10 +62,9 @@ class PendingCalls:
 
     One owner, the step that makes the calls: it opens the log (``with
     run.call.pending() as calls``), passes it to each call (``run.call(...,
-    pending=calls)``), hands ``calls.rows`` to the store write that lands them with
-    its node and then says so (:meth:`landed`); a write the store refused marks
-    them :meth:`refused` (paid for, not used). Whatever has not landed when the
-    block ends, a failed call's row included, is written on its own then.
+    pending=calls)``) and hands the rows to the store write that lands them with its
+    node (``with calls.landing() as rows``). Whatever has not landed when the block
+    ends, a failed call's row included, is written on its own then.
     """
 
     def __init__(self, store: WorkerStore) -> None:
@@ -76,15 +75,21 @@ class PendingCalls:
         """Keep a call's rows (its tool calls', then its own) until they land."""
         self.rows.extend(rows)
 
-    def landed(self) -> None:
-        """The rows were written with the write they were passed to: nothing left to write."""
-        self.rows.clear()
+    @contextmanager
+    def landing(self) -> Iterator[list[CallRow]]:
+        """The rows, for one store write to land: gone once it did, ``discarded`` if the store refused it.
 
-    def refused(self) -> None:
-        """The write they were passed to was refused: the calls that answered were paid for, not used."""
-        for row in self.rows:
-            if row["outcome"] == CallOutcome.OK:
-                row["outcome"] = CallOutcome.DISCARDED.value
+        A refused write (a FractalError, re-raised) leaves the rows to be written on
+        their own, the calls that answered marked paid for and not used.
+        """
+        try:
+            yield self.rows
+        except FractalError:
+            for row in self.rows:
+                if row["outcome"] == CallOutcome.OK:
+                    row["outcome"] = CallOutcome.DISCARDED.value
+            raise
+        self.rows.clear()
 
     def __enter__(self) -> PendingCalls:
         return self

@@ -156,7 +156,6 @@ def process(run: RunState, claim: Claim, worker: str) -> StepRecord:
                 run, node_id, question, worker, answer, subs, depth_limited, links, calls, relation
             )
         except FractalError as exc:  # pruned or saturated meanwhile: the write is refused whole
-            calls.refused()
             return StepRecord(node_id, worker, question, error=f"write refused: {exc}")
     if written["questions"]:
         # New sub-questions: this node now waits on them, and nothing else got closer
@@ -217,11 +216,7 @@ def synthesize(run: RunState, node_id: str, worker: str) -> None:
     if run.strategy == Strategy.TRACKS and (node["depth"] == 0 or tracks.is_track(node["metadata"])):
         write = tracks.synthesize_root if node["depth"] == 0 else tracks.synthesize_track
         with run.call.pending() as pending:
-            try:
-                write(run, inputs, worker, pending)
-            except FractalError:
-                pending.refused()
-                raise
+            write(run, inputs, worker, pending)
         return
     children = "\n".join(
         [
@@ -244,19 +239,15 @@ def synthesize(run: RunState, node_id: str, worker: str) -> None:
         text = result.synthesis
         if result.tensions:
             text += "\nTensions: " + "; ".join(result.tensions)
-        try:
+        with calls.landing() as rows:
             run.store.submit_synthesis(
                 run.graph_id,
                 node_id,
                 text,
                 worker_id=worker,
-                calls=calls.rows,
+                calls=rows,
                 claims=grounding.ground(result.claims, grounding.sources(inputs)),
             )
-        except FractalError:
-            calls.refused()
-            raise
-        calls.landed()
 
 
 def freeze_unexplored(store: GraphStore, graph_id: str, node_id: str, reason: str | None = None) -> None:
@@ -425,19 +416,19 @@ def _write(
             "converging_with": across[0].node_id,
         }
     )
-    written = store.submit_answer(
-        g,
-        q,
-        answer.answer,
-        owner=worker,
-        metadata=meta,
-        sub_questions=questions,
-        links=_link_metadata(links) or None,
-        calls=calls.rows,
-        saturation=answer.saturation,
-        boundary=boundary,
-    )
-    calls.landed()
+    with calls.landing() as rows:
+        written = store.submit_answer(
+            g,
+            q,
+            answer.answer,
+            owner=worker,
+            metadata=meta,
+            sub_questions=questions,
+            links=_link_metadata(links) or None,
+            calls=rows,
+            saturation=answer.saturation,
+            boundary=boundary,
+        )
     answer_id, created = written["answer"]["node_id"], written["edges_created"]
     boundaries = int(written["boundary"] is not None)
     if links.convergences and run.checkpoint.kind == "convergence":
@@ -475,13 +466,12 @@ def _halt(
     question nobody could answer).
     """
     try:
-        written = run.store.submit_halt(
-            run.graph_id, node_id, halt.model_dump(mode="json"), owner=worker, calls=calls.rows
-        )
+        with calls.landing() as rows:
+            written = run.store.submit_halt(
+                run.graph_id, node_id, halt.model_dump(mode="json"), owner=worker, calls=rows
+            )
     except FractalError as exc:  # pruned or taken over meanwhile: the write is refused whole
-        calls.refused()
         return StepRecord(node_id, worker, question, error=f"write refused: {exc}")
-    calls.landed()
     blocked = written["status"] == NodeStatus.SATURATED
     return StepRecord(
         node_id,

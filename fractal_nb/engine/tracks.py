@@ -246,16 +246,16 @@ def synthesize_track(run: RunState, inputs: SynthesisInputs, worker: str, calls:
     }
     if weak:
         extra["weak"] = weak
-    run.store.submit_synthesis(
-        run.graph_id,
-        node_id,
-        found.conclusions,
-        worker_id=worker,
-        calls=calls.rows,
-        findings=findings,
-        extra=extra,
-    )
-    calls.landed()
+    with calls.landing() as rows:
+        run.store.submit_synthesis(
+            run.graph_id,
+            node_id,
+            found.conclusions,
+            worker_id=worker,
+            calls=rows,
+            findings=findings,
+            extra=extra,
+        )
 
 
 def kept_findings(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -348,15 +348,15 @@ def synthesize_root(run: RunState, inputs: SynthesisInputs, worker: str, calls: 
         track = meta.get("track") or {}
         briefs.append(track_brief(str(track.get("name") or child["text"]), meta, child["synthesis"]))
     obj = aggregate(run, briefs, node_id=node_id, worker=worker, calls=calls)
-    run.store.submit_synthesis(
-        run.graph_id,
-        node_id,
-        obj["unified"],
-        worker_id=worker,
-        calls=calls.rows,
-        extra={"synthesis_object": obj},
-    )
-    calls.landed()
+    with calls.landing() as rows:
+        run.store.submit_synthesis(
+            run.graph_id,
+            node_id,
+            obj["unified"],
+            worker_id=worker,
+            calls=rows,
+            extra={"synthesis_object": obj},
+        )
 
 
 def is_track(meta: Mapping[str, Any]) -> bool:

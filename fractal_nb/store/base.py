@@ -11,7 +11,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import GraphNotActiveError, InvalidInputError, NotFoundError
 from ..model import (
@@ -31,9 +31,6 @@ from .database import Database
 from .journal import Journal
 from .records import ClaimRecord
 from .rows import GRAPH_COLUMNS, NODE_COLUMNS, GraphRow, NodeRow
-
-if TYPE_CHECKING:
-    pass
 
 DEFAULT_LEASE_S = 300.0
 Event = tuple[str | None, str, str | None, dict[str, Any]]  # an event to log: node_id, kind, actor, payload
@@ -117,6 +114,15 @@ class StoreCore:
         if row is None or row[1] != graph_id:
             raise NotFoundError(f"node {nid!r} not found in graph {graph_id}", graph_id=graph_id, node_id=nid)
         return NodeRow(*row)
+
+    def missing(self, graph_id: str, node_ids: list[str]) -> list[str]:
+        """Those of ``node_ids`` that are not nodes of the graph, in order (one read, by the key's index)."""
+        if not node_ids:
+            return []
+        marks = ", ".join("?" for _ in node_ids)
+        rows = self.db.fetchall(f"SELECT node_id, graph_id FROM nodes WHERE node_id IN ({marks})", node_ids)
+        found = {nid for nid, gid in rows if gid == graph_id}
+        return [n for n in node_ids if n not in found]
 
     def nodes(self, where: str, params: list[Any]) -> list[NodeRow]:
         """The nodes matching a WHERE fragment, in creation order."""

@@ -324,7 +324,9 @@ class Claims:
 
     def recover_gone(self, graph_id: str, now: float) -> list[str]:
         """Reopen the claims of holders that are gone, drop their syntheses; the reopened ids."""
-        gone = self.gone_holders(graph_id)
+        gone = [
+            h for h, *where in self._db.fetchall(_CLAIM_HOLDERS, [graph_id, graph_id]) if is_gone(h, *where)
+        ]
         if not gone:
             return []
         marks = ", ".join("?" for _ in gone)
@@ -336,12 +338,6 @@ class Claims:
             f"DELETE FROM synthesis_claims WHERE graph_id = ? AND holder IN ({marks})", [graph_id, *gone]
         )
         return [n.node_id for n in nodes]
-
-    def gone_holders(self, graph_id: str) -> list[str]:
-        """The holders of the graph's claims (questions and syntheses) that are gone: one read."""
-        return [
-            h for h, *where in self._db.fetchall(_CLAIM_HOLDERS, [graph_id, graph_id]) if is_gone(h, *where)
-        ]
 
     def _reopen(self, nodes: list[NodeRow], now: float) -> None:
         """Claimed or failed questions back to open, their lease and holder cleared."""

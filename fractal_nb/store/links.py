@@ -113,21 +113,11 @@ class Links:
                 links.append(
                     (edge_type, require_id(target, f"metadata[{key!r}]"), {edge_key: text} if text else {})
                 )
-        targets = list(dict.fromkeys(t for _, t, _ in links))
-        if targets:  # every target a node of this graph: one read
-            marks = ", ".join("?" for _ in targets)
-            found = {  # by node_id alone, the key's index (StoreCore.node says why)
-                nid
-                for nid, gid in self._db.fetchall(
-                    f"SELECT node_id, graph_id FROM nodes WHERE node_id IN ({marks})", targets
-                )
-                if gid == graph_id
-            }
-            missing = next((t for t in targets if t not in found), None)
-            if missing is not None:
-                raise NotFoundError(
-                    f"node {missing!r} not found in graph {graph_id}", graph_id=graph_id, node_id=missing
-                )
+        missing = self._core.missing(graph_id, list(dict.fromkeys(t for _, t, _ in links)))
+        if missing:
+            raise NotFoundError(
+                f"node {missing[0]!r} not found in graph {graph_id}", graph_id=graph_id, node_id=missing[0]
+            )
         return links
 
     def _unlinked(self, graph_id: str, node_id: str, links: list[Link]) -> list[Link]:

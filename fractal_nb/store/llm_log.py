@@ -178,13 +178,7 @@ class LLMLog:
                 {r["node_id"] for r in rows if r["graph_id"] == gid and r["node_id"] is not None}
                 - (known if gid == graph_id else set())
             )
-            if not named:
-                continue
-            marks = ", ".join("?" for _ in named)
-            found = self._db.fetchall(  # by node_id alone, the key's index (StoreCore.node says why)
-                f"SELECT node_id, graph_id FROM nodes WHERE node_id IN ({marks})", named
-            )
-            missing = sorted(set(named) - {nid for nid, graph in found if graph == gid})
+            missing = self._core.missing(gid, named)
             if missing:
                 listed = ", ".join(map(repr, missing[:5]))
                 raise InvalidInputError(f"call records name node(s) {listed} that are not in graph {gid}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 
 from ..model import BUDGETS, Intensity
@@ -114,9 +115,12 @@ class GraphRow:
     created_at: float
     updated_at: float
 
-    @property
+    @cached_property
     def strategy(self) -> str:
-        """How the graph thinks (metadata ``strategy``; absent: ``fractal``), a ``model.Strategy`` value."""
+        """How the graph thinks (metadata ``strategy``; absent: ``fractal``), a ``model.Strategy`` value.
+
+        Parsed once per row: the claim query asks it on every claim, and the metadata may hold a harvest.
+        """
         meta = json.loads(self.metadata_json)
         return str(meta.get("strategy") or "fractal") if isinstance(meta, dict) else "fractal"
 

@@ -69,29 +69,18 @@ class Synthesis:
         worker = require_id(worker_id, "worker_id")
         held = self._claims.held(holder)
         skipped = require_ids(skip, "skip")
-        # Most cascades end with a call that finds nothing: that is told by a read, without the write lock.
-        status, ready = self._ready(gid, skipped, self._core.clock())
-        if status != GraphStatus.ACTIVE or (ready is None and not self._claims.gone_holders(gid)):
-            return {"node_id": None, "graph_id": gid, "graph_status": status}
         with self._db.write():
-            graph = self._core.graph(gid)
-            if graph.status != GraphStatus.ACTIVE:
-                return {"node_id": None, "graph_id": gid, "graph_status": graph.status}
             now = self._core.clock()
-            self._db.execute(
-                "DELETE FROM synthesis_claims WHERE graph_id = ? AND claimed_at + lease_s <= ?", [gid, now]
+            self._db.execute(  # leases run out (an active graph's only: a paused one is left as it is)
+                "DELETE FROM synthesis_claims WHERE graph_id = ? AND claimed_at + lease_s <= ? "
+                "AND EXISTS (SELECT 1 FROM graphs WHERE graph_id = ? AND status = 'active')",
+                [gid, now, gid],
             )
-            where = READY + " AND node_id NOT IN (SELECT node_id FROM synthesis_claims WHERE graph_id = ?)"
-            params: list[Any] = [gid, gid, gid, gid]
-            if skipped:
-                where += f" AND node_id NOT IN ({', '.join('?' for _ in skipped)})"
-                params += skipped
-            deepest = f"SELECT {NODE_COLUMNS} FROM nodes WHERE {where} ORDER BY depth DESC, seq LIMIT 1"
-            row = self._db.fetchone(deepest, params)
-            if row is None and self._claims.recover_gone(gid, now):  # a dead worker's syntheses come back
-                row = self._db.fetchone(deepest, params)
-            if row is None:
-                return {"node_id": None, "graph_id": gid, "graph_status": graph.status}
+            status, row = self._ready(gid, skipped)
+            if status == GraphStatus.ACTIVE and row is None and self._claims.recover_gone(gid, now):
+                status, row = self._ready(gid, skipped)  # a dead worker's syntheses come back
+            if status != GraphStatus.ACTIVE or row is None:
+                return {"node_id": None, "graph_id": gid, "graph_status": status}
             node = NodeRow(*row)
             if held is not None:
                 self._claims.register(held, now)
@@ -109,22 +98,21 @@ class Synthesis:
             "text": node.text,
             "depth": node.depth,
             "lease_s": lease,
-            "graph_status": graph.status,
+            "graph_status": status,
         }
 
-    def _ready(self, graph_id: str, skipped: list[str], now: float) -> tuple[str, str | None]:
-        """The graph's status and the deepest ready question no live claim holds (None: none), in one read."""
+    def _ready(self, graph_id: str, skipped: list[str]) -> tuple[str, tuple[Any, ...] | None]:
+        """The graph's status and the row of its deepest ready question no one holds (None: none)."""
         skip = f" AND node_id NOT IN ({', '.join('?' for _ in skipped)})" if skipped else ""
         row = self._db.fetchone(
-            "SELECT g.status, n.node_id FROM graphs g LEFT JOIN (SELECT node_id FROM nodes WHERE "
-            f"{READY} AND node_id NOT IN (SELECT node_id FROM synthesis_claims WHERE graph_id = ? "
-            f"AND claimed_at + lease_s > ?){skip} ORDER BY depth DESC, seq LIMIT 1) n ON TRUE "
-            "WHERE g.graph_id = ?",
-            [graph_id, graph_id, graph_id, graph_id, now, *skipped, graph_id],
+            f"SELECT g.status, n.* FROM graphs g LEFT JOIN (SELECT {NODE_COLUMNS} FROM nodes WHERE {READY} "
+            f"AND node_id NOT IN (SELECT node_id FROM synthesis_claims WHERE graph_id = ?){skip} "
+            "ORDER BY depth DESC, seq LIMIT 1) n ON TRUE WHERE g.graph_id = ?",
+            [graph_id, graph_id, graph_id, graph_id, *skipped, graph_id],
         )
         if row is None:
             return self._core.graph(graph_id).status, None  # NotFoundError
-        return str(row[0]), row[1]
+        return str(row[0]), (row[1:] if row[1] is not None else None)
 
     def submit_synthesis(
         self,
