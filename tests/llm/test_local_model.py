@@ -30,14 +30,19 @@ from tests.extras import ci_requires_extras
 pytestmark = pytest.mark.local_llm
 
 
-@pytest.fixture(scope="module")
-def server() -> LocalModelServer:
+def require_local_model() -> None:
+    """Skip without the local model, naming what to install; under CI it is required: fail."""
     if not local_model_available():
         if ci_requires_extras():
             pytest.fail(
                 f"the local model is missing; CI is set, so it is required: {INSTALL_HINT}", pytrace=False
             )
         pytest.skip(f"the local model is not installed: {INSTALL_HINT}")
+
+
+@pytest.fixture(scope="module")
+def server() -> LocalModelServer:
+    require_local_model()
     with LocalModelServer() as running:
         yield running
 
@@ -198,8 +203,7 @@ def test_gemma_with_sources_never_passes_a_wrong_citation(server: LocalModelServ
 def test_demo_local_runs_and_stops_its_server(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not local_model_available():
-        pytest.skip(f"the local model is not installed: {INSTALL_HINT}")
+    require_local_model()
     monkeypatch.chdir(tmp_path)
     before = _servers()  # the module's own server, started by the fixture of the other test, if it ran
     code = main(["demo", "--local", "--quiet", "--db", "local.duckdb"])
