@@ -36,6 +36,12 @@ from .model import TERMINAL_GRAPH
 from .store import GraphStore
 from .tool_table import TOOLS, Tool
 
+# How long the server keeps an idle connection open. A client's pool (httpx's, the MCP
+# SDK's) drops its idle connections after 5 s; with the same 5 s here, a worker that
+# reuses a connection at the edge of its backoff sends on a socket the server is closing,
+# and the request fails as "connection closed". The server must outlast the client.
+KEEP_ALIVE_S = 30
+
 INSTRUCTIONS = """\
 A fractal-thinking graph: questions are broken into sub-questions, answered, and
 synthesized bottom-up into one conclusion. The graph is the work queue.
@@ -188,7 +194,14 @@ class BackgroundServer:
         self._security = transport_security(host, allow_hosts=allow_hosts)
         app = http_app(build_server(store, token=self.token), host=host, security=self._security)
         self._server = uvicorn.Server(
-            uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+            uvicorn.Config(
+                app,
+                host=host,
+                port=port,
+                log_level="warning",
+                lifespan="on",
+                timeout_keep_alive=KEEP_ALIVE_S,
+            )
         )
         self._thread = threading.Thread(target=self._server.run, name="fractal-nb mcp", daemon=True)
         self.host = host

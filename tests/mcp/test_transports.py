@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import psutil
 import pytest
 from mcp import Client, StdioServerParameters
@@ -203,3 +204,14 @@ def test_a_remote_refusal_raises_the_local_error_type(tmp_path: Path) -> None:
                 assert remote.get_graph(g["graph_id"])["seed"] == "Why?"
         finally:
             server.stop()
+
+
+def test_the_server_keeps_idle_connections_longer_than_clients_do(tmp_path: Path) -> None:
+    """A worker backing off reuses its pooled connection just before the client's pool would
+    drop it; a server closing idle connections as early sends "connection closed" to that call
+    (a 64-client run lost a worker so). The server's keep-alive outlasts the client's."""
+    with GraphStore(tmp_path / "keep.duckdb") as store:
+        server = BackgroundServer(store)
+        client_expiry = httpx2.Limits().keepalive_expiry  # what the MCP SDK's http client keeps
+        assert client_expiry is not None
+        assert server._server.config.timeout_keep_alive >= 2 * client_expiry
