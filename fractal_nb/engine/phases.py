@@ -116,7 +116,9 @@ def harvest(run: RunState, *, finish: bool = True, aggregate: bool = False) -> F
     if finishing and status != GraphStatus.ACTIVE:
         store.resume_graph(g)
     if finishing and run.strategy == Strategy.THINKON:  # the chain's partial result, no model call
-        thinkon.unwind(run, spent or "harvested before the chain returned")
+        # The budget that stopped the chain (a spend, or the wall time the run recorded) is its reason.
+        stopped = snapshot["status_reason"] if status == GraphStatus.BUDGET_EXHAUSTED else None
+        thinkon.unwind(run, spent or stopped or "harvested before the chain returned")
     elif finishing:
         _freeze_and_repair(run, model=spent is None)
     snapshot = store.get_snapshot(g)

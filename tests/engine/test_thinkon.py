@@ -25,6 +25,7 @@ from fractal_nb import Exploration, GraphStore, ScriptedLLM, SimulatedLLM
 from fractal_nb.engine.thinkon import repeated
 from fractal_nb.errors import InvalidInputError, LLMUnavailableError, StateError
 from tests.engine.chain_script import JUNK, assert_chain_invariant, call, chain_events, ret, todo
+from tests.engine.test_run_report import TickingClock
 from tests.engine.test_runs import FAST
 
 ESSAY = json.loads((Path(__file__).parents[2] / "notebooks" / "data" / "ai_art_essay.json").read_text())
@@ -183,6 +184,34 @@ def test_a_sub_goal_called_again_without_progress_is_a_loop_and_stops() -> None:
         assert root["status"] == "saturated" and root["metadata"]["budget_reason"].startswith("loop:")
         assert "About nine hundred words." in root["metadata"]["synthesis"], "its state: what returned"
         assert any("loop:" in g for g in result.gaps)
+
+
+def test_a_reworded_sub_goal_is_the_same_sub_goal_and_its_repeats_are_bounded() -> None:
+    """Loop detection compares normalized texts by similarity: a redo worded otherwise counts."""
+    goal = "Report the length of the draft."
+    words = [
+        "Count the words of the draft.",
+        "Count the words in the draft",
+        "Count all the words of the draft.",
+    ]
+    other = "Count the sections of the draft."  # near in wording, another sub-goal
+    llm = ScriptedLLM(
+        think={
+            goal: [todo("t1. Count the words.\nt2. Count the sections.")],
+            **{w: [ret(f"About {900 + i} words.")] for i, w in enumerate(words)},
+            other: [ret("Three sections.")],
+        },
+        evaluate={goal: [call(words[0]), call(other), call(words[1]), call(words[2]), call(words[0])]},
+    )
+    with chain(goal, llm) as ex:
+        ex.run(progress=False)
+        assert [d["goal"] for d in root_done(ex)] == [words[0], other, words[1], words[2]]
+        root = ex.store.get_node(ex.graph_id, ex.store.get_graph(ex.graph_id)["root_node_id"])["node"]
+        assert root["metadata"]["budget_reason"] == (f"loop: {words[0]!r} called 4 times (at most 3)"), (
+            "three rewordings and the first again: the fourth call; the sections not counted"
+        )
+        assert_chain_invariant(events(ex), parents(ex))
+        assert ex.harvest().degraded
 
 
 def test_repeats_are_bounded_and_a_changing_return_is_progress() -> None:
@@ -513,3 +542,20 @@ def test_the_chain_rules_are_for_chains_and_a_return_lands_once(fresh_store: Gra
             ex.ask("What about music?")
         with pytest.raises(StateError, match="takes no turns"):
             ex.widen(2)
+
+
+def test_a_wall_time_budget_cuts_the_chain_and_its_partial_result_names_the_budget() -> None:
+    """The run's wall-time budget bounds a chain as it bounds a tree (on a clock that ticks per read)."""
+    goal = "Write a short essay on tides."
+    with Exploration.create(
+        goal, intensity="explore", llm=SimulatedLLM(seed=4), strategy="thinkon", clock=TickingClock()
+    ) as ex:
+        report = ex.run(progress=False, max_wall_s=5)
+        assert report == "budget_exhausted"
+        assert (report.status_reason or "").startswith("wall-time budget of 5 s reached")
+        result = ex.harvest()
+        assert result.degraded
+        assert result.gaps and all("wall-time budget of 5 s reached" in g for g in result.gaps), result.gaps
+        root = ex.store.get_node(ex.graph_id, ex.store.get_graph(ex.graph_id)["root_node_id"])["node"]
+        assert root["metadata"]["budget_reason"].startswith("wall-time budget of 5 s reached")
+        assert_chain_invariant(events(ex), parents(ex))
