@@ -17,7 +17,7 @@ from .engine.dispatcher import Clock, Dispatcher, RealClock, heartbeat
 from .engine.limits import Limits, spend_tokens
 from .engine.outcome import after_seed, held_back
 from .engine.phases import gap_rows, harvest, preview, seed
-from .engine.primitive import RunState, process
+from .engine.primitive import RunState, cascade, process
 from .errors import InvalidInputError, StateError, StoreUnreachableError
 from .evidence_report import Evidence, evidence_of, node_evidence
 from .export import to_networkx
@@ -48,7 +48,7 @@ from .sources import Table, source_frame, source_texts
 from .state import ExplorationState, exploration_state
 from .steering import Steering, TurnStep
 from .store import GraphStore
-from .store.base import merged_metadata, require_id, require_text
+from .store.base import merged_metadata, require_flag, require_id, require_text
 from .store.records import Chosen, ModelSpend, Saturated
 from .store.stops import refuse_held, refuse_not_held, resolve_choice
 
@@ -184,7 +184,7 @@ class Exploration:
         """
         check_llm(llm)
         _check_clock(clock)
-        _check_flag(read_only, "read_only")
+        require_flag(read_only, "read_only")
         if graph_id is not None:
             require_id(graph_id, "graph_id")
         if not Path(check_store_path(path)).exists():
@@ -208,7 +208,7 @@ class Exploration:
         For :meth:`open` when the file holds more than one (it then needs the ``graph_id``);
         ``read_only=True`` reads the file without writing it (see :meth:`open`).
         """
-        _check_flag(read_only, "read_only")
+        require_flag(read_only, "read_only")
         where = check_store_path(path, must_exist=True)
         with GraphStore(where, read_only=read_only) as store:
             graphs = store.list_graphs()["graphs"]
@@ -290,8 +290,8 @@ class Exploration:
         workers = budget.max_agents if max_workers is None else max_workers
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise InvalidInputError(f"max_workers must be an integer >= 1, not {max_workers!r}")
-        _check_flag(progress, "progress")
-        _check_flag(resume, "resume")
+        require_flag(progress, "progress")
+        require_flag(resume, "resume")
         if on_step is not None and not callable(on_step):
             raise InvalidInputError(
                 f"on_step must be a function called with each StepRecord, or None, not {on_step!r}"
@@ -428,7 +428,13 @@ class Exploration:
                     if records and records[-1].budget_reached:  # a node's time limit: the last step
                         break
                     claim = self.store.claim_work(self.graph_id, STEP_WORKER)
-                    if claim["node_id"] is None:
+                    if (
+                        claim["node_id"] is None
+                    ):  # a synthesis the cascades left (one that failed), as a run's
+                        if (
+                            self._state.strategy != Strategy.THINKON
+                        ):  # workers hand it out when no question waits
+                            cascade(self._state, STEP_WORKER)
                         break
                     records.append(process(self._state, claim, STEP_WORKER))
             return records
@@ -508,8 +514,8 @@ class Exploration:
         seed questions' syntheses, with one more model call; kept with the harvest that
         finishes the graph (on a graph harvested before, built and returned, not kept).
         """
-        _check_flag(finish, "finish")
-        _check_flag(aggregate, "aggregate")
+        require_flag(finish, "finish")
+        require_flag(aggregate, "aggregate")
         with self._running:
             status = self.status
             if status != GraphStatus.COMPLETED:  # a completed graph is read back; any other is written
@@ -832,7 +838,7 @@ class Exploration:
         ``seed``, ``status``, ``created``. ``read_only=True`` reads the file without writing
         it, beside other readers (as :meth:`graphs`).
         """
-        _check_flag(read_only, "read_only")
+        require_flag(read_only, "read_only")
         where = check_store_path(path, must_exist=True)
         with GraphStore(where, read_only=read_only) as store:
             return lineage_frame(store.list_family())
@@ -1059,11 +1065,6 @@ def _track_support(meta: Mapping[str, Any]) -> str | None:
         if uncited or Support.UNSUPPORTED.value in supports
         else Support.NO_SOURCES.value
     )
-
-
-def _check_flag(value: object, name: str) -> None:
-    if not isinstance(value, bool):
-        raise InvalidInputError(f"{name} must be True or False, not {value!r}")
 
 
 def _check_clock(clock: object) -> None:

@@ -146,7 +146,18 @@ CLAIMS = Param(
     Wire.JSON_LIST,
     "[]",
 )
-
+CLAIM_NEXT = Param(
+    "claim_next",
+    Annotated[
+        bool,
+        Field(
+            description="Also claim for this worker, in the same transaction, the synthesis this write made "
+            "ready above it (the cascade's next step): returned as next_synthesis, node_id null when none.",
+            strict=True,
+        ),
+    ],
+    default=False,
+)
 FINDINGS = Param(
     "findings",
     _text(
@@ -618,6 +629,7 @@ TOOLS: tuple[Tool, ...] = (
                 Wire.JSON_OBJECT,
                 "",
             ),
+            CLAIM_NEXT,
         ),
     ),
     Tool(
@@ -682,6 +694,7 @@ TOOLS: tuple[Tool, ...] = (
                 Wire.JSON_OBJECT,
                 "",
             ),
+            CLAIM_NEXT,
         ),
     ),
     Tool(

@@ -27,7 +27,7 @@ from ..model import GraphStatus, RunOutcome, Strategy
 from ..results import StepRecord
 from ..run_report import WorkerReport
 from .outcome import settle
-from .primitive import RunState, process
+from .primitive import RunState, cascade, process
 from .thinkon import MAX_CHAIN_STEPS
 
 __all__ = ["BACKOFF_S", "Clock", "Dispatcher", "RealClock", "ScaledClock", "WorkerReport", "heartbeat"]
@@ -200,6 +200,9 @@ class Dispatcher:
                 if claim["graph_done"] or claim["graph_status"] != GraphStatus.ACTIVE:
                     report.exit_reason = "graph_done"
                     return
+                # No question waits: a synthesis the cascades' climbs left (one that failed) is handed out.
+                if run.strategy != Strategy.THINKON and cascade(run, report.worker):
+                    continue
                 if tries == len(BACKOFF_S) or (self._idle() and not self.patient):
                     report.exit_reason = "no_work_after_retries" if tries else "no_work"
                     return

@@ -39,7 +39,7 @@ from ..model import (
 from ..prompts import chat, render
 from ..results import StepRecord
 from ..store import GraphStore, WorkerStore
-from ..store.records import Claim, GraphRecord, QuestionContext, SubQuestionBrief
+from ..store.records import Claim, GraphRecord, QuestionContext, SubQuestionBrief, SynthesisClaim
 from ..text import clip, normalize
 from . import evidence, grounding, thinkon, tracks
 from .calls import ModelCaller, PendingCalls
@@ -162,8 +162,8 @@ def process(run: RunState, claim: Claim, worker: str) -> StepRecord:
         # to synthesis, so the cascade has nothing new to do.
         run.announce_work()
         synthesized: tuple[str, ...] = ()
-    else:
-        synthesized = tuple(written["synthesized"]) + cascade(run, worker)
+    else:  # the cascade from the synthesis this answer made ready (claimed with it), if any
+        synthesized = tuple(written["synthesized"]) + cascade(run, worker, written["next_synthesis"])
     return StepRecord(
         node_id,
         worker,
@@ -180,24 +180,36 @@ def process(run: RunState, claim: Claim, worker: str) -> StepRecord:
     )
 
 
-def cascade(run: RunState, worker: str) -> tuple[str, ...]:
-    """Synthesize ready questions, deepest first, until the store hands this worker no more.
+def cascade(run: RunState, worker: str, first: SynthesisClaim | None = None) -> tuple[str, ...]:
+    """Synthesize ready questions until the store hands this worker no more.
 
-    The store hands each synthesis to one worker (``claim_synthesis``), whatever the
-    process, so the model is paid once per synthesis.
+    The store hands each synthesis to one worker, whatever the process, so the model
+    is paid once per synthesis. Without ``first`` the cascade asks the whole graph
+    (``claim_synthesis``: deepest first); from ``first``, a synthesis a write claimed
+    with itself, it climbs: each synthesis claims the one it made ready above it in
+    its own write (``claim_next``), and the cascade ends where that is none
+    (docs/architecture.md, "The cascade"). What a climb leaves (a failed synthesis)
+    is handed out by a cascade that asks the whole graph: a worker finding no
+    question, and the run's end.
     """
     done: list[str] = []
     failed: list[str] = []
+    climbing = first is not None
+    claim = first
     while run.call.outage is None:
-        claim = run.store.claim_synthesis(run.graph_id, worker, skip=failed)
+        if claim is None or claim["node_id"] is None:
+            if climbing:
+                break
+            claim = run.store.claim_synthesis(run.graph_id, worker, skip=failed)
         node_id = claim["node_id"]
         if node_id is None:
             break
         try:
-            synthesize(run, node_id, worker)
+            claim = synthesize(run, node_id, worker)
             done.append(node_id)
         except (LLMError, FractalError):  # logged; harvest repairs what is left behind
             failed.append(node_id)
+            claim = None
             try:
                 run.store.release_synthesis(run.graph_id, node_id, worker)
             except FractalError:  # taken over or finished meanwhile
@@ -205,19 +217,22 @@ def cascade(run: RunState, worker: str) -> tuple[str, ...]:
     return tuple(done)
 
 
-def synthesize(run: RunState, node_id: str, worker: str) -> None:
+def synthesize(run: RunState, node_id: str, worker: str) -> SynthesisClaim | None:
     """Compose a held question's synthesis from its sub-questions' syntheses only, and store it.
 
     In a tracks graph a track's synthesis is its findings and the root's the
-    synthesis object (engine/tracks.py).
+    synthesis object (engine/tracks.py). Returns the synthesis the write made ready
+    above and claimed for ``worker`` with itself (None or ``node_id`` None: none).
     """
     inputs = run.store.get_synthesis_inputs(run.graph_id, node_id)
     node = inputs["node"]
-    if run.strategy == Strategy.TRACKS and (node["depth"] == 0 or tracks.is_track(node["metadata"])):
-        write = tracks.synthesize_root if node["depth"] == 0 else tracks.synthesize_track
+    if run.strategy == Strategy.TRACKS and node["depth"] == 0:
         with run.call.pending() as pending:
-            write(run, inputs, worker, pending)
-        return
+            tracks.synthesize_root(run, inputs, worker, pending)
+        return None
+    if run.strategy == Strategy.TRACKS and tracks.is_track(node["metadata"]):
+        with run.call.pending() as pending:
+            return tracks.synthesize_track(run, inputs, worker, pending)
     children = "\n".join(
         [
             f"- {c['text']}\n  {_finding(c)}{grounding.listed(c['claims'], '    ')}"
@@ -240,14 +255,16 @@ def synthesize(run: RunState, node_id: str, worker: str) -> None:
         if result.tensions:
             text += "\nTensions: " + "; ".join(result.tensions)
         with calls.landing() as rows:
-            run.store.submit_synthesis(
+            written = run.store.submit_synthesis(
                 run.graph_id,
                 node_id,
                 text,
                 worker_id=worker,
                 calls=rows,
                 claims=grounding.ground(result.claims, grounding.sources(inputs)),
+                claim_next=True,
             )
+    return written.get("next_synthesis")
 
 
 def freeze_unexplored(store: GraphStore, graph_id: str, node_id: str, reason: str | None = None) -> None:
@@ -428,6 +445,7 @@ def _write(
             calls=rows,
             saturation=answer.saturation,
             boundary=boundary,
+            claim_next=True,
         )
     answer_id, created = written["answer"]["node_id"], written["edges_created"]
     boundaries = int(written["boundary"] is not None)
@@ -437,6 +455,7 @@ def _write(
         "answer_id": answer_id,
         "questions": [q_["node_id"] for q_ in written["sub_questions"]],
         "synthesized": [q] if written["status"] in ("synthesized", "saturated") else [],
+        "next_synthesis": written.get("next_synthesis"),
         "links": created,
         "saturated": written["status_reason"] if written["status"] == "saturated" else None,
         "convergences": tuple((answer_id, link.node_id) for link in links.convergences),

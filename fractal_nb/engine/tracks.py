@@ -19,7 +19,7 @@ from ..llm.schemas import MAX_TRACKS, MIN_TRACKS, SynthesisObject, Track, TrackF
 from ..model import Support, WeakReason
 from ..prompts import chat
 from ..results import StepRecord
-from ..store.records import SynthesisInputs
+from ..store.records import SynthesisClaim, SynthesisInputs
 from ..text import clip, content_words, normalize
 from . import evidence, seeding
 
@@ -180,7 +180,9 @@ def evidence_section(run: RunState, query: str) -> str:
     return "\nEvidence (cite it by source, line numbers and quoted text):\n" + shown + "\n"
 
 
-def synthesize_track(run: RunState, inputs: SynthesisInputs, worker: str, calls: PendingCalls) -> None:
+def synthesize_track(
+    run: RunState, inputs: SynthesisInputs, worker: str, calls: PendingCalls
+) -> SynthesisClaim | None:
     """Write a track question's synthesis: its ``TrackFindings`` behind the citation and relevance gates.
 
     The conclusions are the synthesis text; the findings go to the store, which
@@ -188,6 +190,7 @@ def synthesize_track(run: RunState, inputs: SynthesisInputs, worker: str, calls:
     (``uncited``) when the graph has sources and no finding is supported; evidence,
     gaps and conclusions are kept in the node's metadata. The relevance gate marks
     it ``off_track`` when the conclusions still miss the track's question after one more ask.
+    Returns the synthesis it made ready above, claimed with it (the cascade's next step).
     """
     node = inputs["node"]
     node_id = node["node_id"]
@@ -247,7 +250,7 @@ def synthesize_track(run: RunState, inputs: SynthesisInputs, worker: str, calls:
     if weak:
         extra["weak"] = weak
     with calls.landing() as rows:
-        run.store.submit_synthesis(
+        written = run.store.submit_synthesis(
             run.graph_id,
             node_id,
             found.conclusions,
@@ -255,7 +258,9 @@ def synthesize_track(run: RunState, inputs: SynthesisInputs, worker: str, calls:
             calls=rows,
             findings=findings,
             extra=extra,
+            claim_next=True,
         )
+    return written.get("next_synthesis")
 
 
 def kept_findings(meta: Mapping[str, Any]) -> list[dict[str, Any]]:

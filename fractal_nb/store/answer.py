@@ -17,15 +17,33 @@ from enum import StrEnum
 from typing import Any
 
 from ..errors import FractalError, InvalidInputError
-from ..model import NodeStatus, NodeType, SaturationReason, parse_choice, parse_metadata
+from ..model import (
+    DONE_QUESTION,
+    GraphStatus,
+    NodeStatus,
+    NodeType,
+    SaturationReason,
+    parse_choice,
+    parse_metadata,
+)
 from ..text import normalize
-from .base import Event, StoreCore, merged_metadata, optional_name, require_id, require_text, shown
+from .base import (
+    Event,
+    StoreCore,
+    merged_metadata,
+    optional_name,
+    require_flag,
+    require_id,
+    require_text,
+    shown,
+)
 from .children import Children, Items
 from .citations import CitationCheck
 from .links import Links
 from .llm_log import LLMLog
-from .records import AddedNode, AnswerSubmitted, AnswerWritten, CallRows, RepeatedQuestion
+from .records import AddedNode, AnswerSubmitted, AnswerWritten, CallRows, RepeatedQuestion, SynthesisClaim
 from .rows import GraphRow, NodeRow
+from .synthesis import Synthesis
 
 
 class _ADDABLE(StrEnum):
@@ -39,7 +57,13 @@ class Answers:
     """Adding answers and questions: a worker's whole answer, or one node at a time."""
 
     def __init__(
-        self, core: StoreCore, children: Children, links: Links, citations: CitationCheck, calls: LLMLog
+        self,
+        core: StoreCore,
+        children: Children,
+        links: Links,
+        citations: CitationCheck,
+        calls: LLMLog,
+        synthesis: Synthesis,
     ) -> None:
         self._core = core
         self._db = core.db
@@ -47,6 +71,7 @@ class Answers:
         self._links = links
         self._citations = citations
         self._calls = calls
+        self._synthesis = synthesis
 
     def add_node(
         self,
@@ -183,6 +208,7 @@ class Answers:
         calls: CallRows | None = None,
         saturation: str | None = None,
         boundary: dict[str, Any] | str | None = None,
+        claim_next: bool = False,
     ) -> AnswerSubmitted:
         """Everything a worker writes for a claimed question, in one transaction.
 
@@ -203,9 +229,17 @@ class Answers:
 
         Returns :meth:`add_answer`'s result plus ``edges_created``, ``repeated``
         (those left out) and ``boundary`` (the boundary question's id, or None).
+
+        ``claim_next=True``: when the answer finished its question (a leaf) and that was
+        the last unfinished sub-question of the question above, that question's synthesis
+        is claimed for ``owner`` in the same transaction, under the holder of this
+        question's claim, and returned as ``next_synthesis`` (a ``claim_synthesis``
+        result; ``node_id`` None when none): the cascade's first step
+        (docs/architecture.md, "The cascade").
         """
         text = require_text(text, "text")
         owner = optional_name(owner, "owner")
+        require_flag(claim_next, "claim_next")
         parsed = _sub_questions(sub_questions)
         meta = parse_metadata(metadata)
         gid = require_id(graph_id, "graph_id")
@@ -254,7 +288,26 @@ class Answers:
                 created = self._links.add_edges(gid, answer_id, wanted, self._core.clock(), updated)
             if calls:
                 self._calls.land(calls, gid, known=[question.node_id, answer_id])
-        return {**written, "edges_created": created, "repeated": repeated, "boundary": boundary_id}
+            result: AnswerSubmitted = {
+                "answer": written["answer"],
+                "sub_questions": written["sub_questions"],
+                "status": written["status"],
+                "status_reason": written["status_reason"],
+                "edges_created": created,
+                "repeated": repeated,
+                "boundary": boundary_id,
+            }
+            if claim_next:
+                result["next_synthesis"] = self._next_synthesis(question, written, owner)
+        return result
+
+    def _next_synthesis(self, question: NodeRow, written: AnswerWritten, owner: str | None) -> SynthesisClaim:
+        """The synthesis the answer made ready above its question, claimed for ``owner`` (or none)."""
+        done = replace(question, status=written["status"])
+        if owner is None or done.status not in DONE_QUESTION:  # nothing finished: nothing above got closer
+            return {"node_id": None, "graph_id": question.graph_id, "graph_status": GraphStatus.ACTIVE.value}
+        row = self._db.fetchone("SELECT holder FROM nodes WHERE node_id = ?", [question.node_id])
+        return self._synthesis.claim_above(done, owner, row[0] if row else None)
 
     def _boundary_place(
         self, graph: GraphRow, question: NodeRow, other_id: str | None

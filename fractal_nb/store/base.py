@@ -453,6 +453,17 @@ def optional_text(value: object, what: str) -> str | None:
     return _utf8(value, what)
 
 
+def require_flag(value: object, what: str) -> bool:
+    """A flag: True or False, not 1, "yes" or None.
+
+    >>> require_flag(True, "claim_next")
+    True
+    """
+    if not isinstance(value, bool):
+        raise InvalidInputError(f"{what} must be True or False, not {shown(value)}")
+    return value
+
+
 def require_count(
     value: object, what: str, *, minimum: int = 0, maximum: int = MAX_COUNT, none: str = ""
 ) -> int:

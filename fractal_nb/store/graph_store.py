@@ -144,7 +144,7 @@ class GraphStore:
         self._synthesis = Synthesis(core, self._claims, citations, self._calls)
         children = Children(core)
         self._links = Links(core)
-        self._answers = Answers(core, children, self._links, citations, self._calls)
+        self._answers = Answers(core, children, self._links, citations, self._calls, self._synthesis)
         self._stops = Stops(core, self._calls)
         self._thinkon = ThinkonWrites(core, children)
         self._turns = Turns(core, children, self._graphs)
@@ -373,8 +373,12 @@ class GraphStore:
         calls: CallRows | None = None,
         saturation: str | None = None,
         boundary: dict[str, Any] | str | None = None,
+        claim_next: bool = False,
     ) -> AnswerSubmitted:
-        """Everything a worker writes for a claimed question, in one transaction."""
+        """Everything a worker writes for a claimed question, in one transaction.
+
+        ``claim_next``: with the synthesis it made ready above, claimed for ``owner``.
+        """
         return self._answers.submit_answer(
             graph_id,
             question_id,
@@ -386,6 +390,7 @@ class GraphStore:
             calls=calls,
             saturation=saturation,
             boundary=boundary,
+            claim_next=claim_next,
         )
 
     # -- metadata and links (store/links.py: Links) ------------------------------------------------
@@ -500,8 +505,12 @@ class GraphStore:
         claims: list[ClaimRecord] | None = None,
         findings: Sequence[Mapping[str, Any]] | None = None,
         extra: Mapping[str, Any] | None = None,
+        claim_next: bool = False,
     ) -> Synthesized:
-        """Synthesize a question this worker holds the synthesis of, with the calls behind it, at once."""
+        """Synthesize a question this worker holds the synthesis of, with the calls behind it, at once.
+
+        ``claim_next``: with the synthesis it made ready above, claimed for this worker.
+        """
         return self._synthesis.submit_synthesis(
             graph_id,
             node_id,
@@ -511,6 +520,7 @@ class GraphStore:
             claims=claims,
             findings=findings,
             extra=extra,
+            claim_next=claim_next,
         )
 
     def synthesize_node(

@@ -254,6 +254,7 @@ class AnswerSubmitted(AnswerWritten):
     edges_created: int
     repeated: list[RepeatedQuestion]
     boundary: str | None
+    next_synthesis: NotRequired[SynthesisClaim]  # with claim_next=True: the cascade's first step
 
 
 class ReadyList(TypedDict):
@@ -323,6 +324,9 @@ class Synthesized(TypedDict):
 
     node_id: str
     status: str
+    next_synthesis: NotRequired[
+        SynthesisClaim
+    ]  # submit_synthesis with claim_next=True: the cascade's next step
 
 
 class StatusChanged(TypedDict):

@@ -5,6 +5,13 @@ for the next ready question (deepest first); the store records the hand-out in
 ``synthesis_claims`` under the write lock, so two workers never pay the model
 for the same synthesis. The claim is a lease like a question's, renewed by its
 holder's heartbeat and dropped when the holder is gone.
+
+The cascade's next step is handed out inside the write that makes it ready
+(:meth:`Synthesis.claim_above`, ``claim_next=True`` on ``submit_answer`` and
+``submit_synthesis``): the question above a finished one is claimed for the same
+worker in the same transaction when that write finished its last sub-question, so
+the hot path never asks the whole graph what is ready (docs/architecture.md,
+"The cascade").
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from typing import Any
 
 from ..errors import InvalidInputError, StateError
 from ..model import DONE_QUESTION, GraphStatus, NodeStatus, NodeType, Support, WeakReason, weakness
-from .base import StoreCore, require_claims, require_id, require_ids, require_text
+from .base import StoreCore, require_claims, require_flag, require_id, require_ids, require_text
 from .citations import CitationCheck
 from .claim import Claims
 from .holders import HolderInfo
@@ -34,6 +41,12 @@ READY = """graph_id = ? AND node_type = 'question' AND status = 'answered' AND (
            OR (json_exists(metadata, '$.track') AND node_id NOT IN (SELECT question_id FROM nodes
                WHERE graph_id = ? AND node_type IN ('question', 'note') AND question_id IS NOT NULL)))"""
 # Second branch: a track answered without sub-tracks waits for its findings (docs/architecture.md, "Tracks").
+# READY for the question above a sub-question that has just finished: it has that sub-question, so it is
+# ready when answered and none of its sub-questions is left unfinished. Parameters: gid, the question's id.
+_UNFINISHED_BELOW = (
+    "SELECT count(*) FROM nodes WHERE graph_id = ? AND question_id = ? AND node_type = 'question' "
+    "AND status NOT IN ('synthesized', 'saturated')"
+)
 
 
 class Synthesis:
@@ -114,6 +127,50 @@ class Synthesis:
             return self._core.graph(graph_id).status, None  # NotFoundError
         return str(row[0]), (row[1:] if row[1] is not None else None)
 
+    def claim_above(self, node: NodeRow, worker: str, holder_id: str | None) -> SynthesisClaim:
+        """The cascade's next step, inside the write that finished ``node``: its question's synthesis.
+
+        Claimed for ``worker`` (under ``holder_id``, the holder of the claim that
+        finished ``node``) when ``node`` is done and was the last unfinished
+        sub-question of an answered question no live claim holds: READY's rule for
+        that one question, one count on the miss that most writes are. ``node_id``
+        None otherwise (the general :meth:`claim_synthesis` still hands out whatever
+        else is ready).
+        """
+        gid = node.graph_id
+        none: SynthesisClaim = {"node_id": None, "graph_id": gid, "graph_status": GraphStatus.ACTIVE.value}
+        above = node.question_id
+        if above is None or node.node_type != NodeType.QUESTION or node.status not in DONE_QUESTION:
+            return none
+        row = self._db.fetchone(_UNFINISHED_BELOW, [gid, above])
+        if row is None or row[0]:
+            return none
+        question = self._core.node(gid, above)
+        if question.status != NodeStatus.ANSWERED:
+            return none
+        now = self._core.clock()
+        held = self._db.fetchone(
+            "SELECT claimed_at + lease_s FROM synthesis_claims WHERE node_id = ?", [above]
+        )
+        if held is not None:
+            if held[0] > now:  # another worker composes it
+                return none
+            self._db.execute("DELETE FROM synthesis_claims WHERE node_id = ?", [above])  # its lease ran out
+        lease = self._claims.lease_for(holder_id)
+        self._db.execute(
+            "INSERT INTO synthesis_claims VALUES (?, ?, ?, ?, ?, ?)",
+            [above, gid, worker, holder_id, now, lease],
+        )
+        self._core.log(gid, above, "synthesis_claimed", worker, {"lease_s": lease}, now)
+        return {
+            "node_id": above,
+            "graph_id": gid,
+            "text": question.text,
+            "depth": question.depth,
+            "lease_s": lease,
+            "graph_status": GraphStatus.ACTIVE.value,
+        }
+
     def submit_synthesis(
         self,
         graph_id: str,
@@ -125,6 +182,7 @@ class Synthesis:
         claims: list[ClaimRecord] | None = None,
         findings: Sequence[Mapping[str, Any]] | None = None,
         extra: Mapping[str, Any] | None = None,
+        claim_next: bool = False,
     ) -> Synthesized:
         """Synthesize a question this worker holds the synthesis of, with the calls behind it, at once.
 
@@ -140,13 +198,19 @@ class Synthesis:
         ``reopened`` event keeps it), so the call behind it is paid once and
         never discarded; the cascade synthesizes the question again once the new
         questions are done.
+
+        ``claim_next=True``: when this synthesis finished the last sub-question of the
+        question above, that question's synthesis is claimed for ``worker_id`` in the same
+        transaction (the cascade's next step, :meth:`claim_above`) and returned as
+        ``next_synthesis`` (a :meth:`claim_synthesis` result; ``node_id`` None when none).
         """
         worker = require_id(worker_id, "worker_id")
+        require_flag(claim_next, "claim_next")
         nid = require_id(node_id, "node_id")
         text = require_text(synthesis_text, "synthesis_text")
         carried = require_claims(claims)
         with self._db.write():
-            row = self._db.fetchone("SELECT worker FROM synthesis_claims WHERE node_id = ?", [nid])
+            row = self._db.fetchone("SELECT worker, holder FROM synthesis_claims WHERE node_id = ?", [nid])
             if row is None or row[0] != worker:
                 holder = f"is held by {row[0]!r}" if row else "is not held by anyone"
                 raise StateError(
@@ -163,6 +227,9 @@ class Synthesis:
                 result = self._write(graph, node, text, carried, findings, extra)
             if calls:
                 self._calls.land(calls, graph.graph_id, known=[node.node_id])
+            if claim_next:
+                after = node if added else replace(node, status=NodeStatus.SYNTHESIZED)
+                result = {**result, "next_synthesis": self.claim_above(after, worker, row[1])}
         return result
 
     def synthesize_node(

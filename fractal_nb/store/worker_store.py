@@ -92,6 +92,7 @@ class WorkerStore(Protocol):
         calls: CallRows | None = None,
         saturation: str | None = None,
         boundary: dict[str, Any] | str | None = None,
+        claim_next: bool = False,
     ) -> AnswerSubmitted:
         """See :meth:`GraphStore.submit_answer`."""
 
@@ -151,6 +152,7 @@ class WorkerStore(Protocol):
         claims: list[ClaimRecord] | None = None,
         findings: Sequence[Mapping[str, Any]] | None = None,
         extra: Mapping[str, Any] | None = None,
+        claim_next: bool = False,
     ) -> Synthesized:
         """See :meth:`GraphStore.submit_synthesis`."""
 

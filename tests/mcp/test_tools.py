@@ -329,3 +329,65 @@ def test_the_reference_fields_saturation_and_boundaries_over_mcp(store: GraphSto
     assert seen["graph"]["metadata"]["status_reason"] == "a look"
     leaf = next(n for n in seen["graph"]["nodes"] if n["node_id"] == seen["first"]["node_id"])
     assert leaf["metadata"]["saturation_reason"] == "actionable" and "synthesis" in leaf["metadata"]
+
+
+def test_an_outside_agent_climbs_the_cascade_with_claim_next(store: GraphStore) -> None:
+    """The seed-000 loop without asking the whole graph what is ready: each write that finishes a
+    question's last sub-question hands that question's synthesis to the writer (claim_next)."""
+
+    async def scenario(client: Client) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        g = await call(client, "fractal_create_graph", seed="Why do rivers meander?", intensity="explore")
+        gid, root = g["graph_id"], g["root_node_id"]
+        ans = await call(
+            client, "fractal_add_node", graph_id=gid, parent_id=root, node_type="answer", text="Two causes."
+        )
+        for text in ("Why does flow bend?", "Why do banks erode?"):
+            await call(
+                client,
+                "fractal_add_node",
+                graph_id=gid,
+                parent_id=ans["node_id"],
+                node_type="question",
+                text=text,
+            )
+        leaves = []
+        for text in ("Inertia.", "Erosion."):
+            claim = await call(client, "fractal_claim_work", graph_id=gid, worker_id="agent")
+            leaves.append(
+                await call(
+                    client,
+                    "fractal_submit_answer",
+                    graph_id=gid,
+                    node_id=claim["node_id"],
+                    owner="agent",
+                    text=text,
+                    claim_next=True,
+                )
+            )
+        seen["leaves"] = leaves
+        seen["other"] = await call(client, "fractal_claim_synthesis", graph_id=gid, worker_id="other")
+        seen["root"] = await call(
+            client,
+            "fractal_submit_synthesis",
+            graph_id=gid,
+            node_id=root,
+            worker_id="agent",
+            synthesis_text="Inertia bends the flow; erosion follows it.",
+            claim_next=True,
+        )
+        seen["refused"] = await client.call_tool(
+            "fractal_submit_answer",
+            {"graph_id": gid, "node_id": root, "text": "x", "claim_next": "yes"},
+        )
+        seen["graph_id"], seen["root_id"] = gid, root
+        return seen
+
+    seen = run(store, scenario)
+    first, last = seen["leaves"]
+    assert first["next_synthesis"]["node_id"] is None, "a sub-question still open: nothing above is ready"
+    assert last["next_synthesis"]["node_id"] == seen["root_id"] and last["next_synthesis"]["depth"] == 0
+    assert seen["other"]["node_id"] is None, "claimed with the last leaf: no one else is handed it"
+    assert seen["root"]["status"] == "synthesized" and seen["root"]["next_synthesis"]["node_id"] is None
+    assert seen["refused"].is_error, "claim_next is a boolean (the schema is strict)"
+    assert store.get_graph(seen["graph_id"])["status"] == "active"
