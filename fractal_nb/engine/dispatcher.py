@@ -197,12 +197,16 @@ class Dispatcher:
                 return
             claim = run.store.claim_work(run.graph_id, report.worker)
             if claim["node_id"] is None:
+                chain = run.strategy == Strategy.THINKON
                 if claim["graph_done"] or claim["graph_status"] != GraphStatus.ACTIVE:
+                    if claim["graph_status"] == GraphStatus.ACTIVE and not chain:
+                        cascade(run, report.worker)  # what the climbs left ("The cascade"), as settle does
                     report.exit_reason = "graph_done"
                     return
-                # No question waits: a synthesis the cascades' climbs left (one that failed) is handed out.
-                if run.strategy != Strategy.THINKON and cascade(run, report.worker):
-                    continue
+                if run.synthesis_given_back.is_set() and not chain:  # no question waits: retry it now
+                    run.synthesis_given_back.clear()
+                    if cascade(run, report.worker):
+                        continue
                 if tries == len(BACKOFF_S) or (self._idle() and not self.patient):
                     report.exit_reason = "no_work_after_retries" if tries else "no_work"
                     return

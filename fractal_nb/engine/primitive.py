@@ -63,6 +63,8 @@ class RunState:
     strategy: Strategy = Strategy.FRACTAL  # graph metadata "strategy" (docs/architecture.md, "Tracks")
     work_added: threading.Condition = field(default_factory=threading.Condition)
     convergence_found: threading.Event = field(default_factory=threading.Event)
+    # A synthesis was given back (its call failed): a worker with no question to claim asks the whole graph.
+    synthesis_given_back: threading.Event = field(default_factory=threading.Event)
     has_sources: bool = False  # answers gather evidence first (engine/evidence.py); read by arm()
 
     @classmethod
@@ -188,9 +190,10 @@ def cascade(run: RunState, worker: str, first: SynthesisClaim | None = None) -> 
     (``claim_synthesis``: deepest first); from ``first``, a synthesis a write claimed
     with itself, it climbs: each synthesis claims the one it made ready above it in
     its own write (``claim_next``), and the cascade ends where that is none
-    (docs/architecture.md, "The cascade"). What a climb leaves (a failed synthesis)
-    is handed out by a cascade that asks the whole graph: a worker finding no
-    question, and the run's end.
+    (docs/architecture.md, "The cascade"). What a climb leaves (a synthesis given
+    back, a question a person's prune made ready) is handed out by a cascade that
+    asks the whole graph: a worker finding no question after one was given back,
+    a worker leaving a finished graph, and the run's end.
     """
     done: list[str] = []
     failed: list[str] = []
@@ -210,6 +213,7 @@ def cascade(run: RunState, worker: str, first: SynthesisClaim | None = None) -> 
         except (LLMError, FractalError):  # logged; harvest repairs what is left behind
             failed.append(node_id)
             claim = None
+            run.synthesis_given_back.set()
             try:
                 run.store.release_synthesis(run.graph_id, node_id, worker)
             except FractalError:  # taken over or finished meanwhile

@@ -1,0 +1,91 @@
+"""The synthesis cascade climbs with the claims its writes make (docs/architecture.md, "The cascade")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from fractal_nb import Exploration, SimulatedLLM
+from fractal_nb.errors import LLMOutputError
+from tests.engine.test_runs import FAST, assert_no_double_claims
+
+SEED = "Why do some cities grow faster than others?"
+
+
+def counting_ready_queries(ex: Exploration) -> list[str]:
+    """The whole-graph hand-outs (``claim_synthesis``) the run asks for, by worker."""
+    asked: list[str] = []
+    whole_graph = ex.store.claim_synthesis
+
+    def claim_synthesis(graph_id: str, worker_id: str, **kw: Any) -> Any:
+        asked.append(worker_id)
+        return whole_graph(graph_id, worker_id, **kw)
+
+    ex.store.claim_synthesis = claim_synthesis  # type: ignore[method-assign]
+    return asked
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_a_run_climbs_and_asks_the_whole_graph_only_at_its_end(workers: int) -> None:
+    with Exploration.create(SEED, intensity="explore", llm=SimulatedLLM(seed=5), clock=FAST) as ex:
+        asked = counting_ready_queries(ex)
+        report, runs = ex.run(max_workers=workers, progress=False), 1
+        while report == "budget_exhausted":  # the circuit breaker: each run is a new round of workers
+            report, runs = ex.run(max_workers=workers, progress=False, resume=True), runs + 1
+        assert report == "all_complete"
+        events = ex.events()
+        syntheses = len(events.query("kind == 'synthesis_claimed'"))
+        assert syntheses > 5, "the tree's questions were synthesized through claims"
+        # Before the climb every leaf's answer asked the whole graph; now the workers leaving a
+        # finished graph and the settling cascade do, once each per run.
+        assert len(asked) <= runs * (workers + 1), (len(asked), runs, syntheses)
+        assert_no_double_claims(ex)
+        snapshot = ex.store.get_snapshot(ex.graph_id)
+        assert all(
+            n["status"] in ("synthesized", "saturated")
+            for n in snapshot["nodes"]
+            if n["node_type"] == "question"
+        )
+
+
+class GivesBackSyntheses(SimulatedLLM):
+    """The simulator, but the first ``failures`` synthesis calls fail (their syntheses are given back)."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__(seed=5)
+        self.failures = failures
+
+    def complete(self, messages, schema):  # type: ignore[no-untyped-def]
+        if getattr(schema, "role", "") == "synthesize" and self.failures > 0:
+            self.failures -= 1
+            raise LLMOutputError("the reply held no synthesis")
+        return super().complete(messages, schema)
+
+
+def given_back_then_done(ex: Exploration) -> None:
+    calls = ex.llm_calls()
+    synth = calls[calls["role"] == "synthesize"]
+    failed = set(synth[synth["outcome"] == "error"]["node_id"])
+    assert failed, "some synthesis failed"
+    ok = set(synth[synth["outcome"] == "ok"]["node_id"])
+    assert failed <= ok, f"given back and never retried: {failed - ok}"
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_synthesis_given_back_is_synthesized_in_the_same_run(workers: int) -> None:
+    with Exploration.create(SEED, intensity="explore", llm=GivesBackSyntheses(3), clock=FAST) as ex:
+        report = ex.run(max_workers=workers, progress=False)
+        while report == "budget_exhausted":
+            report = ex.run(max_workers=workers, progress=False, resume=True)
+        assert report == "all_complete"
+        given_back_then_done(ex)
+
+
+def test_stepping_retries_a_synthesis_given_back_when_no_question_is_left() -> None:
+    with Exploration.create(SEED, intensity="pulse", llm=GivesBackSyntheses(2), clock=FAST) as ex:
+        while ex.step(5):
+            pass
+        given_back_then_done(ex)
+        root = ex.store.get_node(ex.graph_id, ex.store.get_graph(ex.graph_id)["root_node_id"])["node"]
+        assert root["status"] == "synthesized"
