@@ -220,7 +220,7 @@ def prose(text: str, info: ValidationInfo, *, min_words: int, echo: bool = True,
         raise Refusal(text, A_LINK)
     if len(words) < min_words:
         raise Refusal(text, TOO_SHORT.format(words=min_words))
-    if sum(ch.isalpha() for ch in visible) < MIN_LETTER_SHARE * len(visible):
+    if sum(map(str.isalpha, visible)) < MIN_LETTER_SHARE * len(visible):
         raise Refusal(text, SYMBOLS)
     stripped = text.strip()
     if (stripped[:1] in "{[" and stripped[-1:] in "}]") or _JSON_KEY.search(text):
@@ -234,14 +234,15 @@ def prose(text: str, info: ValidationInfo, *, min_words: int, echo: bool = True,
         raise Refusal(text, ECHO)
     tokens = _tokens(text)
     if len(tokens) >= NEAR_COPY_MIN_WORDS:
-        never = _covered(tokens, _never_content()) | _covered(tokens, context.never)
+        runs = _runs(tokens)
+        never = _covered(runs, _never_content()) | _covered(runs, context.never)
         if len(never) >= NEVER_CONTENT_SHARE * len(tokens):
             raise Refusal(text, INSTRUCTIONS)
         if (
             echo
             and near
             and any(
-                len(never | _covered(tokens, line)) >= NEAR_COPY_SHARE * len(tokens) for line in context.lines
+                len(never | _covered(runs, line)) >= NEAR_COPY_SHARE * len(tokens) for line in context.lines
             )
         ):
             raise Refusal(text, ECHO)
@@ -302,7 +303,12 @@ def correction(schema: type[BaseModel], error: ValueError) -> tuple[str, str]:
 
 def shingles(tokens: list[str]) -> Shingles:
     """Every run of :data:`COPY_RUN` words in ``tokens`` (none in a shorter text)."""
-    return frozenset(tuple(tokens[i : i + COPY_RUN]) for i in range(len(tokens) - COPY_RUN + 1))
+    return frozenset(_runs(tokens))
+
+
+def _runs(tokens: list[str]) -> list[tuple[str, ...]]:
+    """The runs of :data:`COPY_RUN` words of ``tokens``, by the position of their first word."""
+    return [tuple(tokens[i : i + COPY_RUN]) for i in range(len(tokens) - COPY_RUN + 1)]
 
 
 def copied_share(text: str, source: str) -> float:
@@ -314,20 +320,23 @@ def copied_share(text: str, source: str) -> float:
     0.0
     """
     tokens = _tokens(text)
-    return len(_covered(tokens, shingles(_tokens(source)))) / len(tokens) if tokens else 0.0
+    return len(_covered(_runs(tokens), shingles(_tokens(source)))) / len(tokens) if tokens else 0.0
 
 
 def _tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
-def _covered(tokens: list[str], source: Shingles) -> set[int]:
-    """The positions of ``tokens`` inside a run that ``source`` holds too."""
+def _covered(runs: list[tuple[str, ...]], source: Shingles) -> set[int]:
+    """The positions of the words inside one of ``runs`` (:func:`_runs`) that ``source`` holds too.
+
+    A source sharing no run (most of a prompt's lines) is passed over by one set operation.
+    """
     covered: set[int] = set()
-    if not source:
+    if not source or source.isdisjoint(runs):
         return covered
-    for i in range(len(tokens) - COPY_RUN + 1):
-        if tuple(tokens[i : i + COPY_RUN]) in source:
+    for i, run in enumerate(runs):
+        if run in source:
             covered.update(range(i, i + COPY_RUN))
     return covered
 
