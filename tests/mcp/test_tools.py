@@ -263,28 +263,29 @@ def test_malformed_arguments_are_rejected_by_the_schema(store: GraphStore) -> No
     assert store.list_graphs()["count"] == 0
 
 
-def test_the_reference_fields_saturation_and_boundaries_over_mcp(store: GraphStore) -> None:
-    async def scenario(client: Client) -> dict[str, Any]:
-        seen: dict[str, Any] = {}
-        g = await call(client, "fractal_create_graph", seed="Why do rivers meander?", intensity="explore")
-        gid, root = g["graph_id"], g["root_node_id"]
-        ans = await call(
+async def two_questions(client: Client, answer: str) -> tuple[str, str, str]:
+    """A river graph: the root answered with ``answer``, two sub-questions under it; (graph, root, answer)."""
+    g = await call(client, "fractal_create_graph", seed="Why do rivers meander?", intensity="explore")
+    gid, root = g["graph_id"], g["root_node_id"]
+    ans = await call(
+        client, "fractal_add_node", graph_id=gid, parent_id=root, node_type="answer", text=answer
+    )
+    for text in ("Why does flow bend?", "Why do banks erode?"):
+        await call(
             client,
             "fractal_add_node",
             graph_id=gid,
-            parent_id=root,
-            node_type="answer",
-            text="Flow and banks.",
+            parent_id=ans["node_id"],
+            node_type="question",
+            text=text,
         )
-        for text in ("Why does flow bend?", "Why do banks erode?"):
-            await call(
-                client,
-                "fractal_add_node",
-                graph_id=gid,
-                parent_id=ans["node_id"],
-                node_type="question",
-                text=text,
-            )
+    return gid, root, ans["node_id"]
+
+
+def test_the_reference_fields_saturation_and_boundaries_over_mcp(store: GraphStore) -> None:
+    async def scenario(client: Client) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        gid, root, _answer = await two_questions(client, "Flow and banks.")
         first = await call(client, "fractal_claim_work", graph_id=gid, worker_id="agent")
         seen["leaf"] = await call(
             client,
@@ -337,20 +338,7 @@ def test_an_outside_agent_climbs_the_cascade_with_claim_next(store: GraphStore) 
 
     async def scenario(client: Client) -> dict[str, Any]:
         seen: dict[str, Any] = {}
-        g = await call(client, "fractal_create_graph", seed="Why do rivers meander?", intensity="explore")
-        gid, root = g["graph_id"], g["root_node_id"]
-        ans = await call(
-            client, "fractal_add_node", graph_id=gid, parent_id=root, node_type="answer", text="Two causes."
-        )
-        for text in ("Why does flow bend?", "Why do banks erode?"):
-            await call(
-                client,
-                "fractal_add_node",
-                graph_id=gid,
-                parent_id=ans["node_id"],
-                node_type="question",
-                text=text,
-            )
+        gid, root, _answer = await two_questions(client, "Two causes.")
         leaves = []
         for text in ("Inertia.", "Erosion."):
             claim = await call(client, "fractal_claim_work", graph_id=gid, worker_id="agent")
