@@ -81,7 +81,18 @@ def test_a_recorded_comparison_replays_offline(tmp_path: Path) -> None:
     )
     again = compare(QUESTION, llm=None, path=path, cache="replay", judge=None)
     assert again.replayed and not recorded.replayed
-    keep = ["strategy", "status", "degraded", "calls", "nodes", "depth", "findings", "gaps"]
+    keep = [
+        "strategy",
+        "status",
+        "degraded",
+        "calls",
+        "nodes",
+        "depth",
+        "findings",
+        "supported_findings",
+        "gaps",
+        "contradictions",
+    ]
     assert again.frame[keep].equals(recorded.frame[keep]), "the same runs, from the file's cache"
     for name in STRATEGIES:
         assert again.results[name].summary == recorded.results[name].summary

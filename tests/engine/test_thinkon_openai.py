@@ -35,13 +35,16 @@ def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def chain_responder(*, broken: str | None = None) -> Any:
-    """Think and Eval as the simulator plays them; a sub-goal containing ``broken`` gets an empty reply."""
+def chain_responder(*, broken: str | None = None, prose: bool = False) -> Any:
+    """Think and Eval as the simulator plays them; a sub-goal containing ``broken`` gets an empty reply
+    (``prose``: a chatty sentence that holds no JSON at all)."""
     schemas = {"Think": Think, "Eval": Eval}
 
-    def respond(body: dict[str, Any]) -> dict[str, Any]:
+    def respond(body: dict[str, Any]) -> dict[str, Any] | str:
         prompt = first_user(body)
         if broken is not None and schema_name(body) == "Think" and f"Goal of this level: {broken}" in prompt:
+            if prose:
+                return "Sure! I would be happy to help with that level of the plan."
             return {"type": "RETURN", "description": ""}  # no words: refused, corrected once, refused again
         return SimulatedLLM(seed=3).complete(
             [{"role": "user", "content": prompt}], schemas[schema_name(body)]
@@ -87,13 +90,14 @@ def test_junk_wrapped_replies_are_repaired_and_a_flaky_server_only_slows_the_cha
             assert_chain_invariant(events(ex), parents(ex))
 
 
-def test_a_reply_never_valid_ends_its_branch_after_one_correction_and_the_chain_goes_on() -> None:
+@pytest.mark.parametrize("prose", [False, True], ids=["empty description", "no JSON at all"])
+def test_a_reply_never_valid_ends_its_branch_after_one_correction_and_the_chain_goes_on(prose: bool) -> None:
     with FakeOpenAI("ok", responder=chain_responder()) as probe:  # which sub-goals the chain calls
         ex, _ = run_chain(probe)
         with ex:
             goals = [d["goal"] for d in root_done(ex)]
     broken = goals[0]
-    with FakeOpenAI("ok", responder=chain_responder(broken=broken)) as server:
+    with FakeOpenAI("ok", responder=chain_responder(broken=broken, prose=prose)) as server:
         ex, status = run_chain(server, max_retries=0, output_retries=1)
         with ex:
             assert status == "all_complete"
