@@ -17,7 +17,7 @@ from .engine.dispatcher import Clock, Dispatcher, RealClock, heartbeat
 from .engine.limits import Limits, spend_tokens
 from .engine.outcome import after_seed, held_back
 from .engine.phases import gap_rows, harvest, preview, seed
-from .engine.primitive import RunState, cascade, process
+from .engine.primitive import RunState, leftovers, process
 from .errors import InvalidInputError, StateError, StoreUnreachableError
 from .evidence_report import Evidence, evidence_of, node_evidence
 from .export import to_networkx
@@ -428,13 +428,8 @@ class Exploration:
                     if records and records[-1].budget_reached:  # a node's time limit: the last step
                         break
                     claim = self.store.claim_work(self.graph_id, STEP_WORKER)
-                    if (
-                        claim["node_id"] is None
-                    ):  # a synthesis the cascades left (one that failed), as a run's
-                        if (
-                            self._state.strategy != Strategy.THINKON
-                        ):  # workers hand it out when no question waits
-                            cascade(self._state, STEP_WORKER)
+                    if claim["node_id"] is None:  # as a run's workers do: what the climbs left
+                        leftovers(self._state, STEP_WORKER)
                         break
                     records.append(process(self._state, claim, STEP_WORKER))
             return records

@@ -27,7 +27,7 @@ from ..model import GraphStatus, RunOutcome, Strategy
 from ..results import StepRecord
 from ..run_report import WorkerReport
 from .outcome import settle
-from .primitive import RunState, cascade, process
+from .primitive import RunState, leftovers, process
 from .thinkon import MAX_CHAIN_STEPS
 
 __all__ = ["BACKOFF_S", "Clock", "Dispatcher", "RealClock", "ScaledClock", "WorkerReport", "heartbeat"]
@@ -197,15 +197,14 @@ class Dispatcher:
                 return
             claim = run.store.claim_work(run.graph_id, report.worker)
             if claim["node_id"] is None:
-                chain = run.strategy == Strategy.THINKON
                 if claim["graph_done"] or claim["graph_status"] != GraphStatus.ACTIVE:
-                    if claim["graph_status"] == GraphStatus.ACTIVE and not chain:
-                        cascade(run, report.worker)  # what the climbs left ("The cascade"), as settle does
+                    if claim["graph_status"] == GraphStatus.ACTIVE:
+                        leftovers(run, report.worker)  # as settle does: a remote worker settles nothing
                     report.exit_reason = "graph_done"
                     return
-                if run.synthesis_given_back.is_set() and not chain:  # no question waits: retry it now
+                if run.synthesis_given_back.is_set():  # no question waits: retry it now
                     run.synthesis_given_back.clear()
-                    if cascade(run, report.worker):
+                    if leftovers(run, report.worker):
                         continue
                 if tries == len(BACKOFF_S) or (self._idle() and not self.patient):
                     report.exit_reason = "no_work_after_retries" if tries else "no_work"

@@ -221,6 +221,15 @@ def cascade(run: RunState, worker: str, first: SynthesisClaim | None = None) -> 
     return tuple(done)
 
 
+def leftovers(run: RunState, worker: str) -> tuple[str, ...]:
+    """Synthesize what the cascades' climbs left by asking the whole graph; a chain has none.
+
+    A synthesis given back, a question a person's prune made ready (docs/architecture.md,
+    "The cascade"); a thinkon chain synthesizes nothing.
+    """
+    return () if run.strategy == Strategy.THINKON else cascade(run, worker)
+
+
 def synthesize(run: RunState, node_id: str, worker: str) -> SynthesisClaim | None:
     """Compose a held question's synthesis from its sub-questions' syntheses only, and store it.
 

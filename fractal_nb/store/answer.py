@@ -17,15 +17,7 @@ from enum import StrEnum
 from typing import Any
 
 from ..errors import FractalError, InvalidInputError
-from ..model import (
-    DONE_QUESTION,
-    GraphStatus,
-    NodeStatus,
-    NodeType,
-    SaturationReason,
-    parse_choice,
-    parse_metadata,
-)
+from ..model import NodeStatus, NodeType, SaturationReason, parse_choice, parse_metadata
 from ..text import normalize
 from .base import (
     Event,
@@ -41,7 +33,7 @@ from .children import Children, Items
 from .citations import CitationCheck
 from .links import Links
 from .llm_log import LLMLog
-from .records import AddedNode, AnswerSubmitted, AnswerWritten, CallRows, RepeatedQuestion, SynthesisClaim
+from .records import AddedNode, AnswerSubmitted, AnswerWritten, CallRows, RepeatedQuestion
 from .rows import GraphRow, NodeRow
 from .synthesis import Synthesis
 
@@ -297,17 +289,16 @@ class Answers:
                 "repeated": repeated,
                 "boundary": boundary_id,
             }
-            if claim_next:
-                result["next_synthesis"] = self._next_synthesis(question, written, owner)
+            if claim_next:  # the cascade's first step, from the question this answer finished (a leaf)
+                result["next_synthesis"] = self._synthesis.claim_above(
+                    replace(question, status=written["status"]), owner, lambda: self._holder(question.node_id)
+                )
         return result
 
-    def _next_synthesis(self, question: NodeRow, written: AnswerWritten, owner: str | None) -> SynthesisClaim:
-        """The synthesis the answer made ready above its question, claimed for ``owner`` (or none)."""
-        done = replace(question, status=written["status"])
-        if owner is None or done.status not in DONE_QUESTION:  # nothing finished: nothing above got closer
-            return {"node_id": None, "graph_id": question.graph_id, "graph_status": GraphStatus.ACTIVE.value}
-        row = self._db.fetchone("SELECT holder FROM nodes WHERE node_id = ?", [question.node_id])
-        return self._synthesis.claim_above(done, owner, row[0] if row else None)
+    def _holder(self, node_id: str) -> str | None:
+        """The holder of a question's claim (the claim that answered it)."""
+        row = self._db.fetchone("SELECT holder FROM nodes WHERE node_id = ?", [node_id])
+        return None if row is None else row[0]
 
     def _boundary_place(
         self, graph: GraphRow, question: NodeRow, other_id: str | None

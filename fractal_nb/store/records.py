@@ -324,9 +324,8 @@ class Synthesized(TypedDict):
 
     node_id: str
     status: str
-    next_synthesis: NotRequired[
-        SynthesisClaim
-    ]  # submit_synthesis with claim_next=True: the cascade's next step
+    # submit_synthesis with claim_next=True: the cascade's next step
+    next_synthesis: NotRequired[SynthesisClaim]
 
 
 class StatusChanged(TypedDict):

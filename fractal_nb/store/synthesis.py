@@ -16,7 +16,7 @@ the hot path never asks the whole graph what is ready (docs/architecture.md,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -93,26 +93,13 @@ class Synthesis:
             if status == GraphStatus.ACTIVE and row is None and self._claims.recover_gone(gid, now):
                 status, row = self._ready(gid, skipped)  # a dead worker's syntheses come back
             if status != GraphStatus.ACTIVE or row is None:
-                return {"node_id": None, "graph_id": gid, "graph_status": status}
-            node = NodeRow(*row)
+                return _none(gid, status)
             if held is not None:
                 self._claims.register(held, now)
-            lease = self._claims.lease_for(held and held["holder_id"])
-            self._db.execute(
-                "INSERT INTO synthesis_claims VALUES (?, ?, ?, ?, ?, ?)",
-                [node.node_id, gid, worker, held and held["holder_id"], now, lease],
-            )
-            self._core.log(gid, node.node_id, "synthesis_claimed", worker, {"lease_s": lease}, now)
+            claim = self._hand_out(NodeRow(*row), worker, held and held["holder_id"], now)
         if held is not None:
             self._db.file.holders.add(held["holder_id"])
-        return {
-            "node_id": node.node_id,
-            "graph_id": gid,
-            "text": node.text,
-            "depth": node.depth,
-            "lease_s": lease,
-            "graph_status": status,
-        }
+        return claim
 
     def _ready(self, graph_id: str, skipped: list[str]) -> tuple[str, tuple[Any, ...] | None]:
         """The graph's status and the row of its deepest ready question no one holds (None: none)."""
@@ -127,43 +114,50 @@ class Synthesis:
             return self._core.graph(graph_id).status, None  # NotFoundError
         return str(row[0]), (row[1:] if row[1] is not None else None)
 
-    def claim_above(self, node: NodeRow, worker: str, holder_id: str | None) -> SynthesisClaim:
+    def claim_above(
+        self, node: NodeRow, worker: str | None, holder: Callable[[], str | None]
+    ) -> SynthesisClaim:
         """The cascade's next step, inside the write that finished ``node``: its question's synthesis.
 
-        Claimed for ``worker`` (under ``holder_id``, the holder of the claim that
-        finished ``node``) when ``node`` is done and was the last unfinished
-        sub-question of an answered question no live claim holds: READY's rule for
-        that one question, one count on the miss that most writes are. ``node_id``
-        None otherwise (the general :meth:`claim_synthesis` still hands out whatever
-        else is ready).
+        Claimed for ``worker`` (under ``holder()``, the holder of the claim that
+        finished ``node``, asked only when a claim is made) when ``node`` is done and
+        was the last unfinished sub-question of an answered question no live claim
+        holds: READY's rule for that one question, one count on the miss that most
+        writes are. ``node_id`` None otherwise, or without a ``worker`` (the general
+        :meth:`claim_synthesis` still hands out whatever else is ready).
         """
-        gid = node.graph_id
-        none: SynthesisClaim = {"node_id": None, "graph_id": gid, "graph_status": GraphStatus.ACTIVE.value}
-        above = node.question_id
-        if above is None or node.node_type != NodeType.QUESTION or node.status not in DONE_QUESTION:
-            return none
+        gid, above = node.graph_id, node.question_id
+        if worker is None or above is None or node.node_type != NodeType.QUESTION:
+            return _none(gid)
+        if node.status not in DONE_QUESTION:  # nothing finished: nothing above got closer
+            return _none(gid)
         row = self._db.fetchone(_UNFINISHED_BELOW, [gid, above])
         if row is None or row[0]:
-            return none
+            return _none(gid)
         question = self._core.node(gid, above)
         if question.status != NodeStatus.ANSWERED:
-            return none
+            return _none(gid)
         now = self._core.clock()
         held = self._db.fetchone(
             "SELECT claimed_at + lease_s FROM synthesis_claims WHERE node_id = ?", [above]
         )
         if held is not None:
             if held[0] > now:  # another worker composes it
-                return none
+                return _none(gid)
             self._db.execute("DELETE FROM synthesis_claims WHERE node_id = ?", [above])  # its lease ran out
+        return self._hand_out(question, worker, holder(), now)
+
+    def _hand_out(self, question: NodeRow, worker: str, holder_id: str | None, now: float) -> SynthesisClaim:
+        """Record ``question``'s synthesis as held by ``worker`` (inside the caller's write); the claim."""
+        gid = question.graph_id
         lease = self._claims.lease_for(holder_id)
         self._db.execute(
             "INSERT INTO synthesis_claims VALUES (?, ?, ?, ?, ?, ?)",
-            [above, gid, worker, holder_id, now, lease],
+            [question.node_id, gid, worker, holder_id, now, lease],
         )
-        self._core.log(gid, above, "synthesis_claimed", worker, {"lease_s": lease}, now)
+        self._core.log(gid, question.node_id, "synthesis_claimed", worker, {"lease_s": lease}, now)
         return {
-            "node_id": above,
+            "node_id": question.node_id,
             "graph_id": gid,
             "text": question.text,
             "depth": question.depth,
@@ -229,7 +223,7 @@ class Synthesis:
                 self._calls.land(calls, graph.graph_id, known=[node.node_id])
             if claim_next:
                 after = node if added else replace(node, status=NodeStatus.SYNTHESIZED)
-                result = {**result, "next_synthesis": self.claim_above(after, worker, row[1])}
+                result = {**result, "next_synthesis": self.claim_above(after, worker, lambda: row[1])}
         return result
 
     def synthesize_node(
@@ -413,3 +407,8 @@ class Synthesis:
             if released:
                 self._db.execute("DELETE FROM synthesis_claims WHERE node_id = ?", [nid])
         return {"node_id": nid, "released": released}
+
+
+def _none(graph_id: str, status: str = GraphStatus.ACTIVE.value) -> SynthesisClaim:
+    """No synthesis handed out (``status``: the graph's)."""
+    return {"node_id": None, "graph_id": graph_id, "graph_status": status}
