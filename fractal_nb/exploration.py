@@ -17,7 +17,7 @@ from .engine.dispatcher import Clock, Dispatcher, RealClock, heartbeat
 from .engine.limits import Limits, spend_tokens
 from .engine.outcome import after_seed, held_back
 from .engine.phases import gap_rows, harvest, preview, seed
-from .engine.primitive import RunState, leftovers, process
+from .engine.primitive import RunState, claim_question, leftovers, process
 from .errors import InvalidInputError, StateError, StoreUnreachableError
 from .evidence_report import Evidence, evidence_of, node_evidence
 from .export import to_networkx
@@ -427,7 +427,7 @@ class Exploration:
                 while len(records) < n and held_back(self._state) is None:
                     if records and records[-1].budget_reached:  # a node's time limit: the last step
                         break
-                    claim = self.store.claim_work(self.graph_id, STEP_WORKER)
+                    claim = claim_question(self._state, STEP_WORKER)
                     if claim["node_id"] is None:  # as a run's workers do: what the climbs left
                         leftovers(self._state, STEP_WORKER)
                         break

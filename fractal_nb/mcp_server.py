@@ -46,8 +46,8 @@ INSTRUCTIONS = """\
 A fractal-thinking graph: questions are broken into sub-questions, answered, and
 synthesized bottom-up into one conclusion. The graph is the work queue.
 
-A worker's loop: fractal_claim_work(graph_id, worker_id) → read context
-(fractal_get_branch / fractal_get_snapshot) → fractal_add_node(node_type="answer")
+A worker's loop: fractal_claim_work(graph_id, worker_id, with_context=true) → read
+its context (or fractal_get_branch / fractal_get_snapshot) → fractal_add_node(node_type="answer")
 under the claimed question → either fractal_add_node(node_type="question") under
 that answer for each sub-question worth asking, or, for a leaf,
 fractal_synthesize_node on the question → then cascade: call

@@ -158,6 +158,18 @@ CLAIM_NEXT = Param(
     ],
     default=False,
 )
+WITH_CONTEXT = Param(
+    "with_context",
+    Annotated[
+        bool,
+        Field(
+            description="Also return the claimed question's context (as fractal_get_context reads it) as "
+            "context: the claim and the read in one call.",
+            strict=True,
+        ),
+    ],
+    default=False,
+)
 FINDINGS = Param(
     "findings",
     _text(
@@ -266,8 +278,9 @@ TOOLS: tuple[Tool, ...] = (
         "Atomically claim the next open question (branch affinity first); no two workers get the same "
         "one.\n\nReturns the claimed node, or node_id null with graph_done true when nothing is left and no "
         "one holds a claim (stop then), or graph_done false (wait and retry). A claim is a lease (lease_s): "
-        "finish within it, or send a holder and renew with fractal_heartbeat.",
-        (GRAPH_ID, WORKER_ID, HOLDER),
+        "finish within it, or send a holder and renew with fractal_heartbeat. With with_context true the "
+        "claim carries the question's context too.",
+        (GRAPH_ID, WORKER_ID, HOLDER, WITH_CONTEXT),
     ),
     Tool(
         "synthesize_node",

@@ -27,7 +27,7 @@ from ..model import GraphStatus, RunOutcome, Strategy
 from ..results import StepRecord
 from ..run_report import WorkerReport
 from .outcome import settle
-from .primitive import RunState, leftovers, process
+from .primitive import RunState, claim_question, leftovers, process
 from .thinkon import MAX_CHAIN_STEPS
 
 __all__ = ["BACKOFF_S", "Clock", "Dispatcher", "RealClock", "ScaledClock", "WorkerReport", "heartbeat"]
@@ -195,7 +195,7 @@ class Dispatcher:
             if self._over_budget():
                 report.exit_reason, report.detail = "budget", self.budget_reached or ""
                 return
-            claim = run.store.claim_work(run.graph_id, report.worker)
+            claim = claim_question(run, report.worker)
             if claim["node_id"] is None:
                 if claim["graph_done"] or claim["graph_status"] != GraphStatus.ACTIVE:
                     if claim["graph_status"] == GraphStatus.ACTIVE:

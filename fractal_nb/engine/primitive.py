@@ -121,6 +121,14 @@ class RunState:
             self.work_added.notify_all()
 
 
+def claim_question(run: RunState, worker: str) -> Claim:
+    """Claim the next question for ``worker``, with its context in the same call.
+
+    A thinkon level takes none: engine/thinkon.py reads its chain instead.
+    """
+    return run.store.claim_work(run.graph_id, worker, with_context=run.strategy != Strategy.THINKON)
+
+
 def process(run: RunState, claim: Claim, worker: str) -> StepRecord:
     """Run the primitive on a claimed question and return what it did.
 
@@ -131,7 +139,7 @@ def process(run: RunState, claim: Claim, worker: str) -> StepRecord:
         return thinkon.advance(run, claim, worker)
     node_id, question = claim["node_id"], claim.get("text")
     assert node_id is not None and question is not None, "callers pass only claims that found a question"
-    context = run.store.get_context(run.graph_id, node_id)
+    context = claim["context"] if "context" in claim else run.store.get_context(run.graph_id, node_id)
     # No sub-question can follow: the intensity's depth, or a deepened branch's (store/turns.py).
     last_level = context["node"]["depth"] + 1 >= context.get("max_depth", run.budget.max_depth)
     with run.call.pending() as calls:  # the node's call log, written with its transaction

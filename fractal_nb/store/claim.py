@@ -6,6 +6,7 @@ renews it, and recovery returns only the claims of holders that are gone.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..errors import StateError
@@ -90,7 +91,7 @@ class Claims:
         worker_id: str,
         *,
         holder: HolderInfo | dict[str, Any] | str | None = "store",
-    ) -> Claim:
+    ) -> tuple[Claim, NodeRow | None]:
         """Atomically claim the next question for ``worker_id`` (docs/architecture.md, rule 1).
 
         Returns the claimed node, or ``node_id: null`` with ``graph_done`` (no
@@ -101,6 +102,9 @@ class Claims:
         they come back at once when it is gone. ``holder=None`` makes a plain lease
         (MCP agents that send no holder). With nothing to claim, claims of holders
         that are gone are recovered first.
+
+        With the claim comes the claimed question's row as the claim left it
+        (None when nothing was claimed): what its context is read around.
         """
         gid = require_id(graph_id, "graph_id")
         worker = require_id(worker_id, "worker_id")
@@ -115,12 +119,13 @@ class Claims:
             if row is None:
                 graph = self._core.graph(gid)
                 if graph.status != GraphStatus.ACTIVE:
-                    return {
-                        "node_id": None,
-                        "graph_done": graph.status in TERMINAL_GRAPH,
-                        "graph_status": graph.status,
-                    }
-                return {"node_id": None, "graph_done": self.graph_done(gid), "graph_status": graph.status}
+                    done = graph.status in TERMINAL_GRAPH
+                    return {"node_id": None, "graph_done": done, "graph_status": graph.status}, None
+                return {
+                    "node_id": None,
+                    "graph_done": self.graph_done(gid),
+                    "graph_status": graph.status,
+                }, None
             node = NodeRow(*row)
             if held is not None:
                 self.register(held, now)
@@ -144,6 +149,16 @@ class Claims:
             )
         if held is not None:
             self._db.file.holders.add(held["holder_id"])  # registered, now that it committed
+        claimed = replace(  # the row as set_status wrote it
+            node,
+            status=NodeStatus.CLAIMED.value,
+            status_reason=None,
+            inherited_from=None,
+            updated_at=now,
+            owner=worker,
+            claimed_at=now,
+            lease_s=lease,
+        )
         return {
             "node_id": node.node_id,
             "graph_id": gid,
@@ -154,7 +169,7 @@ class Claims:
             "lease_s": lease,
             "graph_done": False,
             "graph_status": GraphStatus.ACTIVE.value,
-        }
+        }, claimed
 
     def recover_stuck(
         self,

@@ -7,7 +7,7 @@ import re
 
 from .base import StoreCore, require_count, require_id
 from .records import Candidate, QuestionBrief, QuestionContext, SubQuestionBrief, SynthesisInputs
-from .rows import NodeRow
+from .rows import GraphRow, NodeRow
 
 
 class NodeContext:
@@ -33,6 +33,12 @@ class NodeContext:
         limit, candidates = require_count(limit, "limit"), require_count(candidates, "candidates")
         graph = self._core.known_graph(graph_id)
         question = self._core.question_of(self._core.node(graph.graph_id, node_id))
+        return self.around(graph, question, limit=limit, candidates=candidates)
+
+    def around(
+        self, graph: GraphRow, question: NodeRow, *, limit: int = 6, candidates: int = 8
+    ) -> QuestionContext:
+        """:meth:`get_context` of a question row already read (``claim_work(with_context=True)``'s)."""
         # The path down from the root (kept on each node), each question with its first answer.
         above = question.ancestors
         chain: list[tuple[str, int, str, str | None]] = []

@@ -17,7 +17,7 @@ from typing import Any, Self
 from ..errors import InvalidInputError
 from ..model import ThinkonOutcome, TurnKind
 from .answer import Answers
-from .base import DEFAULT_LEASE_S, StoreCore
+from .base import DEFAULT_LEASE_S, StoreCore, require_flag
 from .children import Children
 from .citations import CitationCheck
 from .claim import Claims
@@ -445,9 +445,19 @@ class GraphStore:
         worker_id: str,
         *,
         holder: HolderInfo | dict[str, Any] | str | None = "store",
+        with_context: bool = False,
     ) -> Claim:
-        """Atomically claim the next question for ``worker_id`` (docs/architecture.md, rule 1)."""
-        return self._claims.claim_work(graph_id, worker_id, holder=holder)
+        """Atomically claim the next question for ``worker_id`` (docs/architecture.md, rule 1).
+
+        ``with_context``: the claim also carries the question's ``context``, as
+        :meth:`get_context` reads it, read after the claim commits (outside the
+        write lock): a worker's claim and read in one call.
+        """
+        wanted = require_flag(with_context, "with_context")
+        claim, question = self._claims.claim_work(graph_id, worker_id, holder=holder)
+        if wanted and question is not None:
+            claim["context"] = self._context.around(self._core.known_graph(question.graph_id), question)
+        return claim
 
     def recover_stuck(
         self,

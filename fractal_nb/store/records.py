@@ -114,6 +114,7 @@ class Claim(TypedDict):
     parent_id: NotRequired[str | None]
     metadata: NotRequired[dict[str, Any]]
     lease_s: NotRequired[float]
+    context: NotRequired[QuestionContext]  # claim_work(with_context=True)
 
 
 class SynthesisClaim(TypedDict):

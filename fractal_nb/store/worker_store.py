@@ -54,7 +54,12 @@ class WorkerStore(Protocol):
         """See :meth:`GraphStore.get_graph`."""
 
     def claim_work(
-        self, graph_id: str, worker_id: str, *, holder: HolderInfo | dict[str, Any] | str | None = "store"
+        self,
+        graph_id: str,
+        worker_id: str,
+        *,
+        holder: HolderInfo | dict[str, Any] | str | None = "store",
+        with_context: bool = False,
     ) -> Claim:
         """See :meth:`GraphStore.claim_work`."""
 

@@ -89,3 +89,21 @@ def test_stepping_retries_a_synthesis_given_back_when_no_question_is_left() -> N
         given_back_then_done(ex)
         root = ex.store.get_node(ex.graph_id, ex.store.get_graph(ex.graph_id)["root_node_id"])["node"]
         assert root["status"] == "synthesized"
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_worker_claims_and_reads_its_question_in_one_call(workers: int) -> None:
+    """docs/architecture.md, "A worker's round trips": no separate get_context per question."""
+    with Exploration.create(SEED, intensity="explore", llm=SimulatedLLM(seed=5), clock=FAST) as ex:
+        reads: list[str] = []
+        separate = ex.store.get_context
+
+        def get_context(graph_id: str, node_id: str, **kw: Any) -> Any:
+            reads.append(node_id)
+            return separate(graph_id, node_id, **kw)
+
+        ex.store.get_context = get_context  # type: ignore[method-assign]
+        ex.run(max_workers=workers, progress=False)
+        ex.step(2)
+        assert len(ex.events().query("kind == 'claimed'")) > 5
+        assert reads == []

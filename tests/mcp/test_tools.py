@@ -379,3 +379,21 @@ def test_an_outside_agent_climbs_the_cascade_with_claim_next(store: GraphStore) 
     assert seen["root"]["status"] == "synthesized" and seen["root"]["next_synthesis"]["node_id"] is None
     assert seen["refused"].is_error, "claim_next is a boolean (the schema is strict)"
     assert store.get_graph(seen["graph_id"])["status"] == "active"
+
+
+def test_an_outside_agent_claims_with_the_context_in_one_call(store: GraphStore) -> None:
+    async def scenario(client: Client) -> dict[str, Any]:
+        gid, _root, _answer = await two_questions(client, "Flow and banks.")
+        claim = await call(client, "fractal_claim_work", graph_id=gid, worker_id="agent", with_context=True)
+        context = await call(client, "fractal_get_context", graph_id=gid, node_id=claim["node_id"])
+        refused = await client.call_tool(
+            "fractal_claim_work", {"graph_id": gid, "worker_id": "other", "with_context": "true"}
+        )
+        return {"claim": claim, "context": context, "refused": refused, "graph_id": gid}
+
+    seen = run(store, scenario)
+    assert seen["claim"]["context"] == seen["context"]
+    assert [s["text"] for s in seen["claim"]["context"]["siblings"]] == ["Why do banks erode?"]
+    assert seen["refused"].is_error, "with_context is a boolean (the schema is strict)"
+    claimed = store.get_events(seen["graph_id"])["events"]
+    assert [e["actor"] for e in claimed if e["kind"] == "claimed"] == ["agent"], "the refusal claimed nothing"
