@@ -57,7 +57,8 @@ With several workers, take each synthesis with fractal_claim_synthesis (it hands
 ready question to one worker at a time, so each is paid for once) and write it with
 fractal_submit_synthesis; pass claim_next=true to fractal_submit_answer and
 fractal_submit_synthesis and each write that finishes a question's last sub-question
-hands you that question's synthesis (next_synthesis) in the same transaction: climb
+hands you that question's synthesis (next_synthesis; with with_inputs=true also
+what it reads, as inputs) in the same transaction: climb
 with it until next_synthesis.node_id is null, then ask fractal_claim_synthesis again
 only when fractal_claim_work finds nothing. A claim is a lease: send a holder with fractal_claim_work
 and call fractal_heartbeat a few times per lease to keep long work.

@@ -170,6 +170,18 @@ WITH_CONTEXT = Param(
     ],
     default=False,
 )
+WITH_INPUTS = Param(
+    "with_inputs",
+    Annotated[
+        bool,
+        Field(
+            description="Also return the claimed synthesis's inputs (as fractal_get_synthesis_inputs reads "
+            "them) as inputs: the claim and the read in one call. On a write, only with claim_next true.",
+            strict=True,
+        ),
+    ],
+    default=False,
+)
 FINDINGS = Param(
     "findings",
     _text(
@@ -643,6 +655,7 @@ TOOLS: tuple[Tool, ...] = (
                 "",
             ),
             CLAIM_NEXT,
+            WITH_INPUTS,
         ),
     ),
     Tool(
@@ -685,6 +698,7 @@ TOOLS: tuple[Tool, ...] = (
                 Wire.JSON_LIST,
                 "[]",
             ),
+            WITH_INPUTS,
         ),
     ),
     Tool(
@@ -708,6 +722,7 @@ TOOLS: tuple[Tool, ...] = (
                 "",
             ),
             CLAIM_NEXT,
+            WITH_INPUTS,
         ),
     ),
     Tool(

@@ -211,12 +211,12 @@ def cascade(run: RunState, worker: str, first: SynthesisClaim | None = None) -> 
         if claim is None or claim["node_id"] is None:
             if climbing:
                 break
-            claim = run.store.claim_synthesis(run.graph_id, worker, skip=failed)
+            claim = run.store.claim_synthesis(run.graph_id, worker, skip=failed, with_inputs=True)
         node_id = claim["node_id"]
         if node_id is None:
             break
         try:
-            claim = synthesize(run, node_id, worker)
+            claim = synthesize(run, claim, worker)
             done.append(node_id)
         except (LLMError, FractalError):  # logged; harvest repairs what is left behind
             failed.append(node_id)
@@ -238,14 +238,17 @@ def leftovers(run: RunState, worker: str) -> tuple[str, ...]:
     return () if run.strategy == Strategy.THINKON else cascade(run, worker)
 
 
-def synthesize(run: RunState, node_id: str, worker: str) -> SynthesisClaim | None:
+def synthesize(run: RunState, claim: SynthesisClaim, worker: str) -> SynthesisClaim | None:
     """Compose a held question's synthesis from its sub-questions' syntheses only, and store it.
 
     In a tracks graph a track's synthesis is its findings and the root's the
     synthesis object (engine/tracks.py). Returns the synthesis the write made ready
-    above and claimed for ``worker`` with itself (None or ``node_id`` None: none).
+    above and claimed for ``worker`` with itself, with its inputs (None or
+    ``node_id`` None: none).
     """
-    inputs = run.store.get_synthesis_inputs(run.graph_id, node_id)
+    node_id = claim["node_id"]
+    assert node_id is not None, "callers pass only claims that hold a synthesis"
+    inputs = claim["inputs"] if "inputs" in claim else run.store.get_synthesis_inputs(run.graph_id, node_id)
     node = inputs["node"]
     if run.strategy == Strategy.TRACKS and node["depth"] == 0:
         with run.call.pending() as pending:
@@ -284,6 +287,7 @@ def synthesize(run: RunState, node_id: str, worker: str) -> SynthesisClaim | Non
                 calls=rows,
                 claims=grounding.ground(result.claims, grounding.sources(inputs)),
                 claim_next=True,
+                with_inputs=True,
             )
     return written.get("next_synthesis")
 
@@ -467,6 +471,7 @@ def _write(
             saturation=answer.saturation,
             boundary=boundary,
             claim_next=True,
+            with_inputs=True,
         )
     answer_id, created = written["answer"]["node_id"], written["edges_created"]
     boundaries = int(written["boundary"] is not None)

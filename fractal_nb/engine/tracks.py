@@ -259,6 +259,7 @@ def synthesize_track(
             findings=findings,
             extra=extra,
             claim_next=True,
+            with_inputs=True,
         )
     return written.get("next_synthesis")
 

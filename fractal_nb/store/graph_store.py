@@ -374,12 +374,15 @@ class GraphStore:
         saturation: str | None = None,
         boundary: dict[str, Any] | str | None = None,
         claim_next: bool = False,
+        with_inputs: bool = False,
     ) -> AnswerSubmitted:
         """Everything a worker writes for a claimed question, in one transaction.
 
-        ``claim_next``: with the synthesis it made ready above, claimed for ``owner``.
+        ``claim_next``: with the synthesis it made ready above, claimed for ``owner``;
+        ``with_inputs``: that synthesis's inputs too (:meth:`claim_synthesis`).
         """
-        return self._answers.submit_answer(
+        wanted = self._inputs_wanted(with_inputs, claim_next)
+        written = self._answers.submit_answer(
             graph_id,
             question_id,
             text,
@@ -392,6 +395,9 @@ class GraphStore:
             boundary=boundary,
             claim_next=claim_next,
         )
+        if wanted and "next_synthesis" in written:
+            self._with_inputs(written["next_synthesis"])
+        return written
 
     # -- metadata and links (store/links.py: Links) ------------------------------------------------
 
@@ -500,9 +506,31 @@ class GraphStore:
         *,
         holder: HolderInfo | dict[str, Any] | str | None = "store",
         skip: list[str] | None = None,
+        with_inputs: bool = False,
     ) -> SynthesisClaim:
-        """Hand the deepest ready question no one is synthesizing to ``worker_id``."""
-        return self._synthesis.claim_synthesis(graph_id, worker_id, holder=holder, skip=skip)
+        """Hand the deepest ready question no one is synthesizing to ``worker_id``.
+
+        ``with_inputs``: the claim also carries what the synthesis reads
+        (:meth:`get_synthesis_inputs`), read after the claim commits, outside the
+        write lock: a claim and its read in one call.
+        """
+        wanted = require_flag(with_inputs, "with_inputs")
+        claim = self._synthesis.claim_synthesis(graph_id, worker_id, holder=holder, skip=skip)
+        return self._with_inputs(claim) if wanted else claim
+
+    def _inputs_wanted(self, with_inputs: object, claim_next: object) -> bool:
+        """``with_inputs`` of a write: the inputs of the synthesis it claims, so only with ``claim_next``."""
+        if require_flag(with_inputs, "with_inputs") and claim_next is not True:
+            raise InvalidInputError(
+                "with_inputs=True needs claim_next=True: the inputs are the next synthesis's"
+            )
+        return bool(with_inputs)
+
+    def _with_inputs(self, claim: SynthesisClaim) -> SynthesisClaim:
+        """``claim`` with its question's synthesis inputs, when it holds one."""
+        if claim["node_id"] is not None:
+            claim["inputs"] = self._context.get_synthesis_inputs(claim["graph_id"], claim["node_id"])
+        return claim
 
     def submit_synthesis(
         self,
@@ -516,12 +544,15 @@ class GraphStore:
         findings: Sequence[Mapping[str, Any]] | None = None,
         extra: Mapping[str, Any] | None = None,
         claim_next: bool = False,
+        with_inputs: bool = False,
     ) -> Synthesized:
         """Synthesize a question this worker holds the synthesis of, with the calls behind it, at once.
 
-        ``claim_next``: with the synthesis it made ready above, claimed for this worker.
+        ``claim_next``: with the synthesis it made ready above, claimed for this worker;
+        ``with_inputs``: that synthesis's inputs too (:meth:`claim_synthesis`).
         """
-        return self._synthesis.submit_synthesis(
+        wanted = self._inputs_wanted(with_inputs, claim_next)
+        written = self._synthesis.submit_synthesis(
             graph_id,
             node_id,
             synthesis_text,
@@ -532,6 +563,9 @@ class GraphStore:
             extra=extra,
             claim_next=claim_next,
         )
+        if wanted and "next_synthesis" in written:
+            self._with_inputs(written["next_synthesis"])
+        return written
 
     def synthesize_node(
         self,

@@ -126,6 +126,7 @@ class SynthesisClaim(TypedDict):
     text: NotRequired[str]
     depth: NotRequired[int]
     lease_s: NotRequired[float]
+    inputs: NotRequired[SynthesisInputs]  # with_inputs=True
 
 
 class AncestorRecord(TypedDict):

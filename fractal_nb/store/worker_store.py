@@ -98,6 +98,7 @@ class WorkerStore(Protocol):
         saturation: str | None = None,
         boundary: dict[str, Any] | str | None = None,
         claim_next: bool = False,
+        with_inputs: bool = False,
     ) -> AnswerSubmitted:
         """See :meth:`GraphStore.submit_answer`."""
 
@@ -143,6 +144,7 @@ class WorkerStore(Protocol):
         *,
         holder: HolderInfo | dict[str, Any] | str | None = "store",
         skip: list[str] | None = None,
+        with_inputs: bool = False,
     ) -> SynthesisClaim:
         """See :meth:`GraphStore.claim_synthesis`."""
 
@@ -158,6 +160,7 @@ class WorkerStore(Protocol):
         findings: Sequence[Mapping[str, Any]] | None = None,
         extra: Mapping[str, Any] | None = None,
         claim_next: bool = False,
+        with_inputs: bool = False,
     ) -> Synthesized:
         """See :meth:`GraphStore.submit_synthesis`."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
@@ -92,18 +93,22 @@ def test_stepping_retries_a_synthesis_given_back_when_no_question_is_left() -> N
 
 
 @pytest.mark.parametrize("workers", [1, 3])
-def test_a_worker_claims_and_reads_its_question_in_one_call(workers: int) -> None:
-    """docs/architecture.md, "A worker's round trips": no separate get_context per question."""
+def test_a_worker_claims_and_reads_in_one_call(workers: int) -> None:
+    """docs/architecture.md, "A worker's round trips": no separate read per question or synthesis."""
     with Exploration.create(SEED, intensity="explore", llm=SimulatedLLM(seed=5), clock=FAST) as ex:
         reads: list[str] = []
-        separate = ex.store.get_context
+        for name in ("get_context", "get_synthesis_inputs"):
+            separate = getattr(ex.store, name)
 
-        def get_context(graph_id: str, node_id: str, **kw: Any) -> Any:
-            reads.append(node_id)
-            return separate(graph_id, node_id, **kw)
+            def read(graph_id: str, node_id: str, _read: Any = separate, _name: str = name, **kw: Any) -> Any:
+                reads.append(f"{_name} from {sys._getframe(1).f_code.co_name}")
+                return _read(graph_id, node_id, **kw)
 
-        ex.store.get_context = get_context  # type: ignore[method-assign]
+            setattr(ex.store, name, read)
         ex.run(max_workers=workers, progress=False)
         ex.step(2)
-        assert len(ex.events().query("kind == 'claimed'")) > 5
-        assert reads == []
+        events = ex.events()
+        assert len(events.query("kind == 'claimed'")) > 5
+        assert len(events.query("kind == 'synthesis_claimed'")) > 3
+        # A run's start and end read the root (the seed phase, the settle); a step reads nothing apart.
+        assert not [r for r in reads if r.endswith(("from process", "from synthesize"))], reads

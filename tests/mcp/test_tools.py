@@ -397,3 +397,38 @@ def test_an_outside_agent_claims_with_the_context_in_one_call(store: GraphStore)
     assert seen["refused"].is_error, "with_context is a boolean (the schema is strict)"
     claimed = store.get_events(seen["graph_id"])["events"]
     assert [e["actor"] for e in claimed if e["kind"] == "claimed"] == ["agent"], "the refusal claimed nothing"
+
+
+def test_an_outside_agent_climbs_with_each_synthesis_inputs(store: GraphStore) -> None:
+    async def scenario(client: Client) -> dict[str, Any]:
+        gid, root, _answer = await two_questions(client, "Two causes.")
+        written = []
+        for text in ("Inertia.", "Erosion."):
+            claim = await call(client, "fractal_claim_work", graph_id=gid, worker_id="agent")
+            written.append(
+                await call(
+                    client,
+                    "fractal_submit_answer",
+                    graph_id=gid,
+                    node_id=claim["node_id"],
+                    owner="agent",
+                    text=text,
+                    claim_next=True,
+                    with_inputs=True,
+                )
+            )
+        inputs = await call(client, "fractal_get_synthesis_inputs", graph_id=gid, node_id=root)
+        refused = await client.call_tool(
+            "fractal_claim_synthesis", {"graph_id": gid, "worker_id": "other", "with_inputs": 1}
+        )
+        return {"written": written, "inputs": inputs, "refused": refused, "root": root}
+
+    seen = run(store, scenario)
+    first, last = (w["next_synthesis"] for w in seen["written"])
+    assert first["node_id"] is None and "inputs" not in first
+    assert last["node_id"] == seen["root"] and last["inputs"] == seen["inputs"]
+    assert [s["text"] for s in last["inputs"]["sub_questions"]] == [
+        "Why does flow bend?",
+        "Why do banks erode?",
+    ]
+    assert seen["refused"].is_error, "with_inputs is a boolean (the schema is strict)"

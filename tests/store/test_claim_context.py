@@ -1,8 +1,10 @@
-"""A claim that carries its question's context (``claim_work(with_context=True)``).
+"""Claims that carry what their work reads: a question's context, a synthesis's inputs.
 
-docs/architecture.md, "The cascade" and "A worker's round trips": a worker claims and
-reads in one call; the read is the same as ``get_context`` right after the claim, and
-it runs after the claim commits, outside the write lock.
+docs/architecture.md, "A worker's round trips": ``claim_work(with_context=True)``,
+``claim_synthesis(with_inputs=True)`` and the writes' ``claim_next=True,
+with_inputs=True`` claim and read in one call; the read is the same as ``get_context``
+or ``get_synthesis_inputs`` right after the claim, and runs after it commits, outside
+the write lock.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ def test_the_context_is_get_context_right_after_the_claim() -> None:
             if claim["node_id"] is None:
                 break
             assert claim["context"] == store.get_context(g, claim["node_id"])
-            assert claim["context"]["node"]["status"] == "claimed" and claim["context"]["node"]["owner"] == "w1"
+            assert (
+                claim["context"]["node"]["status"] == "claimed" and claim["context"]["node"]["owner"] == "w1"
+            )
             compared += 1
             store.submit_answer(g, claim["node_id"], "A leaf's answer.", owner="w1")
         assert compared >= 5, compared
@@ -68,3 +72,49 @@ def test_the_context_is_read_after_the_claim_commits_outside_the_write_lock() ->
         store.add_node(g["graph_id"], answer["node_id"], "question", "Why does flow bend?")
         assert store.claim_work(g["graph_id"], "w1", with_context=True)["context"]["siblings"] == []
     assert under_lock == [False]
+
+
+def test_each_synthesis_claim_carries_get_synthesis_inputs_right_after_it(tree: Tree) -> None:
+    """The climb's (from an answer and from a synthesis) and the whole graph's hand-out."""
+    store, g = tree.store, tree.graph_id
+    first, second, third = tree.seeds
+    sub = [tree.ask(tree.answer(third, "Two parts."), text) for text in ("Part one?", "Part two?")]
+    for q in (first, second, sub[0]):
+        claim = store.claim_work(g, "w1")
+        assert claim["node_id"] == q
+        written = store.submit_answer(g, q, "A leaf.", owner="w1", claim_next=True, with_inputs=True)
+        assert written["next_synthesis"]["node_id"] is None and "inputs" not in written["next_synthesis"]
+    assert store.claim_work(g, "w1")["node_id"] == sub[1]
+    last = store.submit_answer(g, sub[1], "A leaf.", owner="w1", claim_next=True, with_inputs=True)
+    climb = last["next_synthesis"]
+    assert climb["node_id"] == third and climb["inputs"] == store.get_synthesis_inputs(g, third)
+    done = store.submit_synthesis(g, third, "Both parts.", worker_id="w1", claim_next=True, with_inputs=True)
+    above = done["next_synthesis"]
+    assert above["node_id"] == tree.root and above["inputs"] == store.get_synthesis_inputs(g, tree.root)
+    assert [s["node_id"] for s in above["inputs"]["sub_questions"]] == tree.seeds
+    store.release_synthesis(g, tree.root, "w1")
+    handed = store.claim_synthesis(g, "w2", with_inputs=True)
+    assert handed["node_id"] == tree.root and handed["inputs"] == above["inputs"]
+    assert "inputs" not in store.claim_synthesis(g, "w3", with_inputs=True), "nothing handed out"
+
+
+@pytest.mark.parametrize(
+    ("claim_next", "with_inputs", "error"),
+    [
+        (False, True, "with_inputs=True needs claim_next=True"),
+        (True, "yes", "with_inputs must be True or False"),
+        (True, 1, "with_inputs must be True or False"),
+    ],
+)
+def test_inputs_without_a_climb_or_not_a_bool_are_refused_and_write_nothing(
+    tree: Tree, claim_next: bool, with_inputs: object, error: str
+) -> None:
+    store, g = tree.store, tree.graph_id
+    q = store.claim_work(g, "w1")["node_id"]
+    events = len(store.get_events(g)["events"])
+    with pytest.raises(InvalidInputError, match=error):
+        store.submit_answer(g, q, "A leaf.", owner="w1", claim_next=claim_next, with_inputs=with_inputs)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="with_inputs must be True or False"):
+        store.claim_synthesis(g, "w1", with_inputs="true")  # type: ignore[arg-type]
+    assert len(store.get_events(g)["events"]) == events
+    assert tree.status(q) == "claimed"
