@@ -10,9 +10,11 @@ the seed's: snapshot → ``fractal_claim_work`` → an answer → a leaf's synth
 the server in memory (no socket: the figure is the store's and the tool layer's).
 
 Printed: steps/s at each size (median of 3 rounds), the ratio large/small, and
-where a large graph's step goes, tool by tool. The issue that set the targets
-measured spellbook's loop at 5,000 nodes at 0.37 steps/s on this machine; that
-figure is quoted, not measured here (its code is not in this repository).
+where a large graph's step goes, tool by tool. Then the engine's own worker over
+MCP (``fractal-nb worker``, HTTP on 127.0.0.1): tool calls and time per question
+with each claim carrying its read, beside the same worker reading apart.
+The issue that set the targets measured spellbook's loop at 5,000 nodes at
+0.37 steps/s on this machine; that figure is quoted, not measured here (its code is not in this repository).
 """
 
 from __future__ import annotations
@@ -22,16 +24,20 @@ import asyncio
 import json
 import statistics
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from mcp import Client
 
-from fractal_nb.mcp_server import build_server
+from fractal_nb import Exploration, SimulatedLLM
+from fractal_nb.mcp_server import BackgroundServer, build_server
+from fractal_nb.remote.store import RemoteStore
+from fractal_nb.remote.worker import work_remotely
 from fractal_nb.store import GraphStore
 
+REMOTE_SEED = "What would it take for a mid-sized city to halve its car traffic in ten years?"
 PEER_STEPS_S_5K = 0.37  # spellbook's loop at 5k nodes, as issue 29 measured it (6.5 / 17.7)
 
 
@@ -120,6 +126,74 @@ def loop_speed(n_nodes: int, n_steps: int, rounds: int) -> tuple[float, Timings,
     return statistics.median(speeds), timings, nodes
 
 
+class ReadsApart(RemoteStore):
+    """A remote worker's store whose claims carry nothing: each question and synthesis is read apart.
+
+    The way the engine worked before a claim carried its read (docs/architecture.md,
+    "A worker's round trips"): a ``get_context`` after each claim and a
+    ``get_synthesis_inputs`` before each synthesis, each one more HTTP round trip.
+    """
+
+    def claim_work(self, graph_id: str, worker_id: str, **kw: Any) -> Any:
+        return super().claim_work(graph_id, worker_id, **{**kw, "with_context": False})
+
+    def claim_synthesis(self, graph_id: str, worker_id: str, **kw: Any) -> Any:
+        return super().claim_synthesis(graph_id, worker_id, **{**kw, "with_inputs": False})
+
+    def submit_answer(self, *args: Any, **kw: Any) -> Any:
+        return super().submit_answer(*args, **{**kw, "with_inputs": False})
+
+    def submit_synthesis(self, *args: Any, **kw: Any) -> Any:
+        return super().submit_synthesis(*args, **{**kw, "with_inputs": False})
+
+
+def remote_worker(store_type: type[RemoteStore]) -> tuple[float, Counter[str]]:
+    """The engine's worker over MCP (HTTP, 127.0.0.1) on a new graph: (seconds, tool calls) per question."""
+    calls: Counter[str] = Counter()
+    with Exploration.create(REMOTE_SEED, intensity="deep", llm=SimulatedLLM(seed=1, link_rate=0.0)) as ex:
+        ex.step(1)  # seeded: the remote worker takes it from there
+        server = BackgroundServer(ex.store)
+        url = server.start()
+        try:
+            with store_type(url) as remote:
+                tool_call = remote.call
+
+                def counted(tool: str, **arguments: Any) -> dict[str, Any]:
+                    calls[tool] += 1
+                    return tool_call(tool, **arguments)
+
+                remote.call = counted  # type: ignore[method-assign]
+                started = time.perf_counter()
+                work_remotely(
+                    remote, SimulatedLLM(seed=1, link_rate=0.0), worker_id="far", graph_id=ex.graph_id
+                )
+                spent = time.perf_counter() - started
+        finally:
+            server.stop()
+        questions = len(ex.events().query("kind == 'claimed' and actor.str.startswith('far')"))
+    return spent / max(questions, 1), Counter({tool: n / max(questions, 1) for tool, n in calls.items()})
+
+
+def remote_round_trips(rounds: int) -> None:
+    """A remote worker whose claims carry their reads, beside one that reads apart, interleaved."""
+    seconds: dict[str, list[float]] = {"carried": [], "apart": []}
+    calls: dict[str, Counter[str]] = {}
+    for _ in range(rounds):
+        for name, store_type in (("apart", ReadsApart), ("carried", RemoteStore)):
+            per_question, calls[name] = remote_worker(store_type)
+            seconds[name].append(per_question)
+    print("\nThe engine's own worker over MCP (fractal-nb worker, HTTP on 127.0.0.1), per question:")
+    for name in ("apart", "carried"):
+        shown = ", ".join(f"{tool.removeprefix('fractal_')} {n:.2f}" for tool, n in calls[name].most_common())
+        print(f"  reads {name:7s}: {sum(calls[name].values()):.2f} tool calls ({shown})")
+        print(f"  {'':14s} {statistics.median(seconds[name]) * 1000:.0f} ms (median of {rounds})")
+    ratios = [c / a for c, a in zip(seconds["carried"], seconds["apart"], strict=True)]
+    print(
+        f"  carried/apart time: {statistics.median(ratios):.2f} "
+        f"(each round's: {', '.join(f'{r:.2f}' for r in ratios)})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="100 and 1,000 nodes, fewer steps")
@@ -147,6 +221,7 @@ def main() -> None:
         print(
             f"vs spellbook's loop at 5k (quoted, {PEER_STEPS_S_5K} steps/s): {speed / PEER_STEPS_S_5K:.1f}x"
         )
+    remote_round_trips(3 if args.quick else 5)
     print(f"Total bench time {time.perf_counter() - started:.1f} s")
 
 
