@@ -85,7 +85,7 @@ class Claims:
         self.holder = holder
         self.lease_s = lease_s
 
-    def claim_work(
+    def claim_question(
         self,
         graph_id: str,
         worker_id: str,

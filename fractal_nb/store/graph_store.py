@@ -10,11 +10,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Self
 
-from ..errors import InvalidInputError
+from ..errors import FractalError, InvalidInputError
 from ..model import ThinkonOutcome, TurnKind
 from .answer import Answers
 from .base import DEFAULT_LEASE_S, StoreCore, require_flag
@@ -460,9 +460,10 @@ class GraphStore:
         write lock): a worker's claim and read in one call.
         """
         wanted = require_flag(with_context, "with_context")
-        claim, question = self._claims.claim_work(graph_id, worker_id, holder=holder)
+        claim, question = self._claims.claim_question(graph_id, worker_id, holder=holder)
         if wanted and question is not None:
-            claim["context"] = self._context.around(self._core.known_graph(question.graph_id), question)
+            with suppress(FractalError):  # the claim stands; the worker's own read meets the error
+                claim["context"] = self._context.around(self._core.known_graph(question.graph_id), question)
         return claim
 
     def recover_stuck(
@@ -529,7 +530,8 @@ class GraphStore:
     def _with_inputs(self, claim: SynthesisClaim) -> SynthesisClaim:
         """``claim`` with its question's synthesis inputs, when it holds one."""
         if claim["node_id"] is not None:
-            claim["inputs"] = self._context.get_synthesis_inputs(claim["graph_id"], claim["node_id"])
+            with suppress(FractalError):  # the claim stands; the worker's own read meets the error
+                claim["inputs"] = self._context.get_synthesis_inputs(claim["graph_id"], claim["node_id"])
         return claim
 
     def submit_synthesis(

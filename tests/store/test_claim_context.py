@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from fractal_nb import Exploration, GraphStore, InvalidInputError, SimulatedLLM
+from fractal_nb import Exploration, GraphStore, InvalidInputError, NotFoundError, SimulatedLLM
 from tests.conftest import Tree
 
 
@@ -118,3 +118,20 @@ def test_inputs_without_a_climb_or_not_a_bool_are_refused_and_write_nothing(
         store.claim_synthesis(g, "w1", with_inputs="true")  # type: ignore[arg-type]
     assert len(store.get_events(g)["events"]) == events
     assert tree.status(q) == "claimed"
+
+
+def test_a_read_that_fails_after_the_commit_leaves_the_claim_standing_without_it(tree: Tree) -> None:
+    """The claim committed: it is returned without its read, and the worker's own read meets the error."""
+    store, g = tree.store, tree.graph_id
+
+    def gone(*args: Any, **kw: Any) -> Any:
+        raise NotFoundError("deleted meanwhile")
+
+    store._context.around = gone  # type: ignore[method-assign]
+    store._context.get_synthesis_inputs = gone  # type: ignore[method-assign]
+    claims = [store.claim_work(g, "w1", with_context=True) for _ in tree.seeds]
+    assert [c["node_id"] for c in claims] == tree.seeds and not any("context" in c for c in claims)
+    assert all(tree.status(q) == "claimed" for q in tree.seeds)
+    for q in tree.seeds:
+        written = store.submit_answer(g, q, "A leaf.", owner="w1", claim_next=True, with_inputs=True)
+    assert written["next_synthesis"]["node_id"] == tree.root and "inputs" not in written["next_synthesis"]
