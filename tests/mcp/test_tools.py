@@ -282,6 +282,26 @@ async def two_questions(client: Client, answer: str) -> tuple[str, str, str]:
     return gid, root, ans["node_id"]
 
 
+async def answer_both_leaves(client: Client, graph_id: str, **flags: Any) -> list[dict[str, Any]]:
+    """Claim and answer two_questions' leaves as "agent", each write with claim_next (and ``flags``)."""
+    written = []
+    for text in ("Inertia.", "Erosion."):
+        claim = await call(client, "fractal_claim_work", graph_id=graph_id, worker_id="agent")
+        written.append(
+            await call(
+                client,
+                "fractal_submit_answer",
+                graph_id=graph_id,
+                node_id=claim["node_id"],
+                owner="agent",
+                text=text,
+                claim_next=True,
+                **flags,
+            )
+        )
+    return written
+
+
 def test_the_reference_fields_saturation_and_boundaries_over_mcp(store: GraphStore) -> None:
     async def scenario(client: Client) -> dict[str, Any]:
         seen: dict[str, Any] = {}
@@ -339,21 +359,7 @@ def test_an_outside_agent_climbs_the_cascade_with_claim_next(store: GraphStore) 
     async def scenario(client: Client) -> dict[str, Any]:
         seen: dict[str, Any] = {}
         gid, root, _answer = await two_questions(client, "Two causes.")
-        leaves = []
-        for text in ("Inertia.", "Erosion."):
-            claim = await call(client, "fractal_claim_work", graph_id=gid, worker_id="agent")
-            leaves.append(
-                await call(
-                    client,
-                    "fractal_submit_answer",
-                    graph_id=gid,
-                    node_id=claim["node_id"],
-                    owner="agent",
-                    text=text,
-                    claim_next=True,
-                )
-            )
-        seen["leaves"] = leaves
+        seen["leaves"] = await answer_both_leaves(client, gid)
         seen["other"] = await call(client, "fractal_claim_synthesis", graph_id=gid, worker_id="other")
         seen["root"] = await call(
             client,
@@ -402,21 +408,7 @@ def test_an_outside_agent_claims_with_the_context_in_one_call(store: GraphStore)
 def test_an_outside_agent_climbs_with_each_synthesis_inputs(store: GraphStore) -> None:
     async def scenario(client: Client) -> dict[str, Any]:
         gid, root, _answer = await two_questions(client, "Two causes.")
-        written = []
-        for text in ("Inertia.", "Erosion."):
-            claim = await call(client, "fractal_claim_work", graph_id=gid, worker_id="agent")
-            written.append(
-                await call(
-                    client,
-                    "fractal_submit_answer",
-                    graph_id=gid,
-                    node_id=claim["node_id"],
-                    owner="agent",
-                    text=text,
-                    claim_next=True,
-                    with_inputs=True,
-                )
-            )
+        written = await answer_both_leaves(client, gid, with_inputs=True)
         inputs = await call(client, "fractal_get_synthesis_inputs", graph_id=gid, node_id=root)
         refused = await client.call_tool(
             "fractal_claim_synthesis", {"graph_id": gid, "worker_id": "other", "with_inputs": 1}
