@@ -11,6 +11,7 @@ released for another try and the failure is logged.
 from __future__ import annotations
 
 import threading
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -207,7 +208,11 @@ def cascade(run: RunState, worker: str, first: SynthesisClaim | None = None) -> 
     failed: list[str] = []
     climbing = first is not None
     claim = first
-    while run.call.outage is None:
+    while True:
+        if run.call.outage is not None:  # the run pauses: a synthesis held and not worked goes back
+            if claim is not None and claim["node_id"] is not None:
+                _give_back(run, claim["node_id"], worker)
+            break
         if claim is None or claim["node_id"] is None:
             if climbing:
                 break
@@ -221,12 +226,15 @@ def cascade(run: RunState, worker: str, first: SynthesisClaim | None = None) -> 
         except (LLMError, FractalError):  # logged; harvest repairs what is left behind
             failed.append(node_id)
             claim = None
-            run.synthesis_given_back.set()
-            try:
-                run.store.release_synthesis(run.graph_id, node_id, worker)
-            except FractalError:  # taken over or finished meanwhile
-                pass
+            _give_back(run, node_id, worker)
     return tuple(done)
+
+
+def _give_back(run: RunState, node_id: str, worker: str) -> None:
+    """Release a synthesis this worker holds, so another cascade (or the next run) takes it."""
+    run.synthesis_given_back.set()
+    with suppress(FractalError):  # taken over or finished meanwhile
+        run.store.release_synthesis(run.graph_id, node_id, worker)
 
 
 def leftovers(run: RunState, worker: str) -> tuple[str, ...]:

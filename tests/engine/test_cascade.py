@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from fractal_nb import Exploration, SimulatedLLM
+from fractal_nb.engine.primitive import cascade
 from fractal_nb.errors import LLMOutputError
 from tests.engine.test_runs import FAST, assert_no_double_claims
 
@@ -112,3 +113,21 @@ def test_a_worker_claims_and_reads_in_one_call(workers: int) -> None:
         assert len(events.query("kind == 'synthesis_claimed'")) > 3
         # A run's start and end read the root (the seed phase, the settle); a step reads nothing apart.
         assert not [r for r in reads if r.endswith(("from process", "from synthesize"))], reads
+
+
+def test_a_climb_that_meets_an_outage_gives_its_synthesis_back() -> None:
+    """The answer's write claimed the synthesis above; the model went down before the climb began.
+
+    The run pauses, and the held synthesis goes back at once: the next run (or another
+    worker) takes it, where a lease held by this live process would have kept it.
+    """
+    with Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM(seed=5), clock=FAST) as ex:
+        store, g, root = ex.store, ex.graph_id, ex.store.get_graph(ex.graph_id)["root_node_id"]
+        answer = store.add_node(g, root, "answer", "Jobs and trade.")["node_id"]
+        leaf = store.add_node(g, answer, "question", "Which jobs?")["node_id"]
+        assert store.claim_work(g, "w1")["node_id"] == leaf
+        written = store.submit_answer(g, leaf, "Trade jobs.", owner="w1", claim_next=True)
+        assert written["next_synthesis"]["node_id"] == root
+        ex._state.call.outage = "model unreachable: test"
+        assert cascade(ex._state, "w1", written["next_synthesis"]) == ()
+        assert store.claim_synthesis(g, "w2")["node_id"] == root
