@@ -167,7 +167,12 @@ def connections(prompt: str) -> dict[str, Any]:
 def synthesis(prompt: str) -> dict[str, Any]:
     question = _field(prompt, r"Question: ([^\n]+)", "the question")
     children = prompt.count("\n- ")
-    return {"synthesis": f"Synthesis of '{question[:100]}' from {children} sub-findings.", "tensions": []}
+    # Words of its own, its question's alone: a question whose one sub-question is a boundary question
+    # (whose text holds the question, and whose synthesis is this sentence about it) would otherwise be
+    # a near-copy of that line, refused every time (llm/quality.py), and the run could never finish.
+    own = f"(a question of {len(question)} characters)"
+    text = f"Synthesis of '{question[:100]}' from {children} sub-findings {own}."
+    return {"synthesis": text, "tensions": []}
 
 
 def harvest_summary(prompt: str) -> dict[str, Any]:
