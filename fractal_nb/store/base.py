@@ -10,7 +10,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 from ..errors import GraphNotActiveError, InvalidInputError, NotFoundError
@@ -36,6 +36,9 @@ DEFAULT_LEASE_S = 300.0
 Event = tuple[str | None, str, str | None, dict[str, Any]]  # an event to log: node_id, kind, actor, payload
 MAX_COUNT = 2**63 - 1  # DuckDB's BIGINT: the largest event id or LIMIT a query takes
 MAX_IDS = 100_000  # ids in one list argument
+
+
+_ROW_FIELDS = frozenset(f.name for f in fields(NodeRow)) - {"status"}  # columns a NodeRow carries
 
 
 class StoreCore:
@@ -229,7 +232,7 @@ class StoreCore:
         turn: bool = False,
         chain: bool = False,
         before: list[Event] | None = None,
-    ) -> None:
+    ) -> NodeRow:
         """Move one node to ``status`` and log it: every status change in the store comes here.
 
         The move is checked against the transition table (docs/architecture.md,
@@ -241,6 +244,7 @@ class StoreCore:
         makes (``model.TURN_TRANSITIONS``, store/turns.py); ``chain``: one only a
         thinkon chain makes (``model.CHAIN_TRANSITIONS``, store/thinkon.py). ``before``:
         events of the same write logged first, in the same INSERT (a node's children added).
+        Returns the row as the update left it (a claim reads its context around it).
         """
         steps = [node.status, *([through] if through is not None else []), status]
         for current, target in zip(steps, steps[1:], strict=False):
@@ -267,6 +271,10 @@ class StoreCore:
         if through is not None:  # the first hop's event, before the second's (one INSERT for both)
             events.insert(0, (node.node_id, "status_changed", actor, {"from": node.status, "to": through}))
         self.log_many(node.graph_id, [*(before or []), *events], at)
+        written = {column: value for column, value in assigned.items() if column in _ROW_FIELDS}
+        return replace(
+            node, **written, status=str(status), metadata_json=assigned.get("metadata", node.metadata_json)
+        )
 
     def set_statuses(
         self,

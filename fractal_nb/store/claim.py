@@ -6,7 +6,6 @@ renews it, and recovery returns only the claims of holders that are gone.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from ..errors import StateError
@@ -133,7 +132,7 @@ class Claims:
             payload: dict[str, Any] = {"lease_s": lease}
             if node.status == NodeStatus.CLAIMED:
                 payload["lease_expired_for"] = node.owner
-            self._core.set_status(
+            claimed = self._core.set_status(
                 node,
                 NodeStatus.CLAIMED,
                 now,
@@ -149,16 +148,6 @@ class Claims:
             )
         if held is not None:
             self._db.file.holders.add(held["holder_id"])  # registered, now that it committed
-        claimed = replace(  # the row as set_status wrote it
-            node,
-            status=NodeStatus.CLAIMED.value,
-            status_reason=None,
-            inherited_from=None,
-            updated_at=now,
-            owner=worker,
-            claimed_at=now,
-            lease_s=lease,
-        )
         return {
             "node_id": node.node_id,
             "graph_id": gid,

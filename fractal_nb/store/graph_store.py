@@ -395,7 +395,7 @@ class GraphStore:
             boundary=boundary,
             claim_next=claim_next,
         )
-        if wanted and "next_synthesis" in written:
+        if wanted:  # claim_next was given: the write says what it claimed
             self._with_inputs(written["next_synthesis"])
         return written
 
@@ -565,7 +565,7 @@ class GraphStore:
             extra=extra,
             claim_next=claim_next,
         )
-        if wanted and "next_synthesis" in written:
+        if wanted:  # claim_next was given: the write says what it claimed
             self._with_inputs(written["next_synthesis"])
         return written
 
