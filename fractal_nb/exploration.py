@@ -22,7 +22,7 @@ from .errors import InvalidInputError, StateError, StoreUnreachableError
 from .evidence_report import Evidence, evidence_of, node_evidence
 from .export import to_networkx
 from .frames import edge_frame, node_frame, timestamps
-from .graph_sql import GAP_COLUMNS, SqlParams, run_sql
+from .graph_sql import GAP_COLUMNS, run_sql
 from .history import GraphAt, event_point, lineage_frame
 from .llm.protocol import LLM
 from .model import (
@@ -49,6 +49,7 @@ from .state import ExplorationState, exploration_state
 from .steering import Steering, TurnStep
 from .store import GraphStore
 from .store.base import merged_metadata, require_flag, require_id, require_text
+from .store.frame_sql import SqlParams
 from .store.records import Chosen, ModelSpend, Saturated
 from .store.stops import refuse_held, refuse_not_held, resolve_choice
 

@@ -1,14 +1,14 @@
 """``Exploration.sql``: SQL over one graph's rows, read-only, on a DuckDB database of its own.
 
 docs/architecture.md, "Inspecting a file": the analyst's query never runs on the
-store's connection. Each call opens a private in-memory DuckDB database with the
-store's network rule (rule 12: no extension install or load, no file or network
-access, configuration locked; Python variables are not tables either), registers
-this graph's rows there as the tables of :data:`TABLES` (fetched through the
-store's own listing methods, so the store stays the only code that speaks SQL
-to the file), and runs the one ``SELECT`` it was given. Nothing the query does
-can reach the file, another graph or the disk; the database is gone when the
-call returns.
+store's connection. The store's ``frame_sql`` opens a private in-memory DuckDB
+database with the store's network rule (rule 12: no extension install or load,
+no file or network access, configuration locked; Python variables are not
+tables either), checks the query there, registers this graph's rows as the
+tables of :data:`TABLES` it names (fetched through the store's own listing
+methods), and runs the one ``SELECT`` it was given. Nothing the query does can
+reach the file, another graph, the disk or the network; the database is gone
+when the call returns.
 
 Adding a table is one line of :data:`TABLES`: a name and the function that
 returns its frame from a :class:`GraphRows` (and, when a column of it can be
@@ -24,21 +24,16 @@ from functools import cached_property
 from types import MappingProxyType, NoneType
 from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 
-import duckdb
 import pandas as pd
 
 from .engine.phases import gap_rows
-from .errors import InvalidInputError
-from .store.database import NO_NETWORK
+from .store.frame_sql import SqlParams, select_frames
 from .store.records import EdgeRecord, NodeRecord, Snapshot
 
 if TYPE_CHECKING:
     from .exploration import Exploration
 
-# Python variables of the calling code are never tables (DuckDB's replacement scans).
-_PRIVATE: Mapping[str, bool] = MappingProxyType({**NO_NETWORK, "python_enable_replacements": False})
 _JSON_COLUMNS = ("metadata", "payload")  # kept as JSON text in the frames, typed JSON in the query
-SqlParams = Sequence[Any] | Mapping[str, Any] | None
 GAP_COLUMNS = ["node_id", "depth", "kind", "question", "detail"]  # Exploration.gaps(), the gaps table
 
 
@@ -119,61 +114,15 @@ def run_sql(exploration: Exploration, query: str, params: SqlParams = None) -> p
     ``SELECT`` (or ``WITH … SELECT``), or that fails, raises
     :class:`~fractal_nb.InvalidInputError` saying what is allowed.
     """
-    _check_query(query)
-    if params is not None and (isinstance(params, str | bytes) or not isinstance(params, Sequence | Mapping)):
-        raise InvalidInputError(
-            f"params must be a list of values for ? placeholders, a dict for $name ones, or None, "
-            f"not {params!r}"
-        )
-    named = _named_tables(query)
     rows = GraphRows(exploration)
-    with duckdb.connect(":memory:", config={**_PRIVATE}) as conn:
-        for name in sorted(named & TABLES.keys()):
-            frame = TABLES[name](rows)
-            conn.register(f"{name}_rows", frame)
-            typed = [f"{c}::JSON AS {c}" for c in _JSON_COLUMNS if c in frame.columns]
-            declared = DECLARED.get(name, {})
-            typed += [f"{c}::{declared[c]} AS {c}" for c in frame.columns if c in declared]
-            replace = f" REPLACE ({', '.join(typed)})" if typed else ""
-            conn.execute(f"CREATE VIEW {name} AS SELECT *{replace} FROM {name}_rows")
-        try:
-            return conn.execute(query, params).df()
-        except duckdb.PermissionException as exc:
-            raise InvalidInputError(
-                f"ex.sql reads only this graph's tables ({', '.join(TABLES)}): files, extensions, other "
-                f"databases and settings are off ({exc})"
-            ) from None
-        except duckdb.Error as exc:
-            raise InvalidInputError(f"the query failed: {exc}\nIts tables: {', '.join(TABLES)}") from None
-
-
-def _check_query(query: object) -> None:
-    """One SELECT statement, or a refusal saying what is allowed."""
-    if not isinstance(query, str) or not query.strip():
-        raise InvalidInputError(f"query must be the text of one SELECT, not {query!r}")
-    try:
-        statements = duckdb.extract_statements(query)
-    except duckdb.Error as exc:
-        raise InvalidInputError(f"the query does not parse: {exc}") from None
-    if len(statements) != 1:
-        raise InvalidInputError(f"ex.sql runs one statement at a time, not {len(statements)}")
-    kind = statements[0].type
-    if kind != duckdb.StatementType.SELECT:
-        raise InvalidInputError(
-            f"ex.sql only reads: one SELECT (or WITH … SELECT) over {', '.join(TABLES)}, not "
-            f"{kind.name}; the graph changes through the Exploration's methods"
-        )
-
-
-def _named_tables(query: str) -> set[str]:
-    """The table names the query mentions, lower-cased as SQL compares them (``Nodes`` is ``nodes``).
-
-    A miss is only a missing table: the query then fails.
-    """
-    try:
-        return {name.lower() for name in duckdb.get_table_names(query)}
-    except duckdb.Error:  # pragma: no cover - the query parsed above
-        return set(TABLES)
+    return select_frames(
+        query,
+        params,
+        tables=list(TABLES),
+        frame=lambda name: TABLES[name](rows),
+        declared=DECLARED,
+        json_columns=_JSON_COLUMNS,
+    )
 
 
 def _frame(records: Sequence[Mapping[str, Any]], columns: list[str]) -> pd.DataFrame:

@@ -89,6 +89,20 @@ def test_no_private_name_is_imported_from_another_module() -> None:
     assert not crossing, "\n".join(crossing)
 
 
+def test_only_the_store_imports_duckdb() -> None:
+    # docs/architecture.md, "Layers": the store is the only code that speaks SQL.
+    outside = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.parent.name == "store":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module]
+            outside += [f"{module_name(path)}:{node.lineno}" for n in names if n.split(".")[0] == "duckdb"]
+    assert not outside, "duckdb imported outside store/: " + ", ".join(outside)
+
+
 def test_importing_the_package_loads_no_widget_library() -> None:
     code = (
         "import sys, fractal_nb; "
