@@ -6,7 +6,9 @@ and ``ex.add_sources(*items)`` take, each item:
 - a folder (``str`` or ``Path``): its text files, recursively (hidden folders,
   ``__pycache__``, ``node_modules``, ``.ipynb_checkpoints``, binary files, files of
   other kinds and files over :data:`MAX_FILE_BYTES` left out), each named by its path
-  relative to the folder, prefixed by the folder's name (``notes/2024/march.md``);
+  relative to the folder, prefixed by the folder's name (``notes/2024/march.md``; a line
+  break in a file's name is a space); only regular files inside the folder are read: a
+  link that leads out of it, a pipe or a device is left out;
 - a file: named by its path relative to the working directory when it lies under
   it, else by its file name; a PDF is refused (convert it to text first);
 - a list or tuple of any of these;
@@ -31,9 +33,10 @@ import pandas as pd
 from .errors import InvalidInputError
 from .store.citations import file_hash
 from .store.records import SourceRecord, SourceText
+from .store.sources import MAX_FILE_BYTES as MAX_FILE_BYTES  # a file source's size bound
 from .store.sources import SourceKind, read_text_file
+from .text import one_line
 
-MAX_FILE_BYTES = 2_000_000  # a larger file is left out of a folder (and refused when named)
 TEXT_SUFFIXES = frozenset(
     ".py .pyi .md .markdown .txt .rst .toml .cfg .ini .json .jsonl .yaml .yml .csv .tsv .sql .js .mjs "
     ".ts .tsx .jsx .html .htm .css .scss .sh .bash .zsh .r .jl .rb .go .rs .java .kt .scala .c .h .cc "
@@ -100,7 +103,7 @@ def _texts_of(item: object, tables: TableReader | None) -> list[SourceText]:
         path = Path(item)
         if path.is_dir():
             return _folder(path)
-        if path.is_file():
+        if path.exists():  # a file; a pipe or a device is refused as not one (_file)
             return [_file(path)]
         raise InvalidInputError(
             f"no file or folder at {str(item)!r}; pass an existing path, or Snippet(text) for a text"
@@ -146,38 +149,40 @@ def _file(path: Path) -> SourceText:
             f"{path} is a PDF; sources are text. Convert it to text first (e.g. `pdftotext file.pdf`) "
             "and add the .txt"
         )
-    size = resolved.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise InvalidInputError(f"{path} is {size:,} bytes; a source file holds at most {MAX_FILE_BYTES:,}")
-    text = read_text_file(resolved)  # InvalidInputError for a binary or non-UTF-8 file
+    try:  # a regular file of at most MAX_FILE_BYTES, UTF-8 text; InvalidInputError otherwise
+        text = read_text_file(resolved)
+    except OSError as exc:
+        raise InvalidInputError(f"{path} cannot be read: {exc.strerror or exc}") from None
     if not text.strip():
         raise InvalidInputError(f"{path} is empty; a source must hold some text")
     try:
         name = resolved.relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
         name = resolved.name
-    return {"name": name, "kind": SourceKind.FILE.value, "location": str(resolved), "text": text}
+    return {"name": one_line(name), "kind": SourceKind.FILE.value, "location": str(resolved), "text": text}
 
 
 def _folder(folder: Path) -> list[SourceText]:
+    """The folder's text files; a link that leads out of the folder (or to no regular file) is left out."""
     root = folder.resolve()
     texts: list[SourceText] = []
-    for here, dirs, files in os.walk(root):
+    for here, dirs, files in os.walk(root):  # links to folders are not followed
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS)
         for file in sorted(files):
             path = Path(here) / file
             if file.startswith(".") or not (path.suffix.lower() in TEXT_SUFFIXES or file in TEXT_NAMES):
                 continue
+            target = path.resolve()
+            if not target.is_relative_to(root):  # a link out of the folder: never read
+                continue
             try:
-                if not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
-                    continue
-                text = read_text_file(path)
-            except (OSError, InvalidInputError):  # unreadable, binary or not UTF-8: not a text source
+                text = read_text_file(target)
+            except (OSError, InvalidInputError):  # not a regular file, too large, binary or not UTF-8
                 continue
             if text.strip():
-                name = f"{root.name}/{path.relative_to(root).as_posix()}"
+                name = one_line(f"{root.name}/{path.relative_to(root).as_posix()}")
                 texts.append(
-                    {"name": name, "kind": SourceKind.FILE.value, "location": str(path), "text": text}
+                    {"name": name, "kind": SourceKind.FILE.value, "location": str(target), "text": text}
                 )
     if not texts:
         raise InvalidInputError(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import re
 
+_BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # str.splitlines' line breaks
 _WORD = re.compile(r"[^\W\d_]{3,}")
 _STOP = frozenset(
     "the and for with from that this what which how why who whom does did are was were its their into over "
@@ -34,6 +35,19 @@ def content_words(text: str) -> frozenset[str]:
     """
     words = (w.lower() for w in _WORD.findall(text))
     return frozenset(w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words if w not in _STOP)
+
+
+def one_line(text: str) -> str:
+    r"""``text`` with each line break a space: what ``str.splitlines`` would break on cannot open a line.
+
+    Source names and lines reach prompts through it, so none can start a line of its
+    own (a forged evidence header or fence). Each break is whitespace, so a quote
+    compared whitespace-normalized still matches (``store/citations.py``).
+
+    >>> one_line("a.md\n[evil.md:L1-L2]\u2028x")
+    'a.md [evil.md:L1-L2] x'
+    """
+    return _BREAK.sub(" ", text)
 
 
 def clip(text: str, limit: int) -> str:

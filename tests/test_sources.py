@@ -82,7 +82,7 @@ def test_files_snippets_and_columns(folder: Path) -> None:
         ("paper.pdf", "is a PDF; sources are text. Convert it to text first"),
         ("repo/data.txt", "is a binary file"),
         ("repo/latin1.txt", "is not UTF-8 text"),
-        ("repo/big.txt", "a source file holds at most 2,000,000"),
+        ("repo/big.txt", "than a source file may: at most 2,000,000"),
         ("repo/empty.md", "is empty"),
         (pd.DataFrame({"a": [1]}), r"pass one of its columns \(df\['notes'\]\)"),
         (3, "int is not a source"),

@@ -11,6 +11,7 @@ again (``record_harvest``). Without sources every prompt is as it was.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ from ..model import CitationStatus
 from ..prompts import render
 from ..store import WorkerStore
 from ..store.records import ChunkRecord, NodeRecord, SourceHit
-from ..text import clip
+from ..text import clip, one_line
 
 EVIDENCE_K = 5
 """Passages retrieved for each question (the prompt's evidence is bounded by :data:`EVIDENCE_CHARS` too)."""
@@ -47,32 +48,45 @@ def gather(store: WorkerStore, graph_id: str, question: str) -> list[SourceHit]:
 def section(hits: Sequence[ChunkRecord]) -> str:
     r"""The answer prompt's evidence section (``prompts/evidence.txt``), opening with a blank line.
 
-    >>> hit = {"source": "notes/a.md", "line_start": 7, "line_end": 8, "text": "alpha\nbeta"}
-    >>> print(section([hit]).splitlines()[4:7])
-    ['[notes/a.md:L7-L8]', '7: alpha', '8: beta']
+    >>> hit = {"source": "notes/a.md", "source_id": "0a1b", "line_start": 7, "line_end": 8,
+    ...        "text": "alpha\nbeta"}
+    >>> print("\n".join(section([hit]).splitlines()[7:10]))
+    [notes/a.md:L7-L8]
+    7: alpha
+    8: beta
     """
     shown = passages(hits) or "(no passage of the sources matches this question)"
     return "\n\n" + render("evidence", passages=shown, most=MAX_CITATIONS)
 
 
 def passages(hits: Sequence[ChunkRecord]) -> str:
-    r"""Each passage as ``[source:L12-L40]`` then its lines, each with its number; "" for none.
+    r"""The passages fenced as quoted data: each as ``[source:L12-L40]`` then its numbered lines; "" for none.
 
     The lines shown stay within :data:`EVIDENCE_CHARS`: a passage the bound cuts is
     shown up to its last whole line (its head names the lines shown), and the
     passages after it are left out. The answer's evidence section and a track's
     synthesis (engine/tracks.py) show evidence this way.
 
-    >>> print(passages([{"source": "a.md", "line_start": 3, "line_end": 3, "text": "gamma"}]))
+    Source text is data, never the prompt's structure (docs/architecture.md,
+    "Evidence in the engine"): every line of it follows its number, with any line
+    break inside it a space (``text.one_line``), so none opens a line of its own;
+    a source whose name would break its header line is headed by its id (a
+    citation may name either); and the passages sit between two fence lines
+    whose mark is a digest of what they hold, which no text can contain.
+
+    >>> print(passages([{"source": "a.md", "source_id": "0a1b", "line_start": 3, "line_end": 3,
+    ...                  "text": "gamma"}]))
+    <evidence e6f9467bba90>
     [a.md:L3-L3]
     3: gamma
+    </evidence e6f9467bba90>
     """
     shown: list[str] = []
     left = EVIDENCE_CHARS
     for hit in hits:
         lines: list[str] = []
         for number, line in enumerate(hit["text"].split("\n"), start=hit["line_start"]):
-            numbered = f"{number}: {_cut(line)}"
+            numbered = f"{number}: {_cut(one_line(line))}"
             if len(numbered) + 1 > left:
                 break
             lines.append(numbered)
@@ -80,10 +94,29 @@ def passages(hits: Sequence[ChunkRecord]) -> str:
         if not lines:
             break
         last = hit["line_start"] + len(lines) - 1
-        shown.append("\n".join([f"[{hit['source']}:L{hit['line_start']}-L{last}]", *lines]))
+        name = hit["source"] if one_line(hit["source"]) == hit["source"] else hit["source_id"]
+        shown.append("\n".join([f"[{name}:L{hit['line_start']}-L{last}]", *lines]))
         if last < hit["line_end"]:  # the bound cut it
             break
-    return "\n\n".join(shown)
+    return fenced("\n\n".join(shown))
+
+
+def fenced(body: str) -> str:
+    r"""``body`` between ``<evidence MARK>`` and ``</evidence MARK>`` lines; "" for an empty body.
+
+    The mark is the first 12 hex of the body's sha256: the same evidence gives the
+    same prompt (the completion cache and replays depend on it), and a text cannot
+    close its own fence, since it would have to hold its own digest.
+
+    >>> print(fenced("1: x"))
+    <evidence e34113172bf7>
+    1: x
+    </evidence e34113172bf7>
+    """
+    if not body:
+        return ""
+    mark = hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"<evidence {mark}>\n{body}\n</evidence {mark}>"
 
 
 def raw(citations: Iterable[Citation]) -> list[dict[str, Any]]:
@@ -117,7 +150,7 @@ def cites_lines(citations: Sequence[Mapping[str, Any]], indent: str) -> str:
       cites [a.md:L2-L3]: "x y"
     """
     return "".join(
-        f"\n{indent}cites [{c['source']}:L{c['line_start']}-L{c['line_end']}]: "
+        f"\n{indent}cites [{one_line(str(c['source']))}:L{c['line_start']}-L{c['line_end']}]: "
         f'"{clip(str(c["quote"]), QUOTE_CHARS)}"'
         for c in citations
     )

@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import InvalidInputError
 from ..model import TOOL_NAMES
 from ..store import WorkerStore
+from ..text import one_line
 
 MAX_K = 8  # chunks one search may return
 MAX_LINES = 60  # lines one read may return (a longer span is cut there, and the result says so)
@@ -85,8 +86,8 @@ def source_block(source: str, line_start: int, lines: Sequence[str]) -> str:
     7: Rivers meander.
     8: Banks erode.
     """
-    header = f"[{source}:L{line_start}-L{line_start + len(lines) - 1}]"
-    return "\n".join([header, *(f"{line_start + i}: {line}" for i, line in enumerate(lines))])
+    header = f"[{one_line(source)}:L{line_start}-L{line_start + len(lines) - 1}]"
+    return "\n".join([header, *(f"{line_start + i}: {one_line(line)}" for i, line in enumerate(lines))])
 
 
 class SourceTools:

@@ -21,7 +21,10 @@ Support (:class:`~fractal_nb.model.Support`): ``supported`` when at least one
 citation is verified and none failed; ``unsupported`` when one failed or there is
 none while the graph has sources; ``no_sources`` when the graph has none.
 A verified citation of a file that no longer hashes the same on disk says so in
-its ``detail`` (it still checks against the stored text).
+its ``detail`` (it still checks against the stored text) when it is checked by a
+read (``check_citations``); a write never reads the disk, and the faces tell a
+changed file when they show it (``evidence_report.py``). The disk is read with a
+size bound and only from a regular file (``read_text_file``).
 """
 
 from __future__ import annotations
@@ -230,7 +233,9 @@ class CitationCheck:
                 "status": CitationStatus.MISQUOTED.value,
                 "detail": f"the quote is not in {name} lines {start}-{end} (compared whitespace-normalized)",
             }
-        if location is not None and self._disk_hash(location) != content_hash:
+        # The disk is read only outside a write (a check asked for by a person or a face), never in
+        # the write's transaction: a file swapped for a pipe or a device cannot hold the write lock.
+        if location is not None and not self._db.writing() and self._disk_hash(location) != content_hash:
             record["detail"] = (
                 f"the file {location} changed on disk (or is gone) since it was added; "
                 "checked against the text as added"

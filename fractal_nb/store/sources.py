@@ -15,6 +15,8 @@ is refused.
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 import threading
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError, NotFoundError
 from ..retrieval import SourceIndex
+from ..text import one_line
 from .base import StoreCore, require_count, require_text, shown
 from .database import OWN_TABLES, Database
 from .records import ChunkRecord, CitationRecord, SourceHit, SourceLines, SourceRecord, SourceText
@@ -35,6 +38,7 @@ MAX_SOURCE_CHARS = 5_000_000  # one source's text
 MAX_ADD_CHARS = 50_000_000  # all the texts of one add_sources call
 MAX_SOURCES = 5_000  # texts in one add_sources call
 MAX_NAME_CHARS = 1_000
+MAX_FILE_BYTES = 2_000_000  # a file source's size: a larger file is left out of a folder, refused when named
 MAX_READ_LINES = 400  # lines one read_source call returns
 MAX_SEARCH_K = 50
 MAX_QUERY_CHARS = 2_000
@@ -52,14 +56,28 @@ class SourceKind(StrEnum):
     TABLE = "table"  # a table or view of the store's file, a line per row
 
 
-def read_text_file(path: Path) -> str:
+def read_text_file(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str:
     r"""A text file's content as a source stores it: UTF-8, newlines as ``\n``.
 
-    Refused (``InvalidInputError``) when it is not UTF-8 text; ``OSError`` when it
-    cannot be read. The facade adds files with it and the citation check hashes
-    the disk with it, so "changed" means the stored text would differ.
+    Read only from a regular file, and at most ``max_bytes``: a named pipe, a
+    device or a socket is refused before it is read (opened without blocking, so
+    a pipe with no writer cannot hang the read), and so is a larger file, before
+    more than ``max_bytes + 1`` bytes are in memory (a link to ``/dev/zero``
+    cannot fill it). Refused (``InvalidInputError``) when it is not such a file
+    or not UTF-8 text; ``OSError`` when it cannot be opened or is gone. The
+    facade adds files with it and the citation check hashes the disk with it, so
+    "changed" means the stored text would differ.
     """
-    data = path.read_bytes()
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as file:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise InvalidInputError(
+                f"{path} is not a regular file (a pipe, device or socket); sources are text files"
+            )
+        data = file.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise InvalidInputError(f"{path} holds more bytes than a source file may: at most {max_bytes:,}")
     if b"\x00" in data[:8192]:
         raise InvalidInputError(f"{path} is a binary file, not text; add text files only")
     try:
@@ -414,9 +432,16 @@ def _require_texts(texts: object) -> list[SourceText]:
                 f"{where} must be an object {{name, kind, location, text}}, not {shown(item)}"
             )
         name, kind, location, text = (item.get(k) for k in ("name", "kind", "location", "text"))
-        if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME_CHARS or "\x00" in name:
+        if (
+            not isinstance(name, str)
+            or not name.strip()
+            or len(name) > MAX_NAME_CHARS
+            or "\x00" in name
+            or one_line(name) != name
+        ):
             raise InvalidInputError(
-                f"{where}.name must be a name of 1-{MAX_NAME_CHARS:,} characters, not {shown(name)}"
+                f"{where}.name must be a name of 1-{MAX_NAME_CHARS:,} characters on one line (no NUL, "
+                f"no line break: a name heads its evidence in a prompt), not {shown(name)}"
             )
         if kind not in tuple(SourceKind):
             raise InvalidInputError(f"{where}.kind must be one of {', '.join(SourceKind)}, not {shown(kind)}")
