@@ -14,8 +14,9 @@ The quote is compared whitespace-normalized (runs of spaces, tabs and newlines a
 one space) and case-sensitively: a quote is the source's words. What a model copies
 from the evidence it was shown is tolerated: a ``[name:L3-L5]`` tag and ``12:`` /
 ``L12:`` line-number prefixes at the start of the quote's lines, and quotation marks
-around the whole quote. A quote shorter than :data:`MIN_QUOTE_CHARS` (spaces aside)
-verifies only when it is all the cited lines hold, so "the" cannot prove a span.
+around the whole quote. A quote's length is its letters and digits: one with fewer than
+:data:`MIN_QUOTE_CHARS` verifies only when it is all the cited lines hold, so "the"
+cannot prove a span, and one with none (punctuation, a rule of ``=``) never does.
 
 Support (:class:`~fractal_nb.model.Support`): ``supported`` when at least one
 citation is verified and none failed; ``unsupported`` when one failed or there is
@@ -48,6 +49,7 @@ MAX_QUOTE_CHARS = 10_000
 MAX_FINDINGS = 500  # findings in one synthesis or harvest
 MIN_QUOTE_CHARS = 12  # a shorter quote verifies only when it is all the cited lines hold
 _SPACE = re.compile(r"\s+")
+_CONTENT = re.compile(r"[^\W_]")  # a letter or a digit: what a quote's length is counted in
 _TAG = re.compile(r"^\s*\[[^\]\n]*:L?\d+(?:\s*-\s*L?\d+)?\]\s*")  # [name:L3-L5] the evidence shows
 _LINE_NUMBER = re.compile(r"^\s*L?\d+\s*[:|]\s?", re.MULTILINE)  # 12: / L12: / 12 | before a line
 _QUOTES = "\"'“”‘’«»`"
@@ -83,10 +85,13 @@ def quote_found(quote: str, cited: str) -> bool:
     False
     >>> quote_found("A", "A lock is held.")  # too short to prove a span
     False
+    >>> quote_found("============", "============\nA lock is held.")  # punctuation carries no content
+    False
     """
     text = normalized(cited)
     for reading in quote_readings(quote):
-        if len(reading.replace(" ", "")) < MIN_QUOTE_CHARS and reading != text:
+        content = len(_CONTENT.findall(reading))
+        if content == 0 or (content < MIN_QUOTE_CHARS and reading != text):
             continue
         if reading in text:
             return True

@@ -199,6 +199,18 @@ def _answer_meta(tree: Tree, question: str, **meta: Any) -> dict[str, Any]:
     return tree.node(answer["answer"]["node_id"])["metadata"]
 
 
+def test_a_quote_of_punctuation_or_spaces_never_verifies(tree: Tree) -> None:
+    ruled = "# Locks\n============\nA lock is held by one worker at a time.\n- - - - - - - - - - - -\n"
+    tree.store.add_sources(tree.graph_id, [text("ruled.md", ruled)])
+    quotes = [(2, "============"), (4, "- - - - - - - - - - - -"), (2, '"============"'), (3, "...........")]
+    checked = tree.store.check_citations(tree.graph_id, [cite("ruled.md", n, n, q) for n, q in quotes])
+    assert [c["status"] for c in checked] == [CitationStatus.MISQUOTED] * len(quotes)
+    words = tree.store.check_citations(tree.graph_id, [cite("ruled.md", 3, 3, "held by one worker")])
+    assert words[0]["status"] == CitationStatus.VERIFIED
+    meta = _answer_meta(tree, tree.seeds[0], citations=[cite("ruled.md", 2, 2, "============")])
+    assert meta["support"] == Support.UNSUPPORTED
+
+
 def test_an_answer_with_a_failed_or_no_citation_is_unsupported(noted: Tree) -> None:
     good = cite("notes.md", 6, 6, "one UPDATE wins")
     meta = _answer_meta(noted, noted.seeds[0], citations=[good])
