@@ -51,6 +51,7 @@ from .store import GraphStore
 from .store.base import merged_metadata, require_flag, require_id, require_text
 from .store.frame_sql import SqlParams
 from .store.records import Chosen, ModelSpend, Saturated
+from .store.sources import require_source_texts
 from .store.stops import refuse_held, refuse_not_held, resolve_choice
 
 if TYPE_CHECKING:
@@ -149,7 +150,11 @@ class Exploration:
         texts = (
             source_texts([i for i in items if not isinstance(i, Table)]) if len(tables) < len(items) else []
         )
-        store = GraphStore(None if path is None else check_store_path(path))
+        if texts:
+            require_source_texts(texts)  # the store's own refusals, before any file is made
+        file = None if path is None else Path(check_store_path(path))
+        made = file is not None and not file.exists()
+        store = GraphStore(file)
         try:
             texts += source_texts(tables, store.table_lines) if tables else []
             with store.batch():  # the graph and its sources land together, or neither does
@@ -158,6 +163,9 @@ class Exploration:
                     store.add_sources(graph["graph_id"], texts)
         except BaseException:
             store.close()
+            if made and file is not None:  # a refused call leaves no file behind
+                for left in (file, file.with_name(file.name + ".wal")):
+                    left.unlink(missing_ok=True)
             raise
         return cls(store, graph["graph_id"], llm, clock=clock, owns_store=True)
 
@@ -1044,6 +1052,7 @@ _CALL_COLUMNS = [
     "outcome",
     "error",
     "retry_sampling",
+    "refused_usage",
     "created_at",
 ]
 

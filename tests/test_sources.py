@@ -123,11 +123,22 @@ def test_a_refused_source_creates_nothing(folder: Path) -> None:
             SEED, intensity="pulse", llm=SimulatedLLM(), path=target, sources=[folder, "missing"]
         )
     assert not target.exists()
-    # Two texts under one name with other content: refused by the store, the graph not made either.
-    clash = [Snippet("one text", name="a"), Snippet("another text", name="a")]
-    with pytest.raises(InvalidInputError, match="already has a source named 'a'"):
-        Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM(), path=target, sources=clash)
-    assert Exploration.graphs(target).empty
+    # What the store refuses is refused before a file is made: no file is left behind.
+    refused = [
+        ([Snippet("one text", name="a"), Snippet("another text", name="a")], "two sources are named 'a'"),
+        ([Snippet(f"text {i}", name=f"s{i}") for i in range(5_001)], "add at most 5,000 at once"),
+        (Snippet("x" * 5_000_001, name="big"), "a source holds at most 5,000,000"),
+        (Table("no_such_table"), "is not a table or view"),  # read once the file is open
+    ]
+    for sources, message in refused:
+        with pytest.raises(InvalidInputError, match=message):
+            Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM(), path=target, sources=sources)
+        assert not target.exists() and not Path("refused.duckdb.wal").exists()
+    # A file that was there before stays, with its graphs, when a create in it is refused.
+    Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM(), path=target).close()
+    with pytest.raises(InvalidInputError, match="is not a table or view"):
+        Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM(), path=target, sources=Table("nope"))
+    assert len(Exploration.graphs(target)) == 1
 
 
 def test_add_sources_refusal_adds_nothing(folder: Path) -> None:

@@ -186,7 +186,7 @@ class Sources:
         A text already there under its name is kept as it is; the same name with other
         content (in the graph or in this call) refuses the whole call, nothing written.
         """
-        given = _require_texts(texts)
+        given = require_source_texts(texts)
         with self._db.write():
             graph = self._core.graph(graph_id)
             gid = graph.graph_id
@@ -195,7 +195,7 @@ class Sources:
             fresh: dict[str, tuple[SourceText, str]] = {}
             for text in given:
                 digest = hashlib.sha256(text["text"].encode("utf-8")).hexdigest()
-                held = known.get(text["name"]) or (fresh[text["name"]][1] if text["name"] in fresh else None)
+                held = known.get(text["name"])
                 if held is not None and held != digest:
                     raise InvalidInputError(
                         f"the graph already has a source named {text['name']!r} with other content; "
@@ -415,8 +415,12 @@ def _require_columns(columns: object, names: list[str], table: str) -> list[str]
     return list(columns)
 
 
-def _require_texts(texts: object) -> list[SourceText]:
-    """``add_sources``'s texts, each checked: name, kind, location and a non-empty text within the limits."""
+def require_source_texts(texts: object) -> list[SourceText]:
+    """``add_sources``'s texts, each checked: name, kind, location and a non-empty text within the limits.
+
+    All it refuses needs no database, so a caller checks before a file is opened
+    (``Exploration.create``): one name with two texts is refused here too.
+    """
     if not isinstance(texts, list | tuple) or not texts:
         raise InvalidInputError(
             f"texts must be a non-empty list of {{name, kind, location, text}} objects, not {shown(texts)}"
@@ -469,6 +473,13 @@ def _require_texts(texts: object) -> list[SourceText]:
                 f"the texts hold more than {MAX_ADD_CHARS:,} characters; add them in parts"
             )
         checked.append({"name": name, "kind": str(kind), "location": location, "text": text})
+    texts_of: dict[str, str] = {}
+    for item in checked:
+        if texts_of.setdefault(item["name"], item["text"]) != item["text"]:
+            raise InvalidInputError(
+                f"two sources are named {item['name']!r} with other content; a name holds one text. "
+                "Give one of them another name"
+            )
     return checked
 
 

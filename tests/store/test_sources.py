@@ -335,7 +335,7 @@ def test_record_harvest_checks_findings_and_writes_the_harvest(noted: Tree) -> N
             None,
             [text("b.md", "one"), text("b.md", "two")],
             InvalidInputError,
-            "already has a source named 'b.md'",
+            "two sources are named 'b.md' with other content",
         ),
         (None, [text("a.md", "x" * (MAX_SOURCE_CHARS + 1))], InvalidInputError, "a source holds at most"),
         (None, [text("a.md", "text", kind="pdf")], InvalidInputError, "kind must be one of file, snippet"),
