@@ -181,6 +181,18 @@ def test_a_changed_file_is_detected_and_its_citation_checks_the_stored_text(fold
         assert ex.sources().set_index("name").loc["s", "changed"] is None
 
 
+def test_a_view_that_reads_a_file_is_refused_clearly(tmp_path: Path) -> None:
+    path = tmp_path / "analysis.duckdb"
+    Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM(), path=path).close()
+    (tmp_path / "rows.csv").write_text("what\nread from disk\n")
+    with duckdb.connect(str(path)) as con:
+        con.execute(f"CREATE VIEW from_disk AS SELECT * FROM read_csv('{tmp_path / 'rows.csv'}')")
+    with Exploration.open(path, llm=SimulatedLLM()) as ex:
+        with pytest.raises(InvalidInputError, match="view 'from_disk' reads a file or a URL"):
+            ex.add_sources(Table("from_disk"))
+        assert ex.sources().empty
+
+
 def test_a_table_of_the_file_is_read_never_written(tmp_path: Path) -> None:
     path = tmp_path / "analysis.duckdb"
     Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM(), path=path).close()

@@ -23,6 +23,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import duckdb
+
 from ..errors import InvalidInputError, NotFoundError
 from ..retrieval import SourceIndex
 from ..text import one_line
@@ -385,15 +387,21 @@ class Sources:
             )
         names = [c for (c,) in found]
         wanted = names if columns is None else _require_columns(columns, names, name)
-        rows = self._db.fetchone(f"SELECT count(*) FROM {_quoted(name)}")
-        assert rows is not None
-        if rows[0] > MAX_TABLE_ROWS:
+        try:
+            rows = self._db.fetchone(f"SELECT count(*) FROM {_quoted(name)}")
+            assert rows is not None
+            if rows[0] > MAX_TABLE_ROWS:
+                raise InvalidInputError(
+                    f"table {name!r} has {rows[0]:,} rows; a table source holds at most {MAX_TABLE_ROWS:,} "
+                    "(make a view of the rows that matter)"
+                )
+            selected = ", ".join(f"CAST({_quoted(c)} AS VARCHAR)" for c in wanted)
+            values = self._db.fetchall(f"SELECT {selected} FROM {_quoted(name)}")
+        except duckdb.PermissionException as exc:  # a view over a file or a URL: rule 12 keeps it shut
             raise InvalidInputError(
-                f"table {name!r} has {rows[0]:,} rows; a table source holds at most {MAX_TABLE_ROWS:,} "
-                "(make a view of the rows that matter)"
-            )
-        selected = ", ".join(f"CAST({_quoted(c)} AS VARCHAR)" for c in wanted)
-        values = self._db.fetchall(f"SELECT {selected} FROM {_quoted(name)}")
+                f"view {name!r} reads a file or a URL, which the store never opens (no file or network "
+                f"access): load those rows into a table of the file first ({exc})"
+            ) from None
         return [" | ".join(wanted), *(" | ".join("" if v is None else v for v in row) for row in values)]
 
 
