@@ -9,6 +9,12 @@ harvest, nodes, depth, findings and how many rest on verified citations, gaps,
 contradictions, whether the result is degraded, and, with a judge model, the
 judge's coverage and support scores (its call logged on the graph as role
 ``judge``, after the row's calls and tokens were read: they are not in them).
+
+Each run has a token budget: :data:`DEFAULT_MAX_TOKENS` for the intensity unless
+the caller gives ``max_tokens`` (issue 37: a thinkon chain whose model never
+returned spent 500 calls and 1.7M tokens on a pulse comparison). A row's
+``budget`` is the budget its run had and ``stopped`` why the run stopped short
+(a spent budget, the model down), None when it finished.
 With ``cache="record"`` every completion is kept in the file; ``cache="replay"``
 runs the comparison again from it with no model at all (one worker per run both
 times, so each run asks the same questions in the same order).
@@ -18,9 +24,11 @@ from __future__ import annotations
 
 import html
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
@@ -33,7 +41,7 @@ from .exploration import Exploration
 from .llm.cache import CachedLLM
 from .llm.protocol import LLM
 from .llm.schemas import Judgement
-from .model import Intensity, Strategy, parse_choice
+from .model import Intensity, RunOutcome, Strategy, parse_choice
 from .prompts import chat
 from .results import FractalResult
 from .store import GraphStore
@@ -45,13 +53,34 @@ if TYPE_CHECKING:
 STRATEGIES = ("single", "fractal", "thinkon", "tracks")
 """What ``compare()`` runs by default: the baseline first."""
 CacheChoice = Literal["off", "record", "replay"]
+DEFAULT_MAX_TOKENS: Mapping[Intensity, int] = MappingProxyType(
+    {Intensity.PULSE: 100_000, Intensity.EXPLORE: 1_000_000, Intensity.DEEP: 3_000_000}
+)
+"""Each strategy's token budget in ``compare()`` when ``max_tokens`` is not given, by intensity.
+
+About ten times what the costliest strategy spends with the simulator (pulse ~10,000,
+explore ~115,000, deep ~272,000 tokens), so a run that behaves finishes under it and a
+runaway one (a chain whose model never returns) stops there, its row saying so; give
+``max_tokens`` to raise it (``None``: no budget).
+"""
+
+
+class DefaultBudget(Enum):
+    """``compare(max_tokens=...)`` not given: :data:`DEFAULT_MAX_TOKENS` for the intensity."""
+
+    PER_INTENSITY = "per intensity"
+
+
+PER_INTENSITY = DefaultBudget.PER_INTENSITY
 COLUMNS = (
     "strategy",
     "graph_id",
     "status",
     "degraded",
+    "stopped",
     "calls",
     "tokens",
+    "budget",
     "cost",
     "wall_s",
     "nodes",
@@ -124,12 +153,23 @@ class Comparison:
         plt.close(figure)  # shown by the notebook's display, not twice
         return figure
 
+    def stopped_at_budget(self) -> list[str]:
+        """The strategies whose run stopped at its token budget (``compare(max_tokens=...)`` raises it)."""
+        return [str(row.strategy) for row in self.frame.itertuples() if _at_budget(row.stopped)]
+
     def _repr_html_(self) -> str:
         note = " (replayed from the file's cache: no model was called)" if self.replayed else ""
         table = self.frame.to_html(index=False, na_rep="—", float_format="{:.2f}".format)  # escapes cells
+        short = self.stopped_at_budget()
+        warning = (
+            f"<p><b>Stopped at the token budget:</b> {html.escape(', '.join(short))} "
+            "(its result is partial; compare(max_tokens=...) raises the budget)</p>"
+            if short
+            else ""
+        )
         return (
             f"<div class='fractal-comparison'><p><b>Compared:</b> {html.escape(self.question)}"
-            f"{html.escape(note)}</p>{table}</div>"
+            f"{html.escape(note)}</p>{warning}{table}</div>"
         )
 
 
@@ -143,7 +183,7 @@ def compare(
     intensity: str = "pulse",
     judge: LLM | None = None,
     cache: CacheChoice = "off",
-    max_tokens: int | None = None,
+    max_tokens: int | None | DefaultBudget = PER_INTENSITY,
 ) -> Comparison:
     """Run ``question`` with each strategy and measure them side by side; a :class:`Comparison`.
 
@@ -154,7 +194,11 @@ def compare(
     ``judge``: a model that scores each result's coverage and support (1-5).
     ``cache``: ``record`` keeps every completion in the file, ``replay`` answers
     from it with no model (``llm`` may then be None); both need ``path``.
-    ``max_tokens``: each run's token budget. Everything is checked before anything runs.
+    ``max_tokens``: each strategy's token budget (its run and harvest); by default
+    :data:`DEFAULT_MAX_TOKENS` for the intensity (100,000 at pulse), ``None`` for none.
+    A row's ``budget`` says what its run had, ``stopped`` why it stopped short, and
+    :meth:`Comparison.stopped_at_budget` which stopped at the budget.
+    Everything is checked before anything runs.
     """
     chosen = _strategies(strategies)
     if not isinstance(question, str) or not question.strip():
@@ -170,7 +214,8 @@ def compare(
         check_llm(llm)
     if judge is not None:
         check_llm(judge, "judge")
-    Limits.parse(max_tokens=max_tokens)
+    budget = DEFAULT_MAX_TOKENS[level] if isinstance(max_tokens, DefaultBudget) else max_tokens
+    Limits.parse(max_tokens=budget)
     where = check_store_path(path, "path") if path is not None else None
     cache_store = GraphStore(where) if cache != "off" and where is not None else None
     try:
@@ -183,7 +228,7 @@ def compare(
         assert model is not None  # checked above: only a replay runs without a model
         for how in chosen:
             row, result = _run_one(
-                question, how, model, scorer, where, sources, level, max_tokens, cache != "off"
+                question, how, model, scorer, where, sources, level, budget, cache != "off"
             )
             rows.append(row)
             results[how.value] = result
@@ -227,7 +272,7 @@ def _run_one(
         strategy=how.value,
         max_tokens=max_tokens,
     ) as ex:
-        ex.run(1 if one_worker else None, progress=False)
+        report = ex.run(1 if one_worker else None, progress=False)
         result = ex.harvest()
         wall = time.perf_counter() - started
         usage = ex.usage()  # before the judge's call
@@ -240,8 +285,14 @@ def _run_one(
         "graph_id": result.graph_id,
         "status": result.status,
         "degraded": result.degraded,
+        "stopped": None
+        if report == RunOutcome.ALL_COMPLETE
+        else f"{report.status}: {report.status_reason}"
+        if report.status_reason
+        else str(report.status),
         "calls": len(calls[~calls.role.str.startswith("tool:")]),
         "tokens": int((calls.prompt_tokens.fillna(0) + calls.completion_tokens.fillna(0)).sum()),
+        "budget": max_tokens,
         "cost": usage["cost"],
         "wall_s": round(wall, 3),
         "nodes": len(nodes),
@@ -253,6 +304,19 @@ def _run_one(
         **scores,
     }
     return row, result
+
+
+def _at_budget(stopped: object) -> bool:
+    """Whether a row's ``stopped`` says its run stopped at its token budget (not a circuit breaker).
+
+    >>> _at_budget("budget_exhausted: token budget of 100,000 reached (101,544 spent)"), _at_budget(None)
+    (True, False)
+    """
+    return (
+        isinstance(stopped, str)
+        and stopped.startswith(RunOutcome.BUDGET_EXHAUSTED)
+        and "token budget of" in stopped
+    )
 
 
 def _judged(judge: LLM, ex: Exploration, result: FractalResult, how: Strategy) -> dict[str, Any]:

@@ -98,7 +98,12 @@ DECLARED: Mapping[str, Mapping[str, str]] = MappingProxyType(
         "nodes": declared_types(NodeRecord),
         "edges": declared_types(EdgeRecord),
         "events": {"node_id": "VARCHAR"},
-        "llm_calls": {"node_id": "VARCHAR", "error": "VARCHAR", "retry_sampling": "VARCHAR"},
+        "llm_calls": {
+            "node_id": "VARCHAR",
+            "error": "VARCHAR",
+            "retry_sampling": "VARCHAR",
+            "refused_usage": "VARCHAR",
+        },
         "turns": {"head_event": "BIGINT", "status": "VARCHAR", "tokens": "BIGINT", "cost": "DOUBLE"},
         "heads": {"root_synthesis": "VARCHAR", "tokens": "BIGINT", "cost": "DOUBLE"},
     }

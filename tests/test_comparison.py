@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import random
 import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
+from pydantic import BaseModel
 
 from fractal_nb import Comparison, Exploration, GraphStore, SimulatedLLM, compare
-from fractal_nb.comparison import COLUMNS, STRATEGIES
+from fractal_nb.comparison import COLUMNS, DEFAULT_MAX_TOKENS, STRATEGIES
 from fractal_nb.errors import InvalidInputError
-from fractal_nb.llm.schemas import SCHEMAS
+from fractal_nb.llm.protocol import Message, estimate_tokens, messages_tokens, report_usage
+from fractal_nb.llm.schemas import SCHEMAS, Eval, Think
+from fractal_nb.model import Intensity
 from tests.engine.test_openai_runs import first_user, schema_name
 from tests.llm.fake_openai import FakeOpenAI
 
@@ -66,6 +72,7 @@ def test_bad_arguments_are_refused_before_anything_runs(tmp_path: Path) -> None:
         ({"judge": "gpt"}, "complete"),
         ({"intensity": "huge"}, "intensity"),
         ({"max_tokens": -5}, "max_tokens"),
+        ({"max_tokens": "lots"}, "max_tokens"),
     ]:
         with pytest.raises(InvalidInputError, match=match):
             compare(QUESTION, **{"llm": SimulatedLLM(), **kwargs})
@@ -140,3 +147,49 @@ def test_a_comparison_through_a_local_openai_compatible_server() -> None:
     assert by.loc["single", "calls"] == 1 and by.coverage.notna().all()
     asked = {schema_name(r) for r in server.requests}
     assert {"SingleAnswer", "Think", "Eval", "Judgement", "SeedPlan", "TrackPlan"} <= asked
+
+
+class NeverReturns(SimulatedLLM):
+    """A chain's model that never returns: each Think plans, each Eval calls one more new sub-goal."""
+
+    WORDS = (
+        "river budget tram ridership property shops streets council voters bonds traffic rails depot".split()
+    )
+
+    def complete(self, messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:
+        if schema is Think:
+            return self._report(messages, {"type": "TODO", "description": "Work through each part in turn."})
+        if schema is Eval:
+            words = random.Random(len(str(messages))).sample(self.WORDS, 6)
+            return self._report(messages, {"type": "CALL", "description": " ".join(words).capitalize() + "."})
+        return super().complete(messages, schema)
+
+    def _report(self, messages: list[Message], reply: dict[str, Any]) -> dict[str, Any]:
+        report_usage(messages_tokens(messages), estimate_tokens(json.dumps(reply)))
+        return reply
+
+
+def test_each_strategy_runs_under_a_default_budget_and_its_row_says_where_it_stopped() -> None:
+    # Issue 37: a chain whose model never returned spent 500 calls and 1.7M tokens of a pulse comparison.
+    found = compare(QUESTION, ["fractal", "thinkon"], llm=NeverReturns(seed=2))
+    by = found.frame.set_index("strategy")
+    default = DEFAULT_MAX_TOKENS[Intensity.PULSE]
+    assert (by.budget == default).all()
+    assert pd.isna(by.loc["fractal", "stopped"]) and by.loc["fractal", "status"] == "completed"
+    assert by.loc["thinkon", "tokens"] >= default and by.loc["thinkon", "calls"] < 200
+    assert by.loc["thinkon", "stopped"] == (
+        f"budget_exhausted: token budget of {default:,} reached ({by.loc['thinkon', 'tokens']:,} spent)"
+    )
+    assert found.stopped_at_budget() == ["thinkon"] and found.results["thinkon"].degraded
+    assert "Stopped at the token budget:</b> thinkon" in found._repr_html_()
+
+
+def test_the_caller_raises_the_budget_or_lifts_it() -> None:
+    raised = compare(QUESTION, ["single", "thinkon"], llm=NeverReturns(seed=2), max_tokens=150_000)
+    by = raised.frame.set_index("strategy")
+    assert (by.budget == 150_000).all() and by.loc["thinkon", "tokens"] >= 150_000
+    assert raised.stopped_at_budget() == ["thinkon"]
+    lifted = compare(QUESTION, ["single"], llm=SimulatedLLM(), max_tokens=None)
+    assert lifted.frame.budget.isna().all() and not lifted.stopped_at_budget()
+    deep = compare(QUESTION, ["single"], llm=SimulatedLLM(), intensity="deep")
+    assert deep.frame.budget.tolist() == [DEFAULT_MAX_TOKENS[Intensity.DEEP]]

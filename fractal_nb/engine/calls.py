@@ -4,7 +4,15 @@ Before a call, its tokens are reserved against the graph's budgets
 (:class:`~.limits.Allowance`); a call the budget refuses is never made. Each call
 made is one row of the ledger (``llm_calls``), as the server saw it: ``attempts``
 the requests that reached it, tokens as it reported them (``tokens_estimated``
-when it reported none and the backend estimated them).
+when it reported none and the backend estimated them). A call that fails is a row
+too, whatever it raised (a backend's own bug is logged, then raised as it is).
+
+Tokens a backend does not report are estimated here (issue 37): a custom
+``complete()`` that reports no usage spends the prompt's and the reply's
+characters at :data:`~fractal_nb.llm.protocol.CHARS_PER_TOKEN` a token, marked
+estimated, so a token budget holds for it too; a total no call can have (outside
+0 to the ledger's ``MAX_CALL_TOKENS``) is estimated the same way, the figure
+reported kept in the row's ``refused_usage``. Budgets settle what the row says.
 
 A call given a :class:`~fractal_nb.llm.protocol.ToolBox` lets a model that takes
 tools call them first (docs/architecture.md, "Tool calls"): its reservation
@@ -27,6 +35,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -38,6 +47,9 @@ from ..llm.protocol import (
     ToolBox,
     ToolCall,
     ToolUsingLLM,
+    Usage,
+    estimate_tokens,
+    messages_tokens,
     metered,
     reply_bound,
     reply_rounds,
@@ -47,6 +59,7 @@ from ..llm.quality import ReplyContext
 from ..llm.schemas import role_of
 from ..model import TOOL_NAMES, CallOutcome
 from ..store import WorkerStore
+from ..store.llm_log import MAX_CALL_TOKENS
 from ..store.records import CallRow
 from .limits import Allowance, Limits
 
@@ -55,6 +68,7 @@ T = TypeVar("T", bound=BaseModel)
 UNAVAILABLE_AFTER = 3  # calls in a row that could not reach the model (each after the client's retries)
 FAILING_AFTER = 8  # failed calls in a row of any kind: the model fails every call
 _TOOLS_DONE_TOKENS = 64  # the message asking for the answer once the tools are done (prompts/tools_done.txt)
+_REFUSED_ENTRIES = 20  # refused usage figures kept per row: well inside the column's 2,000 characters
 
 
 class PendingCalls:
@@ -214,6 +228,7 @@ class ModelCaller:
         own transaction (one statement fewer per call); without, they are written now.
         With ``tools``, a model that takes tools (:func:`~fractal_nb.llm.protocol.uses_tools`)
         may call them first; each tool call is logged as a row before the call's own.
+        Anything else the backend raises (its bug) is logged as a failed call and raised as it is.
         """
         role, allowance = role_of(schema), self.allowance
         box = tools if uses_tools(self.llm, tools) else None
@@ -221,7 +236,10 @@ class ModelCaller:
         held = allowance.reserve(self.model, *call_bound(self.llm, messages, role, box))
         started = time.perf_counter()
         error: LLMError | None = None
+        crash: Exception | None = None
+        reply: object = None
         result: T | None = None
+        spend = Spend(0, 0, False, 0, [])
         with metered() as usage:
             try:
                 reply = self._complete(messages, schema, box)
@@ -230,37 +248,42 @@ class ModelCaller:
                 error = LLMOutputError(f"{schema.__name__} reply refused: {exc}")
             except LLMError as exc:
                 error = exc
+            except Exception as exc:  # noqa: BLE001 - a backend's bug: logged as the call it was, raised below
+                crash = exc
             finally:  # what budgets count, known before the row lands
-                allowance.settle(held, usage.prompt_tokens, usage.completion_tokens, spent=not usage.cached)
+                spend = spent(usage, messages, reply)
+                allowance.settle(held, spend.prompt_tokens, spend.completion_tokens, spent=not usage.cached)
+        failure = error or crash
         call: CallRow = {
             "graph_id": self.graph_id,
             "node_id": node_id,
             "worker": worker,
             "role": role,
             "model": self.model,
-            "prompt_tokens": usage.prompt_tokens,  # as the server reported them, nothing invented
-            "completion_tokens": usage.completion_tokens,
-            "tokens_estimated": usage.estimated or usage.cached,
-            # The requests that reached the server; a backend that does not count them: its replies.
-            "attempts": 0 if usage.cached else usage.attempts if usage.requests is None else usage.requests,
+            "prompt_tokens": spend.prompt_tokens,  # as the server reported them, or marked estimated
+            "completion_tokens": spend.completion_tokens,
+            "tokens_estimated": spend.estimated or usage.cached,
+            "attempts": spend.attempts,
             "corrections": max(0, usage.attempts - usage.tool_rounds - 1),  # a tool round trip is none
             "queue_s": usage.queue_s,
             "latency_s": time.perf_counter() - started,
             "mode": usage.mode,
             "outcome": (
-                CallOutcome.ERROR if error else CallOutcome.CACHED if usage.cached else CallOutcome.OK
+                CallOutcome.ERROR if failure else CallOutcome.CACHED if usage.cached else CallOutcome.OK
             ).value,
-            "error": None if error is None else _printable(f"{type(error).__name__}: {error}")[:2000],
+            "error": None if failure is None else _printable(f"{type(failure).__name__}: {failure}")[:2000],
             "retry_sampling": _retry_sampling(usage.retries),
+            "refused_usage": _refused_usage(spend.refused_usage),
         }
         rows = [*self._tool_rows(usage.tool_calls, node_id, worker), call]
-        self._observe(error)
+        if crash is None:
+            self._observe(error)
         if pending is not None:
             pending.add(rows)  # a failed call's row too: written when the step's log closes
         else:
             self.store.record_llm_calls(rows)
-        if error is not None:
-            raise error
+        if failure is not None:
+            raise failure
         assert result is not None
         return result
 
@@ -288,9 +311,86 @@ class ModelCaller:
                 "outcome": (CallOutcome.OK if c.ok else CallOutcome.ERROR).value,
                 "error": None if c.error is None else _printable(c.error)[:2000],
                 "retry_sampling": None,
+                "refused_usage": None,
             }
             for c in calls
         ]
+
+
+@dataclass(frozen=True)
+class Spend:
+    """What one call spent, as its ledger row and the budgets count it (:func:`spent`)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    estimated: bool  # some tokens estimated here or by the backend, not the server's
+    attempts: int  # requests that reached the server; a backend that does not count them: its replies
+    refused_usage: list[dict[str, object]]  # figures reported that were not taken, as they were sent
+
+
+def spent(usage: Usage, messages: list[Message], reply: object) -> Spend:
+    """What a call spent: the meter's figures, estimated where a backend gave none a call can have.
+
+    A reply came back and the backend reported nothing (a custom ``complete()``):
+    the prompt's and the reply's tokens estimated (4 characters a token), one reply.
+    A total outside 0 to ``MAX_CALL_TOKENS`` (a backend that reported a negative or
+    absurd figure): that figure estimated the same way, the one reported kept.
+
+    >>> quiet = spent(Usage(), [{"role": "user", "content": "x" * 400}], {"answer": "y" * 92})
+    >>> quiet.prompt_tokens, quiet.completion_tokens, quiet.estimated, quiet.attempts
+    (104, 26, True, 1)
+    >>> spent(Usage(prompt_tokens=-5, completion_tokens=7, attempts=1), [], None).refused_usage
+    [{'prompt_tokens': -5}]
+    """
+    prompt, completion = usage.prompt_tokens, usage.completion_tokens
+    estimated, refused = usage.estimated, list(usage.refused_usage)
+    attempts = 0 if usage.cached else usage.attempts if usage.requests is None else usage.requests
+    if reply is not None and not usage.attempts:  # a reply, and not a word of what it cost
+        prompt, completion = messages_tokens(messages), estimate_tokens(_reply_text(reply))
+        return Spend(prompt, completion, True, max(attempts, 1), refused)
+    figures = {"prompt_tokens": prompt, "completion_tokens": completion}
+    wrong = {name: value for name, value in figures.items() if not 0 <= value <= MAX_CALL_TOKENS}
+    if wrong:
+        refused.append(dict(wrong))
+        if "prompt_tokens" in wrong:
+            prompt = messages_tokens(messages)
+        if "completion_tokens" in wrong:
+            completion = 0 if reply is None else estimate_tokens(_reply_text(reply))
+        estimated = True
+    return Spend(prompt, completion, estimated, attempts, refused)
+
+
+def _reply_text(reply: object) -> str:
+    """A reply as text, to estimate its tokens: JSON for a dict, as it is for text.
+
+    >>> loop = {}
+    >>> loop["self"] = loop
+    >>> _reply_text({"answer": "Yes."}), _reply_text("Yes."), _reply_text(loop)
+    ('{"answer": "Yes."}', 'Yes.', "{'self': {...}}")
+    """
+    if isinstance(reply, str):
+        return reply
+    try:
+        return json.dumps(reply, default=str)
+    except ValueError:  # a circular structure
+        return str(reply)
+
+
+def _refused_usage(entries: Sequence[Mapping[str, object]]) -> str | None:
+    """The ledger's ``refused_usage``: the figures reported and not taken, as JSON, or None.
+
+    >>> _refused_usage([{"prompt_tokens": 10**12, "completion_tokens": -3}])
+    '[{"prompt_tokens": 1000000000000, "completion_tokens": -3}]'
+    >>> len(json.loads(_refused_usage([{"prompt_tokens": "9" * 900}] * 5)))  # what fits in the column
+    2
+    """
+    kept = list(entries[:_REFUSED_ENTRIES])
+    while kept:
+        text = _printable(json.dumps(kept, default=str))
+        if len(text) <= 2000 or len(kept) == 1:
+            return text[:2000]
+        kept.pop()  # the first ones tell the story; the column holds 2,000 characters
+    return None
 
 
 def _retry_sampling(retries: list[tuple[int | None, float | None]]) -> str | None:

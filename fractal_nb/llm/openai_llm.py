@@ -18,6 +18,15 @@ bounded by ``max_concurrency`` (1 for a server on this machine), each carries a
 ``max_tokens`` bound and, when given, a ``seed``. This is the only module that sees
 ``openai``; its errors leave as :class:`~fractal_nb.errors.LLMError`.
 
+What a server sends back is read as data, never trusted (issue 37): a body over
+``max_reply_bytes``, one that is not UTF-8 (or whose text holds a lone surrogate,
+which no store can keep), not JSON, or not a chat completion is a bad reply,
+corrected and retried as a reply that is not valid against the schema is, then
+:class:`~fractal_nb.errors.LLMOutputError`. A usage figure that is not a whole
+number of tokens from 0 to :data:`~fractal_nb.llm.protocol.MAX_REPORTED_TOKENS`
+(10^12, -10^6, text) is estimated instead and the figure sent kept for the ledger
+(``refused_usage``).
+
 Tool calls (:meth:`OpenAILLM.complete_with_tools`, docs/architecture.md "Tool calls"):
 the messages go with ``tools`` and ``tool_choice="auto"``; each tool call the reply
 makes is run through the :class:`~fractal_nb.llm.protocol.ToolBox` and its result
@@ -33,6 +42,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import math
 import os
 import sys
 import threading
@@ -71,6 +81,7 @@ from .protocol import (
     report_tool_call,
     report_usage,
     report_wait,
+    reported_tokens,
 )
 from .quality import ReplyContext, correction, describe
 from .retries import FailureCount
@@ -83,6 +94,10 @@ _REJECTS_TOOLS = {400, 422, 500}  # …and to ``tools`` they lack
 _CUT = " …[cut]"  # ends a tool result longer than the tool box allows
 _PLACEHOLDER_KEY = "not-needed"  # local servers ignore the key, the client insists on one
 _SNIPPET = 300
+MAX_REPLY_BYTES = 2 << 20
+"""The longest body read from the server by default (2 MiB): a reply of the longest default
+bound (1,024 tokens) takes a few kilobytes, and this leaves room for any ``max_tokens`` a model
+takes, escaped; past it the reply is refused unread (``max_reply_bytes``)."""
 # The HTTP library the installed openai client is built on (httpx; httpx2 in newer releases).
 _HTTP: Any = sys.modules[
     next(c for c in openai.DefaultHttpxClient.__mro__ if c.__name__ == "Client").__module__.partition(".")[0]
@@ -97,6 +112,10 @@ class _BadBody(Exception):
 
 class _ToolsRefused(Exception):
     """The server refused a request for its ``tools`` (it has no tool calling)."""
+
+
+class _ReplyTooLarge(Exception):
+    """The server's body passed ``max_reply_bytes`` (raised by :class:`_CountingTransport` as it reads)."""
 
 
 class OpenAILLM:
@@ -140,6 +159,10 @@ class OpenAILLM:
         (the default) offers them and, when the server refuses ``tools`` on the
         first try (HTTP 400, 422 or 500), goes on without them from then on;
         ``True`` offers them and a refusal is an error; ``False`` never offers them.
+    max_reply_bytes
+        The longest body read from the server (default :data:`MAX_REPLY_BYTES`); a longer
+        one is refused as a bad reply, unread past the bound. Not applied to a pre-built
+        ``client`` (its transport is its own).
 
     Examples
     --------
@@ -163,6 +186,7 @@ class OpenAILLM:
         max_tokens: int | Mapping[str, int] | None = None,
         max_concurrency: int | None | Literal["auto"] = "auto",
         tool_calls: bool | Literal["auto"] = "auto",
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ) -> None:
         model = model or os.environ.get("FRACTAL_NB_MODEL") or os.environ.get("OPENAI_MODEL")
         if not model:
@@ -179,6 +203,14 @@ class OpenAILLM:
             tool_calls != "auto" and not isinstance(tool_calls, bool)
         ):
             raise InvalidInputError(f"tool_calls must be True, False or 'auto', not {tool_calls!r}")
+        if (
+            isinstance(max_reply_bytes, bool)
+            or not isinstance(max_reply_bytes, int)
+            or max_reply_bytes < 1024
+        ):
+            raise InvalidInputError(
+                f"max_reply_bytes must be an integer >= 1024 (bytes), not {max_reply_bytes!r}"
+            )
         if client is None:
             base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
             api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
@@ -193,7 +225,7 @@ class OpenAILLM:
                 timeout=timeout,
                 max_retries=max_retries,
                 http_client=openai.DefaultHttpxClient(
-                    transport=cast("Any", _CountingTransport(_environment_proxy(base_url)))
+                    transport=cast("Any", _CountingTransport(_environment_proxy(base_url), max_reply_bytes))
                 ),
             )
         self.model = model
@@ -323,38 +355,18 @@ class OpenAILLM:
         try:
             with self._slot():
                 report_wait(time.perf_counter() - waited, "tools")
-                response = client.chat.completions.create(
-                    model=self.model,
-                    messages=cast("list[ChatCompletionMessageParam]", convo),
-                    **options,
-                )
-        except json.JSONDecodeError as exc:
-            raise _BadBody(f"the server's body was not JSON ({exc})") from exc
+                response = _completion(client, self.model, convo, options)
         except openai.APIStatusError as exc:
             if self._tools is None and exc.status_code in _REJECTS_TOOLS:
                 raise _ToolsRefused(str(exc)) from exc
             raise _translate(exc, self.model, self.base_url) from exc
         except openai.OpenAIError as exc:
             raise _translate(exc, self.model, self.base_url) from exc
-        if not isinstance(response, ChatCompletion):
-            raise _BadBody(f"the server's body was not a chat completion: {_short(response)}")
         self._tools = True
-        message = getattr((getattr(response, "choices", None) or [None])[0], "message", None)
-        text = getattr(message, "content", None) or ""
-        calls = [
-            {"id": c.id, "name": c.function.name, "arguments": c.function.arguments or ""}
-            for c in (getattr(message, "tool_calls", None) or [])
-            if getattr(c, "function", None) is not None
-        ]
-        usage = getattr(response, "usage", None)
-        prompt = getattr(usage, "prompt_tokens", None)
-        completion = getattr(usage, "completion_tokens", None)
-        reported = isinstance(prompt, int) and isinstance(completion, int)
-        report_usage(
-            prompt if isinstance(prompt, int) else messages_tokens(convo),
-            completion if isinstance(completion, int) else estimate_tokens(text + json.dumps(calls)),
-            estimated=not reported,
-            tool_round=True,
+        message = _message(response)
+        text, calls = _text(message), _tool_calls(message)
+        _report_usage(
+            response, messages_tokens(convo), estimate_tokens(text + json.dumps(calls)), tool_round=True
         )
         return text, calls
 
@@ -445,29 +457,11 @@ class OpenAILLM:
         elif mode == "json_object":
             options["response_format"] = {"type": "json_object", "schema": json_schema}
         waited = time.perf_counter()
-        try:
-            with self._slot():
-                report_wait(time.perf_counter() - waited, mode)
-                response = client.chat.completions.create(
-                    model=self.model,
-                    messages=cast("list[ChatCompletionMessageParam]", convo),
-                    **options,
-                )
-        except json.JSONDecodeError as exc:  # the client parses a 200 body without wrapping
-            raise _BadBody(f"the server's body was not JSON ({exc})") from exc
-        if not isinstance(response, ChatCompletion):  # a non-JSON content type gives a str
-            raise _BadBody(f"the server's body was not a chat completion: {_short(response)}")
-        choices = getattr(response, "choices", None) or [None]
-        text = getattr(getattr(choices[0], "message", None), "content", None) or ""
-        usage = getattr(response, "usage", None)
-        prompt = getattr(usage, "prompt_tokens", None)
-        completion = getattr(usage, "completion_tokens", None)
-        reported = isinstance(prompt, int) and isinstance(completion, int)
-        report_usage(  # the server's figures; estimated (and marked so) only where it gave none
-            prompt if isinstance(prompt, int) else messages_tokens(convo),
-            completion if isinstance(completion, int) else estimate_tokens(text),
-            estimated=not reported,
-        )
+        with self._slot():
+            report_wait(time.perf_counter() - waited, mode)
+            response = _completion(client, self.model, convo, options)
+        text = _text(_message(response))
+        _report_usage(response, messages_tokens(convo), estimate_tokens(text))
         return text
 
     @contextmanager
@@ -527,6 +521,114 @@ def _tool_result(call: dict[str, Any], text: str) -> Message:
     return cast(Message, {"role": "tool", "tool_call_id": call["id"], "content": text})
 
 
+def _completion(
+    client: openai.OpenAI, model: str, convo: list[Message], options: Mapping[str, Any]
+) -> ChatCompletion:
+    """Send one request; the reply, or :class:`_BadBody` when the body is no chat completion we can read.
+
+    The openai client parses a 200 body without wrapping its errors: bytes that are not
+    UTF-8 raise UnicodeDecodeError, text that is not JSON JSONDecodeError, and a body
+    with another content type comes back as a str. Its own errors propagate.
+    """
+    try:
+        response = client.chat.completions.create(
+            model=model, messages=cast("list[ChatCompletionMessageParam]", convo), **options
+        )
+    except UnicodeDecodeError as exc:
+        raise _BadBody(f"the server's body was not UTF-8 ({exc})") from exc
+    except json.JSONDecodeError as exc:
+        raise _BadBody(f"the server's body was not JSON ({exc})") from exc
+    except _ReplyTooLarge as exc:
+        raise _BadBody(str(exc)) from exc
+    if not isinstance(response, ChatCompletion):
+        raise _BadBody(f"the server's body was not a chat completion: {_short(response)}")
+    return response
+
+
+def _message(response: ChatCompletion) -> object:
+    """The first choice's message (None when the reply has no choice)."""
+    choices = getattr(response, "choices", None)
+    first = choices[0] if isinstance(choices, list) and choices else None
+    return getattr(first, "message", None)
+
+
+def _text(message: object) -> str:
+    """The message's text ("" for none); :class:`_BadBody` when it is not text a store can keep."""
+    content = getattr(message, "content", None)
+    if content is None:
+        return ""
+    if not isinstance(content, str):
+        raise _BadBody(f"the reply's content was not text but {type(content).__name__}: {_short(content)}")
+    return _storable(content, "the reply's content")
+
+
+def _storable(text: str, what: str) -> str:
+    """``text`` when it encodes as UTF-8; a lone surrogate (a JSON escape of half a pair) is a bad body."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _BadBody(f"{what} held a character that is not Unicode text ({exc.reason})") from None
+    return text
+
+
+def _tool_calls(message: object) -> list[dict[str, Any]]:
+    """The message's tool calls as {id, name, arguments}, each text (arguments as the server sent them)."""
+    calls = getattr(message, "tool_calls", None)
+    if not isinstance(calls, list):
+        return []
+    found = []
+    for index, call in enumerate(calls):
+        function = getattr(call, "function", None)
+        if function is None:
+            continue
+        name, arguments = getattr(function, "name", None), getattr(function, "arguments", None)
+        found.append(
+            {
+                "id": _storable(str(getattr(call, "id", None) or f"call-{index}"), "a tool call's id"),
+                "name": _storable(str(name or ""), "a tool call's name"),
+                "arguments": _storable(
+                    arguments if isinstance(arguments, str) else json.dumps(arguments or {}),
+                    "a tool call's arguments",
+                ),
+            }
+        )
+    return found
+
+
+def _report_usage(
+    response: ChatCompletion, prompt_estimate: int, completion_estimate: int, *, tool_round: bool = False
+) -> None:
+    """Report one completion's tokens: the server's figures where it sent ones a completion can have.
+
+    A figure it did not send is estimated; one it sent that no completion can have
+    (:func:`~fractal_nb.llm.protocol.reported_tokens`: 10^12, -10^6, text) is estimated
+    too, and what it sent is kept for the ledger's ``refused_usage``.
+    """
+    usage = getattr(response, "usage", None)
+    sent = {name: getattr(usage, name, None) for name in ("prompt_tokens", "completion_tokens")}
+    taken = {name: reported_tokens(value) for name, value in sent.items()}
+    prompt, completion = taken["prompt_tokens"], taken["completion_tokens"]
+    refused = {name: _as_sent(sent[name]) for name in sent if sent[name] is not None and taken[name] is None}
+    report_usage(
+        prompt_estimate if prompt is None else prompt,
+        completion_estimate if completion is None else completion,
+        estimated=prompt is None or completion is None,
+        tool_round=tool_round,
+        refused=refused,
+    )
+
+
+def _as_sent(value: object) -> object:
+    """A usage figure as the server sent it, for the ledger: a number as it is, anything else as short text.
+
+    >>> _as_sent(10**12), _as_sent(-3), _as_sent({"a": 1}), _as_sent(float("nan"))
+    (1000000000000, -3, "{'a': 1}", 'nan')
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return _short(value)[:40]
+    return value
+
+
 def _environment_proxy(base_url: str | None) -> str | None:
     """The proxy the environment names for the model's URL (``HTTPS_PROXY``, ``NO_PROXY``, …), or None.
 
@@ -547,22 +649,38 @@ class _CountingTransport:
     request was sent (a stalled server has it); a connection refused, a bad URL or
     a connection dropped before any reply counts as none (the ledger's ``attempts``,
     docs/architecture.md "The ledger"). Transport retries are requests too.
+
+    A body is read up to ``max_reply_bytes``: one that says it is longer, or grows
+    past it, raises :class:`_ReplyTooLarge` (its connection is closed, not read on).
     """
 
-    def __init__(self, proxy: str | None = None) -> None:
+    def __init__(self, proxy: str | None = None, max_reply_bytes: int = MAX_REPLY_BYTES) -> None:
         # openai's own pool limits (DefaultHttpxClient applies them to its default transport only).
         limits = _HTTP.Limits(max_connections=1000, max_keepalive_connections=100, keepalive_expiry=5.0)
         self._inner: Any = _HTTP.HTTPTransport(limits=limits, proxy=proxy)
+        self._most = max_reply_bytes
 
     def handle_request(self, request: Any) -> Any:
-        """Send ``request``; count it when it reached the server."""
+        """Send ``request``; count it when it reached the server; its body bounded."""
         try:
             response = self._inner.handle_request(request)
         except _HTTP.ReadTimeout:
             report_request()
             raise
         report_request()
-        return response
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self._most:
+            response.close()
+            raise _ReplyTooLarge(
+                f"the server's body was {int(declared):,} bytes, "
+                f"over the bound of {self._most:,} (max_reply_bytes)"
+            )
+        return _HTTP.Response(
+            status_code=response.status_code,
+            headers=response.headers,
+            stream=_BoundedStream(response.stream, self._most),
+            extensions=response.extensions,
+        )
 
     def __enter__(self) -> _CountingTransport:
         self._inner.__enter__()
@@ -574,6 +692,32 @@ class _CountingTransport:
     def close(self) -> None:
         """Close the pooled connections."""
         self._inner.close()
+
+
+class _Bounded:
+    """A response body's stream that raises :class:`_ReplyTooLarge` once it passes ``most`` bytes."""
+
+    def __init__(self, stream: Any, most: int) -> None:
+        self._stream = stream
+        self._most = most
+
+    def __iter__(self) -> Iterator[bytes]:
+        read = 0
+        for chunk in self._stream:
+            read += len(chunk)
+            if read > self._most:
+                raise _ReplyTooLarge(
+                    f"the server's body passed the bound of {self._most:,} bytes (max_reply_bytes)"
+                )
+            yield chunk
+
+    def close(self) -> None:
+        """Close the connection's stream."""
+        self._stream.close()
+
+
+# The HTTP library checks a response's stream is its SyncByteStream (a class mypy sees as Any here).
+_BoundedStream: Any = type("_BoundedStream", (_Bounded, _HTTP.SyncByteStream), {})
 
 
 def retry_sampling(

@@ -124,7 +124,10 @@ class Usage:
     (seed, temperature) each retry after a refused reply was sampled with
     (llm/openai_llm.py varies them; the ledger's ``retry_sampling``); ``tool_calls``
     the tool calls the model made, in order (each a ledger row of its own);
-    ``tool_rounds`` the completions that offered tools (among ``attempts``: not corrections).
+    ``tool_rounds`` the completions that offered tools (among ``attempts``: not corrections);
+    ``refused_usage`` the usage figures a server reported that were not taken (not a whole
+    number of tokens from 0 to :data:`MAX_REPORTED_TOKENS`: estimated instead), one entry per
+    completion, as the server sent them (the ledger's ``refused_usage``).
     """
 
     prompt_tokens: int = 0
@@ -138,6 +141,7 @@ class Usage:
     retries: list[tuple[int | None, float | None]] = field(default_factory=list)
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_rounds: int = 0
+    refused_usage: list[dict[str, object]] = field(default_factory=list)
 
 
 _meter: ContextVar[Usage | None] = ContextVar("fractal_nb_llm_meter", default=None)
@@ -161,14 +165,19 @@ def report_usage(
     cached: bool = False,
     estimated: bool = False,
     tool_round: bool = False,
+    refused: Mapping[str, object] | None = None,
 ) -> None:
     """Add one completion's tokens to the current meter, if someone is metering.
 
-    ``estimated``: the server reported no usage, so the backend estimated the tokens;
-    ``tool_round``: a completion of a request that offered tools (not a correction).
+    ``estimated``: the server reported no usage (or figures no completion can have), so
+    the backend estimated the tokens; ``tool_round``: a completion of a request that
+    offered tools (not a correction); ``refused``: the figures the server reported that
+    were not taken (:func:`reported_tokens` refused them), by name, as it sent them.
     """
     usage = _meter.get()
     if usage is not None:
+        if refused:
+            usage.refused_usage.append(dict(refused))
         usage.tool_rounds += tool_round
         usage.prompt_tokens += prompt_tokens
         usage.completion_tokens += completion_tokens
@@ -246,9 +255,39 @@ def reply_bound(llm: object, role: str) -> int:
     return REPLY_BOUNDS.get(role, max(REPLY_BOUNDS.values()))
 
 
+CHARS_PER_TOKEN = 4
+"""The estimate's ratio: about 4 characters a token, as OpenAI's tokenizers count English."""
+MAX_REPORTED_TOKENS = 10_000_000
+"""The most tokens (prompt or completion) one completion's usage may report: far past any
+model's context, and the ledger's bound on a call (store/llm_log.py ``MAX_CALL_TOKENS``)."""
+
+
 def estimate_tokens(text: str) -> int:
-    """Rough token count (4 characters a token) for backends that report none."""
-    return max(1, len(text) // 4)
+    """Rough token count (:data:`CHARS_PER_TOKEN` characters a token) for backends that report none.
+
+    >>> estimate_tokens("Why is the sky blue?")
+    5
+    """
+    return max(1, len(text) // CHARS_PER_TOKEN)
+
+
+def reported_tokens(value: object) -> int | None:
+    """A server's token figure as the ledger takes it, or None when no completion can have it.
+
+    A whole number from 0 to :data:`MAX_REPORTED_TOKENS` (``12.0`` is 12); anything
+    else (negative, absurd, fractional, text, a boolean, missing) is None, and the
+    backend estimates the tokens instead.
+
+    >>> reported_tokens(512), reported_tokens(12.0), reported_tokens(10**12), reported_tokens(-3)
+    (512, 12, None, None)
+    >>> reported_tokens(True), reported_tokens("12"), reported_tokens(None)
+    (None, None, None)
+    """
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REPORTED_TOKENS:
+        return None
+    return value
 
 
 def messages_tokens(messages: list[Message]) -> int:

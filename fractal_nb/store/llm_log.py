@@ -20,9 +20,11 @@ from .rows import iso
 
 _CALL_COLUMNS = (
     "call_id, graph_id, node_id, worker, role, model, prompt_tokens, completion_tokens, tokens_estimated, "
-    "attempts, corrections, queue_s, latency_s, mode, outcome, error, retry_sampling, created_at"
+    "attempts, corrections, queue_s, latency_s, mode, outcome, error, retry_sampling, refused_usage, "
+    "created_at"
 )
-_LATER_COLUMNS = ("tokens_estimated", "retry_sampling")  # NULL when read from a file older than them
+# NULL when read from a file older than them
+_LATER_COLUMNS = ("tokens_estimated", "retry_sampling", "refused_usage")
 OUTCOMES = tuple(CallOutcome)
 ROLES = (
     "seed",
@@ -65,8 +67,9 @@ _OPTIONAL = (
     "error",
     "tokens_estimated",
     "retry_sampling",
+    "refused_usage",
 )
-_TEXT_LIMITS = {"model": 500, "mode": 50, "error": 2000, "retry_sampling": 2000}
+_TEXT_LIMITS = {"model": 500, "mode": 50, "error": 2000, "retry_sampling": 2000, "refused_usage": 2000}
 
 
 class LLMLog:
@@ -137,7 +140,7 @@ class LLMLog:
             return 0
         now = self._core.clock()
         values = ", ".join(
-            "(nextval('call_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in rows
+            "(nextval('call_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in rows
         )
         self._db.write_one(
             f"INSERT INTO llm_calls ({_CALL_COLUMNS}) VALUES {values}",
@@ -161,6 +164,7 @@ class LLMLog:
                     c["outcome"],
                     c["error"],
                     c["retry_sampling"],
+                    c["refused_usage"],
                     now,
                 )
             ],

@@ -374,6 +374,7 @@ class CallRow(TypedDict):
     outcome: str  # a CallOutcome
     error: str | None
     retry_sampling: str | None
+    refused_usage: str | None  # JSON: usage figures the server reported that were not taken (issue 37)
 
 
 # The call log a write lands with it: the engine's CallRows, or an outside client's objects (checked).

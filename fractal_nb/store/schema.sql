@@ -127,6 +127,11 @@ ALTER TABLE llm_calls ADD COLUMN IF NOT EXISTS tokens_estimated BOOLEAN;
 -- How the retries after a refused reply were sampled, as JSON: [{"seed": 12, "temperature": 0.5}, ...]
 -- (llm/openai_llm.py varies them, so a retry does not get the same reply again); NULL: no retry.
 ALTER TABLE llm_calls ADD COLUMN IF NOT EXISTS retry_sampling VARCHAR;
+-- Usage figures the server reported that no completion can have (not a whole number of tokens
+-- from 0 to 10,000,000: 10^12, -10^6, text), as it sent them, as JSON: [{"prompt_tokens":
+-- 1000000000000}, ...]; the row's tokens are then estimated (tokens_estimated). NULL: every figure
+-- taken as reported (and in the rows of older files). Issue 37.
+ALTER TABLE llm_calls ADD COLUMN IF NOT EXISTS refused_usage VARCHAR;
 
 -- Record/replay cache of completions, keyed by a hash of model, schema and messages.
 CREATE TABLE IF NOT EXISTS llm_cache (

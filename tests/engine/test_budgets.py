@@ -1,14 +1,22 @@
 """Budgets that hold (README, "Budgets"): tokens admitted before each call, so a run and its harvest
 spend at most one call past the budget, whatever the number of workers; the reason states the spend
-the ledger holds; a call the budget refuses is never made and leaves its question open."""
+the ledger holds; a call the budget refuses is never made and leaves its question open. A model that
+reports no usage is counted on estimates (issue 37), marked so in the ledger."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
+from pydantic import BaseModel
 
 from fractal_nb import Exploration, SimulatedLLM
+from fractal_nb.engine.calls import ModelCaller
 from fractal_nb.engine.limits import Allowance, Limits
 from fractal_nb.errors import BudgetExhaustedError, LLMOutputError
+from fractal_nb.llm.protocol import Message, estimate_tokens, messages_tokens, metered, report_usage
+from fractal_nb.llm.schemas import Answer
 from tests.engine.test_openai_runs import FAST, refused_once_responder, role_responder
 from tests.llm.fake_openai import FakeOpenAI
 
@@ -74,7 +82,7 @@ def test_a_model_without_a_price_is_refused_before_its_first_call() -> None:
 def test_a_model_error_holding_control_characters_is_logged_not_a_crash() -> None:
     class NulErrors(SimulatedLLM):
         def complete(self, messages, schema):  # type: ignore[no-untyped-def]
-            if getattr(schema, "role", "") == "connect":
+            if getattr(schema, "role", "") == "synthesize":  # a pulse run makes no connect call
                 raise LLMOutputError("the reply held no JSON object: '\x00\x1b[31mjunk'")
             return super().complete(messages, schema)
 
@@ -130,3 +138,78 @@ def test_a_cost_budget_is_admitted_before_calls_too() -> None:
         assert report == "budget_exhausted"
         assert report.status_reason == f"cost budget of 0.01 reached ({cost.sum():.4f} spent)"
         assert 0.01 <= cost.sum() <= 0.01 + cost.max()
+
+
+class Quiet:
+    """A model of one's own whose complete() reports no usage (the simulator's replies, its meter hidden)."""
+
+    model = "quiet"
+
+    def __init__(self, seed: int = 1) -> None:
+        self.inner = SimulatedLLM(seed=seed)
+
+    def complete(self, messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:
+        with metered():  # what the simulator reports stays in here: the caller sees none
+            return self.inner.complete(messages, schema)
+
+
+@pytest.mark.parametrize("workers", [1, 8])
+def test_a_model_that_reports_no_usage_is_held_by_the_budget_on_estimates(workers: int) -> None:
+    # Issue 37: a 3,000-token budget ran 114 calls of such a model, 0 tokens in the ledger.
+    with Exploration.create(SEED, intensity="deep", llm=Quiet(), clock=FAST) as ex:
+        report = ex.run(workers, progress=False, max_tokens=3_000)
+        calls, spent, biggest = ledger(ex)
+        assert report == "budget_exhausted"
+        assert 3_000 <= spent <= 3_000 + biggest
+        rows = ex.llm_calls()
+        assert rows["tokens_estimated"].all() and (rows["prompt_tokens"] > 0).all()
+        assert (rows["attempts"] == 1).all(), "a reply came back from each call"
+        assert report.status_reason == f"token budget of 3,000 reached ({spent:,} spent)"
+
+
+def test_the_estimate_is_the_prompts_and_the_replys_characters_at_four_a_token() -> None:
+    messages: list[Message] = [{"role": "user", "content": "Why do rivers meander? " * 40}]
+    with Exploration.create(SEED, intensity="pulse", llm=Quiet(), clock=FAST) as ex:
+        reply = ModelCaller(Quiet(), ex.store, ex.graph_id)(Answer, messages, node_id=None, worker="w")
+        [row] = ex.llm_calls().query("worker == 'w'").to_dict("records")
+    assert row["prompt_tokens"] == messages_tokens(messages) == len(messages[0]["content"]) // 4 + 4
+    assert row["completion_tokens"] == estimate_tokens(json.dumps(reply.model_dump(mode="json"))) > 0
+    assert row["tokens_estimated"] and row["refused_usage"] is None
+
+
+@pytest.mark.parametrize("figures", [(-5, 10), (10, 10**12), (-(10**6), -(10**6))])
+def test_a_backend_reporting_figures_no_call_can_have_is_logged_and_estimated(
+    figures: tuple[int, int],
+) -> None:
+    class Misreporting(Quiet):
+        def complete(self, messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:
+            reply = super().complete(messages, schema)
+            report_usage(*figures)
+            return reply
+
+    with Exploration.create(SEED, intensity="pulse", llm=Misreporting(), clock=FAST) as ex:
+        assert ex.run(progress=False, max_tokens=BUDGET) == "all_complete"
+        assert ex.harvest().status == "completed"
+        rows = ex.llm_calls()
+    wrong = {
+        n: v
+        for n, v in zip(("prompt_tokens", "completion_tokens"), figures, strict=True)
+        if v < 0 or v > 10**7
+    }
+    assert [json.loads(text) for text in rows["refused_usage"]] == [[wrong]] * len(rows)
+    assert rows["tokens_estimated"].all() and rows["prompt_tokens"].between(1, 10**7).all()
+
+
+def test_a_backends_own_bug_is_logged_as_the_call_it_was_then_raised_as_it_is() -> None:
+    class Buggy(SimulatedLLM):
+        def complete(self, messages, schema):  # type: ignore[no-untyped-def]
+            if getattr(schema, "role", "") == "synthesize":
+                raise KeyError("a bug in the backend")
+            return super().complete(messages, schema)
+
+    with Exploration.create(SEED, intensity="pulse", llm=Buggy(seed=1), clock=FAST) as ex:
+        with pytest.raises(KeyError, match="a bug in the backend"):
+            ex.run(progress=False)
+        failed = ex.llm_calls().query("outcome == 'error'")
+        assert len(failed) and (failed["role"] == "synthesize").all()
+        assert failed["error"].str.startswith("KeyError: 'a bug in the backend'").all()

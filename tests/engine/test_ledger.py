@@ -1,7 +1,7 @@
 """A ledger that cannot lie: each row's ``attempts`` counts the requests the server saw, its tokens
 are the server's (or marked estimated), compared with the fake servers' own request logs in every
 fault mode: down at the start, a URL that is no URL, dying mid-run, HTTP 500 to json_schema, junk
-replies, stalls, and a server that reports no usage."""
+replies, stalls, a server that reports no usage, and replies no server should send (issue 37)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import pytest
 
 from fractal_nb import Exploration
 from fractal_nb.llm.openai_llm import OpenAILLM
+from fractal_nb.store.llm_log import MAX_CALL_TOKENS
 from tests.engine.test_openai_runs import FAST, SEED, refused_once_responder, role_responder
-from tests.llm.fake_openai import FakeOpenAI
+from tests.llm.fake_openai import ABSURD_TOKENS, BAD_REPLIES, NEGATIVE_TOKENS, FakeOpenAI
 from tests.local_port import free_port
 
 
@@ -111,3 +112,33 @@ def test_the_ledger_says_how_each_retry_after_a_refusal_was_sampled(tmp_path: Pa
                     assert (entry["seed"], entry["temperature"]) in sent  # what the server was sent
                     assert entry["seed"] > 5  # never the first request's seed again
             assert calls.loc[calls["corrections"] == 0, "retry_sampling"].isna().all()
+
+
+@pytest.mark.parametrize("fault", BAD_REPLIES)
+def test_replies_a_server_should_never_send_are_logged_as_it_sent_them(tmp_path: Path, fault: str) -> None:
+    # Issue 37: absurd or negative usage, bytes that are not UTF-8, a lone surrogate, an over-long
+    # body, among good replies. Every request is in the ledger, every figure within its range.
+    with FakeOpenAI(
+        "flaky", responder=role_responder(), faults=(fault,), failure_rate=0.3, seed=2, huge_bytes=3 << 20
+    ) as server:
+        status, ex = run_on(server.llm(), tmp_path / f"{fault}.duckdb")
+        with ex:
+            assert status == "all_complete" and fault in server.faults
+            assert ex.harvest().status == "completed"
+            check_ledger_matches(ex, server, tokens=False)
+            calls = ex.llm_calls()
+            assert calls["prompt_tokens"].between(0, MAX_CALL_TOKENS).all()
+            assert calls["completion_tokens"].between(0, MAX_CALL_TOKENS).all()
+            refused = [json.loads(text) for text in calls["refused_usage"].dropna()]
+            counted = ex.sql("SELECT count(*) AS n FROM llm_calls WHERE refused_usage IS NOT NULL")
+            assert int(counted["n"][0]) == len(refused), "ex.sql reads the column, all NULL too"
+            if fault.endswith("_usage"):  # the server's figures kept, as sent, once per absurd completion
+                sent = ABSURD_TOKENS if fault == "absurd_usage" else NEGATIVE_TOKENS
+                entries = [entry for row in refused for entry in row]
+                assert len(entries) == server.bad_replies.count(fault) > 0
+                assert all(e == {"prompt_tokens": sent, "completion_tokens": sent} for e in entries)
+                assert calls.loc[calls["refused_usage"].notna(), "tokens_estimated"].all()
+                assert int(calls["prompt_tokens"].sum()) < 1_000_000, "no figure taken from the absurd ones"
+            else:  # a body that could not be read: refused, asked again, logged with its requests
+                assert not refused
+                assert (calls["corrections"] > 0).any() or (calls["outcome"] == "error").any()

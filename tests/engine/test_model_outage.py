@@ -18,7 +18,7 @@ from fractal_nb.engine.calls import FAILING_AFTER, UNAVAILABLE_AFTER, ModelCalle
 from fractal_nb.llm.openai_llm import OpenAILLM
 from fractal_nb.store import GraphStore
 from tests.engine.test_openai_runs import FAST, SEED, role_responder
-from tests.llm.fake_openai import FakeOpenAI
+from tests.llm.fake_openai import BAD_REPLIES, FakeOpenAI
 from tests.local_port import free_port
 
 
@@ -131,3 +131,35 @@ def test_step_stops_at_a_spent_budget() -> None:
         records = ex.step(50)
         assert len(records) <= 1  # the budget refuses the first step's call: no claim after it
         assert len(ex.llm_calls()) == spent  # nothing more paid for
+
+
+@pytest.mark.parametrize("fault", BAD_REPLIES)
+def test_a_server_whose_every_reply_is_bad_never_crashes_the_run_nor_leaves_it_active(
+    tmp_path: Path, fault: str
+) -> None:
+    # Issue 37: run() returns a report (never a raw exception), the graph goes on or pauses with the
+    # reason, and harvest() works; the ledger holds every request the server saw.
+    with FakeOpenAI(fault, responder=role_responder(), huge_bytes=3 << 20) as server:
+        llm = server.llm(max_retries=0)
+        with Exploration.create(
+            SEED, intensity="pulse", llm=llm, path=tmp_path / "bad.duckdb", clock=FAST
+        ) as ex:
+            report = ex.run(progress=False)
+            assert int(ex.llm_calls()["attempts"].sum()) == len(server.requests) > 0
+            if fault.endswith(
+                "_usage"
+            ):  # only the accounting was wrong: the work is done, the figures estimated
+                assert report == "all_complete"
+                assert ex.harvest().status == "completed"
+                assert ex.llm_calls()["refused_usage"].notna().all()
+                return
+            assert report in ("seed_failed", "model_unavailable"), report
+            said = {
+                "not_utf8": "not UTF-8",
+                "lone_surrogate": "not Unicode text",
+                "huge_body": "max_reply_bytes",
+            }
+            assert said[fault] in paused_reason(ex)
+            result = ex.harvest(finish=True)
+            assert result.status == "completed" and result.degraded
+            assert ex.status == "completed"

@@ -15,6 +15,15 @@ Modes:
 - ``"junk"``: the JSON wrapped in prose and fences, a trailing comma, a raw newline in a string.
 - ``"flaky"``: a seeded share of requests fail (see :data:`FAULTS`); the rest are ``"ok"``.
 - ``"no_tools"``: HTTP 400 to any request that offers ``tools`` (a server without tool calling).
+- ``"absurd_usage"``, ``"negative_usage"``: a good reply whose usage block says 10^12 (or -10^6) tokens.
+- ``"not_utf8"``: a good reply whose body holds bytes that are not UTF-8 (a Latin-1 ``é``).
+- ``"lone_surrogate"``: a good reply whose content holds ``\\ud800``, half a UTF-16 pair (valid JSON,
+  but no UTF-8 text can hold it).
+- ``"huge_body"``: a good reply followed by ``huge_bytes`` of blanks (still valid JSON); with
+  ``declare_length=False`` its length is not declared (the body ends when the connection closes).
+
+Each of the last five is also a fault the ``"flaky"`` mode can inject (:data:`BAD_REPLIES`,
+given in ``faults``), so some replies are bad and the rest good.
 
 ``down_after=N`` (any mode) answers HTTP 503 to every request after the first N, as a
 server whose model died; set ``fake.down_after = None`` to bring it back. ``port`` binds
@@ -55,8 +64,13 @@ class ToolCalls:
 
 Responder = Callable[[dict[str, Any]], "dict[str, Any] | str | ToolCalls | None"]
 
-MODES = ("ok", "llama_cpp", "text_only", "junk", "flaky", "no_tools")
+BAD_REPLIES = ("absurd_usage", "negative_usage", "not_utf8", "lone_surrogate", "huge_body")
+"""Replies a server should never send, each a mode of its own and a fault ``"flaky"`` may inject."""
+MODES = ("ok", "llama_cpp", "text_only", "junk", "flaky", "no_tools", *BAD_REPLIES)
 FAULTS = ("rate_limit", "server_error", "slow", "malformed_body", "not_json")
+"""The faults ``"flaky"`` draws from by default (any of :data:`BAD_REPLIES` may be given too)."""
+ABSURD_TOKENS = 10**12
+NEGATIVE_TOKENS = -(10**6)
 
 LLAMA_CPP_500 = {
     "error": {
@@ -239,11 +253,14 @@ class FakeOpenAI:
         Builds the model's answer from the request body; :func:`schema_responder` if None.
     seed, failure_rate, faults
         The ``"flaky"`` mode's random source, the share of requests that fail, and
-        the faults drawn from (any of :data:`FAULTS`).
+        the faults drawn from (any of :data:`FAULTS` and :data:`BAD_REPLIES`).
     slow_s
         How long a ``"slow"`` fault stalls (make it longer than the client's timeout).
     usage
         Whether completions carry a ``usage`` block (some local servers send none).
+    huge_bytes, declare_length
+        How many blanks a ``"huge_body"`` reply carries after its JSON, and whether it
+        declares its length (``Content-Length``) or ends by closing the connection.
 
     Attributes
     ----------
@@ -254,6 +271,8 @@ class FakeOpenAI:
         or one sent without usage), in the order of ``requests``.
     faults
         The faults the ``"flaky"`` mode injected, in order.
+    bad_replies
+        Per request, the bad reply it got (one of :data:`BAD_REPLIES`) or None.
     """
 
     def __init__(
@@ -269,11 +288,13 @@ class FakeOpenAI:
         down_after: int | None = None,
         port: int = 0,
         latency_s: float = 0.0,
+        huge_bytes: int = 4 << 20,
+        declare_length: bool = True,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}, should be one of {MODES}")
-        if unknown := set(faults) - set(FAULTS):
-            raise ValueError(f"unknown faults {sorted(unknown)}, should be among {FAULTS}")
+        if unknown := set(faults) - set(FAULTS) - set(BAD_REPLIES):
+            raise ValueError(f"unknown faults {sorted(unknown)}, should be among {FAULTS + BAD_REPLIES}")
         self.mode = mode
         self.responder: Responder = responder or schema_responder
         self.failure_rate = failure_rate
@@ -282,10 +303,13 @@ class FakeOpenAI:
         self.usage = usage
         self.down_after = down_after
         self.latency_s = latency_s
+        self.huge_bytes = huge_bytes
+        self.declare_length = declare_length
         self.requests: list[dict[str, Any]] = []
         self.usages: list[dict[str, int] | None] = []
         self.headers: list[dict[str, str]] = []
         self.faults: list[str] = []
+        self.bad_replies: list[str | None] = []
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -335,10 +359,11 @@ class FakeOpenAI:
             self.headers.append(headers)
             self.usages.append(None)
             index = len(self.requests) - 1
-            fault = None
+            fault = self.mode if self.mode in BAD_REPLIES else None
             if self.mode == "flaky" and self._rng.random() < self.failure_rate:
                 fault = self._rng.choice(self.fault_kinds)
                 self.faults.append(fault)
+            self.bad_replies.append(fault if fault in BAD_REPLIES else None)
             down = self.down_after is not None and len(self.requests) > self.down_after
         if down:
             return _json(503, {"error": {"message": "the model is not loaded", "type": "unavailable"}})
@@ -375,11 +400,28 @@ class FakeOpenAI:
         else:
             content = answer
         completion = _completion(body, content, index + 1, calls)
+        if fault in ("absurd_usage", "negative_usage"):
+            tokens = ABSURD_TOKENS if fault == "absurd_usage" else NEGATIVE_TOKENS
+            completion["usage"] = {
+                "prompt_tokens": tokens,
+                "completion_tokens": tokens,
+                "total_tokens": 2 * tokens,
+            }
         if not self.usage:
             del completion["usage"]
         with self._lock:
             self.usages[index] = completion.get("usage")
-        return _json(200, completion)
+        status, headers, payload = _json(200, completion)
+        if fault == "not_utf8":  # a Latin-1 é in the message: a byte UTF-8 never starts with
+            marker = b'"role": "assistant"'
+            payload = payload.replace(marker, b'"role": "assistant", "name": "caf\xe9"', 1)
+        elif fault == "lone_surrogate":  # escaped as JSON allows; the text it stands for is not Unicode
+            payload = payload.replace(b'"content": "', b'"content": "\\ud800', 1)
+        elif fault == "huge_body":
+            payload = payload[:-1] + b" " * self.huge_bytes + b"}"
+            if not self.declare_length:
+                headers = {**headers, "Content-Length": ""}  # none: the body runs until the connection closes
+        return status, headers, payload
 
 
 def _completion(
@@ -443,8 +485,11 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 )
             try:
                 self.send_response(status)
-                for name, value in {**headers, "Content-Length": str(len(payload))}.items():
-                    self.send_header(name, value)
+                for name, value in {"Content-Length": str(len(payload)), **headers}.items():
+                    if value:
+                        self.send_header(name, value)
+                    else:  # a length not declared: the body ends with the connection
+                        self.close_connection = True
                 self.end_headers()
                 self.wfile.write(payload)
             except (BrokenPipeError, ConnectionResetError):

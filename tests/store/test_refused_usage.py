@@ -1,0 +1,65 @@
+"""The ledger's ``refused_usage`` (issue 37): usage figures a server reported that no completion can
+have, kept as it sent them; checked like every text of a row; NULL in the rows of older files, which
+gain the column when opened for writing and read as they are when opened read-only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from fractal_nb.errors import InvalidInputError
+from fractal_nb.store import GraphStore
+
+SENT = json.dumps([{"prompt_tokens": 10**12, "completion_tokens": -(10**6)}])
+
+
+def row(graph_id: str, **changes: Any) -> dict[str, Any]:
+    return {
+        "graph_id": graph_id,
+        "node_id": None,
+        "worker": "w1",
+        "role": "answer",
+        "model": "m",
+        "prompt_tokens": 120,
+        "completion_tokens": 30,
+        "attempts": 1,
+        "latency_s": 0.5,
+        "outcome": "ok",
+        **changes,
+    }
+
+
+def test_the_figures_a_server_sent_are_kept_with_the_row() -> None:
+    with GraphStore() as store:
+        gid = store.create_graph("Why?", "pulse", "autonomous")["graph_id"]
+        store.record_llm_calls([row(gid, refused_usage=SENT, tokens_estimated=True), row(gid)])
+        calls = store.get_llm_calls(gid)["calls"]
+    assert [c["refused_usage"] for c in calls] == [SENT, None]
+
+
+@pytest.mark.parametrize("bad", [12, "", "x" * 2001, "a\x00b", ["list"]])
+def test_refused_usage_that_is_no_short_text_is_refused_and_nothing_lands(bad: object) -> None:
+    with GraphStore() as store:
+        gid = store.create_graph("Why?", "pulse", "autonomous")["graph_id"]
+        with pytest.raises(InvalidInputError, match=r"calls\[1\]\.refused_usage must be text of 1 to 2,000"):
+            store.record_llm_calls([row(gid), row(gid, refused_usage=bad)])
+        assert store.get_llm_calls(gid)["count"] == 0
+
+
+def test_a_file_older_than_the_column_reads_null_and_gains_it_when_written(tmp_path: Path) -> None:
+    path = tmp_path / "old-ledger.duckdb"
+    with GraphStore(path) as store:
+        gid = store.create_graph("An old ledger", "pulse", "autonomous")["graph_id"]
+        store.record_llm_calls([row(gid)])
+    with duckdb.connect(str(path)) as con:  # as files made before the column
+        con.execute("ALTER TABLE llm_calls DROP COLUMN refused_usage")
+    with GraphStore(path, read_only=True) as store:  # read as it is: the column reads NULL
+        assert [c["refused_usage"] for c in store.get_llm_calls(gid)["calls"]] == [None]
+    with GraphStore(path) as store:  # opened for writing: migrated, the old row says nothing
+        store.record_llm_calls([row(gid, refused_usage=SENT)])
+        assert [c["refused_usage"] for c in store.get_llm_calls(gid)["calls"]] == [None, SENT]
+        assert store.llm_spend(gid)[0]["prompt_tokens"] == 240
