@@ -23,6 +23,7 @@ from machine import print_header
 
 from fractal_nb import GraphStore
 from fractal_nb.errors import FractalError
+from fractal_nb.model import MAX_CHILDREN
 
 THREADS = 8
 MODEL_S = 0.002  # a stand-in for the model call behind each synthesis
@@ -33,13 +34,24 @@ def ready_graph(store: GraphStore, leaves: int) -> str:
     g = store.create_graph("How fast is the cascade?", "deep", "autonomous")
     gid = g["graph_id"]
     with store.batch():
-        answer = store.add_node(gid, g["root_node_id"], "answer", "Split.")["node_id"]
         for i in range(leaves):
+            if i % MAX_CHILDREN == 0:  # the most one answer holds
+                answer = store.add_node(gid, g["root_node_id"], "answer", f"Split {i}.")["node_id"]
             q = store.add_node(gid, answer, "question", f"Seed {i}")["node_id"]
             sub = store.add_answer(gid, q, "Answered.", sub_questions=[f"Detail of {i}"])
             leaf = sub["sub_questions"][0]["node_id"]
             store.add_answer(gid, leaf, "A leaf.", synthesize=True)
     return gid
+
+
+def open_questions(store: GraphStore, gid: str, n: int) -> None:
+    """``n`` open questions under the root's answers, ``MAX_CHILDREN`` to an answer (the most it holds)."""
+    root = store.get_graph(gid)["root_node_id"]
+    with store.batch():
+        for start in range(0, n, MAX_CHILDREN):
+            answer = store.add_node(gid, root, "answer", f"Split {start}.")["node_id"]
+            for i in range(start, min(n, start + MAX_CHILDREN)):
+                store.add_node(gid, answer, "question", f"Q{i}")
 
 
 def in_threads(work: Any) -> float:
@@ -55,8 +67,7 @@ def in_threads(work: Any) -> float:
 def claims_per_s(nodes: int, holder: Any) -> float:
     with GraphStore() as store:
         gid = store.create_graph("How fast are claims?", "deep", "autonomous")["graph_id"]
-        root = store.get_graph(gid)["root_node_id"]
-        store.add_answer(gid, root, "Split.", sub_questions=[f"Q{i}" for i in range(nodes)])
+        open_questions(store, gid, nodes)
 
         def work(worker: str) -> None:
             while store.claim_work(gid, worker, holder=holder)["node_id"] is not None:
@@ -94,8 +105,7 @@ def cascade(leaves: int, *, store_hands_out: bool) -> tuple[float, Counter[str]]
 def heartbeat_ms(held: int) -> float:
     with GraphStore() as store:
         gid = store.create_graph("How dear is a heartbeat?", "deep", "autonomous")["graph_id"]
-        root = store.get_graph(gid)["root_node_id"]
-        store.add_answer(gid, root, "Split.", sub_questions=[f"Q{i}" for i in range(held)])
+        open_questions(store, gid, held)
         for _ in range(held):
             store.claim_work(gid, "w1")
         started = time.perf_counter()

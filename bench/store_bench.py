@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from machine import print_header  # noqa: E402  (bench/machine.py, beside this script)
 
 from fractal_nb import GraphStore  # noqa: E402
+from fractal_nb.model import MAX_CHILDREN  # noqa: E402
 from fractal_nb.store.snapshot import SnapshotTexts  # noqa: E402
 
 PEER_SNAPSHOT_10K_MS = 747.0  # spellbook's get_snapshot at 10k nodes, as issue 29 measured it on this machine
@@ -55,12 +56,15 @@ class ClaimRun:
 
 
 def fill_open_questions(store: GraphStore, n: int) -> tuple[str, set[str]]:
-    """A deep graph whose root answer carries ``n`` open questions (one transaction)."""
+    """A deep graph whose root answers carry ``n`` open questions, ``MAX_CHILDREN`` each (one transaction)."""
     g = store.create_graph("How fast can workers claim?", "deep", "autonomous")
     gid = g["graph_id"]
+    ids = set()
     with store.batch():
-        answer = store.add_node(gid, g["root_node_id"], "answer", "Many questions.")["node_id"]
-        ids = {store.add_node(gid, answer, "question", f"question {i}")["node_id"] for i in range(n)}
+        for start in range(0, n, MAX_CHILDREN):  # the most one answer holds
+            answer = store.add_node(gid, g["root_node_id"], "answer", f"Many questions {start}.")["node_id"]
+            for i in range(start, min(n, start + MAX_CHILDREN)):
+                ids.add(store.add_node(gid, answer, "question", f"question {i}")["node_id"])
     return gid, ids
 
 

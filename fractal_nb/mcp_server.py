@@ -18,7 +18,11 @@ from typing import Any
 
 import uvicorn
 from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult, TextContent
+from mcp.types import INVALID_REQUEST, CallToolResult, TextContent
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .arguments import check_bind_host
 from .errors import FractalError, InvalidInputError
@@ -34,6 +38,7 @@ from .mcp_auth import (
 )
 from .model import TERMINAL_GRAPH
 from .store import GraphStore
+from .store.sources import MAX_SOURCE_CHARS
 from .tool_table import TOOLS, Tool
 
 # How long the server keeps an idle connection open. A client's pool (httpx's, the MCP
@@ -41,6 +46,11 @@ from .tool_table import TOOLS, Tool
 # reuses a connection at the edge of its backoff sends on a socket the server is closing,
 # and the request fails as "connection closed". The server must outlast the client.
 KEEP_ALIVE_S = 30
+
+MAX_REQUEST_BYTES = 6 * MAX_SOURCE_CHARS + (1 << 20)
+"""The largest HTTP request the server reads (the SDK's default, 4 MiB, kept a source at the store's
+limit from ever arriving: issue 37). A source of ``MAX_SOURCE_CHARS`` characters fits as JSON whatever
+they are (a control character travels as six bytes, ``\\u0001``), with a MiB for the rest of the call."""
 
 INSTRUCTIONS = """\
 A fractal-thinking graph: questions are broken into sub-questions, answered, and
@@ -131,6 +141,53 @@ def recover_claims(store: GraphStore) -> int:
     )
 
 
+class FractalServer(MCPServer):
+    """The SDK's server whose HTTP app answers in JSON and reads requests up to ``MAX_REQUEST_BYTES``.
+
+    JSON replies: the SDK's client reads an SSE event of at most 1 MiB, so a larger tool
+    result sent as SSE (a snapshot, a long source, any client that negotiates a protocol
+    before 2026-07-28) failed on the client after the call had done its work (issue 37);
+    a JSON reply it reads whole. No tool sends a notification or a request back during
+    a call, which only SSE could carry.
+    """
+
+    def streamable_http_app(self, **options: Any) -> Starlette:
+        """The streamable-HTTP app, with the options above; a request too large is refused by name."""
+        app = super().streamable_http_app(
+            **{**options, "json_response": True, "max_request_body_size": MAX_REQUEST_BYTES}
+        )
+        app.add_middleware(RequestSizeLimit)
+        return app
+
+
+class RequestSizeLimit:
+    """Refuse a request that declares more than ``MAX_REQUEST_BYTES`` with a JSON-RPC error naming the limit.
+
+    The SDK's own bound answers in plain text, which its client reports only as "Server
+    returned an error response" (issue 37). A body sent without its length is left to that
+    bound. The error's ``data`` carries ``error_type`` as a refused tool call's result does.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer an HTTP request declared too large here; pass anything else on."""
+        declared = Headers(scope=scope).get("content-length", "") if scope["type"] == "http" else ""
+        if declared.isdigit() and int(declared) > MAX_REQUEST_BYTES:
+            message = (
+                f"the request is {int(declared):,} bytes; this server reads at most {MAX_REQUEST_BYTES:,} "
+                f"(README, Limits): a source of up to {MAX_SOURCE_CHARS:,} characters fits, a longer text "
+                "goes as several sources"
+            )
+            error = {"code": INVALID_REQUEST, "message": message, "data": {"error_type": "InvalidInputError"}}
+            await JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status_code=413)(
+                scope, receive, send
+            )
+            return
+        await self.app(scope, receive, send)
+
+
 def build_server(store: GraphStore, *, name: str = "fractal-nb", token: str | None = None) -> MCPServer:
     """An MCP server whose tools are the store's contract (the store stays the caller's to close).
 
@@ -141,7 +198,7 @@ def build_server(store: GraphStore, *, name: str = "fractal-nb", token: str | No
     With a ``token``, its HTTP app answers 401 to any request without
     ``Authorization: Bearer <token>`` (stdio is unaffected).
     """
-    server = MCPServer(
+    server = FractalServer(
         name,
         instructions=INSTRUCTIONS,
         log_level="WARNING",

@@ -398,6 +398,8 @@ BUDGETS: dict[Intensity, Budget] = {
 MAX_TEXT_CHARS = 100_000  # a question, answer, synthesis or seed
 MAX_METADATA_BYTES = 1_000_000  # a node's or graph's metadata as JSON
 MAX_METADATA_DEPTH = 32  # nesting of objects and lists in metadata
+MAX_SUB_QUESTIONS = 12  # sub-questions one answer asks (a model proposing more is cut to these)
+MAX_CHILDREN = 100  # current children of one node: answers, sub-questions, notes (issue 37)
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -481,7 +483,7 @@ def parse_metadata(value: object, what: str = "metadata") -> dict[str, Any]:
         raise InvalidInputError(f"{what} must be a JSON object (a dict), not {type(value).__name__}")
     if any(not isinstance(key, str) for key in value):
         raise InvalidInputError(f"{what} keys must be strings")
-    _check_nesting(value, what)
+    _check_tree(value, what)
     try:
         text = json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -494,14 +496,42 @@ def parse_metadata(value: object, what: str = "metadata") -> dict[str, Any]:
     return decoded
 
 
-def _check_nesting(value: dict[str, Any], what: str) -> None:
-    """Refuse metadata nested deeper than ``MAX_METADATA_DEPTH`` (walked without recursion)."""
-    stack: list[tuple[object, int]] = [(value, 1)]
+def _check_tree(value: dict[str, Any], what: str) -> None:
+    """Refuse metadata nested too deeply, or with a NUL character in a key or a string.
+
+    Deeper than ``MAX_METADATA_DEPTH`` levels; NUL as text fields refuse it (issue 37).
+    Walked without recursion.
+    """
+    stack: list[tuple[object, int, tuple[object, ...]]] = [(value, 1, ())]
     while stack:
-        item, depth = stack.pop()
+        item, depth, path = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                raise InvalidInputError(
+                    f"{what}{_path(path)} contains a NUL character (\\x00); send text without it"
+                )
+            continue
         if depth > MAX_METADATA_DEPTH:
             raise InvalidInputError(
                 f"{what} is nested more than {MAX_METADATA_DEPTH} levels deep; flatten it"
             )
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list | tuple) else ()
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list | tuple))
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if isinstance(key, str) and "\x00" in key:
+                    raise InvalidInputError(
+                        f"{what}{_path(path)} has a key with a NUL character (\\x00), {key!r:.60}; "
+                        "send text without it"
+                    )
+                if isinstance(child, str | dict | list | tuple):
+                    stack.append((child, depth + 1, (*path, key)))
+        elif isinstance(item, list | tuple):
+            stack.extend(
+                (child, depth + 1, (*path, i))
+                for i, child in enumerate(item)
+                if isinstance(child, str | dict | list | tuple)
+            )
+
+
+def _path(path: tuple[object, ...]) -> str:
+    """Where a value sits in metadata, as a subscript: ``['notes'][2]`` (empty at the top)."""
+    return "".join(f"[{step!r}]" for step in path)

@@ -22,6 +22,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from .errors import InvalidInputError
+from .model import MAX_CHILDREN, MAX_SUB_QUESTIONS
 from .store.holders import parse_holder
 
 
@@ -245,7 +246,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         "add_node",
         "Add an answer under a question or a sub-question under an answer; returns the new node.\n\n"
-        "Refused beyond the intensity's depth, in a saturated branch, or on a finished graph.",
+        "Refused beyond the intensity's depth, in a saturated branch, on a finished graph, or past "
+        f"{MAX_CHILDREN} children under one node.",
         (
             GRAPH_ID,
             Param(
@@ -624,8 +626,9 @@ TOOLS: tuple[Tool, ...] = (
             Param(
                 "sub_questions",
                 _text(
-                    'JSON list of sub-questions: texts, or {"text": ..., "metadata": {...}} objects. '
-                    'None ("[]") makes the question a leaf, synthesized from its answer.'
+                    'JSON list of sub-questions: texts, or {"text": ..., "metadata": {...}} objects, at '
+                    f'most {MAX_SUB_QUESTIONS}. None ("[]") makes the question a leaf, synthesized from its '
+                    "answer."
                 ),
                 Wire.JSON_LIST,
                 "[]",

@@ -24,9 +24,19 @@ from ..errors import (
     StateError,
 )
 from ..llm.protocol import LLM, ToolUsingLLM
-from ..llm.schemas import Answer, Connections, Halt, LeafAnswer, StatedClaim, Synthesis, connections_among
+from ..llm.schemas import (
+    Answer,
+    Connections,
+    Halt,
+    LeafAnswer,
+    StatedClaim,
+    SubQuestion,
+    Synthesis,
+    connections_among,
+)
 from ..model import (
     BUDGETS,
+    MAX_SUB_QUESTIONS,
     UNEXPLORED,
     Budget,
     CheckpointMode,
@@ -159,13 +169,11 @@ def process(run: RunState, claim: Claim, worker: str) -> StepRecord:
             # A question for the person, or a blocker, instead of an answer (docs/architecture.md, "Halts").
             if answer.halt is not None:
                 return _halt(run, node_id, question, worker, answer.halt, calls)
-            subs, depth_limited = _sub_questions(context, answer, last_level)
+            subs = _sub_questions(context, answer, last_level)
             links = _connect(run, context, answer, worker, calls) if context["candidates"] else Connections()
         try:
             relation = {c["node_id"]: c["relation"] for c in context["candidates"]}
-            written = _write(
-                run, node_id, question, worker, answer, subs, depth_limited, links, calls, relation
-            )
+            written = _write(run, node_id, question, worker, answer, subs, links, calls, relation)
         except FractalError as exc:  # pruned or saturated meanwhile: the write is refused whole
             return StepRecord(node_id, worker, question, error=f"write refused: {exc}")
     if written["questions"]:
@@ -183,7 +191,7 @@ def process(run: RunState, claim: Claim, worker: str) -> StepRecord:
         sub_questions=tuple(written["questions"]),
         synthesized=synthesized,
         links=written["links"],
-        depth_limited=depth_limited,
+        depth_limited=subs.depth_limited,
         convergences=written["convergences"],
         contradictions=written["contradictions"],
         boundary_questions=written["boundary_questions"],
@@ -376,24 +384,46 @@ def _redecompose_note(meta: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _sub_questions(context: QuestionContext, answer: LeafAnswer, last_level: bool) -> tuple[list[Any], bool]:
-    """The answer's distinct sub-questions, and whether the depth budget cut the branch short.
+@dataclass(frozen=True)
+class SubQuestions:
+    """The sub-questions an answer asks, and what it does not ask: the depth's cut, the bound's."""
+
+    kept: list[SubQuestion] = field(default_factory=list)
+    depth_limited: bool = False  # the last level: the branch cut short by the depth budget
+    proposed: int = 0  # distinct new ones the model proposed; past MAX_SUB_QUESTIONS the rest were cut
+
+    def cut(self) -> dict[str, Any] | None:
+        """What the answer's metadata records of the bound's cut (None: nothing was cut)."""
+        if self.proposed <= len(self.kept):
+            return None
+        return {
+            "proposed": self.proposed,
+            "kept": len(self.kept),
+            "reason": f"an answer asks at most {MAX_SUB_QUESTIONS} sub-questions: the model proposed "
+            f"{self.proposed:,} new ones, the first {len(self.kept)} were kept",
+        }
+
+
+def _sub_questions(context: QuestionContext, answer: LeafAnswer, last_level: bool) -> SubQuestions:
+    """The answer's distinct sub-questions, at most ``MAX_SUB_QUESTIONS`` of them, in the model's order.
 
     At the last level the model is asked for an answer only (no sub-questions to
     pay for and drop); unless it says the branch is saturated, the branch counts
-    as cut by depth. Repeats of questions elsewhere in the graph are dropped by
-    the store when the answer is written.
+    as cut by depth. A model proposing more than the bound is cut to it, the cut
+    recorded on the answer (issue 37: 10,000 proposed made 10,000 children).
+    Repeats of questions elsewhere in the graph are dropped by the store when the
+    answer is written.
     """
     if last_level:
-        return [], answer.saturation is None
+        return SubQuestions(depth_limited=answer.saturation is None)
     known = {normalize(a["question"]) for a in context["ancestry"]} | {normalize(context["node"]["text"])}
     known |= {normalize(s["text"]) for s in context["siblings"]}
-    kept = []
+    distinct = []
     for sub in answer.sub_questions if isinstance(answer, Answer) else []:
         if normalize(sub.text) not in known:
             known.add(normalize(sub.text))
-            kept.append(sub)
-    return kept, False
+            distinct.append(sub)
+    return SubQuestions(distinct[:MAX_SUB_QUESTIONS], proposed=len(distinct))
 
 
 def _connect(
@@ -433,8 +463,7 @@ def _write(
     question: str,
     worker: str,
     answer: LeafAnswer,
-    subs: list[Any],
-    depth_limited: bool,
+    subs: SubQuestions,
     links: Connections,
     calls: PendingCalls,
     relation: dict[str, str],
@@ -444,15 +473,17 @@ def _write(
     meta: dict[str, Any] = {"confidence": answer.confidence}
     if answer.saturation:
         meta["saturation"] = answer.saturation
-    if depth_limited:
+    if subs.depth_limited:
         meta["depth_limited"] = True
+    if cut := subs.cut():
+        meta["sub_questions_cut"] = cut
     if answer.claims:  # facts, assumptions and unknowns kept apart (docs/architecture.md)
         meta["claims"] = [
             {"kind": c.kind.value, "text": c.text, "support": c.support} for c in _distinct(answer.claims)
         ]
     if run.has_sources or answer.citations:  # raw: the store checks them and sets the answer's support
         meta["citations"] = evidence.raw(answer.citations)
-    questions = [{"text": sub.text, "metadata": {"proxy_signal": sub.proxy_signal}} for sub in subs]
+    questions = [{"text": sub.text, "metadata": {"proxy_signal": sub.proxy_signal}} for sub in subs.kept]
     # A boundary question on the strongest convergence with another branch (docs/architecture.md); the store
     # places it under the shallower of the two answers.
     across = [link for link in links.convergences if relation.get(link.node_id) == "other_branch"]

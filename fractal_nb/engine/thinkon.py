@@ -8,6 +8,8 @@ The store keeps the rules (store/thinkon.py); this module asks the model and
 keeps the limits:
 
 - **depth**: a call the store refuses for the depth budget returns the level's state instead;
+- **width**: a level calls at most ``MAX_CHILDREN`` sub-goals (the store's bound on a node's
+  children, issue 37); its next call returns the level's state instead;
 - **repeats**: a sub-goal called again after :data:`MAX_REPEATS` redos, or again
   after two returns that said the same thing, returns the level's state (a loop);
 - **tokens, cost, time**: the graph's budgets (engine/limits.py), checked before
@@ -36,7 +38,7 @@ from ..errors import (
     NodeTimeLimitError,
 )
 from ..llm.schemas import Eval, EvalChoice, Finding, HarvestSummary, Think, ThinkChoice
-from ..model import ThinkonOutcome, ThinkonPhase
+from ..model import MAX_CHILDREN, ThinkonOutcome, ThinkonPhase
 from ..prompts import chat
 from ..results import StepRecord
 from ..store.records import Claim, DoneEntry, NodeRecord, ThinkonLevel
@@ -111,6 +113,10 @@ def _eval(run: RunState, level: ThinkonLevel, worker: str) -> StepRecord:
     loop = repeated(level["done"], reply.description)
     if loop is not None:
         return _cut(run, level, worker, loop)
+    if len(level["done"]) >= MAX_CHILDREN:  # each call is a child of the plan, and each returned
+        return _cut(
+            run, level, worker, f"width limit: {len(level['done'])} sub-goals called, at most {MAX_CHILDREN}"
+        )
     try:
         child = run.store.thinkon_call(run.graph_id, level["node_id"], reply.description, worker_id=worker)
     except BudgetError as exc:  # the depth budget (the store's rule, a deepened branch's ceiling included)

@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..model import ClaimKind, HaltKind
+from ..model import MAX_SUB_QUESTIONS, ClaimKind, HaltKind
 from ..text import normalize
 from . import quality
 
@@ -195,7 +195,12 @@ class LeafAnswer(_Output):
 class Answer(LeafAnswer):
     """Work phase: answer the claimed question and decide its sub-questions."""
 
-    sub_questions: list[SubQuestion] = Field(default_factory=list)
+    # The JSON schema says maxItems; validation keeps a longer list, which the engine cuts to the bound
+    # and records (engine/primitive.py): the answer is good, and a refusal would pay for a correction
+    # round trip (issue 37: a model proposed 10,000 sub-questions).
+    sub_questions: list[SubQuestion] = Field(
+        default_factory=list, json_schema_extra={"maxItems": MAX_SUB_QUESTIONS}
+    )
 
 
 class Synthesis(_Output):

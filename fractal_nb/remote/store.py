@@ -18,6 +18,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 
 from .. import errors
 from ..errors import FractalError, InvalidInputError, StateError, StoreUnreachableError
@@ -171,6 +172,10 @@ class RemoteStore:
         try:
             result = self._portal.call(self._client.call_tool, tool, arguments)
         except Exception as exc:  # the transport's failure, not a refusal by the store
+            refused = exc.data if isinstance(exc, MCPError) else None
+            if isinstance(refused, dict) and refused.get("error_type") == "InvalidInputError":
+                # refused by the server before any tool ran: a request over its size limit
+                raise InvalidInputError(f"{tool}: {exc}") from None
             raise StoreUnreachableError(
                 f"lost the MCP server at {self.url} ({tool}): {connection_problem(exc)}; claims held "
                 "here go back to open when the server recovers them (at once on this host, after the "

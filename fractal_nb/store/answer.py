@@ -17,7 +17,14 @@ from enum import StrEnum
 from typing import Any
 
 from ..errors import FractalError, InvalidInputError
-from ..model import NodeStatus, NodeType, SaturationReason, parse_choice, parse_metadata
+from ..model import (
+    MAX_SUB_QUESTIONS,
+    NodeStatus,
+    NodeType,
+    SaturationReason,
+    parse_choice,
+    parse_metadata,
+)
 from ..text import normalize
 from .base import (
     Event,
@@ -174,7 +181,13 @@ class Answers:
         )
         children = (
             self._children.add(
-                graph, answer, NodeType.QUESTION, subs, owner, question=replace(question, status=status)
+                graph,
+                answer,
+                NodeType.QUESTION,
+                subs,
+                owner,
+                question=replace(question, status=status),
+                parent_is_new=True,
             )
             if subs
             else []
@@ -375,13 +388,22 @@ def _added(node: NodeRow) -> AddedNode:
 
 
 def _sub_questions(value: object) -> list[tuple[str, dict[str, Any]]]:
-    """An answer's sub-questions (None: none): a list of texts or ``{"text", "metadata"}`` objects."""
+    """An answer's sub-questions (None: none): a list of texts or ``{"text", "metadata"}`` objects.
+
+    At most ``MAX_SUB_QUESTIONS``, refused before the write lock is taken (issue 37: 100,001 in one
+    call held it for 251 s).
+    """
     if value is None:
         return []
     if not isinstance(value, list | tuple):
         raise InvalidInputError(
             f"sub_questions must be a list of question texts or {{'text': ..., 'metadata': {{...}}}} "
             f"objects, or None; not {shown(value)}"
+        )
+    if len(value) > MAX_SUB_QUESTIONS:
+        raise InvalidInputError(
+            f"sub_questions holds {len(value):,} questions; an answer asks at most {MAX_SUB_QUESTIONS} "
+            "(README, Limits): keep the ones that matter most, or ask the rest below them"
         )
     return [_sub_question(item, i) for i, item in enumerate(value)]
 

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from ..errors import BudgetError, InvalidInputError, StateError
-from ..model import TAKES_CHILDREN, NodeStatus, NodeType, SaturationReason
+from ..model import MAX_CHILDREN, TAKES_CHILDREN, NodeStatus, NodeType, SaturationReason
 from ..text import normalize
 from .base import Event, StoreCore, new_id
 from .rows import GraphRow, NodeRow
@@ -40,15 +40,19 @@ class Children:
         question: NodeRow | None = None,
         synthesis: str | None = None,
         saturation: SaturationReason | None = None,
+        parent_is_new: bool = False,
     ) -> list[NodeRow]:
         """Check and insert nodes of one kind under ``parent`` (one INSERT; their events with the question's).
 
         ``question`` is the question ``parent`` belongs to when the caller already
         holds it; ``synthesis`` synthesizes that question in the same update that
         marks it answered (a leaf), ``saturated`` with ``saturation`` when given.
-        Everything is checked before the first write. Call inside a write transaction.
+        ``parent_is_new``: ``parent`` was inserted in this transaction, so it has no
+        children to count (:meth:`check_room`). Everything is checked before the
+        first write. Call inside a write transaction.
         """
         question, reopen = self._question_taking(graph, parent, kind, owner, question)
+        self.check_room(parent, len(items), parent_is_new=parent_is_new)
         depth, status = self._depth_and_status(graph, question, kind)
         now = self._core.clock()
         if reopen:  # under a synthesized question's answer (a boundary question)
@@ -60,6 +64,29 @@ class Children:
         added = self._insert(nodes, kind, owner, now)
         self._answer(question, kind, nodes, owner, now, synthesis, saturation, added)
         return nodes
+
+    def check_room(self, parent: NodeRow, adding: int, *, parent_is_new: bool = False) -> None:
+        """Refuse ``adding`` children that would take ``parent`` past ``MAX_CHILDREN`` (issue 37).
+
+        Its current children count (answers, sub-questions, notes); those a turn
+        superseded are its history, not its children now. A node inserted in this
+        transaction (``parent_is_new``) has none.
+        """
+        held = 0
+        if not parent_is_new:
+            row = self._db.fetchone(
+                "SELECT count(*) FROM nodes WHERE graph_id = ? AND parent_id = ? AND superseded_turn IS NULL",
+                [parent.graph_id, parent.node_id],
+            )
+            held = int(row[0]) if row else 0
+        if held + adding > MAX_CHILDREN:
+            raise InvalidInputError(
+                f"{parent.node_type} {parent.node_id} has {held:,} children; {adding:,} more would pass the "
+                f"limit of {MAX_CHILDREN} per node (README, Limits): ask further questions below its "
+                "children instead",
+                graph_id=parent.graph_id,
+                node_id=parent.node_id,
+            )
 
     def asked(self, graph_id: str, keys: list[str]) -> dict[str, str | None]:
         """The first question of the graph asked under each of ``keys`` (question_key), by key."""

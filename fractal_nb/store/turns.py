@@ -230,6 +230,11 @@ class Turns:
             raise InvalidInputError(
                 f"questions must be a non-empty list of question texts, not {shown(questions)}"
             )
+        if len(questions) > MAX_WIDEN:
+            raise InvalidInputError(
+                f"questions holds {len(questions):,} questions; a widening adds at most {MAX_WIDEN} "
+                "(README, Limits)"
+            )
         texts = [require_text(q, f"questions[{i}]") for i, q in enumerate(questions)]
         with self._db.write():
             graph = self._steerable(graph_id)
@@ -350,6 +355,7 @@ class Turns:
         with self._db.write():
             graph = self._steerable(graph_id)
             question = self._question(graph, node_id)
+            self._children.check_room(question, 1)  # a note is one of the question's children (issue 37)
             turn = self.open_turn(graph, TurnKind.NOTE)
             now = self._core.clock()
             note_id = new_id("n")

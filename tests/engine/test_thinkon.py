@@ -469,8 +469,16 @@ class StallingEval(SimulatedLLM):
 def test_a_steps_time_limit_returns_the_levels_state_and_the_run_stops() -> None:
     llm = StallingEval()
     try:
-        with chain("Should a mid-sized city build a tram line?", llm, node_timeout_s=0.05) as ex:
-            report = ex.run(max_workers=1, progress=False)
+        with chain("Should a mid-sized city build a tram line?", llm) as ex:
+            # Up to the stalled step without a time limit: a loaded machine's ordinary step may
+            # take longer than 50 ms, so only the stalled one runs under it (issue 37).
+            def pause_once_a_level_returned(record: Any) -> None:
+                if record.thinkon == "return":
+                    ex.pause()
+
+            assert ex.run(max_workers=1, progress=False, on_step=pause_once_a_level_returned) == "paused"
+            assert llm.evals == 1 and len(root_done(ex)) == 1, "the next step is the root's stalled Eval"
+            report = ex.run(max_workers=1, progress=False, node_timeout_s=0.05)
             assert report == "all_complete", "the chain ended: its root returned its state"
             root = ex.store.get_node(ex.graph_id, ex.store.get_graph(ex.graph_id)["root_node_id"])["node"]
             assert root["status"] == "saturated" and "time limit" in root["metadata"]["budget_reason"]

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fractal_nb import FractalError, GraphStore
+from fractal_nb.model import MAX_CHILDREN
 from tests.conftest import FakeClock, make_tree
 
 WORKERS = 8
@@ -44,7 +45,7 @@ def claim_counts(store: GraphStore, graph_id: str) -> Counter[str]:
 
 
 def test_parallel_claims_take_each_question_exactly_once(fresh_store: GraphStore) -> None:
-    t = make_tree(fresh_store, "explore", seeds=200)
+    t = make_tree(fresh_store, "explore", seeds=MAX_CHILDREN)  # the most one answer holds
 
     def claim_all(i: int) -> list[str]:
         mine = []
@@ -54,7 +55,7 @@ def test_parallel_claims_take_each_question_exactly_once(fresh_store: GraphStore
 
     per_worker = run_threads(claim_all)
     claimed = [n for mine in per_worker for n in mine]
-    assert len(claimed) == len(set(claimed)) == 200
+    assert len(claimed) == len(set(claimed)) == MAX_CHILDREN
     assert set(claimed) == set(t.seeds)
     assert set(claim_counts(fresh_store, t.graph_id).values()) == {1}
     assert sum(1 for mine in per_worker if mine) > 1, "only one thread ever claimed"

@@ -1,4 +1,5 @@
-"""Limits that hold: merged metadata, bounded limits and offsets, checked durations, reasons and id lists.
+"""Limits that hold: merged metadata, bounded limits and offsets, checked durations, reasons and id lists,
+sub-questions per answer and children per node.
 
 Each refused call raises a FractalError whose message says what is allowed, and
 changes nothing (nodes, edges, events, graphs, claims of either kind).
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from fractal_nb import GraphStore, InvalidInputError
-from fractal_nb.model import MAX_METADATA_BYTES, MAX_TEXT_CHARS
+from fractal_nb.model import MAX_CHILDREN, MAX_METADATA_BYTES, MAX_SUB_QUESTIONS, MAX_TEXT_CHARS
 from tests.conftest import FakeClock, make_tree
 
 BIG = "x" * 600_000  # four of these were 2.4 MB of one node's metadata
@@ -171,6 +172,30 @@ REFUSED: list[tuple[str, Call, str]] = [
         lambda s: s.store.add_answer(s.graph_id, s.claimed, "An answer.", sub_questions="Why?"),
         "sub_questions must be a list of question texts .* or None; not 'Why\\?'",
     ),
+    # -- sub-questions per answer (issue 37: 100,001 in one call held the write lock for 251 s)
+    (
+        "sub_questions one past the bound",
+        lambda s: s.store.submit_answer(
+            s.graph_id,
+            s.claimed,
+            "An answer.",
+            owner="w1",
+            sub_questions=[f"Which part {i} matters?" for i in range(MAX_SUB_QUESTIONS + 1)],
+        ),
+        "sub_questions holds 13 questions; an answer asks at most 12",
+    ),
+    (
+        "sub_questions 100,001",
+        lambda s: s.store.add_answer(
+            s.graph_id, s.claimed, "An answer.", sub_questions=[f"Part {i}?" for i in range(100_001)]
+        ),
+        "sub_questions holds 100,001 questions; an answer asks at most 12",
+    ),
+    (
+        "widen past its bound",
+        lambda s: s.store.widen(s.graph_id, [f"Which side {i} matters?" for i in range(13)]),
+        "questions holds 13 questions; a widening adds at most 12",
+    ),
     (
         "skip not a list",
         lambda s: s.store.claim_synthesis(s.graph_id, "w2", skip=5),
@@ -253,3 +278,93 @@ def test_a_feed_key_written_with_another_type_does_not_break_the_feed(value: obj
     store.update_node(gid, root, {"synthesis_failed": True})
     [node] = [n for n in store.get_changes(gid)["nodes"] if n["node_id"] == root]
     assert node["synthesis_failed"] is True
+
+
+# -- children per node (issue 37: a model proposing 10,000 sub-questions made 10,001 children) -----------
+
+
+@dataclass
+class Full:
+    """A graph whose root answer holds ``MAX_CHILDREN`` seed questions, one of them claimed, and a question
+    holding ``MAX_CHILDREN`` sub-questions asked directly under it."""
+
+    store: GraphStore
+    graph_id: str
+    root_answer: str
+    claimed: str  # a seed question claimed by w1
+    crowded: str  # a seed question with MAX_CHILDREN sub-questions directly under it
+
+
+@pytest.fixture
+def full(fresh_store: GraphStore) -> Full:
+    tree = make_tree(fresh_store, seeds=MAX_CHILDREN)
+    store, gid = fresh_store, tree.graph_id
+    claimed = store.claim_work(gid, "w1", holder=None)["node_id"]
+    assert claimed == tree.seeds[0]
+    crowded = tree.seeds[1]
+    with store.batch():
+        for i in range(MAX_CHILDREN):
+            tree.ask(crowded, f"Which detail {i} of it matters?")
+    return Full(store, gid, tree.root_answer, claimed, crowded)
+
+
+def full_state(full: Full) -> tuple[Any, ...]:
+    """Everything a refused call must leave as it was, a graph's turns included."""
+    return (
+        full.store.get_snapshot(full.graph_id),
+        full.store.get_events(full.graph_id)["events"],
+        full.store.list_graphs(),
+        full.store.list_turns(full.graph_id),
+    )
+
+
+PAST = f"has {MAX_CHILDREN} children; 1 more would pass the limit of {MAX_CHILDREN} per node"
+CROWDED: list[tuple[str, Callable[[Full], object], str]] = [
+    (
+        "a question under a full answer",
+        lambda f: f.store.add_node(f.graph_id, f.root_answer, "question", "One more seed question?"),
+        f"answer n-\\w+ {PAST}",
+    ),
+    (
+        "an answer under a full question",
+        lambda f: f.store.add_node(f.graph_id, f.crowded, "answer", "Its answer."),
+        f"question n-\\w+ {PAST}",
+    ),
+    ("a turn's question under a full answer", lambda f: f.store.ask(f.graph_id, "One more?"), PAST),
+    ("a widening of a full root answer", lambda f: f.store.widen(f.graph_id, ["A new side?"]), PAST),
+    ("a note under a full question", lambda f: f.store.add_note(f.graph_id, f.crowded, "Evidence."), PAST),
+]
+
+
+@pytest.mark.parametrize(("name", "call", "message"), CROWDED, ids=[r[0] for r in CROWDED])
+def test_a_node_takes_at_most_max_children_and_a_refusal_changes_nothing(
+    full: Full, name: str, call: Callable[[Full], object], message: str
+) -> None:
+    before = full_state(full)
+    with pytest.raises(InvalidInputError, match=message):
+        call(full)
+    assert full_state(full) == before
+
+
+def test_a_boundary_question_with_no_room_is_left_out_and_the_answer_lands(full: Full) -> None:
+    written = full.store.submit_answer(
+        full.graph_id,
+        full.claimed,
+        "An answer that meets the seed plan.",
+        owner="w1",
+        boundary={"text": "Where do the two meet?", "converging_with": full.root_answer},
+    )
+    assert written["boundary"] is None and written["status"] == "synthesized"
+    texts = [n["text"] for n in full.store.get_snapshot(full.graph_id)["nodes"]]
+    assert "Where do the two meet?" not in texts
+
+
+def test_children_a_turn_superseded_leave_room(full: Full) -> None:
+    """The bound counts a node's current children: a redecomposition's superseded ones are history."""
+    with pytest.raises(InvalidInputError, match=PAST):
+        full.store.add_node(full.graph_id, full.crowded, "answer", "A new decomposition.")
+    full.store.redecompose(full.graph_id, full.crowded)
+    answer = full.store.add_node(full.graph_id, full.crowded, "answer", "A new decomposition.")["node_id"]
+    below = [n for n in full.store.get_snapshot(full.graph_id)["nodes"] if n["parent_id"] == full.crowded]
+    assert len(below) == MAX_CHILDREN + 1
+    assert [n["node_id"] for n in below if n["superseded_turn"] is None] == [answer]
