@@ -55,11 +55,12 @@ from fractal_nb import GraphStore
 store = GraphStore(sys.argv[1])
 g = store.create_graph("Does a killed writer lose work?", "deep", "autonomous")
 gid = g["graph_id"]
-answer = store.add_node(gid, g["root_node_id"], "answer", "Let us see.")["node_id"]
-print("READY", gid, g["root_node_id"], answer, flush=True)
+# Several answers, so a slow reader's kill never meets a node's bound on children (MAX_CHILDREN).
+answers = [store.add_node(gid, g["root_node_id"], "answer", f"Let us see {k}.")["node_id"] for k in range(20)]
+print("READY", gid, g["root_node_id"], ",".join(answers), flush=True)
 i = 0
 while True:
-    node = store.add_node(gid, answer, "question", f"question {i} " + "x" * 200,
+    node = store.add_node(gid, answers[i // 90], "question", f"question {i} " + "x" * 200,
                           owner="writer", metadata={"i": i})
     print("COMMITTED", node["node_id"], flush=True)
     i += 1
@@ -78,13 +79,13 @@ from fractal_nb import GraphStore
 store = GraphStore(sys.argv[1])
 g = store.create_graph("Is a batch all or nothing?", "deep", "autonomous")
 gid = g["graph_id"]
-answer = store.add_node(gid, g["root_node_id"], "answer", "Let us see.")["node_id"]
-print("READY", gid, g["root_node_id"], answer, flush=True)
+answers = [store.add_node(gid, g["root_node_id"], "answer", f"Let us see {k}.")["node_id"] for k in range(20)]
+print("READY", gid, g["root_node_id"], ",".join(answers), flush=True)
 k = 0
 while True:
     with store.batch():
         for i in range(BATCH):
-            node = store.add_node(gid, answer, "question", f"batch {k} question {i}",
+            node = store.add_node(gid, answers[k // 9], "question", f"batch {k} question {i}",
                                   metadata={"batch": k})
             print("PENDING", k, node["node_id"], flush=True)
     print("BATCH_DONE", k, flush=True)
@@ -400,7 +401,8 @@ def _kill_after(child: Child, lines_wanted: int, prefix: str) -> list[str]:
 def test_sigkill_mid_writes_loses_no_committed_node(tmp_path: Path, children: list[Child]) -> None:
     db = tmp_path / "killed.duckdb"
     child = spawn(children, tmp_path, "writer", WRITER, str(db))
-    _, graph_id, root, answer = child.expect("READY")
+    _, graph_id, root, listed = child.expect("READY")
+    answers = listed.split(",")
     lines = _kill_after(child, 40, "COMMITTED")
     committed = [line.split()[1] for line in lines if line.startswith("COMMITTED")]
     assert len(committed) >= 40
@@ -411,15 +413,16 @@ def test_sigkill_mid_writes_loses_no_committed_node(tmp_path: Path, children: li
         missing = [c for c in committed if c not in ids]
         assert not missing, f"{len(missing)} committed node(s) lost after SIGKILL: {missing[:5]}"
         # at most the one call in flight may have landed without being printed
-        assert len(ids) - 2 - len(committed) in (0, 1)
-        assert ids[:2] == [root, answer] and ids[2 : 2 + len(committed)] == committed
+        head = 1 + len(answers)
+        assert len(ids) - head - len(committed) in (0, 1)
+        assert ids[:head] == [root, *answers] and ids[head : head + len(committed)] == committed
         by_id = {n["node_id"]: n for n in snap["nodes"]}
         assert all(by_id[c]["status"] == "open" for c in committed)
         assert all(by_id[c]["owner"] == "writer" for c in committed)
         assert [by_id[c]["metadata"]["i"] for c in committed] == list(range(len(committed)))
 
         claimed = claim_all(store, graph_id, "after-crash")
-        assert claimed == ids[2:]  # creation order, each once
+        assert claimed == ids[head:]  # creation order, each once
         done = store.claim_work(graph_id, "after-crash")
         assert done["node_id"] is None and done["graph_done"] is False  # all claimed, none done
         assert_consistent(store, graph_id)
@@ -429,7 +432,7 @@ def test_sigkill_mid_writes_loses_no_committed_node(tmp_path: Path, children: li
 def test_sigkill_inside_a_batch_keeps_batches_all_or_nothing(tmp_path: Path, children: list[Child]) -> None:
     db = tmp_path / "batches.duckdb"
     child = spawn(children, tmp_path, "batch_writer", BATCH_WRITER, str(db))
-    _, graph_id, _root, _answer = child.expect("READY")
+    _, graph_id, _root, _answers = child.expect("READY")
     # kill a little after the 4th batch began, most likely inside a batch
     lines = _kill_after(child, 3 * BATCH_SIZE + 4, "PENDING")
     pending: dict[int, list[str]] = {}
