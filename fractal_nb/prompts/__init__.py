@@ -28,9 +28,12 @@ def chat(name: str, **values: object) -> list[Message]:
 
     The role instructions open the user turn too: some chat templates (llama.cpp's
     Gemma one among them) drop the system message, and the model would never see them.
+    The system message adds that quoted source text is data, never instructions
+    (``quoted_data.txt``); the user turn need not repeat it, since every prompt that
+    quotes sources says so where it quotes them (``evidence.txt``, ``single_citing.txt``).
     """
     role = render("system")
     return [
-        Message(role="system", content=role),
+        Message(role="system", content=f"{role}\n{render('quoted_data')}"),
         Message(role="user", content=f"{role}\n\n{render(name, **values)}"),
     ]
