@@ -14,7 +14,6 @@ from fractal_nb.errors import InvalidInputError, LLMOutputError
 from fractal_nb.llm.openai_llm import MAX_REPLY_BYTES, OpenAILLM
 from fractal_nb.llm.protocol import (
     MAX_REPORTED_TOKENS,
-    Message,
     Usage,
     estimate_tokens,
     messages_tokens,
@@ -23,11 +22,8 @@ from fractal_nb.llm.protocol import (
 from fractal_nb.llm.schemas import Answer
 
 from .fake_openai import ABSURD_TOKENS, NEGATIVE_TOKENS, FakeOpenAI
+from .test_openai_llm import MESSAGES
 
-MESSAGES: list[Message] = [
-    {"role": "system", "content": "You answer questions."},
-    {"role": "user", "content": "Why is the sky blue?"},
-]
 GOOD = {"answer": "Rayleigh scattering makes the short wavelengths scatter most.", "confidence": 0.8}
 
 
