@@ -1,6 +1,6 @@
 """The real local model: llama.cpp's server with the packaged Gemma 3 270M, through the real openai client.
 
-Marked ``local_llm``: it needs the ``[local]`` extra (llama-cpp-python compiles llama.cpp).
+Marked ``local_llm``: it needs the ``[local]`` extra (xllamacpp's prebuilt llama.cpp server; wheels only).
 Without it the test skips, naming the install; with ``CI`` set it is required.
 The model is tiny and writes mostly junk; what is asserted is that the run ends
 honestly: nothing stuck, every call in the ledger with what the server saw, no
@@ -10,7 +10,12 @@ degraded when the model could not do the job.
 
 from __future__ import annotations
 
+import http.client
+import json
+import os
 import re
+import signal
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -18,7 +23,7 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter
 
-from fractal_nb import Exploration, LLMError
+from fractal_nb import Exploration, LLMError, LLMUnavailableError
 from fractal_nb.cli import main
 from fractal_nb.engine import evidence
 from fractal_nb.llm.local_server import INSTALL_HINT, LocalModelServer, local_model_available
@@ -65,8 +70,8 @@ def test_a_pulse_exploration_on_the_real_local_model_ends_honestly(
         assert not (nodes["status"] == "claimed").any(), "a claim was left behind"
         calls = ex.llm_calls()
         assert len(calls) >= 1 and (calls["attempts"] >= 1).all()
-        assert set(calls["mode"].dropna()) <= {"json_object"}  # llama.cpp refuses json_schema
-        assert llm.max_concurrency == 1 and llm.mode == "json_object"
+        assert set(calls["mode"].dropna()) <= {"json_schema"}  # llama.cpp's server enforces it by grammar
+        assert llm.max_concurrency == 1 and llm.mode == "json_schema"
         assert (calls["queue_s"] >= 0).all()
         result = ex.harvest(finish=True)  # whatever state the model left it in
         assert result.status in ("completed", "paused")
@@ -215,7 +220,7 @@ def test_demo_local_runs_and_stops_its_server(
 
 
 def _servers() -> set[int]:
-    """llama.cpp servers this test process started (its children), still running."""
+    """Local model servers this test process started (its children), still running."""
     import psutil
 
     return {
@@ -223,8 +228,65 @@ def _servers() -> set[int]:
         for p in psutil.Process().children(recursive=True)
         if p.is_running()
         and p.status() != psutil.STATUS_ZOMBIE
-        and "llama_cpp.server" in " ".join(p.cmdline())
+        and "fractal_nb.llm.local_server" in " ".join(p.cmdline())
     }
+
+
+def test_a_file_that_is_not_a_model_kills_the_real_server_at_start_and_says_so(tmp_path: Path) -> None:
+    require_local_model()
+    junk = tmp_path / "not-a-model.gguf"
+    junk.write_bytes(b"GGUF? no: " + bytes(range(256)) * 16)
+    server = LocalModelServer(model=junk)
+    with pytest.raises(LLMUnavailableError) as raised:
+        server.start()
+    message = str(raised.value)
+    assert message.startswith("the local model server died (exit 1)"), message
+    assert "llama.cpp's server did not start" in message and str(server.log_path) in message
+    assert server.pid is not None and not _running(server.pid)
+
+
+def test_the_real_server_killed_mid_completion_is_reported_dead_with_its_log() -> None:
+    """As a server that crashes on a completion (llama.cpp's AMX fault): the call says it died, and how."""
+    require_local_model()
+    with LocalModelServer() as server, server.llm() as llm:
+        failures: list[BaseException] = []
+
+        def ask() -> None:
+            try:
+                llm.complete(
+                    [{"role": "user", "content": "Why do some cities grow faster than others?"}], LeafAnswer
+                )
+            except LLMError as exc:
+                failures.append(exc)
+
+        asking = threading.Thread(target=ask)
+        asking.start()
+        while not _generating(server.port):  # until the request reached a slot
+            asking.join(timeout=0.05)  # returns at once if the completion ends
+            assert asking.is_alive(), "the completion ended before it could be interrupted"
+        assert server.pid is not None
+        os.kill(server.pid, signal.SIGKILL)
+        asking.join()
+    assert len(failures) == 1 and isinstance(failures[0], LLMUnavailableError), failures
+    message = str(failures[0])
+    assert message.startswith("the local model server died (exit -9, signal SIGKILL); the end of its log")
+    assert "cannot reach" not in message
+
+
+def _generating(port: int) -> bool:
+    """Whether llama.cpp's server is working on a request (its ``/slots``)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        connection.request("GET", "/slots")
+        return any(slot.get("is_processing") for slot in json.loads(connection.getresponse().read()))
+    finally:
+        connection.close()
+
+
+def _running(pid: int) -> bool:
+    import psutil
+
+    return psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
 
 
 def test_a_thinkon_chain_on_the_real_local_model_ends_honestly(
