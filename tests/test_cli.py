@@ -204,6 +204,13 @@ def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str
         ["run", "Why?", "--llm", "openai", "--model", "m", "--base-url", "http://127.0.0.1:99999/v1"],
         ["worker", "--mcp-url", "http://"],
         ["worker", "--mcp-url", "http://127.0.0.1:1/mcp", "--worker-id", ""],
+        # issue 37: a raw OSError (or DuckDB's error, a file left) for a name too long; an empty token
+        ["run", "Why?", "--db", "x" * 300 + ".duckdb"],
+        ["run", "Why?", "--db", "x" * 253],  # no room for DuckDB's log, x….wal, beside it
+        ["serve-mcp", "--db", "d" * 300 + "/s.duckdb"],
+        ["tree", "x" * 300],
+        ["worker", "--mcp-url", "http://127.0.0.1:1/mcp", "--token", ""],
+        ["worker", "--mcp-url", "http://127.0.0.1:1/mcp", "--token", " "],
     ],
 )
 def test_bad_options_exit_2_before_any_file_is_opened(
@@ -471,7 +478,7 @@ def test_a_worker_whose_model_is_down_exits_3_and_gives_its_claims_back(
             server.stop()
         out, err = capsys.readouterr()
         assert code == EXIT_MODEL, (out, err)
-        assert f"model unreachable: cannot reach the model server at {model_url}" in err
+        assert f"model unavailable: cannot reach the model server at {model_url}" in err
         assert "connection refused" in err and "exit: model_unavailable" in out
         questions = ex.nodes().query("node_type == 'question' and depth == 1")
         assert set(questions["status"]) == {"open"}, "every claim given back"

@@ -205,7 +205,7 @@ class ModelCaller:
                 self._unavailable_in_row + 1 if isinstance(error, LLMUnavailableError) else 0
             )
             if self.outage is None and self._unavailable_in_row >= UNAVAILABLE_AFTER:
-                self.outage = f"model unreachable: {error}"
+                self.outage = f"model unavailable: {error}"
             elif self.outage is None and self._failed_in_row >= FAILING_AFTER:
                 self.outage = (
                     f"model failed {self._failed_in_row} calls in a row; the last: "

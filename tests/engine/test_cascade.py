@@ -128,6 +128,6 @@ def test_a_climb_that_meets_an_outage_gives_its_synthesis_back() -> None:
         assert store.claim_work(g, "w1")["node_id"] == leaf
         written = store.submit_answer(g, leaf, "Trade jobs.", owner="w1", claim_next=True)
         assert written["next_synthesis"]["node_id"] == root
-        ex._state.call.outage = "model unreachable: test"
+        ex._state.call.outage = "model unavailable: test"
         assert cascade(ex._state, "w1", written["next_synthesis"]) == ()
         assert store.claim_synthesis(g, "w2")["node_id"] == root

@@ -46,7 +46,7 @@ def test_a_model_that_is_down_pauses_the_graph_and_it_runs_on_when_the_model_is_
         assert ex.run(progress=False) == "model_unavailable"
         reason = paused_reason(ex)
         assert reason.startswith(
-            f"model unreachable: cannot reach the model server at http://127.0.0.1:{port}/v1"
+            f"model unavailable: cannot reach the model server at http://127.0.0.1:{port}/v1"
         ) and reason.endswith("connection refused")
         calls = ex.llm_calls()
         assert len(calls) == UNAVAILABLE_AFTER and (calls["outcome"] == "error").all()
@@ -71,7 +71,7 @@ def dying_model(path: Path) -> Iterator[tuple[FakeOpenAI, Exploration]]:
 def test_a_model_that_dies_mid_run_is_reported_as_such_not_as_a_budget(tmp_path: Path) -> None:
     with dying_model(tmp_path / "dies.duckdb") as (server, ex):
         assert ex.run(progress=False) == "model_unavailable"
-        assert paused_reason(ex).startswith("model unreachable: the model server at ")
+        assert paused_reason(ex).startswith("model unavailable: the model server at ")
         assert "HTTP 503" in paused_reason(ex)
         nodes = ex.nodes()
         questions = nodes[nodes["node_type"] == "question"]
@@ -96,7 +96,7 @@ def test_the_caller_declares_an_outage_after_failures_in_a_row_and_a_success_res
         caller._observe(LLMUnavailableError("cannot reach"))
     assert caller.outage is None
     caller._observe(LLMUnavailableError("cannot reach the model server at X: connection refused"))
-    assert caller.outage == "model unreachable: cannot reach the model server at X: connection refused"
+    assert caller.outage == "model unavailable: cannot reach the model server at X: connection refused"
     caller.reset_health()
     assert caller.outage is None
     for _ in range(FAILING_AFTER - 1):
