@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from .arguments import check_bind_host, check_store_path
+from .arguments import check_bind_host, check_store_path, check_token
 from .errors import FractalError, InvalidInputError
 from .loopback import is_loopback
 from .model import CheckpointMode, Intensity
@@ -446,6 +446,8 @@ def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM |
             if base is not None:
                 what = "--base-url" if args.base_url is not None else "$OPENAI_BASE_URL"
                 _check_url(base, what, "http://127.0.0.1:8080/v1")
+        if getattr(args, "token", None) is not None:  # serve-mcp, worker: an empty one would be none
+            check_token(args.token, "--token")
         if args.command == "serve-mcp":
             if not 0 <= args.port <= 65535:
                 raise InvalidInputError(f"--port must be 0-65535, not {args.port}")

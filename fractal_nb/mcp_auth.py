@@ -24,6 +24,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 
+from .arguments import check_token
 from .loopback import is_loopback
 
 TOKEN_ENV = "FRACTAL_NB_TOKEN"
@@ -53,9 +54,7 @@ class StaticTokenVerifier:
     """
 
     def __init__(self, token: str, *, client_id: str = "fractal-nb") -> None:
-        if not token:
-            raise ValueError("the bearer token must not be empty")
-        self._expected = token.encode()
+        self._expected = check_token(token).encode()
         self._client_id = client_id
 
     def __repr__(self) -> str:
@@ -87,7 +86,7 @@ def resolve_token(
     Parameters
     ----------
     token : str or None
-        The token asked for explicitly (``--token``, ``token=``); empty counts as none.
+        The token asked for explicitly (``--token``, ``token=``); empty or blank is refused.
     host : str
         The bind address: beyond loopback a token is always required.
     environ : Mapping[str, str], optional
@@ -100,10 +99,10 @@ def resolve_token(
         new ``secrets.token_urlsafe(32)`` with ``True``, for the caller to print;
         ``(None, False)`` on loopback with no token anywhere.
     """
-    if token:
-        return token, False
-    from_env = (os.environ if environ is None else environ).get(TOKEN_ENV, "")
-    if from_env:
+    if token is not None:
+        return check_token(token), False
+    from_env = _from_environment(environ)
+    if from_env is not None:
         return from_env, False
     if is_loopback(host):
         return None, False
@@ -116,7 +115,7 @@ def client_token(token: str | None, *, environ: Mapping[str, str] | None = None)
     Parameters
     ----------
     token : str or None
-        The token asked for explicitly; empty counts as none.
+        The token asked for explicitly; empty or blank is refused.
     environ : Mapping[str, str], optional
         Where to read ``FRACTAL_NB_TOKEN`` (default ``os.environ``).
 
@@ -125,7 +124,13 @@ def client_token(token: str | None, *, environ: Mapping[str, str] | None = None)
     str or None
         The token to send as ``Authorization: Bearer``, if any.
     """
-    return token or (os.environ if environ is None else environ).get(TOKEN_ENV) or None
+    return check_token(token) if token is not None else _from_environment(environ)
+
+
+def _from_environment(environ: Mapping[str, str] | None) -> str | None:
+    """``$FRACTAL_NB_TOKEN``: None when unset or empty (as a shell's ``VAR=`` unsets), refused when blank."""
+    value = (os.environ if environ is None else environ).get(TOKEN_ENV, "")
+    return check_token(value, f"${TOKEN_ENV}") if value else None
 
 
 def token_verifier(token: str | None) -> StaticTokenVerifier | None:

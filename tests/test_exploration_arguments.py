@@ -88,6 +88,30 @@ def test_a_directory_or_a_missing_folder_is_named_for_what_it_is(tmp_path: Path)
     assert list(folder.iterdir()) == []
 
 
+def test_a_name_the_file_system_cannot_hold_is_refused_before_any_file(tmp_path: Path) -> None:
+    """Over-long names used to escape as a raw OSError, or as DuckDB's error once its log could not
+    be made beside the store, a file left behind (issue 37)."""
+    cases = {
+        "x" * 300 + ".duckdb": r"the file name 'x{30}'… is 307 bytes; at most 251 fit here",
+        "x" * 253: r"is 253 bytes; at most 251 fit here \(.*255 per name, and '\.wal' is added beside it\)",
+        "d" * 300
+        + "/x.duckdb": r"the folder name 'd{30}'… is 300 bytes; this file system allows at most 255",
+        "/".join(["d" * 200] * 25)
+        + "/x.duckdb": r"bytes long as a full path; this file system allows paths under",
+        "\ud800.duckdb": "has characters no file name can hold",
+    }
+    for name, message in cases.items():
+        with pytest.raises(InvalidInputError, match=message):
+            Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM(), path=tmp_path / name)
+        with pytest.raises(InvalidInputError, match=message):
+            Exploration.open(tmp_path / name, llm=SimulatedLLM())
+        with pytest.raises(InvalidInputError, match=message):
+            check_store_path(tmp_path / name, "--db")
+    assert list(tmp_path.iterdir()) == []
+    with Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM(), path=tmp_path / ("x" * 251)) as ex:
+        assert ex.run(progress=False) == "all_complete", "the longest name that fits works"
+
+
 def test_open_checks_its_arguments_before_the_file(tmp_path: Path) -> None:
     path = tmp_path / "x.duckdb"
     with Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM(), path=path) as ex:

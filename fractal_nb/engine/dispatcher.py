@@ -38,15 +38,28 @@ HEARTBEATS_PER_LEASE = 3  # a live holder renews its claims three times per leas
 
 
 @contextmanager
-def heartbeat(run: RunState) -> Iterator[None]:
-    """While the block runs, renew the leases of the claims the run's holder has, a few times a lease."""
+def heartbeat(run: RunState, clock: Clock | None = None) -> Iterator[None]:
+    """While the block runs, renew the leases of the claims the run's holder has, a few times a lease.
+
+    ``clock`` paces the beats (real time by default): it waits in the store's
+    time, the lease's, so a test that moves the store's clock cues each beat
+    through it rather than racing a real lease (issue 37).
+    """
     store, holder = run.store, run.store.holder["holder_id"]
+    pace = clock or RealClock()
+    wake = threading.Condition()  # notified when the block ends
     done = threading.Event()
 
     def beat() -> None:
         # A first beat at once learns the store's lease (a remote server's may be short).
         interval = 0.0
-        while not done.wait(interval):
+        while True:
+            # Checked and waited under the condition's lock: the block's end cannot slip in between.
+            with wake:
+                if interval and not done.is_set():
+                    pace.wait(wake, interval)
+                if done.is_set():
+                    return
             try:
                 interval = float(store.heartbeat(holder)["lease_s"]) / HEARTBEATS_PER_LEASE
             except Exception:  # noqa: BLE001 - a missed beat is retried; the workers see the real error
@@ -57,7 +70,9 @@ def heartbeat(run: RunState) -> Iterator[None]:
     try:
         yield
     finally:
-        done.set()
+        with wake:
+            done.set()
+            wake.notify_all()
         thread.join()
 
 
@@ -109,6 +124,9 @@ class Dispatcher:
     run_state: RunState
     workers: int
     clock: Clock = field(default_factory=RealClock)
+    # Paces the heartbeat in the store's time (a lease), apart from ``clock``: a faster
+    # engine clock must not beat a real store's lease a thousand times as often.
+    heartbeat_clock: Clock | None = None
     on_step: Callable[[StepRecord], None] | None = None
     worker_prefix: str = "worker"
     # Another process may hold claims that add work: keep backing off instead of
@@ -167,7 +185,7 @@ class Dispatcher:
         threads = [
             threading.Thread(target=body, args=(r,), name=f"fractal-{r.worker}", daemon=True) for r in reports
         ]
-        with heartbeat(self.run_state):
+        with heartbeat(self.run_state, self.heartbeat_clock):
             for t in threads:
                 t.start()
             for t in threads:

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import duckdb
 
-from ..arguments import check_file_path
+from ..arguments import check_store_path
 from ..errors import InvalidInputError, StateError, StoreLockedError
 from .in_process import for_file
 
@@ -91,7 +91,7 @@ class Database:
     def __init__(
         self, path: str | Path | None, *, read_only: bool = False, tracer: Tracer | None = None
     ) -> None:
-        self.path = None if path is None else str(check_file_path(path, "the store's path").resolve())
+        self.path = None if path is None else str(check_store_path(path, "the store's path").resolve())
         if not isinstance(read_only, bool):
             raise InvalidInputError(f"read_only must be True or False, not {read_only!r}")
         self.read_only = read_only

@@ -19,7 +19,7 @@ import pytest
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
 
-from fractal_nb import Exploration, GraphStore, SimulatedLLM, StateError
+from fractal_nb import Exploration, GraphStore, InvalidInputError, SimulatedLLM, StateError
 from fractal_nb.loopback import is_loopback
 from fractal_nb.mcp_auth import (
     TOKEN_ENV,
@@ -268,6 +268,74 @@ def test_remote_store_names_the_root_cause_when_nothing_listens() -> None:
     assert "TaskGroup" not in message and "sub-exception" not in message, message
 
 
+# -- issue 37: an empty token is refused, never taken for none ---------------------------------
+
+
+@pytest.mark.parametrize("token", ["", "   "], ids=["empty", "blank"])
+def test_serve_mcp_refuses_an_empty_token_as_typed_before_it_serves(tmp_path: Path, token: str) -> None:
+    """`fractal-nb serve-mcp --http --token ''` used to serve on loopback with no token at all."""
+    port = free_port()
+    done = subprocess.run(
+        serve_mcp_command(tmp_path / "t.duckdb", port, "--token", token),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env_without_token(),
+    )
+    assert done.returncode == 2, done.stderr
+    kind = "empty" if not token else "blank"
+    assert f"serve-mcp: --token is {kind}; give the bearer token every request must carry" in done.stderr
+    assert "usage: fractal-nb" in done.stderr and "Traceback" not in done.stderr
+    assert not listening(port) and list(tmp_path.iterdir()) == [], "nothing served, no file"
+
+
+def test_a_worker_refuses_an_empty_token_as_typed() -> None:
+    done = subprocess.run(
+        [*worker_command(f"http://127.0.0.1:{free_port()}/mcp", "w", 1), "--token", ""],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env_without_token(),
+    )
+    assert done.returncode == 2 and "worker: --token is empty" in done.stderr, done.stderr
+
+
+def test_the_python_api_refuses_an_empty_token_before_it_serves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    with Exploration.create(
+        "Why?", intensity="pulse", llm=SimulatedLLM(seed=1), path=tmp_path / "e.duckdb"
+    ) as ex:
+        for token in ("", " \t"):
+            with pytest.raises(InvalidInputError, match="token is (empty|blank); give the bearer token"):
+                ex.serve_mcp(token=token)
+            assert ex.mcp_token is None, "no server"
+            with pytest.raises(InvalidInputError, match="token is"):
+                BackgroundServer(ex.store, token=token)
+            with pytest.raises(InvalidInputError, match="token is"):
+                build_server(ex.store, token=token)
+        monkeypatch.setenv(TOKEN_ENV, "  ")
+        with pytest.raises(InvalidInputError, match=r"\$FRACTAL_NB_TOKEN is blank"):
+            ex.serve_mcp()
+        assert ex.mcp_token is None
+
+
+def test_tokens_empty_or_blank_are_refused_and_an_empty_variable_is_unset() -> None:
+    for token in ("", "  "):
+        with pytest.raises(InvalidInputError, match="token is"):
+            resolve_token(token, host="127.0.0.1", environ={TOKEN_ENV: "from-env"})
+        with pytest.raises(InvalidInputError, match="token is"):
+            client_token(token, environ={TOKEN_ENV: "from-env"})
+    with pytest.raises(InvalidInputError, match=r"\$FRACTAL_NB_TOKEN is blank"):
+        resolve_token(None, host="127.0.0.1", environ={TOKEN_ENV: " "})
+    with pytest.raises(InvalidInputError, match=r"\$FRACTAL_NB_TOKEN is blank"):
+        client_token(None, environ={TOKEN_ENV: "\n"})
+    assert resolve_token(None, host="127.0.0.1", environ={TOKEN_ENV: ""}) == (None, False)
+    with pytest.raises(InvalidInputError, match=r"token must be a bearer token \(str\), not int"):
+        resolve_token(5, host="127.0.0.1")  # type: ignore[arg-type]
+
+
 # -- units: loopback, tokens, the Host allow-list ----------------------------------------------
 
 
@@ -295,7 +363,6 @@ def test_resolve_token_order() -> None:
     env = {TOKEN_ENV: "from-env"}
     assert resolve_token("given", host="0.0.0.0", environ=env) == ("given", False)
     assert resolve_token(None, host="0.0.0.0", environ=env) == ("from-env", False)
-    assert resolve_token("", host="127.0.0.1", environ=env) == ("from-env", False), "empty counts as none"
     assert resolve_token(None, host="127.0.0.1", environ={}) == (None, False), "loopback: none needed"
     assert resolve_token(None, host="localhost", environ={TOKEN_ENV: ""}) == (None, False)
     first, generated = resolve_token(None, host="0.0.0.0", environ={})
@@ -308,7 +375,7 @@ def test_client_token() -> None:
     assert client_token("given", environ={TOKEN_ENV: "env"}) == "given"
     assert client_token(None, environ={TOKEN_ENV: "env"}) == "env"
     assert client_token(None, environ={}) is None
-    assert client_token("", environ={TOKEN_ENV: ""}) is None
+    assert client_token(None, environ={TOKEN_ENV: ""}) is None, "an empty variable is an unset one"
 
 
 def test_static_token_verifier() -> None:
@@ -318,7 +385,7 @@ def test_static_token_verifier() -> None:
     for wrong in ("s3creT", "s3cret ", "", "sécret"):
         assert asyncio.run(verifier.verify_token(wrong)) is None
     assert "s3cret" not in repr(verifier)
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidInputError, match="token is empty"):
         StaticTokenVerifier("")
 
 

@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -185,11 +185,6 @@ def test_a_new_worker_finds_a_killed_workers_claims_without_recover(
         assert all(n["owner"] == "next" for n in claimed_by(remote, graph_id))
 
 
-def slow(body: dict[str, Any]) -> Any:
-    time.sleep(0.3)  # long enough that a claim is held when the server dies
-    return role_responder()(body)
-
-
 def test_a_worker_whose_server_died_says_so_and_the_restarted_server_recovers_its_claims(
     tmp_path: Path, procs: list[subprocess.Popen[str]]
 ) -> None:
@@ -198,7 +193,14 @@ def test_a_worker_whose_server_died_says_so_and_the_restarted_server_recovers_it
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     serve = serve_mcp_command(path, port)
-    with FakeOpenAI(responder=slow) as model:
+    server_died = threading.Event()  # the model answers once the server is dead: a claim is held then
+
+    def after_the_server_died(body: dict[str, Any]) -> Any:
+        server_died.wait(DEADLINE_S)
+        return role_responder()(body)
+
+    with FakeOpenAI(responder=after_the_server_died) as model, ExitStack() as finish:
+        finish.callback(server_died.set)  # a failing test leaves no handler stalled
         procs.append(
             subprocess.Popen(serve, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         )
@@ -219,6 +221,7 @@ def test_a_worker_whose_server_died_says_so_and_the_restarted_server_recovers_it
             )
             procs[0].send_signal(signal.SIGKILL)  # the server dies under the worker
             procs[0].wait(timeout=30)
+        server_died.set()
         out, err = worker.communicate(timeout=DEADLINE_S)
         assert worker.returncode == 1, (out, err)
         assert f"lost the MCP server at {url}" in err, err

@@ -156,6 +156,45 @@ BAD_CALLS: list[tuple[str, Call, type[FractalError], str]] = [
         "NUL",
     ),
     ("NUL in an id", lambda s, t: s.claim_work(t.graph_id, "w\x00"), InvalidInputError, "NUL"),
+    # Metadata refuses NUL as text fields do, in keys and strings at any depth (issue 37).
+    (
+        "NUL in a metadata string",
+        lambda s, t: s.update_node(t.graph_id, t.seeds[0], {"note": "a\x00b"}),
+        InvalidInputError,
+        r"metadata\['note'\] contains a NUL character \(\\x00\); send text without it",
+    ),
+    (
+        "NUL in a nested metadata key",
+        lambda s, t: s.update_node(t.graph_id, t.seeds[0], {"notes": [{"a\x00": 1}]}),
+        InvalidInputError,
+        r"metadata\['notes'\]\[0\] has a key with a NUL character",
+    ),
+    (
+        "NUL in metadata as JSON",
+        lambda s, t: s.update_graph_metadata(t.graph_id, '{"k": ["ok", "\\u0000"]}'),
+        InvalidInputError,
+        r"metadata\['k'\]\[1\] contains a NUL character",
+    ),
+    (
+        "NUL in a new graph's metadata",
+        lambda s, t: s.create_graph("x", "pulse", "autonomous", metadata={"k\x00": "v"}),
+        InvalidInputError,
+        "has a key with a NUL character",
+    ),
+    (
+        "NUL in a node's metadata",
+        lambda s, t: s.add_node(t.graph_id, t.seeds[0], "answer", "x", metadata={"k": {"j": "\x00"}}),
+        InvalidInputError,
+        r"metadata\['k'\]\['j'\] contains a NUL character",
+    ),
+    (
+        "NUL in a sub-question's metadata",
+        lambda s, t: s.add_answer(
+            t.graph_id, t.seeds[0], "x", sub_questions=[{"text": "Why?", "metadata": {"why": "\x00"}}]
+        ),
+        InvalidInputError,
+        "contains a NUL character",
+    ),
     (
         "text too long",
         lambda s, t: s.add_node(t.graph_id, t.seeds[0], "answer", "x" * 100_001),
@@ -221,6 +260,10 @@ def test_store_options_are_checked(tmp_path) -> None:
         GraphStore(read_only=True)
     with pytest.raises(InvalidInputError, match="does not exist"):
         GraphStore(tmp_path / "absent.duckdb", read_only=True)
+    # issue 37: DuckDB's log, <name>.wal, could not be made beside it: its error, and a file left
+    with pytest.raises(InvalidInputError, match="the store's path: the file name .* at most 251 fit here"):
+        GraphStore(tmp_path / ("x" * 253))
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_file_that_is_not_a_store_is_refused(tmp_path) -> None:
@@ -370,6 +413,42 @@ def test_bad_spend_rows_over_mcp_are_clear_errors_that_record_nothing(tree: Tree
         error = json.loads(result.content[0].text)
         assert message in error["error"] and error["error_type"] == "InvalidInputError", error
     assert store.get_llm_calls(tree.graph_id)["count"] == 0
+
+
+def test_nul_in_metadata_over_mcp_is_a_clear_error_that_changes_nothing(tree: Tree) -> None:
+    """Metadata refuses NUL over MCP as the API does, escaped in the JSON the tools take (issue 37)."""
+    import asyncio
+    import json
+
+    from mcp import Client
+
+    from fractal_nb.mcp_server import build_server
+
+    store = tree.store
+    before = store.get_snapshot(tree.graph_id)
+    graphs = store.list_graphs()["count"]
+    calls = {
+        "fractal_update_node": {
+            "graph_id": tree.graph_id,
+            "node_id": tree.seeds[0],
+            "metadata": '{"a": "\\u0000"}',
+        },
+        "fractal_create_graph": {
+            "seed": "Why?",
+            "intensity": "pulse",
+            "metadata": json.dumps({"k\x00": "v"}),
+        },
+    }
+
+    async def scenario() -> list[Any]:
+        async with Client(build_server(store)) as client:
+            return [await client.call_tool(name, arguments) for name, arguments in calls.items()]
+
+    for result in asyncio.run(scenario()):
+        assert result.is_error
+        error = json.loads(result.content[0].text)
+        assert "NUL character" in error["error"] and error["error_type"] == "InvalidInputError", error
+    assert store.get_snapshot(tree.graph_id) == before and store.list_graphs()["count"] == graphs
 
 
 def test_a_store_file_without_the_estimated_column_gains_it(tmp_path) -> None:

@@ -98,9 +98,19 @@ def parsed_metadata(value: Any) -> dict[str, Any] | None:
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         return None
     try:
-        return json.loads(json.dumps(value, allow_nan=False))  # type: ignore[no-any-return]
+        parsed: dict[str, Any] = json.loads(json.dumps(value, allow_nan=False))
     except (TypeError, ValueError):
         return None
+    return None if holds_nul(parsed) else parsed  # refused as text fields refuse it (issue 37)
+
+
+def holds_nul(value: Any) -> bool:
+    """Whether JSON ``value`` has a NUL character in a key or a string, at any depth."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(holds_nul(k) or holds_nul(v) for k, v in value.items())
+    return isinstance(value, list) and any(holds_nul(v) for v in value)
 
 
 def good_text(value: Any) -> bool:
