@@ -745,7 +745,8 @@ TOOLS: tuple[Tool, ...] = (
         "tool:search_sources|tool:read_source|tool:unknown for a model's tool call), model, prompt_tokens, "
         "completion_tokens, attempts, latency_s, outcome (ok|cached|error|discarded); optional "
         "node_id (a node of that graph), worker, corrections, queue_s, mode, error, tokens_estimated, "
-        "retry_sampling (JSON text). A batch with one invalid record is refused whole.",
+        "retry_sampling (JSON text), refused_usage (JSON text: usage figures the server reported that no "
+        "completion can have). A batch with one invalid record is refused whole.",
         (
             Param(
                 "calls",
