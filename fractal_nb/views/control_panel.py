@@ -125,7 +125,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self.steering = SteeringControls(exploration, self.network, self._start, self._post)
         self.history = HistorySlider(exploration, self.network)
 
-        pages = {
+        pages: dict[str, list[widgets.Widget]] = {
             "Gates": [
                 self.gate_note,
                 self.gate_list,
@@ -133,9 +133,11 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                 self.held_box,
             ],
             "Inspector": [
-                self.inspector,
-                widgets.HBox([self.approve_node_button, self.prune_branch_button]),
-                self.steering.inspector_bar,
+                scrolled(self.inspector),
+                pinned(
+                    widgets.HBox([self.approve_node_button, self.prune_branch_button]),
+                    self.steering.inspector_bar,
+                ),
             ],
             "Result": [self.result],
             "Export": [
@@ -147,13 +149,20 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                 self.export_path,
                 self.export_button,
             ],
-            "Turns": [self.steering.turns_page],
+            "Turns": [scrolled(self.steering.turns_tables), pinned(self.steering.fork_bar)],
         }
-        # Each tab scrolls inside a box as tall as the tree beside it, so the controls, the tree and the
-        # tab in use fit one screen (1400 x 900 in JupyterLab); on a narrow page the tabs wrap below.
-        page = widgets.Layout(max_height=f"calc({height} + 60px)", overflow="auto")
+        # Each tab is a box as tall as the tree beside it, so the controls, the tree and the tab in use
+        # fit one screen (1400 x 900 in JupyterLab); on a narrow page the tabs wrap below. What a page
+        # holds scrolls inside it; the Inspector's and the Turns' actions are pinned below what scrolls,
+        # never squashed by a long node (issue 38: they were laid out 0 px tall under an answered one).
         self.tabs = widgets.Tab(
-            children=[widgets.VBox(pages[title], layout=page) for title in TABS],
+            children=[
+                widgets.VBox(
+                    pages[title],
+                    layout=widgets.Layout(max_height=f"calc({height} + 60px)", overflow="auto"),
+                )
+                for title in TABS
+            ],
             titles=TABS,
             selected_index=INSPECTOR_TAB,
             layout=widgets.Layout(flex="0 1 340px", min_width="300px"),  # the tree takes the room left
@@ -655,6 +664,19 @@ def _level_html(level: dict[str, Any]) -> str:
         + (f"<p><b>Done</b> ({len(level['done'])}):</p><ol>{done}</ol>" if done else "")
         + "</div>"
     )
+
+
+def scrolled(content: widgets.Widget) -> widgets.Box:
+    """``content`` in a box that takes the page's room left and scrolls (never pushes what is pinned)."""
+    return widgets.Box(
+        [content],
+        layout=widgets.Layout(flex="1 1 auto", min_height="0", overflow="auto", width="100%"),
+    )
+
+
+def pinned(*controls: widgets.Widget) -> widgets.VBox:
+    """Controls that keep their height at a page's foot, whatever scrolls above them."""
+    return widgets.VBox(list(controls), layout=widgets.Layout(flex="0 0 auto", width="100%"))
 
 
 def inspector_html(details: dict[str, Any]) -> str:

@@ -48,8 +48,10 @@ class HistorySlider(widgets.VBox):  # type: ignore[misc]
             description="history",
             layout=widgets.Layout(width="calc(100% - 16px)"),  # room for the thumb at the right end
         )
+        # Play and the slider are linked here, in the kernel, never in the page: a page link echoes
+        # every value the kernel sets back as if the reader had moved the slider, and an echo that
+        # arrived after a run's next refresh put the live view in the past (issue 38).
         self.play = widgets.Play(value=0, min=0, max=0, step=1, interval=150, description="Replay")
-        widgets.jslink((self.play, "value"), (self.slider, "value"))
         self.live_button = widgets.Button(
             description="Live",
             icon="broadcast-tower",
@@ -62,7 +64,9 @@ class HistorySlider(widgets.VBox):  # type: ignore[misc]
         self.head_bar = widgets.HBox(layout=widgets.Layout(flex_flow="row wrap"))
         self._moving = False  # the slider is being set from Python: not a reader's move
         self.slider.observe(self._moved, names="value")
+        self.play.observe(self._played, names="value")
         self.live_button.on_click(lambda _b: self.live())
+        network.on_live = self.live
         super().__init__(
             [
                 widgets.HBox(
@@ -145,13 +149,25 @@ class HistorySlider(widgets.VBox):  # type: ignore[misc]
         self.slider.value = index
 
     def _moved(self, change: dict[str, Any]) -> None:
+        """The reader moved the slider (or a replay did): the view follows, and so does Play."""
         if self._moving or not self.events:
             return
         index = int(change["new"])
+        self._moving = True
+        try:
+            self._place(index)
+        finally:
+            self._moving = False
         if index >= len(self.events) - 1:
             self.live()
         else:
             self._show_at(index)
+
+    def _played(self, change: dict[str, Any]) -> None:
+        """A replay's frame (the page's Play moved): the slider moves there, as if the reader had."""
+        if self._moving:
+            return
+        self.slider.value = int(change["new"])
 
     def _show_at(self, index: int) -> None:
         """Show the past at ``index``; a refusal (a file older than its history) is said, never raised."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anywidget
@@ -37,6 +37,8 @@ class NetworkWidget(anywidget.AnyWidget):
         self.feed = GraphFeed(store, graph_id)
         self._pump: Any = None
         self.past: SnapshotMessage | None = None  # the past snapshot shown (None: the live graph)
+        # What the view's "Back to live" asks for; the history slider puts itself back to its end too.
+        self.on_live: Callable[[], None] = self.show_live
         self.on_msg(self._on_view_message)
 
     def refresh(self) -> DeltaMessage | None:
@@ -77,6 +79,10 @@ class NetworkWidget(anywidget.AnyWidget):
             self._pump.stop()
 
     def _on_view_message(self, _widget: object, content: dict[str, Any], _buffers: object) -> None:
+        if isinstance(content, dict) and content.get("type") == "live":
+            if self.past is not None:
+                self.on_live()
+            return
         if not isinstance(content, dict) or content.get("type") != "hello":
             return
         if content.get("need_vis"):

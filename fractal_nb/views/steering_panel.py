@@ -165,13 +165,13 @@ class SteeringControls:
         self.heads_table = widgets.HTML()
         self.fork_bar = widgets.HBox(layout=row)
         self.forks: list[Exploration] = []  # the forks made here, newest last
-        self.turns_page = widgets.VBox(
+        # The Turns tab: the tables scroll (views/control_panel.py), the fork buttons stay below them.
+        self.turns_tables = widgets.VBox(
             [
                 widgets.HTML("<b>Turns</b>"),
                 self.turns_table,
                 widgets.HTML("<b>Heads</b>"),
                 self.heads_table,
-                self.fork_bar,
             ]
         )
         self._heads: list[int] = []  # the head events the fork buttons were built for

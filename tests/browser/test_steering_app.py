@@ -87,6 +87,12 @@ def test_ask_run_harvest_then_replay_to_head_one_and_back(browser: Any, tmp_path
         assert low_contrast(tab) == {}, f"{theme}: text under 4.5:1"
         screenshot(tab, f"steering-{theme}-head-1")
 
+        # One click back from the note above the tree (the Voila app shows no slider to find Live on).
+        tab.locator(".fractal-past-live").click()
+        wait_for(tab, f"el.dataset.past === '0' && el.dataset.nodeCount === '{total}'")
+        assert tab.locator(".fractal-past").is_hidden() and button(tab, "Live").is_disabled()
+        button(tab, "Head 1").click()
+        wait_for(tab, "el.dataset.past === '1'")
         button(tab, "Live").click()
         wait_for(tab, f"el.dataset.past === '0' && el.dataset.nodeCount === '{total}'")
         assert tab.locator(".fractal-past").is_hidden()
@@ -95,5 +101,90 @@ def test_ask_run_harvest_then_replay_to_head_one_and_back(browser: Any, tmp_path
         tab.locator(".widget-play button").first.click()
         wait_for(tab, "el.dataset.past === '1'")
         wait_for(tab, f"el.dataset.past === '0' && el.dataset.nodeCount === '{total}'", timeout_s=120)
+        assert tab.evaluate("() => window.__pwned") is None
+        assert traffic.aborted == [] and traffic.failed == [] and traffic.errors == []
+
+
+# A harvested exploration with one answered seed question named for the test to select.
+ANSWERED_APP = """\
+import ipywidgets as widgets
+from fractal_nb import Exploration, SimulatedLLM
+
+ex = Exploration.create("Why do some cities grow faster than others?", intensity="pulse",
+                        llm=SimulatedLLM(seed=4))
+ex.run(progress=False)
+ex.harvest(finish=True)
+seeds = ex.nodes().query("node_type == 'question' and depth == 1 and status == 'synthesized'")
+widgets.VBox([widgets.Label(f"answered {seeds['node_id'].iloc[0]}"), ex.view(height="380px")])
+"""
+ACTIONS = ("Approve", "Prune branch", "Deepen", "Redecompose", "Note")
+
+
+def shown(tab: Any, label: str) -> Any:
+    """The button labelled ``label`` in the tab on show (the Gates tab has an Approve of its own)."""
+    return tab.locator("button.widget-button:visible", has_text=re.compile(rf"^\s*{re.escape(label)}\s*$"))
+
+
+def click_node(tab: Any, node_id: str) -> None:
+    """Click ``node_id`` on the canvas, as a reader does, and wait for the view to select it."""
+    at = tab.evaluate(
+        """(id) => {
+        const el = document.querySelector('.fractal-network'), net = el.visNetwork;
+        net.focus(id, { scale: 1.0, animation: false });
+        const p = net.canvasToDOM(net.getPositions([id])[id]);
+        const box = el.querySelector('canvas').getBoundingClientRect();
+        return { x: box.left + p.x, y: box.top + p.y }; }""",
+        node_id,
+    )
+    tab.mouse.click(at["x"], at["y"])
+    wait_for(tab, f"el.dataset.selected === '{node_id}'")
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_an_answered_question_can_be_steered_from_the_inspector(
+    browser: Any, tmp_path: Path, theme: str
+) -> None:
+    """Every Inspector action stays on screen and clickable under a long answered node (issue 38)."""
+    with (
+        guarded_page(browser, viewport={"width": 1400, "height": 900}) as (tab, traffic),
+        voila(tmp_path, ANSWERED_APP, theme=theme) as url,
+    ):
+        tab.goto(url, timeout=90_000)
+        wait_for(tab, "el.dataset.drawn === '1'", timeout_s=90)
+        target = re.search(r"answered (n-[0-9a-f]+)", tab.content()).group(1)  # type: ignore[union-attr]
+        click_node(tab, target)
+        tab.get_by_text("Inspector", exact=True).click()
+        tab.locator(".widget-html", has_text="Question:").filter(has_text="LLM calls").first.wait_for(
+            timeout=30_000
+        )
+        page = tab.locator(".widget-tab-contents .widget-vbox:visible").first.bounding_box()
+        for label in ACTIONS:  # each on screen, inside the tab, tall enough to click
+            box = shown(tab, label).bounding_box()
+            assert box is not None and box["height"] >= 20, f"{label} is squashed: {box}"
+            assert page["y"] <= box["y"] and box["y"] + box["height"] <= page["y"] + page["height"] + 1
+            assert box["x"] + box["width"] <= page["x"] + page["width"] + 1, f"{label} is cut off"
+        # Text wraps to the column: nothing in the tab is wider than the tab.
+        wide = tab.evaluate(
+            """(right) => [...document.querySelectorAll('.widget-tab-contents .widget-html-content')]
+            .filter((e) => e.offsetParent && e.getBoundingClientRect().right > right + 1).length""",
+            page["x"] + page["width"],
+        )
+        assert wide == 0, f"{wide} text block(s) run past the tab's right edge"
+        screenshot(tab, f"inspector-{theme}-answered")
+
+        tab.get_by_placeholder("Your evidence or correction…").fill("Ports <b>matter</b> too.")
+        shown(tab, "Note").click()
+        assert outcome(tab, "note: ").startswith("note: turn ")
+        click_node(tab, target)
+        shown(tab, "Deepen").click()
+        assert outcome(tab, "deepen: ").startswith("deepen: turn ")
+        click_node(tab, target)
+        shown(tab, "Redecompose").click()
+        assert outcome(tab, "redecompose: ").startswith("redecompose: turn ")
+        click_node(tab, target)
+        shown(tab, "Prune branch").click()
+        wait_for(tab, f"el.dataset.selected === '{target}'")
+        screenshot(tab, f"inspector-{theme}-after-steering")
+        assert low_contrast(tab) == {}, f"{theme}: text under 4.5:1"
         assert tab.evaluate("() => window.__pwned") is None
         assert traffic.aborted == [] and traffic.failed == [] and traffic.errors == []

@@ -47,6 +47,15 @@ ex.view(height="420px")
 # "error: run failed: ..."), or null.
 RUN_MESSAGE = """() => [...document.querySelectorAll('.widget-html-content')]
     .map((e) => e.textContent).find((t) => /^(error: )?run( failed)?: (?!working)/.test(t)) || null"""
+# Records every past the view shows (data-past turning "1", with what the note says) from now on.
+WATCH_PAST = f"""() => {{
+    const el = document.querySelector('{NETWORK}');
+    window.fractalPastSeen = [];
+    new MutationObserver(() => {{
+        const note = el.querySelector('.fractal-past');
+        if (el.dataset.past === '1') window.fractalPastSeen.push(note.textContent);
+    }}).observe(el, {{ attributes: true, attributeFilter: ['data-past'] }});
+}}"""
 REPO = Path(__file__).parents[2]
 # The app's template and config, as binder/start puts them first: Voila's lab template without its CDN links.
 APP_JUPYTER = REPO / "binder" / "jupyter"
@@ -318,10 +327,16 @@ def test_the_app_notebook_steps_and_runs_and_follows_the_tree(
         button(tab, "Step").click()
         wait_for(tab, "Number(el.dataset.nodeCount) > 2")
         screenshot(tab, f"voila-app-{theme}-after-step")
+        # The view stays live through the run: it never shows the past unless the reader asks
+        # (a page link between Play and the slider echoed the kernel's placements as the
+        # reader's moves, and the view froze in "Showing the past" mid-run: issue 38).
+        tab.evaluate(WATCH_PAST)
         # Each worker stops after max_depth x 3 nodes (the circuit breaker): a run may end
         # budget_exhausted with questions left; Run then reads Resume, and the visitor goes on.
         run_to_the_end(tab, "Run")
         tab.wait_for_selector("text=Nothing is left to explore", timeout=30_000)
+        assert tab.evaluate("() => window.fractalPastSeen") == [], "the view went into the past mid-run"
+        assert attr(tab, "past") == "0" and tab.locator(".fractal-past").is_hidden()
         assert attr(tab, "follow") == "1"
         after_run = boxes(tab)
         assert outside(after_run) == [], "the view followed the run: every node is in view"

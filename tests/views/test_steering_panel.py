@@ -205,6 +205,36 @@ def test_the_slider_jumps_to_a_head_through_a_past_snapshot_and_live_returns(har
     view.close()
 
 
+def test_a_run_refreshing_the_slider_never_moves_the_view_into_the_past(harvested: Exploration) -> None:
+    """Play and the slider are linked in the kernel: the page never echoes a value the kernel set.
+
+    A page link (``jslink``) answered each of the kernel's placements with the same value, as
+    if the reader had moved the slider; one that arrived after the next refresh put the live
+    view in the past mid-run (issue 38). Now only the reader's moves (or a replay's frames)
+    come back, and the view's "Back to live" returns from the past in one click.
+    """
+    view = harvested.view()
+    sent = capture(view.network)
+    history = view.history
+    for question in ("What about ports?", "And rivers?"):  # a run's refreshes move the slider's end
+        harvested.ask(question)
+        view.refresh()
+        assert history.slider.value == history.slider.max == history.play.value == history.play.max
+        assert not history.showing_past and sent[-1]["type"] == "delta"
+    # A replay's frame: the slider follows Play, the view shows that event; its end is live.
+    history.play.value = 0
+    assert history.slider.value == 0 and history.showing_past and sent[-1]["past"] is not None
+    # The view's own "Back to live" (the Voila app shows no slider): the present, the slider at its end.
+    view.network._on_view_message(view.network, {"type": "live"}, [])
+    assert not history.showing_past and sent[-1]["type"] == "snapshot" and sent[-1]["past"] is None
+    assert history.slider.value == history.slider.max and history.live_button.disabled
+    history.slider.value = 1  # a reader's move: Play follows it, to replay from there
+    assert history.play.value == 1 and history.showing_past
+    history.play.value = history.play.max
+    assert not history.showing_past and history.slider.value == history.slider.max
+    view.close()
+
+
 def test_a_past_snapshot_is_what_the_feed_gave_at_that_event(harvested: Exploration) -> None:
     """snapshot_at folds the state at an event as get_changes gives the live graph: one renderer."""
     view = harvested.view()

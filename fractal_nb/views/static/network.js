@@ -139,10 +139,16 @@ export function createView(
   found.hidden = true;
   toolbar.appendChild(found);
 
-  // The history slider's past (a snapshot marked ``past``): said above the canvas while it shows.
+  // The history slider's past (a snapshot marked ``past``): said above the canvas while it shows,
+  // with the one click back to the live graph (the Voila app shows no slider to find Live on).
   const pastNote = element("div", "fractal-past");
   pastNote.setAttribute("role", "status");
   pastNote.hidden = true;
+  const pastText = element("span");
+  const backToLive = element("button", "fractal-past-live", "Back to live");
+  backToLive.type = "button";
+  backToLive.addEventListener("click", () => send({ type: "live" }));
+  pastNote.append(pastText, backToLive);
   const body = element("div", "fractal-body");
   const canvas = element("div", "fractal-canvas");
   canvas.style.height = height;
@@ -782,7 +788,7 @@ export function createView(
       resyncing = false;
       past = Boolean(message.past);
       pastNote.hidden = !past;
-      pastNote.textContent = past ? `Showing the past: ${message.past}. Live updates are held until Live.` : "";
+      pastText.textContent = past ? `Showing the past: ${message.past}. Live updates are held. ` : "";
       el.dataset.past = past ? "1" : "0";
     } else if (message.type === "delta") {
       if (!network || past) return; // the snapshot asked for covers it; the past takes no delta
