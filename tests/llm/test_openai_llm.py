@@ -374,9 +374,10 @@ def test_junk_is_repairable() -> None:
 
 
 class InFlight:
-    """A responder that takes 50 ms and remembers the most requests it served at once."""
+    """A responder that works ``service_s`` on a request and remembers the most it served at once."""
 
-    def __init__(self) -> None:
+    def __init__(self, service_s: float = 0.05) -> None:
+        self.service_s = service_s
         self.now = self.most = 0
         self._guard = threading.Lock()
 
@@ -384,16 +385,18 @@ class InFlight:
         with self._guard:
             self.now += 1
             self.most = max(self.most, self.now)
-        time.sleep(0.05)
+        time.sleep(self.service_s)  # the server's work on the request (the test waits on results)
         with self._guard:
             self.now -= 1
         return GOOD
 
 
 def test_a_loopback_server_gets_one_request_at_a_time_and_queue_time_is_apart() -> None:
-    slow = InFlight()
+    # One request takes 0.25 s, well inside the 1.5 s timeout however loaded the machine; eight queued
+    # at the server (2 s) would time out: the client queues them itself, and the timeout is per request.
+    slow = InFlight(service_s=0.25)
     with FakeOpenAI("ok", responder=slow) as server:
-        llm = make_llm(server, timeout=0.2)  # 8 x 50 ms queued would time out if sent at once
+        llm = make_llm(server, timeout=1.5)
         assert llm.max_concurrency == 1  # 127.0.0.1: one slot unless told
         usages = []
 
@@ -407,7 +410,10 @@ def test_a_loopback_server_gets_one_request_at_a_time_and_queue_time_is_apart() 
             assert all(r == GOOD_FULL for r in pool.map(one, range(8)))
     assert slow.most == 1 and len(server.requests) == 8, "one slot, no request timed out and resent"
     waits = sorted(u.queue_s for u in usages)
-    assert waits[0] < 0.05 and waits[-1] >= 0.25, waits  # the last one queued behind seven others
+    # The last one queued behind the others (the first, which probes the server's mode, aside), each
+    # holding the slot at least its 0.25 s: a lower bound a slow machine only raises; the first
+    # took the free slot, queueing far less.
+    assert waits[-1] >= 6 * slow.service_s and waits[0] * 4 < waits[-1], waits
     assert all(u.requests == 1 and u.mode == "json_schema" for u in usages)
 
 
