@@ -557,10 +557,15 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self.guide.value = f"<div class='fractal-status' style='{MUTED_STYLE}'>{html.escape(text)}</div>"
 
     def _ready(self, counts: dict[str, int]) -> str:
-        """The status line of a graph with work to do and nothing in the way."""
+        """The status line of a graph with work to do and nothing in the way (a pause says why)."""
+        paused = self.network.feed.status == GraphStatus.PAUSED
+        # Why it paused, as stored (a model outage says which server and what it answered).
+        why = self.exploration.status_reason if paused else None
+        state = f"Paused ({clip(why, 300)})" if why else "Paused" if paused else "Ready"
         if counts["total"] <= 1:
             return (
-                "Ready: Step seeds the exploration (the root's plan and its questions); Run works it through."
+                f"{state}: Step seeds the exploration (the root's plan and its questions); "
+                "Run works it through."
             )
         waiting, answered = counts["open"] + counts["claimed"], counts["answered"]
         work = "work left"
@@ -568,8 +573,6 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             work = f"{waiting} open question(s)"
         elif answered:
             work = f"{answered} question(s) wait for their synthesis"
-        paused = self.network.feed.status == GraphStatus.PAUSED
-        state = "Paused" if paused else "Ready"
         return f"{state}: {work}. Step processes one, Run works with the workers chosen."
 
     def _show_gates(self) -> None:

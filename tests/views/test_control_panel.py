@@ -245,6 +245,25 @@ def test_an_engine_failure_offers_resume_which_runs_again_once_the_cause_is_gone
         assert view.run_button.description == "Run"
 
 
+def test_a_graph_paused_by_its_model_says_why_when_reopened(tmp_path: Path) -> None:
+    """The stored reason of a pause (a model outage) shows where the person looks (issue 38)."""
+    from fractal_nb import OpenAILLM
+    from tests.local_port import free_port
+
+    path = tmp_path / "outage.duckdb"
+    down = OpenAILLM("m", base_url=f"http://127.0.0.1:{free_port()}/v1", api_key="x", max_retries=0)
+    with down, Exploration.create("Why?", intensity="pulse", llm=down, path=path, clock=FAST) as ex:
+        assert ex.run(progress=False) == "model_unavailable"
+        graph_id = ex.graph_id
+    with Exploration.open(path, graph_id, llm=SimulatedLLM(seed=3)) as ex:
+        view = ex.view()
+        assert ex.status == "paused" and str(ex.status_reason).startswith("model unavailable: ")
+        assert "Paused (model unavailable: cannot reach the model server at http://127.0.0.1:" in (
+            view.guide.value
+        )
+        view.close()
+
+
 def test_a_spent_token_budget_disables_run_and_says_how_to_go_on() -> None:
     with Exploration.create("Why?", intensity="pulse", llm=SimulatedLLM(seed=3), clock=FAST) as ex:
         ex.run(progress=False, max_tokens=1_000)
