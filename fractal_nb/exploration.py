@@ -939,11 +939,16 @@ class Exploration:
         """
         return exploration_state(self.store, self.graph_id)
 
-    def view(self, *, height: str = "520px") -> ExplorationView:
-        """The live question tree and its controls: step, run, pause, harvest, report, gates, inspector."""
+    def view(self, *, height: str = "520px", published: bool | None = None) -> ExplorationView:
+        """The live question tree and its controls: step, run, pause, harvest, report, gates, inspector.
+
+        ``published=True`` (None: found in a Voila kernel) is for a page read by people whose
+        kernel this is not: its Export tab offers browser downloads only, never a file
+        written on the server or a variable set in its kernel.
+        """
         from .views import ExplorationView  # widgets load when a view is asked for, not on import
 
-        return ExplorationView(self, height=height)
+        return ExplorationView(self, height=height, published=published)
 
     def serve_mcp(self, port: int = 0, *, host: str = "127.0.0.1", token: str | None = None) -> str:
         """Serve this store's graphs as MCP tools over HTTP from a background thread; returns the URL.

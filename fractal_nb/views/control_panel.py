@@ -19,6 +19,7 @@ import html
 import json
 import keyword
 import math
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -50,6 +51,10 @@ if TYPE_CHECKING:
 
 ERROR_STYLE = "color:var(--jp-error-color1, #b42323)"
 MUTED_STYLE = "color:var(--jp-ui-font-color2, #57606a)"
+PUBLISHED_EXPORT = (
+    "<span style='color:var(--jp-ui-font-color2, #57606a)'>This page is published: the downloads above "
+    "save the syntheses and the graph in your browser; nothing is written on the server.</span>"
+)
 TABS = ("Gates", "Inspector", "Result", "Export", "Turns")
 # The tabs the panel brings forward: gates when they wait, the result when one is shown, else the Inspector.
 GATES_TAB, INSPECTOR_TAB, RESULT_TAB = TABS.index("Gates"), TABS.index("Inspector"), TABS.index("Result")
@@ -63,10 +68,23 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
 
     Outside a kernel (no running event loop) nothing refreshes by itself:
     call :meth:`refresh` after acting, as the tests do.
+
+    ``published``: the page is read by people whose kernel this is not (a Voila app,
+    found by the ``VOILA_KERNEL_ID`` Voila sets in its kernels, when None). The Export
+    tab then offers browser downloads only: no file is written on the server's disk,
+    and no variable is set in its kernel.
     """
 
-    def __init__(self, exploration: Exploration, *, height: str = "520px", interval_s: float = 0.5) -> None:
+    def __init__(
+        self,
+        exploration: Exploration,
+        *,
+        height: str = "520px",
+        interval_s: float = 0.5,
+        published: bool | None = None,
+    ) -> None:
         self.exploration = exploration
+        self.published = published_kernel() if published is None else bool(published)
         budget = exploration.budget
         self.network = NetworkWidget(exploration.store, exploration.graph_id, height=height)
         self.network.show_status = False  # the panel's status line says it, once (_show_controls)
@@ -140,7 +158,9 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                 ),
             ],
             "Result": [self.result],
-            "Export": [
+            "Export": [self.downloads, widgets.HTML(PUBLISHED_EXPORT)]
+            if self.published
+            else [
                 self.downloads,
                 widgets.HTML(
                     "<b>Export</b> the syntheses into this kernel (a variable) or a file on its disk:"
@@ -412,6 +432,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self._post("note", f"pruned the branch under {node_id} ({len(cascaded)} question(s) below it)")
 
     def _export(self) -> None:
+        if self.published:  # the page's reader is not the kernel's owner: downloads only
+            raise ValueError("this page is published: download the syntheses above (nothing is saved here)")
         name, path = self.export_name.value.strip(), self.export_path.value.strip()
         if name and (not name.isidentifier() or keyword.iskeyword(name)):
             raise ValueError(f"{name!r} is not a Python variable name")
@@ -778,6 +800,11 @@ def _cited(citations: list[CitedLines], server: LabServer | None) -> str:
         f"<div class='fractal-citations'><b>Citations ({len(citations)}):</b>"
         f"{citations_html(citations, server)}</div>"
     )
+
+
+def published_kernel() -> bool:
+    """Whether this kernel serves a published page (Voila sets ``VOILA_KERNEL_ID`` in its kernels)."""
+    return bool(os.environ.get("VOILA_KERNEL_ID"))
 
 
 def _user_namespace() -> dict[str, Any]:

@@ -348,6 +348,12 @@ def test_the_app_notebook_steps_and_runs_and_follows_the_tree(
         button(tab, "Harvest").click()
         tab.wait_for_selector("text=This exploration is completed", timeout=60_000)
         assert button(tab, "Run").is_disabled()
+        # A published page saves to the reader's browser only: no file box for the server's disk,
+        # no variable in its kernel (issue 38).
+        tab.locator(".lm-TabBar-tabLabel", has_text="Export").click()
+        tab.wait_for_selector("text=This page is published", timeout=30_000)
+        assert tab.get_by_placeholder("syntheses.csv or .parquet").count() == 0
+        assert button(tab, "Export syntheses").count() == 0
     assert traffic.aborted == [] and traffic.errors == []
 
 

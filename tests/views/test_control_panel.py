@@ -157,6 +157,29 @@ def test_export_to_a_variable_and_files(gated: Exploration, tmp_path: Path) -> N
     assert len(pd.read_csv(tmp_path / "syntheses.csv")) == len(frame)
 
 
+def test_a_published_view_exports_to_the_browser_only(
+    gated: Exploration, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In Voila (found by VOILA_KERNEL_ID) the Export tab writes nothing on the server (issue 38)."""
+    gated.step(1)
+    monkeypatch.setenv("VOILA_KERNEL_ID", "k-1")
+    view = gated.view()
+    assert view.published and not gated.view(published=False).published
+    export = view.tabs.children[view.tabs.titles.index("Export")]
+    assert view.downloads in export.children
+    assert not {view.export_name, view.export_path, view.export_button} & set(export.children)
+    assert "nothing is written on the server" in export.children[-1].value
+    view.export_name.value, view.export_path.value = "leaked", str(tmp_path / "leak.csv")
+    view.export_button.click()  # a click that got through all the same is refused
+    settle(view)
+    assert "this page is published" in view.message.value and list(tmp_path.iterdir()) == []
+    import __main__
+
+    assert "leaked" not in __main__.__dict__ and view.exported is None
+    monkeypatch.delenv("VOILA_KERNEL_ID")
+    assert not gated.view().published and gated.view(published=True).published
+
+
 @pytest.mark.parametrize(
     ("name", "path", "error"),
     [
