@@ -225,6 +225,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self._stop = threading.Event()
         self._steps = 0
         self._inspected: str | None = None
+        self._chosen_gate = ""  # the node the Gates list selected (its tab stays in front)
         self._read_at: tuple[int, str] = (-1, "")  # the feed's (seq, status) when the store was last read
         self._budget_state = ("", "")  # a budget_exhausted graph's state and reason (_budget_state_now)
         self._result_for = ""  # the graph status the Result tab and the warning were last read at
@@ -285,6 +286,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                 self.tabs.selected_index = RESULT_TAB
         delta = self.network.refresh()
         selected = self.network.selected
+        if selected and selected != self._inspected and selected != self._chosen_gate:
+            self.tabs.selected_index = INSPECTOR_TAB  # the reader's click shows what it selected
         if selected != self._inspected or (selected and _touches(delta, selected)):
             self._inspect(selected)  # a new selection, or the inspected node changed
         feed = self.network.feed
@@ -456,6 +459,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         """A gate chosen in the list is selected (and shown) in the graph too."""
         chosen = change["new"]
         if chosen:
+            self._chosen_gate = chosen[0]
             self.network.selected = chosen[0]
 
     # -- widget writing (kernel task only) ------------------------------------------------

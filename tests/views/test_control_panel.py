@@ -287,6 +287,28 @@ def test_a_graph_paused_by_its_model_says_why_when_reopened(tmp_path: Path) -> N
         view.close()
 
 
+def test_a_click_on_a_node_brings_the_inspector_forward(gated: Exploration) -> None:
+    """On a finished graph the Result tab is in front; a node the reader clicks shows (issue 38)."""
+    gated.step(1)
+    view = gated.view()
+    seeds = gated.nodes().query("depth == 1 and node_type == 'question'")["node_id"].tolist()
+    view.gate_list.value = (seeds[0],)  # chosen in the Gates list: that tab stays in front
+    view.tabs.selected_index = view.tabs.titles.index("Gates")
+    view.refresh()
+    assert view.tabs.selected_index == view.tabs.titles.index("Gates")
+    view.approve_all_button.click()
+    settle(view)
+    gated.run(progress=False)
+    view.harvest_button.click()  # the panel's harvest shows its result in front
+    settle(view)
+    assert view.tabs.selected_index == view.tabs.titles.index("Result")
+    view.network.selected = seeds[1]  # the page's click
+    view.refresh()
+    assert view.tabs.selected_index == view.tabs.titles.index("Inspector")
+    assert "Question:" in view.inspector.value
+    view.close()
+
+
 def test_a_spent_token_budget_disables_run_and_says_how_to_go_on() -> None:
     with Exploration.create("Why?", intensity="pulse", llm=SimulatedLLM(seed=3), clock=FAST) as ex:
         ex.run(progress=False, max_tokens=1_000)
