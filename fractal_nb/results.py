@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -242,7 +243,7 @@ class FractalResult:
             f"{html.escape(link.synthesis)}{node_link(link.node_id)}</li>"
             for link in self.synthesis_chain
         )
-        degraded = "; ".join(html.escape(r) for r in self.degraded_reasons)
+        degraded = "; ".join(linked_ids(html.escape(r)) for r in self.degraded_reasons)
         return (
             f"<div class='fractal-result'><h3>{html.escape(self.seed)}</h3>"
             f"<p><b>Status:</b> {html.escape(self.status)} · {self.node_count} nodes · "
@@ -257,9 +258,10 @@ class FractalResult:
                 else ""
             )
             + (
-                f"<p class='fractal-weak'><b>Weak syntheses ({self.weak_count}):</b> "
-                + "; ".join(html.escape(_weak(w)) for w in self.weak)
-                + "</p>"
+                f"<details class='fractal-weak'><summary><b>Weak syntheses ({self.weak_count})</b>: built "
+                "on failed, budget-cut or joined sub-questions</summary><ul>"
+                + "".join(f"<li>{html.escape(_weak(w))}{node_link(w.get('node_id'))}</li>" for w in self.weak)
+                + "</ul></details>"
                 if self.weak
                 else ""
             )
@@ -312,6 +314,24 @@ def node_link(node_id: object) -> str:
     return (
         f' <a class="fractal-node-link" href="#fractal-node-{at}" data-fractal-node="{at}" '
         f'title="Show this node in the tree" style="{NODE_LINK_STYLE}">node</a>'
+    )
+
+
+_NODE_ID = re.compile(r"\bn-[0-9a-f]{16}\b")  # store/lineage.py NODE_ID_PATTERN
+
+
+def linked_ids(escaped: str) -> str:
+    """Escaped text with each node id in it a link the tree selects the node by (``node_link``'s class).
+
+    >>> linked_ids("weak: n-0123456789abcdef")  # doctest: +ELLIPSIS
+    'weak: <a class="fractal-node-link" href="#fractal-node-n-0123456789abcdef" ...>n-0123456789abcdef</a>'
+    """
+    return _NODE_ID.sub(
+        lambda m: (
+            f'<a class="fractal-node-link" href="#fractal-node-{m[0]}" data-fractal-node="{m[0]}" '
+            f'title="Show this node in the tree">{m[0]}</a>'
+        ),
+        escaped,
     )
 
 

@@ -30,7 +30,7 @@ import ipywidgets as widgets
 
 from ..evidence_report import CitedLines, NodeEvidence
 from ..model import PENDING_QUESTION, TERMINAL_GRAPH, GraphStatus, NodeStatus
-from ..results import FractalResult, StepRecord
+from ..results import FractalResult, StepRecord, linked_ids
 from ..store.question_items import FAILED, VIEW_STATUSES
 from ..store.thinkon import KEY as THINKON_KEY
 from ..store.thinkon import level_state
@@ -481,11 +481,15 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self.result.value = result._repr_html_() + (
             f"<div class='fractal-evidence'><h3>Evidence</h3>{evidence}</div>" if evidence else ""
         )
+        # One line above the tree (it must not push the tree off the screen): the first reason, its
+        # node ids links that select them, and how many more the Result tab lists.
+        reasons = result.degraded_reasons
+        more = f"; {len(reasons) - 1} more in the Result tab" if len(reasons) > 1 else " (Result tab)"
         self.warning.value = (
             f"<div class='fractal-degraded-warning' style='{ERROR_STYLE};border-left:3px solid currentColor;"
             f"padding-left:.5em'><b>Degraded result:</b> "
-            f"{html.escape('; '.join(result.degraded_reasons))} (Result tab)</div>"
-            if result.degraded
+            f"{linked_ids(html.escape(clip(reasons[0], 240)))}{html.escape(more)}</div>"
+            if result.degraded and reasons
             else ""
         )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -341,8 +342,15 @@ def test_failures_show_in_the_counts_the_inspector_and_a_degraded_warning() -> N
         assert view.warning.value == "", "an active graph's result is not in yet"
         ex.harvest(finish=True)  # from code: the Result tab and the warning follow the graph
         view.refresh()
-        assert "Degraded result:" in view.warning.value and "2 question(s) failed" in view.warning.value
-        assert view.result.value == ex.preview()._repr_html_() and "failed: Which loads" in view.result.value
+        assert "Degraded result:" in view.warning.value and "2 question(s) failed" in view.result.value
+        result = ex.preview()
+        # One line above the tree: the first reason, and how many more the Result tab lists (issue 38).
+        assert html.escape(result.degraded_reasons[0][:200]) in view.warning.value
+        assert f"{len(result.degraded_reasons) - 1} more in the Result tab" in view.warning.value
+        # The weak syntheses fold away, each a link that selects its node.
+        assert "<details class='fractal-weak'>" in view.result.value
+        assert f'data-fractal-node="{built["weak"]}"' in view.result.value
+        assert view.result.value == result._repr_html_() and "failed: Which loads" in view.result.value
         assert HOSTILE not in view.result.value + view.inspector.value + view.warning.value
         view.close()
 
