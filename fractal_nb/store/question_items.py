@@ -19,8 +19,10 @@ TEXT_CHARS = 2000
 """An answer, synthesis or error as the hover box and details panel get it (longer ones are cut, '…')."""
 FAILED = "failed"
 """The view's status of a question that failed (``error``, or saturated as ``error`` by a harvest)."""
-VIEW_STATUSES = (*(s.value for s in NodeStatus if s != NodeStatus.ERROR), FAILED)
-"""The statuses a question item shows: the store's, with ``failed`` for both forms of a failure."""
+PRUNED = "pruned"
+"""The view's status of a question a person pruned (saturated as ``pruned``): dropped, not settled."""
+VIEW_STATUSES = (*(s.value for s in NodeStatus if s != NodeStatus.ERROR), FAILED, PRUNED)
+"""The statuses a question item shows: the store's, ``failed`` for both forms of a failure, ``pruned``."""
 UNSUPPORTED = "unsupported"
 """An answer's support when the graph has sources and its citations failed or are missing."""
 JOINED = "sub-findings joined without the model"
@@ -57,7 +59,9 @@ folded AS (
 q AS (
     SELECT n.*, p.node_type = 'answer' AS under_answer, p.parent_id AS above_answer,
         CASE WHEN n.status = 'error' OR (n.status = 'saturated' AND n.status_reason = 'error')
-             THEN '{FAILED}' ELSE n.status END AS shown,
+             THEN '{FAILED}'
+             WHEN n.status = 'saturated' AND n.status_reason = '{PRUNED}' THEN '{PRUNED}'
+             ELSE n.status END AS shown,
         coalesce(json_extract(n.meta, '$.synthesis_failed') = 'true'::JSON, false) AS joined,
         CASE WHEN json_type(json_extract(n.meta, '$.weak')) = 'ARRAY' THEN list_transform(
                  list_filter(CAST(json_extract(n.meta, '$.weak') AS JSON[]),

@@ -31,7 +31,7 @@ import ipywidgets as widgets
 from ..evidence_report import CitedLines, NodeEvidence
 from ..model import PENDING_QUESTION, TERMINAL_GRAPH, GraphStatus, NodeStatus
 from ..results import FractalResult, StepRecord, linked_ids
-from ..store.question_items import FAILED, VIEW_STATUSES
+from ..store.question_items import FAILED, PRUNED, VIEW_STATUSES
 from ..store.thinkon import KEY as THINKON_KEY
 from ..store.thinkon import level_state
 from ..text import clip
@@ -496,7 +496,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
     def _show_counts(self, counts: dict[str, int]) -> None:
         questions = counts["total"] - counts["answers"]
         self.progress.max = max(questions, 1)
-        self.progress.value = counts["synthesized"] + counts["saturated"] + counts[FAILED]
+        self.progress.value = counts["synthesized"] + counts["saturated"] + counts[FAILED] + counts[PRUNED]
         parts = [
             f"<b style='{ERROR_STYLE}'>{counts[s]} {s}</b>" if s == FAILED else f"{counts[s]} {s}"
             for s in VIEW_STATUSES

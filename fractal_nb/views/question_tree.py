@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import NotRequired, TypedDict
 
 from ..model import NodeStatus, SaturationReason
-from ..store.question_items import FAILED, JOINED, TEXT_CHARS, UNSUPPORTED, VIEW_STATUSES
+from ..store.question_items import FAILED, JOINED, PRUNED, TEXT_CHARS, UNSUPPORTED, VIEW_STATUSES
 from ..store.records import FeedLink, FeedNode
 
 
@@ -69,9 +69,11 @@ class LinkItem(TypedDict):
 
 
 def view_status(status: str, reason: str | None) -> str:
-    """The status a question shows: ``failed`` for a failure in either form, else the store's."""
+    """The status a question shows: ``failed`` for a failure in either form, ``pruned``, else the store's."""
     if status == NodeStatus.ERROR or (status == NodeStatus.SATURATED and reason == SaturationReason.ERROR):
         return FAILED
+    if status == NodeStatus.SATURATED and reason == SaturationReason.PRUNED:
+        return PRUNED
     return status
 
 

@@ -62,7 +62,7 @@ def contrast(foreground: str, background: str) -> float:
     return (light + 0.05) / (dark + 0.05)
 
 
-STATUSES = ("open", "gated", "claimed", "answered", "synthesized", "saturated", "failed", "answer")
+STATUSES = ("open", "gated", "claimed", "answered", "synthesized", "saturated", "failed", "pruned", "answer")
 
 PALETTE = f"""() => {{
     const el = document.querySelector('{NETWORK}'), style = getComputedStyle(el);

@@ -125,6 +125,13 @@ def test_inspector_shows_the_selected_node_and_prunes_its_branch(gated: Explorat
     assert "pruned the branch" in view.message.value
     assert gate not in dict(view.gate_list.options).values()
     assert gated.nodes().set_index("node_id").status[gate] == "saturated"
+    # Pruned is shown as pruned, not as a settled (saturated) question (issue 38): the live fold and
+    # the store's whole-graph fold agree, and the counts say it.
+    live = {q["id"]: q["status"] for q in view.network.feed.snapshot()["questions"]}
+    fresh = {q["id"]: q["status"] for q in gated.view().network.feed.snapshot()["questions"]}
+    assert live[gate] == fresh[gate] == "pruned"
+    counts = view.network.feed.counts()
+    assert counts["pruned"] == 1 and counts["saturated"] == 0 and "1 pruned" in view.counts.value
 
 
 def test_inspector_escapes_model_text() -> None:

@@ -14,8 +14,9 @@
 
 const VIS_KEY = "__fractalNbVis";
 // The statuses a question item shows (views/question_tree.py VIEW_STATUSES): "failed" is a question the
-// model failed on, whether still recoverable (the store's "error") or saturated as "error" by a harvest.
-const STATUSES = ["open", "gated", "claimed", "answered", "synthesized", "saturated", "failed"];
+// model failed on, whether still recoverable (the store's "error") or saturated as "error" by a harvest;
+// "pruned" one a person pruned (saturated as "pruned"): dropped, not settled.
+const STATUSES = ["open", "gated", "claimed", "answered", "synthesized", "saturated", "failed", "pruned"];
 const WEAK = "⚠ weak synthesis"; // joined without the model, or built on failed, budget-cut or joined sub-questions
 // An answer the store found unsupported: the graph has sources and its citations failed or are missing
 // (docs/architecture.md, "Evidence in the faces").
@@ -328,7 +329,7 @@ export function createView(
       dot: c.border, // a dot keeps its status colour (a weak or unsupported mark is on the box only)
       font: c.font,
       borderWidth: q.root ? 3 : q.status === "gated" ? 3 : 1.5,
-      dashes: q.status === "gated" ? [6, 3] : null,
+      dashes: q.status === "gated" ? [6, 3] : q.status === "pruned" ? [2, 3] : null,
       bold: q.root,
       ring: matched.has(q.id),
     };
