@@ -320,9 +320,14 @@ def test_a_store_file_of_schema_1_gains_the_holder_column(tmp_path) -> None:
 
 
 def _call_row(tree: Tree, **changes: Any) -> dict[str, Any]:
+    return call_row(tree.graph_id, **{"node_id": tree.seeds[0], **changes})
+
+
+def call_row(graph_id: str, /, **changes: Any) -> dict[str, Any]:
+    """A valid ledger row of the graph (``record_llm_calls``), with ``changes`` over it."""
     row: dict[str, Any] = {
-        "graph_id": tree.graph_id,
-        "node_id": tree.seeds[0],
+        "graph_id": graph_id,
+        "node_id": None,
         "worker": "w1",
         "role": "answer",
         "model": "m",

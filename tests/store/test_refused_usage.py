@@ -13,24 +13,14 @@ import pytest
 
 from fractal_nb.errors import InvalidInputError
 from fractal_nb.store import GraphStore
+from tests.store.test_bad_input import call_row
 
 SENT = json.dumps([{"prompt_tokens": 10**12, "completion_tokens": -(10**6)}])
 
 
 def row(graph_id: str, **changes: Any) -> dict[str, Any]:
-    return {
-        "graph_id": graph_id,
-        "node_id": None,
-        "worker": "w1",
-        "role": "answer",
-        "model": "m",
-        "prompt_tokens": 120,
-        "completion_tokens": 30,
-        "attempts": 1,
-        "latency_s": 0.5,
-        "outcome": "ok",
-        **changes,
-    }
+    """A ledger row of the graph, no node (test_bad_input's row, with these changes)."""
+    return call_row(graph_id, **changes)
 
 
 def test_the_figures_a_server_sent_are_kept_with_the_row() -> None:
