@@ -225,9 +225,9 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self._stop = threading.Event()
         self._steps = 0
         self._inspected: str | None = None
-        self._chosen_gate = ""  # the node the Gates list selected (its tab stays in front)
         self._read_at: tuple[int, str] = (-1, "")  # the feed's (seq, status) when the store was last read
         self._budget_state = ("", "")  # a budget_exhausted graph's state and reason (_budget_state_now)
+        self._paused_why: str | None = None  # a paused graph's stored reason, read when the graph changed
         self._result_for = ""  # the graph status the Result tab and the warning were last read at
         self._gates_seen = 0
         self._pump = KernelPump(self.refresh, interval_s=interval_s)
@@ -286,7 +286,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                 self.tabs.selected_index = RESULT_TAB
         delta = self.network.refresh()
         selected = self.network.selected
-        if selected and selected != self._inspected and selected != self._chosen_gate:
+        if selected and selected != self._inspected and selected not in self.gate_list.value:
             self.tabs.selected_index = INSPECTOR_TAB  # the reader's click shows what it selected
         if selected != self._inspected or (selected and _touches(delta, selected)):
             self._inspect(selected)  # a new selection, or the inspected node changed
@@ -299,6 +299,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             self._show_totals()
             stopped = feed.status == GraphStatus.BUDGET_EXHAUSTED
             self._budget_state = self._budget_state_now() if stopped else ("", "")
+            paused = feed.status == GraphStatus.PAUSED
+            self._paused_why = self.exploration.status_reason if paused else None
             if feed.status != self._result_for and feed.status != GraphStatus.ACTIVE:
                 self._show_result(self.exploration.preview())  # a run ended: its result as it stands
                 if not self._result_for and not feed.counts()["gated"]:
@@ -459,7 +461,6 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         """A gate chosen in the list is selected (and shown) in the graph too."""
         chosen = change["new"]
         if chosen:
-            self._chosen_gate = chosen[0]
             self.network.selected = chosen[0]
 
     # -- widget writing (kernel task only) ------------------------------------------------
@@ -590,7 +591,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         """The status line of a graph with work to do and nothing in the way (a pause says why)."""
         paused = self.network.feed.status == GraphStatus.PAUSED
         # Why it paused, as stored (a model outage says which server and what it answered).
-        why = self.exploration.status_reason if paused else None
+        why = self._paused_why if paused else None
         state = f"Paused ({clip(why, 300)})" if why else "Paused" if paused else "Ready"
         if counts["total"] <= 1:
             return (

@@ -110,21 +110,13 @@ class HistorySlider(widgets.VBox):  # type: ignore[misc]
     def jump(self, event_id: int) -> None:
         """Show the graph as it was at ``event_id`` (one of :attr:`events`)."""
         index = self.events.index(event_id)
-        self._moving = True
-        try:
-            self._place(index)
-        finally:
-            self._moving = False
+        self._place(index)
         self._show_at(index)
 
     def live(self) -> None:
         """Back to the present: a fresh snapshot, deltas again, the slider at its end (a replay stops)."""
         self.play.playing = False
-        self._moving = True
-        try:
-            self._place(self.slider.max)
-        finally:
-            self._moving = False
+        self._place(self.slider.max)
         self.network.show_live()
         self._show_position()
 
@@ -144,20 +136,19 @@ class HistorySlider(widgets.VBox):  # type: ignore[misc]
     # -- internals --------------------------------------------------------------------
 
     def _place(self, index: int) -> None:
-        """Put the slider and the Play button at ``index`` (linked in the page: set both)."""
-        self.play.value = index
-        self.slider.value = index
+        """Put the slider and the Play button at ``index``, as Python's own move (no reader's)."""
+        was, self._moving = self._moving, True
+        try:
+            self.play.value = self.slider.value = index
+        finally:
+            self._moving = was
 
     def _moved(self, change: dict[str, Any]) -> None:
         """The reader moved the slider (or a replay did): the view follows, and so does Play."""
         if self._moving or not self.events:
             return
         index = int(change["new"])
-        self._moving = True
-        try:
-            self._place(index)
-        finally:
-            self._moving = False
+        self._place(index)  # Play follows the slider
         if index >= len(self.events) - 1:
             self.live()
         else:
