@@ -12,7 +12,7 @@ import networkx as nx
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .arguments import check_llm, check_store_path
+from .arguments import STORE_LOG, check_llm, check_store_path
 from .engine.dispatcher import Clock, Dispatcher, RealClock, heartbeat
 from .engine.limits import Limits, spend_tokens
 from .engine.outcome import after_seed, held_back
@@ -152,7 +152,7 @@ class Exploration:
         )
         if texts:
             require_source_texts(texts)  # the store's own refusals, before any file is made
-        file = None if path is None else Path(check_store_path(path))
+        file = None if path is None else check_store_path(path)
         made = file is not None and not file.exists()
         store = GraphStore(file)
         try:
@@ -163,8 +163,8 @@ class Exploration:
                     store.add_sources(graph["graph_id"], texts)
         except BaseException:
             store.close()
-            if made and file is not None:  # a refused call leaves no file behind
-                for left in (file, file.with_name(file.name + ".wal")):
+            if made and file is not None:  # a refused call leaves no file behind (made: a file)
+                for left in (file, file.with_name(file.name + STORE_LOG)):
                     left.unlink(missing_ok=True)
             raise
         return cls(store, graph["graph_id"], llm, clock=clock, owns_store=True)

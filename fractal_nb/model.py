@@ -398,6 +398,8 @@ BUDGETS: dict[Intensity, Budget] = {
 MAX_TEXT_CHARS = 100_000  # a question, answer, synthesis or seed
 MAX_METADATA_BYTES = 1_000_000  # a node's or graph's metadata as JSON
 MAX_METADATA_DEPTH = 32  # nesting of objects and lists in metadata
+NODE_ID_PATTERN = "n-[0-9a-f]{16}"  # store/base.py new_id("n"): how a node id is found in text
+MAX_CALL_TOKENS = 10_000_000  # prompt or completion tokens of one call: far past any model's context
 MAX_SUB_QUESTIONS = 12  # sub-questions one answer asks (a model proposing more is cut to these)
 MAX_CHILDREN = 100  # current children of one node: answers, sub-questions, notes (issue 37)
 

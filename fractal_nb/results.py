@@ -7,7 +7,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .model import NodeStatus
+from .model import NODE_ID_PATTERN, NodeStatus
 from .text import clip
 from .text import markdown_escape as _md
 
@@ -299,7 +299,7 @@ class FractalResult:
 NODE_LINK_STYLE = "color:var(--jp-content-link-color, #0969da);font-size:0.85em;margin-left:4px"
 
 
-def node_link(node_id: object) -> str:
+def node_link(node_id: object, *, label: str = "node") -> str:
     """A small link to a node of the tree ('' without an id): the tree selects and shows the node it names.
 
     Markup only (the tree's script acts on any ``a.fractal-node-link`` of the page, by its
@@ -313,26 +313,20 @@ def node_link(node_id: object) -> str:
     at = html.escape(node_id, quote=True)
     return (
         f' <a class="fractal-node-link" href="#fractal-node-{at}" data-fractal-node="{at}" '
-        f'title="Show this node in the tree" style="{NODE_LINK_STYLE}">node</a>'
+        f'title="Show this node in the tree" style="{NODE_LINK_STYLE}">{html.escape(label)}</a>'
     )
 
 
-_NODE_ID = re.compile(r"\bn-[0-9a-f]{16}\b")  # store/lineage.py NODE_ID_PATTERN
+_NODE_ID = re.compile(rf"\b{NODE_ID_PATTERN}\b")
 
 
 def linked_ids(escaped: str) -> str:
-    """Escaped text with each node id in it a link the tree selects the node by (``node_link``'s class).
+    """Escaped text with each node id in it a :func:`node_link` named by the id.
 
     >>> linked_ids("weak: n-0123456789abcdef")  # doctest: +ELLIPSIS
     'weak: <a class="fractal-node-link" href="#fractal-node-n-0123456789abcdef" ...>n-0123456789abcdef</a>'
     """
-    return _NODE_ID.sub(
-        lambda m: (
-            f'<a class="fractal-node-link" href="#fractal-node-{m[0]}" data-fractal-node="{m[0]}" '
-            f'title="Show this node in the tree">{m[0]}</a>'
-        ),
-        escaped,
-    )
+    return _NODE_ID.sub(lambda m: node_link(m[0], label=m[0]).lstrip(), escaped)
 
 
 def _node_md(node_id: object) -> str:

@@ -11,7 +11,7 @@ Tokens a backend does not report are estimated here (issue 37): a custom
 ``complete()`` that reports no usage spends the prompt's and the reply's
 characters at :data:`~fractal_nb.llm.protocol.CHARS_PER_TOKEN` a token, marked
 estimated, so a token budget holds for it too; a total no call can have (outside
-0 to the ledger's ``MAX_CALL_TOKENS``) is estimated the same way, the figure
+0 to ``model.MAX_CALL_TOKENS``) is estimated the same way, the figure
 reported kept in the row's ``refused_usage``. Budgets settle what the row says.
 
 A call given a :class:`~fractal_nb.llm.protocol.ToolBox` lets a model that takes
@@ -53,13 +53,13 @@ from ..llm.protocol import (
     metered,
     reply_bound,
     reply_rounds,
+    reported_tokens,
     uses_tools,
 )
 from ..llm.quality import ReplyContext
 from ..llm.schemas import role_of
 from ..model import TOOL_NAMES, CallOutcome
 from ..store import WorkerStore
-from ..store.llm_log import MAX_CALL_TOKENS
 from ..store.records import CallRow
 from .limits import Allowance, Limits
 
@@ -349,7 +349,7 @@ def spent(usage: Usage, messages: list[Message], reply: object) -> Spend:
         prompt, completion = messages_tokens(messages), estimate_tokens(_reply_text(reply))
         return Spend(prompt, completion, True, max(attempts, 1), refused)
     figures = {"prompt_tokens": prompt, "completion_tokens": completion}
-    wrong = {name: value for name, value in figures.items() if not 0 <= value <= MAX_CALL_TOKENS}
+    wrong = {name: value for name, value in figures.items() if reported_tokens(value) is None}
     if wrong:
         refused.append(dict(wrong))
         if "prompt_tokens" in wrong:

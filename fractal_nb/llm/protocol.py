@@ -22,6 +22,8 @@ from typing import Any, Protocol, TypedDict, runtime_checkable
 
 from pydantic import BaseModel
 
+from ..model import MAX_CALL_TOKENS
+
 
 class Message(TypedDict):
     """A chat message as the OpenAI API takes it."""
@@ -257,9 +259,9 @@ def reply_bound(llm: object, role: str) -> int:
 
 CHARS_PER_TOKEN = 4
 """The estimate's ratio: about 4 characters a token, as OpenAI's tokenizers count English."""
-MAX_REPORTED_TOKENS = 10_000_000
-"""The most tokens (prompt or completion) one completion's usage may report: far past any
-model's context, and the ledger's bound on a call (store/llm_log.py ``MAX_CALL_TOKENS``)."""
+MAX_REPORTED_TOKENS = MAX_CALL_TOKENS
+"""The most tokens (prompt or completion) one completion's usage may report: the ledger's bound
+on a call (``model.MAX_CALL_TOKENS``), far past any model's context."""
 
 
 def estimate_tokens(text: str) -> int:

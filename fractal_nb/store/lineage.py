@@ -14,12 +14,11 @@ import json
 import re
 from typing import Any
 
+from ..model import NODE_ID_PATTERN
 from .base import StoreCore, new_graph_id
 from .records import Forked, LineageRecord
 from .replay import Replay
 from .rows import iso
-
-NODE_ID_PATTERN = "n-[0-9a-f]{16}"  # new_id("n"): how node ids inside metadata are found
 
 # The id map: a fresh id for every node the source had at the commit. Parameters: fork, gid, commit.
 _MAP = """

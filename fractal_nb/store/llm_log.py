@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from ..errors import InvalidInputError, NotFoundError
-from ..model import TOOL_NAMES, CallOutcome
+from ..model import MAX_CALL_TOKENS, TOOL_NAMES, CallOutcome
 from .base import StoreCore, optional_name, require_id
 from .records import CallRow, CallRows, ModelSpend
 from .rows import iso
@@ -44,7 +44,6 @@ ROLES = (
     "judge",
 )  # llm/schemas.py role_of, one per schema
 _MODEL_CALL = "role NOT LIKE 'tool:%'"  # a row of a model call, not of one of its tool calls
-MAX_CALL_TOKENS = 10_000_000  # prompt or completion tokens of one call: far past any model's context
 MAX_CALL_TRIES = 1_000  # attempts or corrections of one call
 MAX_CALL_SECONDS = 1e6  # latency or queue time of one call
 MAX_CALLS = 1_000  # rows per batch
