@@ -122,7 +122,7 @@ ACTIONS = ("Approve", "Prune branch", "Deepen", "Redecompose", "Note")
 
 def shown(tab: Any, label: str) -> Any:
     """The button labelled ``label`` in the tab on show (the Gates tab has an Approve of its own)."""
-    return tab.locator("button.widget-button:visible", has_text=re.compile(rf"^\s*{re.escape(label)}\s*$"))
+    return button(tab, label).locator("visible=true")
 
 
 def click_node(tab: Any, node_id: str) -> None:

@@ -61,15 +61,8 @@ def test_usage_no_completion_can_have_is_estimated_and_kept_as_the_server_sent_i
 
 def test_a_figure_of_another_type_is_refused_and_a_sane_one_beside_it_kept() -> None:
     with FakeOpenAI(responder=lambda body: GOOD) as server:
-        handle = server.handle
-
-        def odd_usage(body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
-            status, sent_headers, payload = handle(body, headers)
-            reply = json.loads(payload)
-            reply["usage"] = {"prompt_tokens": "many", "completion_tokens": 12.0, "total_tokens": None}
-            return status, sent_headers, json.dumps(reply).encode()
-
-        server.handle = odd_usage  # type: ignore[method-assign]
+        odd = {"prompt_tokens": "many", "completion_tokens": 12.0, "total_tokens": None}
+        rewritten(server, lambda reply, _body: {**reply, "usage": odd})
         answer, usage = ask(server)
     assert isinstance(answer, dict)
     assert usage.completion_tokens == 12, "a whole number sent as 12.0 is the server's figure"

@@ -76,26 +76,29 @@ def graph_state(served: Served) -> tuple[Any, ...]:
     return served.store.get_snapshot(served.graph_id), served.store.get_events(served.graph_id)["events"]
 
 
+def refused(served: Served, mode: str, tool: str, **arguments: Any) -> str:
+    """``tool`` called on the served graph: refused as bad input with nothing written; its message."""
+    before = graph_state(served)
+    failed, value, _ = call_tool(served.url, mode, tool, graph_id=served.graph_id, **arguments)
+    assert failed and value["error_type"] == "InvalidInputError"
+    assert graph_state(served) == before
+    return str(value["error"])
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_an_answer_past_the_bound_is_refused_over_mcp_and_nothing_is_written(
     served: Served, mode: str
 ) -> None:
-    before = graph_state(served)
-    failed, value, _ = call_tool(
-        served.url,
+    error = refused(
+        served,
         mode,
         "fractal_submit_answer",
-        graph_id=served.graph_id,
         node_id=served.claimed,
         owner="w1",
         text="An answer.",
         sub_questions=json.dumps([f"Which part {i} matters?" for i in range(10_000)]),
     )
-    assert failed and value["error_type"] == "InvalidInputError"
-    assert (
-        f"sub_questions holds 10,000 questions; an answer asks at most {MAX_SUB_QUESTIONS}" in value["error"]
-    )
-    assert graph_state(served) == before
+    assert f"sub_questions holds 10,000 questions; an answer asks at most {MAX_SUB_QUESTIONS}" in error
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -103,22 +106,15 @@ def test_a_node_past_its_children_bound_is_refused_over_mcp(served: Served, mode
     with served.store.batch():
         for i in range(MAX_CHILDREN - 3):
             served.store.add_node(served.graph_id, served.root_answer, "question", f"Seed question {i + 3}?")
-    before = graph_state(served)
-    failed, value, _ = call_tool(
-        served.url,
+    error = refused(
+        served,
         mode,
         "fractal_add_node",
-        graph_id=served.graph_id,
         parent_id=served.root_answer,
         node_type="question",
         text="One seed question too many?",
     )
-    assert failed and value["error_type"] == "InvalidInputError"
-    assert (
-        f"has {MAX_CHILDREN} children; 1 more would pass the limit of {MAX_CHILDREN} per node"
-        in value["error"]
-    )
-    assert graph_state(served) == before
+    assert f"has {MAX_CHILDREN} children; 1 more would pass the limit of {MAX_CHILDREN} per node" in error
 
 
 def test_a_reply_over_the_clients_sse_limit_reaches_a_client_of_the_sse_era(served: Served) -> None:
