@@ -17,7 +17,9 @@ returned spent 500 calls and 1.7M tokens on a pulse comparison). A row's
 (a spent budget, the model down), None when it finished.
 With ``cache="record"`` every completion is kept in the file; ``cache="replay"``
 runs the comparison again from it with no model at all (one worker per run both
-times, so each run asks the same questions in the same order).
+times, so each run asks the same questions in the same order). A replay writes
+nothing to the file: its runs are graphs in memory, so replaying again and again
+leaves the file as the recording left it (issue 38: each replay added four graphs).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from .llm.schemas import Judgement
 from .model import Intensity, RunOutcome, Strategy, parse_choice
 from .prompts import chat
 from .results import FractalResult
+from .sources import Snippet, Table
 from .store import GraphStore
 from .text import clip
 
@@ -193,7 +196,13 @@ def compare(
     evidence every run gets (as :meth:`Exploration.add_sources` takes it).
     ``judge``: a model that scores each result's coverage and support (1-5).
     ``cache``: ``record`` keeps every completion in the file, ``replay`` answers
-    from it with no model (``llm`` may then be None); both need ``path``.
+    from it with no model (``llm`` may then be None); both need ``path``. A replay
+    reads the file and never writes it: each strategy runs again in memory from the
+    recorded completions (the same prompts in the same order), so calling it twice
+    gives the same rows and leaves the file as the recording left it, its graphs the
+    recorded ones (``Exploration.graphs(path)``; a replayed row's ``graph_id`` names
+    its run in memory, gone once ``compare`` returns). A ``Table`` source is read
+    from the file. The file must exist: a replay of nothing recorded is refused.
     ``max_tokens``: each strategy's token budget (its run and harvest); by default
     :data:`DEFAULT_MAX_TOKENS` for the intensity (100,000 at pulse), ``None`` for none.
     A row's ``budget`` says what its run had, ``stopped`` why it stopped short, and
@@ -216,7 +225,15 @@ def compare(
         check_llm(judge, "judge")
     budget = DEFAULT_MAX_TOKENS[level] if isinstance(max_tokens, DefaultBudget) else max_tokens
     Limits.parse(max_tokens=budget)
+    replay = cache == "replay"
     where = check_store_path(path, "path") if path is not None else None
+    if replay and where is not None and not where.exists():
+        raise InvalidInputError(
+            f"cache='replay' answers from the completions recorded in {where}: no such file "
+            "(record them first with cache='record')"
+        )
+    # A replay only reads the file (CachedLLM's replay asks cache_get alone): opened as a record is,
+    # so a notebook holding the file open in this process shares it, and its runs stay in memory.
     cache_store = GraphStore(where) if cache != "off" and where is not None else None
     try:
         rows, results = [], {}
@@ -226,9 +243,19 @@ def compare(
             else (llm, judge)
         )
         assert model is not None  # checked above: only a replay runs without a model
+        if replay and cache_store is not None:
+            sources = _tables_read(sources, cache_store)  # the runs' in-memory stores hold no table
         for how in chosen:
             row, result = _run_one(
-                question, how, model, scorer, where, sources, level, budget, cache != "off"
+                question,
+                how,
+                model,
+                scorer,
+                None if replay else where,
+                sources,
+                level,
+                budget,
+                cache != "off",
             )
             rows.append(row)
             results[how.value] = result
@@ -236,7 +263,21 @@ def compare(
         if cache_store is not None:
             cache_store.close()
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
-    return Comparison(question, frame, results, where, judged=judge is not None, replayed=cache == "replay")
+    return Comparison(question, frame, results, where, judged=judge is not None, replayed=replay)
+
+
+def _tables_read(sources: object, store: GraphStore) -> object:
+    """``sources`` with each :class:`Table` read from ``store`` into a :class:`Snippet` of its name and lines.
+
+    A replay runs in memory, where no table of the file is: the recorded runs read the same
+    name and lines from the file, so their prompts (and the recorded completions' keys) match.
+    """
+    if isinstance(sources, Table):
+        text = "\n".join(store.table_lines(sources.name, sources.columns))
+        return Snippet(text, name=sources.name)
+    if isinstance(sources, list | tuple):
+        return [_tables_read(item, store) for item in sources]
+    return sources
 
 
 def _strategies(strategies: object) -> list[Strategy]:

@@ -25,6 +25,7 @@ from .frames import edge_frame, node_frame, timestamps
 from .graph_sql import GAP_COLUMNS, run_sql
 from .history import GraphAt, event_point, lineage_frame
 from .llm.protocol import LLM
+from .llm.read_only import ReadOnlyLLM
 from .model import (
     TERMINAL_GRAPH,
     Budget,
@@ -175,7 +176,7 @@ class Exploration:
         path: str | Path,
         graph_id: str | None = None,
         *,
-        llm: LLM,
+        llm: LLM | None = None,
         clock: Clock | None = None,
         read_only: bool = False,
     ) -> Exploration:
@@ -189,11 +190,19 @@ class Exploration:
         read a file no process writes): nothing is recovered, and every call that
         would write (run, step, approve, prune, an unfinished harvest, a steering call) is refused
         with :class:`~fractal_nb.StateError` before the model is called. The
-        ``fractal-nb`` inspection commands open files this way.
+        ``fractal-nb`` inspection commands open files this way. Reading needs no model:
+        ``llm`` may then be left out (a run, a step or a steering call is refused, naming
+        ``llm=``); opening to write needs it.
         """
-        check_llm(llm)
-        _check_clock(clock)
         require_flag(read_only, "read_only")
+        if llm is None and not read_only:
+            raise InvalidInputError(
+                "llm is needed to open a file to run it: Exploration.open(path, llm=...); "
+                "read_only=True reads it without a model"
+            )
+        model: LLM = ReadOnlyLLM() if llm is None else llm
+        check_llm(model)
+        _check_clock(clock)
         if graph_id is not None:
             require_id(graph_id, "graph_id")
         if not Path(check_store_path(path)).exists():
@@ -208,7 +217,7 @@ class Exploration:
         except BaseException:
             store.close()
             raise
-        return cls(store, graph_id, llm, clock=clock, owns_store=True)
+        return cls(store, graph_id, model, clock=clock, owns_store=True)
 
     @staticmethod
     def graphs(path: str | Path, *, read_only: bool = False) -> pd.DataFrame:
@@ -1003,7 +1012,7 @@ class Exploration:
         if self.store.read_only:
             raise StateError(
                 f"{self.store.path} was opened read_only=True: it is read, never changed; "
-                "Exploration.open(path) without read_only changes it"
+                "Exploration.open(path, llm=...) without read_only runs and changes it"
             )
 
     def _activate(self, *, resume: bool, revive: bool = False) -> None:

@@ -245,8 +245,6 @@ def open_read_only(path: Path, graph_id: str | None) -> Exploration:
     with :func:`locked_message`'s text; a file of several graphs without
     ``graph_id`` raises :class:`GraphChoiceError` listing them.
     """
-    from .llm.simulated import SimulatedLLM  # never called: a read-only exploration refuses every write
-
     try:
         if graph_id is None:
             graphs = Exploration.graphs(path, read_only=True)
@@ -261,7 +259,7 @@ def open_read_only(path: Path, graph_id: str | None) -> Exploration:
                     else f"{path} holds no exploration"
                 )
             graph_id = str(graphs["graph_id"].iloc[0])
-        return Exploration.open(path, graph_id, llm=SimulatedLLM(), read_only=True)
+        return Exploration.open(path, graph_id, read_only=True)
     except StoreLockedError as exc:
         raise StoreLockedError(
             locked_message(path, exc.holder_pid), path=exc.path, holder_pid=exc.holder_pid

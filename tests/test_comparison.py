@@ -8,11 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pandas as pd
 import pytest
 from pydantic import BaseModel
 
-from fractal_nb import Comparison, Exploration, GraphStore, SimulatedLLM, compare
+from fractal_nb import Comparison, Exploration, GraphStore, SimulatedLLM, Table, compare
 from fractal_nb.comparison import COLUMNS, DEFAULT_MAX_TOKENS, STRATEGIES
 from fractal_nb.errors import InvalidInputError
 from fractal_nb.llm.protocol import Message, estimate_tokens, messages_tokens, report_usage
@@ -31,7 +32,7 @@ Construction closes streets for two years and hurts small shops.
 
 
 def ledger(path: Path, graph_id: str) -> Any:
-    with Exploration.open(path, graph_id, llm=SimulatedLLM(), read_only=True) as ex:
+    with Exploration.open(path, graph_id, read_only=True) as ex:
         return ex.llm_calls()
 
 
@@ -86,6 +87,7 @@ def test_a_recorded_comparison_replays_offline(tmp_path: Path) -> None:
     recorded = compare(
         QUESTION, llm=SimulatedLLM(seed=3), path=path, cache="record", judge=SimulatedLLM(seed=1)
     )
+    recorded_bytes = path.read_bytes()
     again = compare(QUESTION, llm=None, path=path, cache="replay", judge=None)
     assert again.replayed and not recorded.replayed
     # Every column but the new graphs' ids, the spend and time of runs that paid no model, and the judge's.
@@ -96,9 +98,44 @@ def test_a_recorded_comparison_replays_offline(tmp_path: Path) -> None:
         assert [f["finding"] for f in again.results[name].findings] == [
             f["finding"] for f in recorded.results[name].findings
         ]
-    with GraphStore(path, read_only=True) as store:
-        assert len(store.list_graphs()["graphs"]) == 2 * len(STRATEGIES)
+    # A replay reads the file and writes nothing (issue 38: each added four graphs): called again, the
+    # same rows, and the file holds the recorded graphs alone, byte for byte as the recording left it.
+    once_more = compare(QUESTION, llm=None, path=path, cache="replay", judge=None)
+    same = [c for c in COLUMNS if c not in ("graph_id", "wall_s")]
+    assert once_more.frame[same].equals(again.frame[same])
+    assert Exploration.graphs(path, read_only=True)["graph_id"].tolist() == recorded.frame.graph_id.tolist()
+    assert path.read_bytes() == recorded_bytes
     assert "no model was called" in again._repr_html_()
+    # Nothing recorded, nothing to replay: refused, and no file is made.
+    missing = tmp_path / "never-recorded.duckdb"
+    with pytest.raises(InvalidInputError, match="cache='replay' answers from the completions recorded in"):
+        compare(QUESTION, llm=None, path=missing, cache="replay")
+    assert not missing.exists()
+
+
+def test_a_replay_reads_a_table_source_from_the_file(tmp_path: Path) -> None:
+    """The replay's runs are in memory, where the file's table is not: it is read from the file."""
+    path = tmp_path / "tables.duckdb"
+    GraphStore(path).close()
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE notes (line VARCHAR)")
+        con.executemany("INSERT INTO notes VALUES (?)", [[line] for line in NOTES.splitlines()[1:]])
+    recorded = compare(
+        QUESTION,
+        ["single", "tracks"],
+        llm=SimulatedLLM(),
+        path=path,
+        cache="record",
+        sources=[Table("notes")],
+    )
+    recorded_bytes = path.read_bytes()
+    again = compare(
+        QUESTION, ["single", "tracks"], llm=None, path=path, cache="replay", sources=[Table("notes")]
+    )
+    keep = ["strategy", "status", "degraded", "stopped", "calls", "nodes", "findings", "supported_findings"]
+    assert again.frame[keep].equals(recorded.frame[keep])
+    assert again.frame.set_index("strategy").loc["single", "supported_findings"] >= 1, "cites the table"
+    assert path.read_bytes() == recorded_bytes
 
 
 def test_with_sources_findings_rest_on_verified_lines(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from pydantic import BaseModel
 
 from fractal_nb import Exploration, InvalidInputError, SimulatedLLM
 from fractal_nb.errors import StateError
@@ -184,6 +185,28 @@ def test_a_read_only_exploration_refuses_every_write_before_the_model(
     with pytest.raises(InvalidInputError, match="read_only must be"):
         Exploration.graphs(path, read_only=1)  # type: ignore[arg-type]
     assert Exploration.graphs(path, read_only=True)["graph_id"].tolist() == [first, second]
+
+
+def test_a_file_is_read_without_a_model_and_a_run_says_to_pass_one(
+    two_graphs: tuple[Path, str, str],
+) -> None:
+    """Reading needs no model (issue 38: open(path, read_only=True) asked for llm= all the same)."""
+    path, first, second = two_graphs
+    before = digest(path)
+    with Exploration.open(path, first, read_only=True) as ex:
+        assert ex.harvest().status == "completed" and len(ex.nodes()) > 1
+        assert ex.sql("SELECT count(*) AS n FROM llm_calls")["n"].iloc[0] > 0
+    with Exploration.open(path, second, read_only=True) as ex:
+        for call in (lambda: ex.run(progress=False), lambda: ex.step(), lambda: ex.ask("What about ports?")):
+            with pytest.raises(StateError, match=r"read_only=True.*Exploration\.open\(path, llm=\.\.\.\)"):
+                call()
+        with pytest.raises(StateError, match=r"without a model.*Exploration\.open\(path, llm=\.\.\.\)"):
+            ex.llm.complete([], BaseModel)  # never asked by the facade; refuses if it is
+        assert repr(ex.llm) == "ReadOnlyLLM()"
+    # Opening to write still needs the model, and says so; the file is as it was.
+    with pytest.raises(InvalidInputError, match=r"llm is needed.*read_only=True reads it without"):
+        Exploration.open(path, second)
+    assert digest(path) == before
 
 
 def test_columns_keep_the_store_types_whatever_the_rows_hold() -> None:

@@ -1,4 +1,8 @@
-"""The Gates tab's held questions: a worker's question to the person, answered in the panel.
+"""The Gates tab's questions: the gated ones to approve or prune, and a worker's questions to the person.
+
+:class:`GateList` lists the gated questions, each whole and wrapped beside its
+tick box (issue 38: a one-line list cut each at ~45 characters, so a person could
+not read what they decided); the panel's Approve and Prune act on the ticked ones.
 
 A worker that halts on an ambiguity offers options with their tradeoffs; on a
 confusion it asks a clarifying question (docs/architecture.md, "Halts"). Each
@@ -15,12 +19,113 @@ from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as widgets
+import traitlets
 
 from ..model import HaltKind
 from ..text import clip
 
 Act = Callable[[Callable[[], object]], Callable[[object], None]]
 """The panel's handler: wraps an action so its error becomes the panel's message."""
+
+
+TICKED_BORDER = "3px solid var(--jp-brand-color1, #1f77b4)"
+UNTICKED_BORDER = "3px solid transparent"
+WRAPPED = "white-space:normal;overflow-wrap:anywhere;line-height:1.4;padding:5px 0"
+
+
+class GateList(widgets.VBox):  # type: ignore[misc]
+    """The gated questions, each whole and wrapped beside its tick box; ``value``: the ticked ids.
+
+    Set ``options`` to ``(text, node_id)`` pairs (as a ``SelectMultiple`` takes them, whose
+    place it takes); ``value`` is the tuple of ticked node ids in the list's order, and may
+    be set too. A question still listed keeps its tick when the options change. Every
+    question's text reaches HTML escaped. The list scrolls in its own box.
+
+    >>> gates = GateList()
+    >>> gates.options = [("Which <b>ports</b> grew first, and why did the river ports fall behind?", "n-1"),
+    ...                  ("Who paid for the roads?", "n-2")]
+    >>> gates.rows[0].children[1].value
+    "<div style='white-space:normal;...'>Which &lt;b&gt;ports&lt;/b&gt; grew first, ..."
+    >>> gates.rows[1].children[0].value = True  # the person ticks the second
+    >>> gates.value
+    ('n-2',)
+    """
+
+    options = traitlets.Tuple()
+    value = traitlets.Tuple()
+
+    def __init__(self) -> None:
+        self.rows: list[widgets.HBox] = []
+        self._boxes: dict[str, widgets.Checkbox] = {}
+        self._showing = False  # the ticks are being set from ``value``: no tick is the person's
+        super().__init__([], layout=widgets.Layout(width="100%", max_height="360px", overflow="auto"))
+        self.add_class("fractal-gate-list")
+
+    @traitlets.validate("options")
+    def _pairs(self, proposal: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+        return tuple((str(text), str(node_id)) for text, node_id in proposal["value"])
+
+    @traitlets.validate("value")
+    def _listed(self, proposal: dict[str, Any]) -> tuple[str, ...]:
+        chosen = {str(node_id) for node_id in proposal["value"]}
+        return tuple(node_id for _text, node_id in self.options if node_id in chosen)
+
+    @traitlets.observe("options")
+    def _rebuild(self, change: dict[str, Any]) -> None:
+        ticked = set(self.value)
+        for row in self.rows:
+            row.children[0].close()
+            row.children[1].close()
+            row.close()
+        self._boxes = {}
+        self.rows = [self._row(text, node_id, node_id in ticked) for text, node_id in change["new"]]
+        self.children = tuple(self.rows)
+        self.value = tuple(node_id for node_id in self.value if node_id in self._boxes)
+
+    @traitlets.observe("value")
+    def _show_ticks(self, change: dict[str, Any]) -> None:
+        self._showing = True
+        try:
+            for row, (_text, node_id) in zip(self.rows, self.options, strict=True):
+                ticked = node_id in change["new"]
+                row.children[0].value = ticked
+                row.layout.border_left = TICKED_BORDER if ticked else UNTICKED_BORDER
+        finally:
+            self._showing = False
+
+    def _row(self, text: str, node_id: str, ticked: bool) -> widgets.HBox:
+        box = widgets.Checkbox(
+            value=ticked,
+            indent=False,
+            description="",
+            tooltip=f"Tick to approve or prune {node_id}",
+            layout=widgets.Layout(width="28px", flex="0 0 auto"),
+        )
+        box.observe(self._ticked, names="value")
+        self._boxes[node_id] = box
+        question = widgets.HTML(
+            f"<div style='{WRAPPED}'>{html.escape(text)}</div>",
+            layout=widgets.Layout(flex="1 1 auto", min_width="0"),
+        )
+        return widgets.HBox(
+            [box, question],
+            layout=widgets.Layout(
+                align_items="flex-start",
+                border_left=TICKED_BORDER if ticked else UNTICKED_BORDER,
+                padding="0 0 0 4px",
+                margin="2px 0",
+            ),
+        )
+
+    def _ticked(self, _change: dict[str, Any]) -> None:
+        """The person ticked or cleared a box: ``value`` follows."""
+        if not self._showing:
+            self.value = tuple(node_id for node_id, box in self._boxes.items() if box.value)
+
+    def close(self) -> None:
+        """Close the list and every row in it."""
+        self.options = ()
+        super().close()
 
 
 class HeldQuestion(widgets.VBox):  # type: ignore[misc]

@@ -42,6 +42,7 @@ HEAD_TABLE = [
     "superseded",
     "root_synthesis",
 ]
+THIS_GRAPH = " (this graph)"
 
 
 def step_text(step: TurnStep, what: str) -> str:
@@ -67,6 +68,33 @@ def frame_html(frame: pd.DataFrame, columns: list[str], empty: str) -> str:
     shown = frame[columns].astype(object).map(_cell)
     table: str = shown.to_html(index=False, escape=True, classes="fractal-turns", na_rep="", justify="left")
     return table
+
+
+def lineage_lines(lineage: pd.DataFrame, graph_id: str, at_head: dict[int, int]) -> list[str]:
+    """A line per graph of ``lineage()``: its id, where it was forked from, its status.
+
+    ``at_head`` maps this graph's head events to their turns, to name the head a fork was made at.
+
+    >>> lineage = pd.DataFrame({"graph_id": ["g-1", "g-2"], "forked_from": [None, "g-1"],
+    ...                         "forked_at": [pd.NA, 29], "status": ["completed", "active"]})
+    >>> for line in lineage_lines(lineage, "g-1", {29: 1}):
+    ...     print(line)
+    g-1 (this graph): the original · completed
+    g-2: forked from this graph at event 29 (head 1) · active
+    """
+    lines = []
+    for row in lineage.itertuples():
+        name = f"{row.graph_id}{THIS_GRAPH if row.graph_id == graph_id else ''}"
+        if pd.isna(row.forked_from):  # an original
+            where = "the original"
+        else:
+            source = "this graph" if row.forked_from == graph_id else str(row.forked_from)
+            head = at_head.get(int(row.forked_at)) if row.forked_from == graph_id else None
+            where = f"forked from {source} at event {int(row.forked_at)}" + (
+                f" (head {head})" if head else ""
+            )
+        lines.append(f"{name}: {where} · {row.status}")
+    return lines
 
 
 def _cell(value: Any) -> str:
@@ -163,6 +191,7 @@ class SteeringControls:
 
         self.turns_table = widgets.HTML()
         self.heads_table = widgets.HTML()
+        self.fork_list = widgets.HTML()  # this graph, where it was forked from, and its forks
         self.fork_bar = widgets.HBox(layout=row)
         self.forks: list[Exploration] = []  # the forks made here, newest last
         # The Turns tab: the tables scroll (views/control_panel.py), the fork buttons stay below them.
@@ -172,9 +201,12 @@ class SteeringControls:
                 self.turns_table,
                 widgets.HTML("<b>Heads</b>"),
                 self.heads_table,
+                widgets.HTML("<b>Forks</b>"),
+                self.fork_list,
             ]
         )
         self._heads: list[int] = []  # the head events the fork buttons were built for
+        self._forks_shown = 0  # how many of ``forks`` the fork list was read after
 
     def bind(self, handler: Callable[[Callable[[], object]], Callable[[object], None]]) -> None:
         """Wire the buttons through the panel's click handler (errors become the message)."""
@@ -258,7 +290,7 @@ class SteeringControls:
         )
         return (
             f"forked head {int(row['turn'])} (event {head_event}) into graph {fork.graph_id} {where}; "
-            "view.steering.forks[-1] holds it (.view() shows it)"
+            "the Turns tab lists it under Forks; view.steering.forks[-1] holds it (.view() shows it)"
         )
 
     def _selected_question(self) -> str:
@@ -288,6 +320,8 @@ class SteeringControls:
         note = f"<span style='{MUTED_STYLE}'>{html.escape(inspector_why)}</span>" if inspector_why else ""
         if self.inspector_note.value != note:
             self.inspector_note.value = note
+        if len(self.forks) != self._forks_shown:  # a fork made here changes no event of this graph
+            self.show_forks()
 
     def show_turns(self, first_event: int) -> None:
         """The Turns tab from ``turns()`` and ``heads()`` (the graph changed).
@@ -298,6 +332,7 @@ class SteeringControls:
         turns, heads = self.exploration.turns(), self.exploration.heads()
         self.turns_table.value = frame_html(turns, TURN_TABLE, "No turns yet.")
         self.heads_table.value = frame_html(heads, HEAD_TABLE, "No heads yet: Harvest ends a turn in a head.")
+        self.show_forks(heads)
         events = [int(e) for e in heads["head_event"]]
         if events != self._heads:
             self._heads = events
@@ -318,6 +353,38 @@ class SteeringControls:
                 button.on_click(self._handler(self._forker(event)))
                 buttons.append(button)
             self.fork_bar.children = buttons
+
+    def show_forks(self, heads: pd.DataFrame | None = None) -> None:
+        """The Forks list: this graph, the graph it was forked from, and every fork (``lineage()``).
+
+        A fork made with Fork here shows in it at once (issue 38: only the message line said so),
+        with the head it was made at and how to open it. A list, not a table: the ids read
+        whole in the tab's column.
+        """
+        self._forks_shown = len(self.forks)
+        lineage = self.exploration.lineage()
+        if len(lineage) <= 1:
+            self.fork_list.value = (
+                "<p><i>No forks yet: Fork here makes a new graph holding this one as it was at a head; "
+                "this one never changes.</i></p>"
+            )
+            return
+        heads = self.exploration.heads() if heads is None else heads
+        at_head = {int(e): int(t) for t, e in zip(heads["turn"], heads["head_event"], strict=True)}
+        items = "".join(
+            f"<li>{html.escape(line)}</li>"
+            for line in lineage_lines(lineage, self.exploration.graph_id, at_head)
+        )
+        how = (
+            "Exploration.open(path, graph_id=..., llm=...) opens one; read_only=True reads it, "
+            "no model needed."
+            if self.exploration.store.path is not None
+            else "In memory: view.steering.forks holds the forks made here."
+        )
+        self.fork_list.value = (
+            f"<ul class='fractal-forks' style='line-height:1.4;padding-left:1.2em'>{items}</ul>"
+            f"<p style='{MUTED_STYLE}'>{html.escape(how)}</p>"
+        )
 
     def _forker(self, event: int) -> Callable[[], Any]:
         return lambda: self._start("fork", lambda: (self.fork(event), False))

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
+from fractal_nb import Exploration, SimulatedLLM
 from tests.browser.conftest import guarded_page
-from tests.browser.test_voila_app import attr, button, voila, wait_for
-from tests.browser.tree_checks import low_contrast, screenshot
+from tests.browser.test_voila_app import attr, button, json_counts, voila, wait_for
+from tests.browser.tree_checks import low_contrast, low_text_contrast, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -188,3 +189,157 @@ def test_an_answered_question_can_be_steered_from_the_inspector(
         assert low_contrast(tab) == {}, f"{theme}: text under 4.5:1"
         assert tab.evaluate("() => window.__pwned") is None
         assert traffic.aborted == [] and traffic.failed == [] and traffic.errors == []
+
+
+# A harvested exploration in a file, so the test reads the fork back from it once Voila is gone. The file
+# is the kernel's own, named on the page: Voila starts a second kernel on the notebook, which must not find
+# it locked.
+FILED_APP = """\
+import os
+import ipywidgets as widgets
+from fractal_nb import Exploration, SimulatedLLM
+
+ex = Exploration.create("Why do some cities grow faster than others?", intensity="pulse",
+                        llm=SimulatedLLM(seed=4), path=f"fork-{os.getpid()}.duckdb")
+ex.run(progress=False)
+ex.harvest(finish=True)
+widgets.VBox([widgets.Label(f"head 1 holds {len(ex.nodes())} nodes in {os.path.basename(ex.store.path)}"),
+              ex.view(height="380px")])
+"""
+IN_FILE = re.compile(r"head 1 holds (\d+) nodes in ([\w-]+\.duckdb)")
+
+
+def test_fork_here_in_the_turns_tab_shows_the_fork(browser: Any, tmp_path: Path) -> None:
+    """Fork here makes a new graph, and the Turns tab lists it where the person pressed (issue 38)."""
+    with (
+        guarded_page(browser, viewport={"width": 1400, "height": 900}) as (tab, traffic),
+        voila(tmp_path, FILED_APP) as url,
+    ):
+        tab.goto(url, timeout=90_000)
+        wait_for(tab, "el.dataset.drawn === '1'", timeout_s=90)
+        shown_file = IN_FILE.search(tab.content())
+        assert shown_file is not None
+        head1, file = int(shown_file.group(1)), tmp_path / shown_file.group(2)
+        tab.locator(".lm-TabBar-tabLabel", has_text="Turns").click()
+        assert "No forks yet" in tab.locator(".widget-tab-contents").inner_text()
+        shown(tab, "Fork here: head 1").click()
+        said = outcome(tab, "fork: ")
+        fork_id = re.search(r"into graph (g-[0-9a-f]+) in ", said).group(1)  # type: ignore[union-attr]
+        assert said.startswith("fork: forked head 1 (event ") and "the Turns tab lists it under Forks" in said
+        # The Forks list: the fork, forked from this graph at head 1's event, on screen in the tab.
+        listed = tab.locator(".fractal-forks li", has_text=fork_id)
+        listed.wait_for(timeout=30_000)
+        listed.scroll_into_view_if_needed()
+        page = tab.locator(".widget-tab-contents .widget-vbox:visible").first.bounding_box()
+        box = listed.bounding_box()
+        assert box is not None and page["y"] <= box["y"] <= page["y"] + page["height"] - box["height"]
+        assert box["x"] + box["width"] <= page["x"] + page["width"] + 1, "the line is cut off"
+        head_event = re.search(r"forked head 1 \(event (\d+)\)", said).group(1)  # type: ignore[union-attr]
+        assert (
+            listed.inner_text()
+            == f"{fork_id}: forked from this graph at event {head_event} (head 1) · completed"
+        )
+        this = tab.locator(".fractal-forks li", has_text="(this graph)").inner_text()
+        graph_id = this.split(" ")[0]
+        assert this == f"{graph_id} (this graph): the original · completed"
+        screenshot(tab, "turns-fork-light")
+        assert tab.evaluate("() => window.__pwned") is None
+        assert traffic.aborted == [] and traffic.failed == [] and traffic.errors == []
+    # The store holds the fork: forked from the graph at the head's event, with head 1's nodes.
+    family = Exploration.family(file, read_only=True).set_index("graph_id")
+    assert family.loc[fork_id, "forked_from"] == graph_id
+    assert str(family.loc[fork_id, "forked_at"]) == head_event
+    with Exploration.open(file, fork_id, read_only=True) as fork:
+        assert len(fork.nodes()) == head1 and fork.status == "completed"
+
+
+# Seed questions behind a depth:1 gate, longer than the 90 characters the old list cut them to.
+GATES_SEED = (
+    "Why do some mid-sized river cities in northern Europe grow so much faster than other cities of the "
+    "same size and age?"
+)
+GATED_APP = f"""\
+import os
+import ipywidgets as widgets
+from fractal_nb import Exploration, SimulatedLLM
+
+ex = Exploration.create({GATES_SEED!r}, intensity="pulse", checkpoint="depth:1",
+                        llm=SimulatedLLM(seed=2), path=f"gates-{{os.getpid()}}.duckdb")
+ex.step(1)
+widgets.VBox([widgets.Label(f"kept in {{os.path.basename(ex.store.path)}}"), ex.view(height="420px")])
+"""
+# Each gated question's text block in the Gates list: its text, and whether it runs past the tab or is cut.
+GATE_ROWS = """(right) => [...document.querySelectorAll('.fractal-gate-list .widget-html-content')]
+    .map((e) => ({ text: e.textContent, past: e.getBoundingClientRect().right > right + 1,
+                   cut: e.scrollWidth > e.clientWidth, height: e.getBoundingClientRect().height }))"""
+
+
+def gate_rows(tab: Any, texts: list[str]) -> list[dict[str, Any]]:
+    """The Gates list as the page shows it, a row per gated question, once it lists ``texts``."""
+    tab.wait_for_function(
+        """(texts) => JSON.stringify([...document.querySelectorAll('.fractal-gate-list .widget-html-content')]
+            .map((e) => e.textContent)) === JSON.stringify(texts)""",
+        arg=texts,
+        timeout=30_000,
+    )
+    page = tab.locator(".widget-tab-contents .widget-vbox:visible").first.bounding_box()
+    return list(tab.evaluate(GATE_ROWS, page["x"] + page["width"]))
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_a_gate_is_read_whole_then_approved_and_another_pruned_from_the_list(
+    browser: Any, tmp_path: Path, theme: str
+) -> None:
+    """The Gates list shows each question whole (issue 38: cut at ~45 characters); Approve runs one."""
+    with Exploration.create(
+        GATES_SEED, intensity="pulse", checkpoint="depth:1", llm=SimulatedLLM(seed=2)
+    ) as ex:
+        ex.step(1)
+        questions = ex.gates["text"].tolist()  # the simulator asks the app's questions, in its order
+    assert max(map(len, questions)) > 90
+    with (
+        guarded_page(browser, viewport={"width": 1400, "height": 900}) as (tab, traffic),
+        voila(tmp_path, GATED_APP, theme=theme) as url,
+    ):
+        tab.goto(url, timeout=90_000)
+        wait_for(
+            tab, f"el.dataset.drawn === '1' && el.dataset.gatedCount === '{len(questions)}'", timeout_s=90
+        )
+        file = tmp_path / re.search(r"kept in ([\w-]+\.duckdb)", tab.content()).group(1)  # type: ignore[union-attr]
+        tab.locator(".lm-TabBar-tabLabel", has_text="Gates").click()
+        rows = gate_rows(tab, questions)  # every gated question, whole, in order
+        assert not any(r["past"] or r["cut"] for r in rows), f"a question runs past the tab: {rows}"
+        assert any(r["height"] > 30 for r in rows), "a long question wraps onto more lines"
+        assert low_text_contrast(tab, ".fractal-gate-list .widget-html-content") == []
+        screenshot(tab, f"gates-{theme}-list")
+
+        # Tick the first and Approve it: it opens, leaves the list, and Step answers it.
+        approved, pruned = questions[0], questions[1]
+        tab.locator(".fractal-gate-list input[type=checkbox]").first.check()
+        wait_for(tab, "el.dataset.selected.startsWith('n-')")  # the tree selects the ticked question
+        screenshot(tab, f"gates-{theme}-ticked")
+        shown(tab, "Approve").click()
+        assert outcome(tab, "approved ").startswith("approved 1 gated question(s)")
+        wait_for(tab, f"el.dataset.gatedCount === '{len(questions) - 1}'")
+        gate_rows(tab, questions[1:])
+        assert json_counts(tab)["open"] == 1
+
+        # Tick the next and Prune it: the counts say it is pruned, and the list holds the rest.
+        tab.locator(".fractal-gate-list input[type=checkbox]").first.check()
+        shown(tab, "Prune").click()
+        assert outcome(tab, "pruned ").startswith("pruned 1 gated question(s)")
+        wait_for(tab, f"el.dataset.gatedCount === '{len(questions) - 2}'")
+        gate_rows(tab, questions[2:])
+        tab.get_by_text(re.compile(r"\b1 pruned\b")).first.wait_for(timeout=30_000)
+        button(tab, "Step").click()
+        assert outcome(tab, "step: ").startswith("step: 1 node(s) processed")
+        screenshot(tab, f"gates-{theme}-after")
+        assert low_contrast(tab) == {}, f"{theme}: text under 4.5:1"
+        assert tab.evaluate("() => window.__pwned") is None
+        assert traffic.aborted == [] and traffic.failed == [] and traffic.errors == []
+    # The store agrees: the approved question was answered, the pruned one is pruned, the rest wait.
+    with Exploration.open(file, read_only=True) as ex:
+        nodes = ex.nodes().set_index("text")
+        assert nodes.loc[approved, "status"] in ("answered", "synthesized")
+        assert (nodes.loc[pruned, "status"], nodes.loc[pruned, "status_reason"]) == ("saturated", "pruned")
+        assert nodes.loc[questions[2:], "status"].eq("gated").all()

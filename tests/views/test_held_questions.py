@@ -7,8 +7,11 @@ answer prompt the model is sent.
 
 from __future__ import annotations
 
-from fractal_nb import Exploration
+import html
+
+from fractal_nb import Exploration, SimulatedLLM
 from fractal_nb.views import ExplorationView
+from fractal_nb.views.held_questions import TICKED_BORDER, UNTICKED_BORDER, WRAPPED, GateList
 from tests.engine.test_halts import SEED, RecordingLLM
 from tests.engine.test_runs import FAST
 from tests.views.test_control_panel import settle
@@ -90,3 +93,70 @@ def test_prune_on_a_held_card_cuts_the_question_and_model_text_is_escaped() -> N
         node = ex.store.get_node(ex.graph_id, card.node_id)["node"]
         assert node["status"] == "saturated" and node["status_reason"] == "pruned"
         assert card.node_id not in [c.node_id for c in view.held_cards]
+
+
+# A seed whose sub-questions are longer than the 90 characters the old list clipped them to.
+LONG_SEED = (
+    "Why do some mid-sized river cities in northern Europe grow so much faster than other cities of the "
+    "same size and age?"
+)
+
+
+def test_the_gate_list_shows_each_question_whole_and_a_tick_chooses_it() -> None:
+    """Each gated question is listed whole, wrapped, escaped (issue 38: cut at ~45 characters)."""
+    hostile = "<img src=x onerror='window.__pwned=1'> " + "a question long enough to wrap " * 6
+    gates = GateList()
+    chosen: list[tuple[str, ...]] = []
+    gates.observe(lambda change: chosen.append(change["new"]), names="value")
+    gates.options = [("Which ports grew first?", "n-1"), (hostile, "n-2"), ("Who paid?", "n-3")]
+    texts = [row.children[1].value for row in gates.rows]
+    assert html.escape(hostile) in texts[1] and "<img" not in texts[1], "whole, and escaped"
+    assert all("white-space:normal" in text for text in texts), "wrapped to the column"
+    # The person ticks two: value holds them in the list's order, each tick shown on its row.
+    gates.rows[2].children[0].value = True
+    gates.rows[1].children[0].value = True
+    assert gates.value == ("n-2", "n-3") and chosen == [("n-3",), ("n-2", "n-3")]
+    assert [row.layout.border_left for row in gates.rows] == [UNTICKED_BORDER, TICKED_BORDER, TICKED_BORDER]
+    # Approved elsewhere, n-2 leaves the list: n-3 keeps its tick, a new question comes unticked.
+    gates.options = [("Which ports grew first?", "n-1"), ("Who paid?", "n-3"), ("Who built?", "n-4")]
+    assert gates.value == ("n-3",) and [row.children[0].value for row in gates.rows] == [False, True, False]
+    # Set from code: the boxes follow at once, with no passing state; an id not listed is dropped.
+    chosen.clear()
+    gates.value = ("n-4", "n-1", "n-9")
+    assert gates.value == ("n-1", "n-4") and chosen == [("n-1", "n-4")]
+    assert [row.children[0].value for row in gates.rows] == [True, False, True]
+    rows = gates.rows
+    gates.close()
+    assert gates.rows == [] and all(row.comm is None for row in rows), "its widgets are closed"
+
+
+def test_the_panel_lists_the_gated_questions_whole_and_approves_and_prunes_the_ticked() -> None:
+    with Exploration.create(
+        LONG_SEED, intensity="pulse", checkpoint="depth:1", llm=SimulatedLLM(seed=2), clock=FAST
+    ) as ex:
+        ex.step(1)
+        view = ex.view()
+        gated = ex.gates.set_index("node_id")["text"].to_dict()
+        assert max(len(text) for text in gated.values()) > 90, "the seed makes long questions"
+        assert isinstance(view.gate_list, GateList)
+        shown = {row.children[1].value for row in view.gate_list.rows}
+        assert {f"<div style='{WRAPPED}'>{html.escape(t)}</div>" for t in gated.values()} == shown, (
+            "every gated question, whole"
+        )
+        first, second, *_ = gated
+        view.gate_list.rows[0].children[0].value = True  # the person ticks the first
+        view.refresh()
+        assert view.network.selected == first, "the ticked question is selected in the tree too"
+        view.approve_button.click()
+        settle(view)
+        assert "approved 1 gated question(s)" in view.message.value
+        assert ex.store.get_node(ex.graph_id, first)["node"]["status"] == "open"
+        assert [node_id for _text, node_id in view.gate_list.options][0] == second
+        view.gate_list.rows[0].children[0].value = True
+        view.prune_gate_button.click()
+        settle(view)
+        assert "pruned 1 gated question(s)" in view.message.value
+        node = ex.store.get_node(ex.graph_id, second)["node"]
+        assert (node["status"], node["status_reason"]) == ("saturated", "pruned")
+        assert second not in dict(view.gate_list.options).values() and view.gate_list.value == ()
+        view.close()

@@ -139,10 +139,19 @@ def test_fork_here_says_where_the_fork_is_and_how_to_open_it(tmp_path: Path) -> 
         ex.run(progress=False)
         ex.harvest(finish=True)
         view = ex.view()
+        assert "No forks yet: Fork here makes a new graph" in view.steering.fork_list.value
         click(view, view.steering.fork_bar.children[0])
         fork = view.steering.forks[-1]
         assert f"into graph {fork.graph_id} in {path}: Exploration.open(" in view.message.value
         assert fork.lineage()["forked_from"].tolist() == [None, ex.graph_id]
+        # The Turns tab lists the fork at once, where it came from, and how to open it (issue 38).
+        forks = view.steering.fork_list.value
+        head = int(ex.heads()["head_event"].iloc[0])
+        assert f"<li>{ex.graph_id} (this graph): the original · completed</li>" in forks
+        assert (
+            f"<li>{fork.graph_id}: forked from this graph at event {head} (head 1) · completed</li>" in forks
+        )
+        assert "graph_id=..., llm=...) opens one" in forks
         assert ex.status == "completed", "the source never changes"
         fork.close()
         view.close()
