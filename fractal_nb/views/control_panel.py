@@ -4,13 +4,16 @@ Step, Step ×N, Run and Harvest work in a background thread, so the cell
 returns at once and the kernel stays free. Those threads only push to a queue;
 one task on the kernel's loop (:class:`KernelPump`) drains it and is the only
 code that writes to the widgets. Buttons act through the :class:`Exploration`
-facade, never through the store directly. A control that cannot act now is
-disabled, and the line under the buttons says why (finished, waiting at gates,
-nothing left to explore, a spent budget); after a run stopped at its circuit
-breaker or wall clock, Run reads Resume. The newest message replaces the one
-before it. Steering (Ask, Widen, and the Inspector's Deepen, Redecompose and
-Note; the Turns tab's Fork here) lives in :mod:`.steering_panel`, the history
-slider under the graph in :mod:`.history_slider`.
+facade (Recover failed through the store's ``recover_stuck``, the way the README
+gives: the facade has no recovery of its own). A control that cannot act now is
+disabled, and the line under the buttons says why and what to do next (finished,
+waiting at gates, nothing left to explore, a spent budget, a pause and its stored
+reason, a run stuck behind failed questions), its questions links that select them
+in the tree, with the buttons its next steps need beside it (Recover failed, Finish &
+harvest); after a run stopped at its circuit breaker or wall clock, Run reads Resume.
+The newest message replaces the one before it. Steering (Ask, Widen, and the
+Inspector's Deepen, Redecompose and Note; the Turns tab's Fork here) lives in
+:mod:`.steering_panel`, the history slider under the graph in :mod:`.history_slider`.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from ..evidence_report import CitedLines, NodeEvidence
-from ..model import PENDING_QUESTION, TERMINAL_GRAPH, GraphStatus, NodeStatus
+from ..model import PENDING_QUESTION, TERMINAL_GRAPH, GraphStatus, NodeStatus, SaturationReason, Strategy
 from ..results import FractalResult, StepRecord, linked_ids
 from ..store.question_items import FAILED, PRUNED, VIEW_STATUSES
 from ..store.thinkon import KEY as THINKON_KEY
@@ -38,12 +41,12 @@ from ..text import clip
 from .citations_html import citations_html, evidence_html, finding_html, support_badge
 from .downloads import DownloadButtons
 from .graph_feed import DeltaMessage
-from .held_questions import HeldQuestion
+from .held_questions import GateList, HeldQuestion
 from .history_slider import HistorySlider
 from .kernel_pump import KernelPump
 from .lab_link import LabServer, lab_server
 from .network_widget import NetworkWidget
-from .question_tree import view_status
+from .question_tree import QuestionItem, view_status
 from .steering_panel import SteeringControls
 
 if TYPE_CHECKING:
@@ -51,6 +54,8 @@ if TYPE_CHECKING:
 
 ERROR_STYLE = "color:var(--jp-error-color1, #b42323)"
 MUTED_STYLE = "color:var(--jp-ui-font-color2, #57606a)"
+LINES = "line-height:1.45"  # a status line that wraps reads as a paragraph (ipywidgets sets 28 px lines)
+QUESTION_LINK_STYLE = "color:var(--jp-content-link-color, #0969da);text-decoration:underline"
 PUBLISHED_EXPORT = (
     "<span style='color:var(--jp-ui-font-color2, #57606a)'>This page is published: the downloads above "
     "save the syntheses and the graph in your browser; nothing is written on the server.</span>"
@@ -61,6 +66,14 @@ GATES_TAB, INSPECTOR_TAB, RESULT_TAB = TABS.index("Gates"), TABS.index("Inspecto
 PANEL_CSS = "fractal-panel"  # the class views/static/panel.css styles the panel by
 RUN_TIP = "Work with the chosen number of workers"
 RESUME_TIP = "Go on past the budget the last run stopped at, with the chosen number of workers"
+RECOVER_TIP = "Reopen the failed questions: Step or Run tries them again"
+FINISH_TIP = (
+    "Finish the exploration now and write its result; the work left, failed questions too, become gaps"
+)
+FINISH_NEXT = "Finish & harvest concludes with the work left as gaps."
+# How a model outage is stored as a pause's reason (engine/calls.py): the graph waits for the model, not
+# for the person, and Run goes on once it answers again (issue 38).
+OUTAGE_REASONS = ("model unavailable:", "model failed ")
 
 
 class ExplorationView(widgets.VBox):  # type: ignore[misc]
@@ -117,10 +130,14 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self.counts = widgets.HTML()
         self.totals = widgets.HTML()
         self.guide = widgets.HTML()  # the one status line: what the graph is doing, or why a control waits
+        # The status line's next steps, beside it while they apply (issue 38: a run stuck behind a failed
+        # question said "Ready" and Run did nothing).
+        self.recover_button = _button("Recover failed", "redo", RECOVER_TIP)
+        self.finish_button = _button("Finish & harvest", "flag-checkered", FINISH_TIP)
         self.message = widgets.HTML()  # the newest note or error
         self.warning = widgets.HTML()  # a degraded result's warning, while the graph's result is degraded
 
-        self.gate_list = widgets.SelectMultiple(options=[], rows=5, layout=widgets.Layout(width="100%"))
+        self.gate_list = GateList()  # each gated question whole, wrapped, with its tick box (issue 38)
         self.approve_button = _button("Approve", "check")
         self.approve_all_button = _button("Approve all", "check-double", style="success")
         self.prune_gate_button = _button("Prune", "cut", style="danger")
@@ -209,7 +226,9 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
                 ),
                 self.steering.bar,
                 widgets.HBox([self.progress, self.counts, self.totals], layout=row),
-                self.guide,
+                widgets.HBox([self.guide, self.recover_button, self.finish_button], layout=row).add_class(
+                    "fractal-state"
+                ),
                 self.message,
                 self.warning,
                 widgets.HBox(
@@ -228,6 +247,14 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self._read_at: tuple[int, str] = (-1, "")  # the feed's (seq, status) when the store was last read
         self._budget_state = ("", "")  # a budget_exhausted graph's state and reason (_budget_state_now)
         self._paused_why: str | None = None  # a paused graph's stored reason, read when the graph changed
+        # Failed questions recovery reopens (a thinkon chain's failed level is its failed return, never
+        # reopened: store/claim.py), and how many answered questions wait behind them with nothing else
+        # to do (0: Step or Run has work), both read when the graph changed.
+        self._recovers = exploration.store.get_graph(exploration.graph_id)["metadata"].get("strategy") != (
+            Strategy.THINKON
+        )
+        self._failed: list[QuestionItem] = []
+        self._stuck = 0
         self._result_for = ""  # the graph status the Result tab and the warning were last read at
         self._gates_seen = 0
         self._pump = KernelPump(self.refresh, interval_s=interval_s)
@@ -239,6 +266,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self.run_button.on_click(self._handler(lambda: self._start("run", self._run)))
         self.pause_button.on_click(self._handler(self._pause))
         self.harvest_button.on_click(self._handler(lambda: self._start("harvest", self._harvest)))
+        self.finish_button.on_click(self._handler(lambda: self._start("harvest", self._harvest)))
+        self.recover_button.on_click(self._handler(self._recover))
         self.report_button.on_click(self._handler(self._report))
         self.approve_button.on_click(self._handler(lambda: self._approve(list(self.gate_list.value))))
         self.approve_all_button.on_click(self._handler(lambda: self._approve(None)))
@@ -291,6 +320,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         if selected != self._inspected or (selected and _touches(delta, selected)):
             self._inspect(selected)  # a new selection, or the inspected node changed
         feed = self.network.feed
+        counts = feed.counts()  # once per tick, for every part below
         if (
             feed.seq,
             feed.status,
@@ -301,6 +331,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             self._budget_state = self._budget_state_now() if stopped else ("", "")
             paused = feed.status == GraphStatus.PAUSED
             self._paused_why = self.exploration.status_reason if paused else None
+            self._failed = self._failed_now()
+            self._stuck = self._stuck_now(counts)
             if feed.status != self._result_for and feed.status != GraphStatus.ACTIVE:
                 self._show_result(self.exploration.preview())  # a run ended: its result as it stands
                 if not self._result_for and not feed.counts()["gated"]:
@@ -310,7 +342,6 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             self._result_for = feed.status
             self.history.refresh()
             self.steering.show_turns(self.history.events[0] if self.history.events else 0)
-        counts = feed.counts()  # once per tick, for every part below
         self._show_counts(counts)
         self._show_gates()
         self._show_controls(counts)
@@ -376,6 +407,17 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         resume = self.exploration.status in (GraphStatus.BUDGET_EXHAUSTED, GraphStatus.ERROR)
         report = self.exploration.run(self.workers.value, progress=False, on_step=self._record, resume=resume)
         return report.headline(), report.status in ("model_unavailable", "seed_failed", "error")
+
+    def _recover(self) -> None:
+        """Reopen the failed questions (the store's recovery, as the README gives it: the facade has none)."""
+        if self._busy():
+            assert self._job is not None
+            raise RuntimeError(f"busy: pause the {self._job.name} first")
+        reopened = self.exploration.store.recover_stuck(self.exploration.graph_id, include_errors=True)
+        self._post(
+            "note",
+            f"recovered {reopened['count']} question(s): open again, Step or Run tries them again",
+        )
 
     def _harvest(self) -> tuple[str, bool]:
         result = self.exploration.harvest(finish=True)
@@ -486,10 +528,19 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         # node ids links that select them, and how many more the Result tab lists.
         reasons = result.degraded_reasons
         more = f"; {len(reasons) - 1} more in the Result tab" if len(reasons) > 1 else " (Result tab)"
+        # A finished graph's failed question is tried again by a new turn (Recover failed is for one
+        # still running): the next step names the first, a link that selects it.
+        failed = [q for q in self.network.feed.tree.questions.values() if q["status"] == FAILED]
+        again = (
+            f". To try “{_question_link(failed[0]['id'], clip(failed[0]['text'], 70))}” again, select it "
+            "and Redecompose it (Inspector)"
+            if failed and result.status == GraphStatus.COMPLETED
+            else ""
+        )
         self.warning.value = (
             f"<div class='fractal-degraded-warning' style='{ERROR_STYLE};border-left:3px solid currentColor;"
-            f"padding-left:.5em'><b>Degraded result:</b> "
-            f"{linked_ids(html.escape(clip(reasons[0], 240)))}{html.escape(more)}</div>"
+            f"padding-left:.5em;{LINES}'><b>Degraded result:</b> "
+            f"{linked_ids(html.escape(clip(reasons[0], 240)))}{html.escape(more)}{again}</div>"
             if result.degraded and reasons
             else ""
         )
@@ -526,15 +577,18 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         )
 
     def _blocked(self, counts: dict[str, int]) -> tuple[str, str]:
-        """Why Step and Run cannot act now: (``finished``/``gates``/``explored``, the reason), or ('', '')."""
+        """Why Step and Run cannot act now, and what to do: (``finished``/``gates``/…, HTML), or ('', '').
+
+        The HTML is escaped text, the questions in it links that select them in the tree.
+        """
         status = self.network.feed.status
         if status == GraphStatus.ERROR:  # resumable by an explicit act (docs/architecture.md, statuses)
-            return "stopped", (
+            return "stopped", html.escape(
                 f"The last run failed inside the engine ({self.exploration.status_reason}). "
                 "Resume runs again once the cause is gone; Report shows the result as it stands."
             )
         if status in TERMINAL_GRAPH:
-            return "finished", (
+            return "finished", html.escape(
                 f"This exploration is {status}: nothing is left to run. Report shows its result "
                 "(Result tab); Export saves the syntheses."
             )
@@ -542,11 +596,19 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             return self._budget_state
         if counts["open"] == 0 and counts["claimed"] == 0 and counts["gated"]:
             held = len(self.held_cards)
-            return "gates", (
+            return "gates", html.escape(
                 f"Waiting at {counts['gated']} gate(s): approve or prune them in the Gates tab "
                 "below (or Approve in the Inspector)"
                 + (f"; {held} question(s) wait for your answer there" if held else "")
                 + ", then Step or Run."
+            )
+        if self._stuck:  # Run would end at once, "complete", with the root never synthesized (issue 38)
+            blocking = _blocking(self._failed)
+            it, gaps = _it(blocking), "a gap" if len(blocking) == 1 else "gaps"
+            return "stuck", (
+                f"<b>Stuck:</b> {self._stuck} question(s) wait for their synthesis, blocked by "
+                f"{_failed_html(blocking)}. Recover failed to try {it} again, or Finish &amp; harvest "
+                f"to conclude with {it} as {gaps}."
             )
         if counts["total"] > 1 and not any(counts[s] for s in (*PENDING_QUESTION, NodeStatus.ANSWERED)):
             return (
@@ -559,18 +621,32 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         """A budget_exhausted graph: ``spent`` (tokens or cost: raise it in code) or ``stopped`` (Resume)."""
         spent = self.exploration.budget_reached()
         if spent:
-            return "spent", (
+            return "spent", html.escape(
                 f"The run stopped: {spent}. To go on, raise it in code "
-                "(e.g. ex.run(max_tokens=...)); Harvest finishes with the questions left as gaps."
+                f"(e.g. ex.run(max_tokens=...)); {FINISH_NEXT}"
             )
-        return "stopped", (
+        return "stopped", html.escape(
             f"The last run stopped at its budget ({self.exploration.status_reason}); the "
-            "questions it left are marked unexplored. Resume goes on past it; Harvest "
-            "finishes with them as gaps."
+            f"questions it left are marked unexplored. Resume goes on past it; {FINISH_NEXT}"
         )
+
+    def _failed_now(self) -> list[QuestionItem]:
+        """The failed questions Recover failed reopens: none in a finished graph or a thinkon chain."""
+        if not self._recovers or self.network.feed.status in TERMINAL_GRAPH:
+            return []
+        return [q for q in self.network.feed.tree.questions.values() if q["status"] == FAILED]
+
+    def _stuck_now(self, counts: dict[str, int]) -> int:
+        """The answered questions waiting behind failed ones, with nothing for Step or Run to do (else 0)."""
+        waiting = counts[NodeStatus.ANSWERED]
+        if not _blocking(self._failed) or not waiting or any(counts[s] for s in PENDING_QUESTION):
+            return 0
+        ready = self.exploration.store.get_ready_to_synthesize(self.exploration.graph_id)["count"]
+        return 0 if ready else waiting
 
     def _show_controls(self, counts: dict[str, int]) -> None:
         busy = self._busy()
+        status = self.network.feed.status
         state, blocked = self._blocked(counts)
         for control in (self.step_button, self.step_n_button, self.run_button):
             control.disabled = busy or state not in ("", "stopped")
@@ -579,24 +655,43 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             ("Resume", RESUME_TIP) if stopped else ("Run", RUN_TIP)
         )
         self.pause_button.disabled = not busy
-        self.steering.show_controls(busy, self.network.feed.status)
+        self.steering.show_controls(busy, status)
         self.harvest_button.disabled = busy or state == "finished"
         self.harvest_button.description = (
             "Harvest" if state in ("finished", "explored") else "Finish & harvest"
         )
-        text = "Working… Pause stops after the nodes in flight." if busy else blocked or self._ready(counts)
-        self.guide.value = f"<div class='fractal-status' style='{MUTED_STYLE}'>{html.escape(text)}</div>"
+        # A failed question is named wherever it is not the reason itself, with Recover failed beside it.
+        failed = self._failed and state not in ("finished", "stuck")
+        text = (
+            html.escape("Working… Pause stops after the nodes in flight.")
+            if busy
+            else (blocked or self._ready(counts))
+            + (
+                f" {_failed_html(self._failed)}: Recover failed tries {_it(self._failed)} again."
+                if failed
+                else ""
+            )
+        )
+        self.guide.value = f"<div class='fractal-status' style='{MUTED_STYLE};{LINES}'>{text}</div>"
+        _show(self.recover_button, not busy and bool(self._failed))
+        # Finishing with the work left as gaps is a next step when the graph cannot simply go on.
+        finish = state in ("stuck", "spent") or (
+            state in ("", "stopped") and status != GraphStatus.ACTIVE and counts["total"] > 1
+        )
+        _show(self.finish_button, not busy and finish and status != GraphStatus.ERROR)
 
     def _ready(self, counts: dict[str, int]) -> str:
-        """The status line of a graph with work to do and nothing in the way (a pause says why)."""
+        """The status line (HTML) of a graph with work to do and nothing in the way (a pause says why)."""
         paused = self.network.feed.status == GraphStatus.PAUSED
-        # Why it paused, as stored (a model outage says which server and what it answered).
+        # Why it paused, as stored (a model outage says which server and what it answered), and what
+        # goes on from there: an outage waits for the model, any other pause for the person.
         why = self._paused_why if paused else None
         state = f"Paused ({clip(why, 300)})" if why else "Paused" if paused else "Ready"
+        go_on = "Run resumes when the model is back" if why and why.startswith(OUTAGE_REASONS) else ""
         if counts["total"] <= 1:
-            return (
-                f"{state}: Step seeds the exploration (the root's plan and its questions); "
-                "Run works it through."
+            seeds = "Step seeds the exploration (the root's plan and its questions)"
+            return html.escape(
+                f"{state}: {go_on}; {seeds} then." if go_on else f"{state}: {seeds}; Run works it through."
             )
         waiting, answered = counts["open"] + counts["claimed"], counts["answered"]
         work = "work left"
@@ -604,18 +699,22 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             work = f"{waiting} open question(s)"
         elif answered:
             work = f"{answered} question(s) wait for their synthesis"
-        return f"{state}: {work}. Step processes one, Run works with the workers chosen."
+        if not paused:
+            return html.escape(f"{state}: {work}. Step processes one, Run works with the workers chosen.")
+        go_on = f"{go_on or 'Run goes on'} (Step processes one)"
+        return html.escape(f"{state}: {work}. {go_on}; {FINISH_NEXT}")
 
     def _show_gates(self) -> None:
         gated = self.network.feed.gated()
         self._show_held(gated)
         held = {card.node_id for card in self.held_cards}
         gated = {node_id: text for node_id, text in gated.items() if node_id not in held}
-        options = [(clip(text, 90), node_id) for node_id, text in gated.items()]
-        if options != list(self.gate_list.options):
+        options = tuple((text, node_id) for node_id, text in gated.items())
+        if options != tuple(self.gate_list.options):
             self.gate_list.options = options
         notes = [
-            f"{len(gated)} gated question(s) wait for approval: choose some and Approve, or Approve all."
+            f"{len(gated)} gated question(s) wait for approval: tick some to Approve or Prune them, "
+            "or Approve all."
             if gated
             else ""
             if held
@@ -665,6 +764,47 @@ def _button(
         disabled=disabled,
         layout=widgets.Layout(width="auto"),
     )
+
+
+def _show(button: widgets.Button, shown: bool) -> None:
+    """Show ``button`` in its row, or take it out of the layout."""
+    button.layout.display = None if shown else "none"
+
+
+FAILED_LINKED = 3  # the failed questions a status line names, each a link; "and N more" after them
+
+
+def _blocking(failed: list[QuestionItem]) -> list[QuestionItem]:
+    """The failed questions still in ``error``: one a harvest saturated as failed holds nothing up."""
+    return [q for q in failed if q["reason"] != SaturationReason.ERROR]
+
+
+def _it(failed: list[QuestionItem]) -> str:
+    return "it" if len(failed) == 1 else "them"
+
+
+def _question_link(node_id: str, text: str) -> str:
+    """A question's text as a link in a sentence: the tree selects and shows it (as :func:`node_link`'s)."""
+    at = html.escape(node_id, quote=True)
+    return (
+        f'<a class="fractal-node-link" href="#fractal-node-{at}" data-fractal-node="{at}" '
+        f'title="Show this question in the tree" style="{QUESTION_LINK_STYLE}">{html.escape(text)}</a>'
+    )
+
+
+def _failed_html(failed: list[QuestionItem]) -> str:
+    """``1 failed question: “…” (its error)``: each question a link that selects it in the tree, escaped.
+
+    >>> item = {"id": "n-1", "text": "<b>Why?</b>", "error": "LLMOutputError: no JSON"}
+    >>> print(_failed_html([item]))  # doctest: +ELLIPSIS
+    1 failed question: “<a ... data-fractal-node="n-1" ...>&lt;b&gt;Why?&lt;/b&gt;</a>” (LLMOutputError: ...)
+    """
+    named = ", ".join(
+        f"“{_question_link(q['id'], clip(q['text'], 90))}” ({html.escape(clip(q['error'] or 'failed', 120))})"
+        for q in failed[:FAILED_LINKED]
+    )
+    more = f" and {len(failed) - FAILED_LINKED} more" if len(failed) > FAILED_LINKED else ""
+    return f"{len(failed)} failed question{'' if len(failed) == 1 else 's'}: {named}{more}"
 
 
 def _touches(delta: DeltaMessage | None, node_id: str) -> bool:
