@@ -1,12 +1,18 @@
-"""A graph as one offline HTML page: the live view's question tree, legend, search and details.
+"""A graph as one offline HTML page: the live view's question tree, legend, search, details, downloads.
 
 The page inlines vis-network (the build the pyvis package installed), our own
 ``static/network.js`` and ``network.css``, and the graph as JSON, so it opens
 from a file with nothing fetched. The graph's JSON is the store's
 (``GraphStore.get_question_items``, written by DuckDB) placed into the page as it
-comes: a page of 100,000 nodes costs no Python per row. Model text travels only inside the JSON block
-(``</`` escaped) and reaches the page through textContent or vis-network's
-text tooltips (docs/architecture.md, "The live view's protocol").
+comes: a page of 100,000 nodes costs no Python per row. Model text travels only inside the JSON blocks
+(``</`` escaped; the downloads' block holds no ``<`` at all) and reaches the page through textContent
+or vis-network's text tooltips (docs/architecture.md, "The live view's protocol").
+
+The page offers its own downloads (``static/downloads.js``), built in the reader's
+browser from what the page carries, with no server: the questions (from the
+graph's JSON), and, with a result, the synthesis chain, the gaps (the rows of
+``Exploration.gaps()``) and the report (``report()``'s Markdown), each table as
+CSV or JSON. Those tables travel in a second JSON block (:func:`downloads_spec`).
 """
 
 from __future__ import annotations
@@ -16,14 +22,16 @@ import json
 import os
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..arguments import check_file_path
 from ..errors import InvalidInputError
 from ..evidence_report import Evidence
+from ..graph_sql import GAP_COLUMNS
 from ..store.records import QuestionItems
 from .assets import static_text, view_script, vis_network_source
 from .citations_html import evidence_html
+from .downloads import file_stem
 from .lab_link import lab_server
 
 if TYPE_CHECKING:
@@ -68,6 +76,70 @@ if (location.protocol === "file:") {
   });
 }
 """
+
+
+SYNTHESIS_COLUMNS = ["node_id", "depth", "question", "synthesis", "degraded", "weak"]
+"""The page's syntheses table: the synthesis chain as its Result shows it (root first, depth-first)."""
+
+
+class Table(TypedDict):
+    """One downloadable table: its columns, in order, and its rows (one object per row)."""
+
+    columns: list[str]
+    rows: list[dict[str, Any]]
+
+
+class DownloadsSpec(TypedDict):
+    """What the page's downloads hold beside the graph's JSON (``static/downloads.js`` builds the files)."""
+
+    stem: str  # every file's name starts with it (``downloads.file_stem``, as the notebook's)
+    questions: int  # how many questions the graph's JSON holds (their table is built from it)
+    tables: dict[str, Table]  # "syntheses" and "gaps" with a result; the questions come from the graph
+    report: str | None  # ``report()``'s Markdown, with a result
+
+
+def downloads_spec(items: QuestionItems, *, heading: str, result: FractalResult | None) -> DownloadsSpec:
+    """The page's downloadable tables beside the graph's JSON: the synthesis chain, the gaps, the report.
+
+    >>> from fractal_nb import Exploration, SimulatedLLM
+    >>> ex = Exploration.create("Why do tides turn?", intensity="pulse", llm=SimulatedLLM())
+    >>> items = ex.store.get_question_items(ex.graph_id)
+    >>> spec = downloads_spec(items, heading="Why do tides turn?", result=ex.preview())
+    >>> spec["stem"].startswith("why-do-tides-turn-g-"), spec["tables"]["syntheses"]["rows"]
+    (True, [])
+    >>> downloads_spec(items, heading="Why?", result=None)["tables"]
+    {}
+    """
+    stem, questions = file_stem(items["graph_id"], heading), items["question_count"]
+    if result is None:
+        return {"stem": stem, "questions": questions, "tables": {}, "report": None}
+    chain = [
+        {
+            "node_id": link.node_id,
+            "depth": link.depth,
+            "question": link.question,
+            "synthesis": link.synthesis,
+            "degraded": link.degraded,
+            "weak": "; ".join(link.weak),
+        }
+        for link in result.synthesis_chain
+    ]
+    gaps = [{column: row[column] for column in GAP_COLUMNS} for row in result.gap_rows]
+    return {
+        "stem": stem,
+        "questions": questions,
+        "tables": {
+            "syntheses": {"columns": list(SYNTHESIS_COLUMNS), "rows": chain},
+            "gaps": {"columns": list(GAP_COLUMNS), "rows": gaps},
+        },
+        "report": result.to_markdown(),
+    }
+
+
+def _inert_json(value: object) -> str:
+    """JSON for a <script> block with no ``<``, ``>`` or ``&`` in it: nothing in it reads as markup."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _script_json(text: str) -> str:
@@ -120,7 +192,9 @@ def render_html(
     synthesis chain below it. With ``evidence`` (``Exploration.evidence()``), an
     Evidence section follows: the synthesis object, the tracks, the findings with
     their citations (the unsupported under their own heading), and each cited answer
-    with its support and citations, every quote and stored line escaped.
+    with its support and citations, every quote and stored line escaped. Below the title, the page's
+    own downloads (:func:`downloads_spec`): the questions, and with ``result`` the synthesis chain, the
+    gaps and the report, built as files in the reader's browser.
     """
     counts = items["counts"]
     summary = (
@@ -136,15 +210,26 @@ def render_html(
         "view.apply(data);\n"
         "window.fractalView = view;\n"
     )
+    # The downloads read the graph's JSON again on a click (a page of 100,000 questions keeps no
+    # second copy in memory) and their own tables once.
+    offer = (
+        "offerDownloads(document.getElementById('fractal-downloads'),\n"
+        "  JSON.parse(document.getElementById('fractal-downloads-data').textContent),\n"
+        "  () => JSON.parse(document.getElementById('fractal-data').textContent).questions);\n"
+    )
+    spec = downloads_spec(items, heading=heading, result=result)
     return "".join(
         [
             '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n',
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
             f"<title>{html.escape(heading)}</title>\n",
-            f"<style>{_PAGE_CSS}\n{static_text('network.css')}</style>\n</head>\n<body>\n",
+            f"<style>{_PAGE_CSS}\n{static_text('network.css')}\n{static_text('downloads.css')}</style>\n",
+            "</head>\n<body>\n",
             f"<script>{_THEME}</script>\n",
             '<main class="fractal-page">\n<header>\n',
-            f"<h1>{html.escape(heading)}</h1>\n<p>{html.escape(summary)}</p>\n{warning}</header>\n",
+            f"<h1>{html.escape(heading)}</h1>\n<p>{html.escape(summary)}</p>\n",
+            '<nav id="fractal-downloads" aria-label="Download the graph"></nav>\n',
+            f"{warning}</header>\n",
             '<div id="fractal-view"></div>\n',
             report,
             _evidence_section(evidence),
@@ -154,6 +239,10 @@ def render_html(
             _script_json(_snapshot_json(items)),
             "</script>\n",
             f'<script type="module">\n{view_script()}\n{starter}</script>\n',
+            '<script type="application/json" id="fractal-downloads-data">',
+            _inert_json(spec),
+            "</script>\n",
+            f'<script type="module">\n{static_text("downloads.js")}\n{offer}</script>\n',
             "</body>\n</html>\n",
         ]
     )

@@ -280,3 +280,92 @@ def test_citations_and_their_quoted_lines_read_on_the_page(
         assert tab.evaluate("() => window.__pwned") is None
         assert traffic.aborted == [] and traffic.failed == [] and traffic.errors == []
     store.close()
+
+
+# A synthesis with what a CSV must quote (a comma, quotes, a line break) and what a page must not run.
+AWKWARD = 'Loads fail first, "mostly";\nthen upkeep. </script><img src=x onerror="window.__pwned=1">'
+
+
+def downloaded(tab: Any, name: str) -> tuple[str, str]:
+    """Click the page's download button named ``name``; the file's suggested name and its text."""
+    with tab.expect_download() as started:
+        tab.get_by_role("button", name=name, exact=True).click()
+    download = started.value
+    assert download.failure() is None
+    return download.suggested_filename, Path(download.path()).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_page_downloads_its_tables_and_report_built_in_the_browser(
+    browser: Any, tmp_path: Path, scheme: str
+) -> None:
+    """Issue 38: the exported page offers its own downloads, no server behind it (the file is opened
+    from disk): the syntheses and gaps as the notebook's frames write them, the questions, the report."""
+    import io
+    import json
+
+    import pandas as pd
+
+    from fractal_nb.views.downloads import file_stem
+    from tests.views.failing_graph import failing_graph
+
+    store = GraphStore()
+    built = failing_graph(store)
+    store.mark_saturated(built["graph_id"], built["failed"], "error")
+    store.synthesize_node(built["graph_id"], built["root"], AWKWARD)
+    ex = Exploration(store, built["graph_id"], SimulatedLLM(), clock=FAST)
+    path = ex.to_html(tmp_path / "failed.html")
+    stem = file_stem(ex.graph_id, store.get_graph(ex.graph_id)["seed"])
+    chain = pd.DataFrame(
+        [
+            {
+                "node_id": link.node_id,
+                "depth": link.depth,
+                "question": link.question,
+                "synthesis": link.synthesis,
+                "degraded": link.degraded,
+                "weak": "; ".join(link.weak),
+            }
+            for link in ex.preview().synthesis_chain
+        ]
+    )
+    nodes = ex.nodes()
+    questions = nodes[nodes.node_type == "question"]
+    options = {"viewport": {"width": 1280, "height": 900}, "color_scheme": scheme}
+    with guarded_page(browser, **options) as (tab, traffic):
+        tab.goto(path.as_uri())
+        drawn(tab)
+        bar = tab.get_by_role("navigation", name="Download the graph")
+        assert bar.get_by_role("group", name="Syntheses 3").is_visible()
+        assert bar.get_by_role("group", name=f"Questions {len(questions)}").is_visible()
+
+        name, text = downloaded(tab, "Syntheses as CSV")
+        assert name == f"{stem}-syntheses.csv"
+        assert text == chain.to_csv(index=False), "as pandas writes the chain: quoted, every line kept"
+        assert AWKWARD in pd.read_csv(io.StringIO(text)).synthesis.tolist()
+        name, text = downloaded(tab, "Syntheses as JSON")
+        assert name == f"{stem}-syntheses.json" and json.loads(text) == chain.to_dict("records")
+
+        name, text = downloaded(tab, "Gaps as CSV")
+        assert name == f"{stem}-gaps.csv" and text == ex.gaps().to_csv(index=False), "the notebook's gaps"
+        assert json.loads(downloaded(tab, "Gaps as JSON")[1]) == ex.gaps().to_dict("records")
+
+        name, text = downloaded(tab, "Questions as CSV")
+        table = pd.read_csv(io.StringIO(text), keep_default_na=False)
+        assert name == f"{stem}-questions.csv"
+        assert table.node_id.tolist() == questions.node_id.tolist()
+        assert table.set_index("node_id").loc[built["failed"], "status"] == "failed"
+        assert "RateLimitError: 429" in table.set_index("node_id").loc[built["failed"], "reason"]
+        rows = json.loads(downloaded(tab, "Questions as JSON")[1])
+        assert [row["node_id"] for row in rows] == questions.node_id.tolist()
+        assert rows[0]["question"] == store.get_graph(ex.graph_id)["seed"] and rows[0]["parent_id"] is None
+
+        name, text = downloaded(tab, "Report as Markdown")
+        assert name == f"{stem}-report.md" and text == ex.report()
+        assert bar.get_by_role("status").inner_text().startswith(f"{stem}-report.md (")
+
+        assert low_text_contrast(tab, ".fractal-downloads button, .fractal-downloads-caption") == []
+        screenshot(tab, f"export-downloads-{scheme}")
+        assert tab.evaluate("() => window.__pwned") is None
+        assert traffic.aborted == [] and traffic.failed == [] and traffic.errors == []
+    store.close()

@@ -10,8 +10,9 @@ import re
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 from tests.browser.tree_checks import (
     NETWORK,
     boxes,
+    contrast,
     frame,
     low_contrast,
     low_text_contrast,
@@ -102,42 +104,72 @@ def voila(folder: Path, code: str | Path, theme: str = "light") -> Iterator[str]
             "language": "python",
         }
     nbformat.write(notebook, folder / "app.ipynb")
+    command = [sys.executable, "-m", "voila", "app.ipynb", "--show_tracebacks=True", f"--theme={theme}"]
+    env = {
+        **os.environ,
+        "JUPYTER_PATH": os.pathsep.join([str(APP_JUPYTER), os.environ.get("JUPYTER_PATH", "")]),
+        "JUPYTER_CONFIG_PATH": os.pathsep.join([str(APP_JUPYTER), os.environ.get("JUPYTER_CONFIG_PATH", "")]),
+    }
+    with served(lambda port: [*command, *voila_on(port)], folder, env, folder / "voila.log") as url:
+        yield url
+
+
+def voila_on(port: int) -> list[str]:
+    return ["--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1"]
+
+
+# Started as a person would, with no Jupyter paths set: `voila <notebook>` (the command, in a folder),
+# or Binder's way, binder/start before a Jupyter server whose Voila renders the notebook.
+PLAIN_ENV = {k: v for k, v in os.environ.items() if k not in ("JUPYTER_PATH", "JUPYTER_CONFIG_PATH")}
+BIN = Path(sys.executable).parent
+
+
+@contextmanager
+def plain_voila(folder: Path, notebook: str, log: Path) -> Iterator[str]:
+    """``voila <notebook>`` run in ``folder``; yields the app's URL."""
+    with served(lambda port: [str(BIN / "voila"), notebook, *voila_on(port)], folder, PLAIN_ENV, log) as url:
+        yield url
+
+
+@contextmanager
+def binder_server(log: Path) -> Iterator[str]:
+    """``binder/start jupyter server`` in the repository; yields the URL of the app as Binder links it."""
+
+    def command(port: int) -> list[str]:
+        return [
+            *(str(REPO / "binder" / "start"), str(BIN / "jupyter"), "server", "--no-browser"),
+            *(f"--port={port}", "--ServerApp.ip=127.0.0.1", "--ServerApp.port_retries=0"),
+            *("--IdentityProvider.token=", "--ServerApp.password=", "--ServerApp.allow_root=True"),
+        ]
+
+    with served(command, REPO, PLAIN_ENV, log, ready="api") as url:
+        yield f"{url}voila/render/notebooks/app.ipynb"
+
+
+@contextmanager
+def served(
+    command: Callable[[int], list[str]], folder: Path, env: dict[str, str], log_path: Path, ready: str = ""
+) -> Iterator[str]:
+    """``command(port)`` run in ``folder`` on a free port of 127.0.0.1 until ``ready`` answers; its URL."""
     port = free_port()
-    log = (folder / "voila.log").open("w")
+    log = log_path.open("w")
     server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "voila",
-            "app.ipynb",
-            "--no-browser",
-            f"--port={port}",
-            "--Voila.ip=127.0.0.1",
-            "--show_tracebacks=True",
-            f"--theme={theme}",
-        ],
+        command(port),
         cwd=folder,
         stdout=log,
         stderr=subprocess.STDOUT,
-        env={
-            **os.environ,
-            "PYTHONUNBUFFERED": "1",
-            "JUPYTER_PATH": os.pathsep.join([str(APP_JUPYTER), os.environ.get("JUPYTER_PATH", "")]),
-            "JUPYTER_CONFIG_PATH": os.pathsep.join(
-                [str(APP_JUPYTER), os.environ.get("JUPYTER_CONFIG_PATH", "")]
-            ),
-        },
+        env={**env, "PYTHONUNBUFFERED": "1"},
     )
     url = f"http://127.0.0.1:{port}/"
     try:
         deadline = time.monotonic() + 60
         while True:
             try:
-                urllib.request.urlopen(url, timeout=2).close()
+                urllib.request.urlopen(f"{url}{ready}", timeout=2).close()
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("voila did not start:\n" + Path(log.name).read_text()) from None
+                    raise RuntimeError("the server did not start:\n" + log_path.read_text()) from None
                 time.sleep(0.3)
         yield url
     finally:
@@ -549,3 +581,94 @@ def test_a_150_question_tree_reads_in_the_app(page: tuple[Any, Any], tmp_path: P
         assert outside(boxes(tab)) == [] and low_contrast(tab) == {}
         screenshot(tab, f"voila-150-{theme}")
     assert traffic.aborted == [] and traffic.errors == []
+
+
+# How the page looks: the body's theme attribute, JupyterLab's page colour, the view's palette (its open
+# questions' fill, network.js) and its background, and an icon's font (Font Awesome, from Voila's bundle).
+LOOKS = f"""() => {{
+    const el = document.querySelector('{NETWORK}');
+    const icon = document.querySelector('button.widget-button i.fa');
+    const rgb = (value) => {{  // any CSS colour as the browser's rgb(...)
+        const probe = document.createElement('span');
+        probe.style.color = value;
+        document.body.appendChild(probe);
+        const colour = getComputedStyle(probe).color;
+        probe.remove();
+        return colour;
+    }};
+    return {{
+        light: document.body.dataset.jpThemeLight,
+        page: rgb(getComputedStyle(document.body).getPropertyValue('--jp-layout-color0').trim()),
+        view: rgb(getComputedStyle(el).getPropertyValue('--fractal-bg').trim()),
+        palette: el.dataset.palette,
+        icon: icon ? getComputedStyle(icon).fontFamily : null,
+    }};
+}}"""
+DARK_OPEN_FILL, LIGHT_OPEN_FILL = "#24303d", "#e7eef7"  # network.css: an open question's fill
+
+
+def luminance(colour: str) -> float:
+    """The relative luminance of an ``rgb(...)`` colour, 0 black to 1 white."""
+    return (contrast(colour, "rgb(0, 0, 0)") - 1) * 0.05  # contrast against black is (L + 0.05) / 0.05
+
+
+CDN_HOSTS = ("cdn.jsdelivr.net", "cdnjs.cloudflare.com", "unpkg.com")  # what Voila's templates name
+
+
+@pytest.mark.parametrize("way", ["root", "notebooks", "binder"])
+def test_every_way_of_starting_the_app_asks_nothing_of_a_cdn(browser: Any, tmp_path: Path, way: str) -> None:
+    """Issue 38: `voila notebooks/app.ipynb` (from the root), `voila app.ipynb` (beside it), no
+    binder/start, and Binder's way (binder/start, a Jupyter server's Voila): the page names no CDN,
+    every request it makes goes to this machine, and the icons still draw."""
+    from tests.browser.conftest import guarded_page
+
+    log = tmp_path / "server.log"
+    app = {
+        "root": lambda: plain_voila(REPO, "notebooks/app.ipynb", log),
+        "notebooks": lambda: plain_voila(REPO / "notebooks", "app.ipynb", log),
+        "binder": lambda: binder_server(log),
+    }[way]
+    requested: list[str] = []
+    with app() as url, guarded_page(browser) as (tab, traffic):
+        tab.on("request", lambda request: requested.append(request.url))
+        tab.goto(url, timeout=90_000)
+        wait_for(tab, "el.dataset.drawn === '1'", timeout_s=90)
+        tab.evaluate("() => document.fonts.ready.then(() => true)")
+        looks, page = tab.evaluate(LOOKS), tab.content()
+    elsewhere = [u for u in requested if urllib.parse.urlparse(u).hostname not in ("127.0.0.1", "localhost")]
+    assert elsewhere == [] and traffic.aborted == [], "nothing is asked of a CDN"
+    assert [host for host in CDN_HOSTS if host in page] == [], "nothing on the page names one"
+    assert len(requested) > 10, "the page, its scripts, styles and fonts were all seen"
+    assert looks["icon"] and "Font Awesome" in looks["icon"], "the icons draw from Voila's own bundle"
+    assert traffic.failed == [] and traffic.errors == []
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_app_follows_the_readers_colour_preference(browser: Any, tmp_path: Path, scheme: str) -> None:
+    """Issue 38: the app (plain `voila`, no --theme) is dark for a reader who prefers dark, page and
+    view, and light for one who prefers light; it follows a change of preference in place."""
+    from tests.browser.conftest import guarded_page
+
+    options = {"viewport": {"width": 1400, "height": 900}, "color_scheme": scheme}
+    log = tmp_path / "voila.log"
+    with plain_voila(REPO / "notebooks", "app.ipynb", log) as url, guarded_page(browser, **options) as opened:
+        tab, traffic = opened
+        tab.goto(url, timeout=90_000)
+        wait_for(tab, "el.dataset.drawn === '1'", timeout_s=90)
+        button(tab, "Step").click()
+        wait_for(tab, "Number(el.dataset.nodeCount) > 2")
+        looks = tab.evaluate(LOOKS)
+        dark = scheme == "dark"
+        assert looks["light"] == ("false" if dark else "true")
+        assert (luminance(looks["page"]) < 0.1) == dark and (luminance(looks["view"]) < 0.1) == dark
+        assert looks["palette"] == (DARK_OPEN_FILL if dark else LIGHT_OPEN_FILL), "the canvas's palette"
+        assert low_contrast(tab) == {}, f"{scheme}: text under 4.5:1"
+        screenshot(tab, f"voila-app-plain-{scheme}")
+        other = "light" if dark else "dark"
+        tab.emulate_media(color_scheme=other)  # the reader changes their preference: the page follows
+        wait_for(tab, f"el.dataset.palette === '{LIGHT_OPEN_FILL if dark else DARK_OPEN_FILL}'")
+        switched = tab.evaluate(LOOKS)
+        assert switched["light"] == ("true" if dark else "false")
+        assert (luminance(switched["page"]) < 0.1) == (not dark)
+        assert low_contrast(tab) == {}, f"{other}: text under 4.5:1"
+        assert traffic.aborted == [] and traffic.failed == [] and traffic.errors == []
