@@ -678,7 +678,9 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         finish = state in ("stuck", "spent") or (
             state in ("", "stopped") and status != GraphStatus.ACTIVE and counts["total"] > 1
         )
-        _show(self.finish_button, not busy and finish and status != GraphStatus.ERROR)
+        finish = not busy and finish and status != GraphStatus.ERROR
+        _show(self.finish_button, finish)
+        _show(self.harvest_button, not finish)  # one Finish & harvest: beside the line that offers it
 
     def _ready(self, counts: dict[str, int]) -> str:
         """The status line (HTML) of a graph with work to do and nothing in the way (a pause says why)."""

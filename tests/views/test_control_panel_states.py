@@ -79,6 +79,7 @@ def assert_stuck(view: ExplorationView, ex: Exploration) -> None:
     assert "<script>" not in guide and "Ready" not in guide
     assert view.run_button.disabled and view.step_button.disabled, "Run would end at once, doing nothing"
     assert shown(view.recover_button) and shown(view.finish_button)
+    assert not shown(view.harvest_button), "one Finish & harvest, beside the line that offers it"
     assert not view.recover_button.disabled and not view.finish_button.disabled
 
 
