@@ -369,3 +369,23 @@ def test_the_page_downloads_its_tables_and_report_built_in_the_browser(
         assert tab.evaluate("() => window.__pwned") is None
         assert traffic.aborted == [] and traffic.failed == [] and traffic.errors == []
     store.close()
+
+
+def test_a_click_on_a_node_brings_its_details_into_view(
+    browser: Any, exported: tuple[Path, int, int]
+) -> None:
+    """The details open below the tree: a click scrolls them into view (issue 38: below the fold)."""
+    with guarded_page(browser, viewport={"width": 1400, "height": 900}) as (tab, traffic):
+        tab.goto(exported[0].as_uri())
+        drawn(tab)
+        label = frame(tab)["labels"][-1]
+        tab.mouse.click((label["left"] + label["right"]) / 2, (label["top"] + label["bottom"]) / 2)
+        assert data(tab)["selected"] == label["id"]
+        details = tab.locator(".fractal-details")
+        tab.wait_for_function(  # wholly on screen (a smooth scroll, if any, ends there)
+            "(e) => { const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }",
+            arg=details.element_handle(),
+        )
+        assert details.is_visible() and label["id"] in details.inner_text()
+        screenshot(tab, "export-click-details")
+        assert traffic.errors == []

@@ -140,6 +140,9 @@ def seeds_unlabelled(drawn: dict[str, Any]) -> int:
     return int(drawn["depths"].get("1", 0)) - labelled
 
 
+MIN_LABEL_PX = 11  # the least size a label is drawn at (static/tree_layout.js MIN_LABEL_PX; issue 38)
+
+
 def readable(drawn: dict[str, Any]) -> list[tuple[str, float]]:
-    """Drawn labels under 10 px on screen (the view's own scale times the label's font)."""
-    return [(label["id"], round(label["px"], 2)) for label in drawn["labels"] if label["px"] < 10]
+    """Drawn labels under MIN_LABEL_PX on screen (the view's own scale times the label's font)."""
+    return [(label["id"], round(label["px"], 2)) for label in drawn["labels"] if label["px"] < MIN_LABEL_PX]

@@ -12,92 +12,6 @@
 // Model text reaches the page only as vis `title` strings (shown with innerText)
 // or through textContent: never as HTML.
 
-const VIS_KEY = "__fractalNbVis";
-// The statuses a question item shows (views/question_tree.py VIEW_STATUSES): "failed" is a question the
-// model failed on, whether still recoverable (the store's "error") or saturated as "error" by a harvest;
-// "pruned" one a person pruned (saturated as "pruned"): dropped, not settled.
-const STATUSES = ["open", "gated", "claimed", "answered", "synthesized", "saturated", "failed", "pruned"];
-const WEAK = "⚠ weak synthesis"; // joined without the model, or built on failed, budget-cut or joined sub-questions
-// An answer the store found unsupported: the graph has sources and its citations failed or are missing
-// (docs/architecture.md, "Evidence in the faces").
-const UNSUPPORTED = "✗ unsupported answer";
-// Past this many questions the tree opens closed below the deepest level that keeps it under it
-// (the rest are a double-click, a search or Expand all away).
-const VISIBLE_CAP = 600;
-const OUTLINE_MIN_WIDTH = 900; // px of the view under which it opens without the outline beside the tree
-const TITLE_CHARS = 600;
-
-function loadVis(source) {
-  if (!globalThis[VIS_KEY]) {
-    const module = { exports: {} };
-    // `define` shadowed so a page with RequireJS does not capture the UMD build.
-    new Function("module", "exports", "define", source)(module, module.exports, undefined);
-    globalThis[VIS_KEY] = module.exports;
-  }
-  return globalThis[VIS_KEY];
-}
-
-function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
-// Colours come from CSS (network.css), so JupyterLab's theme decides them.
-function palette(el) {
-  const style = getComputedStyle(el);
-  const read = (name) => style.getPropertyValue(name).trim();
-  const colors = { bg: read("--fractal-bg"), text: read("--fractal-text"), tree: read("--fractal-tree-edge") };
-  colors.convergence = read("--fractal-convergence");
-  colors.contradiction = read("--fractal-contradiction");
-  colors.accent = read("--fractal-match");
-  for (const status of [...STATUSES, "answer"]) {
-    colors[status] = {
-      fill: read(`--fractal-${status}-fill`),
-      border: read(`--fractal-${status}-border`),
-      font: read(`--fractal-${status}-font`),
-    };
-  }
-  el.dataset.palette = colors.open.fill; // which palette the canvas was last painted with
-  return colors;
-}
-
-function options(colors, renderer) {
-  return {
-    autoResize: true,
-    physics: { enabled: false },
-    layout: { improvedLayout: false, hierarchical: { enabled: false } },
-    interaction: {
-      hover: true,
-      tooltipDelay: 150,
-      hideEdgesOnDrag: true,
-      keyboard: { enabled: true, bindToWindow: false }, // arrows pan, +/- zoom when the canvas has focus
-    },
-    nodes: { shape: "custom", ctxRenderer: renderer },
-    edges: { smooth: false, color: { color: colors.tree }, width: 1, arrows: { to: { enabled: false } } },
-  };
-}
-
-// Why a synthesis is weak, from the store's weak mark (docs/architecture.md, "Facts, assumptions, unknowns").
-function weakWhy(q) {
-  const reasons = q.weak_reasons && q.weak_reasons.length ? q.weak_reasons : ["sub-findings joined without the model"];
-  return clipText(`built on ${reasons.join("; ")}`, 300);
-}
-
-// A question's hover box: plain text, bounded (network.css caps its height too).
-function questionTitle(q) {
-  const lines = [`question · ${q.status}${q.reason ? ` (${q.reason})` : ""}${q.owner && q.status === "claimed" ? ` · ${q.owner}` : ""}`];
-  if (q.error) lines.push(`Failed: ${clipText(q.error, 200)}`);
-  if (q.weak) lines.push(`${WEAK}: ${weakWhy(q)}`);
-  if (q.track) lines.push(`track: ${clipText(q.track, 120)}`);
-  if (q.unsupported) lines.push(`${UNSUPPORTED}: its citations failed the check or are missing`);
-  lines.push("", clipText(q.text, 300));
-  if (q.answers.length) lines.push("", `Answer: ${clipText(q.answers[q.answers.length - 1].text, 300)}`);
-  if (q.synthesis) lines.push("", `Synthesis: ${clipText(q.synthesis, 300)}`);
-  return clipText(lines.join("\n"), TITLE_CHARS);
-}
-
 export function createView(
   el,
   { height = "520px", send = () => {}, onSelect = () => {}, details = false, status: showStatus = true, vis: given = null } = {},
@@ -114,8 +28,13 @@ export function createView(
     return b;
   };
   const fitButton = button("Fit", "Show the whole tree, and follow it as it grows");
-  const zoomIn = button("+", "Zoom in: deeper questions get their labels");
-  const zoomOut = button("−", "Zoom out");
+  const zoomIn = button("+", "Zoom in, around the selected question or the centre: deeper questions get labels");
+  const zoomOut = button("−", "Zoom out, around the selected question or the centre");
+  const zoomToSelection = button(
+    "Zoom to selection",
+    "Bring the selected question to the centre, close enough that its whole label reads",
+  );
+  zoomToSelection.disabled = true;
   const modeButton = button("Q/A graph", "Toggle between the question tree and the full question/answer graph");
   const expandButton = button("Expand all", "Open every collapsed branch");
   const linksButton = button("All links", "Draw every convergence and contradiction, not only the selected question's");
@@ -188,12 +107,20 @@ export function createView(
   const closed = new Set(); // closed by the reader
   let autoDepth = Infinity;
   let matched = new Set(); // questions the search and filter found
-  let placed = { at: new Map(), bounds: { left: 0, right: 0, top: 0, bottom: 0 }, k: K_MAX, readable: true };
+  const outlineView = createOutline(outline, {
+    questions,
+    childrenOf,
+    root: () => root,
+    selected: () => selectedQuestion(),
+    matched: () => matched,
+    select,
+  });
+  const emptyBounds = { left: 0, right: 0, top: 0, bottom: 0 };
+  let placed = { at: new Map(), bounds: emptyBounds, k: K_MAX, readable: true, form: WHOLE };
   // The layout depends on the questions, the open branches, the mode and the canvas, not on the
   // selection, the links drawn or the search: it is placed again only when one of those changed.
   let shapeVersion = 0; // bumped whenever questions arrive or a branch opens or closes
   let placedFor = "";
-  let placedTree = null;
   const reshaped = () => {
     shapeVersion += 1;
   };
@@ -204,14 +131,30 @@ export function createView(
     colors: () => colors,
   });
 
-  // The outline beside the canvas only where both fit: a view narrower than OUTLINE_MIN_WIDTH (the
-  // panel's, beside its tabs) opens with the tree alone; the Outline button shows it (the reader decides).
+  // The outline beside the canvas only where it costs no label (issue 38: beside a 565-question tree it
+  // left 1 label): until the reader presses Outline, the view shows it only while it is OUTLINE_MIN_WIDTH
+  // wide and the tree's fitted view labels as many questions beside the outline as without it. The
+  // first snapshot decides; later ones and a growing tree only hide it (a run's tree grows, and an
+  // outline that came and went under the reader would move the tree each time). The reader's choice holds.
+  let outlineChosen = false;
+  let outlineDecided = false;
   function placeOutline() {
-    const width = el.clientWidth;
-    if (width && width < OUTLINE_MIN_WIDTH) {
-      outline.hidden = true;
-      outlineButton.setAttribute("aria-pressed", "false");
+    if (outlineChosen || !el.clientWidth || (outlineDecided && outline.hidden)) return;
+    const wasHidden = outline.hidden;
+    let show = el.clientWidth >= OUTLINE_MIN_WIDTH && root !== null;
+    if (show) {
+      const tall = canvasSize()[1];
+      outline.hidden = true; // the canvas's width alone and beside the outline (a layout, not a paint)
+      const alone = canvas.clientWidth;
+      outline.hidden = false;
+      const beside = canvas.clientWidth;
+      const tree = visibleTree();
+      show = layoutFor(tree, beside, tall).labelled >= layoutFor(tree, alone, tall).labelled;
     }
+    outlineDecided = true;
+    outline.hidden = !show;
+    outlineButton.setAttribute("aria-pressed", String(show));
+    if (show && wasHidden) outlineView.render();
   }
 
   function childrenOf(id) {
@@ -240,7 +183,7 @@ export function createView(
 
   // Where branches start closed: with more than VISIBLE_CAP questions, below the deepest level that
   // keeps the tree under it; then, while the fitted tree would draw the seed questions' labels under
-  // SEED_TARGET_PX, one level shallower (the seed questions always show).
+  // MIN_LABEL_PX, one level shallower (the seed questions always show).
   function chooseAutoDepth() {
     const byDepth = new Map();
     let deepest = 0;
@@ -259,9 +202,18 @@ export function createView(
     }
     const [width, tall] = canvasSize();
     for (let depth = Math.min(autoDepth, deepest); depth > 1; depth -= 1) {
-      if (chooseLayout(visibleTree(), width, tall).readable) break;
+      if (seedsRead(visibleTree(), width, tall)) break;
       autoDepth = depth - 1;
     }
+  }
+
+  // Where the tree opens closed, and whether the outline stays beside it, for the questions now (the
+  // outline changes the canvas's width, and so where branches close).
+  function arrange() {
+    chooseAutoDepth();
+    const beside = !outline.hidden;
+    placeOutline();
+    if (beside !== !outline.hidden) chooseAutoDepth();
   }
 
   function isClosed(id) {
@@ -293,6 +245,17 @@ export function createView(
     return lines;
   }
 
+  // The short form of a question's label in ``count`` lines (a layout may choose it, to label more
+  // questions at the fit: tree_layout.js chooseLayout): its marks as signs, its text clipped; zooming
+  // in shows the whole label in the same box, and the tooltip and the details keep the whole text.
+  function questionShortLines(q, everything, count) {
+    const marks = `${q.weak ? "⚠ " : ""}${q.unsupported ? "✗ " : ""}${q.track ? "▣ " : ""}`;
+    const lines = shortLines(`${marks}${q.label.replace(/\n/g, " ")}`, SHORT_LABEL_CHARS, count);
+    const hidden = !everything && isClosed(q.id) ? countBelow(q.id) : 0;
+    if (hidden) lines.push(`▸ ${hidden} more`);
+    return lines;
+  }
+
   function answerLines(answer) {
     const text = clipText(answer.text.replace(TAG, ""), 60);
     const lines = (text.match(/.{1,26}(\s|$)|\S+/g) || [""]).map((line) => line.trim()).filter(Boolean);
@@ -302,18 +265,22 @@ export function createView(
   // The visible tree as tree_layout.js takes it (``everything``: every branch open).
   function visibleTree(everything = false) {
     const boxes = new Map();
-    const box = (id, lines) => {
-      if (!boxes.has(id)) boxes.set(id, boxOf(lines, id === root));
-      return boxes.get(id);
+    const box = (key, id, lines) => {
+      if (!boxes.has(key)) boxes.set(key, boxOf(lines(), id === root));
+      return boxes.get(key);
     };
     return {
       root: root && questions.has(root) ? root : null,
       kids: (id) => (!everything && isClosed(id) ? [] : childrenOf(id)),
       depth: (id) => questions.get(id).depth,
-      box: (id) => box(id, questionLines(questions.get(id), everything)),
+      gated: (id) => questions.get(id).status === "gated",
+      box: (id) => box(id, id, () => questionLines(questions.get(id), everything)),
+      shortBox: (id, count) =>
+        box(`\u0001${count}${id}`, id, () => questionShortLines(questions.get(id), everything, count)),
       answers: (id) =>
-        mode === "graph" ? questions.get(id).answers.map((a) => ({ id: a.id, ...box(a.id, answerLines(a)) })) : [],
-      lines: (id) => boxes.get(id).lines,
+        mode === "graph"
+          ? questions.get(id).answers.map((a) => ({ id: a.id, ...box(a.id, a.id, () => answerLines(a)) }))
+          : [],
     };
   }
 
@@ -326,13 +293,16 @@ export function createView(
       s: p.s,
       fill: c.fill,
       border: c.border,
-      dot: c.border, // a dot keeps its status colour (a weak or unsupported mark is on the box only)
+      dot: c.border, // a dot keeps its status colour and shape (a weak or unsupported mark is on the box only)
+      dotShape: dotShape(q.status),
       font: c.font,
       borderWidth: q.root ? 3 : q.status === "gated" ? 3 : 1.5,
       dashes: q.status === "gated" ? [6, 3] : q.status === "pruned" ? [2, 3] : null,
       bold: q.root,
       ring: matched.has(q.id),
     };
+    const full = q.depth >= placed.form.from ? questionLines(q, false) : null;
+    if (full) look.whole = { lines: full, font: fontToFit(full, p.w, p.h, p.s) };
     if (q.weak) {
       // A weak synthesis keeps its status colour, drawn with the failed border, dashed.
       Object.assign(look, { border: colors.failed.border, borderWidth: 3, dashes: [4, 3] });
@@ -349,22 +319,34 @@ export function createView(
     return questionOf.get(id) || id;
   }
 
+  // The layout of ``tree`` (the visible tree now) for a canvas, kept while the shape and the canvas
+  // stay (the outline's choice and the drawing ask for the same one).
+  const layouts = new Map();
+  function layoutFor(tree, width, tall) {
+    const key = `${shapeVersion}|${autoDepth}|${mode}|${width}x${tall}`;
+    let layout = layouts.get(key);
+    if (!layout) {
+      if (layouts.size >= 4) layouts.clear();
+      layout = chooseLayout(tree, width, tall);
+      layouts.set(key, layout);
+    }
+    return layout;
+  }
+
   function items() {
     const [width, tall] = canvasSize();
     const key = `${shapeVersion}|${autoDepth}|${mode}|${width}x${tall}`;
     if (key !== placedFor) {
-      placedTree = visibleTree();
-      placed = chooseLayout(placedTree, width, tall);
+      placed = layoutFor(visibleTree(), width, tall);
       placedFor = key;
     }
-    const tree = placedTree;
     looks.clear();
     const nodeItems = [];
     const edgeItems = [];
     for (const [id, p] of placed.at) {
       if (p.answer) continue;
       const q = questions.get(id);
-      looks.set(id, questionLook(q, p, tree.lines(id)));
+      looks.set(id, questionLook(q, p, p.lines));
       nodeItems.push({ id, x: p.x, y: p.y, title: questionTitle(q), size: Math.max(p.w, p.h) / 2 });
       const edgeWidth = 1.2 * p.s;
       if (q.parent !== null && placed.at.has(q.parent)) {
@@ -375,7 +357,7 @@ export function createView(
         const a = placed.at.get(answer.id);
         const unsupported = answer.support === "unsupported";
         looks.set(answer.id, {
-          lines: tree.lines(answer.id),
+          lines: a.lines,
           w: a.w,
           h: a.h,
           s: a.s,
@@ -429,7 +411,56 @@ export function createView(
     });
   }
 
+  // What the reader looks at, to keep it where it is and at its size when the layout changes under a
+  // view the reader zoomed or panned (the tree grew, the canvas changed width): the selected question if
+  // it is labelled on the canvas, else the labelled question on the canvas drawn smallest, the nearest
+  // the centre of those. Keeping its label's size keeps the zoom a label needs: zoomed-in labels do not
+  // turn back into dots as the tree grows (issue 38). Its id, place on the canvas and label size there.
+  function anchor() {
+    const scale = network.getScale();
+    const [width, tall] = canvasSize();
+    const centre = network.getViewPosition();
+    const onCanvas = (p) => {
+      const at = network.canvasToDOM({ x: p.x, y: p.y });
+      return at.x >= 0 && at.y >= 0 && at.x <= width && at.y <= tall ? at : null;
+    };
+    const readsAt = (p) => LEVEL_FONT * p.s * scale >= MIN_LABEL_PX;
+    const chosen = placed.at.get(el.dataset.selected) ? el.dataset.selected : selectedQuestion();
+    const mine = placed.at.get(chosen);
+    let best = mine && readsAt(mine) && onCanvas(mine) ? chosen : null;
+    if (!best) {
+      let smallest = Infinity;
+      let nearest = Infinity;
+      for (const [id, p] of placed.at) {
+        if (p.answer || !readsAt(p) || !onCanvas(p)) continue;
+        const distance = Math.hypot(p.x - centre.x, p.y - centre.y);
+        if (p.s < smallest * 0.99 || (p.s <= smallest * 1.01 && distance < nearest)) {
+          [smallest, nearest, best] = [Math.min(smallest, p.s), distance, id];
+        }
+      }
+    }
+    if (!best) return null;
+    const p = placed.at.get(best);
+    return { id: best, at: network.canvasToDOM({ x: p.x, y: p.y }), px: LEVEL_FONT * p.s * scale };
+  }
+
+  // Put ``kept`` (see anchor) back where it was on the canvas, at its size there, in the new layout.
+  function hold(kept) {
+    const p = placed.at.get(kept.id);
+    if (!p) return;
+    const [width, tall] = canvasSize();
+    const scale = kept.px / (LEVEL_FONT * p.s);
+    const inside = kept.at.x >= 0 && kept.at.y >= 0 && kept.at.x <= width && kept.at.y <= tall;
+    const at = inside ? kept.at : { x: width / 2, y: tall / 2 };
+    network.moveTo({
+      position: { x: p.x + (width / 2 - at.x) / scale, y: p.y + (tall / 2 - at.y) / scale },
+      scale,
+      animation: false,
+    });
+  }
+
   function redraw() {
+    const kept = follow || !placed.at.size ? null : anchor();
     const [nodeItems, edgeItems] = items();
     const keepNodes = new Set(nodeItems.map((n) => n.id));
     const keepEdges = new Set(edgeItems.map((e) => e.id));
@@ -442,6 +473,7 @@ export function createView(
     el.dataset.linkCount = String(edgeItems.filter((e) => links.has(e.id)).length);
     el.dataset.k = placed.k.toFixed(2);
     if (follow) fitView();
+    else if (kept) hold(kept);
     network.redraw();
   }
 
@@ -460,7 +492,12 @@ export function createView(
       if (!params.nodes.length) setFollow(false);
     });
     network.on("zoom", () => setFollow(false));
-    network.on("click", (params) => select(params.nodes.length ? String(params.nodes[0]) : "", false));
+    network.on("click", (params) => {
+      select(params.nodes.length ? String(params.nodes[0]) : "", false);
+      // A click shows its result: on a page with the details below the tree (the exported page), they
+      // come into view (issue 38: they opened below the fold).
+      if (details && !panel.hidden) panel.scrollIntoView({ block: "nearest" });
+    });
     network.on("doubleClick", (params) => {
       const id = params.nodes.length ? String(params.nodes[0]) : "";
       if (!questions.has(id) || !childrenOf(id).length) return;
@@ -503,6 +540,15 @@ export function createView(
     return changed;
   }
 
+  // Bring node ``id`` to the canvas's centre, zoomed in (never out) until its label reads: MIN_LABEL_PX
+  // and a little more, its whole label where it has a short one. The reader stops following the fit.
+  function focusOn(id) {
+    setFollow(false);
+    const look = looks.get(id);
+    const readable = (MIN_LABEL_PX + 3) / (look?.whole ? look.whole.font : LEVEL_FONT * (look?.s || 1));
+    network.focus(id, { scale: Math.max(network.getScale(), readable), animation: false });
+  }
+
   function select(id, focus) {
     const before = selectedQuestion();
     el.dataset.selected = id;
@@ -514,19 +560,16 @@ export function createView(
       const grew = openAbove(question);
       if (grew || before !== question) redraw(); // its branch, and its links, drawn
     }
-    if (shown && nodes.get(shown)) {
+    const present = Boolean(shown && nodes.get(shown));
+    zoomToSelection.disabled = !present;
+    if (present) {
       network.selectNodes([shown]);
-      if (focus) {
-        setFollow(false);
-        // Close enough that its label reads (MIN_LABEL_PX and a little more).
-        const readable = (MIN_LABEL_PX + 3) / (LEVEL_FONT * (looks.get(shown)?.s || 1));
-        network.focus(shown, { scale: Math.max(network.getScale(), readable), animation: false });
-      }
+      if (focus) focusOn(shown);
     } else {
       network.unselectAll();
     }
     if (details) showDetails(question);
-    markOutline(question);
+    outlineView.mark(question);
   }
 
   // What the last frame drew, in page pixels: labels (each with its size on screen), dots, boxes drawn
@@ -542,7 +585,8 @@ export function createView(
       const [left, top] = toPage(l.x - l.w / 2, l.y - l.h / 2);
       const [right, bottom] = toPage(l.x + l.w / 2, l.y + l.h / 2);
       const q = questions.get(l.id);
-      return { id: l.id, depth: q ? q.depth : null, label: q ? q.label : null, px: l.px, left, top, right, bottom };
+      const [depth, label, status] = q ? [q.depth, q.label, q.status] : [null, null, null];
+      return { id: l.id, depth, label, lines: l.lines, status, px: l.px, left, top, right, bottom };
     });
     const spread = { left: Infinity, right: -Infinity, top: Infinity, bottom: -Infinity };
     for (const id of [...drawn.dots, ...drawn.labels.map((l) => l.id)]) {
@@ -575,7 +619,9 @@ export function createView(
       dotsAt: drawn.dots.slice(0, 2000).map((id) => {
         const p = placed.at.get(id);
         const [x, y] = p ? toPage(p.x, p.y) : [null, null];
-        return { id, depth: questions.get(id)?.depth ?? null, x, y };
+        const q = questions.get(id);
+        const shape = looks.get(id)?.dotShape ?? null;
+        return { id, depth: q?.depth ?? null, parent: q?.parent ?? null, status: q?.status ?? null, shape, x, y };
       }),
       bare: drawn.bare.length,
       use: {
@@ -646,88 +692,12 @@ export function createView(
     found.hidden = !(words.length || wanted);
     el.dataset.found = String(matches.length);
     matched = new Set(matches.map((q) => q.id));
-    if (open) for (const q of matches.slice(0, 100)) openInOutline(q.id);
-    markMatches();
+    if (open) for (const q of matches.slice(0, 100)) outlineView.openTo(q.id);
+    outlineView.markMatches();
     if (network) {
       if (open) for (const q of matches) openAbove(q.id);
       redraw();
     }
-  }
-
-  // -- the outline: question → synthesis → sub-questions, opened on demand -------------------
-
-  function outlineEntry(id) {
-    const q = questions.get(id);
-    const entry = element("details");
-    entry.dataset.id = id;
-    const summary = element("summary");
-    const chip = element("span", `fractal-chip fractal-${q.status}`, q.status);
-    summary.append(chip);
-    if (q.weak) summary.append(" ", element("span", "fractal-chip fractal-weak", WEAK));
-    if (q.unsupported) summary.append(" ", element("span", "fractal-chip fractal-unsupported", UNSUPPORTED));
-    if (q.track) summary.append(" ", element("span", "fractal-chip fractal-track", `track: ${q.track}`));
-    summary.append(document.createTextNode(` ${q.label.replace(/\n/g, " ")}`));
-    summary.addEventListener("click", () => select(id, true));
-    entry.appendChild(summary);
-    const finding = q.synthesis || (q.answers.length ? q.answers[q.answers.length - 1].text : "");
-    if (finding) entry.appendChild(element("div", "fractal-finding", clipText(finding, 700)));
-    const kids = childrenOf(id);
-    if (kids.length) {
-      entry.addEventListener("toggle", () => {
-        if (entry.open && !entry.dataset.filled) {
-          entry.dataset.filled = "1";
-          for (const kid of kids) entry.appendChild(outlineEntry(kid));
-        }
-      });
-    }
-    return entry;
-  }
-
-  function renderOutline() {
-    const openIds = new Set([...outline.querySelectorAll("details[open]")].map((d) => d.dataset.id));
-    outline.replaceChildren(element("h5", "", "Outline: questions and their syntheses"));
-    if (!root || !questions.has(root)) return;
-    const top = outlineEntry(root);
-    outline.appendChild(top);
-    const reopen = (entry) => {
-      if (entry.dataset.id === root || openIds.has(entry.dataset.id)) {
-        entry.open = true;
-        entry.dispatchEvent(new Event("toggle"));
-        for (const child of entry.querySelectorAll(":scope > details")) reopen(child);
-      }
-    };
-    reopen(top);
-    markOutline(selectedQuestion());
-    markMatches();
-  }
-
-  // Open the outline down to ``id`` (each entry fills its sub-questions when it opens).
-  function openInOutline(id) {
-    if (outline.hidden || !questions.has(id)) return;
-    const path = [];
-    for (let q = questions.get(id); q && q.parent !== null; q = questions.get(q.parent)) path.unshift(q.parent);
-    for (const above of path) {
-      const entry = outline.querySelector(`details[data-id="${CSS.escape(above)}"]`);
-      if (!entry) return;
-      if (!entry.open) {
-        entry.open = true;
-        entry.dispatchEvent(new Event("toggle"));
-      }
-    }
-  }
-
-  function markMatches() {
-    for (const s of outline.querySelectorAll("summary.fractal-match")) s.classList.remove("fractal-match");
-    for (const id of matched) {
-      const entry = outline.querySelector(`details[data-id="${CSS.escape(id)}"] > summary`);
-      if (entry) entry.classList.add("fractal-match");
-    }
-  }
-
-  function markOutline(id) {
-    for (const s of outline.querySelectorAll("summary.fractal-current")) s.classList.remove("fractal-current");
-    const entry = id ? outline.querySelector(`details[data-id="${CSS.escape(id)}"] > summary`) : null;
-    if (entry) entry.classList.add("fractal-current");
   }
 
   // -- the legend: shapes, colours and link styles, with the counts --------------------------
@@ -749,7 +719,9 @@ export function createView(
     const whose = allLinks ? "" : " (the selected question's)";
     key("fractal-convergence", `convergence${whose}`);
     key("fractal-contradiction", `contradiction${whose}`);
-    legend.appendChild(element("span", "fractal-link-key", "● too small to label here: zoom in"));
+    // The dots' shapes are the chips' signs (network.css, tree_paint.js dotShape).
+    const dots = "● ○ ◆ ✖ ⊘ a dot, shaped as its status: too small to label here, zoom in";
+    legend.appendChild(element("span", "fractal-link-key", dots));
     legend.appendChild(element("span", "fractal-link-key", "▸ N more: double-click to open"));
     if (showStatus) legend.appendChild(element("span", "fractal-graph-status", `graph ${status}`));
   }
@@ -780,11 +752,8 @@ export function createView(
       questionOf.clear();
       index(message.questions);
       for (const link of message.links) links.set(link.id, link);
-      if (!network) {
-        placeOutline();
-        draw();
-      }
-      chooseAutoDepth();
+      if (!network) draw();
+      arrange();
       seq = message.seq;
       resyncing = false;
       past = Boolean(message.past);
@@ -803,13 +772,13 @@ export function createView(
       for (const link of message.links) links.set(link.id, link);
       // Rows only accrue as a tree grows, so the deepest level that fits only gets shallower: a
       // level that filled up closes again (branches the reader opened stay open).
-      if (questions.size > before) chooseAutoDepth();
+      if (questions.size > before) arrange();
       seq = Math.max(seq, message.seq);
     } else {
       return;
     }
     redraw();
-    if (!outline.hidden) renderOutline(); // its content changed (a redraw alone does not change it)
+    if (!outline.hidden) outlineView.render(); // its content changed (a redraw alone does not change it)
     el.dataset.seq = String(seq);
     setCounts(message);
     if (search.value || statusFilter.value !== "any status") find(false);
@@ -819,13 +788,31 @@ export function createView(
     setFollow(true);
     if (network) fitView();
   });
+  // + and −: overview, then detail. The zoom keeps one point where it is on the canvas: the selected
+  // node (brought to the centre first when it is off the canvas), or the canvas's centre; so the reader
+  // zooms into where they look, not into the root the fitted view centres on (issue 38).
   const zoom = (factor) => {
     if (!network) return;
     setFollow(false);
-    network.moveTo({ scale: network.getScale() * factor });
+    const next = network.getScale() * factor;
+    const [width, tall] = canvasSize();
+    const chosen = el.dataset.selected && nodes.get(el.dataset.selected) ? placed.at.get(el.dataset.selected) : null;
+    let position = network.getViewPosition();
+    if (chosen) {
+      const at = network.canvasToDOM({ x: chosen.x, y: chosen.y });
+      const inside = at.x >= 0 && at.y >= 0 && at.x <= width && at.y <= tall;
+      position = inside
+        ? { x: chosen.x + (width / 2 - at.x) / next, y: chosen.y + (tall / 2 - at.y) / next }
+        : { x: chosen.x, y: chosen.y };
+    }
+    network.moveTo({ position, scale: next, animation: false });
   };
   zoomIn.addEventListener("click", () => zoom(1.4));
   zoomOut.addEventListener("click", () => zoom(1 / 1.4));
+  zoomToSelection.addEventListener("click", () => {
+    const id = el.dataset.selected;
+    if (network && id && nodes.get(id)) focusOn(id);
+  });
   modeButton.addEventListener("click", () => {
     mode = mode === "tree" ? "graph" : "tree";
     modeButton.setAttribute("aria-pressed", String(mode === "graph"));
@@ -846,10 +833,12 @@ export function createView(
     if (network) redraw();
   });
   outlineButton.addEventListener("click", () => {
+    outlineChosen = true;
     outline.hidden = !outline.hidden;
     outlineButton.setAttribute("aria-pressed", String(!outline.hidden));
-    if (!outline.hidden) renderOutline();
-    // The canvas changed width: the resize watch below lays the tree out again for it.
+    if (!outline.hidden) outlineView.render();
+    // The canvas changed width: the resize watch below lays the tree out again for it (keeping what the
+    // reader looks at in place when they zoomed).
   });
   search.addEventListener("input", () => find(true));
   statusFilter.addEventListener("change", () => find(true));
@@ -870,13 +859,15 @@ export function createView(
   document.addEventListener("click", onNodeLink);
 
   // Every change of the canvas's size (the outline shown or hidden, a window or a panel resized) lays
-  // the tree out again for the new shape and, while the view follows, fits it.
+  // the tree out again for the new shape and, while the view follows, fits it; else it keeps what the
+  // reader looks at in place (redraw).
   let resizing = 0;
   const sizeWatch = new ResizeObserver(() => {
     if (!network || resizing) return;
     resizing = requestAnimationFrame(() => {
       resizing = 0;
-      if (follow) redraw();
+      placeOutline();
+      redraw();
     });
   });
   sizeWatch.observe(canvas);
@@ -891,7 +882,7 @@ export function createView(
     frame,
     // Where every question would be with all branches open (the layout's own check).
     layoutAll() {
-      const at = placeTree(visibleTree(true), K_MIN).at;
+      const at = placeTree(visibleTree(true), { k: K_MIN, labelled: new Set(), form: WHOLE }).at;
       return { count: at.size, distinct: new Set([...at.values()].map((p) => `${p.x},${p.y}`)).size };
     },
     destroy() {
