@@ -47,7 +47,7 @@ from .model import Intensity, RunOutcome, Strategy, parse_choice
 from .prompts import chat
 from .results import FractalResult
 from .sources import Snippet, Table
-from .store import GraphStore
+from .store import GraphStore, Store
 from .text import clip
 
 if TYPE_CHECKING:
@@ -266,7 +266,7 @@ def compare(
     return Comparison(question, frame, results, where, judged=judge is not None, replayed=replay)
 
 
-def _tables_read(sources: object, store: GraphStore) -> object:
+def _tables_read(sources: object, store: Store) -> object:
     """``sources`` with each :class:`Table` read from ``store`` into a :class:`Snippet` of its name and lines.
 
     A replay runs in memory, where no table of the file is: the recorded runs read the same

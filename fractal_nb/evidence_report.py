@@ -20,7 +20,7 @@ from typing import Any, TypedDict
 from .errors import FractalError
 from .model import CitationStatus, Support
 from .provenance import Provenance
-from .store import GraphStore
+from .store import Store
 from .store.citations import file_hash
 from .store.records import NodeRecord
 from .text import markdown_escape
@@ -237,7 +237,7 @@ def node_evidence(store: Any, graph_id: str, node: NodeRecord, children: list[No
     }
 
 
-def evidence_of(store: GraphStore, graph_id: str, *, cited: bool | None = None) -> Evidence:
+def evidence_of(store: Store, graph_id: str, *, cited: bool | None = None) -> Evidence:
     """The graph's evidence as the exported page and ``fractal-nb report`` show it.
 
     The nodes' metadata is read (one snapshot) only when some answer carries a

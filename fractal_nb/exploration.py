@@ -48,7 +48,7 @@ from .run_report import RunReport, Usage
 from .sources import Table, source_frame, source_texts
 from .state import ExplorationState, exploration_state
 from .steering import Steering, TurnStep
-from .store import GraphStore
+from .store import GraphStore, Store
 from .store.base import merged_metadata, require_flag, require_id, require_text
 from .store.frame_sql import SqlParams
 from .store.records import Chosen, ModelSpend, Saturated
@@ -77,7 +77,7 @@ class Exploration:
 
     def __init__(
         self,
-        store: GraphStore,
+        store: Store,
         graph_id: str,
         llm: LLM,
         *,
@@ -89,7 +89,9 @@ class Exploration:
         self.graph_id = graph_id
         self.llm = llm
         self._owns_store = owns_store
-        self._state = RunState.for_graph(store, graph, llm, limits=Limits.from_metadata(graph["metadata"]))
+        self._state = RunState.for_graph(
+            store, graph, llm, limits=Limits.from_metadata(graph["metadata"]), whole=store
+        )
         self._clock = clock or RealClock()
         self._dispatcher: Dispatcher | None = None
         # One run per graph in this process, whichever Exploration object asks (a notebook
@@ -1095,7 +1097,7 @@ def _check_clock(clock: object) -> None:
         )
 
 
-def _only_graph(store: GraphStore) -> str:
+def _only_graph(store: Store) -> str:
     graphs = store.list_graphs()["graphs"]
     if len(graphs) != 1:
         ids = ", ".join(g["graph_id"] for g in graphs) or "none"

@@ -37,7 +37,7 @@ from .mcp_auth import (
     transport_security,
 )
 from .model import TERMINAL_GRAPH
-from .store import GraphStore
+from .store import Store
 from .store.sources import MAX_SOURCE_CHARS
 from .tool_table import TOOLS, Tool
 
@@ -90,7 +90,7 @@ listed by fractal_list_gates with their options; fractal_choose answers one.
 Errors come back as {"error": "..."} and change nothing."""
 
 
-def _tool_function(store: GraphStore, tool: Tool) -> Callable[..., CallToolResult]:
+def _tool_function(store: Store, tool: Tool) -> Callable[..., CallToolResult]:
     """The function served as ``tool``: its signature says the parameters, its body calls the store.
 
     The store's answer comes back as JSON (text and structured; a tool with a ``text_method``, as
@@ -132,7 +132,7 @@ def _tool_function(store: GraphStore, tool: Tool) -> Callable[..., CallToolResul
     return call_store
 
 
-def recover_claims(store: GraphStore) -> int:
+def recover_claims(store: Store) -> int:
     """Return to open the claims of gone holders (and expired leases) in every unfinished graph."""
     return sum(
         store.recover_stuck(g["graph_id"])["count"]
@@ -188,7 +188,7 @@ class RequestSizeLimit:
         await self.app(scope, receive, send)
 
 
-def build_server(store: GraphStore, *, name: str = "fractal-nb", token: str | None = None) -> MCPServer:
+def build_server(store: Store, *, name: str = "fractal-nb", token: str | None = None) -> MCPServer:
     """An MCP server whose tools are the store's contract (the store stays the caller's to close).
 
     One tool per row of :data:`fractal_nb.tool_table.TOOLS`. A server that starts
@@ -216,7 +216,7 @@ class BackgroundServer:
 
     Parameters
     ----------
-    store : GraphStore
+    store : Store
         The store served (it stays the caller's to close).
     host : str
         The address to bind (default loopback). Beyond loopback every request
@@ -240,7 +240,7 @@ class BackgroundServer:
 
     def __init__(
         self,
-        store: GraphStore,
+        store: Store,
         *,
         host: str = "127.0.0.1",
         port: int = 0,

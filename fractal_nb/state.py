@@ -23,7 +23,7 @@ from .steering import asked_text
 from .text import normalize
 
 if TYPE_CHECKING:
-    from .store import GraphStore
+    from .store import Store
     from .store.records import LineageRecord, NodeRecord, TurnRecord
 
 ValueKind = Literal["verified", "assumed", "missing", "failed"]
@@ -176,7 +176,7 @@ class ExplorationState:
         return "".join(parts)
 
 
-def exploration_state(store: GraphStore, graph_id: str) -> ExplorationState:
+def exploration_state(store: Store, graph_id: str) -> ExplorationState:
     """The state of ``graph_id`` in ``store``, read without the model."""
     graph = store.get_graph(graph_id)
     snapshot = store.get_snapshot(graph_id)
@@ -229,7 +229,7 @@ _NEEDS_RESUME = frozenset({GraphStatus.ERROR, GraphStatus.BUDGET_EXHAUSTED, Grap
 
 
 def _holder(
-    store: GraphStore, graph_id: str, head: TurnRecord, family: Sequence[LineageRecord]
+    store: Store, graph_id: str, head: TurnRecord, family: Sequence[LineageRecord]
 ) -> tuple[str, int]:
     """Where ``head``'s state is read: a fork's own events, or its source's for an earlier head.
 
@@ -251,7 +251,7 @@ def _holder(
     return graph_id, at
 
 
-def _head(store: GraphStore, where: tuple[str, int], turn: TurnRecord) -> HeadState:
+def _head(store: Store, where: tuple[str, int], turn: TurnRecord) -> HeadState:
     head_event = turn["head_event"]
     assert head_event is not None
     graph_id, event = where

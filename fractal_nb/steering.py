@@ -20,7 +20,7 @@ import pandas as pd
 from .engine.primitive import RunState
 from .engine.widening import propose_seed_questions
 from .errors import StateError
-from .store import GraphStore
+from .store import Store
 from .store.base import optional_text, require_count, require_id, require_text
 from .store.records import TurnRecord, TurnRequest
 from .store.turns import MAX_LEVELS, MAX_WIDEN
@@ -76,7 +76,7 @@ class Steering:
 
     def __init__(
         self,
-        store: GraphStore,
+        store: Store,
         graph_id: str,
         state: RunState,
         running: threading.Lock,

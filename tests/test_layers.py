@@ -114,6 +114,8 @@ def test_importing_the_package_loads_no_widget_library() -> None:
 
 # docs/architecture.md, "The store's layout": the steps are plain classes GraphStore composes.
 STEP_BASES = {"object", "Protocol", "TypedDict", "StrEnum", "NamedTuple"}
+# The contract (store/contract.py) and the store that implements it.
+CONTRACT_BASES = {("contract.py", "Store"): {"WorkerStore"}, ("graph_store.py", "GraphStore"): {"Store"}}
 
 
 def test_the_stores_steps_are_plain_classes_only_graph_store_composes() -> None:
@@ -126,8 +128,81 @@ def test_the_stores_steps_are_plain_classes_only_graph_store_composes() -> None:
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 bases = {ast.unparse(b).split("[")[0].split(".")[-1] for b in node.bases} - STEP_BASES
+                bases -= CONTRACT_BASES.get((path.name, node.name), set())
                 found += [f"{path.name}: class {node.name} inherits {b}" for b in sorted(bases)]
             if path.name != "graph_store.py" and isinstance(node, ast.ImportFrom) and node.module:
                 if node.module.endswith("graph_store"):  # a step never reaches the whole store
                     found.append(f"{path.name}:{node.lineno} imports graph_store")
     assert not found, "\n".join(found)
+
+
+def names_in(node: ast.AST) -> set[str]:
+    """The names an expression mentions, a quoted annotation's too."""
+    found = set()
+    for part in ast.walk(node):
+        if isinstance(part, ast.Name):
+            found.add(part.id)
+        elif isinstance(part, ast.Attribute):
+            found.add(part.attr)
+        elif isinstance(part, ast.Constant) and isinstance(part.value, str):
+            try:
+                found |= names_in(ast.parse(part.value, mode="eval"))
+            except SyntaxError:
+                pass  # a string, not an annotation
+    return found
+
+
+def uses_of_the_concrete_store(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, how) where code names GraphStore as a type: an annotation, isinstance or Concatenate."""
+    found = []
+    for node in ast.walk(tree):
+        typed: list[ast.expr | None] = []
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            arguments = node.args
+            every = arguments.posonlyargs + arguments.args + arguments.kwonlyargs
+            every += [a for a in (arguments.vararg, arguments.kwarg) if a]
+            typed = [a.annotation for a in every] + [node.returns]
+        elif isinstance(node, ast.AnnAssign):
+            typed = [node.annotation]
+        found += [(node.lineno, "annotates") for t in typed if t is not None and "GraphStore" in names_in(t)]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance":
+            if len(node.args) == 2 and "GraphStore" in names_in(node.args[1]):
+                found.append((node.lineno, "isinstance-checks"))
+        if isinstance(node, ast.Subscript) and "Concatenate" in names_in(node.value):
+            if "GraphStore" in names_in(node.slice):
+                found.append((node.lineno, "Concatenates"))
+    return found
+
+
+def test_above_the_store_code_is_typed_by_the_contract_not_graph_store() -> None:
+    # docs/architecture.md, "Layers": store/contract.py's Store and WorkerStore are the seam; a second
+    # backend implements them. Constructing a GraphStore stays allowed (open_store will take it over).
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if (PACKAGE / "store") in path.parents:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found += [
+            f"{module_name(path)}:{line} {how} GraphStore" for line, how in uses_of_the_concrete_store(tree)
+        ]
+    assert not found, "use Store or WorkerStore (fractal_nb/store/contract.py):\n" + "\n".join(found)
+
+
+def test_the_contract_rule_sees_each_way_of_naming_graph_store() -> None:
+    code = (
+        "def a(store: GraphStore) -> None: ...\n"
+        "def b(store: 'Store') -> 'store.GraphStore': ...\n"
+        "x: list[GraphStore] = []\n"
+        "ok = isinstance(y, (int, GraphStore))\n"
+        "M = Callable[Concatenate[GraphStore, P], R]\n"
+        "fine = GraphStore(path)\n"
+        "def c(store: Store, *rest: WorkerStore) -> None: ...\n"
+    )
+    found = sorted(uses_of_the_concrete_store(ast.parse(code)))
+    assert found == [
+        (1, "annotates"),
+        (2, "annotates"),
+        (3, "annotates"),
+        (4, "isinstance-checks"),
+        (5, "Concatenates"),
+    ]

@@ -49,7 +49,7 @@ from ..model import (
 )
 from ..prompts import chat, render
 from ..results import StepRecord
-from ..store import GraphStore, WorkerStore
+from ..store import Store, WorkerStore
 from ..store.records import Claim, GraphRecord, QuestionContext, SubQuestionBrief, SynthesisClaim
 from ..text import clip, normalize
 from . import evidence, grounding, thinkon, tracks
@@ -77,14 +77,27 @@ class RunState:
     # A synthesis was given back (its call failed): a worker with no question to claim asks the whole graph.
     synthesis_given_back: threading.Event = field(default_factory=threading.Event)
     has_sources: bool = False  # answers gather evidence first (engine/evidence.py); read by arm()
+    # The whole local store behind ``store`` (``local``); None for a worker's store (remote/worker.py).
+    whole: Store | None = None
 
     @classmethod
     def for_graph(
-        cls, store: WorkerStore, graph: GraphRecord, llm: LLM, *, limits: Limits | None = None
+        cls,
+        store: WorkerStore,
+        graph: GraphRecord,
+        llm: LLM,
+        *,
+        limits: Limits | None = None,
+        whole: Store | None = None,
     ) -> RunState:
-        """The run state of ``graph`` (a ``get_graph`` record) on ``store`` with ``llm``."""
+        """The run state of ``graph`` (a ``get_graph`` record) on ``store`` with ``llm``.
+
+        ``whole``: the same store as a whole local :class:`~fractal_nb.store.Store`, in the
+        process that owns the graph's file (``local``); None for a worker's store.
+        """
         state = cls(
             store=store,
+            whole=whole,
             graph_id=graph["graph_id"],
             root_id=graph["root_node_id"],
             seed=graph["seed"],
@@ -117,14 +130,14 @@ class RunState:
         self.has_sources = evidence.has_sources(self.store, self.graph_id)
 
     @property
-    def local(self) -> GraphStore:
-        """The store as the local GraphStore: what seeding, settling a run and the harvest need."""
-        if not isinstance(self.store, GraphStore):
+    def local(self) -> Store:
+        """The whole local store (``whole``): what seeding, settling a run and the harvest need."""
+        if self.whole is None:
             raise StateError(
                 f"{self.store!r} is a worker's store: seeding, settling and harvesting a graph run in the "
                 "process that owns its file"
             )
-        return self.store
+        return self.whole
 
     def announce_work(self) -> None:
         """Wake workers waiting for new questions."""
@@ -308,7 +321,7 @@ def synthesize(run: RunState, claim: SynthesisClaim, worker: str) -> SynthesisCl
     return written.get("next_synthesis")
 
 
-def freeze_unexplored(store: GraphStore, graph_id: str, node_id: str, reason: str | None = None) -> None:
+def freeze_unexplored(store: WorkerStore, graph_id: str, node_id: str, reason: str | None = None) -> None:
     """The budget protocol's marks on one pending question (docs/architecture.md, error table).
 
     Marked unexplored, with the budget's ``reason`` when given; the dispatcher

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from ..errors import InvalidInputError, LLMError, LLMOutputError
-from ..store import GraphStore
+from ..store import Store
 from .protocol import LLM, Message, estimate_tokens, messages_tokens, report_usage
 from .quality import ReplyContext
 from .retries import FailureCount
@@ -33,14 +33,14 @@ _NODE_ID = re.compile(r"n-[0-9a-f]{16}")
 
 
 class CachedLLM:
-    """Wrap a model with a record/replay cache kept in a :class:`GraphStore`.
+    """Wrap a model with a record/replay cache kept in a :class:`~fractal_nb.store.Store`.
 
     ``record`` calls the model and stores every completion; ``replay`` answers
     only from the store and raises :class:`~fractal_nb.LLMError` on a miss;
     ``off`` passes calls straight through.
     """
 
-    def __init__(self, inner: LLM | None, store: GraphStore, mode: CacheMode = "record") -> None:
+    def __init__(self, inner: LLM | None, store: Store, mode: CacheMode = "record") -> None:
         if mode not in ("record", "replay", "off"):
             raise InvalidInputError(f"invalid cache mode {mode!r}; valid values: off, record, replay")
         if inner is None and mode != "replay":

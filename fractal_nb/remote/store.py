@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 from .. import errors
 from ..errors import FractalError, InvalidInputError, StateError, StoreUnreachableError
 from ..llm.openai_llm import connection_problem
-from ..store import GraphStore
+from ..store import Store, WorkerStore
 from ..store.holders import HOLDER_LEASE_S, HolderInfo, hold, let_go, new_holder
 from ..store.records import Heartbeat
 from ..tool_table import TOOLS_BY_METHOD
@@ -70,9 +70,9 @@ R = TypeVar("R")
 
 
 def remote_method(
-    method: Callable[Concatenate[GraphStore, P], R],
+    method: Callable[Concatenate[Store, P], R],
 ) -> Callable[Concatenate[RemoteStore, P], R]:
-    """``method`` of :class:`GraphStore` as a tool call: the same signature, its row of the tool table.
+    """``method`` of :class:`Store` as a tool call: the same signature, its row of the tool table.
 
     The arguments are bound to the store method's signature and encoded as the
     row says; one the tool does not carry (``release_claim``'s ``max_failures``)
@@ -100,11 +100,11 @@ def remote_method(
 
     call.__name__ = method.__name__
     call.__signature__ = signature  # type: ignore[attr-defined]  # what help() and IDEs show
-    call.__doc__ = f"See :meth:`GraphStore.{method.__name__}` (the tool {tool.name})."
+    call.__doc__ = f"See :meth:`Store.{method.__name__}` (the tool {tool.name})."
     return call
 
 
-class RemoteStore:
+class RemoteStore(WorkerStore):
     """A worker's view of a graph store served over MCP (``fractal-nb serve-mcp``, ``serve_mcp()``).
 
     Parameters
@@ -195,62 +195,62 @@ class RemoteStore:
 
     # -- the store's methods, one per tool of the tool table ---------------------------------
 
-    create_graph = remote_method(GraphStore.create_graph)
-    resume_graph = remote_method(GraphStore.resume_graph)
-    update_graph_status = remote_method(GraphStore.update_graph_status)
-    delete_graph = remote_method(GraphStore.delete_graph)
-    add_node = remote_method(GraphStore.add_node)
-    update_node = remote_method(GraphStore.update_node)
-    mark_saturated = remote_method(GraphStore.mark_saturated)
-    claim_work = remote_method(GraphStore.claim_work)
-    synthesize_node = remote_method(GraphStore.synthesize_node)
-    get_snapshot = remote_method(GraphStore.get_snapshot)
-    get_branch = remote_method(GraphStore.get_branch)
-    get_open_questions = remote_method(GraphStore.get_open_questions)
-    query_convergence = remote_method(GraphStore.query_convergence)
-    query_contradictions = remote_method(GraphStore.query_contradictions)
-    get_saturation_status = remote_method(GraphStore.get_saturation_status)
-    get_claimable_work = remote_method(GraphStore.get_claimable_work)
-    get_ready_to_synthesize = remote_method(GraphStore.get_ready_to_synthesize)
-    recover_stuck = remote_method(GraphStore.recover_stuck)
-    approve_gate = remote_method(GraphStore.approve_gate)
-    prune_branch = remote_method(GraphStore.prune_branch)
-    submit_halt = remote_method(GraphStore.submit_halt)  # halts (docs/architecture.md, "Halts")
-    choose = remote_method(GraphStore.choose)
-    list_gates = remote_method(GraphStore.list_gates)
-    get_graph = remote_method(GraphStore.get_graph)
-    list_graphs = remote_method(GraphStore.list_graphs)
-    get_context = remote_method(GraphStore.get_context)
-    submit_answer = remote_method(GraphStore.submit_answer)
-    get_synthesis_inputs = remote_method(GraphStore.get_synthesis_inputs)
-    release_claim = remote_method(GraphStore.release_claim)
-    claim_synthesis = remote_method(GraphStore.claim_synthesis)
-    submit_synthesis = remote_method(GraphStore.submit_synthesis)
-    release_synthesis = remote_method(GraphStore.release_synthesis)
-    record_llm_calls = remote_method(GraphStore.record_llm_calls)
-    ask = remote_method(GraphStore.ask)
-    deepen = remote_method(GraphStore.deepen)
-    redecompose = remote_method(GraphStore.redecompose)
-    add_note = remote_method(GraphStore.add_note)
-    list_turns = remote_method(GraphStore.list_turns)
-    list_heads = remote_method(GraphStore.list_heads)
-    get_state_at = remote_method(GraphStore.get_state_at)
-    fork_graph = remote_method(GraphStore.fork_graph)
-    get_lineage = remote_method(GraphStore.get_lineage)
-    list_sources = remote_method(GraphStore.list_sources)
-    add_source_text = remote_method(GraphStore.add_source_text)
-    search_sources = remote_method(GraphStore.search_sources)
-    read_source = remote_method(GraphStore.read_source)
-    check_citations = remote_method(GraphStore.check_citations)
-    thinkon_level = remote_method(GraphStore.thinkon_level)
-    thinkon_chain = remote_method(GraphStore.thinkon_chain)
-    thinkon_plan = remote_method(GraphStore.thinkon_plan)
-    thinkon_call = remote_method(GraphStore.thinkon_call)
-    thinkon_return = remote_method(GraphStore.thinkon_return)
-    _heartbeat = remote_method(GraphStore.heartbeat)
+    create_graph = remote_method(Store.create_graph)
+    resume_graph = remote_method(Store.resume_graph)
+    update_graph_status = remote_method(Store.update_graph_status)
+    delete_graph = remote_method(Store.delete_graph)
+    add_node = remote_method(Store.add_node)
+    update_node = remote_method(Store.update_node)
+    mark_saturated = remote_method(Store.mark_saturated)
+    claim_work = remote_method(Store.claim_work)
+    synthesize_node = remote_method(Store.synthesize_node)
+    get_snapshot = remote_method(Store.get_snapshot)
+    get_branch = remote_method(Store.get_branch)
+    get_open_questions = remote_method(Store.get_open_questions)
+    query_convergence = remote_method(Store.query_convergence)
+    query_contradictions = remote_method(Store.query_contradictions)
+    get_saturation_status = remote_method(Store.get_saturation_status)
+    get_claimable_work = remote_method(Store.get_claimable_work)
+    get_ready_to_synthesize = remote_method(Store.get_ready_to_synthesize)
+    recover_stuck = remote_method(Store.recover_stuck)
+    approve_gate = remote_method(Store.approve_gate)
+    prune_branch = remote_method(Store.prune_branch)
+    submit_halt = remote_method(Store.submit_halt)  # halts (docs/architecture.md, "Halts")
+    choose = remote_method(Store.choose)
+    list_gates = remote_method(Store.list_gates)
+    get_graph = remote_method(Store.get_graph)
+    list_graphs = remote_method(Store.list_graphs)
+    get_context = remote_method(Store.get_context)
+    submit_answer = remote_method(Store.submit_answer)
+    get_synthesis_inputs = remote_method(Store.get_synthesis_inputs)
+    release_claim = remote_method(Store.release_claim)
+    claim_synthesis = remote_method(Store.claim_synthesis)
+    submit_synthesis = remote_method(Store.submit_synthesis)
+    release_synthesis = remote_method(Store.release_synthesis)
+    record_llm_calls = remote_method(Store.record_llm_calls)
+    ask = remote_method(Store.ask)
+    deepen = remote_method(Store.deepen)
+    redecompose = remote_method(Store.redecompose)
+    add_note = remote_method(Store.add_note)
+    list_turns = remote_method(Store.list_turns)
+    list_heads = remote_method(Store.list_heads)
+    get_state_at = remote_method(Store.get_state_at)
+    fork_graph = remote_method(Store.fork_graph)
+    get_lineage = remote_method(Store.get_lineage)
+    list_sources = remote_method(Store.list_sources)
+    add_source_text = remote_method(Store.add_source_text)
+    search_sources = remote_method(Store.search_sources)
+    read_source = remote_method(Store.read_source)
+    check_citations = remote_method(Store.check_citations)
+    thinkon_level = remote_method(Store.thinkon_level)
+    thinkon_chain = remote_method(Store.thinkon_chain)
+    thinkon_plan = remote_method(Store.thinkon_plan)
+    thinkon_call = remote_method(Store.thinkon_call)
+    thinkon_return = remote_method(Store.thinkon_return)
+    _heartbeat = remote_method(Store.heartbeat)
 
     def heartbeat(self, holder_id: str) -> Heartbeat:
-        """See :meth:`GraphStore.heartbeat`; remembers the server's lease."""
+        """See :meth:`Store.heartbeat`; remembers the server's lease."""
         beat = self._heartbeat(holder_id)
         self.lease_s = float(beat["lease_s"])
         return beat

@@ -1,6 +1,6 @@
 """The DuckDB graph store: the only package of fractal_nb that speaks SQL."""
 
+from .contract import Store, WorkerStore
 from .graph_store import GraphStore
-from .worker_store import WorkerStore
 
-__all__ = ["GraphStore", "WorkerStore"]
+__all__ = ["GraphStore", "Store", "WorkerStore"]

@@ -26,7 +26,14 @@ def vis_network_source() -> str:
 
 
 # The view's script is one ES module made of these files, in this order (network.js, last, exports it).
-VIEW_SCRIPT = ("question_text.js", "tree_layout.js", "tree_paint.js", "view_parts.js", "outline.js", "network.js")
+VIEW_SCRIPT = (
+    "question_text.js",
+    "tree_layout.js",
+    "tree_paint.js",
+    "view_parts.js",
+    "outline.js",
+    "network.js",
+)
 
 
 @cache

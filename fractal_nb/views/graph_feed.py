@@ -16,7 +16,7 @@ import threading
 from typing import Any, Literal, TypedDict
 
 from ..model import EdgeType, NodeStatus
-from ..store import GraphStore
+from ..store import Store
 from ..store.records import Changes, FeedLink, FeedNode, NodeRecord, QuestionItems, SnapshotAt
 from .question_tree import LinkItem, QuestionItem, QuestionTree
 
@@ -150,7 +150,7 @@ def _text(value: Any) -> str | None:
 class GraphFeed:
     """Deltas of one graph for the live view, from its event log (folded by a :class:`QuestionTree`)."""
 
-    def __init__(self, store: GraphStore, graph_id: str) -> None:
+    def __init__(self, store: Store, graph_id: str) -> None:
         self.store = store
         self.graph_id = graph_id
         self.seq = 0

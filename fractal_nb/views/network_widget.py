@@ -8,7 +8,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ..store import GraphStore
+from ..store import Store
 from .assets import static_text, view_script, vis_network_source
 from .graph_feed import DeltaMessage, GraphFeed, SnapshotMessage, snapshot_at
 
@@ -32,7 +32,7 @@ class NetworkWidget(anywidget.AnyWidget):
     height = traitlets.Unicode("520px").tag(sync=True)
     show_status = traitlets.Bool(True, help="Whether the legend says the graph's status.").tag(sync=True)
 
-    def __init__(self, store: GraphStore, graph_id: str, *, height: str = "520px") -> None:
+    def __init__(self, store: Store, graph_id: str, *, height: str = "520px") -> None:
         super().__init__(height=height)
         self.feed = GraphFeed(store, graph_id)
         self._pump: Any = None

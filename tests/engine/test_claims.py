@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
 from fractal_nb.engine.grounding import same_fact
 from fractal_nb.engine.phases import gap_rows, preview
 from fractal_nb.engine.primitive import RunState, cascade, process
+from fractal_nb.errors import StateError
 from fractal_nb.model import ClaimKind
 from fractal_nb.text import normalize
 from tests.engine.test_openai_runs import FAST, SEED, first_user, role_responder, schema_name
@@ -127,7 +130,10 @@ def test_a_failed_child_makes_the_chain_weak_and_recovering_it_re_grounds_it() -
         assert store.claim_work(gid, "w-1", holder=None)["node_id"] == a1
         store.release_claim(gid, a1, "w-1", "LLMOutputError: junk")
     store.mark_saturated(gid, a1, "error")
-    run = RunState.for_graph(store, store.get_graph(gid), SimulatedLLM(seed=2, branching=0, link_rate=0))
+    llm = SimulatedLLM(seed=2, branching=0, link_rate=0)
+    with pytest.raises(StateError, match="is a worker's store: seeding, settling and harvesting"):
+        preview(RunState.for_graph(store, store.get_graph(gid), llm))  # no whole store: a worker's run
+    run = RunState.for_graph(store, store.get_graph(gid), llm, whole=store)
     assert set(cascade(run, "w-1")) == {a, root}
 
     def weak(node_id: str) -> list[dict[str, str]]:

@@ -519,7 +519,7 @@ def test_a_harvest_cuts_even_a_held_level_and_that_workers_write_is_refused() ->
     store.claim_work(gid, "w")
     child = store.thinkon_call(gid, root, "Book the train.", worker_id="w")["node_id"]
     store.claim_work(gid, "w")  # the sub-goal, held by a worker still at its model call
-    run = RunState.for_graph(store, store.get_graph(gid), SimulatedLLM())
+    run = RunState.for_graph(store, store.get_graph(gid), SimulatedLLM(), whole=store)
     assert unwind(run, "harvested") == [child, root]
     assert store.thinkon_chain(gid) == []
     assert [d["outcome"] for d in store.thinkon_level(gid, root)["done"]] == ["cut"]

@@ -10,13 +10,13 @@ import pytest
 from fractal_nb.errors import InvalidInputError
 from fractal_nb.mcp_server import build_server
 from fractal_nb.remote import RemoteStore
-from fractal_nb.store import GraphStore, WorkerStore
+from fractal_nb.store import GraphStore, Store, WorkerStore
 from fractal_nb.tool_table import TOOLS, Param, Wire
 
 
 @pytest.mark.parametrize("tool", TOOLS, ids=lambda t: t.name)
 def test_each_row_names_a_store_method_and_its_parameters(tool) -> None:  # type: ignore[no-untyped-def]
-    signature = inspect.signature(getattr(GraphStore, tool.method))
+    signature = inspect.signature(getattr(Store, tool.method))
     params = [p for p in signature.parameters.values() if p.name != "self"]
     carried = [p.arg for p in tool.params]
     assert set(carried) <= {p.name for p in params}
@@ -40,8 +40,8 @@ def test_the_server_serves_exactly_the_table() -> None:
 
 def test_remote_store_has_every_tool_with_the_store_signature() -> None:
     for row in TOOLS:
-        remote, local = getattr(RemoteStore, row.method), getattr(GraphStore, row.method)
-        assert inspect.signature(remote) == inspect.signature(local), row.method
+        remote, contract = getattr(RemoteStore, row.method), getattr(Store, row.method)
+        assert inspect.signature(remote) == inspect.signature(contract), row.method
 
 
 def test_both_stores_have_what_a_worker_uses() -> None:
