@@ -51,7 +51,7 @@ from .steering import Steering, TurnStep
 from .store import GraphStore, Store
 from .store.base import merged_metadata, require_flag, require_id, require_text
 from .store.frame_sql import SqlParams
-from .store.records import Chosen, ModelSpend, Saturated
+from .store.records import Chosen, ModelSpend, Recovered, Saturated
 from .store.sources import require_source_texts
 from .store.stops import refuse_held, refuse_not_held, resolve_choice
 
@@ -515,6 +515,17 @@ class Exploration:
         check_node_transition(node["node_id"], node["node_type"], node["status"], NodeStatus.SATURATED)
         self._activate(resume=True)
         return self.store.prune_branch(self.graph_id, node_id)
+
+    def recover(self) -> Recovered:
+        """Reopen the questions the model failed on and claims stuck past their lease, for Step or Run.
+
+        A failed question (``error``, or saturated as failed by a harvest) opens again,
+        and the weak syntheses built on it are written again once it is answered
+        (README, "Facts, assumptions, unknowns"). A finished graph or a file opened
+        ``read_only`` is refused, changing nothing. Returns the ids reopened.
+        """
+        self._check_writable()
+        return self.store.recover_stuck(self.graph_id, include_errors=True)
 
     def harvest(self, *, finish: bool = False, aggregate: bool = False) -> FractalResult:
         """Finish the exploration (freeze what is left as gaps, synthesize up to the root); its result.

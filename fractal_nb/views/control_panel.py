@@ -4,8 +4,7 @@ Step, Step ×N, Run and Harvest work in a background thread, so the cell
 returns at once and the kernel stays free. Those threads only push to a queue;
 one task on the kernel's loop (:class:`KernelPump`) drains it and is the only
 code that writes to the widgets. Buttons act through the :class:`Exploration`
-facade (Recover failed through the store's ``recover_stuck``, the way the README
-gives: the facade has no recovery of its own). A control that cannot act now is
+facade (Recover failed through ``Exploration.recover``). A control that cannot act now is
 disabled, and the line under the buttons says why and what to do next (finished,
 waiting at gates, nothing left to explore, a spent budget, a pause and its stored
 reason, a run stuck behind failed questions), its questions links that select them
@@ -409,11 +408,11 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         return report.headline(), report.status in ("model_unavailable", "seed_failed", "error")
 
     def _recover(self) -> None:
-        """Reopen the failed questions (the store's recovery, as the README gives it: the facade has none)."""
+        """Reopen the failed questions (``Exploration.recover``)."""
         if self._busy():
             assert self._job is not None
             raise RuntimeError(f"busy: pause the {self._job.name} first")
-        reopened = self.exploration.store.recover_stuck(self.exploration.graph_id, include_errors=True)
+        reopened = self.exploration.recover()
         self._post(
             "note",
             f"recovered {reopened['count']} question(s): open again, Step or Run tries them again",
