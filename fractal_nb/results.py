@@ -299,7 +299,13 @@ class FractalResult:
 NODE_LINK_STYLE = "color:var(--jp-content-link-color, #0969da);font-size:0.85em;margin-left:4px"
 
 
-def node_link(node_id: object, *, label: str = "node") -> str:
+def node_link(
+    node_id: object,
+    *,
+    label: str = "node",
+    title: str = "Show this node in the tree",
+    style: str = NODE_LINK_STYLE,
+) -> str:
     """A small link to a node of the tree ('' without an id): the tree selects and shows the node it names.
 
     Markup only (the tree's script acts on any ``a.fractal-node-link`` of the page, by its
@@ -313,7 +319,7 @@ def node_link(node_id: object, *, label: str = "node") -> str:
     at = html.escape(node_id, quote=True)
     return (
         f' <a class="fractal-node-link" href="#fractal-node-{at}" data-fractal-node="{at}" '
-        f'title="Show this node in the tree" style="{NODE_LINK_STYLE}">{html.escape(label)}</a>'
+        f'title="{html.escape(title, quote=True)}" style="{style}">{html.escape(label)}</a>'
     )
 
 

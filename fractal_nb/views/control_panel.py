@@ -32,7 +32,7 @@ import ipywidgets as widgets
 
 from ..evidence_report import CitedLines, NodeEvidence
 from ..model import PENDING_QUESTION, TERMINAL_GRAPH, GraphStatus, NodeStatus, SaturationReason, Strategy
-from ..results import FractalResult, StepRecord, linked_ids
+from ..results import FractalResult, StepRecord, linked_ids, node_link
 from ..store.question_items import FAILED, PRUNED, VIEW_STATUSES
 from ..store.thinkon import KEY as THINKON_KEY
 from ..store.thinkon import level_state
@@ -529,7 +529,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         more = f"; {len(reasons) - 1} more in the Result tab" if len(reasons) > 1 else " (Result tab)"
         # A finished graph's failed question is tried again by a new turn (Recover failed is for one
         # still running): the next step names the first, a link that selects it.
-        failed = [q for q in self.network.feed.tree.questions.values() if q["status"] == FAILED]
+        failed = self.network.feed.failed()
         again = (
             f". To try “{_question_link(failed[0]['id'], clip(failed[0]['text'], 70))}” again, select it "
             "and Redecompose it (Inspector)"
@@ -633,7 +633,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         """The failed questions Recover failed reopens: none in a finished graph or a thinkon chain."""
         if not self._recovers or self.network.feed.status in TERMINAL_GRAPH:
             return []
-        return [q for q in self.network.feed.tree.questions.values() if q["status"] == FAILED]
+        return self.network.feed.failed()
 
     def _stuck_now(self, counts: dict[str, int]) -> int:
         """The answered questions waiting behind failed ones, with nothing for Step or Run to do (else 0)."""
@@ -785,12 +785,10 @@ def _it(failed: list[QuestionItem]) -> str:
 
 
 def _question_link(node_id: str, text: str) -> str:
-    """A question's text as a link in a sentence: the tree selects and shows it (as :func:`node_link`'s)."""
-    at = html.escape(node_id, quote=True)
-    return (
-        f'<a class="fractal-node-link" href="#fractal-node-{at}" data-fractal-node="{at}" '
-        f'title="Show this question in the tree" style="{QUESTION_LINK_STYLE}">{html.escape(text)}</a>'
-    )
+    """A question's text as a link in a sentence: the tree selects and shows it (:func:`node_link`)."""
+    return node_link(
+        node_id, label=text, title="Show this question in the tree", style=QUESTION_LINK_STYLE
+    ).lstrip()
 
 
 def _failed_html(failed: list[QuestionItem]) -> str:

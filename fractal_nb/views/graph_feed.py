@@ -17,6 +17,7 @@ from typing import Any, Literal, TypedDict
 
 from ..model import EdgeType, NodeStatus
 from ..store import Store
+from ..store.question_items import FAILED
 from ..store.records import Changes, FeedLink, FeedNode, NodeRecord, QuestionItems, SnapshotAt
 from .question_tree import LinkItem, QuestionItem, QuestionTree
 
@@ -169,6 +170,11 @@ class GraphFeed:
             return {
                 q["id"]: q["text"] for q in self.tree.questions.values() if q["status"] == NodeStatus.GATED
             }
+
+    def failed(self) -> list[QuestionItem]:
+        """Failed questions (either form of a failure) in creation order, as of the last snapshot or delta."""
+        with self._lock:
+            return [q for q in self.tree.questions.values() if q["status"] == FAILED]
 
     def snapshot(self) -> SnapshotMessage:
         """The whole graph as a ``snapshot`` message."""
