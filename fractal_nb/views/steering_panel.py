@@ -50,10 +50,13 @@ def step_text(step: TurnStep, what: str) -> str:
 
     >>> step_text(TurnStep(2, "ask", ("n-1",), ("n-0",)), "asked under the root")
     'turn 2: asked under the root · 1 node(s) created, 1 reopened · Run works on them'
+    >>> step_text(TurnStep(2, "deepen", (), ()), "deepened 1 level(s)")
+    'turn 2: deepened 1 level(s) · 0 node(s) created, 0 reopened · nothing new for Run'
     """
+    next_step = "Run works on them" if step.created or step.reopened else "nothing new for Run"
     return (
         f"turn {step.turn}: {what} · {len(step.created)} node(s) created, "
-        f"{len(step.reopened)} reopened · Run works on them"
+        f"{len(step.reopened)} reopened · {next_step}"
     )
 
 
