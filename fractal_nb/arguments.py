@@ -12,10 +12,19 @@ import ipaddress
 import os
 import re
 from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .errors import InvalidInputError
 
-__all__ = ["check_bind_host", "check_file_path", "check_store_path", "check_token"]
+__all__ = [
+    "check_bind_host",
+    "check_file_path",
+    "check_store_path",
+    "check_store_target",
+    "check_token",
+    "is_database_url",
+    "shown_target",
+]
 
 STORE_LOG = ".wal"  # DuckDB's write-ahead log, made beside a store's file
 _LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
@@ -126,6 +135,52 @@ def check_store_path(path: object, what: str = "path", *, must_exist: bool = Fal
     if must_exist and not where.exists():
         raise InvalidInputError(f"{what} {where}: no such file")
     return where
+
+
+def is_database_url(target: object) -> bool:
+    """Whether ``target`` names a PostgreSQL database (``postgresql://`` or ``postgres://``), not a file.
+
+    >>> is_database_url("postgresql://alice@db.example/research"), is_database_url("tram.duckdb")
+    (True, False)
+    """
+    return (
+        isinstance(target, str)
+        and target.partition("://")[0].lower() in ("postgresql", "postgres")
+        and ("://" in target)
+    )
+
+
+def shown_target(target: object) -> str:
+    """How messages name a store: a URL without its password (user part or parameter), a path as it is.
+
+    >>> shown_target("postgresql://alice:s3cret@db.example:5433/research?password=x&sslmode=require")
+    'postgresql://alice@db.example:5433/research?sslmode=require'
+    """
+    if not is_database_url(target):
+        return str(target)
+    parts = urlsplit(str(target))
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    netloc = (
+        (f"{parts.username}@" if parts.username else "") + host + (f":{parts.port}" if parts.port else "")
+    )
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k.lower() != "password"])
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def check_store_target(target: object, what: str = "path", *, must_exist: bool = False) -> Path | str:
+    """Where a store is: a ``postgresql://`` URL as it is, else a file :func:`check_store_path` checks.
+
+    ``must_exist`` holds for a file only: whether a database holds a store is known once
+    it is opened.
+
+    >>> check_store_target("postgresql://localhost/research")
+    'postgresql://localhost/research'
+    """
+    if is_database_url(target):
+        return str(target)
+    return check_store_path(target, what, must_exist=must_exist)
 
 
 def check_bind_host(host: object, what: str = "host") -> str:

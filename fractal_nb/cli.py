@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from .arguments import check_bind_host, check_store_path, check_token
+from .arguments import check_bind_host, check_store_target, check_token, shown_target
 from .errors import FractalError, InvalidInputError
 from .loopback import is_loopback
 from .model import CheckpointMode, Intensity
@@ -417,12 +417,12 @@ def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM |
 
     try:
         if args.command in INSPECTION_HELP:
-            check_store_path(args.file, "FILE", must_exist=True)
+            check_store_target(args.file, "FILE", must_exist=True)
         if args.command == "export":
             _check_export_target(args.to, args.file)
             _check_export_at(args)
         if getattr(args, "db", None) is not None:
-            check_store_path(args.db, "--db", must_exist=args.command in ("resume", "harvest"))
+            check_store_target(args.db, "--db", must_exist=args.command in ("resume", "harvest"))
         if args.command == "run":
             from .store.base import require_text
 
@@ -518,10 +518,10 @@ def _inspect(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from . import mcp_auth
     from .mcp_server import build_server
-    from .store import GraphStore
+    from .store import open_store
 
     if not args.http:
-        with GraphStore(Path(args.db)) as store:
+        with open_store(check_store_target(args.db)) as store:
             build_server(store).run("stdio")
         return 0
     import uvicorn
@@ -529,7 +529,7 @@ def _serve(args: argparse.Namespace) -> int:
     _check_listen(args.address, args.host, args.port)  # before the file is opened
     token, generated = mcp_auth.resolve_token(args.token, host=args.host)
     security = mcp_auth.transport_security(args.host, allow_hosts=args.allow_host)
-    with GraphStore(Path(args.db)) as store:
+    with open_store(check_store_target(args.db)) as store:
         app = mcp_auth.http_app(build_server(store, token=token), host=args.host, security=security)
         if not is_loopback(args.host):
             hint = "generated, printed below" if generated else "the one given or $FRACTAL_NB_TOKEN"
@@ -543,7 +543,8 @@ def _serve(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         print(
-            f"fractal-nb: MCP over HTTP at {mcp_auth.client_url(args.host, args.port)} for {args.db}"
+            f"fractal-nb: MCP over HTTP at {mcp_auth.client_url(args.host, args.port)} "
+            f"for {shown_target(args.db)}"
             f"{' (bearer token required)' if token else ''}",
             file=sys.stderr,
             flush=True,
@@ -631,7 +632,7 @@ def _explore(seed: str, llm: LLM, args: argparse.Namespace) -> int:
     from .exploration import Exploration
 
     with Exploration.create(
-        seed, intensity=args.intensity, checkpoint=args.checkpoint, llm=llm, path=Path(args.db)
+        seed, intensity=args.intensity, checkpoint=args.checkpoint, llm=llm, path=check_store_target(args.db)
     ) as exploration:
         return _run_reported(exploration, args, llm)
 
@@ -652,25 +653,27 @@ def _opened(args: argparse.Namespace, llm: LLM) -> Exploration:
 
     graph_id = args.graph_id
     if graph_id is None:
-        graphs = Exploration.graphs(Path(args.db))
+        graphs = Exploration.graphs(check_store_target(args.db))
         if len(graphs) != 1:
             listing = "; ".join(f"{g.graph_id} ({g.status}): {g.seed[:60]!r}" for g in graphs.itertuples())
+            db = shown_target(args.db)
             raise FractalError(
-                f"--db {args.db} holds {len(graphs)} explorations{': ' + listing if listing else ''}; "
+                f"--db {db} holds {len(graphs)} explorations{': ' + listing if listing else ''}; "
                 "pass --graph-id to name one"
                 if len(graphs)
-                else f"--db {args.db} holds no exploration"
+                else f"--db {db} holds no exploration"
             )
         graph_id = str(graphs["graph_id"].iloc[0])
-    return Exploration.open(Path(args.db), graph_id, llm=llm)
+    return Exploration.open(check_store_target(args.db), graph_id, llm=llm)
 
 
 def _resume(args: argparse.Namespace, llm: LLM) -> int:
     with _opened(args, llm) as exploration:
         if exploration.status == "completed":
+            db = shown_target(args.db)
             raise FractalError(
-                f"graph {exploration.graph_id} in {args.db} is completed: nothing is left to run; "
-                f"`fractal-nb harvest --db {args.db} --graph-id {exploration.graph_id}` prints its result"
+                f"graph {exploration.graph_id} in {db} is completed: nothing is left to run; "
+                f"`fractal-nb harvest --db {db} --graph-id {exploration.graph_id}` prints its result"
             )
         if args.approve and len(exploration.gates):
             print(f"Approved {exploration.approve()['count']} gated question(s).")
@@ -707,8 +710,9 @@ def _fork(args: argparse.Namespace) -> int:
         with forked:
             print(
                 f"Forked {exploration.graph_id} at event {forked.lineage()['forked_at'].iloc[-1]} into "
-                f"{forked.graph_id} ({forked.status}, {len(forked.nodes())} nodes) in {args.db}.\n"
-                f"Open it: Exploration.open({args.db!r}, {forked.graph_id!r}, llm=...)"
+                f"{forked.graph_id} ({forked.status}, {len(forked.nodes())} nodes) in "
+                f"{shown_target(args.db)}.\n"
+                f"Open it: Exploration.open({shown_target(args.db)!r}, {forked.graph_id!r}, llm=...)"
             )
     return EXIT_OK
 
@@ -716,7 +720,7 @@ def _fork(args: argparse.Namespace) -> int:
 def _harvest(args: argparse.Namespace, llm: LLM) -> int:
     with _opened(args, llm) as exploration:
         result = exploration.harvest(finish=True)  # a person asks to finish it as it stands
-        print(render(result, run_status="harvested", path=args.db))
+        print(render(result, run_status="harvested", path=shown_target(args.db)))
         return EXIT_MODEL if result.degraded else EXIT_OK
 
 
@@ -731,7 +735,7 @@ def _run_reported(
         max_tokens=args.max_tokens,
         max_wall_s=args.max_wall_s,
     )
-    return _report(exploration, status, llm, args.db)
+    return _report(exploration, status, llm, shown_target(args.db))
 
 
 def _report(exploration: Exploration, report: RunReport, llm: LLM, db: str) -> int:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
-from .arguments import check_llm, check_store_path
+from .arguments import check_llm, check_store_target
 from .engine.calls import ModelCaller
 from .engine.limits import Limits
 from .errors import InvalidInputError, LLMError
@@ -47,7 +47,7 @@ from .model import Intensity, RunOutcome, Strategy, parse_choice
 from .prompts import chat
 from .results import FractalResult
 from .sources import Snippet, Table
-from .store import GraphStore, Store
+from .store import Store, open_store
 from .text import clip
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ class Comparison:
     question: str
     frame: pd.DataFrame
     results: dict[str, FractalResult] = field(default_factory=dict)
-    path: Path | None = None
+    path: Path | str | None = field(default=None, repr=False)  # a URL may carry a password
     judged: bool = False
     replayed: bool = False
 
@@ -226,15 +226,15 @@ def compare(
     budget = DEFAULT_MAX_TOKENS[level] if isinstance(max_tokens, DefaultBudget) else max_tokens
     Limits.parse(max_tokens=budget)
     replay = cache == "replay"
-    where = check_store_path(path, "path") if path is not None else None
-    if replay and where is not None and not where.exists():
+    where = check_store_target(path, "path") if path is not None else None
+    if replay and isinstance(where, Path) and not where.exists():
         raise InvalidInputError(
             f"cache='replay' answers from the completions recorded in {where}: no such file "
             "(record them first with cache='record')"
         )
     # A replay only reads the file (CachedLLM's replay asks cache_get alone): opened as a record is,
     # so a notebook holding the file open in this process shares it, and its runs stay in memory.
-    cache_store = GraphStore(where) if cache != "off" and where is not None else None
+    cache_store = open_store(where) if cache != "off" and where is not None else None
     try:
         rows, results = [], {}
         model, scorer = (
@@ -296,7 +296,7 @@ def _run_one(
     how: Strategy,
     llm: LLM,
     judge: LLM | None,
-    path: Path | None,
+    path: Path | str | None,
     sources: object,
     level: Intensity,
     max_tokens: int | None,

@@ -12,7 +12,7 @@ import networkx as nx
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .arguments import STORE_LOG, check_llm, check_store_path
+from .arguments import STORE_LOG, check_llm, check_store_target
 from .engine.dispatcher import Clock, Dispatcher, RealClock, heartbeat
 from .engine.limits import Limits, spend_tokens
 from .engine.outcome import after_seed, held_back
@@ -48,7 +48,7 @@ from .run_report import RunReport, Usage
 from .sources import Table, source_frame, source_texts
 from .state import ExplorationState, exploration_state
 from .steering import Steering, TurnStep
-from .store import GraphStore, Store
+from .store import Store, open_store
 from .store.base import merged_metadata, require_flag, require_id, require_text
 from .store.frame_sql import SqlParams
 from .store.records import Chosen, ModelSpend, Recovered, Saturated
@@ -155,9 +155,9 @@ class Exploration:
         )
         if texts:
             require_source_texts(texts)  # the store's own refusals, before any file is made
-        file = None if path is None else check_store_path(path)
-        made = file is not None and not file.exists()
-        store = GraphStore(file)
+        file = None if path is None else check_store_target(path)
+        made = isinstance(file, Path) and not file.exists()
+        store = open_store(file)
         try:
             texts += source_texts(tables, store.table_lines) if tables else []
             with store.batch():  # the graph and its sources land together, or neither does
@@ -166,7 +166,7 @@ class Exploration:
                     store.add_sources(graph["graph_id"], texts)
         except BaseException:
             store.close()
-            if made and file is not None:  # a refused call leaves no file behind (made: a file)
+            if made and isinstance(file, Path):  # a refused call leaves no file behind (made: a file)
                 for left in (file, file.with_name(file.name + STORE_LOG)):
                     left.unlink(missing_ok=True)
             raise
@@ -207,9 +207,10 @@ class Exploration:
         _check_clock(clock)
         if graph_id is not None:
             require_id(graph_id, "graph_id")
-        if not Path(check_store_path(path)).exists():
+        where = check_store_target(path)
+        if isinstance(where, Path) and not where.exists():
             raise InvalidInputError(f"no exploration file at {path}")
-        store = GraphStore(path, read_only=read_only)
+        store = open_store(where, read_only=read_only)
         try:
             if graph_id is None:
                 graph_id = _only_graph(store)
@@ -229,8 +230,8 @@ class Exploration:
         ``read_only=True`` reads the file without writing it (see :meth:`open`).
         """
         require_flag(read_only, "read_only")
-        where = check_store_path(path, must_exist=True)
-        with GraphStore(where, read_only=read_only) as store:
+        where = check_store_target(path, must_exist=True)
+        with open_store(where, read_only=read_only) as store:
             graphs = store.list_graphs()["graphs"]
         return pd.DataFrame(graphs, columns=["graph_id", "seed", "intensity", "status"])
 
@@ -247,7 +248,7 @@ class Exploration:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<Exploration {self.graph_id} {self._state.seed[:60]!r} in {self.store.path or ':memory:'}>"
+        return f"<Exploration {self.graph_id} {self._state.seed[:60]!r} in {self.store.location}>"
 
     # -- running --------------------------------------------------------------------
 
@@ -800,9 +801,9 @@ class Exploration:
         """
         event = self._own_event(event_point(at))
         forked = self.store.fork_graph(self.graph_id, event)
-        if self.store.path is None:  # an in-memory store is shared: it has no file to reopen
+        if self.store.path is None:  # an in-memory or PostgreSQL store is shared: no file to reopen
             return Exploration(self.store, forked["graph_id"], self.llm, clock=self._clock)
-        store = GraphStore(self.store.path)
+        store = open_store(self.store.path)
         return Exploration(store, forked["graph_id"], self.llm, clock=self._clock, owns_store=True)
 
     def attach(
@@ -865,8 +866,8 @@ class Exploration:
         it, beside other readers (as :meth:`graphs`).
         """
         require_flag(read_only, "read_only")
-        where = check_store_path(path, must_exist=True)
-        with GraphStore(where, read_only=read_only) as store:
+        where = check_store_target(path, must_exist=True)
+        with open_store(where, read_only=read_only) as store:
             return lineage_frame(store.list_family())
 
     # -- turns (fractal_nb/steering.py; docs/architecture.md, "Turns and heads") --
@@ -1024,7 +1025,7 @@ class Exploration:
         """Refuse, before any model call, a change to a file opened ``read_only=True``."""
         if self.store.read_only:
             raise StateError(
-                f"{self.store.path} was opened read_only=True: it is read, never changed; "
+                f"{self.store.location} was opened read_only=True: it is read, never changed; "
                 "Exploration.open(path, llm=...) without read_only runs and changes it"
             )
 

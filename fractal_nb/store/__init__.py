@@ -1,6 +1,6 @@
-"""The DuckDB graph store: the only package of fractal_nb that speaks SQL."""
+"""The graph store, on DuckDB or PostgreSQL: the only package of fractal_nb that speaks SQL."""
 
 from .contract import Store, WorkerStore
-from .graph_store import GraphStore
+from .graph_store import GraphStore, open_store
 
-__all__ = ["GraphStore", "Store", "WorkerStore"]
+__all__ = ["GraphStore", "Store", "WorkerStore", "open_store"]

@@ -260,7 +260,11 @@ class Store(WorkerStore, Protocol):
 
     @property
     def path(self) -> str | None:
-        """The DuckDB file, or None for an in-memory store."""
+        """The DuckDB file, or None for an in-memory store or a PostgreSQL one."""
+
+    @property
+    def location(self) -> str:
+        """Where the store is, as messages name it: the file, ``:memory:``, or the URL without its password."""
 
     @property
     def read_only(self) -> bool:

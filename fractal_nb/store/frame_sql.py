@@ -22,7 +22,7 @@ import duckdb
 import pandas as pd
 
 from ..errors import InvalidInputError
-from .database import NO_NETWORK
+from .duckdb_file import NO_NETWORK
 
 # Python variables of the calling code are never tables (DuckDB's replacement scans).
 PRIVATE: Mapping[str, bool] = MappingProxyType({**NO_NETWORK, "python_enable_replacements": False})

@@ -26,6 +26,8 @@ from .claim import Claims
 from .context import NodeContext
 from .contract import Store
 from .database import Database, Tracer
+from .dialect import Dialect, dialect_of
+from .duckdb_file import DuckDBDatabase
 from .graphs import GraphLifecycle
 from .holders import HolderInfo, hold, let_go, new_holder
 from .journal import Journal
@@ -85,7 +87,7 @@ from .turns import Turns
 
 
 class GraphStore(Store):
-    """The graph contract on DuckDB; the only place in fractal_nb that speaks SQL.
+    """The graph contract on DuckDB or PostgreSQL; the only place in fractal_nb that speaks SQL.
 
     Every method returns a JSON-ready dict (ids are strings) and raises a
     :class:`~fractal_nb.FractalError` on bad input; a refused call changes
@@ -94,7 +96,8 @@ class GraphStore(Store):
     Parameters
     ----------
     path:
-        A DuckDB file, or None for an in-memory store.
+        A DuckDB file, None for an in-memory store, or a ``postgresql://`` URL (a schema
+        many processes share; the ``[postgres]`` extra).
     read_only:
         Open a file that no process is writing, for reading only.
     lease_s:
@@ -125,7 +128,7 @@ class GraphStore(Store):
     ) -> None:
         if not isinstance(lease_s, int | float) or isinstance(lease_s, bool) or lease_s <= 0:
             raise InvalidInputError(f"lease_s must be a positive number of seconds, not {lease_s!r}")
-        self._db = Database(path, read_only=read_only, tracer=tracer)
+        self._db: Database = _connect(path, read_only=read_only, tracer=tracer)
         try:  # every commit records the history of what it touched (docs/architecture.md, rule 13)
             journal = Journal(self._db)
         except BaseException:
@@ -178,8 +181,13 @@ class GraphStore(Store):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    @override
+    def location(self) -> str:
+        return self._db.location
+
     def __repr__(self) -> str:
-        where = self.path or ":memory:"
+        where = self._db.location
         mode = ", read_only" if self._db.read_only else ""
         return f"<GraphStore {where}{mode}>"
 
@@ -735,3 +743,34 @@ class GraphStore(Store):
         return self._thinkon.thinkon_return(
             graph_id, node_id, result, worker_id=worker_id, outcome=outcome, reason=reason
         )
+
+
+def _connect(path: str | Path | None, *, read_only: bool, tracer: Tracer | None) -> Database:
+    """The connection ``path`` names: a DuckDB file (or memory), or a PostgreSQL schema."""
+    if dialect_of(path) is Dialect.DUCKDB:
+        return DuckDBDatabase(path, read_only=read_only, tracer=tracer)
+    try:
+        from .postgres import PostgresDatabase  # noqa: PLC0415 - the [postgres] extra, only when asked for
+    except ImportError as exc:
+        raise InvalidInputError(
+            f"a postgresql:// store needs psycopg 3 ({exc.name} is not installed): "
+            "pip install 'fractal-nb[postgres]'"
+        ) from None
+    return PostgresDatabase(str(path), read_only=read_only, tracer=tracer)
+
+
+def open_store(
+    target: str | Path | None = None,
+    *,
+    read_only: bool = False,
+    lease_s: float = DEFAULT_LEASE_S,
+    clock: Callable[[], float] = time.time,
+    tracer: Tracer | None = None,
+) -> Store:
+    """The store ``target`` names: a DuckDB file's path, a ``postgresql://`` URL, or None (in memory).
+
+    >>> with open_store() as store:
+    ...     store.location
+    ':memory:'
+    """
+    return GraphStore(target, read_only=read_only, lease_s=lease_s, clock=clock, tracer=tracer)

@@ -4,7 +4,7 @@ DuckDB shares one database between the connections a process opens on a file,
 so what must be shared between the stores on one file lives here, keyed by the
 file's real path (an in-memory store gets a state of its own, never shared):
 
-- ``write_lock``: one writer at a time per file in this process (store/database.py);
+- ``write_lock``: one writer at a time per file in this process (store/duckdb_file.py, store/postgres.py);
   DuckDB would otherwise fail a transaction on a conflict rather than wait.
 - ``open_stores``: how many stores have the file open; when none has, another
   process may have changed it, so the next one to open it forgets what follows.
