@@ -215,9 +215,14 @@ def build_parser() -> argparse.ArgumentParser:
         "worker",
         help="work a graph served over MCP",
         description="Run the engine's worker loop against a graph served by `fractal-nb serve-mcp --http` "
-        "or Exploration.serve_mcp(): claim, answer, synthesize until no work is left.",
+        "or Exploration.serve_mcp(), or straight on a PostgreSQL store many machines share (--db "
+        "postgresql://...): claim, answer, synthesize until no work is left.",
     )
-    worker.add_argument("--mcp-url", required=True, help="the server's URL, e.g. http://127.0.0.1:8765/mcp")
+    where = worker.add_mutually_exclusive_group(required=True)
+    where.add_argument("--mcp-url", help="the server's URL, e.g. http://127.0.0.1:8765/mcp")
+    where.add_argument(
+        "--db", help="the store itself: postgresql://user@host/db (or a DuckDB file no one holds)"
+    )
     worker.add_argument("--graph-id", help="the graph to work (default: the server's only active graph)")
     worker.add_argument("--worker-id", default="remote", help="worker name prefix (default remote)")
     worker.add_argument(
@@ -422,7 +427,7 @@ def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM |
             _check_export_target(args.to, args.file)
             _check_export_at(args)
         if getattr(args, "db", None) is not None:
-            check_store_target(args.db, "--db", must_exist=args.command in ("resume", "harvest"))
+            check_store_target(args.db, "--db", must_exist=args.command in ("resume", "harvest", "worker"))
         if args.command == "run":
             from .store.base import require_text
 
@@ -436,7 +441,7 @@ def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM |
                 CheckpointMode.parse(args.checkpoint, Intensity(args.intensity))
             except InvalidInputError as exc:
                 raise InvalidInputError(f"--checkpoint: {exc}") from None
-        if args.command == "worker":
+        if args.command == "worker" and args.mcp_url is not None:
             _check_url(args.mcp_url, "--mcp-url", "http://127.0.0.1:8765/mcp")
             from .store.base import require_id
 
@@ -595,8 +600,14 @@ def _check_listen(address: tuple[Any, ...], host: str, port: int) -> None:
 def _work(args: argparse.Namespace, llm: LLM) -> int:
     from .mcp_auth import client_token
     from .remote import RemoteStore, only_active_graph, work_remotely
+    from .store import open_store
 
-    with RemoteStore(args.mcp_url, token=client_token(args.token)) as store:
+    opened = (
+        RemoteStore(args.mcp_url, token=client_token(args.token))
+        if args.mcp_url is not None
+        else open_store(check_store_target(args.db, "--db"))
+    )
+    with opened as store:
         graph_id = args.graph_id or only_active_graph(store, "--graph-id")
         reports = work_remotely(store, llm, worker_id=args.worker_id, graph_id=graph_id, threads=args.threads)
     for report in reports:

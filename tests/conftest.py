@@ -31,6 +31,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     both = "/tests/store/" in str(metafunc.definition.path) or metafunc.definition.get_closest_marker(
         "both_backends"
     )
+    if metafunc.definition.get_closest_marker("postgresql_only"):
+        metafunc.parametrize("backend", BACKENDS[1:], indirect=True)
+        return
     only = metafunc.definition.get_closest_marker("duckdb_only")
     metafunc.parametrize("backend", BACKENDS if both and not only else BACKENDS[:1], indirect=True)
 

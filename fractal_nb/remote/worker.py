@@ -1,8 +1,10 @@
-"""A worker process on a graph another process owns: the engine's worker loop over MCP.
+"""A worker process on a graph others share: the engine's worker loop, over MCP or on the database.
 
 Run it as ``fractal-nb worker --mcp-url URL``: it claims, answers and synthesizes
 through the server's tools until the graph has no work left for it, so workers
 can be spread over processes and machines while one process owns the DuckDB file.
+Or as ``fractal-nb worker --db postgresql://...``: the same loop straight on a
+PostgreSQL store, with no owner process between (docs/architecture.md, "PostgreSQL").
 """
 
 from __future__ import annotations
@@ -11,21 +13,24 @@ from ..engine.dispatcher import Clock, Dispatcher, RealClock, WorkerReport
 from ..engine.primitive import RunState
 from ..errors import InvalidInputError
 from ..llm.protocol import LLM
+from ..store import Store
 from .store import RemoteStore
 
+WorkedStore = RemoteStore | Store  # a graph's tools over MCP, or its store itself
 
-def only_active_graph(store: RemoteStore, what: str = "graph_id") -> str:
-    """The id of the server's one active graph; InvalidInputError asking for ``what`` if not one."""
+
+def only_active_graph(store: WorkedStore, what: str = "graph_id") -> str:
+    """The id of the store's one active graph; InvalidInputError asking for ``what`` if not one."""
     graphs = store.list_graphs()["graphs"]
     active = [g for g in graphs if g["status"] == "active"]
     if len(active) != 1:
         ids = ", ".join(f"{g['graph_id']} ({g['status']})" for g in graphs) or "none"
-        raise InvalidInputError(f"the server holds {len(active)} active graphs ({ids}); pass {what}")
+        raise InvalidInputError(f"the store holds {len(active)} active graphs ({ids}); pass {what}")
     return str(active[0]["graph_id"])
 
 
 def work_remotely(
-    store: RemoteStore,
+    store: WorkedStore,
     llm: LLM,
     *,
     worker_id: str,

@@ -17,9 +17,13 @@ from ..errors import BudgetError, InvalidInputError, StateError
 from ..model import MAX_CHILDREN, TAKES_CHILDREN, NodeStatus, NodeType, SaturationReason
 from ..text import normalize
 from .base import Event, StoreCore, new_id
+from .dialect import Per
 from .rows import GraphRow, NodeRow
 
 Items = list[tuple[str, dict[str, Any]]]  # the children to add: (text, metadata) each
+# The node first asked in a group of questions (PostgreSQL has no first(); DuckDB takes array_agg's
+# form 1.1x as long).
+_FIRST_ASKED = Per(duckdb="first(node_id ORDER BY seq)", postgresql="(array_agg(node_id ORDER BY seq))[1]")
 
 
 class Children:
@@ -28,6 +32,7 @@ class Children:
     def __init__(self, core: StoreCore) -> None:
         self._core = core
         self._db = core.db
+        self._first_asked = _FIRST_ASKED(self._db.dialect)
 
     def add(
         self,
@@ -94,7 +99,7 @@ class Children:
             return {}
         marks = ", ".join("?" for _ in keys)
         rows = self._db.fetchall(
-            "SELECT question_key, first(node_id ORDER BY seq) FROM nodes WHERE graph_id = ? "
+            f"SELECT question_key, {self._first_asked} FROM nodes WHERE graph_id = ? "
             f"AND node_type = 'question' AND superseded_turn IS NULL AND question_key IN ({marks}) "
             "GROUP BY question_key",
             [graph_id, *keys],

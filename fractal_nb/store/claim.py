@@ -25,6 +25,7 @@ from .base import (
     require_seconds,
     require_text,
 )
+from .dialect import Per
 from .holders import HOLDER_LEASE_S, HolderInfo, is_gone, parse_holder
 from .records import Claim, ClaimReleased, Heartbeat, Recovered
 from .rows import NODE_COLUMNS, GraphRow, NodeRow
@@ -58,6 +59,22 @@ def claimable(graph: GraphRow, worker: str | None, now: float, *, active: bool) 
     return sql, [gid, *([graph.root_node_id] if chain else []), *([gid] if active else []), now, gid, worker]
 
 
+# The claim takes the first claimable row. On PostgreSQL it locks that row, and passes over a row
+# another transaction holds rather than wait for it (docs/architecture.md, rule 1).
+_PICK_ONE = Per(duckdb=" LIMIT 1", postgresql=" LIMIT 1 FOR UPDATE SKIP LOCKED")
+# A holder's heartbeat renews its claims. On PostgreSQL a row another transaction holds is skipped,
+# never waited for: that transaction is changing the claim (its lease is renewed at the next beat).
+_RENEW_NODES = Per(
+    duckdb="UPDATE nodes SET claimed_at = ? WHERE holder = ? AND status = 'claimed' "
+    "RETURNING graph_id, node_id",
+    postgresql="UPDATE nodes SET claimed_at = ? WHERE node_id IN (SELECT node_id FROM nodes "
+    "WHERE holder = ? AND status = 'claimed' FOR UPDATE SKIP LOCKED) RETURNING graph_id, node_id",
+)
+_RENEW_SYNTHESES = Per(
+    duckdb="UPDATE synthesis_claims SET claimed_at = ? WHERE holder = ?",
+    postgresql="UPDATE synthesis_claims SET claimed_at = ? WHERE node_id IN (SELECT node_id "
+    "FROM synthesis_claims WHERE holder = ? FOR UPDATE SKIP LOCKED)",
+)
 # A question no worker holds: its lease cleared.
 NO_LEASE = {"holder": None, "claimed_at": None, "lease_s": None}
 _IF_ACTIVE = "AND EXISTS (SELECT 1 FROM graphs WHERE graph_id = ? AND status = 'active')"
@@ -83,6 +100,10 @@ class Claims:
         self._db = core.db
         self.holder = holder
         self.lease_s = lease_s
+        dialect = self._db.dialect
+        self._pick_one = _PICK_ONE(dialect)
+        self._renew_nodes = _RENEW_NODES(dialect)
+        self._renew_syntheses = _RENEW_SYNTHESES(dialect)
 
     def claim_question(
         self,
@@ -112,9 +133,9 @@ class Claims:
             now = self._core.clock()
             # The hot path asks once: a candidate, only if the graph is active.
             sql, params = claimable(self._core.known_graph(gid), worker, now, active=True)
-            row = self._db.fetchone(sql + " LIMIT 1", params)
+            row = self._db.fetchone(sql + self._pick_one, params)
             if row is None and self.recover_gone(gid, now):  # a dead worker's claims come back
-                row = self._db.fetchone(sql + " LIMIT 1", params)
+                row = self._db.fetchone(sql + self._pick_one, params)
             if row is None:
                 graph = self._core.graph(gid)
                 if graph.status != GraphStatus.ACTIVE:
@@ -236,13 +257,9 @@ class Claims:
         with self._db.write():
             now = self._core.clock()
             self._db.execute("UPDATE holders SET seen_at = ? WHERE holder_id = ?", [now, hid])
-            renewed = self._db.fetchall(
-                "UPDATE nodes SET claimed_at = ? WHERE holder = ? AND status = 'claimed' "
-                "RETURNING graph_id, node_id",
-                [now, hid],
-            )
+            renewed = self._db.fetchall(self._renew_nodes, [now, hid])
             self._core.journal.changed(renewed)  # no event: the images at each graph's last one (rule 13)
-            self._db.execute("UPDATE synthesis_claims SET claimed_at = ? WHERE holder = ?", [now, hid])
+            self._db.execute(self._renew_syntheses, [now, hid])
         return {"holder_id": hid, "renewed": len(renewed), "lease_s": self.lease_for(hid)}
 
     def release_claim(

@@ -82,7 +82,7 @@ class NodeContext:
                     WHERE graph_id = ? AND node_type = 'answer' AND branch_id IS NOT NULL
                       AND superseded_turn IS NULL AND branch_id IS DISTINCT FROM ?
                     ORDER BY seq DESC LIMIT ?)
-               ) ORDER BY seq""",
+               ) AS near ORDER BY seq""",
             [
                 graph.graph_id,
                 question.question_id,

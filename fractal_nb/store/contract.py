@@ -264,7 +264,7 @@ class Store(WorkerStore, Protocol):
 
     @property
     def location(self) -> str:
-        """Where the store is, as messages name it: the file, ``:memory:``, or the URL without its password."""
+        """Where the store is, as messages name it: a file, ``:memory:``, or a URL minus its password."""
 
     @property
     def read_only(self) -> bool:

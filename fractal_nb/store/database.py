@@ -113,6 +113,10 @@ class Database(Protocol):
         """A consistent snapshot for several reads, without the write lock."""
         ...
 
+    def now(self) -> float:
+        """Seconds since the epoch on the database's clock: the store's leases and timestamps (by default)."""
+        ...
+
     def close(self) -> None:
         """Close the connection; later calls raise StateError."""
         ...

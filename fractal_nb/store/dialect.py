@@ -34,7 +34,7 @@ class Per:
     postgresql: str
 
     def __call__(self, dialect: Dialect) -> str:
-        """This statement's text in ``dialect``."""
+        """The statement's text in ``dialect``."""
         text: str = getattr(self, Dialect(dialect).value)
         return text
 

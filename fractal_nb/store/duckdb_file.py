@@ -16,6 +16,7 @@ from __future__ import annotations
 import codecs
 import re
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from importlib import resources
@@ -246,6 +247,10 @@ class DuckDBDatabase:
         finally:
             self._local.reading = False
             self.execute("COMMIT")
+
+    def now(self) -> float:
+        """The machine's clock: the one process that writes the file keeps time for it."""
+        return time.time()
 
     def close(self) -> None:
         """Close every cursor and the connection; later calls raise StateError."""

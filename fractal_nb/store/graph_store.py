@@ -8,7 +8,6 @@ delegate to the step that owns it.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -103,7 +102,9 @@ class GraphStore(Store):
     lease_s:
         How long a claim holds before another worker may take it over.
     clock:
-        Seconds since the epoch; swap it in tests to age leases.
+        Seconds since the epoch; swap it in tests to age leases. By default the
+        database's: this machine's on DuckDB, the server's on PostgreSQL (leases held
+        by many machines are timed by one clock).
     tracer:
         Called with ``(sql, params)`` before every statement.
 
@@ -123,7 +124,7 @@ class GraphStore(Store):
         *,
         read_only: bool = False,
         lease_s: float = DEFAULT_LEASE_S,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] | None = None,
         tracer: Tracer | None = None,
     ) -> None:
         if not isinstance(lease_s, int | float) or isinstance(lease_s, bool) or lease_s <= 0:
@@ -134,6 +135,7 @@ class GraphStore(Store):
         except BaseException:
             self._db.close()
             raise
+        clock = self._db.now if clock is None else clock
         self.clock = clock
         # This store's claims are held by this process while the store is open.
         self.holder: HolderInfo = new_holder("store")
@@ -764,7 +766,7 @@ def open_store(
     *,
     read_only: bool = False,
     lease_s: float = DEFAULT_LEASE_S,
-    clock: Callable[[], float] = time.time,
+    clock: Callable[[], float] | None = None,
     tracer: Tracer | None = None,
 ) -> Store:
     """The store ``target`` names: a DuckDB file's path, a ``postgresql://`` URL, or None (in memory).

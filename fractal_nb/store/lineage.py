@@ -12,140 +12,187 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ..model import NODE_ID_PATTERN
 from .base import StoreCore, new_graph_id
+from .dialect import Per, pick
+from .journal import columns_of
 from .records import Forked, LineageRecord
 from .replay import Replay
 from .rows import iso
 
 # The id map: a fresh id for every node the source had at the commit. Parameters: fork, gid, commit.
-_MAP = """
+_MAP = Per(
+    duckdb="""
     INSERT INTO fork_nodes
     SELECT ?, 'n-' || substr(replace(uuid()::VARCHAR, '-', ''), 1, 16), node_id
     FROM node_history WHERE graph_id = ? AND event_id <= ?
     GROUP BY node_id
-"""
-# The latest images at the commit (store/replay.py) with every reference rewritten through the
-# map. Parameters: gid, commit, fork, fork.
-_NODES = f"""
-    INSERT INTO nodes BY NAME
-    WITH h AS (
-        SELECT * EXCLUDE (event_id, max_seq, max_call_id) FROM node_history
-        WHERE graph_id = ? AND event_id <= ?
-        QUALIFY row_number() OVER (PARTITION BY node_id ORDER BY event_id DESC) = 1
+""",
+    postgresql="""
+    INSERT INTO fork_nodes
+    SELECT ?, 'n-' || substr(replace(gen_random_uuid()::text, '-', ''), 1, 16), node_id
+    FROM node_history WHERE graph_id = ? AND event_id <= ?
+    GROUP BY node_id
+""",
+)
+# Every statement below copies whole rows: ``INSERT INTO t (columns) [WITH ...] SELECT values FROM
+# ...``, with the columns the store's tables have now (journal.columns_of) and each column's value
+# the source row's (``s.<column>``) unless named here. ``p`` is the statement's parameters as a row.
+# The latest images at the commit (store/replay.py), their references rewritten through the id
+# map; the ids inside metadata are rewritten in Python after (moved_ids). Parameters: fork, gid, commit.
+_NODES = (
+    "nodes",
+    """WITH p AS (SELECT CAST(? AS VARCHAR) AS fork),
+    h AS (
+        SELECT * FROM (
+            SELECT {columns}, row_number() OVER (PARTITION BY node_id ORDER BY event_id DESC) AS latest
+            FROM node_history WHERE graph_id = ? AND event_id <= ?
+        ) AS images WHERE latest = 1
     ),
-    m AS (SELECT source_node_id AS old, node_id AS new FROM fork_nodes WHERE graph_id = ?),
     steps AS (
-        SELECT node_id, unnest(string_split(path, '/')) AS old,
-               unnest(range(len(string_split(path, '/')))) AS i
-        FROM h WHERE path <> ''
+        SELECT h.node_id, step.old, step.i
+        FROM h CROSS JOIN unnest(string_to_array(h.path, '/')) WITH ORDINALITY AS step(old, i)
+        WHERE h.path <> ''
     ),
     paths AS (
-        SELECT steps.node_id, string_agg(m.new, '/' ORDER BY steps.i) AS path
-        FROM steps JOIN m USING (old) GROUP BY steps.node_id
-    ),
-    found AS (
-        SELECT DISTINCT node_id, unnest(regexp_extract_all(metadata, '{NODE_ID_PATTERN}')) AS old
-        FROM h WHERE regexp_matches(metadata, '{NODE_ID_PATTERN}')
-    ),
-    metas AS (
-        SELECT found.node_id, list(found.old || '|' || m.new) AS pairs
-        FROM found JOIN m USING (old) GROUP BY found.node_id
-    )
-    SELECT h.* REPLACE (
-        self.new AS node_id,
-        ? AS graph_id,
-        coalesce(parent.new, h.parent_id) AS parent_id,
-        coalesce(question.new, h.question_id) AS question_id,
-        coalesce(branch.new, h.branch_id) AS branch_id,
-        coalesce(paths.path, h.path) AS path,
-        coalesce(inherited.new, h.inherited_from) AS inherited_from,
-        coalesce(list_reduce(
-            metas.pairs,
-            lambda acc, pair: replace(acc, split_part(pair, '|', 1), split_part(pair, '|', 2)),
-            h.metadata), h.metadata) AS metadata,
-        CASE WHEN h.status = 'claimed' THEN 'open' ELSE h.status END AS status,
-        CASE WHEN h.status = 'claimed' THEN NULL ELSE h.holder END AS holder,
-        CASE WHEN h.status = 'claimed' THEN NULL ELSE h.claimed_at END AS claimed_at,
-        CASE WHEN h.status = 'claimed' THEN NULL ELSE h.lease_s END AS lease_s
-    )
-    FROM h
-    JOIN m AS self ON self.old = h.node_id
-    LEFT JOIN m AS parent ON parent.old = h.parent_id
-    LEFT JOIN m AS question ON question.old = h.question_id
-    LEFT JOIN m AS branch ON branch.old = h.branch_id
-    LEFT JOIN m AS inherited ON inherited.old = h.inherited_from
-    LEFT JOIN paths ON paths.node_id = h.node_id
-    LEFT JOIN metas ON metas.node_id = h.node_id
-"""
-# Links under the commit's watermark, their ends rewritten. Parameters: fork, fork, gid, max_seq.
-_LINKS = """
-    INSERT INTO edges BY NAME
-    WITH m AS (SELECT source_node_id AS old, node_id AS new FROM fork_nodes WHERE graph_id = ?)
-    SELECT e.* REPLACE (? AS graph_id, a.new AS from_node, b.new AS to_node)
-    FROM edges e JOIN m AS a ON a.old = e.from_node JOIN m AS b ON b.old = e.to_node
-    WHERE e.graph_id = ? AND e.seq <= ?
-"""
-# The call log then, its nodes rewritten. Parameters: fork, fork, gid, max_call_id.
-_CALLS = """
-    INSERT INTO llm_calls BY NAME
-    WITH m AS (SELECT source_node_id AS old, node_id AS new FROM fork_nodes WHERE graph_id = ?)
-    SELECT c.* REPLACE (? AS graph_id, coalesce(m.new, c.node_id) AS node_id)
-    FROM llm_calls c LEFT JOIN m ON m.old = c.node_id
-    WHERE c.graph_id = ? AND c.call_id <= ?
-"""
+        SELECT steps.node_id, string_agg(m.node_id, '/' ORDER BY steps.i) AS path
+        FROM steps JOIN fork_nodes AS m ON m.graph_id = (SELECT fork FROM p) AND m.source_node_id = steps.old
+        GROUP BY steps.node_id
+    )""",
+    """p CROSS JOIN h AS s
+    JOIN fork_nodes AS mine ON mine.graph_id = p.fork AND mine.source_node_id = s.node_id
+    LEFT JOIN fork_nodes AS parent ON parent.graph_id = p.fork AND parent.source_node_id = s.parent_id
+    LEFT JOIN fork_nodes AS question ON question.graph_id = p.fork AND question.source_node_id = s.question_id
+    LEFT JOIN fork_nodes AS branch ON branch.graph_id = p.fork AND branch.source_node_id = s.branch_id
+    LEFT JOIN fork_nodes AS inherited
+        ON inherited.graph_id = p.fork AND inherited.source_node_id = s.inherited_from
+    LEFT JOIN paths ON paths.node_id = s.node_id""",
+    {
+        "node_id": "mine.node_id",
+        "graph_id": "p.fork",
+        "parent_id": "coalesce(parent.node_id, s.parent_id)",
+        "question_id": "coalesce(question.node_id, s.question_id)",
+        "branch_id": "coalesce(branch.node_id, s.branch_id)",
+        "path": "coalesce(paths.path, s.path)",
+        "inherited_from": "coalesce(inherited.node_id, s.inherited_from)",
+        # Claims in flight at the event are not the fork's: those questions are open, with no holder.
+        "status": "CASE WHEN s.status = 'claimed' THEN 'open' ELSE s.status END",
+        "holder": "CASE WHEN s.status = 'claimed' THEN NULL ELSE s.holder END",
+        "claimed_at": "CASE WHEN s.status = 'claimed' THEN NULL ELSE s.claimed_at END",
+        "lease_s": "CASE WHEN s.status = 'claimed' THEN NULL ELSE s.lease_s END",
+    },
+)
+# Links under the commit's watermark, their ends rewritten. Parameters: fork, gid, max_seq.
+_LINKS = (
+    "edges",
+    "",
+    """(SELECT CAST(? AS VARCHAR) AS fork) AS p CROSS JOIN edges AS s
+    JOIN fork_nodes AS a ON a.graph_id = p.fork AND a.source_node_id = s.from_node
+    JOIN fork_nodes AS b ON b.graph_id = p.fork AND b.source_node_id = s.to_node
+    WHERE s.graph_id = ? AND s.seq <= ?""",
+    {"graph_id": "p.fork", "from_node": "a.node_id", "to_node": "b.node_id"},
+)
+# The call log then, its nodes rewritten. Parameters: fork, gid, max_call_id.
+_CALLS = (
+    "llm_calls",
+    "",
+    """(SELECT CAST(? AS VARCHAR) AS fork) AS p CROSS JOIN llm_calls AS s
+    LEFT JOIN fork_nodes AS m ON m.graph_id = p.fork AND m.source_node_id = s.node_id
+    WHERE s.graph_id = ? AND s.call_id <= ?""",
+    {"graph_id": "p.fork", "node_id": "coalesce(m.node_id, s.node_id)"},
+)
 # The turns begun by then (docs/architecture.md, "Turns and heads"): a head after the event is not
 # the fork's, so that turn is open in it. Event ids stay the source's (the fork's history starts at
-# its "forked" event). Parameters: fork, event x 7, gid, event.
-_TURNS = """
-    INSERT INTO turns BY NAME
-    SELECT t.* REPLACE (
-        ? AS graph_id,
-        CASE WHEN t.head_event <= ? THEN t.head_event END AS head_event,
-        CASE WHEN t.head_event <= ? THEN t.status END AS status,
-        CASE WHEN t.head_event <= ? THEN t.root_synthesis END AS root_synthesis,
-        CASE WHEN t.head_event <= ? THEN t.counts END AS counts,
-        CASE WHEN t.head_event <= ? THEN t.tokens END AS tokens,
-        CASE WHEN t.head_event <= ? THEN t.cost END AS cost,
-        CASE WHEN t.head_event <= ? THEN t.ended_at END AS ended_at
-    )
-    FROM turns t WHERE t.graph_id = ? AND t.started_event <= ?
-"""
-# Their deepened branches made by the event, on the fork's nodes. Parameters: fork, fork, gid, fork,
-# event.
-_ALLOWANCES = """
-    INSERT INTO depth_allowances BY NAME
-    WITH m AS (SELECT source_node_id AS old, node_id AS new FROM fork_nodes WHERE graph_id = ?)
-    SELECT a.* REPLACE (? AS graph_id, m.new AS node_id)
-    FROM depth_allowances a JOIN m ON m.old = a.node_id
-    WHERE a.graph_id = ? AND a.turn IN (SELECT turn FROM turns WHERE graph_id = ?)
-        AND (a.made_at IS NULL OR a.made_at <= ?)
-"""
+# its "forked" event). Parameters: fork, event, gid.
+_TURNS = (
+    "turns",
+    "",
+    """(SELECT CAST(? AS VARCHAR) AS fork, CAST(? AS BIGINT) AS event) AS p CROSS JOIN turns AS s
+    WHERE s.graph_id = ? AND s.started_event <= p.event""",
+    {
+        "graph_id": "p.fork",
+        **{
+            column: f"CASE WHEN s.head_event <= p.event THEN s.{column} END"
+            for column in ("head_event", "status", "root_synthesis", "counts", "tokens", "cost", "ended_at")
+        },
+    },
+)
+# Their deepened branches made by the event, on the fork's nodes. Parameters: fork, event, gid.
+_ALLOWANCES = (
+    "depth_allowances",
+    "",
+    """(SELECT CAST(? AS VARCHAR) AS fork, CAST(? AS BIGINT) AS event) AS p CROSS JOIN depth_allowances AS s
+    JOIN fork_nodes AS m ON m.graph_id = p.fork AND m.source_node_id = s.node_id
+    WHERE s.graph_id = ? AND s.turn IN (SELECT turn FROM turns WHERE graph_id = p.fork)
+        AND (s.made_at IS NULL OR s.made_at <= p.event)""",
+    {"graph_id": "p.fork", "node_id": "m.node_id"},
+)
 # The sources added by the event and their chunks (docs/architecture.md, "Sources and citations"):
-# ids are the source's, so a citation reads the same in the fork. Parameters: fork, gid, event.
-_SOURCES = """
-    INSERT INTO sources BY NAME
-    SELECT s.* REPLACE (? AS graph_id) FROM sources s WHERE s.graph_id = ? AND s.added_event <= ?
-"""
-# Parameters: fork, gid, fork.
-_CHUNKS = """
-    INSERT INTO source_chunks BY NAME
-    SELECT c.* REPLACE (? AS graph_id) FROM source_chunks c
-    WHERE c.graph_id = ? AND c.source_id IN (SELECT source_id FROM sources WHERE graph_id = ?)
-"""
-# The graph's row then, as the fork's. Parameters: fork, now, now, fork, gid, commit.
-_GRAPH = """
-    INSERT INTO graphs BY NAME
-    SELECT g.* EXCLUDE (event_id, max_seq, max_call_id) REPLACE (
-        ? AS graph_id,
-        (SELECT node_id FROM fork_nodes WHERE graph_id = ? AND source_node_id = g.root_node_id)
-            AS root_node_id,
-        ? AS created_at, ? AS updated_at)
-    FROM graph_history g WHERE graph_id = ? AND event_id <= ?
-    ORDER BY event_id DESC LIMIT 1
-"""
+# ids are the source's, so a citation reads the same in the fork. Parameters: fork, event, gid.
+_SOURCES = (
+    "sources",
+    "",
+    """(SELECT CAST(? AS VARCHAR) AS fork, CAST(? AS BIGINT) AS event) AS p CROSS JOIN sources AS s
+    WHERE s.graph_id = ? AND s.added_event <= p.event""",
+    {"graph_id": "p.fork"},
+)
+# Parameters: fork, gid.
+_CHUNKS = (
+    "source_chunks",
+    "",
+    """(SELECT CAST(? AS VARCHAR) AS fork) AS p CROSS JOIN source_chunks AS s
+    WHERE s.graph_id = ? AND s.source_id IN (SELECT source_id FROM sources WHERE graph_id = p.fork)""",
+    {"graph_id": "p.fork"},
+)
+# The graph's row then, as the fork's. Parameters: fork, now, gid, commit.
+_GRAPH = (
+    "graphs",
+    "",
+    """(SELECT CAST(? AS VARCHAR) AS fork, CAST(? AS DOUBLE PRECISION) AS now) AS p
+    CROSS JOIN graph_history AS s WHERE s.graph_id = ? AND s.event_id <= ?
+    ORDER BY s.event_id DESC LIMIT 1""",
+    {
+        "graph_id": "p.fork",
+        "root_node_id": "(SELECT node_id FROM fork_nodes AS f WHERE f.graph_id = p.fork "
+        "AND f.source_node_id = s.root_node_id)",
+        "created_at": "p.now",
+        "updated_at": "p.now",
+    },
+)
+_COPIES = (_NODES, _LINKS, _CALLS, _TURNS, _ALLOWANCES, _SOURCES, _CHUNKS, _GRAPH)
+
+
+def copy_statement(
+    table: str, before: str, source: str, values: Mapping[str, str], columns: list[str]
+) -> str:
+    """``INSERT INTO table (columns) before SELECT ... FROM source``, a column ``values[name]`` or ``s.<it>``.
+
+    ``columns`` are quoted, as journal.columns_of gives them; ``{columns}`` in ``before`` reads them.
+
+    >>> print(copy_statement("t", "", "t AS s WHERE s.k = ?", {"k": "?"}, ['"k"', '"v"']))
+    INSERT INTO t ("k", "v") SELECT ? AS "k", s."v" AS "v" FROM t AS s WHERE s.k = ?
+    """
+    listed = ", ".join(columns)
+    selected = ", ".join(
+        f"{values.get(column.strip(chr(34)), f's.{column}')} AS {column}" for column in columns
+    )
+    ctes = f"{before.format(columns=listed)} " if before else ""
+    return f"INSERT INTO {table} ({listed}) {ctes}SELECT {selected} FROM {source}"
+
+
+def moved_ids(text: str, moved: Mapping[str, str]) -> str:
+    """``text`` with every node id in it that ``moved`` names replaced by its new id (the rest as they are).
+
+    >>> old, kept, new = "n-00000000000000aa", "n-00000000000000bb", "n-1111111111111111"
+    >>> moved_ids(f'{{"cites": ["{old}", "{kept}"], "from": "{old}"}}', {old: new})
+    '{"cites": ["n-1111111111111111", "n-00000000000000bb"], "from": "n-1111111111111111"}'
+    """
+    return re.sub(NODE_ID_PATTERN, lambda found: moved.get(found.group(0), found.group(0)), text)
+
+
 # A graph's lineage: up to its original, then every fork below it. Parameter: gid.
 _LINEAGE = """
     WITH RECURSIVE up(graph_id) AS (
@@ -174,6 +221,7 @@ class Lineage:
         self._core = core
         self._db = core.db
         self._replay = replay
+        self._map_sql = pick(_MAP, self._db.dialect)
 
     def fork(self, graph_id: object, at_event: object) -> Forked:
         """A new graph in this file holding ``graph_id``'s state at ``at_event``; the source is unchanged.
@@ -184,18 +232,22 @@ class Lineage:
             gid, event, commit = self._replay.commit_of(graph_id, at_event)
             fork = new_graph_id()
             now = self._core.clock()
-            self._db.execute(_MAP, [fork, gid, commit])
-            self._db.execute(_NODES, [gid, commit, fork, fork])
+            self._db.execute(self._map_sql, [fork, gid, commit])
+            moved = dict(
+                self._db.fetchall("SELECT source_node_id, node_id FROM fork_nodes WHERE graph_id = ?", [fork])
+            )
             max_seq, max_call_id = self._replay.watermark(gid, commit)
-            self._db.execute(_LINKS, [fork, fork, gid, max_seq])
-            self._db.execute(_CALLS, [fork, fork, gid, max_call_id])
-            self._db.execute(_GRAPH, [fork, fork, now, now, gid, commit])
-            self._db.execute(_TURNS, [fork, *[event] * 7, gid, event])
-            self._db.execute(_ALLOWANCES, [fork, fork, gid, fork, event])
-            self._db.execute(_SOURCES, [fork, gid, event])
-            self._db.execute(_CHUNKS, [fork, gid, fork])
+            copies = self._copies()
+            self._db.execute(copies["nodes"], [fork, gid, commit])
+            self._move_metadata(fork, moved)
+            self._db.execute(copies["edges"], [fork, gid, max_seq])
+            self._db.execute(copies["llm_calls"], [fork, gid, max_call_id])
+            self._db.execute(copies["graphs"], [fork, now, gid, commit])
+            for table in ("turns", "depth_allowances", "sources"):
+                self._db.execute(copies[table], [fork, event, gid])
+            self._db.execute(copies["source_chunks"], [fork, gid])
             self._requests_then(gid, fork, event)
-            self._remap_requests(fork)
+            self._remap_requests(fork, moved)
             self._db.execute("INSERT INTO lineage VALUES (?, ?, ?, ?)", [fork, gid, event, now])
             row = self._db.fetchone(
                 "SELECT (SELECT root_node_id FROM graphs WHERE graph_id = ?), "
@@ -216,6 +268,32 @@ class Lineage:
             "event_id": int(last[0]),
         }
 
+    def _copies(self) -> dict[str, str]:
+        """The fork's copy statements, by table, with every column the tables have now."""
+        columns = columns_of(self._db, [table for table, *_ in _COPIES])
+        return {
+            table: copy_statement(table, before, source, values, columns[table])
+            for table, before, source, values in _COPIES
+        }
+
+    def _move_metadata(self, fork: str, moved: Mapping[str, str]) -> None:
+        """The node ids inside the fork's metadata, as the fork's (the copy took the text as it was)."""
+        changed = []
+        for node_id, metadata in self._db.fetchall(
+            "SELECT node_id, metadata FROM nodes WHERE graph_id = ? AND metadata LIKE '%n-%'", [fork]
+        ):
+            rewritten = moved_ids(metadata, moved)
+            if rewritten != metadata:
+                changed.append((node_id, rewritten))
+        for start in range(0, len(changed), 1000):
+            chunk = changed[start : start + 1000]
+            self._db.execute(
+                "UPDATE nodes SET metadata = v.meta FROM (VALUES "
+                + ", ".join("(?, ?)" for _ in chunk)
+                + ") AS v(id, meta) WHERE nodes.node_id = v.id",
+                [v for row in chunk for v in row],
+            )
+
     def _requests_then(self, gid: str, fork: str, event: int) -> None:
         """Each copied turn's requests as they were at ``event``: the turn_request events up to it."""
         made: dict[int, list[Any]] = {}
@@ -232,25 +310,13 @@ class Lineage:
                 [json.dumps(made.get(int(turn), [])), fork, turn],
             )
 
-    def _remap_requests(self, fork: str) -> None:
+    def _remap_requests(self, fork: str, moved: Mapping[str, str]) -> None:
         """The node ids inside the copied turns' requests, as the fork's."""
-        rows = self._db.fetchall("SELECT turn, requests FROM turns WHERE graph_id = ?", [fork])
-        found = {old for _, text in rows for old in re.findall(NODE_ID_PATTERN, text)}
-        if not found:
-            return
-        marks = ", ".join("?" for _ in found)
-        mapping = dict(
-            self._db.fetchall(
-                "SELECT source_node_id, node_id FROM fork_nodes"
-                f" WHERE graph_id = ? AND source_node_id IN ({marks})",
-                [fork, *sorted(found)],
-            )
-        )
-        for turn, text in rows:
-            moved = re.sub(NODE_ID_PATTERN, lambda m: mapping.get(m.group(0), m.group(0)), text)
-            if moved != text:
+        for turn, text in self._db.fetchall("SELECT turn, requests FROM turns WHERE graph_id = ?", [fork]):
+            requests = moved_ids(text, moved)
+            if requests != text:
                 self._db.execute(
-                    "UPDATE turns SET requests = ? WHERE graph_id = ? AND turn = ?", [moved, fork, turn]
+                    "UPDATE turns SET requests = ? WHERE graph_id = ? AND turn = ?", [requests, fork, turn]
                 )
 
     def lineage(self, graph_id: str) -> list[LineageRecord]:

@@ -198,7 +198,7 @@ class LLMLog:
                 row[0]
                 for row in self._db.fetchall(
                     "SELECT column_name FROM information_schema.columns WHERE table_name = 'llm_calls' "
-                    "AND table_catalog = current_database()"
+                    "AND table_catalog = current_database() AND table_schema = current_schema()"
                 )
             }
             for later in _LATER_COLUMNS:
@@ -220,10 +220,10 @@ class LLMLog:
         """
         gid = require_id(graph_id, "graph_id")
         row = self._db.fetchone(
-            "SELECT count(*) FILTER (outcome <> 'error' AND corrections = 0), "
-            "count(*) FILTER (outcome <> 'error' AND corrections > 0), "
-            "count(*) FILTER (outcome = 'error' AND error LIKE 'LLMOutputError%'), "
-            "count(*) FILTER (outcome = 'error' AND error NOT LIKE 'LLMOutputError%') "
+            "SELECT count(*) FILTER (WHERE outcome <> 'error' AND corrections = 0), "
+            "count(*) FILTER (WHERE outcome <> 'error' AND corrections > 0), "
+            "count(*) FILTER (WHERE outcome = 'error' AND error LIKE 'LLMOutputError%'), "
+            "count(*) FILTER (WHERE outcome = 'error' AND error NOT LIKE 'LLMOutputError%') "
             f"FROM llm_calls WHERE graph_id = ? AND {_MODEL_CALL}",
             [gid],
         )
@@ -259,7 +259,9 @@ class LLMLog:
     def cache_put(self, cache_key: str, *, model: str, role: str, response: dict[str, Any]) -> None:
         """Record (or re-record) a completion."""
         self._db.write_one(
-            "INSERT OR REPLACE INTO llm_cache VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO llm_cache (cache_key, model, role, response, created_at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (cache_key) DO UPDATE SET model = excluded.model, role = excluded.role, "
+            "response = excluded.response, created_at = excluded.created_at",
             [cache_key, model, role, json.dumps(response), self._core.clock()],
         )
 

@@ -25,6 +25,7 @@ import functools
 import hashlib
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
@@ -139,6 +140,7 @@ class PostgresDatabase:
                     "(?options=-csearch_path%3D<schema>)"
                 )
             self.schema: str = schema[0]
+            self._offset = self._clock_offset()
             digest = hashlib.blake2b(f"fractal_nb:{self.schema}".encode(), digest_size=8).digest()
             self._lock_key = int.from_bytes(digest, "big", signed=True)
             self.file = for_file(f"{self.location}#{self.schema}")
@@ -148,6 +150,21 @@ class PostgresDatabase:
             self._closed = True
             self._pool.close()
             raise
+
+    def _clock_offset(self) -> float:
+        """The server's clock minus this machine's, measured at the middle of one round trip."""
+        with self._pool.connection() as conn:
+            before = time.time()
+            row = conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()
+            after = time.time()
+        return float(row[0]) - (before + after) / 2 if row else 0.0
+
+    def now(self) -> float:
+        """The server's clock: this machine's, corrected by the offset measured on open.
+
+        Every machine working the store times leases alike.
+        """
+        return time.time() + self._offset
 
     def _configure(self, conn: Any) -> None:
         conn.adapters.register_loader("numeric", _NumberLoader)

@@ -14,7 +14,8 @@ import networkx as nx
 from ..model import DONE_QUESTION, PENDING_QUESTION, EdgeType, NodeStatus
 from .base import StoreCore, optional_name, require_count, require_id
 from .claim import claimable
-from .question_items import carries_evidence, question_items
+from .dialect import Dialect, json_text, json_true, json_value, pick
+from .question_items import QuestionFold
 from .records import (
     Changes,
     ClaimableList,
@@ -29,22 +30,27 @@ from .records import (
 )
 from .rows import EDGES_SQL, EVENT_COLUMNS, GRAPH_COLUMNS, GraphRow, NodeRow, edge_dict, event_dict
 from .snapshot import SnapshotTexts
-from .synthesis import READY
+from .synthesis import READY_WHERE
 
 _Filter = tuple[str, list[Any]]  # a WHERE fragment and its parameters
 _ALL: _Filter = ("TRUE", [])
 # Node fields the live view and the HTML export draw from.
 _FEED_COLUMNS = "node_id, parent_id, node_type, text, depth, status, status_reason, owner, seq"
-# What the view needs of the metadata, pulled out in SQL: a feed node's keys, in the SELECT's order.
-_FEED_METADATA = (
-    "json_extract_string(metadata, '$.synthesis'), json_extract_string(metadata, '$.last_error'), "
-    # true only for JSON true: any other value an outside client wrote there reads as false
-    "coalesce(json_extract(metadata, '$.synthesis_failed') = 'true'::JSON, false), "
-    # the weak mark (docs/architecture.md, "Facts, assumptions, unknowns")
-    "json_extract(metadata, '$.weak'), "
-    # an answer's support and a track question's name (docs/architecture.md, "Evidence in the faces")
-    "json_extract_string(metadata, '$.support'), json_extract_string(metadata, '$.track.name')"
-)
+
+
+def _feed_metadata(d: Dialect) -> str:
+    """What the view needs of the metadata, pulled out in SQL: a feed node's keys, in the SELECT's order."""
+    return (
+        f"{json_text(d, 'metadata', 'synthesis')}, {json_text(d, 'metadata', 'last_error')}, "
+        # true only for JSON true: any other value an outside client wrote there reads as false
+        f"{json_true(d, 'metadata', 'synthesis_failed')}, "
+        # the weak mark (docs/architecture.md, "Facts, assumptions, unknowns")
+        f"{json_value(d, 'metadata', 'weak')}, "
+        # an answer's support and a track question's name (docs/architecture.md, "Evidence in the faces")
+        f"{json_text(d, 'metadata', 'support')}, {json_text(d, 'metadata', 'track', 'name')}"
+    )
+
+
 _FEED_NAMES = (
     *_FEED_COLUMNS.split(", "),
     *("synthesis", "last_error", "synthesis_failed", "weak", "support", "track"),
@@ -59,6 +65,9 @@ class GraphQueries:
         self._core = core
         self._db = core.db
         self._snapshot_texts = SnapshotTexts(core.db)  # each graph's rows as JSON, kept (snapshot.py)
+        self._question_fold = QuestionFold(core.db)  # the whole graph as the view's items (question_items.py)
+        self._feed_metadata = _feed_metadata(core.db.dialect)
+        self._ready_where = pick(READY_WHERE, core.db.dialect)
 
     def get_snapshot(self, graph_id: str) -> Snapshot:
         """The whole graph: its fields, nodes and edges in creation order."""
@@ -66,7 +75,7 @@ class GraphQueries:
         return {**graph.to_dict(), "nodes": json.loads(nodes), "edges": json.loads(edges)}
 
     def get_snapshot_text(self, graph_id: str) -> str:
-        """:meth:`get_snapshot` as JSON text, its nodes and edges as DuckDB wrote them (never parsed here).
+        """:meth:`get_snapshot` as JSON text, its nodes and edges as the database wrote them (never parsed).
 
         What the MCP tool sends: an outside agent reads the whole graph at every step
         of its loop, so a big graph's snapshot costs no Python per node on the way out.
@@ -158,7 +167,7 @@ class GraphQueries:
     def get_ready_to_synthesize(self, graph_id: str) -> ReadyList:
         """Answered questions whose sub-questions all are synthesized or saturated, deepest first."""
         graph = self._core.known_graph(graph_id)
-        nodes = self._core.nodes(READY, [graph.graph_id] * 3)
+        nodes = self._core.nodes(self._ready_where, [graph.graph_id] * 3)
         nodes.sort(key=lambda n: (-n.depth, n.seq))
         return {"graph_id": graph.graph_id, "ready_nodes": [n.to_dict() for n in nodes], "count": len(nodes)}
 
@@ -284,7 +293,7 @@ class GraphQueries:
                 []
                 if quiet
                 else self._db.fetchall(
-                    f"SELECT {_FEED_COLUMNS}, {_FEED_METADATA} FROM nodes "
+                    f"SELECT {_FEED_COLUMNS}, {self._feed_metadata} FROM nodes "
                     f"WHERE graph_id = ? AND {node_filter} ORDER BY seq",
                     [gid, *params],
                 )
@@ -312,7 +321,7 @@ class GraphQueries:
         }
 
     def get_question_items(self, graph_id: str) -> QuestionItems:
-        """The whole graph as the live view's question items and links, JSON written by DuckDB.
+        """The whole graph as the live view's question items and links, JSON written by the database.
 
         What a view that opens and the exported page draw (store/question_items.py): the
         graph's status and last event id read at the same moment.
@@ -327,13 +336,13 @@ class GraphQueries:
             if row is None:
                 self._core.graph(gid)  # raises NotFoundError
             assert row is not None
-            return question_items(self._db, gid, row[0], row[1] or 0)
+            return self._question_fold.items(gid, row[0], row[1] or 0)
 
     def carries_evidence(self, graph_id: str) -> bool:
         """Whether some answer carries a support value or some question a track (what evidence reads)."""
         graph = self._core.graph(graph_id)
         with self._db.read():
-            return carries_evidence(self._db, graph.graph_id)
+            return self._question_fold.carries_evidence(graph.graph_id)
 
     # -- internals ----------------------------------------------------------------
 

@@ -26,7 +26,7 @@ _PLACE = """
            (SELECT max(event_id) FROM events WHERE graph_id = ?),
            (SELECT min(event_id) FROM (
                 SELECT event_id FROM node_history WHERE graph_id = ? AND event_id >= ?
-                UNION ALL SELECT event_id FROM graph_history WHERE graph_id = ? AND event_id >= ?)),
+                UNION ALL SELECT event_id FROM graph_history WHERE graph_id = ? AND event_id >= ?) AS later),
            (SELECT max(event_id) FROM history_baselines WHERE graph_id = ?),
            (SELECT min(event_id) FROM events WHERE graph_id = ?),
            (SELECT count(*) FROM graphs WHERE graph_id = ?)
@@ -36,12 +36,15 @@ _PLACE = """
 WATERMARK_AT = """
     SELECT max(max_seq), max(max_call_id) FROM (
         SELECT max_seq, max_call_id FROM node_history WHERE graph_id = ? AND event_id = ?
-        UNION ALL SELECT max_seq, max_call_id FROM graph_history WHERE graph_id = ? AND event_id = ?)
+        UNION ALL
+        SELECT max_seq, max_call_id FROM graph_history WHERE graph_id = ? AND event_id = ?) AS images
 """
-# The latest image of each node at or before the commit. Parameters: gid, commit.
-_LATEST = """
-    SELECT * EXCLUDE (max_seq, max_call_id) FROM node_history WHERE graph_id = ? AND event_id <= ?
-    QUALIFY row_number() OVER (PARTITION BY node_id ORDER BY event_id DESC) = 1
+# The latest image of each node at or before the commit, in creation order. Parameters: gid, commit.
+_LATEST = f"""
+    SELECT {NODE_COLUMNS} FROM (
+        SELECT {NODE_COLUMNS}, row_number() OVER (PARTITION BY node_id ORDER BY event_id DESC) AS latest
+        FROM node_history WHERE graph_id = ? AND event_id <= ?
+    ) AS images WHERE latest = 1 ORDER BY seq
 """
 # The links under the commit's watermark, as EDGES_SQL gives them. Parameters: gid, max_seq.
 _LINKS_AT = """
@@ -128,7 +131,7 @@ class Replay:
         )
         if graph_row is None:  # every commit that made a graph wrote its row's image
             raise StateError(f"graph {graph_id} has no recorded row at event {commit}", graph_id=graph_id)
-        nodes = self._db.fetchall(f"SELECT {NODE_COLUMNS} FROM ({_LATEST}) ORDER BY seq", [graph_id, commit])
+        nodes = self._db.fetchall(_LATEST, [graph_id, commit])
         max_seq, _max_call_id = self.watermark(graph_id, commit)
         links = self._db.fetchall(_LINKS_AT, [graph_id, max_seq])
         # Tree edges are read off the nodes, as EDGES_SQL does, and merged with the links by seq.

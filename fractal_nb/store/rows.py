@@ -29,7 +29,7 @@ EDGES_SQL = """
         UNION ALL
         SELECT seq, from_node, to_node, edge_type, metadata, created_at
         FROM edges WHERE graph_id = ? AND {links}
-    ) ORDER BY seq
+    ) AS edges_and_tree ORDER BY seq
 """
 EVENT_COLUMNS = "event_id, graph_id, node_id, kind, actor, created_at, payload"
 

@@ -30,6 +30,7 @@ from ..retrieval import SourceIndex
 from ..text import one_line
 from .base import StoreCore, require_count, require_text, shown
 from .database import OWN_TABLES, Database
+from .dialect import Dialect
 from .records import ChunkRecord, CitationRecord, SourceHit, SourceLines, SourceRecord, SourceText
 from .rows import iso
 
@@ -179,6 +180,10 @@ class Sources:
         self._check = check
         self._indexes: dict[str, tuple[tuple[int, int], SourceIndex]] = {}  # graph: (fingerprint, index)
         self._lock = threading.Lock()
+        # What a DuckDB store raises reading a view over a file or a URL (on PostgreSQL: the server's rights).
+        self._shut_views: tuple[type[Exception], ...] = (
+            (duckdb.PermissionException,) if self._db.dialect is Dialect.DUCKDB else ()
+        )
 
     # -- adding -------------------------------------------------------------------------
 
@@ -362,21 +367,22 @@ class Sources:
         """A table or view of the store's file as lines: a header, then a row per line (``|``-separated).
 
         Only SELECTs it: the analyst's own table beside the graphs, never written to. The
-        store's own tables are not sources (``Exploration.sql`` reads a graph's rows).
+        store's own tables are not sources (``Exploration.sql`` reads a graph's rows). On
+        PostgreSQL the store's schema is its file: a table or view there that is not the store's.
         """
         if not isinstance(name, str) or not name.strip():
             raise InvalidInputError(f"a table's name must be a non-empty string, not {shown(name)}")
         found = self._db.fetchall(
             "SELECT column_name FROM information_schema.columns WHERE table_catalog = current_database() "
-            "AND table_schema = 'main' AND table_name = ? ORDER BY ordinal_position",
+            "AND table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position",
             [name],
         )
         if name in OWN_TABLES or name.endswith("_history") or not found:
             tables = [
                 t
                 for (t,) in self._db.fetchall(
-                    "SELECT table_name FROM information_schema.tables "
-                    "WHERE table_catalog = current_database() AND table_schema = 'main' ORDER BY table_name"
+                    "SELECT table_name FROM information_schema.tables WHERE table_catalog = "
+                    "current_database() AND table_schema = current_schema() ORDER BY table_name"
                 )
                 if t not in OWN_TABLES
             ]
@@ -397,7 +403,7 @@ class Sources:
                 )
             selected = ", ".join(f"CAST({_quoted(c)} AS VARCHAR)" for c in wanted)
             values = self._db.fetchall(f"SELECT {selected} FROM {_quoted(name)}")
-        except duckdb.PermissionException as exc:  # a view over a file or a URL: rule 12 keeps it shut
+        except self._shut_views as exc:  # a view over a file or a URL: rule 12 keeps it shut
             raise InvalidInputError(
                 f"view {name!r} reads a file or a URL, which the store never opens (no file or network "
                 f"access): load those rows into a table of the file first ({exc})"

@@ -25,6 +25,7 @@ from ..model import DONE_QUESTION, GraphStatus, NodeStatus, NodeType, Support, W
 from .base import StoreCore, require_claims, require_flag, require_id, require_ids, require_text
 from .citations import CitationCheck
 from .claim import Claims
+from .dialect import Dialect, Per, json_has
 from .holders import HolderInfo
 from .llm_log import LLMLog
 from .records import CallRows, ClaimRecord, SynthesisClaim, SynthesisReleased, Synthesized, WeakMark
@@ -33,19 +34,33 @@ from .rows import NODE_COLUMNS, GraphRow, NodeRow
 # Ready to synthesize: answered questions with sub-questions, all of them synthesized or saturated,
 # or with a person's note (store/turns.py) and no unfinished sub-question. Parameters: graph_id three times
 # (each subquery scoped by graph: a correlated one would read every graph's nodes).
-READY = """graph_id = ? AND node_type = 'question' AND status = 'answered' AND (node_id IN (
+_READY = """graph_id = ? AND node_type = 'question' AND status = 'answered' AND (node_id IN (
                SELECT question_id FROM nodes
                WHERE graph_id = ? AND node_type IN ('question', 'note') AND question_id IS NOT NULL
                GROUP BY question_id
                HAVING bool_and(node_type = 'note' OR status IN ('synthesized', 'saturated')))
-           OR (json_exists(metadata, '$.track') AND node_id NOT IN (SELECT question_id FROM nodes
+           OR ({track} AND node_id NOT IN (SELECT question_id FROM nodes
                WHERE graph_id = ? AND node_type IN ('question', 'note') AND question_id IS NOT NULL)))"""
+READY_WHERE = Per(
+    duckdb=_READY.format(track=json_has(Dialect.DUCKDB, "metadata", "track")),
+    postgresql=_READY.format(track=json_has(Dialect.POSTGRESQL, "metadata", "track")),
+)
+READY = READY_WHERE.duckdb  # queries.py's, until it picks READY_WHERE by its dialect
 # Second branch: a track answered without sub-tracks waits for its findings (docs/architecture.md, "Tracks").
 # READY for the question above a sub-question that has just finished: it has that sub-question, so it is
 # ready when answered and none of its sub-questions is left unfinished. Parameters: gid, the question's id.
 _UNFINISHED_BELOW = (
     "SELECT count(*) FROM nodes WHERE graph_id = ? AND question_id = ? AND node_type = 'question' "
     "AND status NOT IN ('synthesized', 'saturated')"
+)
+
+# A synthesis handed out: its row back, none when the question's synthesis is held already. Under the
+# write lock it never is (the caller read so); PostgreSQL's key says so too (ON CONFLICT costs DuckDB
+# 1 ms a claim, and its key raises instead).
+_HAND_OUT = Per(
+    duckdb="INSERT INTO synthesis_claims VALUES (?, ?, ?, ?, ?, ?) RETURNING node_id",
+    postgresql="INSERT INTO synthesis_claims (node_id, graph_id, worker, holder, claimed_at, lease_s) "
+    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (node_id) DO NOTHING RETURNING node_id",
 )
 
 
@@ -63,6 +78,8 @@ class Synthesis:
         self._claims = claims
         self._citations = citations
         self._calls = calls
+        self._ready_where = READY_WHERE(self._db.dialect)
+        self._hand_out_sql = _HAND_OUT(self._db.dialect)
 
     def claim_synthesis(
         self,
@@ -104,8 +121,9 @@ class Synthesis:
     def _ready(self, graph_id: str, skipped: list[str]) -> tuple[str, tuple[Any, ...] | None]:
         """The graph's status and the row of its deepest ready question no one holds (None: none)."""
         skip = f" AND node_id NOT IN ({', '.join('?' for _ in skipped)})" if skipped else ""
+        ready = self._ready_where
         row = self._db.fetchone(
-            f"SELECT g.status, n.* FROM graphs g LEFT JOIN (SELECT {NODE_COLUMNS} FROM nodes WHERE {READY} "
+            f"SELECT g.status, n.* FROM graphs g LEFT JOIN (SELECT {NODE_COLUMNS} FROM nodes WHERE {ready} "
             f"AND node_id NOT IN (SELECT node_id FROM synthesis_claims WHERE graph_id = ?){skip} "
             "ORDER BY depth DESC, seq LIMIT 1) n ON TRUE WHERE g.graph_id = ?",
             [graph_id, graph_id, graph_id, graph_id, *skipped, graph_id],
@@ -151,10 +169,8 @@ class Synthesis:
         """Record ``question``'s synthesis as held by ``worker`` (inside the caller's write); the claim."""
         gid = question.graph_id
         lease = self._claims.lease_for(holder_id)
-        self._db.execute(
-            "INSERT INTO synthesis_claims VALUES (?, ?, ?, ?, ?, ?)",
-            [question.node_id, gid, worker, holder_id, now, lease],
-        )
+        if not self._db.fetchall(self._hand_out_sql, [question.node_id, gid, worker, holder_id, now, lease]):
+            return _none(gid)  # held already (see _HAND_OUT)
         self._core.log(gid, question.node_id, "synthesis_claimed", worker, {"lease_s": lease}, now)
         return {
             "node_id": question.node_id,

@@ -23,7 +23,8 @@ def now_equals_at_last(store: GraphStore, graph_id: str) -> None:
 
 
 def rows(store: GraphStore, table: str, graph_id: str) -> list[tuple[Any, ...]]:
-    return store._db.fetchall(f"SELECT * FROM {table} WHERE graph_id = ? ORDER BY ALL", [graph_id])  # noqa: SLF001
+    found = store._db.fetchall(f"SELECT * FROM {table} WHERE graph_id = ?", [graph_id])  # noqa: SLF001
+    return sorted(found, key=lambda row: [(v is None, str(v)) for v in row])
 
 
 def test_an_event_inside_a_commit_shows_the_state_after_that_commit(tree: Tree) -> None:
