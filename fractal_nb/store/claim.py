@@ -10,9 +10,11 @@ from typing import Any
 
 from ..errors import StateError
 from ..model import (
+    BUDGETS,
     PENDING_QUESTION,
     TERMINAL_GRAPH,
     GraphStatus,
+    Intensity,
     NodeStatus,
     SaturationReason,
     Strategy,
@@ -75,6 +77,16 @@ _RENEW_SYNTHESES = Per(
     postgresql="UPDATE synthesis_claims SET claimed_at = ? WHERE node_id IN (SELECT node_id "
     "FROM synthesis_claims WHERE holder = ? FOR UPDATE SKIP LOCKED)",
 )
+# Rule 17, the agent ceiling: the other workers holding a live claim on the graph (a question or a
+# synthesis), in every process. Parameters: gid, worker, now, gid, worker, now.
+_BUSY = """
+    SELECT count(*) FROM (
+        SELECT owner AS worker FROM nodes
+        WHERE graph_id = ? AND status = 'claimed' AND owner <> ? AND claimed_at + lease_s >= ?
+        UNION SELECT worker FROM synthesis_claims
+        WHERE graph_id = ? AND worker <> ? AND claimed_at + lease_s >= ?
+    ) AS busy
+"""
 # A question no worker holds: its lease cleared.
 NO_LEASE = {"holder": None, "claimed_at": None, "lease_s": None}
 _IF_ACTIVE = "AND EXISTS (SELECT 1 FROM graphs WHERE graph_id = ? AND status = 'active')"
@@ -136,6 +148,13 @@ class Claims:
             row = self._db.fetchone(sql + self._pick_one, params)
             if row is None and self.recover_gone(gid, now):  # a dead worker's claims come back
                 row = self._db.fetchone(sql + self._pick_one, params)
+            if row is not None and (busy := self._busy(gid, worker, now)) is not None:
+                return {
+                    "node_id": None,
+                    "graph_done": False,
+                    "graph_status": "active",
+                    "busy_workers": busy,
+                }, None
             if row is None:
                 graph = self._core.graph(gid)
                 if graph.status != GraphStatus.ACTIVE:
@@ -180,6 +199,23 @@ class Claims:
             "graph_done": False,
             "graph_status": GraphStatus.ACTIVE.value,
         }, claimed
+
+    def _busy(self, graph_id: str, worker: str, now: float) -> int | None:
+        """How many other workers hold claims on the graph, if as many as its budget's agents (rule 17).
+
+        The ceiling holds across every process working the graph: a worker beyond
+        it claims nothing until one of those claims ends (a gone holder's come back first).
+        """
+        ceiling = BUDGETS[Intensity(self._core.known_graph(graph_id).intensity)].max_agents
+        params = [graph_id, worker, now] * 2
+        busy = self._count(params)
+        if busy >= ceiling and self.recover_gone(graph_id, now):
+            busy = self._count(params)
+        return busy if busy >= ceiling else None
+
+    def _count(self, params: list[Any]) -> int:
+        row = self._db.fetchone(_BUSY, params)
+        return int(row[0]) if row else 0
 
     def recover_stuck(
         self,

@@ -115,6 +115,9 @@ class Claim(TypedDict):
     metadata: NotRequired[dict[str, Any]]
     lease_s: NotRequired[float]
     context: NotRequired[QuestionContext]  # claim_work(with_context=True)
+    busy_workers: NotRequired[
+        int
+    ]  # nothing claimed: this many other workers hold the agent ceiling (rule 17)
 
 
 class SynthesisClaim(TypedDict):
