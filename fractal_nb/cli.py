@@ -186,6 +186,24 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--at", type=_positive, help="the event id to fork at")
     where.add_argument("--head", type=_positive, metavar="TURN", help="the head of this turn to fork at")
 
+    copy = commands.add_parser(
+        "copy",
+        help="copy explorations to another store (DuckDB <-> PostgreSQL)",
+        description="Copy the graphs of SRC into DST with every row (ids, statuses, links, events, "
+        "history, the call log, turns, heads, lineage, sources): a DuckDB file or a postgresql:// URL "
+        "each, either way round. SRC is only read; DST is made if a new file. Refused, with nothing "
+        "written: a graph DST already holds, a graph with claims in flight.",
+    )
+    copy.add_argument(
+        "source", metavar="SRC", help="the source: a DuckDB file or a postgresql:// URL (only read)"
+    )
+    copy.add_argument(
+        "destination",
+        metavar="DST",
+        help="the destination: a DuckDB file (made if new) or a postgresql:// URL",
+    )
+    copy.add_argument("--graph-id", help="the graph to copy (default: every graph of SRC, forks included)")
+
     serve = commands.add_parser(
         "serve-mcp",
         help="serve a DuckDB file as MCP tools (stdio or HTTP)",
@@ -393,6 +411,8 @@ def main(argv: list[str] | None = None) -> int:
             return _inspect(parser, args)
         if args.command == "fork":
             return _fork(args)
+        if args.command == "copy":
+            return _copy(args)
         if llm is None:
             return _serve(args)
         if args.command == "ask":
@@ -423,6 +443,9 @@ def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM |
     try:
         if args.command in INSPECTION_HELP:
             check_store_target(args.file, "FILE", must_exist=True)
+        if args.command == "copy":
+            check_store_target(args.source, "SRC", must_exist=True)
+            check_store_target(args.destination, "DST")
         if args.command == "export":
             _check_export_target(args.to, args.file)
             _check_export_at(args)
@@ -472,8 +495,8 @@ def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM |
                 from .store.base import require_id
 
                 require_id(args.under, "--under")
-        if args.command in ("serve-mcp", "fork") or args.command in INSPECTION_HELP:
-            return None  # the server, a fork and the read-only commands call no model
+        if args.command in ("serve-mcp", "fork", "copy") or args.command in INSPECTION_HELP:
+            return None  # the server, a fork, a copy and the read-only commands call no model
         return _model(args)
     except InvalidInputError as exc:
         refuse(str(exc))
@@ -725,6 +748,21 @@ def _fork(args: argparse.Namespace) -> int:
                 f"{shown_target(args.db)}.\n"
                 f"Open it: Exploration.open({shown_target(args.db)!r}, {forked.graph_id!r}, llm=...)"
             )
+    return EXIT_OK
+
+
+def _copy(args: argparse.Namespace) -> int:
+    """The graphs of SRC (or ``--graph-id``) into DST, every row and id as they are."""
+    from .store import copy_graphs
+
+    copied = copy_graphs(args.source, args.destination, None if args.graph_id is None else [args.graph_id])
+    count = len(copied["graph_ids"])
+    print(
+        f"Copied {count} graph{'s' if count != 1 else ''} ({', '.join(copied['graph_ids'])}) from "
+        f"{shown_target(args.source)} to {shown_target(args.destination)}: "
+        f"{sum(copied['rows'].values()):,} rows.\n"
+        f"Open one: Exploration.open({shown_target(args.destination)!r}, {copied['graph_ids'][0]!r}, llm=...)"
+    )
     return EXIT_OK
 
 

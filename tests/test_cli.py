@@ -46,6 +46,7 @@ SUBCOMMANDS = [
     "sources",
     "ask",
     "fork",
+    "copy",  # tests/store/test_copy.py
 ]
 
 

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import Any, Protocol, Self
 
 from ..model import ThinkonOutcome
+from .copy import Copied
 from .holders import HolderInfo
 from .records import (
     AddedNode,
@@ -293,6 +294,15 @@ class Store(WorkerStore, Protocol):
 
     def fork_graph(self, graph_id: str, at_event: int) -> Forked:
         """A new graph in this file from ``graph_id``'s state at ``at_event``; the source never changes."""
+
+    def copy_to(self, destination: Store, graph_ids: Sequence[str] | None = None) -> Copied:
+        """Copy ``graph_ids`` (None: every graph here) into ``destination`` with every row, ids kept.
+
+        Either engine to either (store/copy.py): statuses, links, events, history, the call log,
+        turns, lineage and sources, in one transaction of ``destination``; claims in flight, a
+        graph, node or event id ``destination`` holds, or a read-only ``destination`` are refused
+        and nothing is written. ``destination`` is a store opened in this process (``open_store``).
+        """
 
     def get_lineage(self, graph_id: str) -> list[LineageRecord]:
         """The lineage of ``graph_id``: its original and every fork of it, oldest first."""

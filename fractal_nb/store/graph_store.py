@@ -15,6 +15,7 @@ from typing import Any, Self
 
 from typing_extensions import override
 
+from ..arguments import STORE_LOG, check_store_target
 from ..errors import FractalError, InvalidInputError
 from ..model import ThinkonOutcome, TurnKind
 from .answer import Answers
@@ -24,6 +25,7 @@ from .citations import CitationCheck
 from .claim import Claims
 from .context import NodeContext
 from .contract import Store
+from .copy import Copied, copy_graphs_between
 from .database import Database, Tracer
 from .dialect import Dialect, dialect_of
 from .duckdb_file import DuckDBDatabase
@@ -212,6 +214,15 @@ class GraphStore(Store):
     @override
     def fork_graph(self, graph_id: str, at_event: int) -> Forked:
         return self._lineage.fork(graph_id, at_event)
+
+    @override
+    def copy_to(self, destination: Store, graph_ids: Sequence[str] | None = None) -> Copied:
+        if not isinstance(destination, GraphStore):
+            raise InvalidInputError(
+                f"destination must be a store opened in this process (open_store(path or URL)), "
+                f"not {type(destination).__name__}"
+            )
+        return copy_graphs_between(self._db, destination._db, graph_ids)
 
     @override
     def get_lineage(self, graph_id: str) -> list[LineageRecord]:
@@ -776,3 +787,37 @@ def open_store(
     ':memory:'
     """
     return GraphStore(target, read_only=read_only, lease_s=lease_s, clock=clock, tracer=tracer)
+
+
+def copy_graphs(
+    source: str | Path, destination: str | Path, graph_ids: Sequence[str] | None = None
+) -> Copied:
+    """Copy graphs from the store at ``source`` into the one at ``destination`` (made if a new file).
+
+    ``source`` and ``destination`` are DuckDB files or ``postgresql://`` URLs, either way round;
+    ``graph_ids`` None copies every graph of ``source`` (forks with their origins). ``source`` is
+    opened read-only. A refused copy (see :meth:`Store.copy_to`) writes nothing, and leaves no
+    new file behind.
+
+    >>> import pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> with open_store(folder / "a.duckdb") as store:
+    ...     graph_id = store.create_graph("Why do cities grow?", "pulse")["graph_id"]
+    >>> copy_graphs(folder / "a.duckdb", folder / "b.duckdb")["graph_ids"] == [graph_id]
+    True
+    >>> with open_store(folder / "b.duckdb", read_only=True) as copy:
+    ...     copy.get_graph(graph_id)["seed"]
+    'Why do cities grow?'
+    """
+    source_target = check_store_target(source, "source", must_exist=True)
+    target = check_store_target(destination, "destination")
+    made = isinstance(target, Path) and not target.exists()
+    with open_store(source_target, read_only=True) as opened:
+        try:
+            with open_store(target) as into:
+                return opened.copy_to(into, graph_ids)
+        except BaseException:
+            if made and isinstance(target, Path):  # a refused copy leaves no file behind
+                for left in (target, target.with_name(target.name + STORE_LOG)):
+                    left.unlink(missing_ok=True)
+            raise

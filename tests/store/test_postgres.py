@@ -162,3 +162,21 @@ def test_worker_processes_work_the_database_with_no_owner(seeded: tuple[str, str
         "w1",
         "w2",
     }
+
+
+def test_a_notebooks_live_feed_shows_work_other_processes_did(seeded: tuple[str, str]) -> None:
+    """The view's feed (what the kernel pump ticks) on one store, the workers in other processes."""
+    from fractal_nb.views.graph_feed import GraphFeed
+
+    url, graph_id = seeded
+    with open_store(url) as store:
+        feed = GraphFeed(store, graph_id)
+        before = feed.snapshot()["counts"]
+        assert feed.delta() is None
+        command = [sys.executable, "-m", "fractal_nb.cli", "worker", "--db", url, "--graph-id", graph_id]
+        subprocess.run([*command, "--llm", "simulated"], check=True, capture_output=True, timeout=300)
+        delta = feed.delta()
+        assert delta is not None
+        after = delta["counts"]
+        assert after["answered"] + after["synthesized"] > before["answered"] + before["synthesized"]
+        assert after == GraphFeed(store, graph_id).snapshot()["counts"]  # the deltas add up to the whole
