@@ -1,7 +1,8 @@
 """A throwaway PostgreSQL cluster for the tests: initdb in a temporary folder, a free port on 127.0.0.1.
 
 The tests' ``pg_server`` fixture (tests/conftest.py) uses ``FRACTAL_NB_TEST_PG`` when it
-is set, else starts one of these for the session and stops it at the end. By hand::
+is set, else starts one of these for the session and stops it at the end, with the
+binaries in ``FRACTAL_NB_PG_BIN`` if set (Homebrew's, say). By hand::
 
     eval "$(python -m tests.pg_cluster start)"   # prints FRACTAL_NB_TEST_PG=... and PG_CLUSTER_DIR=...
     python -m tests.pg_cluster stop "$PG_CLUSTER_DIR"
@@ -37,7 +38,10 @@ class Cluster:
 
 
 def binaries() -> Path | None:
-    """The newest installed PostgreSQL's bin folder (Debian keeps them versioned), or one on PATH."""
+    """``FRACTAL_NB_PG_BIN``, else the newest installed PostgreSQL's bin folder (Debian's), or one on PATH."""
+    given = os.environ.get("FRACTAL_NB_PG_BIN")
+    if given is not None:
+        return Path(given) if (Path(given) / "initdb").exists() else None
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parts[-3]))
     if found:
         return Path(found[-1]).parent
