@@ -24,7 +24,8 @@ per node (PostgreSQL's wait is from asking to granted: this process's lock, a po
 BEGIN and the advisory lock, so one worker's row shows the uncontended cost); the CPU the worker
 processes (and on DuckDB the owner) burn per node, since 16 processes share 2 cores here; and where the
 workers' time went: model calls, store calls, backoff (nothing to claim: the engine's 2, 4, 8 s waits,
-which another process's new questions do not cut short), other (the engine's Python, scheduling).
+which on PostgreSQL another process's new work cuts short through NOTIFY, ``Store.watch``, and over MCP
+does not), other (the engine's Python, scheduling).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from fractal_nb.engine.dispatcher import RealClock
 from fractal_nb.mcp_server import BackgroundServer
 from fractal_nb.remote import RemoteStore, work_remotely
 from fractal_nb.store import open_store
+from fractal_nb.views.graph_feed import GraphFeed
 
 SEED = "What would it take for a mid-sized city to halve its car traffic in ten years?"
 ROOT = Path(__file__).resolve().parent.parent
@@ -293,6 +295,7 @@ class Row:
     lock_waited_s: float = 0.0
     transactions: int = 0
     exits: Counter[str] = field(default_factory=Counter)
+    view: str = ""  # PostgreSQL: what a notebook's live feed, watching from this process, ended with
 
     @property
     def workers(self) -> int:
@@ -398,6 +401,31 @@ def seeded(target: str | None, tree: Tree) -> Exploration:
     return ex
 
 
+@contextmanager
+def watching(store: Any, graph_id: str) -> Iterator[Callable[[], str]]:
+    """A notebook's live feed of the graph while the workers run: a delta every 0.5 s, as the kernel pump
+    reads them (views/kernel_pump.py); then whether its counts are the whole graph's."""
+    feed = GraphFeed(store, graph_id)
+    feed.snapshot()
+    done, deltas = threading.Event(), [0]
+
+    def pump() -> None:
+        while not done.wait(0.5):
+            deltas[0] += feed.delta() is not None
+
+    thread = threading.Thread(target=pump, daemon=True)
+    thread.start()
+    verdict = ["not settled"]
+    try:
+        yield lambda: verdict[0]
+    finally:
+        done.set()
+        thread.join()
+        feed.delta()
+        same = feed.counts() == GraphFeed(store, graph_id).snapshot()["counts"]
+        verdict[0] = f"{deltas[0]} deltas, {'counts = the graph' if same else 'counts DIFFER from the graph'}"
+
+
 def measure_postgresql(row: Row, server: str, latency: float, tree: Tree, logs: Path) -> Row:
     import psycopg
 
@@ -408,9 +436,10 @@ def measure_postgresql(row: Row, server: str, latency: float, tree: Tree, logs: 
     try:
         with seeded(url, tree) as ex:
             graph_id = ex.graph_id
-        go = run_workers(row, url, graph_id, latency, tree, logs)
-        with open_store(url) as store:
+        with open_store(url) as store, watching(store, graph_id) as view:
+            go = run_workers(row, url, graph_id, latency, tree, logs)
             settle(row, store, graph_id, go)
+        row.view = view()
     finally:
         with psycopg.connect(server, autocommit=True) as admin:
             admin.execute(f"DROP SCHEMA {schema} CASCADE")
@@ -502,6 +531,10 @@ def print_rows(rows: list[Row], latency: float) -> None:
             + ", ".join(f"{k} {v}" for k, v in sorted(r.exits.items()))
             for r in rows
         )
+    )
+    print(
+        "A notebook's live feed watched each PostgreSQL row from this process: "
+        + "; ".join(f"{r.processes}x{r.threads} {r.tree}: {r.view}" for r in rows if r.view)
     )
 
 

@@ -255,7 +255,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_inspection(parser: argparse.ArgumentParser, name: str) -> None:
-    parser.add_argument("file", metavar="FILE", help="the exploration's DuckDB file (opened read-only)")
+    parser.add_argument(
+        "file", metavar="FILE", help="the exploration's DuckDB file or postgresql:// URL (opened read-only)"
+    )
     parser.add_argument("--graph-id", help="the graph (needed when FILE holds several)")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     if name == "events":

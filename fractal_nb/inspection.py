@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, cast
 
 import pandas as pd
 
+from .arguments import check_store_target, shown_target
 from .errors import InvalidInputError, StateError, StoreLockedError
 from .evidence_report import evidence_lines
 from .exploration import Exploration
@@ -231,14 +232,14 @@ def _state(ex: Exploration, args: argparse.Namespace) -> Exploration | GraphAt:
 
 def inspect_file(args: argparse.Namespace) -> str:
     """Run ``args.command`` on ``args.file`` opened read-only; what to print."""
-    with open_read_only(Path(args.file), args.graph_id) as ex:
+    with open_read_only(check_store_target(args.file, "FILE"), args.graph_id) as ex:
         shown = COMMANDS[args.command](ex, args)
     if args.json:  # JSON escapes every control character
         return json.dumps(shown.document, ensure_ascii=False, default=str, indent=2)
     return _CONTROL.sub("\N{REPLACEMENT CHARACTER}", shown.text)
 
 
-def open_read_only(path: Path, graph_id: str | None) -> Exploration:
+def open_read_only(path: Path | str, graph_id: str | None) -> Exploration:
     """The exploration ``path`` holds (``graph_id``: one of several), opened read-only.
 
     A file another process holds for writing raises :class:`StoreLockedError`
@@ -253,10 +254,11 @@ def open_read_only(path: Path, graph_id: str | None) -> Exploration:
                     f"\n  {g.graph_id}  {g.status:<16} {_one_line(str(g.seed))[:60]}"
                     for g in graphs.itertuples()
                 )
+                where = shown_target(path)
                 raise GraphChoiceError(
-                    f"{path} holds {len(graphs)} explorations; pass --graph-id with one of:{listing}"
+                    f"{where} holds {len(graphs)} explorations; pass --graph-id with one of:{listing}"
                     if len(graphs)
-                    else f"{path} holds no exploration"
+                    else f"{where} holds no exploration"
                 )
             graph_id = str(graphs["graph_id"].iloc[0])
         return Exploration.open(path, graph_id, read_only=True)
@@ -266,7 +268,7 @@ def open_read_only(path: Path, graph_id: str | None) -> Exploration:
         ) from None
 
 
-def locked_message(path: Path, pid: int | None) -> str:
+def locked_message(path: Path | str, pid: int | None) -> str:
     """Who holds the file and the ways round: wait, or read through the holder's MCP server."""
     holder = f"process {pid}" if pid else "another process"
     return (

@@ -16,6 +16,9 @@ from pandas.testing import assert_frame_equal
 
 from fractal_nb import Exploration, GraphStore, InvalidInputError, NotFoundError, SimulatedLLM, StateError
 from fractal_nb.history import GraphAt
+from tests.conftest import Backend
+
+pytestmark = pytest.mark.both_backends
 
 
 def last_event(ex: Exploration) -> int:
@@ -27,11 +30,9 @@ def observe(ex: Exploration) -> tuple[int, pd.DataFrame, pd.DataFrame, str]:
 
 
 @pytest.fixture
-def ex(tmp_path: Path) -> Any:
+def ex(backend: Backend) -> Any:
     llm = SimulatedLLM(seed=4, link_rate=0.6, failure_rate=0.15)
-    with Exploration.create(
-        "Why do cities grow?", intensity="explore", llm=llm, path=tmp_path / "g.duckdb"
-    ) as ex:
+    with Exploration.create("Why do cities grow?", intensity="explore", llm=llm, path=backend.lasting) as ex:
         yield ex
 
 
@@ -80,8 +81,8 @@ def test_at_refuses_a_bad_event_id(ex: Exploration, bad: object, says: str) -> N
         ex.at(bad)  # type: ignore[arg-type]
 
 
-def test_at_refuses_another_graphs_event(tmp_path: Path) -> None:
-    path = tmp_path / "two.duckdb"
+def test_at_refuses_another_graphs_event(backend: Backend) -> None:
+    path = backend.lasting
     with Exploration.create("First?", intensity="pulse", llm=SimulatedLLM(), path=path) as first:
         with Exploration.create("Second?", intensity="pulse", llm=SimulatedLLM(), path=path) as second:
             second.run(progress=False)
@@ -91,8 +92,8 @@ def test_at_refuses_another_graphs_event(tmp_path: Path) -> None:
                 first.at(theirs)
 
 
-def test_fork_holds_the_state_at_the_event_and_neither_graph_moves_the_other(tmp_path: Path) -> None:
-    path = tmp_path / "fork.duckdb"
+def test_fork_holds_the_state_at_the_event_and_neither_graph_moves_the_other(backend: Backend) -> None:
+    path = backend.lasting
     with Exploration.create(
         "Why do cities grow?", intensity="explore", llm=SimulatedLLM(seed=2), path=path
     ) as ex:
@@ -140,17 +141,17 @@ def test_fork_accepts_a_head(ex: Exploration) -> None:
 
 
 @pytest.mark.parametrize("bad", ["12", 1.5, True, {"turn": 2}, [3]])
-def test_fork_refuses_a_bad_point_and_creates_nothing(ex: Exploration, bad: object) -> None:
-    before = Exploration.graphs(ex.store.path)  # type: ignore[arg-type]
+def test_fork_refuses_a_bad_point_and_creates_nothing(ex: Exploration, backend: Backend, bad: object) -> None:
+    before = Exploration.graphs(backend.lasting)
     with pytest.raises(InvalidInputError, match="at must be an event id"):
         ex.fork(at=bad)  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="past the last event"):
         ex.fork(at=10**9)
-    assert_frame_equal(Exploration.graphs(ex.store.path), before)  # type: ignore[arg-type]
+    assert_frame_equal(Exploration.graphs(backend.lasting), before)
 
 
-def test_a_fork_of_a_fork_is_in_the_family_and_in_memory_works(tmp_path: Path) -> None:
-    with Exploration.create("Why?", intensity="pulse", llm=SimulatedLLM()) as ex:
+def test_a_fork_of_a_fork_is_in_the_family_and_in_memory_works(backend: Backend, tmp_path: Path) -> None:
+    with Exploration.create("Why?", intensity="pulse", llm=SimulatedLLM(), path=backend.target) as ex:
         ex.run(progress=False)
         child = ex.fork(at=last_event(ex))
         grandchild = child.fork(at=last_event(child))
@@ -209,12 +210,13 @@ def table_rows(ex: Exploration) -> dict[str, list[tuple[Any, ...]]]:
         "turns",
         "depth_allowances",
     )
-    return {
-        table: db.fetchall(f"SELECT * FROM {table} WHERE graph_id = ? ORDER BY ALL", [ex.graph_id])
+    return {  # in Python's order: PostgreSQL has no ORDER BY ALL
+        table: sorted(db.fetchall(f"SELECT * FROM {table} WHERE graph_id = ?", [ex.graph_id]), key=repr)
         for table in tables
     }
 
 
+@pytest.mark.duckdb_only  # a DuckDB file from before history
 def test_an_older_file_gets_a_baseline_and_says_where_history_starts(tmp_path: Path) -> None:
     path = tmp_path / "old.duckdb"
     with Exploration.create("Why do cities grow?", intensity="pulse", llm=SimulatedLLM(), path=path) as ex:
@@ -251,6 +253,7 @@ def test_at_and_fork_take_a_head_row_or_a_dataframe_cell(ex: Exploration) -> Non
         ex.at({"turn": 1})  # type: ignore[arg-type]
 
 
+@pytest.mark.duckdb_only  # a DuckDB file's read-only open beside another reader
 def test_family_reads_a_file_read_only_as_graphs_does(tmp_path: Path) -> None:
     path = tmp_path / "family.duckdb"
     with Exploration.create("Why do cities grow?", intensity="pulse", llm=SimulatedLLM(), path=path) as ex:

@@ -5,13 +5,17 @@ a prune, a fork and a follow-up."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
+
+import pytest
 
 from fractal_nb import Exploration, SimulatedLLM
 from fractal_nb.errors import LLMOutputError
 from fractal_nb.llm.protocol import Message
 from fractal_nb.state import ExplorationState
+from tests.conftest import Backend
+
+pytestmark = pytest.mark.both_backends
 
 
 class FailsOn(SimulatedLLM):
@@ -34,8 +38,8 @@ def checks_of(state: ExplorationState) -> dict[str, bool]:
     return {c["name"]: c["passed"] for c in state.checks}
 
 
-def test_state_answers_the_six_questions(tmp_path: Path) -> None:
-    path = tmp_path / "state.duckdb"
+def test_state_answers_the_six_questions(backend: Backend) -> None:
+    path = backend.lasting
     llm = FailsOn("\x00")  # set below, once the seed questions are known
     with Exploration.create("Why do cities grow?", intensity="pulse", llm=llm, path=path) as ex:
         ex.step(1)  # the seed plan
@@ -85,8 +89,8 @@ def test_state_answers_the_six_questions(tmp_path: Path) -> None:
         assert "<script" not in state._repr_html_()
 
 
-def test_a_fork_says_where_it_came_from_and_an_open_turn_is_what_resume_continues(tmp_path: Path) -> None:
-    path = tmp_path / "fork.duckdb"
+def test_a_fork_says_where_it_came_from_and_an_open_turn_is_what_resume_continues(backend: Backend) -> None:
+    path = backend.lasting
     with Exploration.create(
         "Why do cities grow?", intensity="pulse", llm=SimulatedLLM(seed=5), path=path
     ) as ex:
@@ -105,10 +109,10 @@ def test_a_fork_says_where_it_came_from_and_an_open_turn_is_what_resume_continue
         assert ex.state().attach_from == [] and ex.state().current_head["worth_attaching"]  # type: ignore[index]
 
 
-def test_the_shell_prints_the_state_asks_and_forks(tmp_path: Path, capsys: Any) -> None:
+def test_the_shell_prints_the_state_asks_and_forks(backend: Backend, capsys: Any) -> None:
     from fractal_nb.cli import main
 
-    db = str(tmp_path / "shell.duckdb")
+    db = backend.lasting
     assert main(["demo", "--db", db, "--intensity", "pulse", "--quiet"]) == 0
     capsys.readouterr()
     assert main(["ask", "--db", db, "What part does the climate play?", "--quiet", "--llm", "simulated"]) == 0
@@ -134,11 +138,10 @@ def _only_fork(db: str) -> str:
     return str(family[family["forked_from"].notna()]["graph_id"].iloc[0])
 
 
-def test_a_fact_no_source_states_is_no_verified_value_and_fails_its_check() -> None:
-    from fractal_nb import GraphStore
+def test_a_fact_no_source_states_is_no_verified_value_and_fails_its_check(backend: Backend) -> None:
     from fractal_nb.state import exploration_state
 
-    store = GraphStore()
+    store = backend.open()
     g = store.create_graph("Why do dams fail?", "pulse", "autonomous")
     gid = g["graph_id"]
     q = store.add_answer(gid, g["root_node_id"], "Water.", sub_questions=["When do they fail?"])
@@ -153,9 +156,9 @@ def test_a_fact_no_source_states_is_no_verified_value_and_fails_its_check() -> N
 
 
 def test_a_forks_own_head_can_be_read_forked_and_attached_and_a_deleted_source_is_said(
-    tmp_path: Path,
+    backend: Backend,
 ) -> None:
-    path = tmp_path / "own.duckdb"
+    path = backend.lasting
     with Exploration.create(
         "Why do cities grow?", intensity="pulse", llm=SimulatedLLM(seed=5), path=path
     ) as ex:

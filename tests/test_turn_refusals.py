@@ -7,17 +7,21 @@ question it would reopen cannot be: the transaction must leave no trace of any o
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 
 from fractal_nb import Exploration, SimulatedLLM, StateError
+from tests.conftest import Backend
 from tests.llm.fake_openai import FakeOpenAI
 
+pytestmark = pytest.mark.both_backends
 
-def test_a_note_on_a_budget_cut_question_is_refused_and_changes_nothing() -> None:
+
+def test_a_note_on_a_budget_cut_question_is_refused_and_changes_nothing(backend: Backend) -> None:
     with Exploration.create(
-        "Why do cities grow?", intensity="pulse", llm=SimulatedLLM(), max_tokens=2500
+        "Why do cities grow?", intensity="pulse", llm=SimulatedLLM(), max_tokens=2500, path=backend.target
     ) as ex:
         ex.run(max_workers=1, progress=False)
         ex.harvest()
@@ -36,14 +40,21 @@ def test_a_note_on_a_budget_cut_question_is_refused_and_changes_nothing() -> Non
         assert ex.heads()["turn"].tolist() == [1]
 
 
-def test_a_read_only_exploration_refuses_each_steering_call_before_the_model(tmp_path: Path) -> None:
-    """widen() asks the model first: on a read-only file it must not (a paid call, never recorded)."""
-    path = tmp_path / "read.duckdb"
+def stored(backend: Backend, graph_id: str) -> tuple[Any, ...]:
+    """The graph as the store holds it (and on DuckDB the file's bytes)."""
+    with backend.open(backend.lasting, read_only=True) as store:
+        held = store.get_snapshot(graph_id), store.get_events(graph_id), store.get_llm_calls(graph_id)
+    return (*held, Path(backend.lasting).read_bytes() if backend.url is None else None)
+
+
+def test_a_read_only_exploration_refuses_each_steering_call_before_the_model(backend: Backend) -> None:
+    """widen() asks the model first: on a read-only store it must not (a paid call, never recorded)."""
+    path = backend.lasting
     with Exploration.create("Why do cities grow?", intensity="pulse", llm=SimulatedLLM(), path=path) as ex:
         ex.run(max_workers=1, progress=False)
         ex.harvest()
         seed = str(ex.nodes().query("depth == 1 and node_type == 'question'")["node_id"].iloc[0])
-    before = path.read_bytes()
+    before = stored(backend, ex.graph_id)
     with FakeOpenAI("ok") as server:
         with Exploration.open(path, llm=server.llm(), read_only=True) as ro:
             for call in (
@@ -56,4 +67,4 @@ def test_a_read_only_exploration_refuses_each_steering_call_before_the_model(tmp
                 with pytest.raises(StateError, match="read_only=True: it is read, never changed"):
                     call()
         assert server.requests == []
-    assert path.read_bytes() == before
+    assert stored(backend, ex.graph_id) == before

@@ -8,6 +8,7 @@ the result; a refused call changes nothing.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
@@ -25,6 +26,9 @@ from fractal_nb.llm.protocol import Message
 from fractal_nb.model import NodeStatus
 from fractal_nb.results import FractalResult
 from fractal_nb.steering import HEAD_COLUMNS, TurnStep
+from tests.conftest import Backend
+
+pytestmark = pytest.mark.both_backends
 
 
 class PromptLog(SimulatedLLM):
@@ -40,11 +44,13 @@ class PromptLog(SimulatedLLM):
 
 
 @pytest.fixture
-def harvested() -> Exploration:
-    ex = Exploration.create("Why do cities grow?", intensity="pulse", llm=PromptLog())
-    assert ex.run(progress=False) == "all_complete"
-    assert ex.harvest().status == "completed"
-    return ex
+def harvested(backend: Backend) -> Iterator[Exploration]:
+    with Exploration.create(
+        "Why do cities grow?", intensity="pulse", llm=PromptLog(), path=backend.target
+    ) as ex:
+        assert ex.run(progress=False) == "all_complete"
+        assert ex.harvest().status == "completed"
+        yield ex
 
 
 def counts_now(ex: Exploration) -> dict[str, int]:

@@ -6,19 +6,20 @@ its own without moving its source, nor its source it.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import pytest
 from pandas.testing import assert_frame_equal
 
 from fractal_nb import Exploration, SimulatedLLM, StateError
+from tests.conftest import Backend
 from tests.test_history import same_as, table_rows
 
+pytestmark = pytest.mark.both_backends
 
-def test_at_every_head_equals_the_state_when_it_was_made(tmp_path: Path) -> None:
+
+def test_at_every_head_equals_the_state_when_it_was_made(backend: Backend) -> None:
     with Exploration.create(
-        "Why do cities grow?", intensity="pulse", llm=SimulatedLLM(seed=5), path=tmp_path / "h.duckdb"
+        "Why do cities grow?", intensity="pulse", llm=SimulatedLLM(seed=5), path=backend.lasting
     ) as ex:
         seen: list[tuple[pd.DataFrame, pd.DataFrame]] = []
         ex.run(progress=False)
@@ -43,9 +44,9 @@ def test_at_every_head_equals_the_state_when_it_was_made(tmp_path: Path) -> None
             assert_frame_equal(then.edges(), edges)
 
 
-def test_a_fork_at_a_head_takes_its_own_turns_and_leaves_the_source_alone(tmp_path: Path) -> None:
+def test_a_fork_at_a_head_takes_its_own_turns_and_leaves_the_source_alone(backend: Backend) -> None:
     with Exploration.create(
-        "Why do cities grow?", intensity="pulse", llm=SimulatedLLM(seed=5), path=tmp_path / "f.duckdb"
+        "Why do cities grow?", intensity="pulse", llm=SimulatedLLM(seed=5), path=backend.lasting
     ) as ex:
         ex.run(progress=False)
         ex.harvest()
@@ -74,9 +75,9 @@ def test_a_fork_at_a_head_takes_its_own_turns_and_leaves_the_source_alone(tmp_pa
             fork.close()
 
 
-def test_a_fork_inside_a_turn_has_that_turn_open(tmp_path: Path) -> None:
+def test_a_fork_inside_a_turn_has_that_turn_open(backend: Backend) -> None:
     with Exploration.create(
-        "Why do cities grow?", intensity="pulse", llm=SimulatedLLM(seed=5), path=tmp_path / "o.duckdb"
+        "Why do cities grow?", intensity="pulse", llm=SimulatedLLM(seed=5), path=backend.lasting
     ) as ex:
         ex.run(progress=False)
         ex.harvest()
@@ -98,8 +99,8 @@ def test_a_fork_inside_a_turn_has_that_turn_open(tmp_path: Path) -> None:
             fork.close()
 
 
-def test_attach_forks_at_a_head_with_a_narrower_turn_and_a_refusal_leaves_no_fork(tmp_path: Path) -> None:
-    path = tmp_path / "attach.duckdb"
+def test_attach_forks_at_a_head_with_a_narrower_turn_and_a_refusal_leaves_no_fork(backend: Backend) -> None:
+    path = backend.lasting
     with Exploration.create(
         "Why do cities grow?", intensity="pulse", llm=SimulatedLLM(seed=5), path=path
     ) as ex:
@@ -123,8 +124,8 @@ def test_attach_forks_at_a_head_with_a_narrower_turn_and_a_refusal_leaves_no_for
             narrow.close()
 
 
-def test_a_fork_holds_only_the_requests_and_allowances_made_by_its_event(tmp_path: Path) -> None:
-    path = tmp_path / "later.duckdb"
+def test_a_fork_holds_only_the_requests_and_allowances_made_by_its_event(backend: Backend) -> None:
+    path = backend.lasting
     with Exploration.create(
         "Why do cities grow?", intensity="pulse", llm=SimulatedLLM(seed=5), path=path
     ) as ex:

@@ -185,11 +185,15 @@ class Dispatcher:
         threads = [
             threading.Thread(target=body, args=(r,), name=f"fractal-{r.worker}", daemon=True) for r in reports
         ]
-        with heartbeat(self.run_state, self.heartbeat_clock):
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+        unwatch = self.run_state.store.watch(self.run_state.graph_id, self.run_state.work_elsewhere)
+        try:
+            with heartbeat(self.run_state, self.heartbeat_clock):
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+        finally:
+            unwatch()
         if errors:
             raise errors[0]
         return reports
@@ -227,8 +231,10 @@ class Dispatcher:
                 if tries == len(BACKOFF_S) or (self._idle() and not self.patient):
                     report.exit_reason = "no_work_after_retries" if tries else "no_work"
                     return
+                heard = run.added_elsewhere
                 self.clock.wait(run.work_added, BACKOFF_S[tries])
-                tries += 1
+                if run.added_elsewhere == heard:  # news of work elsewhere costs no try (store.watch)
+                    tries += 1
                 continue
             tries = 0
             with self._lock:

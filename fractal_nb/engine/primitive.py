@@ -73,6 +73,9 @@ class RunState:
     call: ModelCaller
     strategy: Strategy = Strategy.FRACTAL  # graph metadata "strategy" (docs/architecture.md, "Tracks")
     work_added: threading.Condition = field(default_factory=threading.Condition)
+    # Work other processes added (the store's watch: PostgreSQL's NOTIFY), counted so a worker
+    # woken by it does not count the wait as one of its backoff tries (engine/dispatcher.py).
+    added_elsewhere: int = 0
     convergence_found: threading.Event = field(default_factory=threading.Event)
     # A synthesis was given back (its call failed): a worker with no question to claim asks the whole graph.
     synthesis_given_back: threading.Event = field(default_factory=threading.Event)
@@ -142,6 +145,12 @@ class RunState:
     def announce_work(self) -> None:
         """Wake workers waiting for new questions."""
         with self.work_added:
+            self.work_added.notify_all()
+
+    def work_elsewhere(self) -> None:
+        """Another process added work to the graph: wake the waiting workers, sparing their tries."""
+        with self.work_added:
+            self.added_elsewhere += 1
             self.work_added.notify_all()
 
 

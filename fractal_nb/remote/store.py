@@ -155,6 +155,10 @@ class RemoteStore(WorkerStore):
         except Exception:  # noqa: BLE001 - the session's goodbye failed on a dead server; all is closed
             pass
 
+    def watch(self, graph_id: str, wake: Callable[[], None]) -> Callable[[], None]:
+        """MCP sends no news of other workers' commits: ``wake`` is never called (they back off)."""
+        return _unwatched
+
     def __enter__(self) -> RemoteStore:
         return self
 
@@ -254,3 +258,7 @@ class RemoteStore(WorkerStore):
         beat = self._heartbeat(holder_id)
         self.lease_s = float(beat["lease_s"])
         return beat
+
+
+def _unwatched() -> None:
+    """Stops a watch that never heard anything."""

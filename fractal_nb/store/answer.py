@@ -98,8 +98,8 @@ class Answers:
         meta = parse_metadata(metadata)
         require_id(parent_id, "parent_id")
         with self._db.write():
-            graph, parent = self._core.active_node(graph_id, parent_id, "parent_id")
-            node = self._children.add(graph, parent, kind, [(text, meta)], owner)[0]
+            graph, parent, held = self._core.active_parent(graph_id, parent_id, "parent_id")
+            node = self._children.add(graph, parent, kind, [(text, meta)], owner, held=held)[0]
         return _added(node)
 
     def add_answer(

@@ -39,6 +39,8 @@ MAX_IDS = 100_000  # ids in one list argument
 
 
 _ROW_FIELDS = frozenset(f.name for f in fields(NodeRow)) - {"status"}  # columns a NodeRow carries
+# A node's current children (those a turn superseded are its history). Parameters: graph_id, node_id.
+CHILDREN_COUNT = "SELECT count(*) FROM nodes WHERE graph_id = ? AND parent_id = ? AND superseded_turn IS NULL"
 
 
 class StoreCore:
@@ -107,6 +109,24 @@ class StoreCore:
             graph = self.active_graph(gid)
             return graph, self.node(gid, nid, what)
         return replace(self.known_graph(gid), status=GraphStatus.ACTIVE.value), NodeRow(*row[:-1])
+
+    def active_parent(self, graph_id: object, node_id: object, what: str) -> tuple[GraphRow, NodeRow, int]:
+        """:meth:`active_node` and the node's current children (``Children.check_room``'s), in one query.
+
+        A write adding children reads both first; each statement costs DuckDB its bind and
+        plan (docs/architecture.md, "Store rules", concurrency), so they go together.
+        """
+        gid, nid = require_id(graph_id, "graph_id"), require_id(node_id, what)
+        row = self.db.fetchone(
+            f"SELECT {NODE_COLUMNS}, (SELECT status FROM graphs WHERE graph_id = ?), ({CHILDREN_COUNT}) "
+            "FROM nodes WHERE node_id = ?",
+            [gid, gid, nid, nid],
+        )
+        if row is None or row[1] != gid or row[-2] != GraphStatus.ACTIVE:
+            self.active_node(gid, nid, what)  # raises, saying precisely what is wrong
+            raise AssertionError("active_node accepted what active_parent refused")  # pragma: no cover
+        graph = replace(self.known_graph(gid), status=GraphStatus.ACTIVE.value)
+        return graph, NodeRow(*row[:-2]), int(row[-1])
 
     def node(self, graph_id: str, node_id: object, what: str = "node_id") -> NodeRow:
         """One node of the graph, or NotFoundError naming the argument (``what``)."""
@@ -198,7 +218,7 @@ class StoreCore:
             [graph_id, node_id, kind, actor, at, json.dumps(payload)],
         ).fetchone()
         assert row is not None
-        self.journal.logged(graph_id, int(row[0]), [node_id])
+        self.journal.logged(graph_id, int(row[0]), [node_id], [kind])
 
     def log_many(self, graph_id: str, events: list[Event], at: float) -> None:
         """Append several events (node_id, kind, actor, payload) in one statement."""
@@ -213,7 +233,9 @@ class StoreCore:
                 for v in (graph_id, node_id, kind, actor, at, json.dumps(payload))
             ],
         ).fetchall()
-        self.journal.logged(graph_id, max(int(i) for (i,) in ids), [e[0] for e in events])
+        self.journal.logged(
+            graph_id, max(int(i) for (i,) in ids), [e[0] for e in events], [e[1] for e in events]
+        )
 
     def set_status(
         self,

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import BudgetError, InvalidInputError, StateError
 from ..model import MAX_CHILDREN, TAKES_CHILDREN, NodeStatus, NodeType, SaturationReason
 from ..text import normalize
-from .base import Event, StoreCore, new_id
+from .base import CHILDREN_COUNT, Event, StoreCore, new_id
 from .dialect import Per
 from .rows import GraphRow, NodeRow
 
@@ -46,6 +46,7 @@ class Children:
         synthesis: str | None = None,
         saturation: SaturationReason | None = None,
         parent_is_new: bool = False,
+        held: int | None = None,
     ) -> list[NodeRow]:
         """Check and insert nodes of one kind under ``parent`` (one INSERT; their events with the question's).
 
@@ -53,11 +54,12 @@ class Children:
         holds it; ``synthesis`` synthesizes that question in the same update that
         marks it answered (a leaf), ``saturated`` with ``saturation`` when given.
         ``parent_is_new``: ``parent`` was inserted in this transaction, so it has no
-        children to count (:meth:`check_room`). Everything is checked before the
+        children to count (:meth:`check_room`); ``held``: its children, counted in this
+        transaction (``StoreCore.active_parent``). Everything is checked before the
         first write. Call inside a write transaction.
         """
         question, reopen = self._question_taking(graph, parent, kind, owner, question)
-        self.check_room(parent, len(items), parent_is_new=parent_is_new)
+        self.check_room(parent, len(items), parent_is_new=parent_is_new, held=held)
         depth, status = self._depth_and_status(graph, question, kind)
         now = self._core.clock()
         if reopen:  # under a synthesized question's answer (a boundary question)
@@ -70,19 +72,20 @@ class Children:
         self._answer(question, kind, nodes, owner, now, synthesis, saturation, added)
         return nodes
 
-    def check_room(self, parent: NodeRow, adding: int, *, parent_is_new: bool = False) -> None:
+    def check_room(
+        self, parent: NodeRow, adding: int, *, parent_is_new: bool = False, held: int | None = None
+    ) -> None:
         """Refuse ``adding`` children that would take ``parent`` past ``MAX_CHILDREN`` (issue 37).
 
         Its current children count (answers, sub-questions, notes); those a turn
         superseded are its history, not its children now. A node inserted in this
-        transaction (``parent_is_new``) has none.
+        transaction (``parent_is_new``) has none; ``held`` is the count when the caller
+        read it in this transaction.
         """
-        held = 0
-        if not parent_is_new:
-            row = self._db.fetchone(
-                "SELECT count(*) FROM nodes WHERE graph_id = ? AND parent_id = ? AND superseded_turn IS NULL",
-                [parent.graph_id, parent.node_id],
-            )
+        if parent_is_new:
+            held = 0
+        elif held is None:
+            row = self._db.fetchone(CHILDREN_COUNT, [parent.graph_id, parent.node_id])
             held = int(row[0]) if row else 0
         if held + adding > MAX_CHILDREN:
             raise InvalidInputError(
@@ -137,6 +140,21 @@ class Children:
         reopen = kind == NodeType.QUESTION and question.status == NodeStatus.SYNTHESIZED
         if not reopen:
             _check_takes_children(question, owner)
+        elif question.ancestors:
+            # A synthesized question in a saturated (pruned) branch stays closed (rule 4).
+            marks = ", ".join("?" for _ in question.ancestors)
+            above = self._db.fetchone(
+                f"SELECT node_id, status_reason FROM nodes WHERE node_id IN ({marks}) "
+                "AND status = 'saturated' ORDER BY seq LIMIT 1",
+                question.ancestors,
+            )
+            if above is not None:
+                raise StateError(
+                    f"question {question.node_id} is in the branch of {above[0]}, saturated ({above[1]}); "
+                    "a saturated branch takes no new questions",
+                    graph_id=graph.graph_id,
+                    node_id=question.node_id,
+                )
         return question, reopen
 
     def _depth_and_status(self, graph: GraphRow, question: NodeRow, kind: NodeType) -> tuple[int, NodeStatus]:

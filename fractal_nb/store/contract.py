@@ -109,6 +109,14 @@ class WorkerStore(Protocol):
     def heartbeat(self, holder_id: str) -> Heartbeat:
         """A live holder renews the leases of all its claims (questions and syntheses), in every graph."""
 
+    def watch(self, graph_id: str, wake: Callable[[], None]) -> Callable[[], None]:
+        """Call ``wake()`` when another process's commit adds work to the graph; the call that stops it.
+
+        On PostgreSQL through ``LISTEN``/``NOTIFY`` (store/postgres.py). A DuckDB file has one
+        writing process, whose workers are woken in that process (``RunState.announce_work``),
+        and MCP sends no news: there ``wake`` is never called and workers back off as before.
+        """
+
     def get_context(
         self, graph_id: str, node_id: str, *, limit: int = 6, candidates: int = 8
     ) -> QuestionContext:

@@ -113,6 +113,17 @@ class Database(Protocol):
         """A consistent snapshot for several reads, without the write lock."""
         ...
 
+    def notify(self, graph_ids: Sequence[str]) -> None:
+        """Tell other processes, when this write transaction commits, that these graphs gained work."""
+        ...
+
+    def listen(self, wake: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``wake(graph_id)`` when another process's commit tells of new work; the call that stops it.
+
+        DuckDB's file has one writing process, which tells its own workers itself: nothing comes.
+        """
+        ...
+
     def now(self) -> float:
         """Seconds since the epoch on the database's clock: the store's leases and timestamps (by default)."""
         ...

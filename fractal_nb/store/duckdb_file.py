@@ -17,7 +17,7 @@ import codecs
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -248,6 +248,13 @@ class DuckDBDatabase:
             self._local.reading = False
             self.execute("COMMIT")
 
+    def notify(self, graph_ids: Sequence[str]) -> None:
+        """Nothing to send: no other process writes the file."""
+
+    def listen(self, wake: Callable[[str], None]) -> Callable[[], None]:
+        """Nothing to hear: the one process writing the file tells its own workers (engine/primitive.py)."""
+        return _nothing
+
     def now(self) -> float:
         """The machine's clock: the one process that writes the file keeps time for it."""
         return time.time()
@@ -263,6 +270,10 @@ class DuckDBDatabase:
                 cur.close()
             self._cursors.clear()
         self._conn.close()
+
+
+def _nothing() -> None:
+    """Stops listening to a file no other process writes."""
 
 
 def _refuse_other_formats(file: Path) -> None:

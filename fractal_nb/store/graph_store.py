@@ -195,6 +195,16 @@ class GraphStore(Store):
         mode = ", read_only" if self._db.read_only else ""
         return f"<GraphStore {where}{mode}>"
 
+    @override
+    def watch(self, graph_id: str, wake: Callable[[], None]) -> Callable[[], None]:
+        gid = self._core.known_graph(graph_id).graph_id
+
+        def heard(graph: str) -> None:
+            if graph == gid:
+                wake()
+
+        return self._db.listen(heard)
+
     @contextmanager
     @override
     def batch(self) -> Iterator[None]:

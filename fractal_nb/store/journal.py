@@ -35,6 +35,9 @@ _WATERMARK = Per(
     "(SELECT last_value FROM call_seq) AS max_call_id",
 )
 _SEQUENCES = ("node_seq", "call_seq")
+# Events that only take work (a claim): every other event may add some (a question, an answer that
+# readies a synthesis, a reopened or recovered claim), so its commit tells other processes (Store.watch).
+_TAKES_WORK = frozenset({"claimed", "synthesis_claimed"})
 # The watermark sequences that never gave a value (their last_value NULL). Parameters: the names.
 _UNUSED_SEQUENCES = Per(
     duckdb="SELECT sequence_name FROM duckdb_sequences() WHERE database_name = current_database() "
@@ -70,6 +73,7 @@ class _Touched:
     node_ids: set[str] = field(default_factory=set)
     graph_row: bool = False  # an event of the graph itself (node_id NULL): its row may have changed
     every_node: bool = False  # a baseline: every node's image (a fork's first commit)
+    adds_work: bool = False  # an event other than a claim: other processes' workers may find work
 
 
 class Journal:
@@ -110,10 +114,13 @@ class Journal:
 
     # -- what the transaction did (called inside it) ----------------------------------
 
-    def logged(self, graph_id: str, last_event: int, node_ids: list[str | None]) -> None:
-        """Events up to ``last_event`` were written for ``graph_id``, on ``node_ids`` (None: the graph)."""
+    def logged(
+        self, graph_id: str, last_event: int, node_ids: list[str | None], kinds: Iterable[str]
+    ) -> None:
+        """Events of ``kinds`` up to ``last_event`` for ``graph_id``, on ``node_ids`` (None: the graph)."""
         touched = self._pending.setdefault(graph_id, _Touched())
         touched.last_event = max(last_event, touched.last_event or 0)
+        touched.adds_work = touched.adds_work or any(kind not in _TAKES_WORK for kind in kinds)
         for node_id in node_ids:
             if node_id is None:
                 touched.graph_row = True
@@ -133,13 +140,14 @@ class Journal:
     # -- the Database's hook --------------------------------------------------------------
 
     def before_commit(self) -> None:
-        """Write the images and watermarks of the transaction (they commit with it)."""
+        """Write the images and watermarks of the transaction (they commit with it); tell of new work."""
         pending, self._pending = self._pending, {}
         for graph_id, touched in pending.items():
             if touched.last_event is None:
                 self._rewrite_at_last(graph_id, sorted(touched.node_ids))
             else:
                 self._record(graph_id, touched.last_event, touched)
+        self._db.notify([graph_id for graph_id, touched in pending.items() if touched.adds_work])
 
     def rolled_back(self) -> None:
         """Forget what the rolled-back transaction noted, and what writes read of sources (in_process.py)."""

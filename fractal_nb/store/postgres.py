@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from typing import Any
@@ -40,6 +41,8 @@ from ..errors import InvalidInputError, StateError
 from .database import OWN_TABLES, CommitHook, Params, Tracer
 from .dialect import Dialect
 from .in_process import for_file
+
+log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1  # the newest schema/postgresql_<n>.sql
 POOL_SIZE = 24  # connections per store: workers, the view and the heartbeat each hold one briefly
@@ -143,6 +146,10 @@ class PostgresDatabase:
             self._offset = self._clock_offset()
             digest = hashlib.blake2b(f"fractal_nb:{self.schema}".encode(), digest_size=8).digest()
             self._lock_key = int.from_bytes(digest, "big", signed=True)
+            self._channel = f"fractal_nb_{digest.hex()}"  # NOTIFY's channel: this schema's
+            self._listeners: list[Callable[[str], None]] = []
+            self._listening: threading.Thread | None = None
+            self._listen_guard = threading.Lock()  # guards the two above
             self.file = for_file(f"{self.location}#{self.schema}")
             self.file.opened()
             self._migrate()
@@ -158,6 +165,56 @@ class PostgresDatabase:
             row = conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()
             after = time.time()
         return float(row[0]) - (before + after) / 2 if row else 0.0
+
+    def notify(self, graph_ids: Sequence[str]) -> None:
+        """``NOTIFY`` this schema's channel with the graph ids, delivered when the transaction commits."""
+        if graph_ids:
+            self.execute("SELECT pg_notify(?, ?)", [self._channel, ",".join(sorted(set(graph_ids)))])
+
+    def listen(self, wake: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``wake(graph_id)`` for each graph another commit says gained work (``LISTEN``).
+
+        One thread per store listens on a connection of its own while anyone listens.
+        """
+        with self._listen_guard:
+            self._listeners.append(wake)
+            if self._listening is None:
+                ready = threading.Event()
+                self._listening = threading.Thread(
+                    target=self._listen, args=(ready,), name="fractal-nb listen", daemon=True
+                )
+                self._listening.start()
+                ready.wait(10)
+
+        def stop() -> None:
+            with self._listen_guard:
+                if wake in self._listeners:
+                    self._listeners.remove(wake)
+
+        return stop
+
+    def _listen(self, ready: threading.Event) -> None:
+        try:
+            with psycopg.connect(self._url, autocommit=True) as conn:
+                conn.execute(f'LISTEN "{self._channel}"')
+                ready.set()
+                while not self._closed:
+                    with self._listen_guard:
+                        if not self._listeners:
+                            self._listening = None
+                            return
+                    for note in conn.notifies(timeout=1.0):
+                        with self._listen_guard:
+                            listeners = list(self._listeners)
+                        for graph_id in note.payload.split(","):
+                            for wake in listeners:
+                                wake(graph_id)
+        except psycopg.Error:  # the server went away: workers fall back to their backoff
+            log.warning("fractal_nb: stopped listening to %s for new work", self.location)
+            with self._listen_guard:
+                self._listening = None
+        finally:
+            ready.set()
 
     def now(self) -> float:
         """The server's clock: this machine's, corrected by the offset measured on open.

@@ -114,10 +114,16 @@ _ROW = (*_NODE_COLUMNS, "metadata", *_TIMES)
 _NODE_MICROS = ", ".join(f"{micros_sql(c)} AS {c}" for c in _TIMES)
 _NODE_MICROS_PG = ", ".join(f"{micros_sql(c, Dialect.POSTGRESQL)} AS {c}" for c in _TIMES)
 
-# Each node's row: its id, seq and a hash of every column the snapshot shows, in creation order.
-NODE_HASHES = Per(
-    duckdb=f"SELECT node_id, seq, hash({', '.join(_ROW)}) FROM nodes WHERE graph_id = ? ORDER BY seq",
-    postgresql=f"SELECT node_id, seq, {_row_hash_pg(_ROW)} FROM nodes WHERE graph_id = ? ORDER BY seq",
+# Each node's row: its id, seq and a hash of every column the snapshot shows, in creation order; then
+# each link's (its node_id NULL), in one statement: each statement costs DuckDB its bind and plan.
+_LINK = ("from_node", "to_node", "edge_type", "metadata", "created_at")
+_HASHES = """SELECT node_id, seq, row_hash FROM (
+    SELECT node_id, seq, {nodes} AS row_hash FROM nodes WHERE graph_id = ?
+    UNION ALL SELECT NULL, seq, {links} FROM edges WHERE graph_id = ?
+) AS hashed ORDER BY node_id IS NULL, seq"""
+ROW_HASHES = Per(
+    duckdb=_HASHES.format(nodes=f"hash({', '.join(_ROW)})", links=f"hash({', '.join(_LINK)})"),
+    postgresql=_HASHES.format(nodes=_row_hash_pg(_ROW), links=_row_hash_pg(_LINK)),
 )
 _TREE_EDGE = "json_object('from_node', parent_id, 'to_node', node_id, 'edge_type', 'parent_child')"
 _TREE_EDGE_PG = (
@@ -143,11 +149,6 @@ FROM (
     FROM nodes WHERE graph_id = ? AND (? OR node_id = ANY(?::text[]))
 ) AS node
 """,
-)
-_LINK = ("from_node", "to_node", "edge_type", "metadata", "created_at")
-LINK_HASHES = Per(
-    duckdb=f"SELECT seq, hash({', '.join(_LINK)}) FROM edges WHERE graph_id = ? ORDER BY seq",
-    postgresql=f"SELECT seq, {_row_hash_pg(_LINK)} FROM edges WHERE graph_id = ? ORDER BY seq",
 )
 LINK_TEXTS = Per(
     duckdb=f"""
@@ -186,15 +187,16 @@ class SnapshotTexts:
 
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._node_hashes, self._node_texts = pick(NODE_HASHES, db.dialect), pick(NODE_TEXTS, db.dialect)
-        self._link_hashes, self._link_texts = pick(LINK_HASHES, db.dialect), pick(LINK_TEXTS, db.dialect)
+        self._row_hashes = pick(ROW_HASHES, db.dialect)
+        self._node_texts, self._link_texts = pick(NODE_TEXTS, db.dialect), pick(LINK_TEXTS, db.dialect)
         self._lock = threading.Lock()
         self._graphs: dict[str, _Texts] = {}
 
     def nodes_and_edges(self, graph_id: str) -> tuple[str, str]:
         """The graph's nodes and edges as two JSON arrays in creation order (inside a read transaction)."""
-        node_rows = self._db.fetchall(self._node_hashes, [graph_id])
-        link_rows = self._db.fetchall(self._link_hashes, [graph_id])
+        rows = self._db.fetchall(self._row_hashes, [graph_id, graph_id])
+        first_link = next((i for i, row in enumerate(rows) if row[0] is None), len(rows))
+        node_rows, link_rows = rows[:first_link], [row[1:] for row in rows[first_link:]]
         with self._lock:
             kept = self._graphs.get(graph_id) or _Texts()
             nodes = _refreshed(self._db, self._node_texts, graph_id, kept.nodes, node_rows)

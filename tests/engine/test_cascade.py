@@ -10,7 +10,10 @@ import pytest
 from fractal_nb import Exploration, SimulatedLLM
 from fractal_nb.engine.primitive import cascade
 from fractal_nb.errors import LLMOutputError
+from tests.conftest import Backend
 from tests.engine.test_runs import FAST, assert_no_double_claims
+
+pytestmark = pytest.mark.both_backends
 
 SEED = "Why do some cities grow faster than others?"
 
@@ -29,8 +32,10 @@ def counting_ready_queries(ex: Exploration) -> list[str]:
 
 
 @pytest.mark.parametrize("workers", [1, 4])
-def test_a_run_climbs_and_asks_the_whole_graph_only_at_its_end(workers: int) -> None:
-    with Exploration.create(SEED, intensity="explore", llm=SimulatedLLM(seed=5), clock=FAST) as ex:
+def test_a_run_climbs_and_asks_the_whole_graph_only_at_its_end(backend: Backend, workers: int) -> None:
+    with Exploration.create(
+        SEED, intensity="explore", llm=SimulatedLLM(seed=5), clock=FAST, path=backend.target
+    ) as ex:
         asked = counting_ready_queries(ex)
         report, runs = ex.run(max_workers=workers, progress=False), 1
         while report == "budget_exhausted":  # the circuit breaker: each run is a new round of workers
@@ -75,8 +80,10 @@ def given_back_then_done(ex: Exploration) -> None:
 
 
 @pytest.mark.parametrize("workers", [1, 3])
-def test_a_synthesis_given_back_is_synthesized_in_the_same_run(workers: int) -> None:
-    with Exploration.create(SEED, intensity="explore", llm=GivesBackSyntheses(3), clock=FAST) as ex:
+def test_a_synthesis_given_back_is_synthesized_in_the_same_run(backend: Backend, workers: int) -> None:
+    with Exploration.create(
+        SEED, intensity="explore", llm=GivesBackSyntheses(3), clock=FAST, path=backend.target
+    ) as ex:
         report = ex.run(max_workers=workers, progress=False)
         while report == "budget_exhausted":
             report = ex.run(max_workers=workers, progress=False, resume=True)
@@ -84,8 +91,10 @@ def test_a_synthesis_given_back_is_synthesized_in_the_same_run(workers: int) -> 
         given_back_then_done(ex)
 
 
-def test_stepping_retries_a_synthesis_given_back_when_no_question_is_left() -> None:
-    with Exploration.create(SEED, intensity="pulse", llm=GivesBackSyntheses(2), clock=FAST) as ex:
+def test_stepping_retries_a_synthesis_given_back_when_no_question_is_left(backend: Backend) -> None:
+    with Exploration.create(
+        SEED, intensity="pulse", llm=GivesBackSyntheses(2), clock=FAST, path=backend.target
+    ) as ex:
         while ex.step(5):
             pass
         given_back_then_done(ex)
@@ -94,9 +103,11 @@ def test_stepping_retries_a_synthesis_given_back_when_no_question_is_left() -> N
 
 
 @pytest.mark.parametrize("workers", [1, 3])
-def test_a_worker_claims_and_reads_in_one_call(workers: int) -> None:
+def test_a_worker_claims_and_reads_in_one_call(backend: Backend, workers: int) -> None:
     """docs/architecture.md, "A worker's round trips": no separate read per question or synthesis."""
-    with Exploration.create(SEED, intensity="explore", llm=SimulatedLLM(seed=5), clock=FAST) as ex:
+    with Exploration.create(
+        SEED, intensity="explore", llm=SimulatedLLM(seed=5), clock=FAST, path=backend.target
+    ) as ex:
         reads: list[str] = []
         for name in ("get_context", "get_synthesis_inputs"):
             separate = getattr(ex.store, name)
@@ -115,13 +126,15 @@ def test_a_worker_claims_and_reads_in_one_call(workers: int) -> None:
         assert not [r for r in reads if r.endswith(("from process", "from synthesize"))], reads
 
 
-def test_a_climb_that_meets_an_outage_gives_its_synthesis_back() -> None:
+def test_a_climb_that_meets_an_outage_gives_its_synthesis_back(backend: Backend) -> None:
     """The answer's write claimed the synthesis above; the model went down before the climb began.
 
     The run pauses, and the held synthesis goes back at once: the next run (or another
     worker) takes it, where a lease held by this live process would have kept it.
     """
-    with Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM(seed=5), clock=FAST) as ex:
+    with Exploration.create(
+        SEED, intensity="pulse", llm=SimulatedLLM(seed=5), clock=FAST, path=backend.target
+    ) as ex:
         store, g, root = ex.store, ex.graph_id, ex.store.get_graph(ex.graph_id)["root_node_id"]
         answer = store.add_node(g, root, "answer", "Jobs and trade.")["node_id"]
         leaf = store.add_node(g, answer, "question", "Which jobs?")["node_id"]

@@ -11,15 +11,18 @@ from typing import Any
 
 import pytest
 
-from fractal_nb import Exploration, GraphStore, SimulatedLLM
+from fractal_nb import Exploration, SimulatedLLM
 from fractal_nb.engine.grounding import same_fact
 from fractal_nb.engine.phases import gap_rows, preview
 from fractal_nb.engine.primitive import RunState, cascade, process
 from fractal_nb.errors import StateError
 from fractal_nb.model import ClaimKind
 from fractal_nb.text import normalize
+from tests.conftest import Backend
 from tests.engine.test_openai_runs import FAST, SEED, first_user, role_responder, schema_name
 from tests.llm.fake_openai import FakeOpenAI
+
+pytestmark = pytest.mark.both_backends
 
 ASSUMED = "Land stays cheap at the edge of town"
 
@@ -62,10 +65,10 @@ def promoting_responder() -> Any:
     return respond
 
 
-def test_a_synthesis_never_promotes_an_assumption_to_a_fact() -> None:
+def test_a_synthesis_never_promotes_an_assumption_to_a_fact(backend: Backend) -> None:
     with FakeOpenAI("ok", responder=promoting_responder()) as server:
         llm = server.llm(timeout=5.0, max_retries=1)
-        with Exploration.create(SEED, intensity="pulse", llm=llm, clock=FAST) as ex:
+        with Exploration.create(SEED, intensity="pulse", llm=llm, clock=FAST, path=backend.target) as ex:
             assert ex.run(progress=False) == "all_complete"
             nodes = ex.store.get_snapshot(ex.graph_id)["nodes"]
     answers = [n for n in nodes if n["node_type"] == "answer" and n["metadata"].get("claims")]
@@ -86,8 +89,10 @@ def test_a_synthesis_never_promotes_an_assumption_to_a_fact() -> None:
     assert any(c["kind"] == ClaimKind.FACT for c in carried), "real facts stay facts"
 
 
-def test_unknowns_are_gaps_and_nothing_else_new_is() -> None:
-    with Exploration.create(SEED, intensity="explore", llm=SimulatedLLM(seed=4), clock=FAST) as ex:
+def test_unknowns_are_gaps_and_nothing_else_new_is(backend: Backend) -> None:
+    with Exploration.create(
+        SEED, intensity="explore", llm=SimulatedLLM(seed=4), clock=FAST, path=backend.target
+    ) as ex:
         assert ex.run(1, progress=False) == "budget_exhausted"  # questions cut by a budget: gaps too
         nodes = ex.store.get_snapshot(ex.graph_id)["nodes"]
         rows = gap_rows(nodes)
@@ -110,8 +115,8 @@ def test_unknowns_are_gaps_and_nothing_else_new_is() -> None:
         assert any(g.startswith("unknown: ") for g in ex.preview().gaps)
 
 
-def test_a_failed_child_makes_the_chain_weak_and_recovering_it_re_grounds_it() -> None:
-    store = GraphStore()
+def test_a_failed_child_makes_the_chain_weak_and_recovering_it_re_grounds_it(backend: Backend) -> None:
+    store = backend.open()
     g = store.create_graph(SEED, "explore", "autonomous")
     gid, root = g["graph_id"], g["root_node_id"]
     a, b = (

@@ -7,9 +7,13 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import pytest
+
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
 from fractal_nb.engine.dispatcher import BACKOFF_S, Dispatcher
-from tests.conftest import FakeClock
+from tests.conftest import Backend, FakeClock
+
+pytestmark = pytest.mark.both_backends
 
 
 @dataclass
@@ -41,12 +45,14 @@ class SlowOnOneQuestion(SimulatedLLM):
         return super().complete(messages, schema)
 
 
-def test_idle_workers_back_off_2_4_8_while_work_is_in_flight() -> None:
+def test_idle_workers_back_off_2_4_8_while_work_is_in_flight(backend: Backend) -> None:
     clock = RecordingClock()
     # Two questions, two workers: the fast one's worker finds nothing to claim while
     # the slow one is in flight, so it backs off (2, 4, 8 s, scaled) instead of leaving.
     llm = SlowOnOneQuestion(branching=0)
-    with Exploration.create("Two questions?", intensity="pulse", llm=llm, clock=clock) as ex:
+    with Exploration.create(
+        "Two questions?", intensity="pulse", llm=llm, clock=clock, path=backend.target
+    ) as ex:
         g, root = ex.graph_id, ex.store.get_snapshot(ex.graph_id)["root_node_id"]
         ex.store.add_answer(g, root, "Two sides.", sub_questions=["A fast question?", "A slow question?"])
         dispatcher = Dispatcher(ex._state, workers=2, clock=clock)
@@ -60,10 +66,15 @@ def test_idle_workers_back_off_2_4_8_while_work_is_in_flight() -> None:
         assert ex.nodes().query("depth == 0").iloc[0]["status"] == "synthesized"
 
 
-def test_a_worker_with_nothing_in_flight_anywhere_exits_at_once() -> None:
+def test_a_worker_with_nothing_in_flight_anywhere_exits_at_once(backend: Backend) -> None:
     clock = RecordingClock()
     with Exploration.create(
-        "Gated?", intensity="pulse", checkpoint="depth:1", llm=SimulatedLLM(seed=1), clock=clock
+        "Gated?",
+        intensity="pulse",
+        checkpoint="depth:1",
+        llm=SimulatedLLM(seed=1),
+        clock=clock,
+        path=backend.target,
     ) as ex:
         assert ex.run(progress=False) == "paused"
         assert clock.asked == [], "workers waited although no node was in flight"
@@ -128,11 +139,13 @@ class SlowOnTheStoresClock(SimulatedLLM):
         return super().complete(messages, schema)
 
 
-def test_the_heartbeat_keeps_claims_a_slow_model_holds_past_the_lease(clock: FakeClock) -> None:
+def test_the_heartbeat_keeps_claims_a_slow_model_holds_past_the_lease(
+    backend: Backend, clock: FakeClock
+) -> None:
     """Lease 60 s, an answer 120 s of the store's clock: only the heartbeat keeps its claim from being
     taken over. The store's clock is a fake one and each beat is cued: no real lease can run out."""
     beats = CuedBeats()
-    with GraphStore(clock=clock, lease_s=60) as store:
+    with backend.open(clock=clock, lease_s=60) as store:
         g = store.create_graph("Why?", "pulse", "autonomous")
         store.add_answer(g["graph_id"], g["root_node_id"], "Two sides.", sub_questions=["A?", "B?"])
         llm = SlowOnTheStoresClock(store, clock, beats, g["graph_id"])

@@ -29,6 +29,7 @@ from fractal_nb import Exploration, GraphStore, SimulatedLLM
 from fractal_nb.mcp_server import BackgroundServer
 from fractal_nb.remote import RemoteStore, work_remotely
 from fractal_nb.store.holders import HOLDER_LEASE_S
+from tests.conftest import Backend
 from tests.engine.test_openai_runs import role_responder
 from tests.llm.fake_openai import FakeOpenAI
 from tests.local_port import free_port, listening
@@ -36,6 +37,8 @@ from tests.mcp.conftest import serve_mcp_command, wait_until, worker_command
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_S = 120.0
+
+pytestmark = pytest.mark.both_backends  # a file the server owns on DuckDB; the schema on PostgreSQL
 
 
 def env() -> dict[str, str]:
@@ -53,8 +56,8 @@ def procs() -> Iterator[list[subprocess.Popen[str]]]:
         proc.communicate(timeout=30)
 
 
-def seeded(path: Path, intensity: str = "explore") -> str:
-    """A graph with its seed phase done, in a file no process holds afterwards; its id."""
+def seeded(path: str, intensity: str = "explore") -> str:
+    """A graph with its seed phase done, in a store no process holds afterwards; its id."""
     with Exploration.create(
         "Why do some cities grow faster than others?",
         intensity=intensity,
@@ -76,13 +79,13 @@ def two_claims(remote: RemoteStore, graph_id: str) -> list[dict[str, Any]]:
 
 
 def test_four_worker_processes_pay_once_per_synthesis(
-    tmp_path: Path, procs: list[subprocess.Popen[str]]
+    backend: Backend, procs: list[subprocess.Popen[str]]
 ) -> None:
     with Exploration.create(
         "Why do some cities grow faster than others?",
         intensity="explore",
         llm=SimulatedLLM(seed=2),
-        path=tmp_path / "paid.duckdb",
+        path=backend.lasting,
     ) as ex:
         ex.step(1)
         url = ex.serve_mcp()
@@ -131,9 +134,9 @@ with RemoteStore(sys.argv[1]) as store:
 
 @contextmanager
 def a_killed_worker(
-    path: Path, graph_id: str, procs: list[subprocess.Popen[str]]
+    path: str, graph_id: str, procs: list[subprocess.Popen[str]]
 ) -> Iterator[tuple[GraphStore, RemoteStore, list[dict[str, Any]]]]:
-    """A server on the file; a worker process holding two claims, killed: (store, client, its claims)."""
+    """A server on the store; a worker process holding two claims, killed: (store, client, its claims)."""
     with GraphStore(path) as store:  # lease 300 s: recovery must not wait for it
         server = BackgroundServer(store)
         url = server.start()
@@ -160,9 +163,9 @@ def a_killed_worker(
 
 
 def test_a_killed_worker_process_gives_its_claims_back_at_once(
-    tmp_path: Path, procs: list[subprocess.Popen[str]]
+    backend: Backend, procs: list[subprocess.Popen[str]]
 ) -> None:
-    path = tmp_path / "killed.duckdb"
+    path = backend.lasting
     graph_id = seeded(path)
     with a_killed_worker(path, graph_id, procs) as (store, _, held):
         recovered = store.recover_stuck(graph_id)["recovered"]
@@ -171,9 +174,9 @@ def test_a_killed_worker_process_gives_its_claims_back_at_once(
 
 
 def test_a_new_worker_finds_a_killed_workers_claims_without_recover(
-    tmp_path: Path, procs: list[subprocess.Popen[str]]
+    backend: Backend, procs: list[subprocess.Popen[str]]
 ) -> None:
-    path = tmp_path / "orphans.duckdb"
+    path = backend.lasting
     graph_id = seeded(path, intensity="pulse")
     with a_killed_worker(path, graph_id, procs) as (_, remote, held):
         # A new worker claims until nothing is left: the dead worker's questions come back on
@@ -186,9 +189,9 @@ def test_a_new_worker_finds_a_killed_workers_claims_without_recover(
 
 
 def test_a_worker_whose_server_died_says_so_and_the_restarted_server_recovers_its_claims(
-    tmp_path: Path, procs: list[subprocess.Popen[str]]
+    backend: Backend, procs: list[subprocess.Popen[str]]
 ) -> None:
-    path = tmp_path / "served.duckdb"
+    path = backend.lasting
     graph_id = seeded(path)
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
@@ -227,7 +230,7 @@ def test_a_worker_whose_server_died_says_so_and_the_restarted_server_recovers_it
         assert f"lost the MCP server at {url}" in err, err
         assert "connection refused" in err or "connection closed" in err, err  # as the server died
         assert "Traceback" not in err and "TaskGroup" not in err, err
-        with GraphStore(path) as store:  # the file as the dead server left it
+        with GraphStore(path) as store:  # the store as the dead server left it
             left = [n["node_id"] for n in store.get_snapshot(graph_id)["nodes"] if n["status"] == "claimed"]
         assert left, "the dead server left the worker's claims behind"
         procs.append(
@@ -242,11 +245,11 @@ def test_a_worker_whose_server_died_says_so_and_the_restarted_server_recovers_it
 
 
 def test_a_killed_fractal_nb_worker_gives_its_claims_back_within_30_s(
-    tmp_path: Path, procs: list[subprocess.Popen[str]]
+    backend: Backend, procs: list[subprocess.Popen[str]]
 ) -> None:
     """kill -9 of a real `fractal-nb worker`: its claims are claimable by another client <= 30 s
     later, while other work is open (no recovery asked for), though the store's lease is 300 s."""
-    path = tmp_path / "dead.duckdb"
+    path = backend.lasting
     graph_id = seeded(path)
     stalled = threading.Event()  # the model answers nothing until the test ends
 
@@ -307,7 +310,7 @@ def test_a_killed_fractal_nb_worker_gives_its_claims_back_within_30_s(
 
 
 @pytest.mark.parametrize(("clients", "seed"), [(4, 3), (16, 2), pytest.param(64, 1, marks=pytest.mark.slow)])
-def test_each_synthesis_is_paid_once_by_many_mcp_clients(tmp_path: Path, clients: int, seed: int) -> None:
+def test_each_synthesis_is_paid_once_by_many_mcp_clients(backend: Backend, clients: int, seed: int) -> None:
     """Real MCP clients (one RemoteStore and holder each, on threads) working one graph whose
     answers link across branches: boundary questions land below questions whose synthesis is
     being written, and no synthesis call is discarded on a question that was not reopened."""
@@ -315,7 +318,7 @@ def test_each_synthesis_is_paid_once_by_many_mcp_clients(tmp_path: Path, clients
         "Why do some cities grow faster than others?",
         intensity="explore",
         llm=SimulatedLLM(seed=seed),
-        path=tmp_path / "many.duckdb",
+        path=backend.lasting,
     ) as ex:
         ex.step(1)
         url = ex.serve_mcp()

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from fractal_nb import FractalError, GraphStore, InvalidInputError, NotFoundError, StateError
-from tests.conftest import Tree
+from tests.conftest import Backend, Tree
 
 Call = Callable[[GraphStore, Tree], Any]
 
@@ -251,9 +251,14 @@ def test_bad_input_is_refused_and_changes_nothing(
     assert store.list_graphs()["count"] == graphs or name == "node from other graph"
 
 
-def test_store_options_are_checked(tmp_path) -> None:
-    with pytest.raises(InvalidInputError, match="lease_s"):
-        GraphStore(lease_s=0)
+def test_store_options_are_checked(backend: Backend) -> None:
+    for lease_s in (0, -1, "60"):
+        with pytest.raises(InvalidInputError, match="lease_s"):
+            backend.open(lease_s=lease_s)
+
+
+@pytest.mark.duckdb_only  # a DuckDB file's path and its read-only open
+def test_duckdb_paths_are_checked(tmp_path) -> None:
     with pytest.raises(InvalidInputError, match="does not exist"):
         GraphStore(tmp_path / "missing-folder" / "x.duckdb")
     with pytest.raises(InvalidInputError, match="needs a path"):
@@ -266,6 +271,7 @@ def test_store_options_are_checked(tmp_path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.duckdb_only  # PostgreSQL's twin: test_postgres (a schema holding another application's tables)
 def test_a_file_that_is_not_a_store_is_refused(tmp_path) -> None:
     import duckdb
 
@@ -275,6 +281,7 @@ def test_a_file_that_is_not_a_store_is_refused(tmp_path) -> None:
         GraphStore(path, read_only=True)
 
 
+@pytest.mark.duckdb_only
 def test_another_applications_duckdb_file_is_refused_unchanged(tmp_path) -> None:
     import hashlib
 
@@ -298,6 +305,7 @@ def test_another_applications_duckdb_file_is_refused_unchanged(tmp_path) -> None
         GraphStore(lookalike)
 
 
+@pytest.mark.duckdb_only  # a DuckDB file of an older schema
 def test_a_store_file_of_schema_1_gains_the_holder_column(tmp_path) -> None:
     import duckdb
 
@@ -456,6 +464,7 @@ def test_nul_in_metadata_over_mcp_is_a_clear_error_that_changes_nothing(tree: Tr
     assert store.get_snapshot(tree.graph_id) == before and store.list_graphs()["count"] == graphs
 
 
+@pytest.mark.duckdb_only  # a DuckDB file of an older schema
 def test_a_store_file_without_the_estimated_column_gains_it(tmp_path) -> None:
     import duckdb
 

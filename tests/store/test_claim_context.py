@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from fractal_nb import Exploration, GraphStore, InvalidInputError, NotFoundError, SimulatedLLM
-from tests.conftest import Tree
+from tests.conftest import Backend, Tree
 
 
 def test_the_context_is_get_context_right_after_the_claim() -> None:
@@ -56,7 +56,7 @@ def test_a_flag_that_is_not_a_bool_is_refused_and_claims_nothing(tree: Tree, fla
     assert all(tree.status(q) == "open" for q in tree.seeds)
 
 
-def test_the_context_is_read_after_the_claim_commits_outside_the_write_lock() -> None:
+def test_the_context_is_read_after_the_claim_commits_outside_the_write_lock(backend: Backend) -> None:
     """With many workers the claim is the serialized part: the read must not lengthen it."""
     under_lock: list[bool] = []
     store: GraphStore
@@ -65,7 +65,7 @@ def test_the_context_is_read_after_the_claim_commits_outside_the_write_lock() ->
         if "'sibling' AS part" in sql:  # the context's main read
             under_lock.append(store._db.writing())
 
-    store = GraphStore(tracer=tracer)
+    store = backend.open(tracer=tracer)
     with store:
         g = store.create_graph("Why do rivers meander?", "explore", "autonomous")
         answer = store.add_node(g["graph_id"], g["root_node_id"], "answer", "Flow and banks.")

@@ -10,7 +10,7 @@ from typing import Any
 
 from fractal_nb import FractalError, GraphStore
 from fractal_nb.model import MAX_CHILDREN
-from tests.conftest import FakeClock, make_tree
+from tests.conftest import Backend, FakeClock, make_tree
 
 WORKERS = 8
 
@@ -61,8 +61,9 @@ def test_parallel_claims_take_each_question_exactly_once(fresh_store: GraphStore
     assert sum(1 for mine in per_worker if mine) > 1, "only one thread ever claimed"
 
 
-def test_parallel_claims_on_a_file_store(tmp_path) -> None:
-    with GraphStore(tmp_path / "claims.duckdb") as store:
+def test_parallel_claims_on_a_lasting_store(backend: Backend) -> None:
+    """A file on DuckDB, the schema on PostgreSQL: the store other processes would open too."""
+    with backend.open(backend.lasting) as store:
         t = make_tree(store, "explore", seeds=100)
         results = run_threads(
             lambda i: [c for _ in range(30) if (c := store.claim_work(t.graph_id, f"w{i}")["node_id"])]
@@ -159,8 +160,8 @@ def test_parallel_links_create_each_edge_once(fresh_store: GraphStore) -> None:
     assert fresh_store.query_convergence(t.graph_id)["count"] == 2
 
 
-def test_expired_leases_are_taken_over_once_under_threads(clock: FakeClock) -> None:
-    with GraphStore(lease_s=60, clock=clock) as store:
+def test_expired_leases_are_taken_over_once_under_threads(backend: Backend, clock: FakeClock) -> None:
+    with backend.open(lease_s=60, clock=clock) as store:
         t = make_tree(store, "explore", seeds=50)
         for _ in range(50):  # a crashed worker held everything
             store.claim_work(t.graph_id, "crashed")

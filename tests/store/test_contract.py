@@ -7,7 +7,7 @@ import json
 import pytest
 
 from fractal_nb import GraphStore, NotFoundError, StateError
-from tests.conftest import FakeClock, Tree, make_tree
+from tests.conftest import Backend, FakeClock, Tree, make_tree
 
 
 @pytest.mark.parametrize(
@@ -142,39 +142,43 @@ def test_delete_graph(tree: Tree) -> None:
     assert len(tree.store.get_snapshot(other.graph_id)["nodes"]) == 5
 
 
-def test_tracer_sees_every_statement() -> None:
+def test_tracer_sees_every_statement(backend: Backend) -> None:
     seen: list[str] = []
-    with GraphStore(tracer=lambda sql, params: seen.append(sql)) as store:
+    with backend.open(tracer=lambda sql, params: seen.append(sql)) as store:
         store.create_graph("x", "pulse", "autonomous")
     assert any(sql.startswith("INSERT INTO graphs") for sql in seen)
 
 
-def test_file_store_keeps_everything_across_reopen(tmp_path) -> None:
-    path = tmp_path / "keep.duckdb"
-    with GraphStore(path) as store:
+def test_a_lasting_store_keeps_everything_across_reopen(backend: Backend) -> None:
+    path = backend.lasting
+    with backend.open(path) as store:
         t = make_tree(store)
         claim = store.claim_work(t.graph_id, "w1")["node_id"]
         store.update_node(t.graph_id, claim, {"note": "kept"})
         snap = store.get_snapshot(t.graph_id)
         events = store.get_events(t.graph_id)
-    with GraphStore(path) as store:
+    with backend.open(path) as store:
         assert store.get_snapshot(t.graph_id) == snap
         assert store.get_events(t.graph_id) == events
         assert store.claim_work(t.graph_id, "w2")["node_id"] not in (None, claim)
 
 
-def test_closed_store_refuses_calls(tmp_path) -> None:
-    path = tmp_path / "closed.duckdb"
-    store = GraphStore(path)
+def test_closed_store_refuses_calls(backend: Backend) -> None:
+    path = backend.lasting
+    store = backend.open(path)
     g = store.create_graph("x", "pulse", "autonomous")
     store.close()
     store.close()  # idempotent
     with pytest.raises(StateError, match="closed"):
         store.get_snapshot(g["graph_id"])
-    with GraphStore(path, read_only=True) as reader:  # the file was released
+    with backend.open(path, read_only=True) as reader:  # the file was released
         assert reader.get_snapshot(g["graph_id"])["status"] == "active"
         with pytest.raises(StateError, match="read_only"):
             reader.create_graph("y", "pulse", "autonomous")
+
+
+@pytest.mark.duckdb_only  # PostgreSQL's repr (no password): test_postgres
+def test_a_memory_store_says_so() -> None:
     assert repr(GraphStore()) == "<GraphStore :memory:>"
 
 

@@ -12,6 +12,8 @@ import pytest
 
 from fractal_nb import GraphStore, InvalidInputError
 
+pytestmark = pytest.mark.duckdb_only  # DuckDB's own settings and files; PostgreSQL's: test_postgres
+
 OFFLINE = {
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 
-from fractal_nb import Exploration, GraphStore, SimulatedLLM
+from fractal_nb import Exploration, SimulatedLLM
+from tests.conftest import Backend
 
 _READS = re.compile(r"\bFROM (nodes|edges|events)\b")
 _KEY_LOOKUP = re.compile(r"FROM nodes WHERE node_id = \?\s*$")
@@ -26,9 +27,9 @@ def unscoped(statements: list[str]) -> set[str]:
     }
 
 
-def test_steering_and_its_run_read_only_their_own_graph() -> None:
+def test_steering_and_its_run_read_only_their_own_graph(backend: Backend) -> None:
     seen: list[str] = []
-    with GraphStore(tracer=lambda sql, _params: seen.append(sql)) as store:
+    with backend.open(tracer=lambda sql, _params: seen.append(sql)) as store:
         other = store.create_graph("Why do rivers meander?", "pulse")["graph_id"]
         graph_id = store.create_graph("Why do cities grow?", "pulse")["graph_id"]
         ex = Exploration(store, graph_id, SimulatedLLM())
@@ -50,9 +51,9 @@ def test_steering_and_its_run_read_only_their_own_graph() -> None:
         assert store.get_graph(other)["status"] == "active"
 
 
-def test_a_link_between_answers_reads_only_its_own_graph() -> None:
+def test_a_link_between_answers_reads_only_its_own_graph(backend: Backend) -> None:
     seen: list[str] = []
-    with GraphStore(tracer=lambda sql, _params: seen.append(sql)) as store:
+    with backend.open(tracer=lambda sql, _params: seen.append(sql)) as store:
         graph_id = store.create_graph("Why do cities grow?", "pulse")["graph_id"]
         ex = Exploration(store, graph_id, SimulatedLLM())
         ex.run(max_workers=1, progress=False)

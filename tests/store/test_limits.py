@@ -267,9 +267,11 @@ def test_four_big_updates_keep_a_node_within_the_metadata_limit(fresh_store: Gra
 
 
 @pytest.mark.parametrize("value", ["maybe", 1, None, {"a": 1}, [True]])
-def test_a_feed_key_written_with_another_type_does_not_break_the_feed(value: object) -> None:
+def test_a_feed_key_written_with_another_type_does_not_break_the_feed(
+    fresh_store: GraphStore, value: object
+) -> None:
     # synthesis_failed is read in SQL for the live view; an outside client may write anything there.
-    store = GraphStore()
+    store = fresh_store
     graph = store.create_graph("Why?", "pulse")
     gid, root = graph["graph_id"], graph["root_node_id"]
     store.update_node(gid, root, {"synthesis_failed": value})

@@ -1,8 +1,11 @@
 """The store across real processes: file locking, read-only opens, crash safety.
 
-Every test here starts real child interpreters (``sys.executable``) on a DuckDB
-file in ``tmp_path``; nothing is mocked. Children are always killed in a
-``finally`` so a failing test leaves no process behind.
+Every test here starts real child interpreters (``sys.executable``) on a lasting
+store, named on their command line: a DuckDB file in ``tmp_path`` or the test's
+PostgreSQL schema (``Backend.lasting``); nothing is mocked. A DuckDB file has one
+writing process at a time (its lock, its read-only opens: ``duckdb_only``); a
+PostgreSQL store has many at once. Children are always killed in a ``finally``
+so a failing test leaves no process behind.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import pytest
 
 from fractal_nb import GraphStore, NotFoundError, StateError, StoreLockedError
 from fractal_nb.store.holders import HOST, is_gone, process_start
+from tests.conftest import Backend
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S = 30.0
@@ -237,6 +241,7 @@ def claim_all(store: GraphStore, graph_id: str, worker: str = "w") -> list[str]:
 # -- a file held by another process ---------------------------------------------------
 
 
+@pytest.mark.duckdb_only
 def test_open_while_another_process_writes_is_refused_with_holder_and_ways_out(
     tmp_path: Path, children: list[Child]
 ) -> None:
@@ -260,6 +265,7 @@ def test_open_while_another_process_writes_is_refused_with_holder_and_ways_out(
     assert folder_state(tmp_path) == before, "a refused open created or changed a file"
 
 
+@pytest.mark.duckdb_only
 def test_after_the_holder_closes_read_only_sees_the_graph_and_refuses_writes(
     tmp_path: Path, children: list[Child]
 ) -> None:
@@ -325,6 +331,7 @@ def test_after_the_holder_closes_read_only_sees_the_graph_and_refuses_writes(
         assert answered == [nodes[0]["node_id"], claimed["node_id"]]  # root, parent's question
 
 
+@pytest.mark.duckdb_only
 def test_two_processes_may_read_a_file_no_one_writes(tmp_path: Path, children: list[Child]) -> None:
     db = tmp_path / "shared.duckdb"
     with GraphStore(db) as store:
@@ -346,11 +353,47 @@ sys.stdin.read()
     assert info.value.holder_pid == child.pid and str(child.pid) in str(info.value)
 
 
-def test_a_graph_deleted_by_another_process_is_not_found_after_reopening(
-    tmp_path: Path, children: list[Child]
+@pytest.mark.postgresql_only
+def test_two_processes_write_one_postgresql_store_at_once(
+    backend: Backend, tmp_path: Path, children: list[Child]
 ) -> None:
-    db = tmp_path / "deleted.duckdb"
-    with GraphStore(db) as store:
+    """What a DuckDB file refuses (above), a PostgreSQL store allows: two writing processes and this one."""
+    writers = [spawn(children, tmp_path, f"writer{i}", WRITER, backend.lasting) for i in range(2)]
+    graphs = [w.expect("READY")[1] for w in writers]
+    committed: list[list[str]] = [[], []]
+    with backend.open(backend.lasting) as store:
+
+        def events(graph_id: str) -> list[int]:
+            return [e["event_id"] for e in store.get_events(graph_id)["events"]]
+
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while True:  # until each process has committed between two commits of the other
+            for i, w in enumerate(writers):
+                committed[i].append(w.expect("COMMITTED")[1])
+            first, second = events(graphs[0]), events(graphs[1])
+            if min(first) < max(second) and min(second) < max(first) and len(committed[1]) >= 10:
+                break
+            assert time.monotonic() < deadline, "the two writers never wrote at once"
+        # this process writes too while both children go on
+        claimed = [store.claim_work(g, "parent")["node_id"] for g in graphs]
+        assert None not in claimed
+        for i, w in enumerate(writers):
+            committed[i].extend(w.expect("COMMITTED")[1] for _ in range(10))
+            assert w.proc.poll() is None, w.stderr()
+        lines = [_kill_after(w, 0, "COMMITTED") for w in writers]
+        for i, graph_id in enumerate(graphs):
+            committed[i] += [line.split()[1] for line in lines[i] if line.startswith("COMMITTED")]
+            snap = assert_consistent(store, graph_id)
+            by_id = {n["node_id"]: n for n in snap["nodes"]}
+            assert all(c in by_id for c in committed[i]), "a committed node was lost"
+            assert by_id[claimed[i]]["owner"] == "parent" and by_id[claimed[i]]["status"] == "claimed"
+
+
+def test_a_graph_deleted_by_another_process_is_not_found_after_reopening(
+    backend: Backend, tmp_path: Path, children: list[Child]
+) -> None:
+    db = backend.lasting
+    with backend.open(db) as store:
         graph_id = store.create_graph("Deleted elsewhere?", "pulse", "autonomous")["graph_id"]
         assert store.get_open_questions(graph_id)["count"] == 1  # the root; read it here once
     deleter = r"""
@@ -360,10 +403,10 @@ with GraphStore(sys.argv[1]) as store:
     store.delete_graph(sys.argv[2])
 print("DELETED", flush=True)
 """
-    child = spawn(children, tmp_path, "deleter", deleter, str(db), graph_id)
+    child = spawn(children, tmp_path, "deleter", deleter, db, graph_id)
     child.expect("DELETED")
     assert child.finish() == 0
-    with GraphStore(db) as store:
+    with backend.open(db) as store:
         with pytest.raises(NotFoundError, match=graph_id):
             store.get_snapshot(graph_id)
         for read in (
@@ -398,16 +441,18 @@ def _kill_after(child: Child, lines_wanted: int, prefix: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_sigkill_mid_writes_loses_no_committed_node(tmp_path: Path, children: list[Child]) -> None:
-    db = tmp_path / "killed.duckdb"
-    child = spawn(children, tmp_path, "writer", WRITER, str(db))
+def test_sigkill_mid_writes_loses_no_committed_node(
+    backend: Backend, tmp_path: Path, children: list[Child]
+) -> None:
+    db = backend.lasting
+    child = spawn(children, tmp_path, "writer", WRITER, db)
     _, graph_id, root, listed = child.expect("READY")
     answers = listed.split(",")
     lines = _kill_after(child, 40, "COMMITTED")
     committed = [line.split()[1] for line in lines if line.startswith("COMMITTED")]
     assert len(committed) >= 40
 
-    with GraphStore(db) as store:  # the lock died with the process
+    with backend.open(db) as store:  # the lock (DuckDB's file lock) died with the process
         snap = assert_consistent(store, graph_id)
         ids = [n["node_id"] for n in snap["nodes"]]
         missing = [c for c in committed if c not in ids]
@@ -429,9 +474,11 @@ def test_sigkill_mid_writes_loses_no_committed_node(tmp_path: Path, children: li
 
 
 @pytest.mark.slow
-def test_sigkill_inside_a_batch_keeps_batches_all_or_nothing(tmp_path: Path, children: list[Child]) -> None:
-    db = tmp_path / "batches.duckdb"
-    child = spawn(children, tmp_path, "batch_writer", BATCH_WRITER, str(db))
+def test_sigkill_inside_a_batch_keeps_batches_all_or_nothing(
+    backend: Backend, tmp_path: Path, children: list[Child]
+) -> None:
+    db = backend.lasting
+    child = spawn(children, tmp_path, "batch_writer", BATCH_WRITER, db)
     _, graph_id, _root, _answers = child.expect("READY")
     # kill a little after the 4th batch began, most likely inside a batch
     lines = _kill_after(child, 3 * BATCH_SIZE + 4, "PENDING")
@@ -445,7 +492,7 @@ def test_sigkill_inside_a_batch_keeps_batches_all_or_nothing(tmp_path: Path, chi
             done.add(int(words[1]))
     assert done >= {0, 1, 2}
 
-    with GraphStore(db) as store:
+    with backend.open(db) as store:
         snap = assert_consistent(store, graph_id)
         by_batch: dict[int, list[str]] = {}
         for n in snap["nodes"]:
@@ -466,9 +513,9 @@ def test_sigkill_inside_a_batch_keeps_batches_all_or_nothing(tmp_path: Path, chi
 
 
 @pytest.mark.slow
-def test_two_stores_in_one_process_share_the_write_lock(tmp_path: Path) -> None:
-    db = tmp_path / "twice.duckdb"
-    with GraphStore(db) as first, GraphStore(db) as second:
+def test_two_stores_in_one_process_share_the_write_lock(backend: Backend) -> None:
+    db = backend.lasting
+    with backend.open(db) as first, backend.open(db) as second:
         g = first.create_graph("Shared by two stores?", "deep", "autonomous")
         gid = g["graph_id"]
         with first.batch():
@@ -515,8 +562,8 @@ def test_two_stores_in_one_process_share_the_write_lock(tmp_path: Path) -> None:
         wanted = set(questions)
         assert all(n["status"] == "claimed" for n in snap["nodes"] if n["node_id"] in wanted)
 
-    # and the file is free again once both are closed
-    with GraphStore(db, read_only=True) as ro:
+    # and the store is free again once both are closed
+    with backend.open(db, read_only=True) as ro:
         assert ro.get_open_questions(gid)["count"] == 0
 
 

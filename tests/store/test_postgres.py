@@ -180,3 +180,32 @@ def test_a_notebooks_live_feed_shows_work_other_processes_did(seeded: tuple[str,
         after = delta["counts"]
         assert after["answered"] + after["synthesized"] > before["answered"] + before["synthesized"]
         assert after == GraphFeed(store, graph_id).snapshot()["counts"]  # the deltas add up to the whole
+
+
+def test_a_watcher_hears_work_another_store_adds_and_not_its_claims(backend: Backend) -> None:
+    """Two stores on one schema (two connection pools, as two processes have): NOTIFY carries the news."""
+    from tests.conftest import make_tree
+
+    with backend.open() as here, backend.open() as there:
+        tree = make_tree(here, "pulse", seeds=2)
+        other = here.create_graph("Another question?", "pulse")["graph_id"]
+        heard: list[str] = []
+        news, barrier = threading.Event(), threading.Event()
+
+        def wake() -> None:
+            heard.append("work")
+            news.set()
+
+        stops = [here.watch(tree.graph_id, wake), here.watch(other, barrier.set)]
+        try:
+            there.claim_work(tree.graph_id, "elsewhere")  # takes work: tells nothing
+            there.add_node(other, there.get_graph(other)["root_node_id"], "answer", "Another graph's news.")
+            # One listener hears the commits in their order: once the later one is heard, so was the claim.
+            assert barrier.wait(30), "no news of the other graph's answer"
+            assert heard == []
+            there.add_node(tree.graph_id, tree.seeds[1], "answer", "A leaf's answer readies its synthesis.")
+            assert news.wait(30), "no news of the answer committed by the other store"
+        finally:
+            for stop in stops:
+                stop()
+        assert heard == ["work"]

@@ -1,6 +1,7 @@
 """Property tests of the graph store: a random walk of store calls, checked against the contract.
 
-``GraphMachine`` drives one fresh in-memory ``GraphStore`` per example through
+``GraphMachine`` drives one fresh ``GraphStore`` per example (in memory on DuckDB; on
+PostgreSQL the test's schema, emptied before each example) through
 random calls (valid and invalid) and, after every step, recomputes the rules of
 DESIGN.md ("The graph contract", "Tree shape and depth", "Statuses and
 transitions", rules 2-8) from ``get_snapshot()`` alone, then compares the
@@ -26,7 +27,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
 
 from fractal_nb import (
     FractalError,
@@ -35,6 +42,8 @@ from fractal_nb import (
     NotFoundError,
 )
 from fractal_nb.model import MAX_TEXT_CHARS, weakness
+from fractal_nb.store.database import OWN_TABLES
+from tests.conftest import Backend
 
 # -- the contract, written out independently of fractal_nb.model ---------------------
 
@@ -159,6 +168,14 @@ class View:
         """The question a (non-root) question hangs under, directly or through an answer."""
         return self.question_of(self.by_id[q["parent_id"]])
 
+    def in_saturated_branch(self, q: dict[str, Any]) -> bool:
+        """Whether a question above ``q`` is saturated (a pruned branch)."""
+        while q["parent_id"] is not None:
+            q = self.parent_question(q)
+            if q["status"] == "saturated":
+                return True
+        return False
+
     def sub_questions(self, qid: str) -> list[dict[str, Any]]:
         subs = []
         for c in self.children[qid]:
@@ -251,10 +268,13 @@ FLAWS = [None, None, None, None, "kind", "text", "owner", "metadata", "parent"]
 class GraphMachine(RuleBasedStateMachine):
     """Random store calls on one graph, with every contract rule checked after each step."""
 
+    backend: Backend | None = None  # set by test_graph_machine: where each example's store lives
+
     def __init__(self) -> None:
         super().__init__()
         self.now = START
-        self.store = GraphStore(clock=lambda: self.now, lease_s=LEASE_S)
+        assert self.backend is not None, "run by test_graph_machine, which names the backend"
+        self.store = emptied_store(self.backend, clock=lambda: self.now, lease_s=LEASE_S)
         # A second graph in the same store: its ids are "foreign" to the graph under
         # test, and nothing done to the graph under test may touch it.
         foreign = self.store.create_graph("A foreign graph", "explore", "autonomous")
@@ -487,8 +507,16 @@ class GraphMachine(RuleBasedStateMachine):
                 q = v.question_of(parent)
                 depth = q["depth"] + (1 if kind == "question" else 0)
                 ok = (
-                    # a question under a synthesized question's answer reopens it (boundary questions)
-                    (q["status"] in TAKES_CHILDREN or (kind == "question" and q["status"] == "synthesized"))
+                    # a question under a synthesized question's answer reopens it (boundary questions),
+                    # unless a question above it is saturated (a pruned branch stays closed)
+                    (
+                        q["status"] in TAKES_CHILDREN
+                        or (
+                            kind == "question"
+                            and q["status"] == "synthesized"
+                            and not v.in_saturated_branch(q)
+                        )
+                    )
                     and not (q["status"] == "claimed" and owner and q["owner"] != owner)
                     and not (kind == "question" and depth >= self.max_depth)
                 )
@@ -1227,13 +1255,33 @@ class GraphMachine(RuleBasedStateMachine):
         assert all(e["graph_id"] == self.gid for e in v.events)
 
 
-TestGraphMachine = GraphMachine.TestCase
-TestGraphMachine.settings = settings(
-    max_examples=40,
-    stateful_step_count=25,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+def emptied_store(backend: Backend, **kw: Any) -> GraphStore:
+    """A store with nothing in it: a new in-memory one on DuckDB, the test's schema emptied on PostgreSQL."""
+    if backend.url is not None:
+        import psycopg  # noqa: PLC0415 - the [postgres] extra (the backend fixture skips without it)
+
+        tables = ", ".join(sorted(OWN_TABLES - {"store_info"}))
+        with psycopg.connect(backend.url, autocommit=True) as admin:
+            admin.execute(f"TRUNCATE {tables} RESTART IDENTITY")
+    return backend.open(**kw)
+
+
+def test_graph_machine(backend: Backend) -> None:
+    """The random walk of store calls, on each backend: every example starts from an empty store."""
+    backend.open().close()  # the store's tables, made once (each example empties them)
+    GraphMachine.backend = backend
+    try:
+        run_state_machine_as_test(
+            GraphMachine,
+            settings=settings(
+                max_examples=40,
+                stateful_step_count=25,
+                deadline=None,
+                suppress_health_check=[HealthCheck.too_slow],
+            ),
+        )
+    finally:
+        GraphMachine.backend = None
 
 
 # -- plain properties: what the door lets in ----------------------------------------------
@@ -1322,14 +1370,14 @@ def _expected_checkpoint(value: Any) -> str | None | bool:
     return True  # non-ASCII decimal digits: reading them as a number or refusing are both fine
 
 
-@pytest.fixture(scope="module")
-def shared_store() -> Iterator[GraphStore]:
-    """One store for every example of the plain properties; each example makes its own graphs."""
-    with GraphStore() as store:
+@pytest.fixture
+def shared_store(backend: Backend) -> Iterator[GraphStore]:
+    """One store for every example of a plain property; each example makes its own graphs."""
+    with backend.open() as store:
         yield store
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(checkpoint=CHECKPOINT_VALUES, metadata=METADATA_VALUES)
 def test_door_accepts_or_refuses_with_invalid_input(
     shared_store: GraphStore, checkpoint: Any, metadata: Any
@@ -1390,7 +1438,7 @@ def test_door_accepts_or_refuses_with_invalid_input(
         assert result["metadata"] == {**previous, **parsed} and result["edges_created"] == 0
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     text=st.one_of(st.text(max_size=10), st.none(), st.integers()),
     name=st.one_of(st.text(max_size=6), st.none()),
@@ -1430,27 +1478,27 @@ def test_free_text_and_names_round_trip_or_are_refused(
 
 
 @pytest.mark.parametrize("mode", ["depth:²", "depth:¹", "depth:1²"])
-def test_checkpoint_with_non_decimal_digit_is_refused(mode: str) -> None:
+def test_checkpoint_with_non_decimal_digit_is_refused(fresh_store: GraphStore, mode: str) -> None:
     """'²'.isdigit() is true but int('²') fails: a bare ValueError once escaped here."""
-    with GraphStore() as store, pytest.raises(InvalidInputError):
-        store.create_graph("Seed?", "pulse", mode)
+    with pytest.raises(InvalidInputError):
+        fresh_store.create_graph("Seed?", "pulse", mode)
 
 
 @pytest.mark.parametrize("where", ["seed", "text", "owner", "worker_id", "parent_id"])
-def test_lone_surrogate_is_refused_with_invalid_input(where: str) -> None:
+def test_lone_surrogate_is_refused_with_invalid_input(fresh_store: GraphStore, where: str) -> None:
     """A lone surrogate cannot be stored as UTF-8: DuckDB's own error once escaped here."""
     bad = "\ud800"
-    with GraphStore() as store:
-        g = store.create_graph("Seed?", "explore", "autonomous")
-        gid, root = g["graph_id"], g["root_node_id"]
-        calls = {
-            "seed": lambda: store.create_graph(bad, "explore", "autonomous"),
-            "text": lambda: store.add_node(gid, root, "answer", bad),
-            "owner": lambda: store.add_node(gid, root, "answer", "An answer.", owner=bad),
-            "worker_id": lambda: store.claim_work(gid, bad),
-            "parent_id": lambda: store.add_node(gid, bad, "answer", "An answer."),
-        }
-        before = store.get_snapshot(gid), store.get_events(gid)
-        with pytest.raises(InvalidInputError):
-            calls[where]()
-        assert (store.get_snapshot(gid), store.get_events(gid)) == before
+    store = fresh_store
+    g = store.create_graph("Seed?", "explore", "autonomous")
+    gid, root = g["graph_id"], g["root_node_id"]
+    calls = {
+        "seed": lambda: store.create_graph(bad, "explore", "autonomous"),
+        "text": lambda: store.add_node(gid, root, "answer", bad),
+        "owner": lambda: store.add_node(gid, root, "answer", "An answer.", owner=bad),
+        "worker_id": lambda: store.claim_work(gid, bad),
+        "parent_id": lambda: store.add_node(gid, bad, "answer", "An answer."),
+    }
+    before = store.get_snapshot(gid), store.get_events(gid)
+    with pytest.raises(InvalidInputError):
+        calls[where]()
+    assert (store.get_snapshot(gid), store.get_events(gid)) == before

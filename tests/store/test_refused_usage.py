@@ -13,6 +13,7 @@ import pytest
 
 from fractal_nb.errors import InvalidInputError
 from fractal_nb.store import GraphStore
+from tests.conftest import Backend
 from tests.store.test_bad_input import call_row
 
 SENT = json.dumps([{"prompt_tokens": 10**12, "completion_tokens": -(10**6)}])
@@ -23,8 +24,8 @@ def row(graph_id: str, **changes: Any) -> dict[str, Any]:
     return call_row(graph_id, **changes)
 
 
-def test_the_figures_a_server_sent_are_kept_with_the_row() -> None:
-    with GraphStore() as store:
+def test_the_figures_a_server_sent_are_kept_with_the_row(backend: Backend) -> None:
+    with backend.open() as store:
         gid = store.create_graph("Why?", "pulse", "autonomous")["graph_id"]
         store.record_llm_calls([row(gid, refused_usage=SENT, tokens_estimated=True), row(gid)])
         calls = store.get_llm_calls(gid)["calls"]
@@ -32,14 +33,17 @@ def test_the_figures_a_server_sent_are_kept_with_the_row() -> None:
 
 
 @pytest.mark.parametrize("bad", [12, "", "x" * 2001, "a\x00b", ["list"]])
-def test_refused_usage_that_is_no_short_text_is_refused_and_nothing_lands(bad: object) -> None:
-    with GraphStore() as store:
+def test_refused_usage_that_is_no_short_text_is_refused_and_nothing_lands(
+    backend: Backend, bad: object
+) -> None:
+    with backend.open() as store:
         gid = store.create_graph("Why?", "pulse", "autonomous")["graph_id"]
         with pytest.raises(InvalidInputError, match=r"calls\[1\]\.refused_usage must be text of 1 to 2,000"):
             store.record_llm_calls([row(gid), row(gid, refused_usage=bad)])
         assert store.get_llm_calls(gid)["count"] == 0
 
 
+@pytest.mark.duckdb_only  # a DuckDB file of an older schema
 def test_a_file_older_than_the_column_reads_null_and_gains_it_when_written(tmp_path: Path) -> None:
     path = tmp_path / "old-ledger.duckdb"
     with GraphStore(path) as store:

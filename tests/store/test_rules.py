@@ -5,7 +5,6 @@ Rule 1 (atomic claims) under real threads lives in test_concurrency.py.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from fractal_nb import (
     StateError,
 )
 from fractal_nb.store.holders import HOLDER_LEASE_S
-from tests.conftest import FakeClock, Tree, make_tree
+from tests.conftest import Backend, FakeClock, Tree, make_tree
 
 # -- rule 2: adding an answer (or a first sub-question) answers the question ----------
 
@@ -318,12 +317,11 @@ def test_another_process_holds_a_short_lease_its_heartbeat_renews(tree: Tree, cl
     assert tree.store.claim_synthesis(g, "other")["node_id"] == claim["node_id"]
 
 
-def test_claims_of_a_closed_store_in_this_process_come_back_at_once(tmp_path: Path) -> None:
-    path = tmp_path / "closed.duckdb"
-    with GraphStore(path) as first:
+def test_claims_of_a_closed_store_in_this_process_come_back_at_once(backend: Backend) -> None:
+    with backend.open(backend.lasting) as first:
         t = make_tree(first)
         held = first.claim_work(t.graph_id, "w1")["node_id"]
-        with GraphStore(path) as second:  # the same file, still open in this process
+        with backend.open(backend.lasting) as second:  # the same store, still open in this process
             assert second.recover_stuck(t.graph_id)["recovered"] == []
             first.close()  # its holder is gone: no lease to wait out
             assert second.recover_stuck(t.graph_id)["recovered"] == [held]
@@ -465,11 +463,10 @@ def test_depth_gates_hold_for_every_client(fresh_store: GraphStore) -> None:
     assert fresh_store.approve_gate(t.graph_id)["approved"] == [level4]
 
 
-def test_gates_survive_reopening_the_file(tmp_path) -> None:
-    path = tmp_path / "g.duckdb"
-    with GraphStore(path) as store:
+def test_gates_survive_reopening_the_store(backend: Backend) -> None:
+    with backend.open(backend.lasting) as store:
         t = make_tree(store, "pulse", "depth:1", seeds=2)
-    with GraphStore(path) as store:
+    with backend.open(backend.lasting) as store:
         statuses = [n["status"] for n in store.get_snapshot(t.graph_id)["nodes"] if n["depth"] == 1]
         assert statuses == ["gated", "gated"]
         assert store.approve_gate(t.graph_id)["count"] == 2
@@ -637,3 +634,21 @@ def test_a_gate_cannot_be_bypassed_through_error_recovery(fresh_store: GraphStor
         fresh_store.mark_error(t.graph_id, t.seeds[0], "boom")
     assert fresh_store.recover_stuck(t.graph_id, include_errors=True)["count"] == 0
     assert fresh_store.claim_work(t.graph_id, "w1")["node_id"] is None
+
+
+def test_a_pruned_branch_takes_no_boundary_question_under_a_synthesized_question(tree: Tree) -> None:
+    """Found by the state machine: a question under a synthesized question reopens it (rule 11),
+    but not inside a saturated branch, where it would leave open work under a pruned question."""
+    store, gid = tree.store, tree.graph_id
+    a0 = tree.answer(tree.seeds[0])
+    q1 = tree.ask(a0, "Which part?")
+    a1 = tree.answer(q1)
+    q2 = tree.ask(a1, "Which detail?")
+    a2 = tree.answer(q2, "A leaf.")
+    store.synthesize_node(gid, q2, "The detail, synthesized.")
+    tree.ask(a1, "Which other detail?")
+    store.prune_branch(gid, q1)  # q1 and its open question saturate; q2 stays synthesized
+    before = store.get_snapshot(gid)
+    with pytest.raises(StateError, match=f"in the branch of {q1}, saturated"):
+        store.add_node(gid, a2, "question", "A boundary question in a pruned branch?")
+    assert store.get_snapshot(gid) == before

@@ -230,9 +230,9 @@ def test_an_answer_with_a_failed_or_no_citation_is_unsupported(noted: Tree) -> N
     )
 
 
-def test_the_seeds_plan_is_no_claim_about_the_sources() -> None:
+def test_the_seeds_plan_is_no_claim_about_the_sources(fresh_store: GraphStore) -> None:
     # The root's answer decomposes the seed: judged only when it cites (the view marked it unsupported).
-    store = GraphStore()
+    store = fresh_store
     graph = store.create_graph("How does a claim stay atomic?", "pulse", "autonomous")
     store.add_sources(graph["graph_id"], [text("notes.md", NOTES)])
     plan = store.add_answer(
@@ -385,6 +385,7 @@ def test_a_fork_holds_the_sources_its_source_had_at_the_event(noted: Tree) -> No
 # -- a table of the store's file ------------------------------------------------------
 
 
+@pytest.mark.duckdb_only  # a table of the analyst's in the store's DuckDB file
 def test_table_lines_reads_the_analysts_table_and_refuses_the_stores_own(tmp_path: Path) -> None:
     path = tmp_path / "x.duckdb"
     GraphStore(path).close()
@@ -470,6 +471,7 @@ def test_bad_arguments_are_refused_and_change_nothing(noted: Tree, call: Any, me
     assert rows(noted.store) == before
 
 
+@pytest.mark.duckdb_only  # a table of the analyst's in the store's DuckDB file
 def test_table_lines_refuses_bad_columns_and_big_tables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,6 +6,7 @@ import pytest
 
 from fractal_nb import GraphStore
 from fractal_nb.errors import InvalidInputError, InvalidTransitionError
+from tests.conftest import Backend
 
 
 def tree(store: GraphStore) -> tuple[str, str, list[str]]:
@@ -26,8 +27,8 @@ def tree(store: GraphStore) -> tuple[str, str, list[str]]:
         ([{"kind": "fact", "text": "It rained.", "source": 7}], "a claim's source"),
     ],
 )
-def test_bad_claims_are_refused_and_change_nothing(claims: object, why: str) -> None:
-    with GraphStore() as store:
+def test_bad_claims_are_refused_and_change_nothing(backend: Backend, claims: object, why: str) -> None:
+    with backend.open() as store:
         gid, root, subs = tree(store)
         for q in subs:
             store.mark_saturated(gid, q, "actionable")
@@ -37,8 +38,8 @@ def test_bad_claims_are_refused_and_change_nothing(claims: object, why: str) -> 
         assert store.get_snapshot(gid) == before
 
 
-def test_pruned_and_settled_children_are_sound_budget_cut_ones_are_not() -> None:
-    with GraphStore() as store:
+def test_pruned_and_settled_children_are_sound_budget_cut_ones_are_not(backend: Backend) -> None:
+    with backend.open() as store:
         gid, root, (rain, land, dams) = tree(store)
         store.mark_saturated(gid, rain, "derivable")
         store.prune_branch(gid, land)
@@ -50,8 +51,8 @@ def test_pruned_and_settled_children_are_sound_budget_cut_ones_are_not() -> None
         assert meta["claims"] == [{**claims[0], "support": "", "source": None}]
 
 
-def test_only_a_question_saturated_as_failed_reopens() -> None:
-    with GraphStore() as store:
+def test_only_a_question_saturated_as_failed_reopens(backend: Backend) -> None:
+    with backend.open() as store:
         gid, root, (rain, land, dams) = tree(store)
         store.prune_branch(gid, land)
         store.mark_saturated(gid, dams, "budget_exhausted")

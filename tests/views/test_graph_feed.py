@@ -8,8 +8,11 @@ import pytest
 
 from fractal_nb import Exploration, GraphStore, InvalidInputError, NotFoundError, SimulatedLLM
 from fractal_nb.views.graph_feed import GraphFeed
+from tests.conftest import Backend
 from tests.engine.test_runs import FAST
 from tests.graph_builder import grow_graph
+
+pytestmark = pytest.mark.both_backends
 
 
 def test_get_changes_since_zero_is_everything_and_later_only_what_moved(fresh_store: GraphStore) -> None:
@@ -50,10 +53,14 @@ def test_get_node_and_node_calls(fresh_store: GraphStore) -> None:
         fresh_store.get_llm_calls(g["graph_id"], node_id="")
 
 
-def test_deltas_polled_during_a_threaded_run_add_up_to_the_final_graph() -> None:
+def test_deltas_polled_during_a_threaded_run_add_up_to_the_final_graph(backend: Backend) -> None:
     """A poller thread applies deltas while 4 workers write: nothing missed, nothing stale."""
     with Exploration.create(
-        "Why do cities grow?", intensity="explore", llm=SimulatedLLM(seed=5, link_rate=0.4), clock=FAST
+        "Why do cities grow?",
+        intensity="explore",
+        llm=SimulatedLLM(seed=5, link_rate=0.4),
+        clock=FAST,
+        path=backend.target,
     ) as ex:
         feed = GraphFeed(ex.store, ex.graph_id)
         nodes: dict[str, dict] = {}

@@ -1,4 +1,4 @@
-"""A whole graph's question items as DuckDB folds them equal the items the Python fold gives.
+"""A whole graph's question items as the store folds them in SQL equal the items the Python fold gives.
 
 ``GraphStore.get_question_items`` (store/question_items.py) writes the items, links and
 counts of a whole graph in SQL; ``QuestionTree`` folds deltas in Python (and the history
@@ -18,10 +18,13 @@ from fractal_nb import Exploration, GraphStore, SimulatedLLM
 from fractal_nb.errors import NotFoundError
 from fractal_nb.views.graph_feed import GraphFeed, snapshot_of
 from fractal_nb.views.html_export import render_html
+from tests.conftest import Backend
 from tests.engine.test_runs import FAST
 from tests.graph_builder import grow_graph, run_shaped_graph
 from tests.views.cited_graph import cited_graph
 from tests.views.failing_graph import failing_graph
+
+pytestmark = pytest.mark.both_backends
 
 
 def assert_same_folds(store: GraphStore, graph_id: str) -> None:
@@ -43,8 +46,8 @@ def test_failures_weak_syntheses_and_hostile_text_fold_alike(fresh_store: GraphS
     assert fresh_store.get_question_items(built["graph_id"])["counts"]["failed"] == 2
 
 
-def test_citations_tracks_and_support_fold_alike(tmp_path: Path) -> None:
-    store = GraphStore()
+def test_citations_tracks_and_support_fold_alike(backend: Backend, tmp_path: Path) -> None:
+    store = backend.open()
     built = cited_graph(store, tmp_path / "root")
     assert_same_folds(store, built["graph_id"])
     items = store.get_question_items(built["graph_id"])
@@ -74,8 +77,8 @@ def test_notes_links_long_text_and_marks_an_outside_client_wrote_fold_alike(fres
 
 
 @pytest.mark.parametrize("intensity", ["explore", "deep"])
-def test_a_simulated_run_folds_alike(intensity: str) -> None:
-    store = GraphStore()
+def test_a_simulated_run_folds_alike(backend: Backend, intensity: str) -> None:
+    store = backend.open()
     g = store.create_graph("Should a mid-sized city build a tram line?", intensity, "autonomous")
     with Exploration(store, g["graph_id"], SimulatedLLM(), clock=FAST) as ex:
         ex.run()
