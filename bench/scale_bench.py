@@ -578,13 +578,18 @@ def judge(rows: list[Row], latency: float) -> None:
                     backoff = r.backoff_s / budget * 100
                     lock = r.lock_held_s / r.wall_s * 100
                     cores = r.cpu_s / r.wall_s
+                    woken = (
+                        "NOTIFY wakes them when another process adds work"
+                        if backend == "postgresql"
+                        else "over MCP no news wakes them"
+                    )
                     print(
                         f"  {tree} tree: stops scaling at {r.processes} processes ({efficiency * 100:.0f}% "
                         f"of linear): the write lock is held {lock:.0f}% of the wall time and workers wait "
                         f"{r.per_node_ms(r.lock_waited_s):.1f} ms per node for it (held "
                         f"{r.per_node_ms(r.lock_held_s):.1f}); workers spend {backoff:.0f}% of their time "
-                        f"backing off (nothing to claim: the tree's width; another process's new questions "
-                        f"do not wake them) and {r.store_s / budget * 100:.0f}% in store calls (claim p95 "
+                        f"backing off (nothing to claim: the tree's width; {woken}) "
+                        f"and {r.store_s / budget * 100:.0f}% in store calls (claim p95 "
                         f"{r.claim_ms(95):.0f} ms); the workers{' and owner' if backend == 'duckdb' else ''} "
                         f"burn {r.per_node_ms(r.cpu_s):.0f} ms CPU per node, {cores:.2f} of "
                         f"{os.cpu_count()} cores"
