@@ -114,3 +114,13 @@ def json_true(dialect: Dialect, column: str, key: str) -> str:
     if dialect is Dialect.DUCKDB:
         return f"coalesce(json_extract({column}, '$.{key}') = 'true'::JSON, false)"
     return f"coalesce(({column}::jsonb -> '{key}') = 'true'::jsonb, false)"
+
+
+def split_sql(script: str) -> list[str]:
+    r"""The statements of a schema script: ``--`` comments dropped, split at ``;``.
+
+    >>> split_sql("CREATE TABLE a (x INT); -- a note\nCREATE TABLE b (y INT);")
+    ['CREATE TABLE a (x INT)', 'CREATE TABLE b (y INT)']
+    """
+    lines = [line.split("--", 1)[0] for line in script.splitlines()]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]

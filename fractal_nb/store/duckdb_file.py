@@ -29,7 +29,7 @@ import duckdb
 from ..arguments import check_store_path
 from ..errors import InvalidInputError, StateError, StoreLockedError
 from .database import OWN_TABLES, CommitHook, Params, Tracer
-from .dialect import Dialect
+from .dialect import Dialect, split_sql
 from .in_process import for_file
 
 SCHEMA_VERSION = "3"  # 2: claim holders, synthesis claims; 3: history and lineage (schema.sql migrates)
@@ -118,7 +118,7 @@ class DuckDBDatabase:
     def _create_schema(self, cur: duckdb.DuckDBPyConnection) -> None:
         self._refuse_foreign_file(cur)
         script = resources.files("fractal_nb.store").joinpath("schema.sql").read_text()
-        for statement in _split_sql(script):
+        for statement in split_sql(script):
             cur.execute(statement)
         cur.execute("INSERT OR REPLACE INTO store_info VALUES ('schema_version', ?)", [SCHEMA_VERSION])
 
@@ -311,8 +311,3 @@ def _is_text(head: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return b"\x00" not in head
-
-
-def _split_sql(script: str) -> list[str]:
-    lines = [line.split("--", 1)[0] for line in script.splitlines()]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]

@@ -10,9 +10,10 @@ A :class:`~fractal_nb.store.database.Database` on psycopg 3 and a
   (``pg_advisory_xact_lock``, keyed by the schema), so writes to one store are
   serialised across every process as DuckDB's write lock serialises them in one: the
   rules that read and then write see no other write between.
-- The schema is the project's own: ``schema/postgresql_<n>.sql``, applied on open in
-  one transaction under a lock of its own, recorded in ``store_info``; a database a
-  newer fractal_nb wrote is refused.
+- The schema is the project's own: schema.sql's tables in PostgreSQL's types, then
+  ``schema/postgresql_<n>.sql`` (what PostgreSQL adds), applied on open in one
+  transaction under a lock of its own, recorded in ``store_info``; a database a newer
+  fractal_nb wrote is refused.
 - Statements keep the ``?`` placeholders the steps write; :func:`to_pyformat` turns
   them into psycopg's.
 - The password never leaves the URL it came in: :func:`~fractal_nb.arguments.shown_target` is what messages,
@@ -39,7 +40,7 @@ from psycopg.adapt import Loader
 from ..arguments import shown_target
 from ..errors import InvalidInputError, StateError
 from .database import OWN_TABLES, CommitHook, Params, Tracer
-from .dialect import Dialect
+from .dialect import Dialect, split_sql
 from .in_process import for_file
 
 log = logging.getLogger(__name__)
@@ -272,11 +273,13 @@ class PostgresDatabase:
                     f"schema {self.schema} of {self.location} is not a fractal_nb store yet: there is "
                     "nothing to read. read_only=True opens a store a run wrote"
                 )
-            folder = resources.files("fractal_nb.store").joinpath("schema")
+            store = resources.files("fractal_nb.store")
+            # DuckDB's tables (schema.sql, idempotent) in PostgreSQL's types, then each version's own.
+            script = re.sub(r"\bDOUBLE\b", "DOUBLE PRECISION", store.joinpath("schema.sql").read_text())
             for step in range(version + 1, SCHEMA_VERSION + 1):
-                script = folder.joinpath(f"postgresql_{step}.sql").read_text()
-                for statement in _split_sql(script):
-                    conn.execute(statement)
+                script += store.joinpath("schema", f"postgresql_{step}.sql").read_text()
+            for statement in split_sql(script):
+                conn.execute(statement)
             conn.execute(
                 "INSERT INTO store_info VALUES ('schema_version', %s) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -419,8 +422,3 @@ def _store_error(exc: Exception, sql: str, location: str) -> Exception:
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     statement = " ".join(sql.split())[:160]
     return StateError(f"PostgreSQL store {location}: {first} (in: {statement})")
-
-
-def _split_sql(script: str) -> list[str]:
-    lines = [line.split("--", 1)[0] for line in script.splitlines()]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
