@@ -52,9 +52,12 @@ def seed(run: RunState) -> StepRecord | None:
     if root["status"] != NodeStatus.OPEN:
         return None
     lo, hi = run.budget.seed_questions
-    best: list[str] = []
+    # The distinct usable questions of every attempt, pooled: a small model's plan keeps two of its
+    # four questions (the rest refused), and the next attempt's two new ones make the minimum.
+    pooled: dict[str, str] = {}
     plan: SeedPlan | None = None
-    error, note = "", ""
+    refused: list[str] = []
+    error, note, attempts = "", "", 0
     for _ in range(seeding.SEED_ATTEMPTS):
         attempt = seeding.attempt(run, SeedPlan, chat("seed", seed=run.seed + note, lo=lo, hi=hi))
         if isinstance(attempt, StepRecord):
@@ -62,22 +65,30 @@ def seed(run: RunState) -> StepRecord | None:
         if isinstance(attempt, LLMError):
             error = seeding.failed(attempt)
             continue
-        kept: dict[str, str] = {}
+        before = len(pooled)
         for q in attempt.questions:
-            kept.setdefault(normalize(q), q.strip())
-        distinct = list(kept.values())
-        if plan is None or len(distinct) > len(best):
-            plan, best = attempt, distinct
-        if len(best) >= lo:
+            pooled.setdefault(normalize(q), q.strip())
+        if len(pooled) > before:
+            attempts += 1
+        if plan is None or len(attempt.questions) > len(plan.questions):
+            plan = attempt  # its decomposition names the dimensions
+        refused += attempt.refused
+        if len(pooled) >= lo:
             break
-        note = f"\n(The previous attempt posed {len(distinct)} questions; pose between {lo} and {hi}.)"
+        note = f"\n(The previous attempts posed {len(pooled)} usable questions; pose between {lo} and {hi}.)"
     if plan is None:  # every attempt failed: the root stays open for the next run
         return StepRecord(root["node_id"], seeding.SEED_WORKER, run.seed, error=error)
-    questions = best[:hi]
+    questions = list(pooled.values())[:hi]
     return seeding.write_plan(
         run,
         plan.decomposition,
-        {"seed_kind": plan.seed_kind, "seed_questions": len(questions), "seed_minimum": lo},
+        {
+            "seed_kind": plan.seed_kind,
+            "seed_questions": len(questions),
+            "seed_minimum": lo,
+            **({"seed_attempts_pooled": attempts} if attempts > 1 else {}),
+            **({"refused": refused} if refused else {}),
+        },
         questions,
     )
 

@@ -365,9 +365,10 @@ def _answer_prompt(run: RunState, context: QuestionContext, last_level: bool) ->
         "siblings": siblings or "(none)",
         "syntheses": syntheses or "(none yet)",
         # With sources, the task ends with the passages closest to the question (engine/evidence.py).
-        "task": render("answer_leaf" if last_level else "answer_branch")
+        # The halt's rule first: the reply's worked example closes the instructions (prompts/answer_*.txt).
+        "task": render("halt")
         + "\n\n"
-        + render("halt")
+        + render("answer_leaf" if last_level else "answer_branch")
         + (
             evidence.section(evidence.gather(run.store, run.graph_id, node["text"]))
             if run.has_sources
@@ -499,6 +500,8 @@ def _write(
         meta["depth_limited"] = True
     if cut := subs.cut():
         meta["sub_questions_cut"] = cut
+    if answer.refused:  # sub-questions and claims a gate dropped, the answer kept (llm/schemas.py)
+        meta["refused"] = answer.refused
     if answer.claims:  # facts, assumptions and unknowns kept apart (docs/architecture.md)
         meta["claims"] = [
             {"kind": c.kind.value, "text": c.text, "support": c.support} for c in _distinct(answer.claims)

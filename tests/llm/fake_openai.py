@@ -28,7 +28,8 @@ given in ``faults``), so some replies are bad and the rest good.
 ``down_after=N`` (any mode) answers HTTP 503 to every request after the first N, as a
 server whose model died; set ``fake.down_after = None`` to bring it back. ``port`` binds
 a given port (a test can start the server where a client already points). ``latency_s``
-is the model's time per reply (requests are served in parallel).
+is the model's time per reply (requests are served in parallel). ``slots=N`` answers
+``GET /props`` as llama.cpp's server does (``{"total_slots": N}``); without it, 404.
 
 A responder takes the request body and returns the answer: a dict (sent as JSON), a
 str (sent verbatim as the message content), None (null content), or :class:`ToolCalls`
@@ -290,6 +291,7 @@ class FakeOpenAI:
         latency_s: float = 0.0,
         huge_bytes: int = 4 << 20,
         declare_length: bool = True,
+        slots: int | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}, should be one of {MODES}")
@@ -305,6 +307,10 @@ class FakeOpenAI:
         self.latency_s = latency_s
         self.huge_bytes = huge_bytes
         self.declare_length = declare_length
+        self.slots = slots
+        self.props_asked = 0  # GET /props requests
+        self.in_flight = 0  # completions being answered now
+        self.most_in_flight = 0  # the most answered at once
         self.requests: list[dict[str, Any]] = []
         self.usages: list[dict[str, int] | None] = []
         self.headers: list[dict[str, str]] = []
@@ -475,14 +481,32 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
         wbufsize = 1 << 16  # headers and body leave in one write: no delayed-ACK stall
         disable_nagle_algorithm = True
 
+        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            with fake._lock:
+                fake.props_asked += self.path == "/props"
+            if self.path == "/props" and fake.slots is not None:
+                self._send(*_json(200, {"total_slots": fake.slots, "model_alias": "fake"}))
+            else:
+                self._send(*_json(404, {"error": {"message": f"no {self.path}"}}))
+
         def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
             raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
                 status, headers, payload = _json(404, {"error": {"message": f"no {self.path}"}})
             else:
-                status, headers, payload = fake.handle(
-                    json.loads(raw), {k.lower(): v for k, v in self.headers.items()}
-                )
+                with fake._lock:
+                    fake.in_flight += 1
+                    fake.most_in_flight = max(fake.most_in_flight, fake.in_flight)
+                try:
+                    status, headers, payload = fake.handle(
+                        json.loads(raw), {k.lower(): v for k, v in self.headers.items()}
+                    )
+                finally:
+                    with fake._lock:
+                        fake.in_flight -= 1
+            self._send(status, headers, payload)
+
+        def _send(self, status: int, headers: dict[str, str], payload: bytes) -> None:
             try:
                 self.send_response(status)
                 for name, value in {"Content-Length": str(len(payload)), **headers}.items():

@@ -7,6 +7,7 @@ simulated model's claims.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -83,8 +84,11 @@ def test_a_fact_without_support_is_an_assumption() -> None:
     ],
 )
 def test_junk_claims_are_refused_like_junk_text(claim: dict[str, Any], why: str) -> None:
-    with pytest.raises(ValidationError, match=why):
-        Answer.model_validate({**BASE, "claims": [claim]}, context=ReplyContext.of(messages(), Answer))
+    """A junk claim is dropped with its reason (the answer's ``refused``); the answer it came with is kept."""
+    kept = Answer.model_validate({**BASE, "claims": [claim]}, context=ReplyContext.of(messages(), Answer))
+    assert kept.claims == [] and kept.answer == BASE["answer"]
+    [refused] = kept.refused
+    assert refused.startswith("claims: ") and re.search(why, refused), refused
 
 
 def test_the_list_of_claims_is_bounded() -> None:
@@ -109,14 +113,15 @@ def test_a_server_that_returns_claims_gives_them_back() -> None:
     assert "claims" in body["messages"][-1]["content"], "the prompt asks for them too"
 
 
-def test_a_server_that_returns_junk_claims_is_refused() -> None:
-    junk = {**BASE, "claims": [{"kind": "fact", "text": "}, {", "support": "fact"}]}
+def test_a_server_that_returns_junk_claims_gets_them_dropped_and_its_answer_kept() -> None:
+    """A junk claim costs no correction round trip: it is dropped with its reason, never stored as a claim."""
+    junk = {**BASE, "claims": [{"kind": "fact", "text": "}, {", "support": "fact"}, *GOOD_CLAIMS[:1]]}
     with FakeOpenAI("ok", responder=lambda body: junk) as server:
-        llm = server.llm(timeout=5.0, max_retries=0, output_retries=1)
-        with pytest.raises(LLMOutputError, match="holds no words"):
-            llm.complete(messages(), Answer)
-    assert len(server.requests) == 2, "one correction round trip, then refused"
-    assert "claims.0.text" in server.requests[1]["messages"][-1]["content"]
+        reply = server.llm(timeout=5.0, max_retries=0, output_retries=1).complete(messages(), Answer)
+    assert len(server.requests) == 1, "no correction round trip for one bad claim"
+    assert [c["text"] for c in reply["claims"]] == [GOOD_CLAIMS[0]["text"]]
+    [refused] = reply["refused"]
+    assert refused.startswith("claims: text: ") and "holds no words" in refused
 
 
 # -- the simulated model ---------------------------------------------------------------------------

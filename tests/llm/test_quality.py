@@ -16,6 +16,7 @@ from fractal_nb.llm.schemas import (
     LeafAnswer,
     SeedPlan,
     Synthesis,
+    WidenPlan,
     connections_among,
 )
 
@@ -92,8 +93,11 @@ def test_real_answers_pass(text: str) -> None:
     ],
 )
 def test_questions_that_ask_nothing_are_refused(text: str, why: str) -> None:
+    """A junk sub-question is dropped with its reason; the answer it came with is kept."""
     reply = answer("Jobs draw people.", sub_questions=[{"text": text, "proxy_signal": "qualifiers"}])
-    assert why in refusal(Answer, reply)
+    kept = Answer.model_validate(reply, context=ReplyContext.of(PROMPT, Answer))
+    assert kept.sub_questions == [] and kept.answer == "Jobs draw people."
+    assert [r for r in kept.refused if r.startswith("sub_questions: ") and why in r]
 
 
 @pytest.mark.parametrize(
@@ -117,12 +121,13 @@ def test_the_seed_plan_refuses_junk_questions_and_decompositions() -> None:
         "decomposition": "It splits by cause, scale and time.",
         "questions": ["Which industries lead growth?", "Yes", "What limits housing supply?"],
     }
-    assert "too short" in refusal(SeedPlan, plan)
+    kept = SeedPlan.model_validate(plan, context=ReplyContext.of(PROMPT, SeedPlan))
+    assert kept.questions == plan["questions"][::2] and "too short" in kept.refused[0]
     assert "holds no words" in refusal(
         SeedPlan, {**plan, "questions": plan["questions"][::2], "decomposition": "}, {"}
     )
-    copied = {**plan, "questions": ["Independent, specific seed questions.", "What limits housing?"]}
-    assert "schema's wording" in refusal(SeedPlan, copied)
+    copied = {**plan, "questions": ["Independent, specific seed questions.", "Yes"]}
+    assert "schema's wording" in refusal(SeedPlan, copied)  # no question left: the reply is refused
 
 
 def test_schema_descriptions_are_placeholders() -> None:
@@ -131,9 +136,12 @@ def test_schema_descriptions_are_placeholders() -> None:
         "synthesis": "Jobs pull people and housing limits them.",
         "tensions": ["Contradictions kept visible."],
     }
-    assert "schema's wording" in refusal(Synthesis, reply)
+    kept = Synthesis.model_validate(reply, context=ReplyContext.of(PROMPT, Synthesis))
+    assert kept.tensions == [] and "schema's wording" in kept.refused[0]  # dropped, the synthesis kept
     links = {"convergences": [{"node_id": "n-1", "note": "The shared conclusion, or the tension."}]}
-    assert "schema's wording" in refusal(Connections, links)
+    kept_links = Connections.model_validate(links, context=ReplyContext.of(PROMPT, Connections))
+    assert kept_links.convergences == [] and "schema's wording" in kept_links.refused[0]
+    assert "schema's wording" in refusal(Synthesis, {"synthesis": "Contradictions kept visible."})
 
 
 def test_remarks_and_harvest_text_may_quote_the_prompt() -> None:
@@ -174,15 +182,14 @@ def test_the_prompts_own_reply_hints_are_placeholders() -> None:
     """A model that writes back what the prompt asks for ("a paragraph of your own") wrote nothing."""
     from fractal_nb.prompts import chat
 
-    messages = chat("harvest", seed="Why do cities grow?", chain="- Jobs pull people.", gaps="(none)")
-    context = ReplyContext.of(messages, HarvestSummary)
-    copied = {"summary": "A paragraph of your own.", "findings": [], "gaps": []}
-    assert "schema's wording" in refusal(HarvestSummary, copied, context)
+    messages = chat("widen", seed="Why do cities grow?", existing="- Why do wages differ?", n=2)
+    context = ReplyContext.of(messages, WidenPlan)
+    hint = "one or two sentences of your own on what the new questions cover that the existing ones do not"
+    copied = {"rationale": hint, "questions": ["How does housing limit growth?"]}
+    assert "schema's wording" in refusal(WidenPlan, copied, context)
     seed = chat("seed", seed="Why do cities grow?", lo=3, hi=5)
     plan = {"seed_kind": "question", "decomposition": "text", "questions": ["Why do wages differ?"]}
     assert "too short" in refusal(SeedPlan, plan, ReplyContext.of(seed, SeedPlan))
-    plan["decomposition"] = "Two or three sentences of your own naming the dimensions."
-    assert "schema's wording" in refusal(SeedPlan, plan, ReplyContext.of(seed, SeedPlan))
 
 
 # --- issue 24: junk a real small model (Gemma 3 270M) wrote, refused however it is dressed ------------
@@ -254,11 +261,7 @@ def test_a_correction_actually_sent_is_never_content_but_the_text_it_quotes_may_
 
     with pytest.raises(ValidationError) as info:
         Answer.model_validate(
-            answer(
-                "Jobs draw people.",
-                confidence=1.7,
-                sub_questions=[{"text": "Jobs and housing in cities", "proxy_signal": "qualifiers"}],
-            ),
+            answer("Jobs and housing in cities?", confidence=1.7),
             context=ReplyContext.of(PROMPT, Answer),
         )
     message, wording = correction(Answer, info.value)
