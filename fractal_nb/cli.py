@@ -128,8 +128,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser(
         "demo",
         help="run an offline exploration with the simulated model",
-        description="Explore a sample question with the simulated model (no network, no API key) "
-        "into a DuckDB file, and print the harvest.",
+        description="Explore a sample question (or yours) with the simulated model (no network, no API "
+        "key) or, with --local, the packaged real model, into a DuckDB file, and print the harvest.",
+    )
+    demo.add_argument(
+        "question", nargs="?", default=DEMO_SEED, help="the question to explore (default: the sample's)"
     )
     _add_run_options(demo, db_default=DEMO_DB, intensity="explore")
     demo.add_argument(
@@ -427,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
             return _harvest(args, llm)
         if args.command == "demo" and args.local:
             return _demo_local(args)
-        return _explore(DEMO_SEED if args.command == "demo" else args.seed, llm, args)
+        return _explore(args.question if args.command == "demo" else args.seed, llm, args)
     except FractalError as exc:
         print(f"fractal-nb: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -453,10 +456,10 @@ def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM |
             _check_export_at(args)
         if getattr(args, "db", None) is not None:
             check_store_target(args.db, "--db", must_exist=args.command in ("resume", "harvest", "worker"))
-        if args.command == "run":
+        if args.command in ("run", "demo"):
             from .store.base import require_text
 
-            require_text(args.seed, "SEED")
+            require_text(args.seed if args.command == "run" else args.question, args.command.upper())
         if getattr(args, "graph_id", None) is not None:
             from .store.base import require_id
 
@@ -680,7 +683,7 @@ def _demo_local(args: argparse.Namespace) -> int:
     print("Starting llama.cpp's server with Gemma 3 270M on 127.0.0.1 (one thread) ...", file=sys.stderr)
     with LocalModelServer() as server, server.llm() as llm:
         args.intensity = "pulse"
-        return _explore(DEMO_SEED, llm, args)
+        return _explore(args.question, llm, args)
 
 
 def _opened(args: argparse.Namespace, llm: LLM) -> Exploration:

@@ -60,6 +60,8 @@ if TYPE_CHECKING:
     from .views import ExplorationView
 
 STEP_WORKER = "stepper"
+LEFTOVERS = "(syntheses the climbs left)"
+"""A step's record of syntheses it made or tried when no question was left (``StepRecord.question``)."""
 
 
 class Exploration:
@@ -433,7 +435,10 @@ class Exploration:
 
         Stops early when nothing is claimable, and, as a run's workers do, when the
         model is down or a spend budget is reached (``engine/outcome.py``'s
-        ``held_back``): the step that met it is the last one returned.
+        ``held_back``): the step that met it is the last one returned. With no
+        question left, the syntheses the climbs left are made (or tried: a failed one
+        goes back) and returned as one record whose ``question`` is :data:`LEFTOVERS`,
+        so ``while ex.step(n): ...`` goes on until nothing is left to do.
         """
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise InvalidInputError(f"n must be an integer >= 1, not {n!r}")
@@ -450,7 +455,12 @@ class Exploration:
                         break
                     claim = claim_question(self._state, STEP_WORKER)
                     if claim["node_id"] is None:  # as a run's workers do: what the climbs left
-                        leftovers(self._state, STEP_WORKER)
+                        given_back: list[str] = []
+                        if done := leftovers(self._state, STEP_WORKER, given_back=given_back):
+                            records.append(StepRecord(done[-1], STEP_WORKER, LEFTOVERS, synthesized=done))
+                        elif given_back:  # worked and failed: the next step tries it again
+                            error = f"the synthesis of {', '.join(given_back)} failed and was given back"
+                            records.append(StepRecord(given_back[-1], STEP_WORKER, LEFTOVERS, error=error))
                         break
                     records.append(process(self._state, claim, STEP_WORKER))
             return records

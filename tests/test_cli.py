@@ -81,6 +81,23 @@ def test_demo_runs_offline_into_a_duckdb_file(tmp_path: Path, capsys: pytest.Cap
     check_completed(tmp_path / "demo.duckdb", DEMO_SEED)
 
 
+def test_demo_explores_a_question_of_ones_own(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    question = "How can a small bakery increase its profits?"
+    assert main(["demo", question, "--intensity", "pulse", "--db", "bakery.duckdb", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert f"Seed: {question}" in out and "the small bakery's profits" in out  # the simulator reads it
+    check_completed(tmp_path / "bakery.duckdb", question)
+
+
+def test_demo_refuses_an_empty_question_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["demo", "  ", "--db", "empty.duckdb"])
+    assert exit_.value.code == 2 and "DEMO" in capsys.readouterr().err
+    assert not (tmp_path / "empty.duckdb").exists()
+
+
 def test_run_explores_the_given_seed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     seed = "Why do bees dance?"
     assert main(["run", seed, "--intensity", "pulse", "--db", "bees.duckdb", "--quiet"]) == 0

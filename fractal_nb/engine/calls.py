@@ -127,6 +127,7 @@ class ModelCaller:
         self._health = threading.Lock()
         self.allowance = Allowance(Limits())  # what the calls may spend (arm() sets the budgets)
         self._deadline = threading.local()  # this worker thread's node time limit, while it holds one
+        self._run_deadline: tuple[float, str] | None = None  # every thread's, while a run has a wall budget
 
     @property
     def model(self) -> str:
@@ -157,6 +158,27 @@ class ModelCaller:
         finally:
             self._deadline.at = None
 
+    @contextmanager
+    def run_time_limit(self, seconds: float | None) -> Iterator[None]:
+        """While the block runs, every model call ends ``seconds`` from now at the latest (None: no limit).
+
+        The run's wall-time budget (``max_wall_s``) holds within a call: a call still
+        running at the end is abandoned, not waited for (its reply, if it comes, is
+        dropped), and raises :class:`NodeTimeLimitError`, which gives its question back
+        with its tries and stops the run for the budget (engine/primitive.py).
+        """
+        if seconds is None:
+            yield
+            return
+        self._run_deadline = (
+            time.monotonic() + seconds,
+            f"the run's wall-time budget of {seconds:g} s was reached",
+        )
+        try:
+            yield
+        finally:
+            self._run_deadline = None
+
     def _ask(self, messages: list[Message], schema: type[BaseModel], tools: ToolBox | None) -> dict[str, Any]:
         if tools is not None and isinstance(self.llm, ToolUsingLLM):
             return self.llm.complete_with_tools(messages, schema, tools)
@@ -165,10 +187,12 @@ class ModelCaller:
     def _complete(
         self, messages: list[Message], schema: type[BaseModel], tools: ToolBox | None = None
     ) -> dict[str, Any]:
-        at: float | None = getattr(self._deadline, "at", None)
-        if at is None:
+        deadlines = [] if self._run_deadline is None else [self._run_deadline]
+        if (node_at := getattr(self._deadline, "at", None)) is not None:
+            deadlines.append((node_at, f"the node's time limit of {self._deadline.limit:g} s was reached"))
+        if not deadlines:
             return self._ask(messages, schema, tools)
-        limit = f"the node's time limit of {self._deadline.limit:g} s was reached"
+        at, limit = min(deadlines)
         if at <= time.monotonic():
             raise NodeTimeLimitError(limit)
         replies: queue.Queue[tuple[dict[str, Any] | None, BaseException | None]] = queue.Queue(1)

@@ -144,6 +144,13 @@ class Dispatcher:
         run, store = self.run_state, self.run_state.store
         self._started = self.clock.now()
         store.recover_stuck(run.graph_id)  # claims past their lease or of holders that are gone
+        with run.call.run_time_limit(run.limits.max_wall_s):  # calls in flight at the end are abandoned
+            self._rounds()
+        return self._settle()
+
+    def _rounds(self) -> None:
+        """Rounds of workers until the graph is done, paused, out of budget or stopped."""
+        run, store = self.run_state, self.run_state.store
         for _ in range(MAX_ROUNDS):
             count = min(self.workers, run.budget.max_agents, store.get_claimable_work(run.graph_id)["count"])
             if count == 0 or self.stop.is_set() or run.call.outage or self._over_budget():
@@ -157,7 +164,6 @@ class Dispatcher:
                 or any(r.exit_reason in ("circuit_breaker", "cycle") for r in self.reports[-count:])
             ):
                 break
-        return self._settle()
 
     def work(self, count: int) -> list[WorkerReport]:
         """One round: ``count`` worker threads each run the worker loop until it exits; their reports.

@@ -221,7 +221,9 @@ def process(run: RunState, claim: Claim, worker: str) -> StepRecord:
     )
 
 
-def cascade(run: RunState, worker: str, first: SynthesisClaim | None = None) -> tuple[str, ...]:
+def cascade(
+    run: RunState, worker: str, first: SynthesisClaim | None = None, *, given_back: list[str] | None = None
+) -> tuple[str, ...]:
     """Synthesize ready questions until the store hands this worker no more.
 
     The store hands each synthesis to one worker, whatever the process, so the model
@@ -232,10 +234,11 @@ def cascade(run: RunState, worker: str, first: SynthesisClaim | None = None) -> 
     (docs/architecture.md, "The cascade"). What a climb leaves (a synthesis given
     back, a question a person's prune made ready) is handed out by a cascade that
     asks the whole graph: a worker finding no question after one was given back,
-    a worker leaving a finished graph, and the run's end.
+    a worker leaving a finished graph, and the run's end. ``given_back`` collects
+    the syntheses that failed and went back.
     """
     done: list[str] = []
-    failed: list[str] = []
+    failed: list[str] = [] if given_back is None else given_back
     climbing = first is not None
     claim = first
     while True:
@@ -267,13 +270,13 @@ def _give_back(run: RunState, node_id: str, worker: str) -> None:
         run.store.release_synthesis(run.graph_id, node_id, worker)
 
 
-def leftovers(run: RunState, worker: str) -> tuple[str, ...]:
+def leftovers(run: RunState, worker: str, *, given_back: list[str] | None = None) -> tuple[str, ...]:
     """Synthesize what the cascades' climbs left by asking the whole graph; a chain has none.
 
     A synthesis given back, a question a person's prune made ready (docs/architecture.md,
-    "The cascade"); a thinkon chain synthesizes nothing.
+    "The cascade"); a thinkon chain synthesizes nothing. ``given_back``: as :func:`cascade`.
     """
-    return () if run.strategy == Strategy.THINKON else cascade(run, worker)
+    return () if run.strategy == Strategy.THINKON else cascade(run, worker, given_back=given_back)
 
 
 def synthesize(run: RunState, claim: SynthesisClaim, worker: str) -> SynthesisClaim | None:

@@ -67,11 +67,17 @@ class LocalModelServer:
         CPU threads the server computes with (1 leaves the other core to the run;
         more threads than free cores make llama.cpp's threads wait on each other).
     context
-        The context window in tokens.
+        The context window of each slot, in tokens.
+    slots
+        Requests the server computes at once (llama.cpp's ``--parallel``); its
+        clients learn it from the server (``/props``) and keep that many in flight.
     startup_timeout_s
         How long to wait for the server to answer before giving up.
     model
         A GGUF file to serve instead of the packaged Gemma 3 270M (served under its file's stem).
+    chat_template
+        The chat format, one of llama.cpp's built-in names (:data:`CHAT_TEMPLATE` unless told;
+        bench/local_model_bench.py compares them).
 
     Attributes
     ----------
@@ -88,12 +94,18 @@ class LocalModelServer:
         *,
         threads: int = 1,
         context: int = 4096,
+        slots: int = 1,
         startup_timeout_s: float = 180.0,
         model: str | Path | None = None,
+        chat_template: str = CHAT_TEMPLATE,
     ) -> None:
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise InvalidInputError(f"threads must be an integer >= 1, not {threads!r}")
+        if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+            raise InvalidInputError(f"slots must be an integer >= 1, not {slots!r}")
         self.threads = threads
+        self.slots = slots
+        self.chat_template = chat_template
         self.context = context
         self.startup_timeout_s = startup_timeout_s
         self.model = None if model is None else Path(model)
@@ -125,7 +137,15 @@ class LocalModelServer:
                 model = Path(assemble())  # joined from the package's parts once, then checked
             except (OSError, ValueError) as exc:
                 raise LLMUnavailableError(f"the packaged Gemma 3 270M could not be assembled: {exc}") from exc
-        settings = (model, self.model_name, self.port, self.threads, self.context, CHAT_TEMPLATE)
+        settings = (
+            model,
+            self.model_name,
+            self.port,
+            self.threads,
+            self.context,
+            self.slots,
+            self.chat_template,
+        )
         return [sys.executable, "-m", __name__, *map(str, settings)]
 
     def start(self) -> str:
@@ -288,7 +308,7 @@ class _LocalServerLLM(OpenAILLM):
 
 
 def serve(
-    model: str, alias: str, port: str, threads: str, context: str, template: str
+    model: str, alias: str, port: str, threads: str, context: str, slots: str, template: str
 ) -> None:  # pragma: no cover
     """The server's process: llama.cpp's server (xllamacpp) on 127.0.0.1 until its stdin closes.
 
@@ -301,8 +321,8 @@ def serve(
     params.model_alias = {alias}
     params.hostnames = ["127.0.0.1"]
     params.port = int(port)
-    params.n_parallel = 1  # one request at a time, as OpenAILLM sends to a server on this machine
-    params.n_ctx = int(context)
+    params.n_parallel = int(slots)  # OpenAILLM learns it from /props and keeps that many in flight
+    params.n_ctx = int(context) * int(slots)  # llama.cpp shares the context among the slots
     params.chat_template = template
     params.cpuparams.n_threads = params.cpuparams_batch.n_threads = int(threads)
     try:

@@ -176,6 +176,7 @@ _EMPTY_WORDS = frozenset(
 _SUBJECT_LINE = re.compile(r"^(?:Seed|Question|Seed of the exploration):[ \t]*(\S.*)$", re.MULTILINE)
 _ASKED_NOW = re.compile(r"^Question to answer now[^\n]*:\n(.+)$", re.MULTILINE)
 _EXAMPLE_LINE = ("Example ", "{")  # a worked example's lines: its seed or question, and its JSON reply
+_QUOTED_WORD = re.compile(r'"[a-z_]+"')  # a JSON key or a one-word value ("questions", "fact"): no topic
 STEM_LETTERS = (
     4  # words compared for relatedness by their first letters: "growth" and "grow", "city" and "cities"
 )
@@ -238,7 +239,7 @@ class ReplyContext:
             lines=tuple(lines),
             never=_schema_shingles(schema),
             subject=subject,
-            borrowed=stems(" ".join(examples)) - subject,
+            borrowed=stems(_QUOTED_WORD.sub(" ", " ".join(examples))) - subject,
         )
 
     def after(self, correction: str) -> ReplyContext:
@@ -343,13 +344,13 @@ def related(text: str, info: ValidationInfo, *material: str) -> str:
     does the school save on heating?" under a seed on remote work: the text shares
     a word with the example and none with the seed, the question asked or
     ``material`` (the reply's own decomposition or answer). Without a worked example
-    in the prompt nothing is judged.
+    in the prompt, or a seed or question with a content word ("Why?"), nothing is judged.
 
     >>> stems("Why do cities grow?") & stems("City growth")
     frozenset({'city', 'grow'})
     """
     context = _context(info)
-    if context.trusted or not context.borrowed:
+    if context.trusted or not context.borrowed or not context.subject:  # no topic to tell it from
         return text
     words = stems(text)
     # Two of the example's words at least: one ("cost", "change") is any topic's.

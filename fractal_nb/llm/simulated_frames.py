@@ -112,6 +112,8 @@ def read_frame(text: str) -> Frame:
         return Frame(GENERIC, _copula_phrase(words[1:]))
     if low[0] in _AUXILIARIES:
         return _clause_frame(words[1:], DECISION if low[0] in _MODALS else GENERIC, low[0] in _SINGULAR_AUX)
+    if len(low) > 2 and low[1] in _DETERMINERS and low[0] not in _DETERMINERS and not _plural(low[0]):
+        return Frame(GENERIC, _topic(words[1:]))  # a task ("Write an essay on remote work"): what it is about
     first = words[0] if words[0].isupper() and len(words[0]) > 1 else words[0][:1].lower() + words[0][1:]
     return Frame(GENERIC, _noun_phrase([first, *words[1:]]))  # a claim or a goal: its first noun phrase
 
@@ -148,7 +150,7 @@ def _clause_frame(words: list[str], kind: str, singular: bool | None) -> Frame:
     thing = " ".join(subject) or FALLBACK_THING
     pronoun = thing.lower() in _PRONOUNS
     if kind == DECISION and verb and rest:
-        return Frame(DECISION, " ".join(rest[:7]), verb.lower())
+        return Frame(DECISION, _decided(rest, [] if pronoun else subject), verb.lower())
     if kind in (DECISION, CAUSE) and verb:  # "How far does it scale?": how it scales
         return Frame(
             CAUSE,
@@ -158,6 +160,33 @@ def _clause_frame(words: list[str], kind: str, singular: bool | None) -> Frame:
             rest=_complement(rest),
         )
     return Frame(GENERIC, thing if not pronoun else _noun_phrase(rest) or thing)
+
+
+def _decided(rest: list[str], owner: list[str]) -> str:
+    """What a decision is about: its alternatives without the second one's verb, its pronouns named.
+
+    >>> _decided("a tram line or expand its bus network".split(), "a mid-sized city".split())
+    "a tram line or the mid-sized city's bus network"
+    >>> _decided("its profits".split(), "a small bakery".split())
+    "the small bakery's profits"
+    """
+    words = list(rest[:12])
+    for k in range(len(words) - 2):  # "or expand its bus network": the alternative, not its verb
+        if words[k].lower() in ("or", "and") and words[k + 2].lower() in _DETERMINERS:
+            if words[k + 1].lower() not in _DETERMINERS:
+                del words[k + 1]
+            break
+    if owner:
+        named = ["the" if owner[0].lower() in ("a", "an") else owner[0], *owner[1:]]
+        whose = " ".join(named) + "'s"
+        words = [whose if w.lower() in ("its", "their") else w for w in words]
+    return " ".join(words)
+
+
+def _topic(words: list[str]) -> str:
+    """What a task's object is about: "an essay on remote work" is about remote work."""
+    cut = next((k for k, w in enumerate(words) if k and w.lower() in ("on", "about", "for", "of")), None)
+    return _noun_phrase(words[cut + 1 :] if cut is not None and cut + 1 < len(words) else words)
 
 
 def _complement(words: list[str]) -> str:

@@ -367,7 +367,7 @@ def test_halts_through_the_real_openai_client() -> None:
             ex.choose(held["node_id"], "housing supply")
             assert ex.run(progress=False) == "all_complete"
             asked = f"below depth 2):\n{held['question']}\n"  # its answer prompts, not a sibling's
-            prompts = [first_user(r) for r in server.requests if asked in first_user(r)]
+            prompts = [first_user(r) for r in server.requests if asked in first_user(r) + "\n"]
             assert len(prompts) == 2, "asked twice: the halt, then the answer with the choice"
             assert "The person chose: housing supply" in prompts[-1]
             result = ex.harvest()

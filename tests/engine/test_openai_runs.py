@@ -512,8 +512,8 @@ def junk_responder() -> Any:
     Answers to a quarter of the questions are junk (``}, {``, ``1``, a URL, the
     question echoed, the prompt's hint) however often they are sent back
     (rejected: the question fails); another quarter are junk at first and
-    sound once corrected, or propose ``Yes`` as a sub-question first; the root's
-    synthesis is ``:{`` every time.
+    sound once corrected; another quarter propose ``Yes`` as a sub-question (dropped
+    with its reason, the answer kept); the root's synthesis is ``:{`` every time.
     """
     sane = role_responder()
     turns = itertools.count()
@@ -529,11 +529,10 @@ def junk_responder() -> Any:
                 junk = [*JUNK_TEXTS[:4], question, "Your answer, in full sentences."]
                 return {**reply, "answer": junk[next(turns) % len(junk)] if corrected else junk[0]}
             if kind == 1 and not corrected:
-                return (
-                    {**reply, "answer": "}, {"}
-                    if name == "LeafAnswer"
-                    else {**reply, "sub_questions": [{"text": "Yes", "proxy_signal": "qualifiers"}]}
-                )
+                return {**reply, "answer": "}, {"}
+            if kind == 2 and name == "Answer":  # a junk sub-question is dropped, the answer kept uncorrected
+                junk = {"text": "Yes", "proxy_signal": "qualifiers"}
+                return {**reply, "sub_questions": [*reply.get("sub_questions", []), junk]}
         if name == "Synthesis" and _field(prompt, r"Question: ([^\n]+)") == SEED:
             return {"synthesis": ":{", "tensions": []}
         return reply
@@ -565,11 +564,18 @@ def test_junk_is_refused_corrected_once_and_the_result_says_it_is_degraded() -> 
             calls = ex.llm_calls()
             rejected = calls[calls["error"].fillna("").str.startswith("LLMOutputError")]
             assert len(rejected) and (rejected["attempts"] == 2).all()
-            kinds = ("holds no words", "copies the prompt", "schema's wording")
+            kinds = (
+                "holds no words",
+                "copies the prompt",
+                "repeats the instructions",
+            )  # the prompt's wording
             assert rejected["error"].str.contains("|".join([*kinds, "too short", "mostly symbols"])).all()
             assert all(rejected["error"].str.contains(why).any() for why in kinds)
             corrected = calls[(calls["outcome"] == "ok") & (calls["attempts"] == 2)]
             assert len(corrected)
+            dropped = nodes[nodes["node_type"] == "answer"]["meta_refused"].dropna()
+            assert len(dropped) and all("'Yes' is too short" in " ".join(r) for r in dropped)
+            assert not nodes["text"].eq("Yes").any()
             assert calls["attempts"].sum() == len(server.requests)
 
             # The failing questions are gaps, not findings; the run says it is degraded.

@@ -282,6 +282,36 @@ def test_a_node_time_limit_ends_the_run_and_leaves_the_node_recoverable() -> Non
         llm.release.set()
 
 
+def test_a_wall_time_budget_holds_within_a_call_in_flight() -> None:
+    """Issue 40: ``max_wall_s`` ends the run while answers are still being written, never after them.
+
+    Every answer stalls until released (60 s at most); the run returns at its 0.2 s budget with
+    the stalled calls abandoned and recorded, their questions given back with their tries.
+    """
+    llm = Stalling()
+    answered = []
+    stall = llm.complete
+
+    def counted(messages, schema):  # type: ignore[no-untyped-def]
+        reply = stall(messages, schema)
+        answered.append(schema)
+        return reply
+
+    llm.complete = counted  # type: ignore[method-assign]
+    try:
+        with Exploration.create(SEED, intensity="pulse", llm=llm) as ex:  # the real clock: real calls
+            report = ex.run(max_workers=3, progress=False, max_wall_s=0.2)
+            assert [s for s in answered if s.role == "answer"] == [], "the run waited for a stalled call"
+            assert report == "budget_exhausted"
+            assert "wall-time budget of 0.2 s" in (report.status_reason or ""), report.status_reason
+            nodes = ex.nodes()
+            assert not (nodes["status"] == "claimed").any() and not (nodes["status"] == "error").any()
+            abandoned = ex.llm_calls().query("role == 'answer'")
+            assert len(abandoned) and abandoned["error"].str.startswith("NodeTimeLimitError").all()
+    finally:
+        llm.release.set()
+
+
 # -- the error status ---------------------------------------------------------------------------
 
 

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from fractal_nb.errors import LLMOutputError
 from fractal_nb.llm.protocol import Message
 from fractal_nb.llm.quality import ReplyContext
 from fractal_nb.llm.schemas import MAX_CLAIMS, Answer, LeafAnswer, Synthesis

@@ -20,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from pydantic import TypeAdapter
 
@@ -52,9 +53,15 @@ def server() -> LocalModelServer:
         yield running
 
 
-def test_a_pulse_exploration_on_the_real_local_model_ends_honestly(
+def acceptance(calls: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """Per role, the ledger's outcomes: what the model got accepted (ok) and what it did not (error)."""
+    return {role: dict(Counter(group["outcome"])) for role, group in calls.groupby("role")}
+
+
+def test_a_pulse_exploration_on_the_real_local_model_grows_a_tree(
     server: LocalModelServer, tmp_path: Path
 ) -> None:
+    """Issue 40: the packaged model accepts a seed and grows a tree, and the run ends honestly."""
     with (
         server.llm() as llm,
         Exploration.create(
@@ -65,30 +72,33 @@ def test_a_pulse_exploration_on_the_real_local_model_ends_honestly(
         ) as ex,
     ):
         status = ex.run(progress=False)
-        assert status in ("all_complete", "budget_exhausted", "model_unavailable", "seed_failed")
+        calls = ex.llm_calls()
+        roles = acceptance(calls)
+        print(f"gemma-3-270m: {status}; per role {roles}")
+        assert status in ("all_complete", "budget_exhausted"), f"no tree grew: {status}; per role {roles}"
         nodes = ex.nodes()
         assert not (nodes["status"] == "claimed").any(), "a claim was left behind"
-        calls = ex.llm_calls()
-        assert len(calls) >= 1 and (calls["attempts"] >= 1).all()
+        seed_questions = nodes.query("node_type == 'question' and depth == 1")
+        assert len(seed_questions) >= 3, f"the seed posed {len(seed_questions)} questions; per role {roles}"
+        answered = seed_questions["status"].isin(["answered", "synthesized"]).sum()
+        assert answered * 2 >= len(seed_questions), f"{answered} of {len(seed_questions)} answered; {roles}"
+        assert (calls["attempts"] >= 1).all() and (calls["queue_s"] >= 0).all()
         assert set(calls["mode"].dropna()) <= {"json_schema"}  # llama.cpp's server enforces it by grammar
-        assert llm.max_concurrency == 1 and llm.mode == "json_schema"
-        assert (calls["queue_s"] >= 0).all()
-        result = ex.harvest(finish=True)  # whatever state the model left it in
-        assert result.status in ("completed", "paused")
-        if status in ("all_complete", "budget_exhausted"):
-            assert result.status == "completed" and result.synthesis_chain
+        assert llm.max_concurrency == server.slots and llm.mode == "json_schema"  # learned from /props
+        result = ex.harvest(finish=True)
+        assert result.status == "completed" and result.synthesis_chain
+        root = nodes.query("parent_id.isna()", engine="python")
+        synthesis = ex.store.get_synthesis_inputs(ex.graph_id, root["node_id"].iloc[0])["node"]["metadata"]
+        assert synthesis.get("synthesis") and not synthesis["synthesis"].startswith("[model synthesis failed")
         # Whatever the model wrote that was stored passes the quality rules judged afresh.
         judge = ReplyContext()
-        for text in nodes.query("node_type == 'answer'")["text"]:
+        for text in nodes.query("node_type == 'answer' and depth >= 1")["text"]:
             LeafAnswer.model_validate({"answer": text, "confidence": 0.5}, context=judge)
         for finding in result.findings:
             Finding.model_validate(finding, context=judge)
         assert sum(result.replies.values()) == len(ex.llm_calls())
         refused = result.replies["rejected"]
         print(f"gemma-3-270m: {result.replies}, degraded={result.degraded}: {result.degraded_reasons}")
-        # Gemma 3 270M cannot do this job (it copies the prompt's hints, writes "1" as a summary):
-        # the result must say so rather than pass its text off as findings.
-        assert result.degraded and result.degraded_reasons
         if refused >= 0.25 * (refused + result.replies["accepted"] + result.replies["corrected"]):
             assert result.degraded and any("refused" in r for r in result.degraded_reasons)
         if (nodes.query("node_type == 'question'")["status_reason"] == "error").any():
@@ -213,7 +223,10 @@ def test_demo_local_runs_and_stops_its_server(
     before = _servers()  # the module's own server, started by the fixture of the other test, if it ran
     code = main(["demo", "--local", "--quiet", "--db", "local.duckdb"])
     out = capsys.readouterr().out
-    assert code in (0, 3, 4), out
+    # Finished (0), or finished degraded (3: a question the model failed is a gap), never a failed seed or
+    # a dead server (3 too, said in the output) nor a budget's stop (4).
+    assert code in (0, 3), f"the demo on the packaged model ended with exit {code}:\n{out}"
+    assert not re.search("seed_failed|model_unavailable|no summary", out), f"no tree grew:\n{out}"
     assert "Seed: " in out and "model calls (" in out and "gemma-3-270m" in out
     assert re.search(r"\d+ accepted, \d+ corrected, \d+ rejected, \d+ failed", out), out
     assert _servers() == before, "the demo left its llama.cpp server running"

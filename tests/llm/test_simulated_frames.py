@@ -18,7 +18,7 @@ def test_doctests() -> None:
     ("text", "kind", "thing", "verb"),
     [
         ("Should a mid-sized city build a tram line?", DECISION, "a tram line", "build"),
-        ("How should a library digitise its archive?", DECISION, "its archive", "digitise"),
+        ("How should a library digitise its archive?", DECISION, "the library's archive", "digitise"),
         ("Should the city raise parking fees?", DECISION, "parking fees", "raise"),
         ("Why do some cities grow faster than others?", CAUSE, "cities", "grow"),
         ("Why does the moon glow?", CAUSE, "the moon", "glow"),
