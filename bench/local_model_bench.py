@@ -4,7 +4,7 @@ Run from the repository root (needs the ``[local]`` extra; without it, it says s
 
     python bench/local_model_bench.py                  # every role and design, then runs on 1 and 2 slots
     python bench/local_model_bench.py --quick          # a smoke run: two inputs, the served design, one run
-    python bench/local_model_bench.py --record FILE    # also write each reply, its prompt and verdict (JSONL)
+    python bench/local_model_bench.py --record FILE    # also write each reply, its prompt and verdict (JSON)
 
 Acceptance: each role's prompt (the engine's own, prompts/*.txt) on five inputs,
 each asked with two request seeds, one request each (no correction round trip),
@@ -28,6 +28,7 @@ Nothing here is a test: figures depend on the machine and its load.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import threading
@@ -120,7 +121,7 @@ def prompts(case: int) -> dict[str, tuple[type[Any], list[Message]]]:
 
 
 def acceptance(
-    server: LocalModelServer, design: str, cases: int, sampling: dict[str, Any], record: Any
+    server: LocalModelServer, design: str, cases: int, sampling: dict[str, Any], record: dict[str, Any] | None
 ) -> None:
     """Each role's replies on ``cases`` inputs, two request seeds each: accepted, and items dropped."""
     with server.llm(sampling=sampling or None) as llm:
@@ -152,15 +153,17 @@ def acceptance(
                     counted = counts.setdefault(role, Counter())
                     counted[verdict] += 1
                     counted["dropped"] += dropped
-                    if record is not None:
+                    if record is not None:  # tests/llm/corpus: each prompt once, each reply with its key
+                        key = hashlib.sha256(json.dumps(messages).encode()).hexdigest()[:12]
+                        record["prompts"].setdefault(key, messages)
                         entry = {
                             "design": design,
                             "role": role,
                             "schema": schema.__name__,
                             "request_seed": seed,
                         }
-                        entry |= {"messages": messages, "reply": text, "verdict": verdict, "why": why}
-                        record.write(json.dumps(entry) + "\n")
+                        entry |= {"verdict": verdict, "why": why, "reply": text, "prompt": key}
+                        record["replies"].append(entry)
         for role, counted in counts.items():
             asked = counted["accepted"] + counted["refused"]
             print(
@@ -210,7 +213,7 @@ def slots_run(slots: int, seed: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two inputs, the served design, one slots run")
-    parser.add_argument("--record", type=Path, help="write each reply, its prompt and verdict here (JSONL)")
+    parser.add_argument("--record", type=Path, help="write each reply, its prompt and verdict here (JSON)")
     parser.add_argument("--designs", default="served,no-penalty", help="served, no-penalty, gemma-template")
     args = parser.parse_args()
     print_header("Local model benchmark: Gemma 3 270M on llama.cpp's server (xllamacpp), 1 thread")
@@ -219,18 +222,20 @@ def main() -> None:
         return
     cases = 2 if args.quick else len(SEEDS)
     designs = ["served"] if args.quick else args.designs.split(",")
-    record = args.record.open("w") if args.record else None
-    try:
-        print("Acceptance, one request per reply (no correction round trip):")
-        with LocalModelServer() as server:
-            for design in (d for d in designs if d != "gemma-template"):
-                acceptance(server, design, cases, dict(SAMPLING) if design == "served" else {}, record)
-        if "gemma-template" in designs:
-            with LocalModelServer(chat_template="gemma") as server:
-                acceptance(server, "gemma-template", cases, dict(SAMPLING), record)
-    finally:
-        if record is not None:
-            record.close()
+    record: dict[str, Any] | None = None
+    if args.record:
+        model = "gemma-3-270m (Q4_K_M, the [local] extra), llama.cpp's server via xllamacpp, 1 thread"
+        how = f"python bench/local_model_bench.py --designs {','.join(designs)} --record FILE"
+        record = {"model": model, "recorded_by": how, "prompts": {}, "replies": []}
+    print("Acceptance, one request per reply (no correction round trip):")
+    with LocalModelServer() as server:
+        for design in (d for d in designs if d != "gemma-template"):
+            acceptance(server, design, cases, dict(SAMPLING) if design == "served" else {}, record)
+    if "gemma-template" in designs:
+        with LocalModelServer(chat_template="gemma") as server:
+            acceptance(server, "gemma-template", cases, dict(SAMPLING), record)
+    if record is not None:
+        args.record.write_text(json.dumps(record, indent=0, ensure_ascii=False) + "\n")
     print("\nSlots: a pulse exploration, the client learning the slots from /props:")
     for slots in (1,) if args.quick else (1, 2):
         slots_run(slots, SEEDS[1])

@@ -30,6 +30,12 @@ from .primitive import RunState, cascade, freeze_unexplored
 HARVEST_PASSES = 3
 
 
+POOLED_SEED_ATTEMPTS = 5
+"""Seed plans the fractal seed asks at most: it stops once the usable questions pooled so far make the
+minimum, so a model that can do the job pays one; a small one pools its few usable questions over
+several (the packaged Gemma 3 270M fell short of 3 after 3 attempts; docs/architecture.md, "Small models")."""
+
+
 def seed(run: RunState) -> StepRecord | None:
     """Answer the root with the seed plan and hang the seed questions under it.
 
@@ -58,7 +64,7 @@ def seed(run: RunState) -> StepRecord | None:
     plan: SeedPlan | None = None
     refused: list[str] = []
     error, note, attempts = "", "", 0
-    for _ in range(seeding.SEED_ATTEMPTS):
+    for _ in range(POOLED_SEED_ATTEMPTS):
         attempt = seeding.attempt(run, SeedPlan, chat("seed", seed=run.seed + note, lo=lo, hi=hi))
         if isinstance(attempt, StepRecord):
             return attempt

@@ -138,6 +138,7 @@ NO_ANSWER = "says nothing a reader can use: answer in full sentences, and say wh
 ANSWER_ASKS = "is a question, not an answer: answer the question asked"
 VAGUE = "names nothing it asks about: ask about something specific"
 OFF_TOPIC = "shares no word with the question asked: write about that question"
+MARKUP = "holds HTML markup: write plain sentences"
 CORRECTION = (
     "That reply was not a valid {schema}: {problem}. Reply again with only the corrected JSON object."
 )
@@ -157,6 +158,7 @@ _GATES = (
     ANSWER_ASKS,
     VAGUE,
     OFF_TOPIC,
+    MARKUP,
 )
 # Replies that answer nothing, whatever was asked ("Yes" to "How do transport links change which cities
 # grow?"): an answer says what it knows, and what it does not know and why (prompts/answer_*.txt).
@@ -166,6 +168,19 @@ _NON_ANSWERS = frozenset(
 )
 _SENTENCE_END = re.compile(r"[.!;](?:\s|$)")
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+")
+# A web page's tags a small model carries over from its training text ("</p> <br /> <li class=").
+_MARKUP = re.compile(r"</?(?:p|br|ol|ul|li|div|span|h[1-6]|sub|sup|input|table|tr|td)(?=[\s/>]|$)")
+_NON_ANSWER_OPENING = (
+    "i am not sure",
+    "i'm not sure",
+    "i don't know",
+    "i do not know",
+    "not sure",
+    "no idea",
+)
+_NON_ANSWER_MOST_WORDS = 8  # "I am not sure about this policy change." says nothing more
+# Questions that ask the reader's opinion, not about the topic ("What do you think about this policy?").
+_ASKS_OPINION = ("what do you think", "what are your thoughts", "how do you feel", "what is your opinion")
 # Words that name nothing: a question made only of them ("What do you think about this?") asks nothing.
 _EMPTY_WORDS = frozenset(
     "think thing things this you your about mean means happen happens here now people someone something "
@@ -206,6 +221,7 @@ class ReplyContext:
         frozenset()
     )  # the stems of the seed and question the prompt names (none: unknown)
     borrowed: frozenset[str] = frozenset()  # the stems of its worked examples' topic that the subject lacks
+    material: frozenset[str] = frozenset()  # the stems of what it shows (answers, findings), not its own text
 
     @classmethod
     def of(cls, messages: list[Message], schema: type[BaseModel]) -> ReplyContext:
@@ -233,6 +249,13 @@ class ReplyContext:
             if line.startswith(_EXAMPLE_LINE)
         ]
         subject = stems(" ".join(named))
+        shown = [
+            line
+            for m in messages
+            if m["role"] == "user"
+            for line in m["content"].splitlines()
+            if not line.startswith(_EXAMPLE_LINE) and normalize(line) not in _template_lines()
+        ]
         return cls(
             prompt=prompt,
             placeholders=_placeholders(schema) | asked,
@@ -240,6 +263,7 @@ class ReplyContext:
             never=_schema_shingles(schema),
             subject=subject,
             borrowed=stems(_QUOTED_WORD.sub(" ", " ".join(examples))) - subject,
+            material=stems(" ".join(shown)),
         )
 
     def after(self, correction: str) -> ReplyContext:
@@ -252,6 +276,7 @@ class ReplyContext:
             never=self.never | shingles(_tokens(correction)),
             subject=self.subject,
             borrowed=self.borrowed,
+            material=self.material,
         )
 
 
@@ -280,6 +305,8 @@ def prose(text: str, info: ValidationInfo, *, min_words: int, echo: bool = True,
     stripped = text.strip()
     if (stripped[:1] in "{[" and stripped[-1:] in "}]") or _JSON_KEY.search(text):
         raise Refusal(text, JSON_TEXT)
+    if _MARKUP.search(text):
+        raise Refusal(text, MARKUP)
     if len(words) >= _REPEAT_MIN_WORDS and len({w.lower() for w in words}) < _REPEAT_MAX_SHARE * len(words):
         raise Refusal(text, REPEATS)
     key = normalize(text)
@@ -311,7 +338,9 @@ def question(text: str, info: ValidationInfo) -> str:
     text = prose(text, info, min_words=3, near=False)
     if _context(info).trusted:
         return text
-    if (words := content_words(text)) and words <= _EMPTY_WORDS:
+    if ((words := content_words(text)) and words <= _EMPTY_WORDS) or normalize(text).startswith(
+        _ASKS_OPINION
+    ):
         raise Refusal(text, VAGUE)
     stripped = text.strip().lstrip("¿¡\"'“ ").lower()
     first_two = " ".join(stripped.split()[:2])
@@ -329,8 +358,11 @@ def answer(text: str, info: ValidationInfo) -> str:
     text = related(prose(text, info, min_words=1), info)
     if _context(info).trusted:
         return text
-    sentences = _SENTENCES.split(normalize(text.replace("\u2019", "'")))
-    if all(sentence.strip(" .!,;:") in _NON_ANSWERS for sentence in sentences):  # "I don't know. No idea."
+    sentences = [s.strip(" .!,;:") for s in _SENTENCES.split(normalize(text.replace("\u2019", "'")))]
+    if all(  # "I don't know. No idea.", "I am not sure about this policy change."
+        s in _NON_ANSWERS or (s.startswith(_NON_ANSWER_OPENING) and len(s.split()) <= _NON_ANSWER_MOST_WORDS)
+        for s in sentences
+    ):
         raise Refusal(text, NO_ANSWER)
     if text.rstrip().endswith(_QUESTION_MARKS) and not _SENTENCE_END.search(text.rstrip()[:-1]):
         raise Refusal(text, ANSWER_ASKS)
@@ -360,14 +392,14 @@ def related(text: str, info: ValidationInfo, *material: str) -> str:
 
 
 def on_topic(text: str, info: ValidationInfo) -> str:
-    """``text`` if it shares a word with the seed or question the prompt names (a synthesis, a summary).
+    """``text`` if it shares a word with the question the prompt names or what it shows (a synthesis).
 
     A synthesis of "What causes inflation to rise after a pandemic?" that speaks of
-    a student's books is about something else. Judged only where the prompt names
-    its subject (:class:`ReplyContext`).
+    a student's books, and of nothing its sub-questions found, is about something
+    else. Judged only where the prompt names its subject (:class:`ReplyContext`).
     """
     context = _context(info)
-    if not context.trusted and context.subject and not stems(text) & context.subject:
+    if not context.trusted and context.subject and not stems(text) & (context.subject | context.material):
         raise Refusal(text, OFF_TOPIC)
     return related(text, info)
 
@@ -502,6 +534,14 @@ def _reply_hints(content: str) -> list[str]:
 def _context(info: ValidationInfo) -> ReplyContext:
     context = info.context
     return context if isinstance(context, ReplyContext) else ReplyContext()
+
+
+@cache
+def _template_lines() -> frozenset[str]:
+    """Every line of the prompts' fixed text (prompts/*.txt), normalized: instructions, not material."""
+    return frozenset(
+        normalize(line) for text in _instructions() for line in text.splitlines() if line.strip()
+    )
 
 
 @cache
