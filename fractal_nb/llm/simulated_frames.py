@@ -170,7 +170,9 @@ def _decided(rest: list[str], owner: list[str]) -> str:
     >>> _decided("its profits".split(), "a small bakery".split())
     "the small bakery's profits"
     """
-    words = list(rest[:12])
+    words = list(rest[:16])
+    while len(words) > 1 and words[-1].lower() in _PREPOSITIONS | _DETERMINERS | {"and", "or"}:
+        words.pop()  # cut at the bound: never end on "and" or "to"
     for k in range(len(words) - 2):  # "or expand its bus network": the alternative, not its verb
         if words[k].lower() in ("or", "and") and words[k + 2].lower() in _DETERMINERS:
             if words[k + 1].lower() not in _DETERMINERS:

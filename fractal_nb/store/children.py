@@ -144,9 +144,9 @@ class Children:
             # A synthesized question in a saturated (pruned) branch stays closed (rule 4).
             marks = ", ".join("?" for _ in question.ancestors)
             above = self._db.fetchone(
-                f"SELECT node_id, status_reason FROM nodes WHERE node_id IN ({marks}) "
+                f"SELECT node_id, status_reason FROM nodes WHERE graph_id = ? AND node_id IN ({marks}) "
                 "AND status = 'saturated' ORDER BY seq LIMIT 1",
-                question.ancestors,
+                [graph.graph_id, *question.ancestors],
             )
             if above is not None:
                 raise StateError(

@@ -231,7 +231,10 @@ def test_a_graph_paused_by_a_model_outage_says_run_resumes_when_the_model_is_bac
         assert not view.run_button.disabled and not shown(view.finish_button), "nothing to finish yet"
         view.step_button.click()  # the model is back (here, another one): the seed's plan is written
         settle(view)
-        assert ex.status == "active" and "Ready: 4 open question(s)." in view.guide.value
+        posed = (ex.nodes().query("node_type == 'question'")["status"] == "open").sum()
+        assert (
+            ex.status == "active" and posed >= 3 and f"Ready: {posed} open question(s)." in view.guide.value
+        )
         view.close()
     with (llm := down()), Exploration.open(path, graph_id, llm=llm, clock=FAST) as ex:
         assert ex.run(progress=False) == "model_unavailable"  # down again, with work left
@@ -239,7 +242,11 @@ def test_a_graph_paused_by_a_model_outage_says_run_resumes_when_the_model_is_bac
         view = ex.view()
         guide = view.guide.value
         assert "Paused (model unavailable: cannot reach the model server at http://127.0.0.1:" in guide
-        assert "connection refused): 4 open question(s). Run resumes when the model is back (Step " in guide
+        still = (ex.nodes().query("node_type == 'question'")["status"] == "open").sum()
+        assert (
+            f"connection refused): {still} open question(s). Run resumes when the model is back (Step "
+            in guide
+        )
         assert "processes one); Finish &amp; harvest concludes with the work left as gaps." in guide
         assert shown(view.finish_button) and not shown(view.recover_button) and not view.run_button.disabled
         view.run_button.click()
@@ -253,12 +260,13 @@ def test_a_pause_by_the_person_says_run_goes_on_and_finish_and_harvest_ends_it()
         ex.step(1)
         ex.store.update_graph_status(ex.graph_id, "paused", reason="paused")  # as pause() stores it
         view = ex.view()
-        assert "Paused (paused): 4 open question(s). Run goes on (Step processes one); Finish" in (
+        still = (ex.nodes().query("node_type == 'question'")["status"] == "open").sum()
+        assert f"Paused (paused): {still} open question(s). Run goes on (Step processes one); Finish" in (
             view.guide.value
         )
         view.finish_button.click()
         settle(view)
-        assert ex.status == "completed" and len(ex.gaps().query("kind == 'unexplored'")) == 4
+        assert ex.status == "completed" and len(ex.gaps().query("kind == 'unexplored'")) == still
         view.close()
 
 

@@ -97,8 +97,8 @@ def test_prune_on_a_held_card_cuts_the_question_and_model_text_is_escaped() -> N
 
 # A seed whose sub-questions are longer than the 90 characters the old list clipped them to.
 LONG_SEED = (
-    "Why do some mid-sized river cities in northern Europe grow so much faster than other cities of the "
-    "same size and age?"
+    "Should a city build a light rail line from the station to the university campus and the new harbour "
+    "district?"
 )
 
 
