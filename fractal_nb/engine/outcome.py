@@ -17,6 +17,11 @@ from ..model import GraphStatus, NodeStatus, RunOutcome, pending_counts
 from ..results import StepRecord
 from .primitive import RunState, cascade, freeze_unexplored
 
+SETTLE_ROUNDS = 3
+"""Rounds of the settling cascade when nothing else is left: a synthesis that failed is asked again
+(the next request seed, a hotter temperature: llm/openai_llm.py), so a small model's failed root
+synthesis does not pause a finished tree (docs/architecture.md, "Small models")."""
+
 
 def held_back(run: RunState) -> str | None:
     """Why no node should be claimed now (the model is down, a spend budget is reached), or None.
@@ -66,8 +71,11 @@ def settle(
     if not any(pending.values()):
         # The resume routing's case c (docs/architecture.md): nothing to claim, the root
         # not synthesized; the cascade reaches every ready question before the run calls itself complete.
-        cascade(run, worker=cascade_worker)
-        left = store.get_ready_to_synthesize(g)["count"]
+        for _ in range(SETTLE_ROUNDS):  # each round asks a failed synthesis again, sampled anew
+            cascade(run, worker=cascade_worker)
+            left = store.get_ready_to_synthesize(g)["count"]
+            if not left or run.call.outage or run.call.allowance.reached():
+                break
         if not left:
             return RunOutcome.ALL_COMPLETE
         if spent := ledger_reason(run, run.call.allowance.reached()):  # the budget refused syntheses

@@ -70,6 +70,8 @@ def seed(run: RunState) -> StepRecord | None:
             return attempt
         if isinstance(attempt, LLMError):
             error = seeding.failed(attempt)
+            if run.call.outage is not None:  # the model is down: no attempt can land now
+                break
             continue
         before = len(pooled)
         for q in attempt.questions:

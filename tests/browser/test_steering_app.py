@@ -254,9 +254,9 @@ def test_fork_here_in_the_turns_tab_shows_the_fork(browser: Any, tmp_path: Path)
 
 
 # Seed questions behind a depth:1 gate, longer than the 90 characters the old list cut them to.
-GATES_SEED = (
-    "Why do some mid-sized river cities in northern Europe grow so much faster than other cities of the "
-    "same size and age?"
+GATES_SEED = (  # the simulator's questions on it are long: they wrap in the Gates list
+    "Should a city build a light rail line from the station to the university campus and the new harbour "
+    "district?"
 )
 GATED_APP = f"""\
 import os

@@ -80,7 +80,7 @@ def test_a_pulse_exploration_on_the_real_local_model_grows_a_tree(
         assert not (nodes["status"] == "claimed").any(), "a claim was left behind"
         seed_questions = nodes.query("node_type == 'question' and depth == 1")
         assert len(seed_questions) >= 3, f"the seed posed {len(seed_questions)} questions; per role {roles}"
-        answered = seed_questions["status"].isin(["answered", "synthesized"]).sum()
+        answered = seed_questions["node_id"].isin(nodes.query("node_type == 'answer'")["parent_id"]).sum()
         assert answered * 2 >= len(seed_questions), f"{answered} of {len(seed_questions)} answered; {roles}"
         assert (calls["attempts"] >= 1).all() and (calls["queue_s"] >= 0).all()
         assert set(calls["mode"].dropna()) <= {"json_schema"}  # llama.cpp's server enforces it by grammar
