@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
@@ -192,9 +192,8 @@ _SUBJECT_LINE = re.compile(r"^(?:Seed|Question|Seed of the exploration):[ \t]*(\
 _ASKED_NOW = re.compile(r"^Question to answer now[^\n]*:\n(.+)$", re.MULTILINE)
 _EXAMPLE_LINE = ("Example ", "{")  # a worked example's lines: its seed or question, and its JSON reply
 _QUOTED_WORD = re.compile(r'"[a-z_]+"')  # a JSON key or a one-word value ("questions", "fact"): no topic
-STEM_LETTERS = (
-    4  # words compared for relatedness by their first letters: "growth" and "grow", "city" and "cities"
-)
+# Words are compared for relatedness by their first letters: "growth" and "grow", "city" and "cities".
+STEM_LETTERS = 4
 
 Shingles = frozenset[tuple[str, ...]]
 
@@ -217,11 +216,11 @@ class ReplyContext:
     lines: tuple[Shingles, ...] = ()  # each line of the prompt: material an echo would copy
     # Besides the gates' wording and the instructions: the schema's wording, the corrections sent.
     never: Shingles = frozenset()
-    subject: frozenset[str] = (
-        frozenset()
-    )  # the stems of the seed and question the prompt names (none: unknown)
-    borrowed: frozenset[str] = frozenset()  # the stems of its worked examples' topic that the subject lacks
-    material: frozenset[str] = frozenset()  # the stems of what it shows (answers, findings), not its own text
+    # The stems of the seed and question the prompt names (none: unknown), of its worked examples' topic
+    # that the subject lacks, and of what it shows (answers, findings), not its own text.
+    subject: frozenset[str] = frozenset()
+    borrowed: frozenset[str] = frozenset()
+    material: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, messages: list[Message], schema: type[BaseModel]) -> ReplyContext:
@@ -234,28 +233,21 @@ class ReplyContext:
             for line in m["content"].splitlines()
             if (grams := shingles(_tokens(line)))
         }
+        asking = [m["content"] for m in messages if m["role"] == "user"]
         named = [
             found
-            for m in messages
-            if m["role"] == "user"
+            for text in asking
             for pattern in (_SUBJECT_LINE, _ASKED_NOW)
-            for found in pattern.findall(m["content"])
+            for found in pattern.findall(text)
         ]
-        examples = [
-            line
-            for m in messages
-            if m["role"] == "user"
-            for line in m["content"].splitlines()
-            if line.startswith(_EXAMPLE_LINE)
-        ]
+        examples: list[str] = []
+        shown: list[str] = []
+        for line in (line for text in asking for line in text.splitlines()):
+            if line.startswith(_EXAMPLE_LINE):
+                examples.append(line)
+            elif normalize(line) not in _template_lines():
+                shown.append(line)
         subject = stems(" ".join(named))
-        shown = [
-            line
-            for m in messages
-            if m["role"] == "user"
-            for line in m["content"].splitlines()
-            if not line.startswith(_EXAMPLE_LINE) and normalize(line) not in _template_lines()
-        ]
         return cls(
             prompt=prompt,
             placeholders=_placeholders(schema) | asked,
@@ -268,16 +260,7 @@ class ReplyContext:
 
     def after(self, correction: str) -> ReplyContext:
         """The context once ``correction`` (its wording without the quoted reply) was sent back."""
-        return ReplyContext(
-            prompt=self.prompt,
-            placeholders=self.placeholders,
-            trusted=self.trusted,
-            lines=self.lines,
-            never=self.never | shingles(_tokens(correction)),
-            subject=self.subject,
-            borrowed=self.borrowed,
-            material=self.material,
-        )
+        return replace(self, never=self.never | shingles(_tokens(correction)))
 
 
 STORED = ReplyContext(trusted=True)

@@ -64,11 +64,9 @@ AnswerText = Annotated[str, Field(min_length=1), shape(2, 4000), AfterValidator(
 Prose = Annotated[str, Field(min_length=1), shape(10, 4000), _prose(3)]
 # A link's note, a tension, a gap: about material the prompt shows, which it may quote.
 Remark = Annotated[str, Field(min_length=1), shape(6, 1000), _prose(2, echo=False)]
-Harvested = Annotated[
-    str, Field(min_length=1), shape(10, 4000), _prose(3, echo=False)
-]  # drawn from the chain
+# Drawn from the chain shown.
+Harvested = Annotated[str, Field(min_length=1), shape(10, 4000), _prose(3, echo=False)]
 QuestionText = Annotated[str, Field(min_length=1), shape(8, 250, asks=True), AfterValidator(quality.question)]
-_QUESTION: TypeAdapter[str] = TypeAdapter(QuestionText)
 # A claim of an answer is the model's own: a copy of the prompt is no claim. A synthesis carries its
 # children's claims up, so its claims may quote them (the grounding in engine/grounding.py checks them).
 ClaimText = Annotated[str, Field(min_length=1), shape(6, 400), _prose(2)]
@@ -171,20 +169,13 @@ class SeedPlan(_Output):
         Usable("questions", QuestionText, least=1, related_to="decomposition"),
     )
     seed_kind: SeedKind
-    decomposition: Annotated[str, Field(min_length=1), shape(10, 500), _prose(3)] = Field(
-        description="How the seed breaks apart, in prose."
-    )
+    decomposition: Annotated[
+        str, Field(min_length=1), shape(10, 500), _prose(3), AfterValidator(quality.related)
+    ] = Field(description="How the seed breaks apart, in prose.")
     questions: list[QuestionText] = Field(
         description="Independent, specific seed questions.",
         json_schema_extra={"maxItems": MAX_SEED_QUESTIONS},
     )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _on_topic(cls, data: Any, info: ValidationInfo) -> Any:
-        if isinstance(data, dict) and isinstance(decomposition := data.get("decomposition"), str):
-            quality.related(decomposition, info)
-        return data
 
 
 class ProxySignal(StrEnum):

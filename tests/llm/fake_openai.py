@@ -232,6 +232,25 @@ def endless_tool_caller(inner: Responder, query: str = "evidence") -> Responder:
     return respond
 
 
+class InFlight:
+    """A responder that works ``service_s`` on a request, answers ``reply``, and remembers the most it
+    served at once (``most``)."""
+
+    def __init__(self, reply: dict[str, Any], service_s: float = 0.05) -> None:
+        self.reply, self.service_s = reply, service_s
+        self.now = self.most = 0
+        self._guard = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        with self._guard:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        time.sleep(self.service_s)  # the server's work on the request (the test waits on results)
+        with self._guard:
+            self.now -= 1
+        return self.reply
+
+
 def _junk(answer: dict[str, Any]) -> str:
     """The answer as sloppy models send it: prose, fences, a trailing comma, a raw newline."""
     answer = dict(answer)
@@ -309,8 +328,6 @@ class FakeOpenAI:
         self.declare_length = declare_length
         self.slots = slots
         self.props_asked = 0  # GET /props requests
-        self.in_flight = 0  # completions being answered now
-        self.most_in_flight = 0  # the most answered at once
         self.requests: list[dict[str, Any]] = []
         self.usages: list[dict[str, int] | None] = []
         self.headers: list[dict[str, str]] = []
@@ -494,16 +511,9 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
                 status, headers, payload = _json(404, {"error": {"message": f"no {self.path}"}})
             else:
-                with fake._lock:
-                    fake.in_flight += 1
-                    fake.most_in_flight = max(fake.most_in_flight, fake.in_flight)
-                try:
-                    status, headers, payload = fake.handle(
-                        json.loads(raw), {k.lower(): v for k, v in self.headers.items()}
-                    )
-                finally:
-                    with fake._lock:
-                        fake.in_flight -= 1
+                status, headers, payload = fake.handle(
+                    json.loads(raw), {k.lower(): v for k, v in self.headers.items()}
+                )
             self._send(status, headers, payload)
 
         def _send(self, status: int, headers: dict[str, str], payload: bytes) -> None:

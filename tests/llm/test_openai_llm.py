@@ -24,7 +24,7 @@ from fractal_nb.llm.openai_llm import MAX_TOKENS, OpenAILLM
 from fractal_nb.llm.protocol import LLM, Message, estimate_tokens, messages_tokens, metered
 from fractal_nb.llm.schemas import SCHEMAS, Answer, SeedPlan
 
-from .fake_openai import FakeOpenAI, _junk, schema_responder
+from .fake_openai import FakeOpenAI, InFlight, _junk, schema_responder
 
 MESSAGES: list[Message] = [
     {"role": "system", "content": "You answer questions."},
@@ -373,28 +373,10 @@ def test_junk_is_repairable() -> None:
 # --- a model the server admits: slots, length bounds, seed, one probe, an honest ledger ----
 
 
-class InFlight:
-    """A responder that works ``service_s`` on a request and remembers the most it served at once."""
-
-    def __init__(self, service_s: float = 0.05) -> None:
-        self.service_s = service_s
-        self.now = self.most = 0
-        self._guard = threading.Lock()
-
-    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
-        with self._guard:
-            self.now += 1
-            self.most = max(self.most, self.now)
-        time.sleep(self.service_s)  # the server's work on the request (the test waits on results)
-        with self._guard:
-            self.now -= 1
-        return GOOD
-
-
 def test_a_loopback_server_gets_one_request_at_a_time_and_queue_time_is_apart() -> None:
     # One request takes 0.25 s, well inside the 1.5 s timeout however loaded the machine; eight queued
     # at the server (2 s) would time out: the client queues them itself, and the timeout is per request.
-    slow = InFlight(service_s=0.25)
+    slow = InFlight(GOOD, service_s=0.25)
     with FakeOpenAI("ok", responder=slow) as server:
         llm = make_llm(server, timeout=1.5)
         assert llm.max_concurrency == 1  # 127.0.0.1: one slot unless told
@@ -418,7 +400,7 @@ def test_a_loopback_server_gets_one_request_at_a_time_and_queue_time_is_apart() 
 
 
 def test_max_concurrency_bounds_requests_in_flight() -> None:
-    slow = InFlight()
+    slow = InFlight(GOOD)
     with FakeOpenAI("ok", responder=slow) as server:
         llm = make_llm(server, max_concurrency=3)
         llm.complete(MESSAGES, Answer)  # the probe

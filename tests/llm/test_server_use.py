@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -18,32 +17,14 @@ from fractal_nb.llm.openai_llm import OpenAILLM, server_slots
 from fractal_nb.llm.protocol import Message
 from fractal_nb.llm.schemas import Answer
 
-from .fake_openai import FakeOpenAI
+from .fake_openai import FakeOpenAI, InFlight
 
 MESSAGES: list[Message] = [{"role": "user", "content": "Why is the sky blue?"}]
 GOOD = {"answer": "Rayleigh scattering.", "confidence": 0.8}
 
 
-class InFlight:
-    """A responder that takes ``service_s`` per reply and counts how many it answers at once."""
-
-    def __init__(self, service_s: float = 0.2) -> None:
-        self.service_s = service_s
-        self.now = self.most = 0
-        self._guard = threading.Lock()
-
-    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
-        with self._guard:
-            self.now += 1
-            self.most = max(self.most, self.now)
-        time.sleep(self.service_s)  # the server's work on the request (the test waits on results)
-        with self._guard:
-            self.now -= 1
-        return GOOD
-
-
 def test_a_server_that_says_it_has_two_slots_gets_two_requests_at_once() -> None:
-    slow = InFlight()
+    slow = InFlight(GOOD, service_s=0.2)
     with FakeOpenAI("ok", responder=slow, slots=2) as server:
         llm = server.llm(timeout=5)
         assert llm.max_concurrency == 1  # until the first call asks
@@ -57,7 +38,7 @@ def test_a_server_that_says_it_has_two_slots_gets_two_requests_at_once() -> None
 
 @pytest.mark.parametrize("slots", [None, 1])
 def test_a_server_that_does_not_say_or_has_one_slot_gets_one_request_at_a_time(slots: int | None) -> None:
-    slow = InFlight()
+    slow = InFlight(GOOD, service_s=0.2)
     with FakeOpenAI("ok", responder=slow, slots=slots) as server:
         llm = server.llm(timeout=5)
         with ThreadPoolExecutor(4) as pool:
