@@ -16,6 +16,7 @@ from ..model import (
     GraphStatus,
     Intensity,
     NodeStatus,
+    NodeType,
     SaturationReason,
     Strategy,
 )
@@ -282,10 +283,7 @@ class Claims:
                 nodes += self._core.nodes("graph_id = ? AND status = 'error'", [gid])
                 # Failed questions a harvest saturated as such, and the syntheses written over them
                 # (weak: docs/architecture.md, "Facts, assumptions, unknowns"), reopen too.
-                for failed in self._core.nodes(
-                    "graph_id = ? AND node_type = 'question' AND status = 'saturated' AND status_reason = ?",
-                    [gid, SaturationReason.ERROR.value],
-                ):
+                for failed in self._reopenable_failures(gid):
                     if failed.question_id is not None:
                         self._core.reopen_synthesis(self._core.node(gid, failed.question_id), None, now)
                     nodes.append(failed)
@@ -405,6 +403,45 @@ class Claims:
             f"DELETE FROM synthesis_claims WHERE graph_id = ? AND holder IN ({marks})", [graph_id, *gone]
         )
         return [n.node_id for n in nodes]
+
+    def _reopenable_failures(self, graph_id: str) -> list[NodeRow]:
+        """The questions saturated as failed that may reopen: those in no branch still saturated.
+
+        A failed question under a node saturated for another reason (or for a failure
+        that is not reopened with it) stays closed: a saturated branch keeps every
+        question below it done (rule 4). Taken from the top down, so a failed
+        question reopens with the failed question above it.
+        """
+        saturated = {
+            n.node_id: n for n in self._core.nodes("graph_id = ? AND status = 'saturated'", [graph_id])
+        }
+        failed = sorted(
+            (
+                n
+                for n in saturated.values()
+                if n.node_type == NodeType.QUESTION and n.status_reason == SaturationReason.ERROR
+            ),
+            key=lambda n: (n.depth, n.seq),
+        )
+        above = {a for n in failed for a in n.ancestors}
+        rows = (
+            {
+                n.node_id: n
+                for n in self._core.nodes(
+                    f"graph_id = ? AND node_id IN ({', '.join('?' for _ in above)})", [graph_id, *above]
+                )
+            }
+            if above
+            else {}
+        )
+        reopened: set[str] = set()
+        for question in failed:
+            # the chain above: each question on its path, and the node each hangs under
+            chain = {*question.ancestors, question.parent_id}
+            chain |= {rows[a].parent_id for a in question.ancestors if a in rows}
+            if not any(c in saturated and c not in reopened for c in chain if c is not None):
+                reopened.add(question.node_id)
+        return [n for n in failed if n.node_id in reopened]
 
     def _reopen(self, nodes: list[NodeRow], now: float) -> None:
         """Claimed or failed questions back to open, their lease and holder cleared."""

@@ -777,7 +777,9 @@ class GraphMachine(RuleBasedStateMachine):
         )
         ok = good_older and good_name(worker)
         expected: set[str] = set()
-        for q in v.questions():
+        # A question saturated as failed reopens unless a node above it stays saturated (rule 4),
+        # read from the top down: under a failed question that reopens, it reopens too.
+        for q in sorted(v.questions(), key=lambda q: q["depth"]):
             if q["status"] == "claimed":
                 at = epoch(q["claimed_at"])
                 assert at is not None
@@ -790,10 +792,15 @@ class GraphMachine(RuleBasedStateMachine):
                         expected.add(q["node_id"])
                 elif worker is not None or at + LEASE_S <= self.now:
                     expected.add(q["node_id"])
-            elif include_errors and (
-                q["status"] == "error" or (q["status"] == "saturated" and q["status_reason"] == "error")
-            ):
+            elif include_errors and q["status"] == "error":
                 expected.add(q["node_id"])
+            elif include_errors and q["status"] == "saturated" and q["status_reason"] == "error":
+                up, blocked = q, False
+                while up["parent_id"] is not None and not blocked:
+                    up = v.by_id[up["parent_id"]]
+                    blocked = up["status"] == "saturated" and up["node_id"] not in expected
+                if not blocked:
+                    expected.add(q["node_id"])
         out = self.call(
             "recover_stuck",
             self.store.recover_stuck,

@@ -62,3 +62,20 @@ def test_only_a_question_saturated_as_failed_reopens(backend: Backend) -> None:
         assert (statuses[rain], statuses[land], statuses[dams]) == ("open", "saturated", "saturated")
         with pytest.raises(InvalidTransitionError):
             store.mark_saturated(gid, land, "actionable")
+
+
+def test_a_failed_question_in_a_branch_still_saturated_stays_closed(backend: Backend) -> None:
+    """Rule 4 holds through recovery: no question reopens under a node that stays saturated."""
+    with backend.open() as store:
+        gid, root, (rain, land, dams) = tree(store)
+        answer = store.add_answer(gid, rain, "Heavy rain.", sub_questions=["How heavy?", "How long?"])
+        heavy, long = (q["node_id"] for q in answer["sub_questions"])
+        store.mark_saturated(gid, answer["answer"]["node_id"], "error")  # cascades "error" to both
+        store.mark_saturated(gid, dams, "error")
+        deep = store.add_answer(gid, land, "Clay.", sub_questions=["Is clay wet?"])["sub_questions"][0]
+        store.mark_saturated(gid, deep["node_id"], "error")
+        store.prune_branch(gid, land)  # the failed question below stays failed, in a pruned branch
+        assert store.recover_stuck(gid, include_errors=True)["recovered"] == [dams]
+        statuses = {n["node_id"]: n["status"] for n in store.get_snapshot(gid)["nodes"]}
+        assert statuses[dams] == "open"
+        assert {statuses[q] for q in (heavy, long, deep["node_id"])} == {"saturated"}
