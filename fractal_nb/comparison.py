@@ -36,8 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pandas as pd
 
 from .arguments import check_llm, check_store_target
-from .engine.calls import ModelCaller
-from .engine.limits import Limits
+from .engine import Limits, ModelCaller
 from .errors import InvalidInputError, LLMError
 from .exploration import Exploration
 from .llm.cache import CachedLLM

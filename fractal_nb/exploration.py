@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -10,14 +11,20 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 import pandas as pd
-from tqdm.auto import tqdm
 
+from . import engine
 from .arguments import STORE_LOG, check_llm, check_store_target
-from .engine.dispatcher import Clock, Dispatcher, RealClock, heartbeat
-from .engine.limits import Limits, spend_tokens
-from .engine.outcome import after_seed, held_back
-from .engine.phases import gap_rows, harvest, preview, seed
-from .engine.primitive import RunState, claim_question, leftovers, process
+from .engine import (
+    Clock,
+    Limits,
+    RealClock,
+    RunState,
+    gap_rows,
+    harvest,
+    preview,
+    spend_tokens,
+    strategy_part,
+)
 from .errors import InvalidInputError, StateError, StoreUnreachableError
 from .evidence_report import Evidence, evidence_of, node_evidence
 from .export import to_networkx
@@ -34,7 +41,6 @@ from .model import (
     Intensity,
     NodeStatus,
     NodeType,
-    RunOutcome,
     Strategy,
     Support,
     WeakReason,
@@ -60,8 +66,6 @@ if TYPE_CHECKING:
     from .views import ExplorationView
 
 STEP_WORKER = "stepper"
-LEFTOVERS = "(syntheses the climbs left)"
-"""A step's record of syntheses it made or tried when no question was left (``StepRecord.question``)."""
 
 
 class Exploration:
@@ -95,7 +99,7 @@ class Exploration:
             store, graph, llm, limits=Limits.from_metadata(graph["metadata"]), whole=store
         )
         self._clock = clock or RealClock()
-        self._dispatcher: Dispatcher | None = None
+        self._stop: threading.Event | None = None  # set: the run in progress pauses
         # One run per graph in this process, whichever Exploration object asks (a notebook
         # may open the same file again while a Run goes on).
         self._running = store.run_lock(graph_id)
@@ -136,7 +140,7 @@ class Exploration:
         check_llm(llm)
         _check_clock(clock)
         require_text(seed, "seed")
-        how = parse_choice(Strategy, strategy, "strategy")
+        how = strategy_part(strategy).name
         level = parse_choice(Intensity, intensity, "intensity")
         CheckpointMode.parse(checkpoint, level)
         limits = Limits.parse(
@@ -147,8 +151,8 @@ class Exploration:
             node_timeout_s=node_timeout_s,
         )
         kept: dict[str, Any] | None = {"limits": limits.to_metadata()} if limits != Limits() else None
-        if how != Strategy.FRACTAL:
-            kept = {**(kept or {}), "strategy": how.value}
+        if how != Strategy.FRACTAL:  # the default is kept as no key
+            kept = {**(kept or {}), "strategy": how}
         parse_metadata(kept)
         items = [] if sources is None else list(sources) if isinstance(sources, list | tuple) else [sources]
         tables = [i for i in items if isinstance(i, Table)]
@@ -337,48 +341,35 @@ class Exploration:
         with self._exclusive("pause() it first", resume=resume or raised, revive=resume):
             if asked != Limits():
                 self.store.update_graph_metadata(self.graph_id, kept)
-            self._state.arm(limits)
-            self._state.convergence_found.clear()
-            self._state.call.reset_health()  # the model may be back
             started = time.perf_counter()
-            processed: list[StepRecord] = []
-            bar = tqdm(desc="fractal", unit="node", disable=not progress, leave=True)
+            stop = self._stop = threading.Event()
             callers: list[BaseException] = []  # what on_step raised: the caller's error, not the engine's
 
             def stepped(record: StepRecord) -> None:
-                processed.append(record)
-                bar.update(1)
                 if on_step is not None:
                     try:
                         on_step(record)
                     except BaseException as exc:
                         callers.append(exc)
-                        if self._dispatcher is not None:
-                            self._dispatcher.stop.set()
                         raise
 
-            dispatcher: Dispatcher | None = None
-            with bar:
-                first = seed(self._state)
-                if first is not None:
-                    stepped(first)
-                    if (ended := after_seed(self._state, first)) is not None:  # engine/outcome.py
-                        return self._run_report(ended, None, processed, spent, started)
-                dispatcher = self._dispatcher = Dispatcher(
+            try:
+                ran = engine.run(
                     self._state,
-                    workers=min(workers, budget.max_agents),
+                    limits=limits,
+                    workers=workers,
                     clock=self._clock,
+                    progress=progress,
                     on_step=stepped,
+                    stop=stop,
                 )
-                try:
-                    status = dispatcher.run()
-                except BaseException as exc:  # a bug or a store gone: the graph records it, then it is raised
-                    if not any(exc is theirs for theirs in callers):
-                        self._record_error(exc)
-                    raise
-                finally:
-                    self._dispatcher = None
-            return self._run_report(status, dispatcher, processed, spent, started)
+            except BaseException as exc:  # a bug or a store gone: the graph records it, then it is raised
+                if not any(exc is theirs for theirs in callers):
+                    self._record_error(exc)
+                raise
+            finally:
+                self._stop = None
+            return self._run_report(ran, spent, started)
 
     def _record_error(self, exc: BaseException) -> None:
         """A failure the engine cannot recover from sets the graph to ``error`` (docs/architecture.md)."""
@@ -392,19 +383,12 @@ class Exploration:
         except Exception:  # noqa: BLE001 - the original error is the one to raise
             pass
 
-    def _run_report(
-        self,
-        status: RunOutcome,
-        dispatcher: Dispatcher | None,
-        processed: list[StepRecord],
-        spent: list[ModelSpend],
-        started: float,
-    ) -> RunReport:
+    def _run_report(self, ran: engine.Ran, spent: list[ModelSpend], started: float) -> RunReport:
         """The run's :class:`RunReport`: the graph as it is now and what this run did to it."""
         store, g = self.store, self.graph_id
         snapshot = store.get_snapshot(g)
         pending = pending_counts(snapshot["nodes"])
-        reports = dispatcher.reports if dispatcher is not None else []
+        status, reports, processed = ran.outcome, ran.reports, ran.steps
         mine = {a for r in processed for pair in r.convergences for a in pair}
         answers = {r.answer_id for r in processed if r.answer_id}
         before, after = self._usage(spent), self._usage(store.llm_spend(g))
@@ -437,38 +421,18 @@ class Exploration:
         model is down or a spend budget is reached (``engine/outcome.py``'s
         ``held_back``): the step that met it is the last one returned. With no
         question left, the syntheses the climbs left are made (or tried: a failed one
-        goes back) and returned as one record whose ``question`` is :data:`LEFTOVERS`,
+        goes back) and returned as one record whose ``question`` is :data:`fractal_nb.engine.LEFTOVERS`,
         so ``while ex.step(n): ...`` goes on until nothing is left to do.
         """
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise InvalidInputError(f"n must be an integer >= 1, not {n!r}")
         with self._exclusive("pause() it before stepping", resume=True):  # a step is an explicit act
-            records: list[StepRecord] = []
-            self._state.call.reset_health()  # the model may be back
-            self._state.refresh_sources()  # sources added since the last run count (engine/evidence.py)
-            first = seed(self._state)
-            if first is not None:
-                records.append(first)
-            with heartbeat(self._state):  # a slow model keeps its claim past the lease
-                while len(records) < n and held_back(self._state) is None:
-                    if records and records[-1].budget_reached:  # a node's time limit: the last step
-                        break
-                    claim = claim_question(self._state, STEP_WORKER)
-                    if claim["node_id"] is None:  # as a run's workers do: what the climbs left
-                        given_back: list[str] = []
-                        if done := leftovers(self._state, STEP_WORKER, given_back=given_back):
-                            records.append(StepRecord(done[-1], STEP_WORKER, LEFTOVERS, synthesized=done))
-                        elif given_back:  # worked and failed: the next step tries it again
-                            error = f"the synthesis of {', '.join(given_back)} failed and was given back"
-                            records.append(StepRecord(given_back[-1], STEP_WORKER, LEFTOVERS, error=error))
-                        break
-                    records.append(process(self._state, claim, STEP_WORKER))
-            return records
+            return engine.step(self._state, n, STEP_WORKER)
 
     def pause(self) -> None:
         """Ask a running ``run()`` to stop: nodes in flight finish, no new claims are made."""
-        if self._dispatcher is not None:
-            self._dispatcher.stop.set()
+        if self._stop is not None:
+            self._stop.set()
 
     def approve(self, node_ids: list[str] | None = None) -> dict[str, Any]:
         """Open gated questions (all when None); a paused graph becomes active again.

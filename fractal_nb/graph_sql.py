@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 
 import pandas as pd
 
-from .engine.phases import gap_rows
+from .engine import gap_rows
 from .store.frame_sql import SqlParams, select_frames
 from .store.records import EdgeRecord, NodeRecord, Snapshot
 

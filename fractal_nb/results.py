@@ -34,7 +34,8 @@ class StepRecord:
     saturated: str | None = None  # the worker's saturation verdict, when it saturated the question
     budget_reached: str | None = None  # the node's time limit ended the run (engine/limits.py)
     halted: str | None = None  # the worker halted instead of answering: a HaltKind value ("Halts")
-    thinkon: str | None = None  # a thinkon step: plan, call, return, cut or failed (engine/thinkon.py)
+    # a thinkon step: plan, call, return, cut or failed (engine/strategies/thinkon.py)
+    thinkon: str | None = None
 
     @property
     def ok(self) -> bool:

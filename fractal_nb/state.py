@@ -15,8 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from .engine.grounding import same_fact
-from .engine.phases import current, gap_rows
+from .engine import current, gap_rows, same_fact
 from .errors import NotFoundError
 from .model import ClaimKind, GraphStatus, NodeStatus, NodeType, SaturationReason
 from .steering import asked_text

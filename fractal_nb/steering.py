@@ -17,8 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from .engine.primitive import RunState
-from .engine.widening import propose_seed_questions
+from .engine import RunState, propose_seed_questions
 from .errors import StateError
 from .store import Store
 from .store.base import optional_text, require_count, require_id, require_text

@@ -1,1 +1,45 @@
-"""The engine: seed, work (parallel workers on the store's queue) and harvest."""
+"""The engine's front door: what the facade and the faces use of it (docs/architecture.md, "The engine loop").
+
+:func:`run` and :func:`step` own a run's limits, seed phase, dispatch and
+outcome; :func:`work` is a remote worker's loop; :func:`harvest` and
+:func:`preview` build the result. Nothing above the engine imports its modules
+directly.
+"""
+
+from __future__ import annotations
+
+from .calls import ModelCaller
+from .dispatcher import Clock, RealClock, ScaledClock, WorkerReport
+from .grounding import same_fact
+from .limits import Limits, spend_tokens
+from .phases import current, gap_rows, harvest, preview
+from .run_state import RunState
+from .runs import LEFTOVERS, Ran, run, step, work
+from .strategies import StrategyPart, register, strategy_names, strategy_part
+from .widening import propose_seed_questions
+
+__all__ = [
+    "LEFTOVERS",
+    "Clock",
+    "Limits",
+    "ModelCaller",
+    "Ran",
+    "RealClock",
+    "RunState",
+    "ScaledClock",
+    "StrategyPart",
+    "WorkerReport",
+    "current",
+    "gap_rows",
+    "harvest",
+    "preview",
+    "propose_seed_questions",
+    "register",
+    "run",
+    "same_fact",
+    "spend_tokens",
+    "step",
+    "strategy_names",
+    "strategy_part",
+    "work",
+]

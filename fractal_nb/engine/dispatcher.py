@@ -20,15 +20,17 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import StoreUnreachableError
-from ..model import GraphStatus, RunOutcome, Strategy
+from ..model import GraphStatus, RunOutcome
 from ..results import StepRecord
 from ..run_report import WorkerReport
 from .outcome import settle
-from .primitive import RunState, claim_question, leftovers, process
-from .thinkon import MAX_CHAIN_STEPS
+from .primitive import claim_question, leftovers, process
+
+if TYPE_CHECKING:
+    from .run_state import RunState
 
 __all__ = ["BACKOFF_S", "Clock", "Dispatcher", "RealClock", "ScaledClock", "WorkerReport", "heartbeat"]
 
@@ -206,8 +208,7 @@ class Dispatcher:
 
     def _work(self, report: WorkerReport) -> None:
         run = self.run_state
-        # A thinkon chain is one level after another: its own limits bound it (engine/thinkon.py).
-        breaker = run.budget.max_depth * 3 if run.strategy != Strategy.THINKON else MAX_CHAIN_STEPS
+        breaker = run.part.steps_per_worker(run)
         interactive = run.checkpoint.kind == "interactive"
         tries = 0
         while True:

@@ -65,7 +65,7 @@ def passages(hits: Sequence[ChunkRecord]) -> str:
     The lines shown stay within :data:`EVIDENCE_CHARS`: a passage the bound cuts is
     shown up to its last whole line (its head names the lines shown), and the
     passages after it are left out. The answer's evidence section and a track's
-    synthesis (engine/tracks.py) show evidence this way.
+    synthesis (engine/strategies/tracks.py) show evidence this way.
 
     Source text is data, never the prompt's structure (docs/architecture.md,
     "Evidence in the engine"): every line of it follows its number, with any line

@@ -11,11 +11,14 @@ the store says why a run stopped, whoever reads it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model import GraphStatus, NodeStatus, RunOutcome, pending_counts
 from ..results import StepRecord
-from .primitive import RunState, cascade, freeze_unexplored
+from .primitive import freeze_unexplored, leftovers
+
+if TYPE_CHECKING:
+    from .run_state import RunState
 
 SETTLE_ROUNDS = 3
 """Rounds of the settling cascade when nothing else is left: a synthesis that failed is asked again
@@ -72,7 +75,7 @@ def settle(
         # The resume routing's case c (docs/architecture.md): nothing to claim, the root
         # not synthesized; the cascade reaches every ready question before the run calls itself complete.
         for _ in range(SETTLE_ROUNDS):  # each round asks a failed synthesis again, sampled anew
-            cascade(run, worker=cascade_worker)
+            leftovers(run, cascade_worker)
             left = store.get_ready_to_synthesize(g)["count"]
             if not left or run.call.outage or run.call.allowance.reached():
                 break

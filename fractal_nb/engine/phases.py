@@ -1,104 +1,34 @@
-"""The phases around the work: seed (the root's decomposition) and harvest (the result)."""
+"""The harvest (the result) and the reading of a graph's gaps, for every strategy."""
 
 from __future__ import annotations
 
 from contextlib import suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import BudgetExhaustedError, FractalError, LLMError
+from ..errors import FractalError, LLMError
 from ..llm.quality import STORED
-from ..llm.schemas import Citation, Finding, HarvestSummary, SeedPlan
+from ..llm.schemas import HarvestSummary
 from ..model import (
     PENDING_QUESTION,
     ClaimKind,
     GraphStatus,
     NodeStatus,
     SaturationReason,
-    Strategy,
     Support,
     WeakReason,
 )
-from ..prompts import chat
 from ..provenance import with_nodes
-from ..results import ChainLink, FractalResult, StepRecord, synthesis_chain, weak_reasons
+from ..results import ChainLink, FractalResult, synthesis_chain, weak_reasons
 from ..store.citations import support_of
 from ..store.records import NodeRecord, Snapshot
 from ..text import clip, normalize
-from . import evidence, grounding, seeding, single, thinkon, tracks
-from .primitive import RunState, cascade, freeze_unexplored
+from . import evidence, grounding, synthesis_object
+from .primitive import cascade, freeze_unexplored
+
+if TYPE_CHECKING:
+    from .run_state import RunState
 
 HARVEST_PASSES = 3
-
-
-POOLED_SEED_ATTEMPTS = 5
-"""Seed plans the fractal seed asks at most: it stops once the usable questions pooled so far make the
-minimum, so a model that can do the job pays one; a small one pools its few usable questions over
-several (the packaged Gemma 3 270M fell short of 3 after 3 attempts; docs/architecture.md, "Small models")."""
-
-
-def seed(run: RunState) -> StepRecord | None:
-    """Answer the root with the seed plan and hang the seed questions under it.
-
-    Returns None when the root is already answered (a resumed graph). The
-    number of questions is held to the intensity's range: extra ones are cut,
-    and too few trigger a retry that says so. When no attempt reaches the
-    minimum, the best plan is kept and the root's answer records the shortfall
-    (``seed_minimum``), which marks the result degraded. A tracks graph is seeded
-    with its tracks instead (engine/tracks.py); a thinkon graph has no seed phase:
-    its root is the chain's first level, and its Think is the first step; a single
-    graph's seed phase is its one call (engine/single.py).
-    """
-    if run.strategy == Strategy.TRACKS:
-        return tracks.seed(run)
-    if run.strategy == Strategy.THINKON:
-        return None
-    if run.strategy == Strategy.SINGLE:
-        return single.seed(run)
-    root = run.store.get_synthesis_inputs(run.graph_id, run.root_id)["node"]
-    if root["status"] != NodeStatus.OPEN:
-        return None
-    lo, hi = run.budget.seed_questions
-    # The distinct usable questions of every attempt, pooled: a small model's plan keeps two of its
-    # four questions (the rest refused), and the next attempt's two new ones make the minimum.
-    pooled: dict[str, str] = {}
-    plan: SeedPlan | None = None
-    refused: list[str] = []
-    error, note, attempts = "", "", 0
-    for _ in range(POOLED_SEED_ATTEMPTS):
-        attempt = seeding.attempt(run, SeedPlan, chat("seed", seed=run.seed + note, lo=lo, hi=hi))
-        if isinstance(attempt, StepRecord):
-            return attempt
-        if isinstance(attempt, LLMError):
-            error = seeding.failed(attempt)
-            if run.call.outage is not None:  # the model is down: no attempt can land now
-                break
-            continue
-        before = len(pooled)
-        for q in attempt.questions:
-            pooled.setdefault(normalize(q), q.strip())
-        if len(pooled) > before:
-            attempts += 1
-        if plan is None or len(attempt.questions) > len(plan.questions):
-            plan = attempt  # its decomposition names the dimensions
-        refused += attempt.refused
-        if len(pooled) >= lo:
-            break
-        note = f"\n(The previous attempts posed {len(pooled)} usable questions; pose between {lo} and {hi}.)"
-    if plan is None:  # every attempt failed: the root stays open for the next run
-        return StepRecord(root["node_id"], seeding.SEED_WORKER, run.seed, error=error)
-    questions = list(pooled.values())[:hi]
-    return seeding.write_plan(
-        run,
-        plan.decomposition,
-        {
-            "seed_kind": plan.seed_kind,
-            "seed_questions": len(questions),
-            "seed_minimum": lo,
-            **({"seed_attempts_pooled": attempts} if attempts > 1 else {}),
-            **({"refused": refused} if refused else {}),
-        },
-        questions,
-    )
 
 
 def harvest(run: RunState, *, finish: bool = True, aggregate: bool = False) -> FractalResult:
@@ -134,18 +64,14 @@ def harvest(run: RunState, *, finish: bool = True, aggregate: bool = False) -> F
     )
     if finishing and status != GraphStatus.ACTIVE:
         store.resume_graph(g)
-    if finishing and run.strategy == Strategy.THINKON:  # the chain's partial result, no model call
-        # The budget that stopped the chain (a spend, or the wall time the run recorded) is its reason.
+    if finishing:
+        # The budget that stopped the graph (a spend, or the wall time the run recorded), if one did.
         stopped = snapshot["status_reason"] if status == GraphStatus.BUDGET_EXHAUSTED else None
-        thinkon.unwind(run, spent or stopped or "harvested before the chain returned")
-    elif finishing:
-        _freeze_and_repair(run, model=spent is None)
+        run.part.finish(run, spent, stopped)
     snapshot = store.get_snapshot(g)
     nodes = current(snapshot["nodes"])
     chain = synthesis_chain(nodes)
     gaps = [gap_text(row) for row in gap_rows(nodes)]
-    # What the model did not write (syntheses joined without it) is never material for findings.
-    sound = [c for c in chain if not c.degraded]
     fallback = (
         chain[0].synthesis
         if chain and not chain[0].degraded
@@ -154,41 +80,14 @@ def harvest(run: RunState, *, finish: bool = True, aggregate: bool = False) -> F
         else "(no synthesis yet)"
     )
     summary = HarvestSummary.model_construct(summary=fallback, findings=[], gaps=[])
-    # With sources, each question's verified citations, for the findings to carry (engine/evidence.py).
-    cited = evidence.chain_citations(nodes) if run.has_sources else {}
-    chain_text = "\n".join(
-        f"{'  ' * c.depth}- {clip(c.question, 200)}: {clip(c.synthesis, 600)}"
-        + evidence.cites_lines(cited.get(c.node_id, []), "  " * c.depth + "  ")
-        for c in sound[:40]
-    )
     try:
-        if run.strategy == Strategy.THINKON:  # the chain's own result: what its levels returned, no call
-            summary = thinkon.summary(nodes, gaps)
-        elif run.strategy == Strategy.SINGLE:  # the one call's own findings and gaps
-            summary = single.summary(nodes, gaps)
-        elif spent is not None:
-            raise BudgetExhaustedError(f"{spent}: the harvest made no model calls")
-        else:
-            summary = run.call(
-                HarvestSummary,
-                evidence.with_rule(
-                    chat(
-                        "harvest",
-                        seed=clip(run.seed, 500),
-                        chain=chain_text or "(empty)",
-                        gaps="\n".join(f"- {g_}" for g_ in gaps) or "(none)",
-                    ),
-                    sources=run.has_sources,
-                ),
-                node_id=snapshot["root_node_id"],
-                worker=None,
-            )
+        summary = run.part.summary(run, nodes, gaps, spent)
     except LLMError as exc:  # logged; the root's synthesis stands in for the summary
         gaps.append(f"harvest summary failed: {exc}")
     # One gap per question (two alike stay two); the model's own gaps added where they are new.
     summary = summary.model_copy(update={"gaps": gaps + [g_ for g_ in summary.gaps if g_ not in gaps]})
-    if run.strategy == Strategy.TRACKS:  # the tracks' own findings, cited and checked, not the summary's
-        summary = summary.model_copy(update={"findings": _track_findings(nodes)})
+    if (own := run.part.findings(nodes)) is not None:
+        summary = summary.model_copy(update={"findings": own})
     synthesis = _synthesis_object(run, nodes, aggregate=aggregate and spent is None)
     if not finishing:  # checked as the store checks them, nothing written
         return _result(run, store.get_snapshot(g), chain, summary, _checked(run, summary), synthesis)
@@ -205,23 +104,6 @@ def harvest(run: RunState, *, finish: bool = True, aggregate: bool = False) -> F
         # The turn ends in a head here (docs/architecture.md, "Turns and heads").
         store.end_turn(g, cost=run.limits.cost(store.llm_spend(g)))
     return _stored_result(run, store.get_snapshot(g))
-
-
-def _track_findings(nodes: list[NodeRecord]) -> list[Finding]:
-    """The findings of a tracks graph's tracks that may stand in its result (supported, or no sources)."""
-    return [
-        Finding.model_construct(
-            finding=f["finding"],
-            confidence=f.get("confidence", "medium"),
-            citations=[
-                Citation.model_construct(**{k: c[k] for k in ("source", "line_start", "line_end", "quote")})
-                for c in f.get("citations") or []
-            ],
-        )
-        for n in nodes
-        if n["node_type"] == "question" and tracks.is_track(n["metadata"])
-        for f in tracks.kept_findings(n["metadata"])
-    ]
 
 
 def _synthesis_object(run: RunState, nodes: list[NodeRecord], *, aggregate: bool) -> dict[str, Any] | None:
@@ -264,7 +146,7 @@ def _aggregate_fractal(run: RunState, nodes: list[NodeRecord]) -> dict[str, Any]
     if not briefs:
         return None
     try:
-        return tracks.aggregate(run, briefs, node_id=run.root_id, worker=None, calls=None)
+        return synthesis_object.aggregate(run, briefs, node_id=run.root_id, worker=None, calls=None)
     except LLMError:  # logged; the harvest stands without it
         return None
 
@@ -402,7 +284,7 @@ def _result(
         answer_support=answer_support(nodes),
         held=held_rows(nodes),
         blocked=blocked_rows(nodes),
-        strategy=run.strategy.value,
+        strategy=run.strategy,
         synthesis=synthesis,
     )
 
@@ -484,7 +366,7 @@ def _degraded_reasons(
     return reasons
 
 
-def _freeze_and_repair(run: RunState, *, model: bool = True) -> None:
+def freeze_and_repair(run: RunState, *, model: bool = True) -> None:
     """Freeze what is left, then synthesize up to the root: with the model, else (or when it fails) joined."""
     store, g = run.local, run.graph_id
     for node in store.get_snapshot(g)["nodes"]:
@@ -505,9 +387,9 @@ def _freeze_and_repair(run: RunState, *, model: bool = True) -> None:
         if node["node_type"] == "question" and node["status"] == NodeStatus.ANSWERED:
             inputs = store.get_synthesis_inputs(g, node["node_id"])
             # An answered leaf left behind (one with a person's note is the cascade's: it reads the note;
-            # a track's is too: its synthesis is its findings, engine/tracks.py).
+            # a track's is too: its synthesis is its findings, engine/strategies/tracks.py).
             leaf = not inputs["sub_questions"] and inputs["answers"] and not inputs["notes"]
-            if leaf and not tracks.is_track(node["metadata"]):
+            if leaf and run.part.answer_is_synthesis(node["metadata"]):
                 answer = inputs["answers"][0]
                 claims = grounding.joined(grounding.sources({**inputs, "answers": [answer]}))
                 store.synthesize_node(g, node["node_id"], answer["text"], claims=claims)

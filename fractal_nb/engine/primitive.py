@@ -10,10 +10,9 @@ released for another try and the failure is logged.
 
 from __future__ import annotations
 
-import threading
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     BudgetExhaustedError,
@@ -21,9 +20,8 @@ from ..errors import (
     LLMError,
     LLMUnavailableError,
     NodeTimeLimitError,
-    StateError,
 )
-from ..llm.protocol import LLM, ToolUsingLLM
+from ..llm.protocol import ToolUsingLLM
 from ..llm.schemas import (
     Answer,
     Connections,
@@ -31,145 +29,39 @@ from ..llm.schemas import (
     LeafAnswer,
     StatedClaim,
     SubQuestion,
-    Synthesis,
     connections_among,
 )
-from ..model import (
-    BUDGETS,
-    MAX_SUB_QUESTIONS,
-    UNEXPLORED,
-    Budget,
-    CheckpointMode,
-    HaltKind,
-    Intensity,
-    NodeStatus,
-    SaturationReason,
-    Strategy,
-    parse_choice,
-)
+from ..model import MAX_SUB_QUESTIONS, UNEXPLORED, HaltKind, NodeStatus, SaturationReason
 from ..prompts import chat, render
 from ..results import StepRecord
-from ..store import Store, WorkerStore
-from ..store.records import Claim, GraphRecord, QuestionContext, SubQuestionBrief, SynthesisClaim
+from ..store import WorkerStore
+from ..store.records import Claim, QuestionContext, SynthesisClaim
 from ..text import clip, normalize
-from . import evidence, grounding, thinkon, tracks
-from .calls import ModelCaller, PendingCalls
+from . import evidence
+from .calls import PendingCalls
 from .evidence_tools import SourceTools
-from .limits import Limits
+
+if TYPE_CHECKING:
+    from .run_state import RunState
 
 MAX_LINKS = 2  # links kept per answer and kind: a few strong ones beat many weak ones
-
-
-@dataclass
-class RunState:
-    """What the workers of one graph share: store, model, budget, and in-process signals."""
-
-    store: WorkerStore
-    graph_id: str
-    root_id: str
-    seed: str
-    budget: Budget
-    checkpoint: CheckpointMode
-    call: ModelCaller
-    strategy: Strategy = Strategy.FRACTAL  # graph metadata "strategy" (docs/architecture.md, "Tracks")
-    work_added: threading.Condition = field(default_factory=threading.Condition)
-    # Work other processes added (the store's watch: PostgreSQL's NOTIFY), counted so a worker
-    # woken by it does not count the wait as one of its backoff tries (engine/dispatcher.py).
-    added_elsewhere: int = 0
-    convergence_found: threading.Event = field(default_factory=threading.Event)
-    # A synthesis was given back (its call failed): a worker with no question to claim asks the whole graph.
-    synthesis_given_back: threading.Event = field(default_factory=threading.Event)
-    has_sources: bool = False  # answers gather evidence first (engine/evidence.py); read by arm()
-    # The whole local store behind ``store`` (``local``); None for a worker's store (remote/worker.py).
-    whole: Store | None = None
-
-    @classmethod
-    def for_graph(
-        cls,
-        store: WorkerStore,
-        graph: GraphRecord,
-        llm: LLM,
-        *,
-        limits: Limits | None = None,
-        whole: Store | None = None,
-    ) -> RunState:
-        """The run state of ``graph`` (a ``get_graph`` record) on ``store`` with ``llm``.
-
-        ``whole``: the same store as a whole local :class:`~fractal_nb.store.Store`, in the
-        process that owns the graph's file (``local``); None for a worker's store.
-        """
-        state = cls(
-            store=store,
-            whole=whole,
-            graph_id=graph["graph_id"],
-            root_id=graph["root_node_id"],
-            seed=graph["seed"],
-            budget=BUDGETS[Intensity(graph["intensity"])],
-            checkpoint=CheckpointMode.parse(graph["checkpoint_mode"]),
-            call=ModelCaller(llm, store, graph["graph_id"]),
-            strategy=parse_choice(Strategy, graph["metadata"].get("strategy", "fractal"), "strategy"),
-        )
-        state.arm(limits or Limits())
-        return state
-
-    @property
-    def limits(self) -> Limits:
-        """What the graph may spend (:mod:`.limits`); its model calls are admitted against them (``arm``)."""
-        return self.call.allowance.limits
-
-    def arm(self, limits: Limits | None = None) -> None:
-        """Admit the model calls from now on against ``limits`` (None: the current ones).
-
-        Spend budgets count the graph's whole ledger: it is read now (call this
-        while none of the graph's calls is in flight here), and so is whether
-        the graph has sources (``refresh_sources``).
-        """
-        limits = self.limits if limits is None else limits
-        self.refresh_sources()
-        self.call.arm(limits, self.local.llm_spend(self.graph_id) if limits.spends() else [])
-
-    def refresh_sources(self) -> None:
-        """Read whether the graph has sources now (``has_sources``): a run's start, a step's, a harvest's."""
-        self.has_sources = evidence.has_sources(self.store, self.graph_id)
-
-    @property
-    def local(self) -> Store:
-        """The whole local store (``whole``): what seeding, settling a run and the harvest need."""
-        if self.whole is None:
-            raise StateError(
-                f"{self.store!r} is a worker's store: seeding, settling and harvesting a graph run in the "
-                "process that owns its file"
-            )
-        return self.whole
-
-    def announce_work(self) -> None:
-        """Wake workers waiting for new questions."""
-        with self.work_added:
-            self.work_added.notify_all()
-
-    def work_elsewhere(self) -> None:
-        """Another process added work to the graph: wake the waiting workers, sparing their tries."""
-        with self.work_added:
-            self.added_elsewhere += 1
-            self.work_added.notify_all()
 
 
 def claim_question(run: RunState, worker: str) -> Claim:
     """Claim the next question for ``worker``, with its context in the same call.
 
-    A thinkon level takes none: engine/thinkon.py reads its chain instead.
+    A strategy that reads no context (a thinkon level reads its chain) takes none.
     """
-    return run.store.claim_work(run.graph_id, worker, with_context=run.strategy != Strategy.THINKON)
+    return run.store.claim_work(run.graph_id, worker, with_context=run.part.claims_context)
 
 
 def process(run: RunState, claim: Claim, worker: str) -> StepRecord:
-    """Run the primitive on a claimed question and return what it did.
+    """Work a claimed question the graph's strategy's way and return what it did."""
+    return run.part.step(run, claim, worker)
 
-    In a thinkon graph the claimed question is the chain's level that acts next:
-    its Think or its Eval is the step (engine/thinkon.py).
-    """
-    if run.strategy == Strategy.THINKON:
-        return thinkon.advance(run, claim, worker)
+
+def work_question(run: RunState, claim: Claim, worker: str) -> StepRecord:
+    """The recursive primitive on a claimed question (the fractal step; the tracks and single ones too)."""
     node_id, question = claim["node_id"], claim.get("text")
     assert node_id is not None and question is not None, "callers pass only claims that found a question"
     context = claim["context"] if "context" in claim else run.store.get_context(run.graph_id, node_id)
@@ -254,7 +146,7 @@ def cascade(
         if node_id is None:
             break
         try:
-            claim = synthesize(run, claim, worker)
+            claim = run.part.synthesize(run, claim, worker)
             done.append(node_id)
         except (LLMError, FractalError):  # logged; harvest repairs what is left behind
             failed.append(node_id)
@@ -271,66 +163,12 @@ def _give_back(run: RunState, node_id: str, worker: str) -> None:
 
 
 def leftovers(run: RunState, worker: str, *, given_back: list[str] | None = None) -> tuple[str, ...]:
-    """Synthesize what the cascades' climbs left by asking the whole graph; a chain has none.
+    """Synthesize what the cascades' climbs left by asking the whole graph, as the strategy does.
 
     A synthesis given back, a question a person's prune made ready (docs/architecture.md,
     "The cascade"); a thinkon chain synthesizes nothing. ``given_back``: as :func:`cascade`.
     """
-    return () if run.strategy == Strategy.THINKON else cascade(run, worker, given_back=given_back)
-
-
-def synthesize(run: RunState, claim: SynthesisClaim, worker: str) -> SynthesisClaim | None:
-    """Compose a held question's synthesis from its sub-questions' syntheses only, and store it.
-
-    In a tracks graph a track's synthesis is its findings and the root's the
-    synthesis object (engine/tracks.py). Returns the synthesis the write made ready
-    above and claimed for ``worker`` with itself, with its inputs (None or
-    ``node_id`` None: none).
-    """
-    node_id = claim["node_id"]
-    assert node_id is not None, "callers pass only claims that hold a synthesis"
-    inputs = claim["inputs"] if "inputs" in claim else run.store.get_synthesis_inputs(run.graph_id, node_id)
-    node = inputs["node"]
-    if run.strategy == Strategy.TRACKS and node["depth"] == 0:
-        with run.call.pending() as pending:
-            tracks.synthesize_root(run, inputs, worker, pending)
-        return None
-    if run.strategy == Strategy.TRACKS and tracks.is_track(node["metadata"]):
-        with run.call.pending() as pending:
-            return tracks.synthesize_track(run, inputs, worker, pending)
-    children = "\n".join(
-        [
-            f"- {c['text']}\n  {_finding(c)}{grounding.listed(c['claims'], '    ')}"
-            for c in inputs["sub_questions"]
-        ]
-        # A person's evidence or correction (a note, store/turns.py) weighs like a finding.
-        + [f"- Note from a person: {clip(n['text'], 1200)}" for n in inputs.get("notes", [])]
-    )
-    answer = " ".join(a["text"] for a in inputs["answers"]) or "(none)"
-    answer += "".join(grounding.listed(a["claims"], "  ") for a in inputs["answers"])
-    with run.call.pending() as calls:
-        result = run.call(
-            Synthesis,
-            chat("synthesize", question=inputs["node"]["text"], answer=clip(answer, 1200), children=children),
-            node_id=node_id,
-            worker=worker,
-            pending=calls,
-        )
-        text = result.synthesis
-        if result.tensions:
-            text += "\nTensions: " + "; ".join(result.tensions)
-        with calls.landing() as rows:
-            written = run.store.submit_synthesis(
-                run.graph_id,
-                node_id,
-                text,
-                worker_id=worker,
-                calls=rows,
-                claims=grounding.ground(result.claims, grounding.sources(inputs)),
-                claim_next=True,
-                with_inputs=True,
-            )
-    return written.get("next_synthesis")
+    return run.part.leftovers(run, worker, given_back)
 
 
 def freeze_unexplored(store: WorkerStore, graph_id: str, node_id: str, reason: str | None = None) -> None:
@@ -364,7 +202,7 @@ def _answer_prompt(run: RunState, context: QuestionContext, last_level: bool) ->
         "question": node["text"]
         + _redecompose_note(node["metadata"])
         + _choice_note(node["metadata"])
-        + tracks.track_note(node["metadata"]),
+        + run.part.question_note(node["metadata"]),
         "siblings": siblings or "(none)",
         "syntheses": syntheses or "(none yet)",
         # With sources, the task ends with the passages closest to the question (engine/evidence.py).
@@ -613,14 +451,6 @@ def _release(run: RunState, node_id: str, question: str, worker: str, exc: LLMEr
         error=f"{type(exc).__name__}: {exc}",
         budget_reached=f"{exc} (on {node_id})" if over_time else str(exc) if spent else None,
     )
-
-
-def _finding(child: SubQuestionBrief) -> str:
-    """A sub-question's synthesis, or why it has none (a blocked one: its blocker)."""
-    blocked = child.get("blocked")
-    if child["synthesis"] is None and blocked is not None:
-        return f"blocked, not answered: {clip(blocked['blocker'], 300)}"
-    return str(child["synthesis"] or f"saturated ({child['status_reason']}): not explored further")
 
 
 def _distinct(claims: list[StatedClaim]) -> list[StatedClaim]:

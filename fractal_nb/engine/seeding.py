@@ -1,4 +1,4 @@
-"""One attempt at a seed plan, shared by the fractal seed (phases.py) and the tracks seed (tracks.py).
+"""One attempt at a seed plan, shared by the seeds of the strategies (engine/strategies/).
 
 A seed phase asks for its plan up to :data:`SEED_ATTEMPTS` times: a spent
 budget ends it at once (no call was made, and none will be: the budget's stop),
@@ -17,7 +17,7 @@ from ..llm.protocol import Message
 from ..results import StepRecord
 
 if TYPE_CHECKING:
-    from .primitive import RunState
+    from .run_state import RunState
 
 SEED_ATTEMPTS = 3
 SEED_WORKER = "seed"

@@ -7,11 +7,15 @@ new questions under the root's answer (store/turns.py ``widen``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..llm.schemas import WidenPlan
 from ..model import NodeType
 from ..prompts import chat
 from ..text import clip, normalize
-from .primitive import RunState
+
+if TYPE_CHECKING:
+    from .run_state import RunState
 
 WIDEN_WORKER = "widen"
 

@@ -224,11 +224,11 @@ REPLY_BOUNDS = {
     "synthesize": 512,
     "harvest": 768,
     "widen": 512,
-    # the tracks strategy (engine/tracks.py): cited findings take room
+    # the tracks strategy (engine/strategies/tracks.py): cited findings take room
     "tracks_seed": 768,
     "track_synthesis": 1024,
     "aggregate": 768,
-    # the thinkon strategy (engine/thinkon.py): a plan, a sub-goal or a level's result
+    # the thinkon strategy (engine/strategies/thinkon.py): a plan, a sub-goal or a level's result
     "think": 768,
     "eval": 768,
     # the baseline and the judge of compare() (fractal_nb/comparison.py)

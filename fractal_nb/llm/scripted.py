@@ -1,6 +1,6 @@
 """``ScriptedLLM``: a thinkon chain played from a script, to watch or test a chain step by step.
 
-Think and Eval (engine/thinkon.py) are answered by the level's goal, read from
+Think and Eval (engine/strategies/thinkon.py) are answered by the level's goal, read from
 the prompt: each goal has a list of replies taken in turn (the last one repeats).
 A reply is what the model would send (``{"type": ..., "description": ...}``),
 checked by the engine like any model's, so a reply no Think or Eval accepts

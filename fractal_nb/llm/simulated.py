@@ -418,7 +418,7 @@ class SimulatedLLM:
             "rationale": f"[simulated] {listed} findings shown, {cited} of them with citations.",
         }
 
-    # -- the tracks strategy (engine/tracks.py) ------------------------------------------
+    # -- the tracks strategy (engine/strategies/tracks.py) ------------------------------------------
 
     def _tracks_seed(self, prompt: str, rng: random.Random) -> dict[str, Any]:
         """Orthogonal tracks: one dimension each, each about another of the seed's own words."""

@@ -1,4 +1,4 @@
-"""The simulator's Think and Eval (the thinkon strategy, engine/thinkon.py): a chain played from the prompt.
+"""The simulator's Think and Eval (engine/strategies/thinkon.py): a chain played from the prompt.
 
 Think plans the whole task (depth 0) along a few of the seed angles of its goal,
 and sometimes a sub-goal too (while a level below it is allowed); otherwise it

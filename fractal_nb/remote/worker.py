@@ -9,8 +9,8 @@ PostgreSQL store, with no owner process between (docs/architecture.md, "PostgreS
 
 from __future__ import annotations
 
-from ..engine.dispatcher import Clock, Dispatcher, RealClock, WorkerReport
-from ..engine.primitive import RunState
+from .. import engine
+from ..engine import Clock, RunState, WorkerReport
 from ..errors import InvalidInputError
 from ..llm.protocol import LLM
 from ..store import Store
@@ -43,7 +43,4 @@ def work_remotely(
         raise InvalidInputError(f"threads must be an integer >= 1, not {threads!r}")
     graph = store.get_graph(only_active_graph(store) if graph_id is None else graph_id)
     state = RunState.for_graph(store, graph, llm)
-    dispatcher = Dispatcher(
-        state, workers=threads, clock=clock or RealClock(), worker_prefix=worker_id, patient=True
-    )
-    return dispatcher.work(threads)
+    return engine.work(state, threads=threads, worker_prefix=worker_id, clock=clock)

@@ -18,7 +18,6 @@ from ..model import (
     NodeStatus,
     NodeType,
     SaturationReason,
-    Strategy,
 )
 from .base import (
     StoreCore,
@@ -54,7 +53,7 @@ def claimable(graph: GraphRow, worker: str | None, now: float, *, active: bool) 
     level (store/thinkon.py). A graph's strategy never changes, so it is read off
     its row rather than in the query.
     """
-    chain = graph.strategy == Strategy.THINKON
+    chain = graph.chained
     sql = CLAIMABLE.format(
         below_root="(depth > 0 OR node_id = ?)" if chain else "depth > 0", active=_IF_ACTIVE if active else ""
     )
@@ -277,9 +276,7 @@ class Claims:
             if worker is not None:
                 where, params = where + " AND owner = ?", [*params, worker]
             nodes = self._core.nodes(where, params)
-            if (
-                include_errors and graph.strategy != Strategy.THINKON
-            ):  # a chain's failed level stays its failed return
+            if include_errors and not graph.chained:  # a chain's failed level stays its failed return
                 nodes += self._core.nodes("graph_id = ? AND status = 'error'", [gid])
                 # Failed questions a harvest saturated as such, and the syntheses written over them
                 # (weak: docs/architecture.md, "Facts, assumptions, unknowns"), reopen too.

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
-from ..model import BUDGETS, Intensity
+from ..model import BUDGETS, Intensity, Strategy
 from .records import EdgeRecord, GraphRecord, NodeRecord
 
 NODE_COLUMNS = (
@@ -117,12 +117,22 @@ class GraphRow:
 
     @cached_property
     def strategy(self) -> str:
-        """How the graph thinks (metadata ``strategy``; absent: ``fractal``), a ``model.Strategy`` value.
+        """How the graph thinks (metadata ``strategy``; absent: ``fractal``), a registered strategy's name.
 
         Parsed once per row: the claim query asks it on every claim, and the metadata may hold a harvest.
         """
         meta = json.loads(self.metadata_json)
         return str(meta.get("strategy") or "fractal") if isinstance(meta, dict) else "fractal"
+
+    @property
+    def chained(self) -> bool:
+        """Whether the graph is one chain of levels (the thinkon strategy; store/thinkon.py).
+
+        What the store's chain rules guard: the root is the first level and claimable,
+        a level's sub-goals are its Eval's calls alone (no turns), and a failed level
+        stays its failed return (no recovery).
+        """
+        return self.strategy == Strategy.THINKON
 
     def to_dict(self) -> GraphRecord:
         """Graph fields shared by snapshots and status results."""

@@ -26,7 +26,6 @@ from ..model import (
     NodeStatus,
     NodeType,
     SaturationReason,
-    Strategy,
     ThinkonOutcome,
     ThinkonPhase,
     parse_choice,
@@ -44,7 +43,7 @@ _NO_HOLDER = {"owner": None, **NO_LEASE}
 
 def require_chain(graph: GraphRow) -> GraphRow:
     """``graph``, or StateError: the chain's writes and reads are for thinkon graphs only."""
-    if graph.strategy != Strategy.THINKON:
+    if not graph.chained:
         raise StateError(
             f"graph {graph.graph_id} is no thinkon chain: its questions are not levels",
             graph_id=graph.graph_id,

@@ -23,7 +23,6 @@ from ..model import (
     NodeStatus,
     NodeType,
     SaturationReason,
-    Strategy,
     TurnKind,
 )
 from ..text import normalize
@@ -400,9 +399,7 @@ class Turns:
 
     def _steerable(self, graph_id: object) -> GraphRow:
         graph = self._core.graph(graph_id)
-        if (
-            graph.strategy == Strategy.THINKON
-        ):  # a level's sub-goals are Eval's calls alone (store/thinkon.py)
+        if graph.chained:  # a level's sub-goals are Eval's calls alone (store/thinkon.py)
             raise StateError(
                 f"graph {graph.graph_id} is a thinkon chain: it takes no turns (ask, widen, deepen, "
                 "redecompose, note); explore the follow-up as a new exploration",

@@ -14,7 +14,8 @@ import pytest
 from fractal_nb import Exploration, SimulatedLLM
 from fractal_nb.engine.grounding import same_fact
 from fractal_nb.engine.phases import gap_rows, preview
-from fractal_nb.engine.primitive import RunState, cascade, process
+from fractal_nb.engine.primitive import cascade, process
+from fractal_nb.engine.run_state import RunState
 from fractal_nb.errors import StateError
 from fractal_nb.model import ClaimKind
 from fractal_nb.text import normalize

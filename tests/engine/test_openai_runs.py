@@ -216,7 +216,7 @@ def role_responder(*, poison: bool = False) -> Any:
         "Synthesis": synthesis,
         "HarvestSummary": harvest_summary,
         "WidenPlan": widen_plan,
-        # The tracks strategy's roles (engine/tracks.py): played by the simulator, from the prompt.
+        # The tracks strategy's roles (engine/strategies/tracks.py): played by the simulator, from the prompt.
         **{schema.__name__: simulated(schema) for schema in (TrackPlan, TrackFindings, SynthesisObject)},
         # The thinkon strategy, compare()'s baseline and its judge: played by the simulator too.
         **{schema.__name__: simulated(schema) for schema in (Think, Eval, SingleAnswer, Judgement)},

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from fractal_nb import Exploration, GraphStore, ScriptedLLM, SimulatedLLM
-from fractal_nb.engine.thinkon import repeated
+from fractal_nb.engine.strategies.thinkon import repeated
 from fractal_nb.errors import InvalidInputError, LLMUnavailableError, StateError
 from tests.engine.chain_script import JUNK, assert_chain_invariant, call, chain_events, ret, todo
 from tests.engine.test_run_report import TickingClock
@@ -508,8 +508,8 @@ def test_a_model_out_of_reach_gives_the_level_back_and_the_chain_goes_on_later()
 
 
 def test_a_harvest_cuts_even_a_held_level_and_that_workers_write_is_refused() -> None:
-    from fractal_nb.engine.primitive import RunState
-    from fractal_nb.engine.thinkon import summary, unwind
+    from fractal_nb.engine.run_state import RunState
+    from fractal_nb.engine.strategies.thinkon import summary, unwind
 
     store = GraphStore()
     g = store.create_graph("Plan a trip.", "explore", "autonomous", metadata={"strategy": "thinkon"})

@@ -15,10 +15,12 @@ import pytest
 from pydantic import BaseModel
 
 from fractal_nb import Exploration, GraphStore, InvalidInputError, LLMError, SimulatedLLM, Snippet
-from fractal_nb.engine.tracks import checked_object, content_words, near_duplicates, similar
+from fractal_nb.engine.strategies.tracks import near_duplicates, similar
+from fractal_nb.engine.synthesis_object import checked_object
 from fractal_nb.llm.openai_llm import OpenAILLM
 from fractal_nb.llm.protocol import Message
 from fractal_nb.llm.schemas import SCHEMAS, SynthesisObject, Track
+from fractal_nb.text import content_words
 from tests.engine.test_openai_runs import first_user, schema_name
 from tests.engine.test_runs import FAST, check_finished_graph
 from tests.llm.fake_openai import FakeOpenAI

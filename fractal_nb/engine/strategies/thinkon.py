@@ -26,27 +26,29 @@ limit as ``budget_reason``), so the result says it is degraded.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from difflib import SequenceMatcher
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ..errors import (
+from ...errors import (
     BudgetError,
     BudgetExhaustedError,
     FractalError,
     LLMError,
     LLMUnavailableError,
     NodeTimeLimitError,
+    StateError,
 )
-from ..llm.schemas import Eval, EvalChoice, Finding, HarvestSummary, Think, ThinkChoice
-from ..model import MAX_CHILDREN, ThinkonOutcome, ThinkonPhase
-from ..prompts import chat
-from ..results import StepRecord
-from ..store.records import Claim, DoneEntry, NodeRecord, ThinkonLevel
-from ..store.thinkon import level_state
-from ..text import clip, normalize
+from ...llm.schemas import Eval, EvalChoice, Finding, HarvestSummary, Think, ThinkChoice
+from ...model import MAX_CHILDREN, ThinkonOutcome, ThinkonPhase
+from ...prompts import chat
+from ...results import StepRecord
+from ...store.records import Claim, DoneEntry, NodeRecord, SynthesisClaim, ThinkonLevel
+from ...store.thinkon import level_state
+from ...text import clip, normalize
 
 if TYPE_CHECKING:
-    from .primitive import RunState
+    from ..run_state import RunState
 
 MAX_REPEATS = 2
 """Redos of one sub-goal a level may call; one more call of it is a loop."""
@@ -277,3 +279,58 @@ def summary(nodes: list[NodeRecord], gaps: list[str]) -> HarvestSummary:
         ],
         gaps=gaps,
     )
+
+
+class Thinkon:
+    """The thinkon strategy's part: one chain, a level's Think or Eval per step, no synthesis cascade."""
+
+    name = "thinkon"
+    claims_context = False  # a level reads its chain (store/thinkon.py), not a branch's context
+
+    def seed(self, run: RunState) -> StepRecord | None:
+        """None: the root is the chain's first level, its Think the first step."""
+        return None  # no seed phase: the root is the chain's first level, its Think the first step
+
+    def step(self, run: RunState, claim: Claim, worker: str) -> StepRecord:
+        """The level's Think or Eval (:func:`advance`)."""
+        return advance(run, claim, worker)
+
+    def question_note(self, metadata: Mapping[str, Any]) -> str:
+        """Nothing: a level reads its chain."""
+        return ""
+
+    def synthesize(self, run: RunState, claim: SynthesisClaim, worker: str) -> SynthesisClaim | None:
+        """Refused: a chain's levels return, nothing is synthesized."""
+        raise StateError(
+            f"graph {run.graph_id} is a thinkon chain: its levels return, nothing is synthesized"
+        )
+
+    def leftovers(self, run: RunState, worker: str, given_back: list[str] | None) -> tuple[str, ...]:
+        """None: a chain synthesizes nothing."""
+        return ()  # a chain synthesizes nothing
+
+    def answer_is_synthesis(self, metadata: Mapping[str, Any]) -> bool:
+        """Never: a level's result is its return."""
+        return False  # a level's result is its return
+
+    def finish(self, run: RunState, spent: str | None, stopped: str | None) -> None:
+        """Unwind the chain (:func:`unwind`), the budget that stopped it as the reason; no model call."""
+        # The chain's partial result, no model call: the budget that stopped it is its reason.
+        unwind(run, spent or stopped or "harvested before the chain returned")
+
+    def summary(
+        self, run: RunState, nodes: list[NodeRecord], gaps: list[str], spent: str | None
+    ) -> HarvestSummary:
+        """What the levels returned (:func:`summary`), no call."""
+        return summary(nodes, gaps)  # what its levels returned, no call
+
+    def findings(self, nodes: list[NodeRecord]) -> list[Finding] | None:
+        """None: the summary's own."""
+        return None
+
+    def steps_per_worker(self, run: RunState) -> int:
+        """A chain's own limits bound it: :data:`MAX_CHAIN_STEPS`."""
+        return MAX_CHAIN_STEPS  # its own limits bound a chain (the module's docstring)
+
+
+PART = Thinkon()

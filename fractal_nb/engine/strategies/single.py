@@ -11,17 +11,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..llm.quality import STORED
-from ..llm.schemas import MAX_CITATIONS, Finding, HarvestSummary, SingleAnswer
-from ..model import NodeStatus
-from ..prompts import chat, render
-from ..results import StepRecord
-from ..store.records import NodeRecord
-from ..text import clip
-from . import evidence, seeding
+from ...llm.quality import STORED
+from ...llm.schemas import MAX_CITATIONS, Finding, HarvestSummary, SingleAnswer
+from ...model import NodeStatus
+from ...prompts import chat, render
+from ...results import StepRecord
+from ...store.records import NodeRecord
+from ...text import clip
+from .. import evidence, seeding
+from .fractal import Fractal
 
 if TYPE_CHECKING:
-    from .primitive import RunState
+    from ..run_state import RunState
 
 KEY = "single"
 """The answer's metadata key holding the call's findings and gaps."""
@@ -80,3 +81,22 @@ def summary(nodes: list[NodeRecord], gaps: list[str]) -> HarvestSummary:
         findings=findings,
         gaps=[*gaps, *named],
     )
+
+
+class Single(Fractal):
+    """The single strategy's part: its seed is the one call, its result that call's findings and gaps."""
+
+    name = "single"
+
+    def seed(self, run: RunState) -> StepRecord | None:
+        """The one call (:func:`seed`)."""
+        return seed(run)
+
+    def summary(
+        self, run: RunState, nodes: list[NodeRecord], gaps: list[str], spent: str | None
+    ) -> HarvestSummary:
+        """The one call's findings and gaps (:func:`summary`), no further call."""
+        return summary(nodes, gaps)  # no further call
+
+
+PART = Single()

@@ -11,21 +11,31 @@ built only from the tracks' supported findings, conclusions and gaps.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import LLMError
-from ..llm.schemas import MAX_TRACKS, MIN_TRACKS, SynthesisObject, Track, TrackFindings, TrackPlan
-from ..model import Support, WeakReason
-from ..prompts import chat
-from ..results import StepRecord
-from ..store.records import SynthesisClaim, SynthesisInputs
-from ..text import clip, content_words, normalize
-from . import evidence, seeding
+from ...errors import LLMError
+from ...llm.schemas import (
+    MAX_TRACKS,
+    MIN_TRACKS,
+    Citation,
+    Finding,
+    Track,
+    TrackFindings,
+    TrackPlan,
+)
+from ...model import WeakReason
+from ...prompts import chat
+from ...results import StepRecord
+from ...store.records import NodeRecord, SynthesisClaim, SynthesisInputs
+from ...text import clip, content_words, normalize
+from .. import evidence, seeding
+from ..synthesis_object import aggregate, kept_findings, track_brief
+from .fractal import Fractal, synthesis_inputs
 
 if TYPE_CHECKING:
-    from .calls import PendingCalls
-    from .primitive import RunState
+    from ..calls import PendingCalls
+    from ..run_state import RunState
 
 SIMILAR = 0.6
 """Two tracks are near-duplicates when the Jaccard similarity of their name+focus content words is at least
@@ -267,87 +277,6 @@ def synthesize_track(
     return written.get("next_synthesis")
 
 
-def kept_findings(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A track's findings that may reach a unified answer: supported ones, or all when it has no sources."""
-    return [
-        f
-        for f in meta.get("findings") or []
-        if f.get("support") in (Support.SUPPORTED.value, Support.NO_SOURCES.value)
-    ]
-
-
-def track_brief(name: str, meta: Mapping[str, Any], synthesis: str | None) -> dict[str, Any]:
-    """What the aggregate reads of one track: name, kept findings, conclusions and gaps."""
-    return {
-        "name": name,
-        "findings": kept_findings(meta),
-        "conclusions": str(meta.get("conclusions") or synthesis or "(no conclusions)"),
-        "gaps": [str(g) for g in meta.get("gaps") or []],
-    }
-
-
-def aggregate(
-    run: RunState,
-    briefs: Sequence[Mapping[str, Any]],
-    *,
-    node_id: str,
-    worker: str | None,
-    calls: PendingCalls | None,
-) -> dict[str, Any]:
-    """The synthesis object of ``briefs`` (:func:`track_brief`), with the code's own checks applied.
-
-    Every gap a track named is among ``open_questions`` (added where the model
-    dropped it); nuances name only tracks that exist; a ``high`` confidence with
-    divergences (nuances) is lowered to ``medium``, and the justification says so.
-    """
-    listing = "\n".join(
-        f"Track {b['name']}:\n"
-        + "".join(f"  - finding: {clip(str(f['finding']), 400)}\n" for f in b["findings"])
-        + f"  conclusions: {clip(str(b['conclusions']), 800)}\n"
-        + "".join(f"  - gap: {clip(g, 300)}\n" for g in b["gaps"])
-        for b in briefs
-    )
-    found = run.call(
-        SynthesisObject,
-        chat("aggregate", seed=clip(run.seed, 500), tracks=listing or "(no tracks)"),
-        node_id=node_id,
-        worker=worker,
-        pending=calls,
-    )
-    return checked_object(found, briefs)
-
-
-def checked_object(found: SynthesisObject, briefs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The model's synthesis object made honest: gaps kept, nuances' tracks real, confidence justified."""
-    names = {normalize(str(b["name"])): str(b["name"]) for b in briefs}
-    nuances = [
-        {"text": n.text, "tracks": [names[normalize(t)] for t in n.tracks if normalize(t) in names]}
-        for n in found.nuances
-    ]
-    open_questions = list(found.open_questions)
-    seen = {normalize(q) for q in open_questions}
-    for gap in _union(b["gaps"] for b in briefs):
-        if normalize(gap) not in seen:
-            seen.add(normalize(gap))
-            open_questions.append(gap)
-    confidence, justification = found.confidence, found.justification
-    if nuances and confidence == "high":
-        confidence = "medium"
-        justification += f" (Lowered from high: the tracks diverge on {len(nuances)} point(s).)"
-    return {
-        "unified": found.unified,
-        "nuances": nuances,
-        "open_questions": open_questions,
-        "confidence": confidence,
-        "justification": justification,
-        "tracks": [str(b["name"]) for b in briefs],
-    }
-
-
-def _union(lists: Iterable[Sequence[str]]) -> list[str]:
-    return [item for items in lists for item in items]
-
-
 def synthesize_root(run: RunState, inputs: SynthesisInputs, worker: str, calls: PendingCalls) -> None:
     """Write a tracks graph's root synthesis: the synthesis object, ``unified`` as its text."""
     node_id = inputs["node"]["node_id"]
@@ -371,3 +300,58 @@ def synthesize_root(run: RunState, inputs: SynthesisInputs, worker: str, calls: 
 def is_track(meta: Mapping[str, Any]) -> bool:
     """Whether a question is a track (its metadata names one)."""
     return isinstance(meta.get("track"), Mapping)
+
+
+def track_findings(nodes: list[NodeRecord]) -> list[Finding]:
+    """The findings of a tracks graph's tracks that may stand in its result (supported, or no sources)."""
+    return [
+        Finding.model_construct(
+            finding=f["finding"],
+            confidence=f.get("confidence", "medium"),
+            citations=[
+                Citation.model_construct(**{k: c[k] for k in ("source", "line_start", "line_end", "quote")})
+                for c in f.get("citations") or []
+            ],
+        )
+        for n in nodes
+        if n["node_type"] == "question" and is_track(n["metadata"])
+        for f in kept_findings(n["metadata"])
+    ]
+
+
+class Tracks(Fractal):
+    """The tracks strategy's part: a fractal graph with its own seed, track syntheses and findings."""
+
+    name = "tracks"
+
+    def seed(self, run: RunState) -> StepRecord | None:
+        """The tracks, orthogonal and distinct (:func:`seed`)."""
+        return seed(run)
+
+    def question_note(self, metadata: Mapping[str, Any]) -> str:
+        """The track's approach and deliverable (:func:`track_note`)."""
+        return track_note(metadata)
+
+    def synthesize(self, run: RunState, claim: SynthesisClaim, worker: str) -> SynthesisClaim | None:
+        """The root's synthesis object, a track's findings, or a fractal synthesis below a track."""
+        inputs = synthesis_inputs(run, claim)
+        node = inputs["node"]
+        if node["depth"] == 0:  # the root: the synthesis object
+            with run.call.pending() as pending:
+                synthesize_root(run, inputs, worker, pending)
+            return None
+        if is_track(node["metadata"]):  # a track: its findings
+            with run.call.pending() as pending:
+                return synthesize_track(run, inputs, worker, pending)
+        return super().synthesize(run, claim, worker)
+
+    def answer_is_synthesis(self, metadata: Mapping[str, Any]) -> bool:
+        """Not a track's: its synthesis is its findings, the cascade writes it."""
+        return not is_track(metadata)  # a track's synthesis is its findings: the cascade writes it
+
+    def findings(self, nodes: list[NodeRecord]) -> list[Finding] | None:
+        """The tracks' own findings, cited and checked, not the summary's."""
+        return track_findings(nodes)  # the tracks' own, cited and checked, not the summary's
+
+
+PART = Tracks()

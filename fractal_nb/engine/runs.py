@@ -1,0 +1,130 @@
+"""The engine's entry points: a run of a graph and a step of it, from the seed to the outcome.
+
+The facade's ``run()`` and ``step()`` and the remote worker call these
+(docs/architecture.md, "The engine loop"); each owns the limits it arms, the
+seed phase, the dispatch of workers and the outcome, so no caller repeats them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from tqdm.auto import tqdm
+
+from ..model import RunOutcome
+from ..results import StepRecord
+from ..run_report import WorkerReport
+from .dispatcher import Clock, Dispatcher, RealClock, heartbeat
+from .outcome import after_seed, held_back
+from .primitive import claim_question, leftovers, process
+
+if TYPE_CHECKING:
+    from .limits import Limits
+    from .run_state import RunState
+
+LEFTOVERS = "(syntheses the climbs left)"
+"""The ``question`` of the one record a step returns for the syntheses it made with no question left."""
+
+
+@dataclass
+class Ran:
+    """What one run did: its outcome, its workers' reports and the steps it made, in order."""
+
+    outcome: RunOutcome
+    reports: list[WorkerReport] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)
+
+
+def run(
+    state: RunState,
+    *,
+    limits: Limits,
+    workers: int,
+    clock: Clock | None = None,
+    progress: bool = False,
+    on_step: Callable[[StepRecord], None] | None = None,
+    stop: threading.Event | None = None,
+) -> Ran:
+    """Seed if needed, then work with up to ``workers`` threads until done, stopped or out of budget.
+
+    ``limits`` are armed for the run's calls; ``on_step`` is called after each
+    step, from the worker's thread (if it raises, ``stop`` is set and the error
+    propagates from here); setting ``stop`` pauses the run.
+    """
+    state.arm(limits)
+    state.convergence_found.clear()
+    state.call.reset_health()  # the model may be back
+    stop = stop or threading.Event()
+    ran = Ran(RunOutcome.ALL_COMPLETE)
+    with tqdm(desc="fractal", unit="node", disable=not progress, leave=True) as bar:
+
+        def stepped(record: StepRecord) -> None:
+            ran.steps.append(record)
+            bar.update(1)
+            if on_step is not None:
+                try:
+                    on_step(record)
+                except BaseException:
+                    stop.set()
+                    raise
+
+        first = state.part.seed(state)
+        if first is not None:
+            stepped(first)
+            if (ended := after_seed(state, first)) is not None:
+                ran.outcome = ended
+                return ran
+        dispatcher = Dispatcher(
+            state,
+            workers=min(workers, state.budget.max_agents),
+            clock=clock or RealClock(),
+            on_step=stepped,
+            stop=stop,
+        )
+        ran.reports = dispatcher.reports
+        ran.outcome = dispatcher.run()
+    return ran
+
+
+def step(state: RunState, n: int, worker: str) -> list[StepRecord]:
+    """Up to ``n`` steps in this thread (the seed phase counts as one), as ``worker``; the records.
+
+    Stops early when nothing is claimable, and, as a run's workers do, when the
+    model is down or a spend budget is reached (:func:`.outcome.held_back`). With
+    no question left, the syntheses the climbs left are made (or tried) and
+    returned as one record whose ``question`` is :data:`LEFTOVERS`.
+    """
+    records: list[StepRecord] = []
+    state.call.reset_health()  # the model may be back
+    state.refresh_sources()  # sources added since the last run count (engine/evidence.py)
+    first = state.part.seed(state)
+    if first is not None:
+        records.append(first)
+    with heartbeat(state):  # a slow model keeps its claim past the lease
+        while len(records) < n and held_back(state) is None:
+            if records and records[-1].budget_reached:  # a node's time limit: the last step
+                break
+            claim = claim_question(state, worker)
+            if claim["node_id"] is None:  # as a run's workers do: what the climbs left
+                given_back: list[str] = []
+                if done := leftovers(state, worker, given_back=given_back):
+                    records.append(StepRecord(done[-1], worker, LEFTOVERS, synthesized=done))
+                elif given_back:  # worked and failed: the next step tries it again
+                    error = f"the synthesis of {', '.join(given_back)} failed and was given back"
+                    records.append(StepRecord(given_back[-1], worker, LEFTOVERS, error=error))
+                break
+            records.append(process(state, claim, worker))
+    return records
+
+
+def work(
+    state: RunState, *, threads: int, worker_prefix: str, clock: Clock | None = None
+) -> list[WorkerReport]:
+    """Work a graph another process seeded and settles, with ``threads`` patient workers; their reports."""
+    dispatcher = Dispatcher(
+        state, workers=threads, clock=clock or RealClock(), worker_prefix=worker_prefix, patient=True
+    )
+    return dispatcher.work(threads)
