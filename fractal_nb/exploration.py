@@ -1089,3 +1089,8 @@ def _only_graph(store: Store) -> str:
         ids = ", ".join(g["graph_id"] for g in graphs) or "none"
         raise InvalidInputError(f"the file holds {len(graphs)} graphs ({ids}); pass graph_id")
     return str(graphs[0]["graph_id"])
+
+
+def recovers_failures(exploration: Exploration) -> bool:
+    """Whether ``exploration.recover()`` reopens failed questions: not a chain's failed levels."""
+    return not exploration._state.part.chained

@@ -121,9 +121,7 @@ class Steering:
                     "(run(resume=True)) before steering it",
                     graph_id=self._graph_id,
                 )
-            if (
-                graph["metadata"].get("strategy") == "thinkon"
-            ):  # before the model is paid (store/turns.py says so too)
+            if self._state.part.chained:  # before the model is paid (store/turns.py says so too)
                 raise StateError(
                     f"graph {self._graph_id} is a thinkon chain: it takes no turns; explore the follow-up "
                     "as a new exploration",

@@ -4,6 +4,7 @@ name crosses modules, and ``import fractal_nb`` loads no widget library."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -210,3 +211,16 @@ def test_the_contract_rule_sees_each_way_of_naming_graph_store() -> None:
         (4, "isinstance-checks"),
         (5, "Concatenates"),
     ]
+
+
+def test_every_insert_names_its_columns() -> None:
+    # An INSERT by position breaks silently when a table gains a column (schema steps add them).
+    positional = re.compile(
+        r"INSERT\s+(?:OR\s+REPLACE\s+)?INTO\s+\w+\s+(?:VALUES|SELECT|WITH)\b", re.IGNORECASE
+    )
+    found = [
+        f"{module_name(path)}: {m.group(0)}"
+        for path in sorted((PACKAGE / "store").rglob("*.py"))
+        for m in positional.finditer(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, "\n".join(found)

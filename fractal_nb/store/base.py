@@ -40,6 +40,7 @@ MAX_IDS = 100_000  # ids in one list argument
 
 _ROW_FIELDS = frozenset(f.name for f in fields(NodeRow)) - {"status"}  # columns a NodeRow carries
 # A node's current children (those a turn superseded are its history). Parameters: graph_id, node_id.
+_EVENT_COLUMNS = "event_id, graph_id, node_id, kind, actor, created_at, payload"
 CHILDREN_COUNT = "SELECT count(*) FROM nodes WHERE graph_id = ? AND parent_id = ? AND superseded_turn IS NULL"
 
 
@@ -214,7 +215,8 @@ class StoreCore:
     ) -> None:
         """Append one event; call inside the write transaction of the mutation it records."""
         row = self.db.execute(
-            "INSERT INTO events VALUES (nextval('event_seq'), ?, ?, ?, ?, ?, ?) RETURNING event_id",
+            f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (nextval('event_seq'), ?, ?, ?, ?, ?, ?) "
+            "RETURNING event_id",
             [graph_id, node_id, kind, actor, at, json.dumps(payload)],
         ).fetchone()
         assert row is not None
@@ -226,7 +228,7 @@ class StoreCore:
             return
         rows = ", ".join("(nextval('event_seq'), ?, ?, ?, ?, ?, ?)" for _ in events)
         ids = self.db.execute(
-            f"INSERT INTO events VALUES {rows} RETURNING event_id",
+            f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES {rows} RETURNING event_id",
             [
                 v
                 for node_id, kind, actor, payload in events

@@ -372,7 +372,9 @@ class Claims:
         if holder["holder_id"] in self._db.file.holders:
             return
         self._db.execute(
-            "INSERT INTO holders VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (holder_id) DO UPDATE SET seen_at = ?",
+            "INSERT INTO holders (holder_id, host, pid, proc_start, label, seen_at) "
+            "VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (holder_id) DO UPDATE SET seen_at = ?",
             [
                 holder["holder_id"],
                 holder["host"],

@@ -120,7 +120,9 @@ class DuckDBDatabase:
         script = resources.files("fractal_nb.store").joinpath("schema.sql").read_text()
         for statement in split_sql(script):
             cur.execute(statement)
-        cur.execute("INSERT OR REPLACE INTO store_info VALUES ('schema_version', ?)", [SCHEMA_VERSION])
+        cur.execute(
+            "INSERT OR REPLACE INTO store_info (key, value) VALUES ('schema_version', ?)", [SCHEMA_VERSION]
+        )
 
     def _refuse_foreign_file(self, cur: duckdb.DuckDBPyConnection) -> None:
         """Leave another application's DuckDB file as it is (README, "One file per exploration store").

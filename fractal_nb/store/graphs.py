@@ -64,7 +64,9 @@ class GraphLifecycle:
         with self._db.write():
             now = self._core.clock()
             self._db.execute(
-                "INSERT INTO graphs VALUES (?, ?, ?, ?, 'active', NULL, ?, ?, ?, ?)",
+                "INSERT INTO graphs (graph_id, seed, intensity, checkpoint_mode, status, status_reason, "
+                "root_node_id, "
+                "metadata, created_at, updated_at) VALUES (?, ?, ?, ?, 'active', NULL, ?, ?, ?, ?)",
                 [graph_id, seed, level.value, str(mode), root_id, json.dumps(meta), now, now],
             )
             self._db.execute(

@@ -159,7 +159,9 @@ class Journal:
         db = self._db
         if touched.every_node:
             db.execute(f"{self._node_images} WHERE graph_id = ?", [event_id, graph_id])
-            db.execute("INSERT INTO history_baselines VALUES (?, ?)", [graph_id, event_id])
+            db.execute(
+                "INSERT INTO history_baselines (graph_id, event_id) VALUES (?, ?)", [graph_id, event_id]
+            )
         elif touched.node_ids:
             ids = sorted(touched.node_ids)
             # One node (a claim, a status change: most commits) is a point lookup on the key's index;

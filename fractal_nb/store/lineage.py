@@ -26,13 +26,13 @@ from .rows import iso
 # The id map: a fresh id for every node the source had at the commit. Parameters: fork, gid, commit.
 _MAP = Per(
     duckdb="""
-    INSERT INTO fork_nodes
+    INSERT INTO fork_nodes (graph_id, node_id, source_node_id)
     SELECT ?, 'n-' || substr(replace(uuid()::VARCHAR, '-', ''), 1, 16), node_id
     FROM node_history WHERE graph_id = ? AND event_id <= ?
     GROUP BY node_id
 """,
     postgresql="""
-    INSERT INTO fork_nodes
+    INSERT INTO fork_nodes (graph_id, node_id, source_node_id)
     SELECT ?, 'n-' || substr(replace(gen_random_uuid()::text, '-', ''), 1, 16), node_id
     FROM node_history WHERE graph_id = ? AND event_id <= ?
     GROUP BY node_id
@@ -248,7 +248,10 @@ class Lineage:
             self._db.execute(copies["source_chunks"], [fork, gid])
             self._requests_then(gid, fork, event)
             self._remap_requests(fork, moved)
-            self._db.execute("INSERT INTO lineage VALUES (?, ?, ?, ?)", [fork, gid, event, now])
+            self._db.execute(
+                "INSERT INTO lineage (graph_id, forked_from, forked_at, created_at) VALUES (?, ?, ?, ?)",
+                [fork, gid, event, now],
+            )
             row = self._db.fetchone(
                 "SELECT (SELECT root_node_id FROM graphs WHERE graph_id = ?), "
                 "(SELECT count(*) FROM nodes WHERE graph_id = ?)",

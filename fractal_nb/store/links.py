@@ -77,7 +77,8 @@ class Links:
         if links:
             rows = ", ".join("(nextval('node_seq'), ?, ?, ?, ?, ?, ?)" for _ in links)
             self._db.execute(
-                f"INSERT INTO edges VALUES {rows}",
+                "INSERT INTO edges (seq, graph_id, from_node, to_node, edge_type, metadata, created_at) "
+                f"VALUES {rows}",
                 [
                     v
                     for edge_type, target, edge_meta in links

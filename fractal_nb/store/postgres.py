@@ -281,7 +281,7 @@ class PostgresDatabase:
             for statement in split_sql(script):
                 conn.execute(statement)
             conn.execute(
-                "INSERT INTO store_info VALUES ('schema_version', %s) "
+                "INSERT INTO store_info (key, value) VALUES ('schema_version', %s) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 [str(SCHEMA_VERSION)],
             )

@@ -252,11 +252,13 @@ class Sources:
                 chunks["end"].append(end)
                 chunks["text"].append("\n".join(lines[start - 1 : end]))
         self._db.execute(
-            "INSERT INTO sources VALUES " + ", ".join("(?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in source_rows),
+            "INSERT INTO sources (graph_id, source_id, name, kind, location, content_hash, line_count, "
+            "added_at, added_event) VALUES " + ", ".join("(?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in source_rows),
             [v for row in source_rows for v in row],
         )
         self._db.execute(
-            "INSERT INTO source_chunks SELECT ?, unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), "
+            "INSERT INTO source_chunks (graph_id, chunk_id, source_id, line_start, line_end, text) "
+            "SELECT ?, unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), "
             "unnest(?::INTEGER[]), unnest(?::INTEGER[]), unnest(?::VARCHAR[])",
             [
                 graph_id,

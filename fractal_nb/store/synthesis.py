@@ -58,7 +58,8 @@ _UNFINISHED_BELOW = (
 # write lock it never is (the caller read so); PostgreSQL's key says so too (ON CONFLICT costs DuckDB
 # 1 ms a claim, and its key raises instead).
 _HAND_OUT = Per(
-    duckdb="INSERT INTO synthesis_claims VALUES (?, ?, ?, ?, ?, ?) RETURNING node_id",
+    duckdb="INSERT INTO synthesis_claims (node_id, graph_id, worker, holder, claimed_at, lease_s) "
+    "VALUES (?, ?, ?, ?, ?, ?) RETURNING node_id",
     postgresql="INSERT INTO synthesis_claims (node_id, graph_id, worker, holder, claimed_at, lease_s) "
     "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (node_id) DO NOTHING RETURNING node_id",
 )

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from ..evidence_report import CitedLines, NodeEvidence
-from ..model import PENDING_QUESTION, TERMINAL_GRAPH, GraphStatus, NodeStatus, SaturationReason, Strategy
+from ..exploration import recovers_failures
+from ..model import PENDING_QUESTION, TERMINAL_GRAPH, GraphStatus, NodeStatus, SaturationReason
 from ..results import FractalResult, StepRecord, linked_ids, node_link
 from ..store.question_items import FAILED, PRUNED, VIEW_STATUSES
 from ..store.thinkon import KEY as THINKON_KEY
@@ -249,9 +250,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         # Failed questions recovery reopens (a thinkon chain's failed level is its failed return, never
         # reopened: store/claim.py), and how many answered questions wait behind them with nothing else
         # to do (0: Step or Run has work), both read when the graph changed.
-        self._recovers = exploration.store.get_graph(exploration.graph_id)["metadata"].get("strategy") != (
-            Strategy.THINKON
-        )
+        self._recovers = recovers_failures(exploration)
         self._failed: list[QuestionItem] = []
         self._stuck = 0
         self._result_for = ""  # the graph status the Result tab and the warning were last read at

@@ -285,6 +285,7 @@ class Thinkon:
     """The thinkon strategy's part: one chain, a level's Think or Eval per step, no synthesis cascade."""
 
     name = "thinkon"
+    chained = True  # no turns, and a failed level stays its failed return (store/thinkon.py)
     claims_context = False  # a level reads its chain (store/thinkon.py), not a branch's context
 
     def seed(self, run: RunState) -> StepRecord | None:
