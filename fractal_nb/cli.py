@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from .arguments import check_bind_host, check_store_target, check_token, shown_target
 from .errors import FractalError, InvalidInputError
 from .loopback import is_loopback
-from .model import CheckpointMode, Intensity
+from .model import CheckpointMode, ExitReason, Intensity
 
 if TYPE_CHECKING:
     from .exploration import Exploration
@@ -643,7 +643,7 @@ def _work(args: argparse.Namespace, llm: LLM) -> int:
             f"{report.worker}: {report.answered} answered, {report.synthesized} synthesized, "
             f"{report.failures} failed; exit: {report.exit_reason}"
         )
-    if down := next((r for r in reports if r.exit_reason == "model_unavailable"), None):
+    if down := next((r for r in reports if r.exit_reason == ExitReason.MODEL_UNAVAILABLE), None):
         print(f"fractal-nb: {down.detail}; this worker's claims were given back", file=sys.stderr)
         return EXIT_MODEL
     return EXIT_OK

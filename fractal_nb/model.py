@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, TypedDict, TypeVar
+from typing import Any, TypeAlias, TypedDict, TypeVar
 
 from .errors import InvalidInputError, InvalidTransitionError
 
@@ -138,6 +138,44 @@ class Strategy(StrEnum):
     TRACKS = "tracks"
     THINKON = "thinkon"
     SINGLE = "single"
+
+
+class ExitReason(StrEnum):
+    """Why a worker left the worker loop (``WorkerReport.exit_reason``; engine/dispatcher.py)."""
+
+    GRAPH_DONE = "graph_done"  # no question left to claim, and nothing else here to wait for
+    NO_WORK = "no_work"  # nothing to claim and nothing in flight here
+    NO_WORK_AFTER_RETRIES = "no_work_after_retries"  # nothing came after its backoff tries
+    PAUSED = "paused"  # a pause, or a convergence checkpoint
+    CYCLE = "cycle"  # the interactive checkpoint: one node, then the person
+    CIRCUIT_BREAKER = "circuit_breaker"  # its steps reached the strategy's bound
+    BUDGET = "budget"  # a budget of engine/limits.py was reached
+    MODEL_UNAVAILABLE = "model_unavailable"  # the model could not be reached, or failed every call
+    STORE_UNREACHABLE = "store_unreachable"  # the store's server is gone
+    CRASHED = "crashed"  # a bug: its claims went back, the error is raised after the join
+
+
+class GapKind(StrEnum):
+    """What kind of gap a gap row is (engine/phases.py ``gap_rows``; README, "Gaps")."""
+
+    FAILED = "failed"
+    PRUNED = "pruned"
+    GATED = "gated"
+    HELD = "held"  # a question to the person
+    BLOCKED = "blocked"
+    UNEXPLORED = "unexplored"  # a budget cut it
+    WAITING = "waiting"  # open or claimed: work not done yet
+    SYNTHESIS_FAILED = "synthesis_failed"
+    UNKNOWN = "unknown"  # an unknown a claim names
+
+
+class CheckpointKind(StrEnum):
+    """The kind of a :class:`CheckpointMode`; ``depth`` carries its N."""
+
+    AUTONOMOUS = "autonomous"
+    CONVERGENCE = "convergence"
+    INTERACTIVE = "interactive"
+    DEPTH = "depth"
 
 
 class ThinkonPhase(StrEnum):
@@ -420,7 +458,7 @@ def parse_choice(enum: type[E], value: object, what: str) -> E:
 class CheckpointMode:
     """``autonomous``, ``convergence``, ``interactive`` or ``depth:N`` (gates every N levels)."""
 
-    kind: str
+    kind: CheckpointKind
     every: int | None = None
 
     VALID = "autonomous, convergence, interactive, depth:N (N a positive integer)"
@@ -433,11 +471,11 @@ class CheckpointMode:
         the intensity's ``max_depth`` (questions sit at depths 0 to max_depth - 1).
         """
         if isinstance(value, str):
-            if value in ("autonomous", "convergence", "interactive"):
-                return cls(value)
+            if value in (CheckpointKind.AUTONOMOUS, CheckpointKind.CONVERGENCE, CheckpointKind.INTERACTIVE):
+                return cls(CheckpointKind(value))
             match = re.fullmatch(r"depth:([0-9]{1,9})", value)
             if match and int(match.group(1)) >= 1:
-                mode = cls("depth", int(match.group(1)))
+                mode = cls(CheckpointKind.DEPTH, int(match.group(1)))
                 if intensity is not None:
                     mode.check_depth(Intensity(intensity))
                 return mode
@@ -457,7 +495,11 @@ class CheckpointMode:
         return self.every is not None and depth > 0 and depth % self.every == 0
 
     def __str__(self) -> str:
-        return f"depth:{self.every}" if self.kind == "depth" else self.kind
+        return f"depth:{self.every}" if self.kind == CheckpointKind.DEPTH else self.kind.value
+
+
+JsonArgument: TypeAlias = dict[str, Any] | str
+"""A JSON object, or its text (what an MCP client sends): :func:`parse_metadata` reads either."""
 
 
 def parse_metadata(value: object, what: str = "metadata") -> dict[str, Any]:

@@ -7,7 +7,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .model import NODE_ID_PATTERN, NodeStatus
+from .model import NODE_ID_PATTERN, NodeStatus, Strategy
 from .text import clip
 from .text import markdown_escape as _md
 
@@ -170,7 +170,7 @@ class FractalResult:
             f"{self.contradiction_count} contradictions",
             "",
         ]
-        if self.strategy != "fractal":
+        if self.strategy != Strategy.FRACTAL:
             lines += [f"**Strategy:** {_md(self.strategy)}", ""]
         if self.replies:
             lines += [f"**Model replies:** {_replies(self.replies)}", ""]
@@ -250,7 +250,11 @@ class FractalResult:
             f"<p><b>Status:</b> {html.escape(self.status)} · {self.node_count} nodes · "
             f"{self.edge_count} edges · depth {self.max_depth} · {self.convergence_count} "
             f"convergences · {self.contradiction_count} contradictions</p>"
-            + (f"<p><b>Strategy:</b> {html.escape(self.strategy)}</p>" if self.strategy != "fractal" else "")
+            + (
+                f"<p><b>Strategy:</b> {html.escape(self.strategy)}</p>"
+                if self.strategy != Strategy.FRACTAL
+                else ""
+            )
             + (f"<p><b>Model replies:</b> {_replies(self.replies)}</p>" if self.replies else "")
             + (
                 f"<p class='fractal-degraded' style='border-left:3px solid #c77700;padding-left:.5em'>"

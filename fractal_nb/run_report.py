@@ -14,7 +14,7 @@ import html
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypedDict
 
-from .model import RunOutcome
+from .model import ExitReason, RunOutcome
 from .results import StepRecord
 from .text import markdown_escape as _md
 
@@ -36,7 +36,7 @@ class WorkerReport:
     synthesized: int = 0
     sub_questions: int = 0
     failures: int = 0
-    exit_reason: str = ""
+    exit_reason: ExitReason | None = None  # None: still working
     detail: str = ""  # why, when the exit reason needs one (the model outage, a budget)
     convergences: list[tuple[str, str]] = field(default_factory=list)  # (its answer, the other node)
     contradictions: list[tuple[str, str]] = field(default_factory=list)
@@ -69,7 +69,7 @@ class WorkerReport:
             "saturated_branches": list(self.saturated),
             "boundary_questions": self.boundary_questions,
             "failures": self.failures,
-            "exit_reason": self.exit_reason,
+            "exit_reason": str(self.exit_reason or ""),
             "detail": self.detail,
         }
 
@@ -173,7 +173,7 @@ class RunReport:
             ]
             lines += [
                 f"| {w.worker} | {w.answered} | {w.synthesized} | {w.sub_questions} | {w.failures} "
-                f"| {_md(w.exit_reason)}{' (' + _md(w.detail) + ')' if w.detail else ''} |"
+                f"| {_md(w.exit_reason or '')}{' (' + _md(w.detail) + ')' if w.detail else ''} |"
                 for w in self.worker_reports
             ]
         return "\n".join(lines)
@@ -185,7 +185,7 @@ class RunReport:
         esc = html.escape
         rows = "".join(
             f"<tr><td>{esc(w.worker)}</td><td>{w.answered}</td><td>{w.synthesized}</td>"
-            f"<td>{w.sub_questions}</td><td>{w.failures}</td><td>{esc(w.exit_reason)}"
+            f"<td>{w.sub_questions}</td><td>{w.failures}</td><td>{esc(w.exit_reason or '')}"
             f"{' (' + esc(w.detail) + ')' if w.detail else ''}</td></tr>"
             for w in self.worker_reports
         )

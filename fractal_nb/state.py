@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from .engine import current, gap_rows, same_fact
 from .errors import NotFoundError
-from .model import ClaimKind, GraphStatus, NodeStatus, NodeType, SaturationReason
+from .model import ClaimKind, GapKind, GraphStatus, NodeStatus, NodeType, SaturationReason, Strategy
 from .steering import asked_text
 from .text import normalize
 
@@ -28,7 +28,17 @@ if TYPE_CHECKING:
 ValueKind = Literal["verified", "assumed", "missing", "failed"]
 VALUE_KINDS: tuple[ValueKind, ...] = ("verified", "assumed", "missing", "failed")
 # Gap kinds (engine/phases.py gap_rows) that say a value is missing rather than failed.
-_MISSING_GAPS = frozenset({"unexplored", "gated", "held", "blocked", "waiting", "pruned", "unknown"})
+_MISSING_GAPS = frozenset(
+    {
+        GapKind.UNEXPLORED,
+        GapKind.GATED,
+        GapKind.HELD,
+        GapKind.BLOCKED,
+        GapKind.WAITING,
+        GapKind.PRUNED,
+        GapKind.UNKNOWN,
+    }
+)
 # Saturation reasons a worker gives when a question is settled: done, not a gap.
 _SETTLED = frozenset(
     {
@@ -138,7 +148,7 @@ class ExplorationState:
         parts = [
             f"<div class='fractal-state'><h4>State of {e(self.graph_id)}: {e(self.status)}</h4>",
             f"<p><b>Seed:</b> {e(self.seed)}</p>",
-            f"<p><b>Strategy:</b> {e(self.strategy)}</p>" if self.strategy != "fractal" else "",
+            f"<p><b>Strategy:</b> {e(self.strategy)}</p>" if self.strategy != Strategy.FRACTAL else "",
             "<p><b>Line of work</b></p><ol>",
             *(f"<li>{e(step)}</li>" for step in self.line_of_work),
             "</ol>",
@@ -268,7 +278,7 @@ def _head(store: Store, where: tuple[str, int], turn: TurnRecord) -> HeadState:
         }
     mine = current(then)
     root = next(n for n in mine if n["depth"] == 0 and n["node_type"] == NodeType.QUESTION)
-    failed = [g for g in gap_rows(mine) if g["kind"] in ("failed", "synthesis_failed")]
+    failed = [g for g in gap_rows(mine) if g["kind"] in (GapKind.FAILED, GapKind.SYNTHESIS_FAILED)]
     weak = root["metadata"].get("weak") or []
     reasons = []
     if root["status"] != NodeStatus.SYNTHESIZED:
@@ -345,7 +355,7 @@ def _values(nodes: list[NodeRecord]) -> list[StateValue]:
             out.append({"kind": kind, "text": claim["text"], "node_id": n["node_id"], "detail": detail})
     for gap in gap_rows(mine):
         kind = "missing" if gap["kind"] in _MISSING_GAPS else "failed"
-        if gap["kind"] == "unknown":  # what a claim says is not known, under the question that named it
+        if gap["kind"] == GapKind.UNKNOWN:  # what a claim says is not known, under the question that named it
             text, detail = gap["detail"], f"unknown, named under: {gap['question']}"
         else:
             text, detail = gap["question"], f"{gap['kind']}: {gap['detail']}"

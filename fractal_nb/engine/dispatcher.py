@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from ..errors import StoreUnreachableError
-from ..model import GraphStatus, RunOutcome
+from ..model import CheckpointKind, ExitReason, GraphStatus, RunOutcome
 from ..results import StepRecord
 from ..run_report import WorkerReport
 from .outcome import settle
@@ -163,7 +163,10 @@ class Dispatcher:
                 or run.convergence_found.is_set()
                 or run.call.outage
                 or (self.budget_reached)
-                or any(r.exit_reason in ("circuit_breaker", "cycle") for r in self.reports[-count:])
+                or any(
+                    r.exit_reason in (ExitReason.CIRCUIT_BREAKER, ExitReason.CYCLE)
+                    for r in self.reports[-count:]
+                )
             ):
                 break
 
@@ -183,11 +186,11 @@ class Dispatcher:
                 self._work(report)
             except StoreUnreachableError as exc:  # the server is gone: so is every worker here
                 errors.append(exc)
-                report.exit_reason = "store_unreachable"
+                report.exit_reason = ExitReason.STORE_UNREACHABLE
                 self.stop.set()
             except BaseException as exc:  # a bug, not a model failure: surface it after the join
                 errors.append(exc)
-                report.exit_reason = "crashed"
+                report.exit_reason = ExitReason.CRASHED
                 self.run_state.store.recover_stuck(self.run_state.graph_id, worker_id=report.worker)
 
         threads = [
@@ -209,34 +212,34 @@ class Dispatcher:
     def _work(self, report: WorkerReport) -> None:
         run = self.run_state
         breaker = run.part.steps_per_worker(run)
-        interactive = run.checkpoint.kind == "interactive"
+        interactive = run.checkpoint.kind == CheckpointKind.INTERACTIVE
         tries = 0
         while True:
             if run.call.outage:  # held_back (engine/outcome.py), as step() checks it
-                report.exit_reason, report.detail = "model_unavailable", run.call.outage
+                report.exit_reason, report.detail = ExitReason.MODEL_UNAVAILABLE, run.call.outage
                 return
             if self.stop.is_set() or run.convergence_found.is_set():
-                report.exit_reason = "paused"
+                report.exit_reason = ExitReason.PAUSED
                 return
             if report.answered + report.failures >= breaker:
-                report.exit_reason = "circuit_breaker"
+                report.exit_reason = ExitReason.CIRCUIT_BREAKER
                 return
             if self._over_budget():
-                report.exit_reason, report.detail = "budget", self.budget_reached or ""
+                report.exit_reason, report.detail = ExitReason.BUDGET, self.budget_reached or ""
                 return
             claim = claim_question(run, report.worker)
             if claim["node_id"] is None:
                 if claim["graph_done"] or claim["graph_status"] != GraphStatus.ACTIVE:
                     if claim["graph_status"] == GraphStatus.ACTIVE:
                         leftovers(run, report.worker)  # as settle does: a remote worker settles nothing
-                    report.exit_reason = "graph_done"
+                    report.exit_reason = ExitReason.GRAPH_DONE
                     return
                 if run.synthesis_given_back.is_set():  # no question waits: retry it now
                     run.synthesis_given_back.clear()
                     if leftovers(run, report.worker):
                         continue
                 if tries == len(BACKOFF_S) or (self._idle() and not self.patient):
-                    report.exit_reason = "no_work_after_retries" if tries else "no_work"
+                    report.exit_reason = ExitReason.NO_WORK_AFTER_RETRIES if tries else ExitReason.NO_WORK
                     return
                 heard = run.added_elsewhere
                 self.clock.wait(run.work_added, BACKOFF_S[tries])
@@ -258,7 +261,7 @@ class Dispatcher:
             if self.on_step is not None:
                 self.on_step(record)
             if interactive:
-                report.exit_reason = "cycle"
+                report.exit_reason = ExitReason.CYCLE
                 return
 
     def _over_budget(self) -> bool:

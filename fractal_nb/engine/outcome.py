@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..model import GraphStatus, NodeStatus, RunOutcome, pending_counts
+from ..model import CheckpointKind, GraphStatus, NodeStatus, RunOutcome, pending_counts
 from ..results import StepRecord
 from .primitive import freeze_unexplored, leftovers
 
@@ -94,7 +94,7 @@ def settle(
         outcome, reason = RunOutcome.CONVERGENCE_DETECTED, "convergence checkpoint"
     elif stopped:
         outcome, reason = RunOutcome.PAUSED, "paused"
-    elif run.checkpoint.kind == "interactive" and reported:
+    elif run.checkpoint.kind == CheckpointKind.INTERACTIVE and reported:
         outcome, reason = RunOutcome.PAUSED, "interactive checkpoint"
     elif claimable:  # breakers fired (or rounds ran out) with work left: the budget protocol
         freeze_open(run, "circuit breaker")

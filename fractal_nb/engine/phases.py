@@ -11,6 +11,7 @@ from ..llm.schemas import HarvestSummary
 from ..model import (
     PENDING_QUESTION,
     ClaimKind,
+    GapKind,
     GraphStatus,
     NodeStatus,
     SaturationReason,
@@ -445,12 +446,12 @@ def gap_rows(nodes: list[NodeRecord]) -> list[dict[str, Any]]:
             continue
         meta, reason, status = n["metadata"], n["status_reason"], n["status"]
 
-        def row(kind: str, detail: str, n: NodeRecord = n) -> None:
+        def row(kind: GapKind, detail: str, n: NodeRecord = n) -> None:
             rows.append(
                 {
                     "node_id": n["node_id"],
                     "depth": n["depth"],
-                    "kind": kind,
+                    "kind": kind.value,
                     "question": n["text"],
                     "detail": detail,
                 }
@@ -458,28 +459,30 @@ def gap_rows(nodes: list[NodeRecord]) -> list[dict[str, Any]]:
 
         budget = "budget_exhausted" + (f": {meta['budget_reason']}" if meta.get("budget_reason") else "")
         if meta.get("synthesis_failed"):
-            row("synthesis_failed", "the model could not synthesize it: its sub-findings were joined")
+            row(GapKind.SYNTHESIS_FAILED, "the model could not synthesize it: its sub-findings were joined")
         if status == NodeStatus.ERROR or (
             status == NodeStatus.SATURATED and reason == SaturationReason.ERROR
         ):
-            row("failed", str(meta.get("last_error") or reason or "error"))
+            row(GapKind.FAILED, str(meta.get("last_error") or reason or "error"))
         elif status == NodeStatus.SATURATED and reason == SaturationReason.PRUNED:
-            row("pruned", f"pruned with {n['inherited_from']}" if n["inherited_from"] else "pruned")
+            row(GapKind.PRUNED, f"pruned with {n['inherited_from']}" if n["inherited_from"] else "pruned")
         elif status == NodeStatus.SATURATED and reason == SaturationReason.BLOCKED:
-            row("blocked", _blocked_detail(meta, n["inherited_from"]))
+            row(GapKind.BLOCKED, _blocked_detail(meta, n["inherited_from"]))
         elif status == NodeStatus.SATURATED and reason == SaturationReason.BUDGET_EXHAUSTED:
             if meta.get("unexplored_reason") == GATED_UNEXPLORED:
-                row("gated", GATED_UNEXPLORED)
+                row(GapKind.GATED, GATED_UNEXPLORED)
             elif meta.get("unexplored_reason") == HELD_UNEXPLORED:
-                row("held", _held_detail(meta, HELD_UNEXPLORED))
+                row(GapKind.HELD, _held_detail(meta, HELD_UNEXPLORED))
             else:
-                row("unexplored", budget if meta.get("budget_exhausted") else "budget_exhausted")
+                row(GapKind.UNEXPLORED, budget if meta.get("budget_exhausted") else "budget_exhausted")
         elif status == NodeStatus.GATED and isinstance(meta.get("halt"), dict):
-            row("held", _held_detail(meta, "waiting for your answer"))
+            row(GapKind.HELD, _held_detail(meta, "waiting for your answer"))
         elif status == NodeStatus.GATED:
-            row("gated", "gated")
+            row(GapKind.GATED, "gated")
         elif status in PENDING_QUESTION:  # open or claimed: a budget's mark, or work not done yet
-            row("unexplored", budget) if meta.get("budget_exhausted") else row("waiting", str(status))
+            row(GapKind.UNEXPLORED, budget) if meta.get("budget_exhausted") else row(
+                GapKind.WAITING, str(status)
+            )
     return rows + unknown_rows(nodes)
 
 
@@ -525,7 +528,7 @@ def unknown_rows(nodes: list[NodeRecord]) -> list[dict[str, Any]]:
                 {
                     "node_id": question["node_id"],
                     "depth": question["depth"],
-                    "kind": "unknown",
+                    "kind": GapKind.UNKNOWN.value,
                     "question": question["text"],
                     "detail": str(claim["text"]),
                 }
@@ -536,16 +539,17 @@ def unknown_rows(nodes: list[NodeRecord]) -> list[dict[str, Any]]:
 def gap_text(row: dict[str, Any]) -> str:
     """A gap row as the one line the result lists, its real reason first (gated, pruned, failed, budget)."""
     question, detail = clip(row["question"], 160), clip(row["detail"], 160)
-    return {
-        "failed": f"failed: {question} ({detail})",
-        "pruned": f"pruned: {question}",
-        "gated": f"waiting (gated): {question}"
+    texts = {
+        GapKind.FAILED: f"failed: {question} ({detail})",
+        GapKind.PRUNED: f"pruned: {question}",
+        GapKind.GATED: f"waiting (gated): {question}"
         if detail == "gated"
         else f"unexplored ({detail}): {question}",
-        "unexplored": f"unexplored ({detail}): {question}",
-        "waiting": f"waiting ({detail}): {question}",
-        "synthesis_failed": f"synthesis failed, sub-findings joined instead: {question}",
-        "held": f"held for the person ({detail}): {question}",
-        "blocked": f"blocked: {question} ({detail})",
-        "unknown": f"unknown: {detail} (under: {question})",
-    }[row["kind"]]
+        GapKind.UNEXPLORED: f"unexplored ({detail}): {question}",
+        GapKind.WAITING: f"waiting ({detail}): {question}",
+        GapKind.SYNTHESIS_FAILED: f"synthesis failed, sub-findings joined instead: {question}",
+        GapKind.HELD: f"held for the person ({detail}): {question}",
+        GapKind.BLOCKED: f"blocked: {question} ({detail})",
+        GapKind.UNKNOWN: f"unknown: {detail} (under: {question})",
+    }
+    return texts[GapKind(row["kind"])]

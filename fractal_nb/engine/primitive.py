@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import (
     BudgetExhaustedError,
@@ -31,7 +31,7 @@ from ..llm.schemas import (
     SubQuestion,
     connections_among,
 )
-from ..model import MAX_SUB_QUESTIONS, UNEXPLORED, HaltKind, NodeStatus, SaturationReason
+from ..model import MAX_SUB_QUESTIONS, UNEXPLORED, CheckpointKind, HaltKind, NodeStatus, SaturationReason
 from ..prompts import chat, render
 from ..results import StepRecord
 from ..store import WorkerStore
@@ -248,6 +248,20 @@ def _redecompose_note(meta: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+class Written(TypedDict):
+    """What one answer's write made: the ids and counts the step's record carries."""
+
+    answer_id: str
+    questions: list[str]  # the sub-questions it added (new to the graph)
+    synthesized: list[str]  # the question itself, when the answer settled it (a leaf, or saturated)
+    next_synthesis: SynthesisClaim | None  # the synthesis it made ready above, claimed with it
+    links: int
+    saturated: str | None  # the saturation reason, when the answer saturated its question
+    convergences: tuple[tuple[str, str], ...]
+    contradictions: tuple[tuple[str, str], ...]
+    boundary_questions: int
+
+
 @dataclass(frozen=True)
 class SubQuestions:
     """The sub-questions an answer asks, and what it does not ask: the depth's cut, the bound's."""
@@ -331,7 +345,7 @@ def _write(
     links: Connections,
     calls: PendingCalls,
     relation: dict[str, str],
-) -> dict[str, Any]:
+) -> Written:
     """Write the node's results in one transaction; a refusal rolls all of it back."""
     store, g = run.store, run.graph_id
     meta: dict[str, Any] = {"confidence": answer.confidence}
@@ -380,7 +394,7 @@ def _write(
         )
     answer_id, created = written["answer"]["node_id"], written["edges_created"]
     boundaries = int(written["boundary"] is not None)
-    if links.convergences and run.checkpoint.kind == "convergence":
+    if links.convergences and run.checkpoint.kind == CheckpointKind.CONVERGENCE:
         run.convergence_found.set()
     return {
         "answer_id": answer_id,

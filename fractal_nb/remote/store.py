@@ -24,7 +24,7 @@ from .. import errors
 from ..errors import FractalError, InvalidInputError, StateError, StoreUnreachableError
 from ..llm.openai_llm import connection_problem
 from ..store import Store, WorkerStore
-from ..store.holders import HOLDER_LEASE_S, HolderInfo, hold, let_go, new_holder
+from ..store.holders import HOLDER_LEASE_S, OWN_HOLDER, HolderInfo, hold, let_go, new_holder
 from ..store.records import Heartbeat
 from ..tool_table import TOOLS_BY_METHOD
 
@@ -76,7 +76,7 @@ def remote_method(
 
     The arguments are bound to the store method's signature and encoded as the
     row says; one the tool does not carry (``release_claim``'s ``max_failures``)
-    must keep its default. ``holder="store"`` (the store's own) is this worker's.
+    must keep its default. ``holder=OWN_HOLDER`` (the store's own, the default) is this worker's.
     """
     tool = TOOLS_BY_METHOD[method.__name__]
     signature = inspect.signature(method)
@@ -93,7 +93,7 @@ def remote_method(
                 raise InvalidInputError(
                     f"{name} is not carried by {tool.name}; RemoteStore keeps its default"
                 )
-        if takes_holder and bound.arguments["holder"] == "store":
+        if takes_holder and bound.arguments["holder"] == OWN_HOLDER:
             bound.arguments["holder"] = self.holder
         value = self.call(tool.name, **{p.name: p.encode(bound.arguments[p.arg]) for p in tool.params})
         return cast(R, value[tool.result_key] if tool.result_key else value)

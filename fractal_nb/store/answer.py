@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import FractalError, InvalidInputError
 from ..model import (
     MAX_SUB_QUESTIONS,
+    JsonArgument,
     NodeStatus,
     NodeType,
     SaturationReason,
@@ -79,7 +80,7 @@ class Answers:
         node_type: str,
         text: str,
         owner: str | None = None,
-        metadata: dict[str, Any] | str | None = None,
+        metadata: JsonArgument | None = None,
     ) -> AddedNode:
         """Add an answer or a sub-question under ``parent_id``.
 
@@ -109,7 +110,7 @@ class Answers:
         text: str,
         *,
         owner: str | None = None,
-        metadata: dict[str, Any] | str | None = None,
+        metadata: JsonArgument | None = None,
         sub_questions: Sequence[str | dict[str, Any]] | None = None,
         synthesize: bool = False,
         saturation: str | None = None,
@@ -207,12 +208,12 @@ class Answers:
         text: str,
         *,
         owner: str | None = None,
-        metadata: dict[str, Any] | str | None = None,
+        metadata: JsonArgument | None = None,
         sub_questions: Sequence[str | dict[str, Any]] | None = None,
-        links: dict[str, Any] | str | None = None,
+        links: JsonArgument | None = None,
         calls: CallRows | None = None,
         saturation: str | None = None,
-        boundary: dict[str, Any] | str | None = None,
+        boundary: JsonArgument | None = None,
         claim_next: bool = False,
     ) -> AnswerSubmitted:
         """Everything a worker writes for a claimed question, in one transaction.

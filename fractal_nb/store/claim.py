@@ -28,7 +28,7 @@ from .base import (
     require_text,
 )
 from .dialect import Per
-from .holders import HOLDER_LEASE_S, HolderInfo, is_gone, parse_holder
+from .holders import HOLDER_LEASE_S, OWN_HOLDER, HolderArgument, HolderInfo, is_gone, parse_holder
 from .records import Claim, ClaimReleased, Heartbeat, Recovered
 from .rows import NODE_COLUMNS, GraphRow, NodeRow
 
@@ -129,7 +129,7 @@ class Claims:
         graph_id: str,
         worker_id: str,
         *,
-        holder: HolderInfo | dict[str, Any] | str | None = "store",
+        holder: HolderArgument = OWN_HOLDER,
     ) -> tuple[Claim, NodeRow | None]:
         """Atomically claim the next question for ``worker_id`` (docs/architecture.md, rule 1).
 
@@ -351,11 +351,11 @@ class Claims:
             )
         return {"node_id": node.node_id, "status": target.value, "failures": failures}
 
-    def held(self, holder: HolderInfo | dict[str, Any] | str | None) -> HolderInfo | None:
+    def held(self, holder: HolderArgument) -> HolderInfo | None:
         """Who a claim is for: this store (``"store"``), a client's holder, or nobody (a plain lease)."""
         if holder is None:
             return None
-        return self.holder if holder == "store" else parse_holder(holder)
+        return self.holder if holder == OWN_HOLDER else parse_holder(holder)
 
     def lease_for(self, holder_id: str | None) -> float:
         """A claim's lease: the store's own (or a plain lease's), or a short one for another process's holder.

@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol, Self
 
-from ..model import ThinkonOutcome
+from ..model import JsonArgument, ThinkonOutcome
 from .copy import Copied
-from .holders import HolderInfo
+from .holders import OWN_HOLDER, HolderArgument, HolderInfo
 from .records import (
     AddedNode,
     AnswerSubmitted,
@@ -83,7 +83,7 @@ class WorkerStore(Protocol):
         graph_id: str,
         worker_id: str,
         *,
-        holder: HolderInfo | dict[str, Any] | str | None = "store",
+        holder: HolderArgument = OWN_HOLDER,
         with_context: bool = False,
     ) -> Claim:
         """Atomically claim the next question for ``worker_id`` (docs/architecture.md, rule 1).
@@ -129,12 +129,12 @@ class WorkerStore(Protocol):
         text: str,
         *,
         owner: str | None = None,
-        metadata: dict[str, Any] | str | None = None,
+        metadata: JsonArgument | None = None,
         sub_questions: Sequence[str | dict[str, Any]] | None = None,
-        links: dict[str, Any] | str | None = None,
+        links: JsonArgument | None = None,
         calls: CallRows | None = None,
         saturation: str | None = None,
-        boundary: dict[str, Any] | str | None = None,
+        boundary: JsonArgument | None = None,
         claim_next: bool = False,
         with_inputs: bool = False,
     ) -> AnswerSubmitted:
@@ -148,7 +148,7 @@ class WorkerStore(Protocol):
         self,
         graph_id: str,
         node_id: str,
-        halt: dict[str, Any] | str,
+        halt: JsonArgument,
         *,
         owner: str,
         calls: CallRows | None = None,
@@ -167,7 +167,7 @@ class WorkerStore(Protocol):
     ) -> ClaimReleased:
         """Give back a claim after a failed attempt, recording why (:meth:`Claims.release_claim`)."""
 
-    def update_node(self, graph_id: str, node_id: str, metadata: dict[str, Any] | str) -> NodeUpdated:
+    def update_node(self, graph_id: str, node_id: str, metadata: JsonArgument) -> NodeUpdated:
         """Merge ``metadata`` into the node's (shallow); link keys create edges once."""
 
     def mark_saturated(self, graph_id: str, node_id: str, reason: str) -> Saturated:
@@ -184,7 +184,7 @@ class WorkerStore(Protocol):
         graph_id: str,
         worker_id: str,
         *,
-        holder: HolderInfo | dict[str, Any] | str | None = "store",
+        holder: HolderArgument = OWN_HOLDER,
         skip: list[str] | None = None,
         with_inputs: bool = False,
     ) -> SynthesisClaim:
@@ -323,7 +323,7 @@ class Store(WorkerStore, Protocol):
         seed: str,
         intensity: str = "explore",
         checkpoint_mode: str = "autonomous",
-        metadata: dict[str, Any] | str | None = None,
+        metadata: JsonArgument | None = None,
     ) -> dict[str, Any]:
         """Create a graph whose root question is ``seed`` (turn 1 opens); returns ids, budget and status."""
 
@@ -388,7 +388,7 @@ class Store(WorkerStore, Protocol):
     def update_graph_status(self, graph_id: str, status: str, reason: str | None = None) -> StatusChanged:
         """Move the graph to ``status`` if the transition table allows it."""
 
-    def update_graph_metadata(self, graph_id: str, metadata: dict[str, Any] | str) -> dict[str, Any]:
+    def update_graph_metadata(self, graph_id: str, metadata: JsonArgument) -> dict[str, Any]:
         """Merge ``metadata`` into the graph's (shallow), e.g. the harvest's summary."""
 
     def record_harvest(self, graph_id: str, harvest: Mapping[str, Any]) -> dict[str, Any]:
@@ -406,7 +406,7 @@ class Store(WorkerStore, Protocol):
         node_type: str,
         text: str,
         owner: str | None = None,
-        metadata: dict[str, Any] | str | None = None,
+        metadata: JsonArgument | None = None,
     ) -> AddedNode:
         """Add an answer or a sub-question under ``parent_id`` (:meth:`Answers.add_node`)."""
 
@@ -417,7 +417,7 @@ class Store(WorkerStore, Protocol):
         text: str,
         *,
         owner: str | None = None,
-        metadata: dict[str, Any] | str | None = None,
+        metadata: JsonArgument | None = None,
         sub_questions: Sequence[str | dict[str, Any]] | None = None,
         synthesize: bool = False,
         saturation: str | None = None,

@@ -17,7 +17,7 @@ from typing_extensions import override
 
 from ..arguments import STORE_LOG, check_store_target
 from ..errors import FractalError, InvalidInputError
-from ..model import ThinkonOutcome, TurnKind
+from ..model import JsonArgument, ThinkonOutcome, TurnKind
 from .answer import Answers
 from .base import DEFAULT_LEASE_S, StoreCore, require_flag
 from .children import Children
@@ -30,7 +30,7 @@ from .database import Database, Tracer
 from .dialect import Dialect, dialect_of
 from .duckdb_file import DuckDBDatabase
 from .graphs import GraphLifecycle
-from .holders import HolderInfo, hold, let_go, new_holder
+from .holders import OWN_HOLDER, HolderArgument, HolderInfo, hold, let_go, new_holder
 from .journal import Journal
 from .lineage import Lineage
 from .links import Links
@@ -249,7 +249,7 @@ class GraphStore(Store):
         seed: str,
         intensity: str = "explore",
         checkpoint_mode: str = "autonomous",
-        metadata: dict[str, Any] | str | None = None,
+        metadata: JsonArgument | None = None,
     ) -> dict[str, Any]:
         with self._db.write():
             created = self._graphs.create_graph(seed, intensity, checkpoint_mode, metadata)
@@ -341,7 +341,7 @@ class GraphStore(Store):
         return self._graphs.update_graph_status(graph_id, status, reason)
 
     @override
-    def update_graph_metadata(self, graph_id: str, metadata: dict[str, Any] | str) -> dict[str, Any]:
+    def update_graph_metadata(self, graph_id: str, metadata: JsonArgument) -> dict[str, Any]:
         return self._graphs.update_graph_metadata(graph_id, metadata)
 
     @override
@@ -362,7 +362,7 @@ class GraphStore(Store):
         node_type: str,
         text: str,
         owner: str | None = None,
-        metadata: dict[str, Any] | str | None = None,
+        metadata: JsonArgument | None = None,
     ) -> AddedNode:
         return self._answers.add_node(graph_id, parent_id, node_type, text, owner, metadata)
 
@@ -374,7 +374,7 @@ class GraphStore(Store):
         text: str,
         *,
         owner: str | None = None,
-        metadata: dict[str, Any] | str | None = None,
+        metadata: JsonArgument | None = None,
         sub_questions: Sequence[str | dict[str, Any]] | None = None,
         synthesize: bool = False,
         saturation: str | None = None,
@@ -398,12 +398,12 @@ class GraphStore(Store):
         text: str,
         *,
         owner: str | None = None,
-        metadata: dict[str, Any] | str | None = None,
+        metadata: JsonArgument | None = None,
         sub_questions: Sequence[str | dict[str, Any]] | None = None,
-        links: dict[str, Any] | str | None = None,
+        links: JsonArgument | None = None,
         calls: CallRows | None = None,
         saturation: str | None = None,
-        boundary: dict[str, Any] | str | None = None,
+        boundary: JsonArgument | None = None,
         claim_next: bool = False,
         with_inputs: bool = False,
     ) -> AnswerSubmitted:
@@ -428,7 +428,7 @@ class GraphStore(Store):
     # -- metadata and links (store/links.py: Links) ------------------------------------------------
 
     @override
-    def update_node(self, graph_id: str, node_id: str, metadata: dict[str, Any] | str) -> NodeUpdated:
+    def update_node(self, graph_id: str, node_id: str, metadata: JsonArgument) -> NodeUpdated:
         return self._links.update_node(graph_id, node_id, metadata)
 
     # -- gates, halts, saturation, errors (store/stops.py: Stops) ----------------------------------
@@ -450,7 +450,7 @@ class GraphStore(Store):
         self,
         graph_id: str,
         node_id: str,
-        halt: dict[str, Any] | str,
+        halt: JsonArgument,
         *,
         owner: str,
         calls: CallRows | None = None,
@@ -477,7 +477,7 @@ class GraphStore(Store):
         graph_id: str,
         worker_id: str,
         *,
-        holder: HolderInfo | dict[str, Any] | str | None = "store",
+        holder: HolderArgument = OWN_HOLDER,
         with_context: bool = False,
     ) -> Claim:
         wanted = require_flag(with_context, "with_context")
@@ -527,7 +527,7 @@ class GraphStore(Store):
         graph_id: str,
         worker_id: str,
         *,
-        holder: HolderInfo | dict[str, Any] | str | None = "store",
+        holder: HolderArgument = OWN_HOLDER,
         skip: list[str] | None = None,
         with_inputs: bool = False,
     ) -> SynthesisClaim:

@@ -13,6 +13,7 @@ from ..model import (
     CheckpointMode,
     GraphStatus,
     Intensity,
+    JsonArgument,
     NodeStatus,
     NodeType,
     check_graph_transition,
@@ -53,7 +54,7 @@ class GraphLifecycle:
         seed: str,
         intensity: str = "explore",
         checkpoint_mode: str = "autonomous",
-        metadata: dict[str, Any] | str | None = None,
+        metadata: JsonArgument | None = None,
     ) -> dict[str, Any]:
         """Create a graph whose root question is ``seed``; returns ids, budget and status."""
         seed = require_text(seed, "seed")
@@ -135,7 +136,7 @@ class GraphLifecycle:
             self.change_status(graph.graph_id, graph.status, target, reason)
         return {"graph_id": graph.graph_id, "status": target.value, "previous_status": graph.status}
 
-    def update_graph_metadata(self, graph_id: str, metadata: dict[str, Any] | str) -> dict[str, Any]:
+    def update_graph_metadata(self, graph_id: str, metadata: JsonArgument) -> dict[str, Any]:
         """Merge ``metadata`` into the graph's (shallow), e.g. the harvest's summary."""
         meta = parse_metadata(metadata)
         if not meta:

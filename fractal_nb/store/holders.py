@@ -14,17 +14,27 @@ from __future__ import annotations
 import os
 import socket
 import uuid
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypeAlias, TypedDict
 
 from ..errors import InvalidInputError
-from ..model import parse_metadata
+from ..model import JsonArgument, parse_metadata
 from .in_process import GUARD, LIVE_HOLDERS
 
 HOST = socket.gethostname()
 # The lease of a claim held by another process (a remote worker): short, and renewed by its heartbeat
 # three times a lease, so a worker killed anywhere gives its claims back within it (rule 5).
 HOLDER_LEASE_S = 20.0
+
+
+class OwnHolder(StrEnum):
+    """The store's own holder as a claim's ``holder`` argument (the default): this open store."""
+
+    STORE = "store"
+
+
+OWN_HOLDER = OwnHolder.STORE
 
 
 class HolderInfo(TypedDict):
@@ -35,6 +45,11 @@ class HolderInfo(TypedDict):
     pid: int
     proc_start: str | None  # the process's start time as the OS tells it (tells a reused pid apart)
     label: str
+
+
+HolderArgument: TypeAlias = OwnHolder | HolderInfo | JsonArgument | None
+"""Who a claim is for: the store's own (:data:`OWN_HOLDER`), a holder (its record or JSON), or None (a plain
+lease, no holder)."""
 
 
 def new_holder(label: str) -> HolderInfo:

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ..errors import InvalidInputError, NotFoundError, StateError
-from ..model import EdgeType, NodeStatus, parse_metadata
+from ..model import EdgeType, JsonArgument, NodeStatus, parse_metadata
 from .base import Event, StoreCore, merged_metadata, require_id
 from .records import NodeUpdated
 from .rows import NodeRow
@@ -26,7 +26,7 @@ class Links:
         self._core = core
         self._db = core.db
 
-    def update_node(self, graph_id: str, node_id: str, metadata: dict[str, Any] | str) -> NodeUpdated:
+    def update_node(self, graph_id: str, node_id: str, metadata: JsonArgument) -> NodeUpdated:
         """Merge ``metadata`` into the node's (shallow); link keys create edges once.
 
         ``convergence_with`` / ``contradiction_with`` (lists of node ids) create

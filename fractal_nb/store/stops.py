@@ -14,6 +14,7 @@ from ..errors import InvalidInputError, StateError
 from ..model import (
     DONE_QUESTION,
     HaltKind,
+    JsonArgument,
     NodeStatus,
     NodeType,
     SaturationReason,
@@ -87,7 +88,7 @@ class Stops:
         self,
         graph_id: str,
         node_id: str,
-        halt: dict[str, Any] | str,
+        halt: JsonArgument,
         *,
         owner: str,
         calls: CallRows | None = None,

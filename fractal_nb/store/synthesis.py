@@ -26,7 +26,7 @@ from .base import StoreCore, require_claims, require_flag, require_id, require_i
 from .citations import CitationCheck
 from .claim import Claims
 from .dialect import Dialect, Per, json_has
-from .holders import HolderInfo
+from .holders import OWN_HOLDER, HolderArgument
 from .llm_log import LLMLog
 from .records import CallRows, ClaimRecord, SynthesisClaim, SynthesisReleased, Synthesized, WeakMark
 from .rows import NODE_COLUMNS, GraphRow, NodeRow
@@ -87,7 +87,7 @@ class Synthesis:
         graph_id: str,
         worker_id: str,
         *,
-        holder: HolderInfo | dict[str, Any] | str | None = "store",
+        holder: HolderArgument = OWN_HOLDER,
         skip: list[str] | None = None,
     ) -> SynthesisClaim:
         """Hand the deepest ready question no one is synthesizing to ``worker_id``.
