@@ -26,7 +26,7 @@ LAYERS = [
     ),
     (
         "faces",
-        ["views", "cli", "inspection", "mcp_server", "mcp_auth", "tool_table", "remote", "remote_store", ""],
+        ["views", "cli", "inspection", "mcp_server", "mcp_auth", "tool_table", "remote", ""],
     ),
 ]
 RANK = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
