@@ -23,7 +23,7 @@ from machine import print_header
 
 from fractal_nb import GraphStore
 from fractal_nb.errors import FractalError
-from fractal_nb.model import MAX_CHILDREN
+from fractal_nb.vocabulary import MAX_CHILDREN
 
 THREADS = 8
 MODEL_S = 0.002  # a stand-in for the model call behind each synthesis

@@ -57,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/machine.py
 from machine import print_header  # noqa: E402
 
 from fractal_nb import GraphStore  # noqa: E402
-from fractal_nb.model import BUDGETS, Intensity  # noqa: E402
+from fractal_nb.vocabulary import BUDGETS, Intensity  # noqa: E402
 
 PEER_STEPS_S = {100: 16.83, 5000: 0.36}  # spellbook's loop, quoted from issue 39 (not measured here)
 GOAL_VS_PEER = {100: 1.5, 5000: 20.0}

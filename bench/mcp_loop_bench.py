@@ -32,9 +32,9 @@ from typing import Any
 from mcp import Client
 
 from fractal_nb import Exploration, SimulatedLLM
-from fractal_nb.mcp_server import BackgroundServer, build_server
-from fractal_nb.remote.store import RemoteStore
-from fractal_nb.remote.worker import work_remotely
+from fractal_nb.mcp.remote.store import RemoteStore
+from fractal_nb.mcp.remote.worker import work_remotely
+from fractal_nb.mcp.server import BackgroundServer, build_server
 from fractal_nb.store import GraphStore
 
 REMOTE_SEED = "What would it take for a mid-sized city to halve its car traffic in ten years?"

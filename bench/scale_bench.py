@@ -7,7 +7,7 @@ read the ratios, not the absolute seconds.
 Each row is a fresh graph grown by ``SimulatedLLM(link_rate=0)`` (a tree whose shape does not depend
 on scheduling: every row processes the same nodes) with a fixed model latency, seeded in this process
 (``Exploration.step(1)``) and then worked by worker *processes*: this file run as
-``--worker SPEC``, i.e. :func:`fractal_nb.remote.work_remotely` (what ``fractal-nb worker`` runs) with
+``--worker SPEC``, i.e. :func:`fractal_nb.mcp.remote.work_remotely` (what ``fractal-nb worker`` runs) with
 the simulator's latency set. On PostgreSQL the workers open the store themselves (``open_store(url)``,
 no owner); on DuckDB this process owns the file and serves it over MCP (HTTP on 127.0.0.1) and the
 workers are ``RemoteStore`` clients. Every worker process starts, opens its store and waits; the
@@ -54,8 +54,8 @@ from machine import print_header
 
 from fractal_nb import Exploration, SimulatedLLM
 from fractal_nb.engine.dispatcher import RealClock
-from fractal_nb.mcp_server import BackgroundServer
-from fractal_nb.remote import RemoteStore, work_remotely
+from fractal_nb.mcp.remote import RemoteStore, work_remotely
+from fractal_nb.mcp.server import BackgroundServer
 from fractal_nb.store import open_store
 from fractal_nb.views.graph_feed import GraphFeed
 

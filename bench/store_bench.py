@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from machine import print_header  # noqa: E402  (bench/machine.py, beside this script)
 
 from fractal_nb import GraphStore  # noqa: E402
-from fractal_nb.model import MAX_CHILDREN  # noqa: E402
 from fractal_nb.store.snapshot import SnapshotTexts  # noqa: E402
+from fractal_nb.vocabulary import MAX_CHILDREN  # noqa: E402
 
 PEER_SNAPSHOT_10K_MS = 747.0  # spellbook's get_snapshot at 10k nodes, as issue 29 measured it on this machine
 

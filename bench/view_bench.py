@@ -51,9 +51,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from machine import print_header  # noqa: E402  (bench/machine.py, beside this script)
 
 from fractal_nb import GraphStore  # noqa: E402
-from fractal_nb.model import BUDGETS, Intensity  # noqa: E402
 from fractal_nb.views import NetworkWidget  # noqa: E402
 from fractal_nb.views.html_export import render_html, write_html  # noqa: E402
+from fractal_nb.vocabulary import BUDGETS, Intensity  # noqa: E402
 from tests.graph_builder import grow_graph  # noqa: E402
 
 DELTA_TARGET_S, DELTA_TARGET_NODES = 0.050, 1000

@@ -25,31 +25,31 @@ from .errors import (
 )
 
 if typing.TYPE_CHECKING:
-    from .comparison import Comparison, compare
-    from .exploration import Exploration
+    from .exploration.comparison import Comparison, compare
+    from .exploration.exploration import Exploration
+    from .exploration.source_inputs import Snippet, Table
     from .llm.cache import CachedLLM
     from .llm.openai_llm import OpenAILLM
     from .llm.protocol import LLM
     from .llm.scripted import ScriptedLLM
     from .llm.simulated import SimulatedLLM
-    from .results import FractalResult, StepRecord
-    from .sources import Snippet, Table
+    from .results.result import FractalResult, StepRecord
     from .store import GraphStore
 
 _LOADED_ON_USE = {
     "CachedLLM": ".llm.cache",
-    "Comparison": ".comparison",
-    "compare": ".comparison",
-    "Exploration": ".exploration",
-    "FractalResult": ".results",
+    "Comparison": ".exploration.comparison",
+    "compare": ".exploration.comparison",
+    "Exploration": ".exploration.exploration",
+    "FractalResult": ".results.result",
     "GraphStore": ".store",
     "LLM": ".llm.protocol",
     "OpenAILLM": ".llm.openai_llm",
     "ScriptedLLM": ".llm.scripted",
     "SimulatedLLM": ".llm.simulated",
-    "Snippet": ".sources",
-    "StepRecord": ".results",
-    "Table": ".sources",
+    "Snippet": ".exploration.source_inputs",
+    "StepRecord": ".results.result",
+    "Table": ".exploration.source_inputs",
 }
 
 

@@ -59,7 +59,7 @@ class GraphNotActiveError(StateError):
 
 
 class StoreUnreachableError(StateError):
-    """The MCP server behind a :class:`~fractal_nb.remote.RemoteStore` cannot be reached."""
+    """The MCP server behind a :class:`~fractal_nb.mcp.remote.RemoteStore` cannot be reached."""
 
 
 class StoreLockedError(FractalError):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
-from fractal_nb.cli import (
+from fractal_nb.cli.main import (
     DEMO_DB,
     DEMO_SEED,
     EXIT_CODES,
@@ -262,7 +262,7 @@ def test_version_and_the_exit_code_table_in_help(capsys: pytest.CaptureFixture[s
 
 
 def test_openai_options_reach_the_model() -> None:
-    from fractal_nb.cli import _model
+    from fractal_nb.cli.main import _model
 
     args = build_parser().parse_args(
         [
@@ -469,7 +469,7 @@ def test_a_worker_without_a_server_says_so(capsys: pytest.CaptureFixture[str]) -
 def test_a_worker_whose_model_is_down_exits_3_and_gives_its_claims_back(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from fractal_nb.mcp_server import BackgroundServer
+    from fractal_nb.mcp.server import BackgroundServer
 
     model_url = f"http://127.0.0.1:{free_port()}/v1"
     with Exploration.create("Why?", intensity="pulse", llm=SimulatedLLM(), path=tmp_path / "w.duckdb") as ex:
@@ -506,7 +506,7 @@ def test_a_worker_whose_model_is_down_exits_3_and_gives_its_claims_back(
 def test_a_worker_on_a_server_of_several_graphs_asks_for_the_graph_id_flag(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from fractal_nb.mcp_server import BackgroundServer
+    from fractal_nb.mcp.server import BackgroundServer
 
     with Exploration.create("First?", intensity="pulse", llm=SimulatedLLM()) as ex:
         ex.store.create_graph("Second?", "pulse", "autonomous")
@@ -534,7 +534,7 @@ def console_script() -> list[str]:
     if venv_script.exists():
         return [str(venv_script)]
     found = shutil.which("fractal-nb")
-    return [found] if found else [sys.executable, "-m", "fractal_nb.cli"]
+    return [found] if found else [sys.executable, "-m", "fractal_nb.cli.main"]
 
 
 def test_the_console_script_runs_the_demo(tmp_path: Path) -> None:
@@ -555,7 +555,7 @@ def test_the_console_script_runs_the_demo(tmp_path: Path) -> None:
 
 def test_the_module_runs_with_python_dash_m(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "fractal_nb.cli", "run", "--help"],
+        [sys.executable, "-m", "fractal_nb.cli.main", "run", "--help"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -571,7 +571,7 @@ def test_the_module_runs_with_python_dash_m(tmp_path: Path) -> None:
 def test_the_shell_loads_no_heavy_module_for_help_version_or_a_usage_error(tmp_path: Path) -> None:
     probe = textwrap.dedent("""
         import sys
-        from fractal_nb.cli import main
+        from fractal_nb.cli.main import main
         try:
             main(sys.argv[1:])
         except SystemExit:

@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from fractal_nb import Exploration, SimulatedLLM
-from fractal_nb.cli import EXIT_ERROR, EXIT_OK, EXIT_USAGE, EXPORT_TABLES, INSPECTION_HELP, main
-from fractal_nb.graph_sql import TABLES
-from fractal_nb.inspection import COMMANDS
+from fractal_nb.cli.inspection import COMMANDS
+from fractal_nb.cli.main import EXIT_ERROR, EXIT_OK, EXIT_USAGE, EXPORT_TABLES, INSPECTION_HELP, main
+from fractal_nb.exploration.graph_sql import TABLES
 from tests.test_cli import console_script
 
 SEED = "Why do cities grow?"
@@ -275,7 +275,7 @@ def test_the_commands_and_tables_agree_with_their_modules() -> None:
 def test_the_way_round_a_held_file_reads_the_same_nodes_through_its_mcp_server(
     fixture_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from fractal_nb.remote import RemoteStore
+    from fractal_nb.mcp.remote import RemoteStore
     from tests.local_port import free_port, listening
     from tests.mcp.conftest import wait_until
 
@@ -288,7 +288,7 @@ def test_the_way_round_a_held_file_reads_the_same_nodes_through_its_mcp_server(
         [
             sys.executable,
             "-m",
-            "fractal_nb.cli",
+            "fractal_nb.cli.main",
             "serve-mcp",
             "--db",
             str(path),

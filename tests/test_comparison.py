@@ -14,11 +14,11 @@ import pytest
 from pydantic import BaseModel
 
 from fractal_nb import Comparison, Exploration, GraphStore, SimulatedLLM, Table, compare
-from fractal_nb.comparison import COLUMNS, DEFAULT_MAX_TOKENS, STRATEGIES
 from fractal_nb.errors import InvalidInputError
+from fractal_nb.exploration.comparison import COLUMNS, DEFAULT_MAX_TOKENS, STRATEGIES
 from fractal_nb.llm.protocol import Message, estimate_tokens, messages_tokens, report_usage
 from fractal_nb.llm.schemas import SCHEMAS, Eval, Think
-from fractal_nb.model import Intensity
+from fractal_nb.vocabulary import Intensity
 from tests.engine.test_openai_runs import first_user, schema_name
 from tests.llm.fake_openai import FakeOpenAI
 

@@ -9,7 +9,7 @@ import pytest
 
 from fractal_nb import Exploration, InvalidInputError, SimulatedLLM
 from fractal_nb.arguments import check_bind_host, check_store_path
-from fractal_nb.model import MAX_TEXT_CHARS
+from fractal_nb.vocabulary import MAX_TEXT_CHARS
 
 SEED = "Why do cities grow?"
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from fractal_nb import Exploration, InvalidInputError, SimulatedLLM
 from fractal_nb.errors import StateError
-from fractal_nb.graph_sql import TABLES
+from fractal_nb.exploration.graph_sql import TABLES
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pytest
 from pandas.testing import assert_frame_equal
 
 from fractal_nb import Exploration, GraphStore, InvalidInputError, NotFoundError, SimulatedLLM, StateError
-from fractal_nb.history import GraphAt
+from fractal_nb.exploration.history import GraphAt
 from tests.conftest import Backend
 
 pytestmark = pytest.mark.both_backends

@@ -1,4 +1,4 @@
-"""Each finding names the node it rests on (provenance.py; docs/architecture.md, "Evidence in the faces")."""
+"""Each finding names the node it rests on (results/provenance.py; architecture, "Evidence in the faces")."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM, Snippet
-from fractal_nb.provenance import Provenance, with_nodes
+from fractal_nb.results.provenance import Provenance, with_nodes
 from tests.views.cited_graph import cited_graph
 
 

@@ -34,7 +34,7 @@ def test_readme_python_runs(block: str, tmp_path, monkeypatch) -> None:
 def test_readme_mcp_configurations_are_valid_json_for_our_cli() -> None:
     import json
 
-    from fractal_nb.cli import build_parser
+    from fractal_nb.cli.main import build_parser
 
     configs = [
         json.loads(block) for block in re.findall(r"```json\n(.*?)```", README.read_text(), flags=re.DOTALL)
@@ -48,7 +48,7 @@ def test_readme_mcp_configurations_are_valid_json_for_our_cli() -> None:
 
 
 def test_readme_shell_commands_parse() -> None:
-    from fractal_nb.cli import build_parser
+    from fractal_nb.cli.main import build_parser
 
     lines = [
         line.split("#")[0].strip()

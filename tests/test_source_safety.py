@@ -22,10 +22,10 @@ import pytest
 from pydantic import BaseModel
 
 from fractal_nb import Exploration, InvalidInputError, SimulatedLLM, Snippet
+from fractal_nb.exploration.source_inputs import MAX_FILE_BYTES, source_texts
 from fractal_nb.llm.protocol import Message
-from fractal_nb.model import CitationStatus
-from fractal_nb.sources import MAX_FILE_BYTES, source_texts
 from fractal_nb.store.sources import read_text_file
+from fractal_nb.vocabulary import CitationStatus
 
 SEED = "Why do rivers meander?"
 NOTES = (

@@ -1,4 +1,4 @@
-"""The sources facade: folders, paths, snippets, columns and tables as evidence (fractal_nb/sources.py)."""
+"""The sources facade: folders, paths, snippets, columns and tables as evidence (source_inputs.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from fractal_nb import Exploration, InvalidInputError, SimulatedLLM, Snippet, StateError, Table
-from fractal_nb.cli import main
-from fractal_nb.model import CitationStatus
-from fractal_nb.sources import MAX_FILE_BYTES, source_texts
+from fractal_nb.cli.main import main
+from fractal_nb.exploration.source_inputs import MAX_FILE_BYTES, source_texts
+from fractal_nb.vocabulary import CitationStatus
 
 SEED = "How does a claim stay atomic?"
 NOTES = "# Claims\n\nA claim is one UPDATE of the question's row.\nThe other worker sees no row changed.\n"

@@ -11,8 +11,8 @@ import pytest
 
 from fractal_nb import Exploration, SimulatedLLM
 from fractal_nb.errors import LLMOutputError
+from fractal_nb.exploration.state import ExplorationState
 from fractal_nb.llm.protocol import Message
-from fractal_nb.state import ExplorationState
 from tests.conftest import Backend
 
 pytestmark = pytest.mark.both_backends
@@ -110,7 +110,7 @@ def test_a_fork_says_where_it_came_from_and_an_open_turn_is_what_resume_continue
 
 
 def test_the_shell_prints_the_state_asks_and_forks(backend: Backend, capsys: Any) -> None:
-    from fractal_nb.cli import main
+    from fractal_nb.cli.main import main
 
     db = backend.lasting
     assert main(["demo", "--db", db, "--intensity", "pulse", "--quiet"]) == 0
@@ -139,7 +139,7 @@ def _only_fork(db: str) -> str:
 
 
 def test_a_fact_no_source_states_is_no_verified_value_and_fails_its_check(backend: Backend) -> None:
-    from fractal_nb.state import exploration_state
+    from fractal_nb.exploration.state import exploration_state
 
     store = backend.open()
     g = store.create_graph("Why do dams fail?", "pulse", "autonomous")

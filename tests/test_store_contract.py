@@ -11,9 +11,9 @@ import inspect
 
 import pytest
 
-from fractal_nb.remote import RemoteStore
+from fractal_nb.mcp.remote import RemoteStore
+from fractal_nb.mcp.tools import TOOLS
 from fractal_nb.store import GraphStore, Store, WorkerStore
-from fractal_nb.tool_table import TOOLS
 
 
 def members(protocol: type) -> list[str]:

@@ -22,10 +22,10 @@ from fractal_nb import (
     SimulatedLLM,
     StateError,
 )
+from fractal_nb.exploration.steering import HEAD_COLUMNS, TurnStep
 from fractal_nb.llm.protocol import Message
-from fractal_nb.model import NodeStatus
-from fractal_nb.results import FractalResult
-from fractal_nb.steering import HEAD_COLUMNS, TurnStep
+from fractal_nb.results.result import FractalResult
+from fractal_nb.vocabulary import NodeStatus
 from tests.conftest import Backend
 
 pytestmark = pytest.mark.both_backends

@@ -58,9 +58,9 @@ from ..llm.protocol import (
 )
 from ..llm.quality import ReplyContext
 from ..llm.schemas import role_of
-from ..model import TOOL_NAMES, CallOutcome
 from ..store import WorkerStore
 from ..store.records import CallRow
+from ..vocabulary import TOOL_NAMES, CallOutcome
 from .limits import Allowance, Limits
 
 T = TypeVar("T", bound=BaseModel)
@@ -314,7 +314,7 @@ class ModelCaller:
     def _tool_rows(self, calls: Sequence[ToolCall], node_id: str | None, worker: str | None) -> list[CallRow]:
         """The ledger rows of a call's tool calls: role ``tool:<name>``, no tokens, no requests.
 
-        A tool the model made up (not one of :data:`~fractal_nb.model.TOOL_NAMES`) is
+        A tool the model made up (not one of :data:`~fractal_nb.vocabulary.TOOL_NAMES`) is
         ``tool:unknown``; the row's ``error`` says which it called.
         """
         return [

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from ..errors import StoreUnreachableError
-from ..model import CheckpointKind, ExitReason, GraphStatus, RunOutcome
-from ..results import StepRecord
-from ..run_report import WorkerReport
+from ..results.result import StepRecord
+from ..results.run_report import WorkerReport
+from ..vocabulary import CheckpointKind, ExitReason, GraphStatus, RunOutcome
 from .outcome import settle
 from .primitive import claim_question, leftovers, process
 

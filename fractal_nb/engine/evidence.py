@@ -17,11 +17,11 @@ from typing import Any
 
 from ..llm.protocol import Message
 from ..llm.schemas import MAX_CITATIONS, Citation
-from ..model import CitationStatus
 from ..prompts import render
 from ..store import WorkerStore
 from ..store.records import ChunkRecord, NodeRecord, SourceHit
 from ..text import clip, one_line
+from ..vocabulary import CitationStatus
 
 EVIDENCE_K = 5
 """Passages retrieved for each question (the prompt's evidence is bounded by :data:`EVIDENCE_CHARS` too)."""

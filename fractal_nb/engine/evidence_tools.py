@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import InvalidInputError
-from ..model import TOOL_NAMES
 from ..store import WorkerStore
 from ..text import one_line
+from ..vocabulary import TOOL_NAMES
 
 MAX_K = 8  # chunks one search may return
 MAX_LINES = 60  # lines one read may return (a longer span is cut there, and the result says so)
@@ -96,7 +96,7 @@ class SourceTools:
     Parameters
     ----------
     store
-        The worker's store (local, or a :class:`~fractal_nb.remote.RemoteStore`):
+        The worker's store (local, or a :class:`~fractal_nb.mcp.remote.RemoteStore`):
         its ``search_sources`` and ``read_source``.
     graph_id
         The graph whose sources are searched (retrieval is scoped to them).

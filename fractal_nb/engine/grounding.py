@@ -14,9 +14,9 @@ from collections.abc import Iterable
 
 from ..llm.quality import copied_share
 from ..llm.schemas import MAX_CLAIMS, StatedClaim
-from ..model import ClaimKind
 from ..store.records import ClaimRecord, SynthesisInputs
 from ..text import clip, normalize
+from ..vocabulary import ClaimKind
 
 SAME_FACT_SHARE = 0.8
 """Two texts state the same fact when four words in five of each sit in runs of three words of the

@@ -1,4 +1,4 @@
-"""How a run ends: the one place that decides its :class:`~fractal_nb.model.RunOutcome`.
+"""How a run ends: the one place that decides its :class:`~fractal_nb.vocabulary.RunOutcome`.
 
 Two moments decide it, both here: right after the seed phase (:func:`after_seed`:
 the budget refused the seed plan's call, or there is nothing to work on) and
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..model import CheckpointKind, GraphStatus, NodeStatus, RunOutcome, pending_counts
-from ..results import StepRecord
+from ..results.result import StepRecord
+from ..vocabulary import CheckpointKind, GraphStatus, NodeStatus, RunOutcome, pending_counts
 from .primitive import freeze_unexplored, leftovers
 
 if TYPE_CHECKING:

@@ -8,7 +8,12 @@ from typing import TYPE_CHECKING, Any
 from ..errors import FractalError, LLMError
 from ..llm.quality import STORED
 from ..llm.schemas import HarvestSummary
-from ..model import (
+from ..results.provenance import with_nodes
+from ..results.result import ChainLink, FractalResult, synthesis_chain, weak_reasons
+from ..store.citations import support_of
+from ..store.records import NodeRecord, Snapshot
+from ..text import clip, normalize
+from ..vocabulary import (
     PENDING_QUESTION,
     ClaimKind,
     GapKind,
@@ -18,11 +23,6 @@ from ..model import (
     Support,
     WeakReason,
 )
-from ..provenance import with_nodes
-from ..results import ChainLink, FractalResult, synthesis_chain, weak_reasons
-from ..store.citations import support_of
-from ..store.records import NodeRecord, Snapshot
-from ..text import clip, normalize
 from . import evidence, grounding, synthesis_object
 from .primitive import cascade, freeze_unexplored
 
@@ -95,7 +95,7 @@ def harvest(run: RunState, *, finish: bool = True, aggregate: bool = False) -> F
     # Kept with the graph, so a reopened file gives the same result without a model; the store
     # checks every finding's citations and sets its support (docs/architecture.md, "Sources and citations").
     kept = summary.model_dump(mode="json")
-    # Each finding names the node it rests on (provenance.py): code's, not the model's.
+    # Each finding names the node it rests on (results/provenance.py): code's, not the model's.
     kept["findings"] = with_nodes(kept["findings"], nodes)
     if synthesis is not None:
         kept["synthesis_object"] = synthesis

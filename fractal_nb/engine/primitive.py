@@ -31,12 +31,12 @@ from ..llm.schemas import (
     SubQuestion,
     connections_among,
 )
-from ..model import MAX_SUB_QUESTIONS, UNEXPLORED, CheckpointKind, HaltKind, NodeStatus, SaturationReason
 from ..prompts import chat, render
-from ..results import StepRecord
+from ..results.result import StepRecord
 from ..store import WorkerStore
 from ..store.records import Claim, QuestionContext, SynthesisClaim
 from ..text import clip, normalize
+from ..vocabulary import MAX_SUB_QUESTIONS, UNEXPLORED, CheckpointKind, HaltKind, NodeStatus, SaturationReason
 from . import evidence
 from .calls import PendingCalls
 from .evidence_tools import SourceTools

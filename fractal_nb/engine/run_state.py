@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 from ..errors import StateError
 from ..llm.protocol import LLM
-from ..model import BUDGETS, Budget, CheckpointMode, Intensity
 from ..store import Store, WorkerStore
 from ..store.records import GraphRecord
+from ..vocabulary import BUDGETS, Budget, CheckpointMode, Intensity
 from . import evidence
 from .calls import ModelCaller
 from .limits import Limits
@@ -36,7 +36,7 @@ class RunState:
     # A synthesis was given back (its call failed): a worker with no question to claim asks the whole graph.
     synthesis_given_back: threading.Event = field(default_factory=threading.Event)
     has_sources: bool = False  # answers gather evidence first (engine/evidence.py); read by arm()
-    # The whole local store behind ``store`` (``local``); None for a worker's store (remote/worker.py).
+    # The whole local store behind ``store`` (``local``); None for a worker's store (mcp/remote/worker.py).
     whole: Store | None = None
 
     @classmethod

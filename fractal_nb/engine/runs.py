@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
-from ..model import RunOutcome
-from ..results import StepRecord
-from ..run_report import WorkerReport
+from ..results.result import StepRecord
+from ..results.run_report import WorkerReport
+from ..vocabulary import RunOutcome
 from .dispatcher import Clock, Dispatcher, RealClock, heartbeat
 from .outcome import after_seed, held_back
 from .primitive import claim_question, leftovers, process

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from ..errors import BudgetExhaustedError, LLMError
 from ..llm.protocol import Message
-from ..results import StepRecord
+from ..results.result import StepRecord
 
 if TYPE_CHECKING:
     from .run_state import RunState

@@ -11,9 +11,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..llm.schemas import SynthesisObject
-from ..model import Support
 from ..prompts import chat
 from ..text import clip, normalize
+from ..vocabulary import Support
 
 if TYPE_CHECKING:
     from .calls import PendingCalls

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..llm.schemas import WidenPlan
-from ..model import NodeType
 from ..prompts import chat
 from ..text import clip, normalize
+from ..vocabulary import NodeType
 
 if TYPE_CHECKING:
     from .run_state import RunState

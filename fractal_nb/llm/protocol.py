@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypedDict, runtime_checkable
 
 from pydantic import BaseModel
 
-from ..model import MAX_CALL_TOKENS
+from ..vocabulary import MAX_CALL_TOKENS
 
 
 class Message(TypedDict):
@@ -231,7 +231,7 @@ REPLY_BOUNDS = {
     # the thinkon strategy (engine/strategies/thinkon.py): a plan, a sub-goal or a level's result
     "think": 768,
     "eval": 768,
-    # the baseline and the judge of compare() (fractal_nb/comparison.py)
+    # the baseline and the judge of compare() (fractal_nb/exploration/comparison.py)
     "single": 1024,
     "judge": 320,
 }

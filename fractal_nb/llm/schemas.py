@@ -25,8 +25,8 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from ..model import MAX_SUB_QUESTIONS, ClaimKind, HaltKind
 from ..text import normalize
+from ..vocabulary import MAX_SUB_QUESTIONS, ClaimKind, HaltKind
 from . import quality
 
 

@@ -28,8 +28,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..errors import InvalidInputError, LLMError
-from ..model import HaltKind, parse_choice
 from ..text import clip
+from ..vocabulary import HaltKind, parse_choice
 from .protocol import Message, estimate_tokens, messages_tokens, report_usage, report_wait
 from .schemas import MAX_CLAIMS, SCHEMAS, ProxySignal
 from .simulated_chain import eval_reply, think_reply
@@ -181,7 +181,7 @@ class SimulatedLLM:
             "aggregate": self._aggregate,
             "think": think_reply,  # the thinkon strategy (llm/simulated_chain.py)
             "eval": eval_reply,
-            "single": self._single,  # compare()'s baseline and judge (fractal_nb/comparison.py)
+            "single": self._single,  # compare()'s baseline and judge (fractal_nb/exploration/comparison.py)
             "judge": self._judge,
         }[role]
         output = schema.model_validate(build(prompt, rng)).model_dump(mode="json")
@@ -384,7 +384,7 @@ class SimulatedLLM:
             "gaps": gaps,
         }
 
-    # -- compare()'s baseline and judge (fractal_nb/comparison.py) ------------------------
+    # -- compare()'s baseline and judge (fractal_nb/exploration/comparison.py) ------------------------
 
     def _single(self, prompt: str, rng: random.Random) -> dict[str, Any]:
         """The whole question in one reply: an answer naming three factors, two findings, one gap."""

@@ -16,8 +16,10 @@ from dataclasses import replace
 from enum import StrEnum
 from typing import Any
 
+from ..checks import merged_metadata, optional_name, require_flag, require_id, require_text, shown
 from ..errors import FractalError, InvalidInputError
-from ..model import (
+from ..text import normalize
+from ..vocabulary import (
     MAX_SUB_QUESTIONS,
     JsonArgument,
     NodeStatus,
@@ -26,17 +28,7 @@ from ..model import (
     parse_choice,
     parse_metadata,
 )
-from ..text import normalize
-from .base import (
-    Event,
-    StoreCore,
-    merged_metadata,
-    optional_name,
-    require_flag,
-    require_id,
-    require_text,
-    shown,
-)
+from .base import Event, StoreCore
 from .children import Children, Items
 from .citations import CitationCheck
 from .links import Links

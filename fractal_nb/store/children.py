@@ -2,7 +2,7 @@
 
 :class:`Children` is what every write that grows the tree calls: a worker's answer
 (store/answer.py), a turn's questions (store/turns.py), a chain's plan, call and
-return (store/thinkon.py). Its steps read in order: where the children go (the
+return (store/chain.py). Its steps read in order: where the children go (the
 parent and the question it belongs to may take them), how deep they sit and in
 which status, the rows, one INSERT with one event INSERT, then the question
 they answer moves (answered, or a leaf's synthesis at once).
@@ -14,8 +14,8 @@ import json
 from typing import Any
 
 from ..errors import BudgetError, InvalidInputError, StateError
-from ..model import MAX_CHILDREN, TAKES_CHILDREN, NodeStatus, NodeType, SaturationReason
 from ..text import normalize
+from ..vocabulary import MAX_CHILDREN, TAKES_CHILDREN, NodeStatus, NodeType, SaturationReason
 from .base import CHILDREN_COUNT, Event, StoreCore, new_id
 from .dialect import Per
 from .rows import GraphRow, NodeRow

@@ -4,7 +4,7 @@ docs/architecture.md, "Sources and citations". The store checks every citation w
 it is written (an answer's ``metadata["citations"]``, a synthesis's or the harvest's
 findings), inside the write's transaction, against the source's text *as it was
 added* (its chunks), never the disk. Each citation gets a
-:class:`~fractal_nb.model.CitationStatus`, named by the first check that failed:
+:class:`~fractal_nb.vocabulary.CitationStatus`, named by the first check that failed:
 
 1. ``no_such_source``: the graph has no source of that name (or source id);
 2. ``no_such_lines``: the span is past the source's last line;
@@ -18,13 +18,13 @@ around the whole quote. A quote's length is its letters and digits: one with few
 :data:`MIN_QUOTE_CHARS` verifies only when it is all the cited lines hold, so "the"
 cannot prove a span, and one with none (punctuation, a rule of ``=``) never does.
 
-Support (:class:`~fractal_nb.model.Support`): ``supported`` when at least one
+Support (:class:`~fractal_nb.vocabulary.Support`): ``supported`` when at least one
 citation is verified and none failed; ``unsupported`` when one failed or there is
 none while the graph has sources; ``no_sources`` when the graph has none.
 A verified citation of a file that no longer hashes the same on disk says so in
 its ``detail`` (it still checks against the stored text) when it is checked by a
 read (``check_citations``); a write never reads the disk, and the faces tell a
-changed file when they show it (``evidence_report.py``). The disk is read with a
+changed file when they show it (``results/evidence.py``). The disk is read with a
 size bound and only from a regular file (``read_text_file``).
 """
 
@@ -37,9 +37,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..checks import shown
 from ..errors import InvalidInputError
-from ..model import CitationStatus, Support
-from .base import shown
+from ..vocabulary import CitationStatus, Support
 from .database import Database
 from .records import CitationRecord
 from .sources import lines_of, read_text_file

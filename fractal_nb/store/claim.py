@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..checks import optional_name, require_count, require_id, require_seconds, require_text
 from ..errors import StateError
-from ..model import (
+from ..vocabulary import (
     BUDGETS,
     PENDING_QUESTION,
     TERMINAL_GRAPH,
@@ -19,14 +20,7 @@ from ..model import (
     NodeType,
     SaturationReason,
 )
-from .base import (
-    StoreCore,
-    optional_name,
-    require_count,
-    require_id,
-    require_seconds,
-    require_text,
-)
+from .base import StoreCore
 from .dialect import Per
 from .holders import HOLDER_LEASE_S, OWN_HOLDER, HolderArgument, HolderInfo, is_gone, parse_holder
 from .records import Claim, ClaimReleased, Heartbeat, Recovered
@@ -50,7 +44,7 @@ def claimable(graph: GraphRow, worker: str | None, now: float, *, active: bool) 
     """The claimable query for ``graph`` and its parameters (``active``: only while the graph is active).
 
     Questions below the root; in a thinkon graph the root too, the chain's first
-    level (store/thinkon.py). A graph's strategy never changes, so it is read off
+    level (store/chain.py). A graph's strategy never changes, so it is read off
     its row rather than in the query.
     """
     chain = graph.chained

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import re
 
-from .base import StoreCore, require_count, require_id
+from ..checks import require_count, require_id
+from .base import StoreCore
 from .records import Candidate, QuestionBrief, QuestionContext, SubQuestionBrief, SynthesisInputs
 from .rows import GraphRow, NodeRow
 

@@ -4,7 +4,7 @@
 engine and a store. A worker reads the graph's sources through it too
 (``search_sources``, ``read_source``), so remote workers gather evidence as local
 ones do. :class:`~fractal_nb.store.GraphStore` (in this process) and
-:class:`~fractal_nb.remote.RemoteStore` (another process's store, over MCP) both
+:class:`~fractal_nb.mcp.remote.RemoteStore` (another process's store, over MCP) both
 implement it.
 
 ``Store`` is the whole store: every member of :class:`~fractal_nb.store.GraphStore`,
@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol, Self
 
-from ..model import JsonArgument, ThinkonOutcome
+from ..vocabulary import JsonArgument, ThinkonOutcome
 from .copy import Copied
 from .holders import OWN_HOLDER, HolderArgument, HolderInfo
 from .records import (
@@ -230,7 +230,7 @@ class WorkerStore(Protocol):
     def read_source(self, graph_id: str, source: str, line_start: int, line_end: int) -> SourceLines:
         """A span of a source's lines as stored (:meth:`Sources.read`)."""
 
-    # -- the thinkon strategy (store/thinkon.py) ----------------------------------------
+    # -- the thinkon strategy (store/chain.py) ----------------------------------------
 
     def thinkon_level(self, graph_id: str, node_id: str) -> ThinkonLevel:
         """A level's state: goal, level above, phase, plan, done (:meth:`ThinkonWrites.thinkon_level`)."""

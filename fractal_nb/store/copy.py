@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, TypedDict
 
+from ..checks import require_id, shown
 from ..errors import InvalidInputError, NotFoundError, StateError
-from .base import require_id, shown
 from .database import Database
 from .dialect import Dialect
 from .journal import columns_of

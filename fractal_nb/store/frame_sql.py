@@ -9,7 +9,7 @@ variables kept out of reach; the query is parsed, checked and its tables named
 the extension a ``read_parquet('https://…')`` asks for (a lookup of DuckDB's
 extension host, then an HTTP request). Only the tables the query names are
 built, as views typed by ``declared``; the database is gone when the call
-returns. The facade's ``graph_sql.py`` says which tables there are.
+returns. The facade's ``exploration/graph_sql.py`` says which tables there are.
 """
 
 from __future__ import annotations

@@ -16,10 +16,12 @@ from typing import Any, Self
 from typing_extensions import override
 
 from ..arguments import STORE_LOG, check_store_target
+from ..checks import require_flag
 from ..errors import FractalError, InvalidInputError
-from ..model import JsonArgument, ThinkonOutcome, TurnKind
+from ..vocabulary import JsonArgument, ThinkonOutcome, TurnKind
 from .answer import Answers
-from .base import DEFAULT_LEASE_S, StoreCore, require_flag
+from .base import DEFAULT_LEASE_S, StoreCore
+from .chain import ThinkonWrites
 from .children import Children
 from .citations import CitationCheck
 from .claim import Claims
@@ -83,7 +85,6 @@ from .replay import Replay
 from .sources import Sources
 from .stops import Stops
 from .synthesis import Synthesis
-from .thinkon import ThinkonWrites
 from .turns import Turns
 
 
@@ -734,7 +735,7 @@ class GraphStore(Store):
     def cache_put(self, cache_key: str, *, model: str, role: str, response: dict[str, Any]) -> None:
         return self._calls.cache_put(cache_key, model=model, role=role, response=response)
 
-    # -- a thinkon chain (store/thinkon.py: ThinkonWrites) -----------------------------------------
+    # -- a thinkon chain (store/chain.py: ThinkonWrites) -----------------------------------------
 
     @override
     def thinkon_level(self, graph_id: str, node_id: str) -> ThinkonLevel:

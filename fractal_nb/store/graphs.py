@@ -6,8 +6,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..checks import merged_metadata, optional_text, require_text, shown
 from ..errors import InvalidInputError, InvalidTransitionError
-from ..model import (
+from ..text import normalize
+from ..vocabulary import (
     BUDGETS,
     TERMINAL_GRAPH,
     CheckpointMode,
@@ -20,8 +22,7 @@ from ..model import (
     parse_choice,
     parse_metadata,
 )
-from ..text import normalize
-from .base import StoreCore, merged_metadata, new_graph_id, new_id, optional_text, require_text, shown
+from .base import StoreCore, new_graph_id, new_id
 from .citations import CitationCheck
 from .queries import GraphQueries
 from .records import Snapshot, StatusChanged

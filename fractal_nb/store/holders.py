@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeAlias, TypedDict
 
 from ..errors import InvalidInputError
-from ..model import JsonArgument, parse_metadata
+from ..vocabulary import JsonArgument, parse_metadata
 from .in_process import GUARD, LIVE_HOLDERS
 
 HOST = socket.gethostname()

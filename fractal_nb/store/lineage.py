@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..model import NODE_ID_PATTERN
+from ..vocabulary import NODE_ID_PATTERN
 from .base import StoreCore, new_graph_id
 from .dialect import Per, pick
 from .journal import columns_of

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..checks import merged_metadata, require_id
 from ..errors import InvalidInputError, NotFoundError, StateError
-from ..model import EdgeType, JsonArgument, NodeStatus, parse_metadata
-from .base import Event, StoreCore, merged_metadata, require_id
+from ..vocabulary import EdgeType, JsonArgument, NodeStatus, parse_metadata
+from .base import Event, StoreCore
 from .records import NodeUpdated
 from .rows import NodeRow
 

@@ -12,9 +12,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+from ..checks import optional_name, require_id
 from ..errors import InvalidInputError, NotFoundError
-from ..model import MAX_CALL_TOKENS, TOOL_NAMES, CallOutcome
-from .base import StoreCore, optional_name, require_id
+from ..vocabulary import MAX_CALL_TOKENS, TOOL_NAMES, CallOutcome
+from .base import StoreCore
 from .records import CallRow, CallRows, ModelSpend
 from .rows import iso
 

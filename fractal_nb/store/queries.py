@@ -11,8 +11,9 @@ from typing import Any, cast
 
 import networkx as nx
 
-from ..model import DONE_QUESTION, PENDING_QUESTION, EdgeType, NodeStatus
-from .base import StoreCore, optional_name, require_count, require_id
+from ..checks import optional_name, require_count, require_id
+from ..vocabulary import DONE_QUESTION, PENDING_QUESTION, EdgeType, NodeStatus
+from .base import StoreCore
 from .claim import claimable
 from .dialect import Dialect, json_text, json_true, json_value, pick
 from .question_items import QuestionFold

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 
-from ..model import NodeStatus
+from ..vocabulary import NodeStatus
 from .database import Database
 from .dialect import Dialect, Per, json_text, pick
 from .records import QuestionItems

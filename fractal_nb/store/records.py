@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
-from ..model import BudgetRecord
+from ..vocabulary import BudgetRecord
 
 
 class NodeFields(TypedDict):
@@ -175,7 +175,7 @@ class QuestionContext(TypedDict):
 class ClaimRecord(TypedDict):
     """A claim as ``metadata["claims"]`` holds it (docs/architecture.md, "Facts, assumptions, unknowns").
 
-    ``kind`` is a :class:`~fractal_nb.model.ClaimKind`; ``support`` what a fact rests
+    ``kind`` is a :class:`~fractal_nb.vocabulary.ClaimKind`; ``support`` what a fact rests
     on ("" for the others). A synthesis's claims name ``source``: the node whose
     claim it carries up (None for one only the synthesis states).
     """

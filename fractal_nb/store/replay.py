@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..checks import MAX_COUNT, require_count, require_id, shown
 from ..errors import InvalidInputError, NotFoundError, StateError
-from .base import MAX_COUNT, require_count, require_id, shown
 from .database import Database
 from .records import SnapshotAt
 from .rows import GRAPH_COLUMNS, NODE_COLUMNS, GraphRow, NodeRow, edge_dict

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
-from ..model import BUDGETS, Intensity, Strategy
+from ..vocabulary import BUDGETS, Intensity, Strategy
 from .records import EdgeRecord, GraphRecord, NodeRecord
 
 NODE_COLUMNS = (
@@ -126,7 +126,7 @@ class GraphRow:
 
     @property
     def chained(self) -> bool:
-        """Whether the graph is one chain of levels (the thinkon strategy; store/thinkon.py).
+        """Whether the graph is one chain of levels (the thinkon strategy; store/chain.py).
 
         What the store's chain rules guard: the root is the first level and claimable,
         a level's sub-goals are its Eval's calls alone (no turns), and a failed level

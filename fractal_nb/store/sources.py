@@ -25,10 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from ..checks import require_count, require_text, shown
 from ..errors import InvalidInputError, NotFoundError
 from ..retrieval import SourceIndex
 from ..text import one_line
-from .base import StoreCore, require_count, require_text, shown
+from .base import StoreCore
 from .database import OWN_TABLES, Database
 from .dialect import Dialect
 from .records import ChunkRecord, CitationRecord, SourceHit, SourceLines, SourceRecord, SourceText

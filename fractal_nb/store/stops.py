@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from ..checks import require_id, require_text, shown
 from ..errors import InvalidInputError, StateError
-from ..model import (
+from ..text import clip, normalize
+from ..vocabulary import (
     DONE_QUESTION,
     HaltKind,
     JsonArgument,
@@ -21,8 +23,7 @@ from ..model import (
     parse_choice,
     parse_metadata,
 )
-from ..text import clip, normalize
-from .base import StoreCore, require_id, require_text, shown
+from .base import StoreCore
 from .claim import NO_LEASE
 from .llm_log import LLMLog
 from .records import CallRows, ChoiceRecord, Chosen, GateList, GateRecord, Halted, HaltRecord, Saturated

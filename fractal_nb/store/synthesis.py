@@ -20,9 +20,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..checks import require_flag, require_id, require_ids, require_text
 from ..errors import InvalidInputError, StateError
-from ..model import DONE_QUESTION, GraphStatus, NodeStatus, NodeType, Support, WeakReason, weakness
-from .base import StoreCore, require_claims, require_flag, require_id, require_ids, require_text
+from ..vocabulary import DONE_QUESTION, GraphStatus, NodeStatus, NodeType, Support, WeakReason, weakness
+from .base import StoreCore, require_claims
 from .citations import CitationCheck
 from .claim import Claims
 from .dialect import Dialect, Per, json_has

@@ -16,8 +16,10 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..checks import optional_text, require_count, require_id, require_text, shown
 from ..errors import InvalidInputError, StateError
-from ..model import (
+from ..text import normalize
+from ..vocabulary import (
     DONE_QUESTION,
     GraphStatus,
     NodeStatus,
@@ -25,8 +27,7 @@ from ..model import (
     SaturationReason,
     TurnKind,
 )
-from ..text import normalize
-from .base import StoreCore, new_id, optional_text, require_count, require_id, require_text, shown
+from .base import StoreCore, new_id
 from .records import TurnRecord, TurnRequest
 from .rows import GraphRow, NodeRow
 
@@ -399,7 +400,7 @@ class Turns:
 
     def _steerable(self, graph_id: object) -> GraphRow:
         graph = self._core.graph(graph_id)
-        if graph.chained:  # a level's sub-goals are Eval's calls alone (store/thinkon.py)
+        if graph.chained:  # a level's sub-goals are Eval's calls alone (store/chain.py)
             raise StateError(
                 f"graph {graph.graph_id} is a thinkon chain: it takes no turns (ask, widen, deepen, "
                 "redecompose, note); explore the follow-up as a new exploration",

@@ -13,7 +13,7 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
-from ..evidence_report import (
+from ..results.evidence import (
     CHANGED,
     SUPPORT_LABELS,
     CitedLines,
@@ -22,8 +22,8 @@ from ..evidence_report import (
     nuances,
     supported_count,
 )
-from ..model import CitationStatus, Support
-from ..results import node_link
+from ..results.result import node_link
+from ..vocabulary import CitationStatus, Support
 from .lab_link import LabServer
 
 # A badge's text is the theme's own text colour (JupyterLab's success and error colours fall under

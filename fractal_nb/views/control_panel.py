@@ -30,14 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from ..evidence_report import CitedLines, NodeEvidence
-from ..exploration import recovers_failures
-from ..model import PENDING_QUESTION, TERMINAL_GRAPH, GraphStatus, NodeStatus, SaturationReason
-from ..results import FractalResult, StepRecord, linked_ids, node_link
-from ..store.question_items import FAILED, PRUNED, VIEW_STATUSES
-from ..store.thinkon import KEY as THINKON_KEY
-from ..store.thinkon import level_state
+from ..exploration.exploration import recovers_failures
+from ..exploration.terms import CHAIN_KEY, FAILED, PRUNED, VIEW_STATUSES, level_state
+from ..results.evidence import CitedLines, NodeEvidence
+from ..results.result import FractalResult, StepRecord, linked_ids, node_link
 from ..text import clip
+from ..vocabulary import PENDING_QUESTION, TERMINAL_GRAPH, GraphStatus, NodeStatus, SaturationReason
 from .citations_html import citations_html, evidence_html, finding_html, support_badge
 from .downloads import DownloadButtons
 from .graph_feed import DeltaMessage
@@ -50,7 +48,7 @@ from .question_tree import QuestionItem, view_status
 from .steering_panel import SteeringControls
 
 if TYPE_CHECKING:
-    from ..exploration import Exploration
+    from ..exploration.exploration import Exploration
 
 ERROR_STYLE = "color:var(--jp-error-color1, #b42323)"
 MUTED_STYLE = "color:var(--jp-ui-font-color2, #57606a)"
@@ -891,7 +889,7 @@ def inspector_html(details: dict[str, Any]) -> str:
     )
     if evidence:
         rows.append(_cited(evidence["citations"], server))
-    level = meta.get(THINKON_KEY)
+    level = meta.get(CHAIN_KEY)
     if isinstance(level, dict):  # a thinkon level: its plan and done stand for its answer
         rows.append(_level_html(level_state(meta)))
     answers = [c for c in details["children"] if c["node_type"] == "answer" and not isinstance(level, dict)]

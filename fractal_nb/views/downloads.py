@@ -29,7 +29,7 @@ from ..errors import FractalError, InvalidInputError, StateError
 from .assets import STATIC
 
 if TYPE_CHECKING:
-    from ..exploration import Exploration
+    from ..exploration.exploration import Exploration
 
 Kind = Literal["csv", "parquet", "markdown", "html"]
 KINDS: tuple[Kind, ...] = ("csv", "parquet", "markdown", "html")

@@ -15,10 +15,10 @@ import json
 import threading
 from typing import Any, Literal, TypedDict
 
-from ..model import EdgeType, NodeStatus
+from ..exploration.terms import FAILED
 from ..store import Store
-from ..store.question_items import FAILED
 from ..store.records import Changes, FeedLink, FeedNode, NodeRecord, QuestionItems, SnapshotAt
+from ..vocabulary import EdgeType, NodeStatus
 from .question_tree import LinkItem, QuestionItem, QuestionTree
 
 

@@ -21,8 +21,8 @@ from typing import Any
 import ipywidgets as widgets
 import traitlets
 
-from ..model import HaltKind
 from ..text import clip
+from ..vocabulary import HaltKind
 
 Act = Callable[[Callable[[], object]], Callable[[object], None]]
 """The panel's handler: wraps an action so its error becomes the panel's message."""

@@ -22,7 +22,7 @@ import ipywidgets as widgets
 from ..errors import FractalError
 
 if TYPE_CHECKING:
-    from ..exploration import Exploration
+    from ..exploration.exploration import Exploration
     from .network_widget import NetworkWidget
 
 MUTED_STYLE = "color:var(--jp-ui-font-color2, #57606a)"

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..arguments import check_file_path
 from ..errors import InvalidInputError
-from ..evidence_report import Evidence
-from ..graph_sql import GAP_COLUMNS
+from ..exploration.graph_sql import GAP_COLUMNS
+from ..results.evidence import Evidence
 from ..store.records import QuestionItems
 from .assets import static_text, view_script, vis_network_source
 from .citations_html import evidence_html
@@ -35,7 +35,7 @@ from .downloads import file_stem
 from .lab_link import lab_server
 
 if TYPE_CHECKING:
-    from ..results import FractalResult
+    from ..results.result import FractalResult
 
 _PAGE_CSS = """
 body { margin: 0; background: var(--page-bg); color: var(--page-text);

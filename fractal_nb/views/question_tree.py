@@ -18,9 +18,9 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import NotRequired, TypedDict
 
-from ..model import NodeStatus, SaturationReason
-from ..store.question_items import FAILED, JOINED, PRUNED, TEXT_CHARS, UNSUPPORTED, VIEW_STATUSES
+from ..exploration.terms import FAILED, JOINED, PRUNED, TEXT_CHARS, UNSUPPORTED, VIEW_STATUSES
 from ..store.records import FeedLink, FeedNode
+from ..vocabulary import NodeStatus, SaturationReason
 
 
 class AnswerItem(TypedDict):

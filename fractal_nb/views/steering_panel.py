@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 import pandas as pd
 
-from ..model import GraphStatus
-from ..steering import TurnStep
-from ..store.turns import MAX_LEVELS, MAX_WIDEN
+from ..exploration.steering import TurnStep
+from ..exploration.terms import MAX_LEVELS, MAX_WIDEN
 from ..text import clip
+from ..vocabulary import GraphStatus
 
 if TYPE_CHECKING:
-    from ..exploration import Exploration
+    from ..exploration.exploration import Exploration
     from .network_widget import NetworkWidget
 
 MUTED_STYLE = "color:var(--jp-ui-font-color2, #57606a)"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from fractal_nb.engine import seeding
 from fractal_nb.engine.strategies import register
 from fractal_nb.engine.strategies.fractal import Fractal
-from fractal_nb.results import StepRecord
+from fractal_nb.results.result import StepRecord
 
 if TYPE_CHECKING:
     from fractal_nb.engine.run_state import RunState

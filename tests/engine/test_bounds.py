@@ -12,7 +12,7 @@ import hashlib
 from typing import Any
 
 from fractal_nb import Exploration, ScriptedLLM
-from fractal_nb.model import MAX_CHILDREN, MAX_SUB_QUESTIONS
+from fractal_nb.vocabulary import MAX_CHILDREN, MAX_SUB_QUESTIONS
 from tests.engine.chain_script import call, ret, todo
 from tests.engine.test_openai_runs import SEED, first_user, role_responder, schema_name
 from tests.engine.test_runs import FAST

@@ -17,8 +17,8 @@ from fractal_nb.engine.phases import gap_rows, preview
 from fractal_nb.engine.primitive import cascade, process
 from fractal_nb.engine.run_state import RunState
 from fractal_nb.errors import StateError
-from fractal_nb.model import ClaimKind
 from fractal_nb.text import normalize
+from fractal_nb.vocabulary import ClaimKind
 from tests.conftest import Backend
 from tests.engine.test_openai_runs import FAST, SEED, first_user, role_responder, schema_name
 from tests.llm.fake_openai import FakeOpenAI

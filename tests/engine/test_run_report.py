@@ -10,7 +10,7 @@ import pytest
 
 from fractal_nb import Exploration, SimulatedLLM
 from fractal_nb.errors import InvalidInputError, StateError
-from fractal_nb.run_report import RunReport
+from fractal_nb.results.run_report import RunReport
 from tests.engine.test_runs import FAST
 
 SEED = "Why do some cities grow faster than others?"

@@ -6,7 +6,7 @@ import pytest
 
 from fractal_nb import Exploration, InvalidInputError, NotFoundError, SimulatedLLM, StateError
 from fractal_nb.engine.dispatcher import ScaledClock
-from fractal_nb.model import BUDGETS, Intensity
+from fractal_nb.vocabulary import BUDGETS, Intensity
 
 FAST = ScaledClock(0.001)  # backoff 2/4/8 s becomes 2/4/8 ms
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from fractal_nb import Exploration, GraphStore
-from fractal_nb.cli import ledger_line
+from fractal_nb.cli.main import ledger_line
 from fractal_nb.engine.calls import ModelCaller, call_bound
 from fractal_nb.engine.evidence_tools import MAX_K, MAX_LINES, SourceTools, source_block
 from fractal_nb.engine.limits import Limits
@@ -20,7 +20,7 @@ from fractal_nb.errors import BudgetExhaustedError, InvalidInputError, LLMError,
 from fractal_nb.llm.openai_llm import OpenAILLM
 from fractal_nb.llm.protocol import Message, metered, uses_tools
 from fractal_nb.llm.schemas import LeafAnswer
-from fractal_nb.model import TOOL_NAMES
+from fractal_nb.vocabulary import TOOL_NAMES
 from tests.engine.test_openai_runs import FAST, role_responder
 from tests.llm.fake_openai import FakeOpenAI, ToolCalls, endless_tool_caller, read_lines, tool_caller
 from tests.local_port import free_port

@@ -17,9 +17,9 @@ from fractal_nb.llm.protocol import Message
 from fractal_nb.llm.quality import ReplyContext
 from fractal_nb.llm.schemas import MAX_CLAIMS, Answer, LeafAnswer, Synthesis
 from fractal_nb.llm.simulated import SimulatedLLM
-from fractal_nb.model import ClaimKind
 from fractal_nb.prompts import chat, render
 from fractal_nb.text import normalize
+from fractal_nb.vocabulary import ClaimKind
 
 from .fake_openai import FakeOpenAI
 

@@ -25,7 +25,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from fractal_nb import Exploration, LLMError, LLMUnavailableError
-from fractal_nb.cli import main
+from fractal_nb.cli.main import main
 from fractal_nb.engine import evidence
 from fractal_nb.llm.local_server import INSTALL_HINT, LocalModelServer, local_model_available
 from fractal_nb.llm.quality import ReplyContext

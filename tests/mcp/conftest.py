@@ -22,7 +22,7 @@ def serve_mcp_command(db: object, port: int, *options: str) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "fractal_nb.cli",
+        "fractal_nb.cli.main",
         "serve-mcp",
         "--db",
         str(db),
@@ -38,7 +38,7 @@ def worker_command(url: str, worker_id: str, threads: int, *llm_options: str) ->
     return [
         sys.executable,
         "-m",
-        "fractal_nb.cli",
+        "fractal_nb.cli.main",
         "worker",
         "--mcp-url",
         url,

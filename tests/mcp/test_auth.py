@@ -21,7 +21,7 @@ from starlette.requests import Request
 
 from fractal_nb import Exploration, GraphStore, InvalidInputError, SimulatedLLM, StateError
 from fractal_nb.loopback import is_loopback
-from fractal_nb.mcp_auth import (
+from fractal_nb.mcp.auth import (
     TOKEN_ENV,
     StaticTokenVerifier,
     allowed_hosts,
@@ -31,8 +31,8 @@ from fractal_nb.mcp_auth import (
     resolve_token,
     transport_security,
 )
-from fractal_nb.mcp_server import BackgroundServer, build_server
-from fractal_nb.remote import RemoteStore
+from fractal_nb.mcp.remote import RemoteStore
+from fractal_nb.mcp.server import BackgroundServer, build_server
 from tests.local_port import free_port, listening
 from tests.mcp.conftest import serve_mcp_command, wait_until, worker_command
 

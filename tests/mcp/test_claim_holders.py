@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
-from fractal_nb.mcp_server import BackgroundServer
-from fractal_nb.remote import RemoteStore, work_remotely
+from fractal_nb.mcp.remote import RemoteStore, work_remotely
+from fractal_nb.mcp.server import BackgroundServer
 from fractal_nb.store.holders import HOLDER_LEASE_S
 from tests.conftest import Backend
 from tests.engine.test_openai_runs import role_responder
@@ -124,8 +124,8 @@ def test_four_worker_processes_pay_once_per_synthesis(
 SLOW_WORKER = r"""
 import sys
 from fractal_nb import SimulatedLLM
-from fractal_nb.remote import work_remotely
-from fractal_nb.remote import RemoteStore
+from fractal_nb.mcp.remote import work_remotely
+from fractal_nb.mcp.remote import RemoteStore
 
 with RemoteStore(sys.argv[1]) as store:
     work_remotely(store, SimulatedLLM(seed=2, latency_s=600), worker_id="doomed", threads=2)

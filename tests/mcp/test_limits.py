@@ -20,10 +20,10 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from fractal_nb import GraphStore, InvalidInputError
-from fractal_nb.mcp_server import MAX_REQUEST_BYTES, BackgroundServer
-from fractal_nb.model import MAX_CHILDREN, MAX_SUB_QUESTIONS
-from fractal_nb.remote import RemoteStore
+from fractal_nb.mcp.remote import RemoteStore
+from fractal_nb.mcp.server import MAX_REQUEST_BYTES, BackgroundServer
 from fractal_nb.store.sources import MAX_SOURCE_CHARS
+from fractal_nb.vocabulary import MAX_CHILDREN, MAX_SUB_QUESTIONS
 from tests.conftest import make_tree
 
 MODES = ["auto", "legacy"]  # 2026-07-28 (JSON replies already), and the SSE era before it

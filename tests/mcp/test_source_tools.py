@@ -17,8 +17,8 @@ from mcp import Client
 from fractal_nb import Exploration, GraphStore, Snippet
 from fractal_nb.engine.evidence_tools import SourceTools
 from fractal_nb.errors import FractalError
-from fractal_nb.mcp_server import BackgroundServer, build_server
-from fractal_nb.remote import RemoteStore, work_remotely
+from fractal_nb.mcp.remote import RemoteStore, work_remotely
+from fractal_nb.mcp.server import BackgroundServer, build_server
 from tests.engine.test_openai_runs import role_responder
 from tests.llm.fake_openai import FakeOpenAI, tool_caller
 from tests.mcp.seed_worker import call

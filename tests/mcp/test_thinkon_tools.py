@@ -17,9 +17,9 @@ import pytest
 from mcp import Client
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
-from fractal_nb.mcp_server import BackgroundServer, build_server
-from fractal_nb.remote import RemoteStore
-from fractal_nb.remote.worker import work_remotely
+from fractal_nb.mcp.remote import RemoteStore
+from fractal_nb.mcp.remote.worker import work_remotely
+from fractal_nb.mcp.server import BackgroundServer, build_server
 from tests.engine.chain_script import assert_chain_invariant
 from tests.engine.test_runs import FAST
 from tests.mcp.seed_worker import call

@@ -8,10 +8,10 @@ import inspect
 import pytest
 
 from fractal_nb.errors import InvalidInputError
-from fractal_nb.mcp_server import build_server
-from fractal_nb.remote import RemoteStore
+from fractal_nb.mcp.remote import RemoteStore
+from fractal_nb.mcp.server import build_server
+from fractal_nb.mcp.tools import TOOLS, Param, Wire
 from fractal_nb.store import GraphStore, Store, WorkerStore
-from fractal_nb.tool_table import TOOLS, Param, Wire
 
 
 @pytest.mark.parametrize("tool", TOOLS, ids=lambda t: t.name)

@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 
 from fractal_nb import GraphStore
-from fractal_nb.mcp_server import build_server
+from fractal_nb.mcp.server import build_server
 from tests.mcp.seed_worker import call
 from tests.mcp.test_halt_tools import HALT_TOOLS
 from tests.mcp.test_source_tools import SOURCE_TOOLS

@@ -20,8 +20,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
-from fractal_nb.mcp_server import BackgroundServer
-from fractal_nb.tool_table import TOOLS
+from fractal_nb.mcp.server import BackgroundServer
+from fractal_nb.mcp.tools import TOOLS
 from tests.local_port import free_port, listening
 from tests.mcp.conftest import serve_mcp_command, wait_until, worker_command
 from tests.mcp.seed_worker import call, seed_worker
@@ -31,7 +31,7 @@ def test_stdio_from_the_cli(tmp_path: Path) -> None:
     db = tmp_path / "stdio.duckdb"
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "fractal_nb.cli", "serve-mcp", "--db", str(db)],
+        args=["-m", "fractal_nb.cli.main", "serve-mcp", "--db", str(db)],
         env=dict(os.environ),
     )
 
@@ -193,7 +193,7 @@ def test_worker_processes_complete_a_graph_the_notebook_owns(tmp_path: Path) -> 
 
 def test_a_remote_refusal_raises_the_local_error_type(tmp_path: Path) -> None:
     from fractal_nb import NotFoundError
-    from fractal_nb.remote import RemoteStore
+    from fractal_nb.mcp.remote import RemoteStore
 
     with GraphStore(tmp_path / "r.duckdb") as store:
         g = store.create_graph("Why?", "pulse", "autonomous")

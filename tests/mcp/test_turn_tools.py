@@ -18,8 +18,8 @@ import pytest
 from mcp import Client
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
-from fractal_nb.mcp_server import build_server
-from fractal_nb.remote import RemoteStore
+from fractal_nb.mcp.remote import RemoteStore
+from fractal_nb.mcp.server import build_server
 from tests.mcp.seed_worker import call
 
 SEED = "Why do cities grow?"

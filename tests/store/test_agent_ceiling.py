@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from fractal_nb import GraphStore
-from fractal_nb.model import BUDGETS, Intensity
+from fractal_nb.vocabulary import BUDGETS, Intensity
 from tests.conftest import Backend, FakeClock, Tree, make_tree
 
 PULSE_AGENTS = BUDGETS[Intensity.PULSE].max_agents  # 3
@@ -70,7 +70,7 @@ _WORKER = textwrap.dedent(
     """
     import sys
     from fractal_nb.llm.simulated import SimulatedLLM
-    from fractal_nb.remote import work_remotely
+    from fractal_nb.mcp.remote import work_remotely
     from fractal_nb.store import open_store
 
     with open_store(sys.argv[1]) as store:

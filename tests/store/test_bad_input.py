@@ -392,8 +392,8 @@ def test_a_bad_spend_row_is_refused_and_records_nothing(
 
 def test_the_ledgers_roles_are_the_engines() -> None:
     from fractal_nb.llm.schemas import SCHEMAS, role_of
-    from fractal_nb.model import TOOL_NAMES
     from fractal_nb.store.llm_log import ROLES
+    from fractal_nb.vocabulary import TOOL_NAMES
 
     # Every schema's role, and a row per tool call a model makes (docs/architecture.md, "Tool calls").
     tools = {f"tool:{name}" for name in (*TOOL_NAMES, "unknown")}
@@ -406,7 +406,7 @@ def test_bad_spend_rows_over_mcp_are_clear_errors_that_record_nothing(tree: Tree
 
     from mcp import Client
 
-    from fractal_nb.mcp_server import build_server
+    from fractal_nb.mcp.server import build_server
 
     store = tree.store
     refusals = {
@@ -435,7 +435,7 @@ def test_nul_in_metadata_over_mcp_is_a_clear_error_that_changes_nothing(tree: Tr
 
     from mcp import Client
 
-    from fractal_nb.mcp_server import build_server
+    from fractal_nb.mcp.server import build_server
 
     store = tree.store
     before = store.get_snapshot(tree.graph_id)

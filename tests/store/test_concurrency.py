@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fractal_nb import FractalError, GraphStore
-from fractal_nb.model import MAX_CHILDREN
+from fractal_nb.vocabulary import MAX_CHILDREN
 from tests.conftest import Backend, FakeClock, make_tree
 
 WORKERS = 8

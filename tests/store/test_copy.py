@@ -236,7 +236,7 @@ def test_a_refused_copy_leaves_no_new_file(rich: Rich, tmp_path: Path) -> None:
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "fractal_nb.cli", "copy", *args],
+        [sys.executable, "-m", "fractal_nb.cli.main", "copy", *args],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},

@@ -11,8 +11,8 @@ import json
 import duckdb
 import pytest
 
-from fractal_nb.model import NODE_ID_PATTERN
 from fractal_nb.store.lineage import moved_ids
+from fractal_nb.vocabulary import NODE_ID_PATTERN
 
 OLD, OTHER, KEPT = "n-00000000000000aa", "n-0123456789abcdef", "n-ffffffffffffffff"
 NEW = {OLD: "n-1111111111111111", OTHER: "n-2222222222222222"}

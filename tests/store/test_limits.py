@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from fractal_nb import GraphStore, InvalidInputError
-from fractal_nb.model import MAX_CHILDREN, MAX_METADATA_BYTES, MAX_SUB_QUESTIONS, MAX_TEXT_CHARS
+from fractal_nb.vocabulary import MAX_CHILDREN, MAX_METADATA_BYTES, MAX_SUB_QUESTIONS, MAX_TEXT_CHARS
 from tests.conftest import FakeClock, make_tree
 
 BIG = "x" * 600_000  # four of these were 2.4 MB of one node's metadata

@@ -140,7 +140,7 @@ def seeded(backend: Backend) -> Iterator[tuple[str, str]]:
 
 def test_worker_processes_work_the_database_with_no_owner(seeded: tuple[str, str], tmp_path: Path) -> None:
     url, graph_id = seeded
-    command = [sys.executable, "-m", "fractal_nb.cli", "worker", "--db", url, "--graph-id", graph_id]
+    command = [sys.executable, "-m", "fractal_nb.cli.main", "worker", "--db", url, "--graph-id", graph_id]
     command += ["--llm", "simulated", "--threads", "2"]
     workers = [
         subprocess.Popen([*command, "--worker-id", f"w{i}"], stdout=subprocess.PIPE, text=True)
@@ -173,7 +173,7 @@ def test_a_notebooks_live_feed_shows_work_other_processes_did(seeded: tuple[str,
         feed = GraphFeed(store, graph_id)
         before = feed.snapshot()["counts"]
         assert feed.delta() is None
-        command = [sys.executable, "-m", "fractal_nb.cli", "worker", "--db", url, "--graph-id", graph_id]
+        command = [sys.executable, "-m", "fractal_nb.cli.main", "worker", "--db", url, "--graph-id", graph_id]
         subprocess.run([*command, "--llm", "simulated"], check=True, capture_output=True, timeout=300)
         delta = feed.delta()
         assert delta is not None

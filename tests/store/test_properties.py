@@ -41,11 +41,11 @@ from fractal_nb import (
     InvalidInputError,
     NotFoundError,
 )
-from fractal_nb.model import MAX_TEXT_CHARS, weakness
 from fractal_nb.store.database import OWN_TABLES
+from fractal_nb.vocabulary import MAX_TEXT_CHARS, weakness
 from tests.conftest import Backend
 
-# -- the contract, written out independently of fractal_nb.model ---------------------
+# -- the contract, written out independently of fractal_nb.vocabulary ---------------------
 
 QUESTION_STATUSES = {"open", "gated", "claimed", "answered", "synthesized", "saturated", "error"}
 ANSWER_STATUSES = {"answered", "saturated"}

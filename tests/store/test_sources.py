@@ -10,8 +10,8 @@ import duckdb
 import pytest
 
 from fractal_nb import FractalError, GraphStore, InvalidInputError, NotFoundError
-from fractal_nb.model import CitationStatus, Support
 from fractal_nb.store.sources import MAX_SOURCE_CHARS, chunk_spans
+from fractal_nb.vocabulary import CitationStatus, Support
 from tests.conftest import Tree, make_tree
 from tests.store.test_concurrency import run_threads
 
@@ -505,7 +505,7 @@ def test_an_answer_submitted_over_mcp_has_its_citations_checked(noted: Tree) -> 
 
     from mcp import Client
 
-    from fractal_nb.mcp_server import build_server
+    from fractal_nb.mcp.server import build_server
     from tests.mcp.seed_worker import call
 
     store, g = noted.store, noted.graph_id

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fractal_nb import BudgetError, GraphStore, InvalidInputError, InvalidTransitionError, StateError
-from fractal_nb.model import check_node_transition
+from fractal_nb.vocabulary import check_node_transition
 from tests.conftest import Tree, make_tree
 
 

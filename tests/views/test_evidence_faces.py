@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
-from fractal_nb.cli import EXIT_OK, main
+from fractal_nb.cli.main import EXIT_OK, main
 from fractal_nb.views.citations_html import evidence_html, finding_html
 from fractal_nb.views.control_panel import inspector_html
 from fractal_nb.views.graph_feed import GraphFeed, snapshot_at
@@ -221,7 +221,7 @@ def test_report_prints_the_evidence_escaped(
 
 
 def test_citations_an_outside_client_wrote_badly_are_left_out_not_errors() -> None:
-    from fractal_nb.evidence_report import cited_lines, findings_shown
+    from fractal_nb.results.evidence import cited_lines, findings_shown
 
     store = GraphStore()
     gid = store.create_graph("Why?", "explore", "autonomous")["graph_id"]
@@ -272,7 +272,7 @@ def test_a_server_info_file_without_a_root_gives_no_server(
 
 
 def test_report_says_a_changed_file(cited: tuple[Exploration, CitedGraph]) -> None:
-    from fractal_nb.evidence_report import evidence_lines
+    from fractal_nb.results.evidence import evidence_lines
 
     ex, built = cited
     built["file"].write_text("Another text.\n", encoding="utf-8")

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import BudgetExhaustedError, LLMError
 from ...llm.schemas import Finding, HarvestSummary, SeedPlan, Synthesis
-from ...model import NodeStatus
 from ...prompts import chat
-from ...results import StepRecord, synthesis_chain
+from ...results.result import StepRecord, synthesis_chain
 from ...store.records import Claim, NodeRecord, SubQuestionBrief, SynthesisClaim, SynthesisInputs
 from ...text import clip, normalize
+from ...vocabulary import NodeStatus
 from .. import evidence, grounding, seeding
 from ..phases import freeze_and_repair
 from ..primitive import cascade, work_question

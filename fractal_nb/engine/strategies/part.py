@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ...llm.schemas import Finding, HarvestSummary
-    from ...results import StepRecord
+    from ...results.result import StepRecord
     from ...store.records import Claim, NodeRecord, SynthesisClaim
     from ..run_state import RunState
 

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from ...llm.quality import STORED
 from ...llm.schemas import MAX_CITATIONS, Finding, HarvestSummary, SingleAnswer
-from ...model import NodeStatus
 from ...prompts import chat, render
-from ...results import StepRecord
+from ...results.result import StepRecord
 from ...store.records import NodeRecord
 from ...text import clip
+from ...vocabulary import NodeStatus
 from .. import evidence, seeding
 from .fractal import Fractal
 

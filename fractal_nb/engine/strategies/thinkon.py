@@ -4,7 +4,7 @@ A chain is solved depth first, one level acting at a time (docs/architecture.md,
 "Thinkon"). A new level's Think returns its result or writes its plan (``todo``);
 its Eval, reading the plan and what the sub-goals returned (``done``), calls the
 next sub-goal (a redo or a repair is a call too) or returns the level's result.
-The store keeps the rules (store/thinkon.py); this module asks the model and
+The store keeps the rules (store/chain.py); this module asks the model and
 keeps the limits:
 
 - **depth**: a call the store refuses for the depth budget returns the level's state instead;
@@ -40,12 +40,12 @@ from ...errors import (
     StateError,
 )
 from ...llm.schemas import Eval, EvalChoice, Finding, HarvestSummary, Think, ThinkChoice
-from ...model import MAX_CHILDREN, ThinkonOutcome, ThinkonPhase
 from ...prompts import chat
-from ...results import StepRecord
+from ...results.result import StepRecord
+from ...store.chain import level_state
 from ...store.records import Claim, DoneEntry, NodeRecord, SynthesisClaim, ThinkonLevel
-from ...store.thinkon import level_state
 from ...text import clip, normalize
+from ...vocabulary import MAX_CHILDREN, ThinkonOutcome, ThinkonPhase
 
 if TYPE_CHECKING:
     from ..run_state import RunState
@@ -285,8 +285,8 @@ class Thinkon:
     """The thinkon strategy's part: one chain, a level's Think or Eval per step, no synthesis cascade."""
 
     name = "thinkon"
-    chained = True  # no turns, and a failed level stays its failed return (store/thinkon.py)
-    claims_context = False  # a level reads its chain (store/thinkon.py), not a branch's context
+    chained = True  # no turns, and a failed level stays its failed return (store/chain.py)
+    claims_context = False  # a level reads its chain (store/chain.py), not a branch's context
 
     def seed(self, run: RunState) -> StepRecord | None:
         """None: the root is the chain's first level, its Think the first step."""

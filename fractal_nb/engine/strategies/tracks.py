@@ -24,11 +24,11 @@ from ...llm.schemas import (
     TrackFindings,
     TrackPlan,
 )
-from ...model import WeakReason
 from ...prompts import chat
-from ...results import StepRecord
+from ...results.result import StepRecord
 from ...store.records import NodeRecord, SynthesisClaim, SynthesisInputs
 from ...text import clip, content_words, normalize
+from ...vocabulary import WeakReason
 from .. import evidence, seeding
 from ..synthesis_object import aggregate, kept_findings, track_brief
 from .fractal import Fractal, synthesis_inputs

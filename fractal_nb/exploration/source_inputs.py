@@ -30,12 +30,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import InvalidInputError
-from .store.citations import file_hash
-from .store.records import SourceRecord, SourceText
-from .store.sources import MAX_FILE_BYTES as MAX_FILE_BYTES  # a file source's size bound
-from .store.sources import SourceKind, read_text_file
-from .text import one_line
+from ..errors import InvalidInputError
+from ..store.citations import file_hash
+from ..store.records import SourceRecord, SourceText
+from ..store.sources import MAX_FILE_BYTES as MAX_FILE_BYTES  # a file source's size bound
+from ..store.sources import SourceKind, read_text_file
+from ..text import one_line
 
 TEXT_SUFFIXES = frozenset(
     ".py .pyi .md .markdown .txt .rst .toml .cfg .ini .json .jsonl .yaml .yml .csv .tsv .sql .js .mjs "

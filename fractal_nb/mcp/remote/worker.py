@@ -9,11 +9,11 @@ PostgreSQL store, with no owner process between (docs/architecture.md, "PostgreS
 
 from __future__ import annotations
 
-from .. import engine
-from ..engine import Clock, RunState, WorkerReport
-from ..errors import InvalidInputError
-from ..llm.protocol import LLM
-from ..store import Store
+from ... import engine
+from ...engine import Clock, RunState, WorkerReport
+from ...errors import InvalidInputError
+from ...llm.protocol import LLM
+from ...store import Store
 from .store import RemoteStore
 
 WorkedStore = RemoteStore | Store  # a graph's tools over MCP, or its store itself

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..checks import require_id, require_text
 from ..errors import StateError
-from ..model import (
+from ..vocabulary import (
     NodeStatus,
     NodeType,
     SaturationReason,
@@ -30,7 +31,7 @@ from ..model import (
     ThinkonPhase,
     parse_choice,
 )
-from .base import StoreCore, require_id, require_text
+from .base import StoreCore
 from .children import Children
 from .claim import NO_LEASE
 from .records import DoneEntry, ThinkonLevel

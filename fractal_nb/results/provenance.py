@@ -27,12 +27,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from .model import CitationStatus
-from .results import ChainLink, synthesis_chain
-from .text import content_words, normalize
+from ..text import content_words, normalize
+from ..vocabulary import CitationStatus
+from .result import ChainLink, synthesis_chain
 
 if TYPE_CHECKING:  # the store's package loads DuckDB; provenance is read without it
-    from .store.records import NodeRecord
+    from ..store.records import NodeRecord
 
 Span = tuple[str, int, int]
 

@@ -24,8 +24,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 
-from .arguments import check_token
-from .loopback import is_loopback
+from ..arguments import check_token
+from ..loopback import is_loopback
 
 TOKEN_ENV = "FRACTAL_NB_TOKEN"
 """The environment variable read when no token is passed (server and worker alike)."""

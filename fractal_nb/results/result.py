@@ -7,12 +7,12 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .model import NODE_ID_PATTERN, NodeStatus, Strategy
-from .text import clip
-from .text import markdown_escape as _md
+from ..text import clip
+from ..text import markdown_escape as _md
+from ..vocabulary import NODE_ID_PATTERN, NodeStatus, Strategy
 
 if TYPE_CHECKING:  # the store's package loads DuckDB; a result is read without it
-    from .store.records import NodeRecord
+    from ..store.records import NodeRecord
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ class FractalResult:
 
     With sources only supported ones (each rests on verified citations); the others are
     ``unsupported_findings``. Without sources, all of them (``support`` is ``no_sources``).
-    ``node_id`` is the question the finding rests on, attached by code (``provenance.py``;
+    ``node_id`` is the question the finding rests on, attached by code (``results/provenance.py``;
     docs/architecture.md, "Evidence in the faces"): a track's finding, its track; a finding
     carrying a citation an answer verified (same source and lines, else overlapping lines),
     that answer's question; else the synthesis-chain question whose question and synthesis share

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx
 import pandas as pd
 
-from . import engine
-from .arguments import STORE_LOG, check_llm, check_store_target
-from .engine import (
+from .. import engine
+from ..arguments import STORE_LOG, check_llm, check_store_target
+from ..checks import merged_metadata, require_flag, require_id, require_text
+from ..engine import (
     Clock,
     Limits,
     RealClock,
@@ -25,15 +26,19 @@ from .engine import (
     spend_tokens,
     strategy_part,
 )
-from .errors import InvalidInputError, StateError, StoreUnreachableError
-from .evidence_report import Evidence, evidence_of, node_evidence
-from .export import to_networkx
-from .frames import edge_frame, node_frame, timestamps
-from .graph_sql import GAP_COLUMNS, run_sql
-from .history import GraphAt, event_point, lineage_frame
-from .llm.protocol import LLM
-from .llm.read_only import ReadOnlyLLM
-from .model import (
+from ..errors import InvalidInputError, StateError, StoreUnreachableError
+from ..llm.protocol import LLM
+from ..llm.read_only import ReadOnlyLLM
+from ..results.evidence import Evidence, evidence_of, node_evidence
+from ..results.export import to_networkx
+from ..results.result import FractalResult, MarkdownText, StepRecord
+from ..results.run_report import RunReport, Usage
+from ..store import Store, open_store
+from ..store.frame_sql import SqlParams
+from ..store.records import Chosen, ModelSpend, Recovered, Saturated
+from ..store.sources import require_source_texts
+from ..store.stops import refuse_held, refuse_not_held, resolve_choice
+from ..vocabulary import (
     TERMINAL_GRAPH,
     Budget,
     CheckpointMode,
@@ -49,21 +54,16 @@ from .model import (
     parse_metadata,
     pending_counts,
 )
-from .results import FractalResult, MarkdownText, StepRecord
-from .run_report import RunReport, Usage
-from .sources import Table, source_frame, source_texts
+from .frames import edge_frame, node_frame, timestamps
+from .graph_sql import GAP_COLUMNS, run_sql
+from .history import GraphAt, event_point, lineage_frame
+from .source_inputs import Table, source_frame, source_texts
 from .state import ExplorationState, exploration_state
 from .steering import Steering, TurnStep
-from .store import Store, open_store
-from .store.base import merged_metadata, require_flag, require_id, require_text
-from .store.frame_sql import SqlParams
-from .store.records import Chosen, ModelSpend, Recovered, Saturated
-from .store.sources import require_source_texts
-from .store.stops import refuse_held, refuse_not_held, resolve_choice
 
 if TYPE_CHECKING:
-    from .mcp_server import BackgroundServer
-    from .views import ExplorationView
+    from ..mcp.server import BackgroundServer
+    from ..views import ExplorationView
 
 STEP_WORKER = "stepper"
 
@@ -135,7 +135,8 @@ class Exploration:
         ``sources``: the evidence its answers cite, an item or a list of items as
         :meth:`add_sources` takes them, added with the graph in one transaction.
         Every argument is checked before the file is opened: a refused one creates nothing
-        (a :class:`~fractal_nb.sources.Table` is read once the file is open, before the graph is made).
+        (a :class:`~fractal_nb.exploration.source_inputs.Table` is read once the file is open,
+        before the graph is made).
         """
         check_llm(llm)
         _check_clock(clock)
@@ -673,7 +674,7 @@ class Exploration:
         Below the tree, the result as ``report()`` shows it (a degraded one says so above the tree).
         The page is :meth:`render_html`'s, written whole or not at all.
         """
-        from .views.html_export import write_html  # a face: loaded when asked for (docs/architecture.md)
+        from ..views.html_export import write_html  # a face: loaded when asked for (docs/architecture.md)
 
         return write_html(path=path, **self._page())
 
@@ -682,7 +683,7 @@ class Exploration:
 
         What a download hands a reader (``views/downloads.py``), or a web app serves.
         """
-        from .views.html_export import render_html  # a face: loaded when asked for (docs/architecture.md)
+        from ..views.html_export import render_html  # a face: loaded when asked for (docs/architecture.md)
 
         return render_html(**self._page())
 
@@ -736,7 +737,7 @@ class Exploration:
         return run_sql(self, query, params)
 
     # -- history --
-    # Time travel and forks (docs/architecture.md, "History and forks"; fractal_nb/history.py).
+    # Time travel and forks (docs/architecture.md, "History and forks"; fractal_nb/exploration/history.py).
 
     def at(self, event_id: int | Mapping[str, Any] | pd.Series) -> GraphAt:
         """The graph as it was at ``event_id`` (an id from :meth:`events`), rebuilt from its history.
@@ -844,7 +845,7 @@ class Exploration:
         with open_store(where, read_only=read_only) as store:
             return lineage_frame(store.list_family())
 
-    # -- turns (fractal_nb/steering.py; docs/architecture.md, "Turns and heads") --
+    # -- turns (fractal_nb/exploration/steering.py; docs/architecture.md, "Turns and heads") --
 
     def ask(self, question: str, under: str | None = None) -> TurnStep:
         """A follow-up question, under the root's answer or ``under`` a node (a question: its current answer).
@@ -882,7 +883,7 @@ class Exploration:
         self._check_writable()
         return self._steering.note(node_id, text)
 
-    # -- sources (fractal_nb/sources.py; docs/architecture.md, "Sources and citations") --
+    # -- sources (fractal_nb/exploration/source_inputs.py; docs/architecture.md, "Sources and citations") --
 
     def add_sources(self, *items: object) -> pd.DataFrame:
         """Add evidence the answers may cite: folders, paths, ``Snippet``, a column, ``Table``.
@@ -924,7 +925,7 @@ class Exploration:
         """
         return self._steering.heads()
 
-    # -- state (fractal_nb/state.py; docs/architecture.md, "The state of an exploration") --
+    # -- state (fractal_nb/exploration/state.py; docs/architecture.md, "The state of an exploration") --
 
     def state(self) -> ExplorationState:
         """Where this exploration stands, from its stored state alone (no model call, nothing replayed).
@@ -943,7 +944,7 @@ class Exploration:
         kernel this is not: its Export tab offers browser downloads only, never a file
         written on the server or a variable set in its kernel.
         """
-        from .views import ExplorationView  # widgets load when a view is asked for, not on import
+        from ..views import ExplorationView  # widgets load when a view is asked for, not on import
 
         return ExplorationView(self, height=height, published=published)
 
@@ -959,7 +960,7 @@ class Exploration:
         :attr:`mcp_token` holds it for ``fractal-nb worker --token``. On loopback a
         token is optional (given, it is required all the same).
         """
-        from .mcp_server import BackgroundServer
+        from ..mcp.server import BackgroundServer
 
         if self._mcp is not None:
             return self._mcp.url

@@ -15,15 +15,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from .engine import current, gap_rows, same_fact
-from .errors import NotFoundError
-from .model import ClaimKind, GapKind, GraphStatus, NodeStatus, NodeType, SaturationReason, Strategy
+from ..engine import current, gap_rows, same_fact
+from ..errors import NotFoundError
+from ..text import normalize
+from ..vocabulary import ClaimKind, GapKind, GraphStatus, NodeStatus, NodeType, SaturationReason, Strategy
 from .steering import asked_text
-from .text import normalize
 
 if TYPE_CHECKING:
-    from .store import Store
-    from .store.records import LineageRecord, NodeRecord, TurnRecord
+    from ..store import Store
+    from ..store.records import LineageRecord, NodeRecord, TurnRecord
 
 ValueKind = Literal["verified", "assumed", "missing", "failed"]
 VALUE_KINDS: tuple[ValueKind, ...] = ("verified", "assumed", "missing", "failed")

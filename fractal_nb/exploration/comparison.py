@@ -35,19 +35,19 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
-from .arguments import check_llm, check_store_target
-from .engine import Limits, ModelCaller
-from .errors import InvalidInputError, LLMError
+from ..arguments import check_llm, check_store_target
+from ..engine import Limits, ModelCaller
+from ..errors import InvalidInputError, LLMError
+from ..llm.cache import CachedLLM
+from ..llm.protocol import LLM
+from ..llm.schemas import Judgement
+from ..prompts import chat
+from ..results.result import FractalResult
+from ..store import Store, open_store
+from ..text import clip
+from ..vocabulary import Intensity, RunOutcome, Strategy, parse_choice
 from .exploration import Exploration
-from .llm.cache import CachedLLM
-from .llm.protocol import LLM
-from .llm.schemas import Judgement
-from .model import Intensity, RunOutcome, Strategy, parse_choice
-from .prompts import chat
-from .results import FractalResult
-from .sources import Snippet, Table
-from .store import Store, open_store
-from .text import clip
+from .source_inputs import Snippet, Table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -14,9 +14,9 @@ import html
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypedDict
 
-from .model import ExitReason, RunOutcome
-from .results import StepRecord
-from .text import markdown_escape as _md
+from ..text import markdown_escape as _md
+from ..vocabulary import ExitReason, RunOutcome
+from .result import StepRecord
 
 
 class Usage(TypedDict):
@@ -78,7 +78,7 @@ class WorkerReport:
 class RunReport:
     """The outcome of one ``run()``: its status, what is left, and what the workers did.
 
-    ``status`` is a :class:`~fractal_nb.model.RunOutcome` (``all_complete``,
+    ``status`` is a :class:`~fractal_nb.vocabulary.RunOutcome` (``all_complete``,
     ``paused``, ``convergence_detected``, ``budget_exhausted``,
     ``waiting_on_claims``, ``model_unavailable``, ``seed_failed``; ``completed``
     or ``error`` when another process harvested or failed the graph meanwhile),

@@ -20,13 +20,13 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
-from .. import errors
-from ..errors import FractalError, InvalidInputError, StateError, StoreUnreachableError
-from ..llm.openai_llm import connection_problem
-from ..store import Store, WorkerStore
-from ..store.holders import HOLDER_LEASE_S, OWN_HOLDER, HolderInfo, hold, let_go, new_holder
-from ..store.records import Heartbeat
-from ..tool_table import TOOLS_BY_METHOD
+from ... import errors
+from ...errors import FractalError, InvalidInputError, StateError, StoreUnreachableError
+from ...llm.openai_llm import connection_problem
+from ...store import Store, WorkerStore
+from ...store.holders import HOLDER_LEASE_S, OWN_HOLDER, HolderInfo, hold, let_go, new_holder
+from ...store.records import Heartbeat
+from ..tools import TOOLS_BY_METHOD
 
 _REFUSALS = {
     401: "pass the server's token: --token or FRACTAL_NB_TOKEN",

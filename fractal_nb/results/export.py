@@ -7,7 +7,7 @@ from typing import Any
 
 import networkx as nx
 
-from .store.records import Snapshot
+from ..store.records import Snapshot
 
 GRAPH_FIELDS = ("graph_id", "seed", "intensity", "checkpoint_mode", "status", "root_node_id")
 

@@ -24,10 +24,13 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .arguments import check_bind_host
-from .errors import FractalError, InvalidInputError
-from .loopback import is_loopback
-from .mcp_auth import (
+from ..arguments import check_bind_host
+from ..errors import FractalError, InvalidInputError
+from ..loopback import is_loopback
+from ..store import Store
+from ..store.sources import MAX_SOURCE_CHARS
+from ..vocabulary import TERMINAL_GRAPH
+from .auth import (
     auth_settings,
     beyond_loopback_warning,
     client_url,
@@ -36,10 +39,7 @@ from .mcp_auth import (
     token_verifier,
     transport_security,
 )
-from .model import TERMINAL_GRAPH
-from .store import Store
-from .store.sources import MAX_SOURCE_CHARS
-from .tool_table import TOOLS, Tool
+from .tools import TOOLS, Tool
 
 # How long the server keeps an idle connection open. A client's pool (httpx's, the MCP
 # SDK's) drops its idle connections after 5 s; with the same 5 s here, a worker that
@@ -191,7 +191,7 @@ class RequestSizeLimit:
 def build_server(store: Store, *, name: str = "fractal-nb", token: str | None = None) -> MCPServer:
     """An MCP server whose tools are the store's contract (the store stays the caller's to close).
 
-    One tool per row of :data:`fractal_nb.tool_table.TOOLS`. A server that starts
+    One tool per row of :data:`fractal_nb.mcp.tools.TOOLS`. A server that starts
     first gives back the claims of holders that are gone (a restarted server's
     dead workers: at once on this host).
 
@@ -228,7 +228,7 @@ class BackgroundServer:
         else, beyond loopback only, a generated one (see :attr:`token`).
     allow_hosts : Iterable[str]
         Extra Host names to answer to beyond loopback, e.g. ``["myhost.example.org"]``;
-        ``"*"`` turns the Host check off (see :func:`fractal_nb.mcp_auth.transport_security`).
+        ``"*"`` turns the Host check off (see :func:`fractal_nb.mcp.auth.transport_security`).
 
     Attributes
     ----------

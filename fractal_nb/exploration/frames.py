@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from .store.records import EdgeRecord, NodeRecord
+from ..store.records import EdgeRecord, NodeRecord
 
 NODE_COLUMNS = [
     "node_id",

@@ -3,9 +3,9 @@
 Each row names a store method and says how its parameters travel: the tool's
 name is ``fractal_`` + the method's, its parameters the method's (a row may
 rename one, e.g. ``node_id`` for ``submit_answer``'s ``question_id``), objects
-and lists as JSON text, optional text as ``""``. :func:`fractal_nb.mcp_server.build_server`
+and lists as JSON text, optional text as ``""``. :func:`fractal_nb.mcp.server.build_server`
 turns each row into a tool that decodes its arguments and calls the store;
-:class:`fractal_nb.remote.RemoteStore` turns it back into a method with the
+:class:`fractal_nb.mcp.remote.RemoteStore` turns it back into a method with the
 store's own signature that encodes them (docs/architecture.md, "The graph
 contract"). A new store method reaches MCP by one row here, and remote workers by that
 row plus its one-line ``remote_method`` in ``RemoteStore`` (kept for the static types; a
@@ -21,9 +21,9 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from .errors import InvalidInputError
-from .model import MAX_CHILDREN, MAX_SUB_QUESTIONS
-from .store.holders import parse_holder
+from ..errors import InvalidInputError
+from ..store.holders import parse_holder
+from ..vocabulary import MAX_CHILDREN, MAX_SUB_QUESTIONS
 
 
 class Wire(Enum):

@@ -2,7 +2,7 @@
 
 The facade of store/replay.py and store/lineage.py (docs/architecture.md, "History and forks").
 :class:`GraphAt` is the graph frozen at an event, with ``nodes()`` / ``edges()`` shaped exactly
-like ``Exploration.nodes()`` / ``edges()`` (both come from :mod:`fractal_nb.frames`).
+like ``Exploration.nodes()`` / ``edges()`` (both come from :mod:`fractal_nb.exploration.frames`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 
 import pandas as pd
 
-from .errors import InvalidInputError
+from ..checks import shown
+from ..errors import InvalidInputError
+from ..store.records import EdgeRecord, GraphRecord, LineageRecord, NodeRecord, SnapshotAt
 from .frames import edge_frame, node_frame, timestamps
-from .store.base import shown
-from .store.records import EdgeRecord, GraphRecord, LineageRecord, NodeRecord, SnapshotAt
 
 LINEAGE_COLUMNS = ["graph_id", "forked_from", "forked_at", "seed", "status", "created"]
 

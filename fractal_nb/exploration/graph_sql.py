@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 
 import pandas as pd
 
-from .engine import gap_rows
-from .store.frame_sql import SqlParams, select_frames
-from .store.records import EdgeRecord, NodeRecord, Snapshot
+from ..engine import gap_rows
+from ..store.frame_sql import SqlParams, select_frames
+from ..store.records import EdgeRecord, NodeRecord, Snapshot
 
 if TYPE_CHECKING:
     from .exploration import Exploration

@@ -1,0 +1,1 @@
+"""The shell's face: ``fractal-nb`` and its inspection commands."""

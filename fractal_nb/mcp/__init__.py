@@ -1,0 +1,1 @@
+"""The MCP face: the graph's tools served, their auth, and remote workers over them."""
