@@ -156,7 +156,7 @@ class ExitReason(StrEnum):
 
 
 class GapKind(StrEnum):
-    """What kind of gap a gap row is (engine/phases.py ``gap_rows``; README, "Gaps")."""
+    """What kind of gap a gap row is (engine/gaps.py ``gap_rows``; README, "Gaps")."""
 
     FAILED = "failed"
     PRUNED = "pruned"

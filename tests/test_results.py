@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fractal_nb import FractalResult
-from fractal_nb.engine.phases import gap_text
+from fractal_nb.engine.gaps import gap_text
 from fractal_nb.results.result import ChainLink
 
 HOSTILE = '<script>alert("x")</script> **bold** [link](javascript:x) # heading'

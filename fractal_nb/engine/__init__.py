@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from .calls import ModelCaller
 from .dispatcher import Clock, RealClock, ScaledClock, WorkerReport
+from .gaps import current, gap_rows
 from .grounding import same_fact
 from .limits import Limits, spend_tokens
-from .phases import current, gap_rows, harvest, preview
+from .phases import harvest, preview
 from .run_state import RunState
 from .runs import LEFTOVERS, Ran, run, step, work
 from .strategies import StrategyPart, register, strategy_names, strategy_part

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 ValueKind = Literal["verified", "assumed", "missing", "failed"]
 VALUE_KINDS: tuple[ValueKind, ...] = ("verified", "assumed", "missing", "failed")
-# Gap kinds (engine/phases.py gap_rows) that say a value is missing rather than failed.
+# Gap kinds (engine/gaps.py gap_rows) that say a value is missing rather than failed.
 _MISSING_GAPS = frozenset(
     {
         GapKind.UNEXPLORED,

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from fractal_nb import Exploration, SimulatedLLM
+from fractal_nb.engine.gaps import gap_rows
 from fractal_nb.engine.grounding import same_fact
-from fractal_nb.engine.phases import gap_rows, preview
+from fractal_nb.engine.phases import preview
 from fractal_nb.engine.primitive import cascade, process
 from fractal_nb.engine.run_state import RunState
 from fractal_nb.errors import StateError

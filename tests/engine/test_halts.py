@@ -15,7 +15,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
-from fractal_nb.engine.phases import gap_rows
+from fractal_nb.engine.gaps import gap_rows
 from fractal_nb.engine.primitive import _choice_note
 from fractal_nb.errors import InvalidInputError, StateError
 from fractal_nb.llm.protocol import Message

@@ -262,7 +262,7 @@ def summary(nodes: list[NodeRecord], gaps: list[str]) -> HarvestSummary:
 
     The root's return is the summary, and each sub-goal the root's ``done`` holds
     as returned (the last return of a redone one) a finding; failed and cut levels
-    are among ``gaps`` already (``phases.gap_rows``).
+    are among ``gaps`` already (``gaps.gap_rows``).
     """
     root = next((n for n in nodes if n["node_type"] == "question" and n["depth"] == 0), None)
     if root is None:
