@@ -119,6 +119,55 @@ class _ReplyTooLarge(Exception):
     """The server's body passed ``max_reply_bytes`` (raised by :class:`_CountingTransport` as it reads)."""
 
 
+def _check_options(
+    output_retries: int, timeout: float, seed: int | None, tool_calls: object, max_reply_bytes: int
+) -> None:
+    """Refuse an option :class:`OpenAILLM` cannot work with, naming it, before a client is built."""
+    if output_retries < 0:
+        raise InvalidInputError(f"output_retries must be 0 or more, not {output_retries}")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        raise InvalidInputError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise InvalidInputError(f"seed must be an integer or None, not {seed!r}")
+    if tool_calls not in (True, False, "auto") or (tool_calls != "auto" and not isinstance(tool_calls, bool)):
+        raise InvalidInputError(f"tool_calls must be True, False or 'auto', not {tool_calls!r}")
+    if isinstance(max_reply_bytes, bool) or not isinstance(max_reply_bytes, int) or max_reply_bytes < 1024:
+        raise InvalidInputError(
+            f"max_reply_bytes must be an integer >= 1024 (bytes), not {max_reply_bytes!r}"
+        )
+
+
+def _client(
+    base_url: str | None, api_key: str | None, timeout: float, max_retries: int, max_reply_bytes: int
+) -> openai.OpenAI:
+    """The ``openai`` client for ``base_url`` (or OpenAI's), its replies counted and bounded."""
+    base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
+    if api_key is None and base_url is None:
+        raise InvalidInputError(
+            "OpenAILLM needs an API key for OpenAI: pass api_key=... or set "
+            "OPENAI_API_KEY (or pass base_url=... for a local server, which needs none)"
+        )
+    return openai.OpenAI(
+        api_key=api_key or _PLACEHOLDER_KEY,
+        base_url=base_url,
+        timeout=timeout,
+        max_retries=max_retries,
+        http_client=openai.DefaultHttpxClient(
+            transport=cast("Any", _CountingTransport(_environment_proxy(base_url), max_reply_bytes))
+        ),
+    )
+
+
+def _concurrency(value: object, *, ask_slots: bool) -> int | None:
+    """Requests in flight at once (None: no bound); ``"auto"``: 1 until the server is asked, else none."""
+    if value == "auto":
+        return 1 if ask_slots else None
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise InvalidInputError(f"max_concurrency must be an integer >= 1 or None, not {value!r}")
+    return value
+
+
 class OpenAILLM:
     """A model behind the OpenAI chat completions API.
 
@@ -203,42 +252,10 @@ class OpenAILLM:
             raise InvalidInputError(
                 "OpenAILLM needs a model: pass model=... or set FRACTAL_NB_MODEL (or OPENAI_MODEL)"
             )
-        if output_retries < 0:
-            raise InvalidInputError(f"output_retries must be 0 or more, not {output_retries}")
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-            raise InvalidInputError(f"timeout must be a positive number of seconds, not {timeout!r}")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise InvalidInputError(f"seed must be an integer or None, not {seed!r}")
-        if tool_calls not in (True, False, "auto") or (
-            tool_calls != "auto" and not isinstance(tool_calls, bool)
-        ):
-            raise InvalidInputError(f"tool_calls must be True, False or 'auto', not {tool_calls!r}")
-        if (
-            isinstance(max_reply_bytes, bool)
-            or not isinstance(max_reply_bytes, int)
-            or max_reply_bytes < 1024
-        ):
-            raise InvalidInputError(
-                f"max_reply_bytes must be an integer >= 1024 (bytes), not {max_reply_bytes!r}"
-            )
+        _check_options(output_retries, timeout, seed, tool_calls, max_reply_bytes)
         self.sampling = _sampling(sampling)
         if client is None:
-            base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-            api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
-            if api_key is None and base_url is None:
-                raise InvalidInputError(
-                    "OpenAILLM needs an API key for OpenAI: pass api_key=... or set "
-                    "OPENAI_API_KEY (or pass base_url=... for a local server, which needs none)"
-                )
-            client = openai.OpenAI(
-                api_key=api_key or _PLACEHOLDER_KEY,
-                base_url=base_url,
-                timeout=timeout,
-                max_retries=max_retries,
-                http_client=openai.DefaultHttpxClient(
-                    transport=cast("Any", _CountingTransport(_environment_proxy(base_url), max_reply_bytes))
-                ),
-            )
+            client = _client(base_url, api_key, timeout, max_retries, max_reply_bytes)
         self.model = model
         self.base_url = str(client.base_url)
         self.output_retries = output_retries
@@ -247,14 +264,7 @@ class OpenAILLM:
         self.max_tokens = _max_tokens(max_tokens)
         # "auto" on this machine: 1 until the first call asks the server how many it computes at once.
         self._ask_slots = max_concurrency == "auto" and is_loopback(urlsplit(self.base_url).hostname or "")
-        if max_concurrency == "auto":
-            max_concurrency = 1 if self._ask_slots else None
-        if max_concurrency is not None and (
-            isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1
-        ):
-            raise InvalidInputError(
-                f"max_concurrency must be an integer >= 1 or None, not {max_concurrency!r}"
-            )
+        max_concurrency = _concurrency(max_concurrency, ask_slots=self._ask_slots)
         self.max_concurrency = max_concurrency
         self._slots = threading.BoundedSemaphore(max_concurrency) if max_concurrency else None
         self._client = client
