@@ -34,7 +34,8 @@ def run_to_end(ex: Exploration, workers: int) -> tuple[float, int]:
     started, runs = time.perf_counter(), 0
     while True:
         runs += 1
-        # resume=True: going on after a circuit-breaker stop is an explicit act (README, "What a run returns")
+        # resume=True: going on after a circuit-breaker stop is an explicit act
+        # (docs/notebook.md, "What a run returns")
         if ex.run(max_workers=workers, progress=False, resume=True) != "budget_exhausted":
             return time.perf_counter() - started, runs
 

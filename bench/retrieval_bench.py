@@ -6,7 +6,7 @@ Run from the repository root::
     python bench/retrieval_bench.py --quick    # a smoke run: >= 2,000 chunks
 
 The corpus is built on this machine without network: this repository's text
-files (README, docs, the package, tests, benches) and then the Python standard
+files (the README, docs, the package, tests, benches) and then the Python standard
 library's ``.py`` files, in sorted order, until it holds ``--chunks`` chunks.
 Files are cut into the store's chunks (``fractal_nb.store.sources.chunk_spans``:
 non-overlapping windows of about 30 lines, ending at a blank line between 20

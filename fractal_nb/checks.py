@@ -33,7 +33,7 @@ def require_text(value: object, what: str) -> str:
         raise InvalidInputError(f"{what} must be a non-empty string, not {value!r}")
     if len(value) > MAX_TEXT_CHARS:
         raise InvalidInputError(
-            f"{what} is {len(value):,} characters; the limit is {MAX_TEXT_CHARS:,} (README, Limits)"
+            f"{what} is {len(value):,} characters; the limit is {MAX_TEXT_CHARS:,} (docs/store.md, Limits)"
         )
     return _utf8(value, what)
 
@@ -57,7 +57,7 @@ def optional_text(value: object, what: str) -> str | None:
         raise InvalidInputError(f"{what} must be a string or None, not {shown(value)}")
     if len(value) > MAX_TEXT_CHARS:
         raise InvalidInputError(
-            f"{what} is {len(value):,} characters; the limit is {MAX_TEXT_CHARS:,} (README, Limits)"
+            f"{what} is {len(value):,} characters; the limit is {MAX_TEXT_CHARS:,} (docs/store.md, Limits)"
         )
     return _utf8(value, what)
 
@@ -107,7 +107,7 @@ def merged_metadata(
     """``update`` merged into ``current`` (shallow) and its JSON, refused past ``MAX_METADATA_BYTES``.
 
     The limit holds for what a node or graph keeps, not only for each update
-    (README, Limits): the update that would pass it is refused whole.
+    (docs/store.md, "Limits"): the update that would pass it is refused whole.
     """
     merged = {**current, **update}
     text = json.dumps(merged)
@@ -115,7 +115,7 @@ def merged_metadata(
         raise InvalidInputError(
             f"the metadata of {owner} would be {len(text):,} characters as JSON after this update "
             f"(it holds {len(json.dumps(current)):,}); the limit is {MAX_METADATA_BYTES:,} in all "
-            "(README, Limits). Send less, or replace large keys with smaller values"
+            "(docs/store.md, Limits). Send less, or replace large keys with smaller values"
         )
     return merged, text
 

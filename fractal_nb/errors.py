@@ -86,7 +86,7 @@ class NodeTimeLimitError(LLMTimeoutError):
 class BudgetExhaustedError(LLMError):
     """A model call refused before it was made: the graph's token or cost budget is spent.
 
-    No request is sent and nothing is logged; the node stays recoverable (README, "Budgets").
+    No request is sent and nothing is logged; the node stays recoverable (docs/notebook.md, "Budgets").
     """
 
 
@@ -94,7 +94,7 @@ class LLMUnavailableError(LLMError):
     """The model cannot be reached or refuses every request (connection, key, model name, server down).
 
     Not the node's fault: a run that meets it keeps going only while calls still
-    succeed, and pauses the graph when the model looks down (README, "Exit codes").
+    succeed, and pauses the graph when the model looks down (docs/shell.md, "Exit codes").
     """
 
 

@@ -156,7 +156,7 @@ class ExitReason(StrEnum):
 
 
 class GapKind(StrEnum):
-    """What kind of gap a gap row is (engine/gaps.py ``gap_rows``; README, "Gaps")."""
+    """What kind of gap a gap row is (engine/gaps.py ``gap_rows``; docs/notebook.md, "Gaps")."""
 
     FAILED = "failed"
     PRUNED = "pruned"
@@ -432,7 +432,7 @@ BUDGETS: dict[Intensity, Budget] = {
 }
 
 
-# Limits on what the store takes (README, "Limits"): a refused value changes nothing.
+# Limits on what the store takes (docs/store.md, "Limits"): a refused value changes nothing.
 MAX_TEXT_CHARS = 100_000  # a question, answer, synthesis or seed
 MAX_METADATA_BYTES = 1_000_000  # a node's or graph's metadata as JSON
 MAX_METADATA_DEPTH = 32  # nesting of objects and lists in metadata

@@ -267,7 +267,7 @@ def test_the_console_script_prints_json(fixture_file: Path, tmp_path: Path) -> N
 def test_the_commands_and_tables_agree_with_their_modules() -> None:
     assert list(COMMANDS) == list(INSPECTION_HELP)
     assert EXPORT_TABLES == tuple(TABLES)
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    readme = (Path(__file__).parent.parent / "docs" / "shell.md").read_text()
     for command in INSPECTION_HELP:
         assert f"fractal-nb {command} " in readme
 

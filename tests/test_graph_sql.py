@@ -154,7 +154,7 @@ def test_empty_tables_keep_their_columns() -> None:
 
 def test_the_tables_are_the_documented_ones() -> None:
     assert list(TABLES) == ["nodes", "edges", "events", "llm_calls", "gaps", "turns", "heads"]
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    readme = (Path(__file__).parent.parent / "docs" / "notebook.md").read_text()
     for name in TABLES:
         assert f"`{name}`" in readme
 

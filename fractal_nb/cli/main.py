@@ -796,7 +796,7 @@ def _report(exploration: Exploration, report: RunReport, llm: LLM, db: str) -> i
     """Print how the run ended and choose the exit code; harvest only a run that ended by itself.
 
     ``all_complete`` and ``budget_exhausted`` are harvested (a budget freezes
-    the rest as gaps; README, "From the shell"); a graph paused by the model, gates or a checkpoint
+    the rest as gaps; docs/shell.md, "From the shell"); a graph paused by the model, gates or a checkpoint
     is left resumable, never harvested into ``completed`` on its own.
     """
     status = report.status

@@ -23,7 +23,7 @@ The caller also watches the model's health across the workers of a run: after
 ``UNAVAILABLE_AFTER`` calls in a row that could not reach it (or
 ``FAILING_AFTER`` failed calls in a row of any kind) it declares an outage, and
 the run stops with the graph paused and resumable instead of burning the rest
-of its questions (README, "Exit codes").
+of its questions (docs/shell.md, "Exit codes").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A graph's gaps, read from the graph as it is (README, "Gaps").
+"""A graph's gaps, read from the graph as it is (docs/notebook.md, "Gaps").
 
 Every unexplored, pruned, failed or budget-cut question, and every unknown a
 claim names; nothing else is a gap.
@@ -25,9 +25,9 @@ HELD_UNEXPLORED = "held: the person never answered"
 
 
 def gap_rows(nodes: list[NodeRecord]) -> list[dict[str, Any]]:
-    """Every unexplored, pruned, failed or budget-cut question, and every unknown named (README, "Gaps").
+    """Every unexplored, pruned, failed or budget-cut question, and every unknown named.
 
-    Read from the graph as it is: a question's status and saturation reason
+    (docs/notebook.md, "Gaps".) Read from the graph as it is: a question's status and saturation reason
     decide, so a question a budget once marked unexplored and a resumed run
     then finished is no gap. Rows: ``node_id``, ``depth``, ``kind`` (failed,
     pruned, gated, held — a question to the person —, blocked, unexplored — a

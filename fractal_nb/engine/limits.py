@@ -1,4 +1,4 @@
-"""Budgets beyond depth: tokens, cost, wall time and time per node (README, "Budgets").
+"""Budgets beyond depth: tokens, cost, wall time and time per node (docs/notebook.md, "Budgets").
 
 The intensity bounds agents and depth; these bound what a run may spend. Tokens
 and cost count the graph's whole call log (a ceiling for the exploration, kept
@@ -133,7 +133,7 @@ class Reservation:
 
 
 class Allowance:
-    """The token and cost budgets of one graph, admitted before each model call (README, "Budgets").
+    """The token and cost budgets of one graph, admitted before each model call (docs/notebook.md, "Budgets").
 
     A call first reserves an estimate (its prompt's tokens and its reply's bound).
     It is admitted when the reservation fits under the ceilings beside the calls

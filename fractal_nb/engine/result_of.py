@@ -141,7 +141,7 @@ def weak_rows(nodes: list[NodeRecord]) -> list[dict[str, Any]]:
 def _weak_reason(weak: list[dict[str, Any]]) -> str | None:
     """The degraded reason the weak syntheses give, if a failure or a join lies beneath one.
 
-    A budget's cut alone is a stop, not a degraded result (README's exit codes): the weak
+    A budget's cut alone is a stop, not a degraded result (docs/shell.md, "Exit codes"): the weak
     syntheses are listed then, and named among the degraded reasons only past a failure or a join.
     """
     failing = {WeakReason.FAILED.value, WeakReason.JOINED.value}
@@ -222,7 +222,7 @@ REFUSED_SHARE = 0.25  # this share of the model's replies refused: the model can
 def _degraded_reasons(
     nodes: list[NodeRecord], replies: dict[str, int], gaps: list[str], *, finished: bool = True
 ) -> list[str]:
-    """Why a result cannot be trusted as a normal one (README, "Output you can trust"); [] if it can."""
+    """Why a result cannot be trusted as a normal one; [] if it can (models.md, "Output you can trust")."""
     reasons = []
     questions = [n for n in nodes if n["node_type"] == "question"]
     for n in nodes:

@@ -301,7 +301,7 @@ class Exploration:
         ``budget_exhausted`` one only when asked (``resume=True``) or given a
         budget it has not reached yet.
 
-        Budgets (README, "Budgets"), kept with the graph for its later runs:
+        Budgets (docs/notebook.md, "Budgets"), kept with the graph for its later runs:
         ``max_tokens`` and ``max_cost`` (with ``prices``: {model: (input, output)}
         per million tokens) for the graph's whole call log, ``max_wall_s`` for
         this run, ``node_timeout_s`` for each node's model calls. Reaching one
@@ -497,7 +497,7 @@ class Exploration:
 
         A failed question (``error``, or saturated as failed by a harvest) opens again,
         and the weak syntheses built on it are written again once it is answered
-        (README, "Facts, assumptions, unknowns"). A finished graph or a file opened
+        (docs/notebook.md, "Facts, assumptions, unknowns"). A finished graph or a file opened
         ``read_only`` is refused, changing nothing. Returns the ids reopened.
         """
         self._check_writable()

@@ -1,4 +1,4 @@
-"""Telling prose from junk in a model's reply, before anything is stored (README, "Output you can trust").
+"""Telling prose from junk in a model's reply, before anything is stored (models.md, "Output you can trust").
 
 A small model fills a schema with whatever it has: fragments of JSON (``}, {``),
 a number, a URL, a line of the prompt, the schema's own field descriptions,
@@ -122,7 +122,8 @@ NEVER_CONTENT_SHARE = 0.8
 # texts, which quote their question, stay below 0.85 (tests/llm/test_quality.py).
 NEAR_COPY_SHARE = 0.9
 
-# The gates' own wording (README, "Output you can trust"): each refusal says why, after the text it quotes.
+# The gates' own wording (docs/models.md, "Output you can trust"): each refusal says why, after the text
+# it quotes.
 NO_WORDS = "holds no words: write sentences, not symbols, numbers or a link"
 TOO_SHORT = "is too short: write at least {words} words"
 A_LINK = "is a link, not prose: write sentences (a link may only support them)"

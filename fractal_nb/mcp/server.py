@@ -177,8 +177,8 @@ class RequestSizeLimit:
         if declared.isdigit() and int(declared) > MAX_REQUEST_BYTES:
             message = (
                 f"the request is {int(declared):,} bytes; this server reads at most {MAX_REQUEST_BYTES:,} "
-                f"(README, Limits): a source of up to {MAX_SOURCE_CHARS:,} characters fits, a longer text "
-                "goes as several sources"
+                f"(docs/store.md, Limits): a source of up to {MAX_SOURCE_CHARS:,} characters fits, a longer "
+                "text goes as several sources"
             )
             error = {"code": INVALID_REQUEST, "message": message, "data": {"error_type": "InvalidInputError"}}
             await JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status_code=413)(

@@ -1,6 +1,6 @@
 """What ``Exploration.run()`` hands back: the run's status and the return state of the work phase.
 
-The fields follow the reference's return state (README, "What a run returns"):
+The fields follow the reference's return state (docs/notebook.md, "What a run returns"):
 ``workers_dispatched``, ``open_questions_remaining``, ``claimed_nodes_remaining``,
 ``convergence_points`` and ``worker_reports``, each worker's report with its
 convergences, contradictions, saturated branches, boundary questions and exit

@@ -396,7 +396,7 @@ def _sub_questions(value: object) -> list[tuple[str, dict[str, Any]]]:
     if len(value) > MAX_SUB_QUESTIONS:
         raise InvalidInputError(
             f"sub_questions holds {len(value):,} questions; an answer asks at most {MAX_SUB_QUESTIONS} "
-            "(README, Limits): keep the ones that matter most, or ask the rest below them"
+            "(docs/store.md, Limits): keep the ones that matter most, or ask the rest below them"
         )
     return [_sub_question(item, i) for i, item in enumerate(value)]
 

@@ -342,7 +342,7 @@ class StoreCore:
 
         A new sub-question makes their syntheses stale: each is dropped from the
         node's metadata and kept in its ``reopened`` event; the cascade synthesizes
-        them again once the new question is done (README, "Boundary questions").
+        them again once the new question is done (docs/notebook.md, "Boundary questions").
         """
         above = (
             [

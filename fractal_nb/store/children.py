@@ -90,7 +90,7 @@ class Children:
         if held + adding > MAX_CHILDREN:
             raise InvalidInputError(
                 f"{parent.node_type} {parent.node_id} has {held:,} children; {adding:,} more would pass the "
-                f"limit of {MAX_CHILDREN} per node (README, Limits): ask further questions below its "
+                f"limit of {MAX_CHILDREN} per node (docs/store.md, Limits): ask further questions below its "
                 "children instead",
                 graph_id=parent.graph_id,
                 node_id=parent.node_id,

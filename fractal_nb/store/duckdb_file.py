@@ -125,7 +125,7 @@ class DuckDBDatabase:
         )
 
     def _refuse_foreign_file(self, cur: duckdb.DuckDBPyConnection) -> None:
-        """Leave another application's DuckDB file as it is (README, "One file per exploration store").
+        """Leave another application's DuckDB file as it is (docs/shell.md, "One file per exploration store").
 
         A file without the store's own ``store_info`` table is another application's. A
         store's file may also hold the analyst's own tables, put there while no run held it:

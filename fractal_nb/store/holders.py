@@ -6,7 +6,7 @@ for a process on this host that has exited (or a store of this process that was
 closed, or a killed process its parent has not reaped yet), after its lease for
 a holder that has gone silent anywhere: a store's own claims hold for the
 store's lease, another process's (a remote worker's) for the short
-:data:`HOLDER_LEASE_S`, which its heartbeat renews (README, "How claims recover").
+:data:`HOLDER_LEASE_S`, which its heartbeat renews (docs/store.md, "How claims recover").
 """
 
 from __future__ import annotations

@@ -233,7 +233,7 @@ class Turns:
         if len(questions) > MAX_WIDEN:
             raise InvalidInputError(
                 f"questions holds {len(questions):,} questions; a widening adds at most {MAX_WIDEN} "
-                "(README, Limits)"
+                "(docs/store.md, Limits)"
             )
         texts = [require_text(q, f"questions[{i}]") for i, q in enumerate(questions)]
         with self._db.write():

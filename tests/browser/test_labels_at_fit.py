@@ -3,7 +3,7 @@
 Measured from what the view drew (network.js ``frame``), at 1400 x 900: in the Voila app's view (the
 panel at the page's width) and in a JupyterLab notebook's (the panel in a notebook beside the file
 browser), the share of questions labelled at the default fit for run-shaped trees of 20, 150 and 500
-questions is at least the figure the README gives, every label at 11 px or more and none over another;
+questions is at least the figure docs/live-view.md gives, every label at 11 px or more and none over another;
 gated questions are labelled first; a dot's shape tells its status; + and - zoom around the selected
 question, "Zoom to selection" brings it to where it reads, and labels the reader zoomed to stay labels
 as the tree grows; the outline stays off a canvas it would cost labels.
@@ -39,7 +39,7 @@ from tests.browser.tree_checks import (
 pytestmark = pytest.mark.browser
 
 SCREEN = {"width": 1400, "height": 900}
-# The least share of questions the default fit labels (measured at 1400 x 900: the README's figures,
+# The least share of questions the default fit labels (measured at 1400 x 900: docs/live-view.md's figures,
 # 20 of 20, 24 of 150 and 27 of 500 in the Voila app; 20, 18 and 14 in a notebook, whose panel leaves
 # the tree a canvas of 614 px). Before issue 38: 13 of 20, 150 and 500 in both (the seeds alone, at 10.2
 # to 10.5 px).

@@ -1,4 +1,4 @@
-"""Budgets that hold (README, "Budgets"): tokens admitted before each call, so a run and its harvest
+"""Budgets that hold (docs/notebook.md, "Budgets"): tokens admitted before each call, so a run and its harvest
 spend at most one call past the budget, whatever the number of workers; the reason states the spend
 the ledger holds; a call the budget refuses is never made and leaves its question open. A model that
 reports no usage is counted on estimates (issue 37), marked so in the ledger."""

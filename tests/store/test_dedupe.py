@@ -1,4 +1,4 @@
-"""Questions are deduplicated graph-wide, not only under one parent (README, "No call spent")."""
+"""Questions are deduplicated graph-wide, not only under one parent (docs/models.md, "No call spent")."""
 
 from __future__ import annotations
 
