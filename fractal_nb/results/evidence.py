@@ -264,30 +264,9 @@ def evidence_of(store: Store, graph_id: str, *, cited: bool | None = None) -> Ev
         provenance = Provenance(graph_nodes)
         kept, apart = provenance.attach(kept), provenance.attach(apart)
     sources = sources_of(store, graph_id)
-    nodes: dict[str, NodeRecord] = {n["node_id"]: n for n in graph_nodes}
-    answers: list[AnswerEvidence] = []
-    tracks: list[TrackShown] = []
-    for node in graph_nodes:
-        if node.get("superseded_turn") is not None:  # replaced by a later turn: not the graph's now
-            continue
-        meta = node["metadata"]
-        if node["node_type"] == "answer" and ("citations" in meta or "support" in meta):
-            question = nodes.get(node["parent_id"] or "")
-            answers.append(answer_evidence(store, graph_id, node, question, sources))
-        track = meta.get("track")
-        if node["node_type"] == "question" and isinstance(track, Mapping) and track.get("name"):
-            tracks.append(
-                {
-                    "node_id": node["node_id"],
-                    "name": str(track["name"]),
-                    "focus": str(track.get("focus") or ""),
-                    "deliverable": str(track.get("deliverable") or ""),
-                    "status": node["status"],
-                    "findings": findings_shown(
-                        store, graph_id, meta.get("findings"), sources, node["node_id"]
-                    ),
-                }
-            )
+    now = [n for n in graph_nodes if n.get("superseded_turn") is None]  # a later turn's replaced ones: gone
+    answers = _answers(store, graph_id, now, {n["node_id"]: n for n in graph_nodes}, sources)
+    tracks = [_track(store, graph_id, node, sources) for node in now if _named_track(node)]
     findings = findings_shown(store, graph_id, kept, sources)
     unsupported = [f for f in findings if f["support"] == Support.UNSUPPORTED]
     unsupported += findings_shown(store, graph_id, apart, sources)
@@ -299,6 +278,43 @@ def evidence_of(store: Store, graph_id: str, *, cited: bool | None = None) -> Ev
         "unsupported_findings": unsupported,
         "tracks": tracks,
         "synthesis": dict(synthesis) if isinstance(synthesis, Mapping) else None,
+    }
+
+
+def _answers(
+    store: Store,
+    graph_id: str,
+    nodes: list[NodeRecord],
+    by_id: Mapping[str, NodeRecord],
+    sources: Mapping[str, Mapping[str, Any]],
+) -> list[AnswerEvidence]:
+    """Each answer that cites or was judged, with its question (``by_id``: every node of the graph)."""
+    return [
+        answer_evidence(store, graph_id, node, by_id.get(node["parent_id"] or ""), sources)
+        for node in nodes
+        if node["node_type"] == "answer"
+        and ("citations" in node["metadata"] or "support" in node["metadata"])
+    ]
+
+
+def _named_track(node: NodeRecord) -> bool:
+    track = node["metadata"].get("track")
+    return node["node_type"] == "question" and isinstance(track, Mapping) and bool(track.get("name"))
+
+
+def _track(
+    store: Store, graph_id: str, node: NodeRecord, sources: Mapping[str, Mapping[str, Any]]
+) -> TrackShown:
+    """A track question as the faces show it: its name, focus, deliverable, status and findings."""
+    meta = node["metadata"]
+    track = meta["track"]
+    return {
+        "node_id": node["node_id"],
+        "name": str(track["name"]),
+        "focus": str(track.get("focus") or ""),
+        "deliverable": str(track.get("deliverable") or ""),
+        "status": node["status"],
+        "findings": findings_shown(store, graph_id, meta.get("findings"), sources, node["node_id"]),
     }
 
 

@@ -270,19 +270,7 @@ class LLMLog:
 def _checked_call(index: int, call: object) -> CallRow:
     """One call record as the ledger keeps it, or InvalidInputError saying what is wrong and allowed."""
     where = f"calls[{index}]"
-    if not isinstance(call, Mapping):
-        raise InvalidInputError(
-            f"{where} must be an object with {', '.join(_REQUIRED)} (and optionally "
-            f"{', '.join(_OPTIONAL)}), not {type(call).__name__} {call!r:.80}"
-        )
-    unknown = sorted(set(map(str, call)) - set(_REQUIRED) - set(_OPTIONAL))
-    missing = [k for k in _REQUIRED if k not in call]
-    if unknown or missing:
-        problem = f"lacks {', '.join(missing)}" if missing else f"has unknown field(s) {', '.join(unknown)}"
-        raise InvalidInputError(
-            f"{where} {problem}; fields: {', '.join(_REQUIRED)} (required), {', '.join(_OPTIONAL)} (optional)"
-        )
-    row = {k: call.get(k) for k in (*_REQUIRED, *_OPTIONAL)}
+    row = _fields(where, call)
     row["graph_id"] = require_id(row["graph_id"], f"{where}.graph_id")
     row["node_id"] = None if row["node_id"] is None else require_id(row["node_id"], f"{where}.node_id")
     row["worker"] = optional_name(row["worker"], f"{where}.worker")
@@ -292,30 +280,8 @@ def _checked_call(index: int, call: object) -> CallRow:
         raise InvalidInputError(
             f"{where}.outcome {row['outcome']!r} is invalid; valid values: {', '.join(OUTCOMES)}"
         )
-    for name, most in (
-        ("prompt_tokens", MAX_CALL_TOKENS),
-        ("completion_tokens", MAX_CALL_TOKENS),
-        ("attempts", MAX_CALL_TRIES),
-        ("corrections", MAX_CALL_TRIES),
-    ):
-        value = 0 if row[name] is None and name == "corrections" else row[name]
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
-            raise InvalidInputError(
-                f"{where}.{name} must be a whole number from 0 to {most:,}, not {value!r:.40}"
-            )
-        row[name] = value
-    for name in ("latency_s", "queue_s"):
-        value = 0.0 if row[name] is None and name == "queue_s" else row[name]
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-            or not 0 <= value <= MAX_CALL_SECONDS
-        ):
-            raise InvalidInputError(
-                f"{where}.{name} must be seconds from 0 to {MAX_CALL_SECONDS:g}, not {value!r:.40}"
-            )
-        row[name] = float(value)
+    _check_counts(where, row)
+    _check_seconds(where, row)
     for name, most in _TEXT_LIMITS.items():
         value = row[name]
         if value is None and name != "model":
@@ -330,3 +296,52 @@ def _checked_call(index: int, call: object) -> CallRow:
         )
     row["tokens_estimated"] = bool(row["tokens_estimated"])
     return cast(CallRow, row)  # every field checked above
+
+
+def _fields(where: str, call: object) -> dict[str, Any]:
+    """The record's fields, each of the ledger's present (an optional one as None); refused if one is not."""
+    if not isinstance(call, Mapping):
+        raise InvalidInputError(
+            f"{where} must be an object with {', '.join(_REQUIRED)} (and optionally "
+            f"{', '.join(_OPTIONAL)}), not {type(call).__name__} {call!r:.80}"
+        )
+    unknown = sorted(set(map(str, call)) - set(_REQUIRED) - set(_OPTIONAL))
+    missing = [k for k in _REQUIRED if k not in call]
+    if unknown or missing:
+        problem = f"lacks {', '.join(missing)}" if missing else f"has unknown field(s) {', '.join(unknown)}"
+        raise InvalidInputError(
+            f"{where} {problem}; fields: {', '.join(_REQUIRED)} (required), {', '.join(_OPTIONAL)} (optional)"
+        )
+    return {k: call.get(k) for k in (*_REQUIRED, *_OPTIONAL)}
+
+
+def _check_counts(where: str, row: dict[str, Any]) -> None:
+    """Tokens and tries: whole numbers within their bounds (a missing ``corrections`` is 0)."""
+    for name, most in (
+        ("prompt_tokens", MAX_CALL_TOKENS),
+        ("completion_tokens", MAX_CALL_TOKENS),
+        ("attempts", MAX_CALL_TRIES),
+        ("corrections", MAX_CALL_TRIES),
+    ):
+        value = 0 if row[name] is None and name == "corrections" else row[name]
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
+            raise InvalidInputError(
+                f"{where}.{name} must be a whole number from 0 to {most:,}, not {value!r:.40}"
+            )
+        row[name] = value
+
+
+def _check_seconds(where: str, row: dict[str, Any]) -> None:
+    """Latency and queueing: finite seconds within the bound (a missing ``queue_s`` is 0)."""
+    for name in ("latency_s", "queue_s"):
+        value = 0.0 if row[name] is None and name == "queue_s" else row[name]
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or not 0 <= value <= MAX_CALL_SECONDS
+        ):
+            raise InvalidInputError(
+                f"{where}.{name} must be seconds from 0 to {MAX_CALL_SECONDS:g}, not {value!r:.40}"
+            )
+        row[name] = float(value)

@@ -854,14 +854,43 @@ def inspector_html(details: dict[str, Any]) -> str:
     node = details["node"]
     meta = dict(node["metadata"])
     synthesis = meta.pop("synthesis", None)
+    level = meta.get(CHAIN_KEY)  # a thinkon level: its plan and done stand for its answer
+    evidence: NodeEvidence | None = details.get("evidence")
+    server = lab_server() if evidence else None
+    rows = _status_rows(node, meta)
+    if evidence and evidence["track"]:
+        rows.append(f"<p class='fractal-track'><b>Track:</b> {html.escape(evidence['track'])}</p>")
+    rows.append(
+        f"<p><b>{'Question' if node['node_type'] == 'question' else 'Answer'}:</b> "
+        f"{html.escape(node['text'])}{support_badge(evidence['support']) if evidence else ''}</p>"
+    )
+    if evidence:
+        rows.append(_cited(evidence["citations"], server))
+    if isinstance(level, dict):
+        rows.append(_level_html(level_state(meta)))
+    else:
+        rows += _answer_rows(details, evidence, server)
+    if evidence and evidence["findings"]:
+        items = "".join(finding_html(f, server) for f in evidence["findings"])
+        rows.append(f"<p><b>Findings of the track</b></p><ul>{items}</ul>")
+    rows += _tree_rows(details, synthesis, chained=isinstance(level, dict))
+    rows.append(
+        f"<details><summary>Metadata</summary><pre>{html.escape(json.dumps(meta, indent=1))}</pre></details>"
+    )
+    rows.append(_calls_html(details["llm_calls"]))
+    rows.append(f"<p style='{MUTED_STYLE}'>{html.escape(node['node_id'])}</p>")
+    return "".join(rows)
+
+
+def _status_rows(node: dict[str, Any], meta: dict[str, Any]) -> list[str]:
+    """The inspector's heading (type, status, depth) and why the node failed or is weak."""
     shown = view_status(node["status"], node["status_reason"])
-    failed = shown == FAILED
     rows = [
         f"<h4 style='margin:4px 0'>{html.escape(node['node_type'])} · {html.escape(shown)}"
         f"{' (' + html.escape(node['status_reason']) + ')' if node['status_reason'] else ''}"
         f" · depth {node['depth']}</h4>",
     ]
-    if failed:
+    if shown == FAILED:
         error = str(meta.get("last_error") or node["status_reason"] or "error")
         rows.append(
             f"<p class='fractal-failed-note' style='{ERROR_STYLE}'><b>Failed:</b> {html.escape(error)}</p>"
@@ -879,21 +908,15 @@ def inspector_html(details: dict[str, Any]) -> str:
             f"<p class='fractal-weak-note' style='{ERROR_STYLE}'><b>Weak synthesis:</b> built on "
             f"{html.escape(built_on)}; weak until synthesized again on sound sub-questions.</p>"
         )
-    evidence: NodeEvidence | None = details.get("evidence")
-    server = lab_server() if evidence else None
-    if evidence and evidence["track"]:
-        rows.append(f"<p class='fractal-track'><b>Track:</b> {html.escape(evidence['track'])}</p>")
-    rows.append(
-        f"<p><b>{'Question' if node['node_type'] == 'question' else 'Answer'}:</b> "
-        f"{html.escape(node['text'])}{support_badge(evidence['support']) if evidence else ''}</p>"
-    )
-    if evidence:
-        rows.append(_cited(evidence["citations"], server))
-    level = meta.get(CHAIN_KEY)
-    if isinstance(level, dict):  # a thinkon level: its plan and done stand for its answer
-        rows.append(_level_html(level_state(meta)))
-    answers = [c for c in details["children"] if c["node_type"] == "answer" and not isinstance(level, dict)]
-    for answer in answers:
+    return rows
+
+
+def _answer_rows(
+    details: dict[str, Any], evidence: NodeEvidence | None, server: LabServer | None
+) -> list[str]:
+    """The question's answers, each with its support and citations."""
+    rows = []
+    for answer in (c for c in details["children"] if c["node_type"] == "answer"):
         cited = evidence["answers"].get(answer["node_id"]) if evidence else None
         rows.append(
             f"<p><b>Answer:</b> {html.escape(answer['text'])}"
@@ -901,9 +924,12 @@ def inspector_html(details: dict[str, Any]) -> str:
         )
         if cited:
             rows.append(_cited(cited["citations"], server))
-    if evidence and evidence["findings"]:
-        items = "".join(finding_html(f, server) for f in evidence["findings"])
-        rows.append(f"<p><b>Findings of the track</b></p><ul>{items}</ul>")
+    return rows
+
+
+def _tree_rows(details: dict[str, Any], synthesis: object, *, chained: bool) -> list[str]:
+    """The node's sub-questions, its synthesis (a level's result) and its links to other branches."""
+    rows = []
     subs = [c for c in details["children"] if c["node_type"] == "question"] + details.get("sub_questions", [])
     if subs:
         items = "".join(
@@ -911,30 +937,27 @@ def inspector_html(details: dict[str, Any]) -> str:
         )
         rows.append(f"<p><b>Sub-questions:</b></p><ul>{items}</ul>")
     if synthesis:
-        title = "Result" if isinstance(level, dict) else "Synthesis"
-        rows.append(f"<p><b>{title}:</b> {html.escape(str(synthesis))}</p>")
+        rows.append(f"<p><b>{'Result' if chained else 'Synthesis'}:</b> {html.escape(str(synthesis))}</p>")
     for link in details["links"]:
         note = link["metadata"].get("insight") or link["metadata"].get("tension") or ""
         rows.append(
             f"<p><b>{html.escape(link['edge_type'])}</b> {html.escape(link['from_node'])} — "
             f"{html.escape(link['to_node'])}: {html.escape(note)}</p>"
         )
-    rows.append(
-        f"<details><summary>Metadata</summary><pre>{html.escape(json.dumps(meta, indent=1))}</pre></details>"
+    return rows
+
+
+def _calls_html(calls: Any) -> str:
+    """The node's model calls as a table (a DataFrame), or a line saying there are none."""
+    if not len(calls):
+        return "<p><i>No LLM calls logged for this node.</i></p>"
+    shown = calls[
+        ["role", "worker", "model", "prompt_tokens", "completion_tokens", "latency_s", "outcome", "error"]
+    ]
+    return (
+        f"<details open><summary>LLM calls ({len(calls)})</summary>"
+        f"{shown.to_html(index=False, escape=True, float_format='{:.3f}'.format)}</details>"
     )
-    calls = details["llm_calls"]
-    if len(calls):
-        shown = calls[
-            ["role", "worker", "model", "prompt_tokens", "completion_tokens", "latency_s", "outcome", "error"]
-        ]
-        rows.append(
-            f"<details open><summary>LLM calls ({len(calls)})</summary>"
-            f"{shown.to_html(index=False, escape=True, float_format='{:.3f}'.format)}</details>"
-        )
-    else:
-        rows.append("<p><i>No LLM calls logged for this node.</i></p>")
-    rows.append(f"<p style='{MUTED_STYLE}'>{html.escape(node['node_id'])}</p>")
-    return "".join(rows)
 
 
 def _cited(citations: list[CitedLines], server: LabServer | None) -> str:
