@@ -348,35 +348,9 @@ def _write(
 ) -> Written:
     """Write the node's results in one transaction; a refusal rolls all of it back."""
     store, g = run.store, run.graph_id
-    meta: dict[str, Any] = {"confidence": answer.confidence}
-    if answer.saturation:
-        meta["saturation"] = answer.saturation
-    if subs.depth_limited:
-        meta["depth_limited"] = True
-    if cut := subs.cut():
-        meta["sub_questions_cut"] = cut
-    if answer.refused:  # sub-questions and claims a gate dropped, the answer kept (llm/schemas.py)
-        meta["refused"] = answer.refused
-    if answer.claims:  # facts, assumptions and unknowns kept apart (docs/architecture.md)
-        meta["claims"] = [
-            {"kind": c.kind.value, "text": c.text, "support": c.support} for c in _distinct(answer.claims)
-        ]
-    if run.has_sources or answer.citations:  # raw: the store checks them and sets the answer's support
-        meta["citations"] = evidence.raw(answer.citations)
+    meta = _answer_metadata(run, answer, subs)
     questions = [{"text": sub.text, "metadata": {"proxy_signal": sub.proxy_signal}} for sub in subs.kept]
-    # A boundary question on the strongest convergence with another branch (docs/architecture.md); the store
-    # places it under the shallower of the two answers.
-    across = [link for link in links.convergences if relation.get(link.node_id) == "other_branch"]
-    boundary = (
-        None
-        if not across
-        else {
-            "text": render(
-                "boundary", question=clip(question, 200), other=across[0].node_id, insight=across[0].note
-            ),
-            "converging_with": across[0].node_id,
-        }
-    )
+    boundary = _boundary(question, links, relation)
     with calls.landing() as rows:
         written = store.submit_answer(
             g,
@@ -406,6 +380,42 @@ def _write(
         "convergences": tuple((answer_id, link.node_id) for link in links.convergences),
         "contradictions": tuple((answer_id, link.node_id) for link in links.contradictions),
         "boundary_questions": boundaries,
+    }
+
+
+def _answer_metadata(run: RunState, answer: LeafAnswer, subs: SubQuestions) -> dict[str, Any]:
+    """What an answer keeps beside its text: confidence, saturation, cuts, refusals, claims, citations."""
+    meta: dict[str, Any] = {"confidence": answer.confidence}
+    if answer.saturation:
+        meta["saturation"] = answer.saturation
+    if subs.depth_limited:
+        meta["depth_limited"] = True
+    if cut := subs.cut():
+        meta["sub_questions_cut"] = cut
+    if answer.refused:  # sub-questions and claims a gate dropped, the answer kept (llm/schemas.py)
+        meta["refused"] = answer.refused
+    if answer.claims:  # facts, assumptions and unknowns kept apart (docs/architecture.md)
+        meta["claims"] = [
+            {"kind": c.kind.value, "text": c.text, "support": c.support} for c in _distinct(answer.claims)
+        ]
+    if run.has_sources or answer.citations:  # raw: the store checks them and sets the answer's support
+        meta["citations"] = evidence.raw(answer.citations)
+    return meta
+
+
+def _boundary(question: str, links: Connections, relation: dict[str, str]) -> dict[str, Any] | None:
+    """A boundary question on the strongest convergence with another branch (docs/architecture.md).
+
+    The store places it under the shallower of the two answers; None without such a convergence.
+    """
+    across = [link for link in links.convergences if relation.get(link.node_id) == "other_branch"]
+    if not across:
+        return None
+    return {
+        "text": render(
+            "boundary", question=clip(question, 200), other=across[0].node_id, insight=across[0].note
+        ),
+        "converging_with": across[0].node_id,
     }
 
 

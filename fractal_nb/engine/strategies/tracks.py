@@ -208,60 +208,28 @@ def synthesize_track(
     node = inputs["node"]
     node_id = node["node_id"]
     track: Mapping[str, Any] = node["metadata"]["track"]
-    children = "\n".join(
-        f"- {c['text']}\n  " + (c["synthesis"] or f"saturated ({c['status_reason']}): not explored further")
-        for c in inputs["sub_questions"]
-    )
-    answer = " ".join(a["text"] for a in inputs["answers"]) or "(none)"
-    evidence = evidence_section(run, f"{track['name']} {track['focus']} {answer}")
-    values = {
-        "track": track["name"],
-        "question": node["text"],
-        "focus": track["focus"],
-        "deliverable": track["deliverable"],
-        "answer": clip(answer, 1500),
-        "children": children or "(none: the track was answered directly)",
-        "evidence": evidence,
-    }
-    found = run.call(
-        TrackFindings,
-        chat("track_synthesis", **values, note=""),
-        node_id=node_id,
-        worker=worker,
-        pending=calls,
-    )
+    values = _synthesis_values(run, inputs, track)
+
+    def ask(note: str) -> TrackFindings:
+        prompt = chat("track_synthesis", **values, note=note)
+        return run.call(TrackFindings, prompt, node_id=node_id, worker=worker, pending=calls)
+
+    found = ask("")
     weak: list[dict[str, str]] = []
-    if not relevant(found, track, node["text"]):
-        note = (
+    if not relevant(found, track, node["text"]):  # one more ask, saying why
+        found = ask(
             f"\n(Your previous conclusions did not answer the track's question: they share too few words "
             f"with its focus {clip(str(track['focus']), 200)!r}. Conclude on that focus.)"
         )
-        again = run.call(
-            TrackFindings,
-            chat("track_synthesis", **values, note=note),
-            node_id=node_id,
-            worker=worker,
-            pending=calls,
-        )
-        found = again
-        if not relevant(again, track, node["text"]):
+        if not relevant(found, track, node["text"]):
             weak.append({"node_id": node_id, "reason": WeakReason.OFF_TRACK.value})
-    findings = [
-        {
-            "finding": f.finding,
-            "confidence": f.confidence,
-            "citations": [c.model_dump() for c in f.citations],
-        }
-        for f in found.findings
-    ]
     extra: dict[str, Any] = {
         "track_name": found.track,
         "conclusions": found.conclusions,
         "evidence": [e.model_dump() for e in found.evidence],
         "gaps": list(found.gaps),
+        **({"weak": weak} if weak else {}),
     }
-    if weak:
-        extra["weak"] = weak
     with calls.landing() as rows:
         written = run.store.submit_synthesis(
             run.graph_id,
@@ -269,12 +237,37 @@ def synthesize_track(
             found.conclusions,
             worker_id=worker,
             calls=rows,
-            findings=findings,
+            findings=[
+                {
+                    "finding": f.finding,
+                    "confidence": f.confidence,
+                    "citations": [c.model_dump() for c in f.citations],
+                }
+                for f in found.findings
+            ],
             extra=extra,
             claim_next=True,
             with_inputs=True,
         )
     return written.get("next_synthesis")
+
+
+def _synthesis_values(run: RunState, inputs: SynthesisInputs, track: Mapping[str, Any]) -> dict[str, Any]:
+    """What the track's synthesis prompt shows: the track, its answer, its children, its evidence."""
+    children = "\n".join(
+        f"- {c['text']}\n  " + (c["synthesis"] or f"saturated ({c['status_reason']}): not explored further")
+        for c in inputs["sub_questions"]
+    )
+    answer = " ".join(a["text"] for a in inputs["answers"]) or "(none)"
+    return {
+        "track": track["name"],
+        "question": inputs["node"]["text"],
+        "focus": track["focus"],
+        "deliverable": track["deliverable"],
+        "answer": clip(answer, 1500),
+        "children": children or "(none: the track was answered directly)",
+        "evidence": evidence_section(run, f"{track['name']} {track['focus']} {answer}"),
+    }
 
 
 def synthesize_root(run: RunState, inputs: SynthesisInputs, worker: str, calls: PendingCalls) -> None:
