@@ -278,27 +278,7 @@ class ModelCaller:
                 spend = spent(usage, messages, reply)
                 allowance.settle(held, spend.prompt_tokens, spend.completion_tokens, spent=not usage.cached)
         failure = error or crash
-        call: CallRow = {
-            "graph_id": self.graph_id,
-            "node_id": node_id,
-            "worker": worker,
-            "role": role,
-            "model": self.model,
-            "prompt_tokens": spend.prompt_tokens,  # as the server reported them, or marked estimated
-            "completion_tokens": spend.completion_tokens,
-            "tokens_estimated": spend.estimated or usage.cached,
-            "attempts": spend.attempts,
-            "corrections": max(0, usage.attempts - usage.tool_rounds - 1),  # a tool round trip is none
-            "queue_s": usage.queue_s,
-            "latency_s": time.perf_counter() - started,
-            "mode": usage.mode,
-            "outcome": (
-                CallOutcome.ERROR if failure else CallOutcome.CACHED if usage.cached else CallOutcome.OK
-            ).value,
-            "error": None if failure is None else _printable(f"{type(failure).__name__}: {failure}")[:2000],
-            "retry_sampling": _retry_sampling(usage.retries),
-            "refused_usage": _refused_usage(spend.refused_usage),
-        }
+        call = self._row(role, node_id, worker, spend, usage, time.perf_counter() - started, failure)
         rows = [*self._tool_rows(usage.tool_calls, node_id, worker), call]
         if crash is None:
             self._observe(error)
@@ -310,6 +290,39 @@ class ModelCaller:
             raise failure
         assert result is not None
         return result
+
+    def _row(
+        self,
+        role: str,
+        node_id: str | None,
+        worker: str | None,
+        spend: Spend,
+        usage: Usage,
+        latency_s: float,
+        failure: Exception | None,
+    ) -> CallRow:
+        """The ledger's row of one call: its tokens as the server reported them (or marked estimated)."""
+        return {
+            "graph_id": self.graph_id,
+            "node_id": node_id,
+            "worker": worker,
+            "role": role,
+            "model": self.model,
+            "prompt_tokens": spend.prompt_tokens,
+            "completion_tokens": spend.completion_tokens,
+            "tokens_estimated": spend.estimated or usage.cached,
+            "attempts": spend.attempts,
+            "corrections": max(0, usage.attempts - usage.tool_rounds - 1),  # a tool round trip is none
+            "queue_s": usage.queue_s,
+            "latency_s": latency_s,
+            "mode": usage.mode,
+            "outcome": (
+                CallOutcome.ERROR if failure else CallOutcome.CACHED if usage.cached else CallOutcome.OK
+            ).value,
+            "error": None if failure is None else _printable(f"{type(failure).__name__}: {failure}")[:2000],
+            "retry_sampling": _retry_sampling(usage.retries),
+            "refused_usage": _refused_usage(spend.refused_usage),
+        }
 
     def _tool_rows(self, calls: Sequence[ToolCall], node_id: str | None, worker: str | None) -> list[CallRow]:
         """The ledger rows of a call's tool calls: role ``tool:<name>``, no tokens, no requests.
