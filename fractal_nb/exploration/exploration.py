@@ -314,8 +314,7 @@ class Exploration:
         the graph as it was. A graph in ``error`` (an engine failure, its reason
         recorded) runs again only with ``resume=True``, once the cause is gone.
         """
-        budget = self._state.budget
-        workers = budget.max_agents if max_workers is None else max_workers
+        workers = self._state.budget.max_agents if max_workers is None else max_workers
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise InvalidInputError(f"max_workers must be an integer >= 1, not {max_workers!r}")
         require_flag(progress, "progress")
@@ -331,46 +330,60 @@ class Exploration:
             max_wall_s=max_wall_s,
             node_timeout_s=node_timeout_s,
         )
-        limits = self._state.limits.merged(asked)
-        kept = {"limits": limits.to_metadata()}
-        parse_metadata(kept)
-        if asked != Limits():  # checked before the graph moves: a refused run changes nothing
-            graph = self.store.get_graph(self.graph_id)
-            merged_metadata(graph["metadata"], kept, f"graph {self.graph_id}")
+        limits, kept = self._limits_with(asked)
         spent = self.store.llm_spend(self.graph_id)  # the graph's spend before this run
         raised = asked != Limits() and limits.reached(spent, 0.0) is None
         with self._exclusive("pause() it first", resume=resume or raised, revive=resume):
             if asked != Limits():
                 self.store.update_graph_metadata(self.graph_id, kept)
             started = time.perf_counter()
-            stop = self._stop = threading.Event()
-            callers: list[BaseException] = []  # what on_step raised: the caller's error, not the engine's
-
-            def stepped(record: StepRecord) -> None:
-                if on_step is not None:
-                    try:
-                        on_step(record)
-                    except BaseException as exc:
-                        callers.append(exc)
-                        raise
-
-            try:
-                ran = engine.run(
-                    self._state,
-                    limits=limits,
-                    workers=workers,
-                    clock=self._clock,
-                    progress=progress,
-                    on_step=stepped,
-                    stop=stop,
-                )
-            except BaseException as exc:  # a bug or a store gone: the graph records it, then it is raised
-                if not any(exc is theirs for theirs in callers):
-                    self._record_error(exc)
-                raise
-            finally:
-                self._stop = None
+            ran = self._engine_run(limits, workers, progress, on_step)
             return self._run_report(ran, spent, started)
+
+    def _limits_with(self, asked: Limits) -> tuple[Limits, dict[str, Any]]:
+        """The graph's limits with ``asked`` merged in, and the metadata keeping them (checked, unwritten)."""
+        limits = self._state.limits.merged(asked)
+        kept = {"limits": limits.to_metadata()}
+        parse_metadata(kept)
+        if asked != Limits():  # checked before the graph moves: a refused run changes nothing
+            graph = self.store.get_graph(self.graph_id)
+            merged_metadata(graph["metadata"], kept, f"graph {self.graph_id}")
+        return limits, kept
+
+    def _engine_run(
+        self, limits: Limits, workers: int, progress: bool, on_step: Callable[[StepRecord], None] | None
+    ) -> engine.Ran:
+        """The engine's run, pausable through ``pause()``; a failure of the engine's is recorded on the graph.
+
+        What ``on_step`` raises is the caller's error: it stops the run and is raised as it is.
+        """
+        stop = self._stop = threading.Event()
+        callers: list[BaseException] = []
+
+        def stepped(record: StepRecord) -> None:
+            if on_step is not None:
+                try:
+                    on_step(record)
+                except BaseException as exc:
+                    callers.append(exc)
+                    raise
+
+        try:
+            return engine.run(
+                self._state,
+                limits=limits,
+                workers=workers,
+                clock=self._clock,
+                progress=progress,
+                on_step=stepped,
+                stop=stop,
+            )
+        except BaseException as exc:  # a bug or a store gone: the graph records it, then it is raised
+            if not any(exc is theirs for theirs in callers):
+                self._record_error(exc)
+            raise
+        finally:
+            self._stop = None
 
     def _record_error(self, exc: BaseException) -> None:
         """A failure the engine cannot recover from sets the graph to ``error`` (docs/architecture.md)."""
