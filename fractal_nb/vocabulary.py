@@ -498,6 +498,27 @@ class CheckpointMode:
         return f"depth:{self.every}" if self.kind == CheckpointKind.DEPTH else self.kind.value
 
 
+TRACK_KEY = "track"
+"""The metadata key of a track question (the tracks strategy): its name, focus, approach and deliverable."""
+
+
+def track_of(metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The track a question is (its metadata's :data:`TRACK_KEY`), or None for a question that is no track.
+
+    >>> track_of({"track": {"name": "errors"}}), track_of({"synthesis": "..."})
+    ({'name': 'errors'}, None)
+    """
+    track = metadata.get(TRACK_KEY)
+    return track if isinstance(track, Mapping) else None
+
+
+def track_name(metadata: Mapping[str, Any]) -> str | None:
+    """A track question's name, None for any other question (or a track without one)."""
+    track = track_of(metadata)
+    name = track.get("name") if track is not None else None
+    return str(name) if name else None
+
+
 JsonArgument: TypeAlias = dict[str, Any] | str
 """A JSON object, or its text (what an MCP client sends): :func:`parse_metadata` reads either."""
 

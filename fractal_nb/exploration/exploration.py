@@ -53,6 +53,8 @@ from ..vocabulary import (
     parse_choice,
     parse_metadata,
     pending_counts,
+    track_name,
+    track_of,
 )
 from .frames import edge_frame, node_frame, timestamps
 from .graph_sql import GAP_COLUMNS, run_sql
@@ -625,7 +627,7 @@ class Exploration:
                 "question": n["text"],
                 "synthesis": n["metadata"]["synthesis"],
                 "parent_id": n["parent_id"],
-                "track": (n["metadata"].get("track") or {}).get("name"),
+                "track": track_name(n["metadata"]),
                 "findings": len(n["metadata"].get("findings") or []),
                 "support": _track_support(n["metadata"]),
             }
@@ -1075,7 +1077,7 @@ _CALL_COLUMNS = [
 
 def _track_support(meta: Mapping[str, Any]) -> str | None:
     """A track's support (docs/architecture.md, "Tracks"): from its findings' ``support``; None for others."""
-    if "track" not in meta:
+    if track_of(meta) is None:
         return None
     supports = {f.get("support") for f in meta.get("findings") or []}
     uncited = any(m.get("reason") == WeakReason.UNCITED for m in meta.get("weak") or [])

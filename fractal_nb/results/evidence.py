@@ -22,7 +22,7 @@ from ..store import Store
 from ..store.citations import file_hash
 from ..store.records import NodeRecord
 from ..text import markdown_escape
-from ..vocabulary import CitationStatus, Support
+from ..vocabulary import CitationStatus, Support, track_name, track_of
 from .provenance import Provenance
 
 UNCHECKED = "unchecked"
@@ -298,8 +298,7 @@ def _answers(
 
 
 def _named_track(node: NodeRecord) -> bool:
-    track = node["metadata"].get("track")
-    return node["node_type"] == "question" and isinstance(track, Mapping) and bool(track.get("name"))
+    return node["node_type"] == "question" and track_name(node["metadata"]) is not None
 
 
 def _track(
@@ -307,7 +306,7 @@ def _track(
 ) -> TrackShown:
     """A track question as the faces show it: its name, focus, deliverable, status and findings."""
     meta = node["metadata"]
-    track = meta["track"]
+    track = track_of(meta) or {}
     return {
         "node_id": node["node_id"],
         "name": str(track["name"]),
@@ -316,13 +315,6 @@ def _track(
         "status": node["status"],
         "findings": findings_shown(store, graph_id, meta.get("findings"), sources, node["node_id"]),
     }
-
-
-def track_name(metadata: Mapping[str, Any]) -> str | None:
-    """A track question's name (metadata ``track.name``), None for any other question."""
-    track = metadata.get("track")
-    name = track.get("name") if isinstance(track, Mapping) else None
-    return str(name) if name else None
 
 
 def evidence_lines(evidence: Evidence) -> list[str]:

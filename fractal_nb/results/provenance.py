@@ -28,7 +28,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from ..text import content_words, normalize
-from ..vocabulary import CitationStatus
+from ..vocabulary import CitationStatus, track_of
 from .result import ChainLink, synthesis_chain
 
 if TYPE_CHECKING:  # the store's package loads DuckDB; provenance is read without it
@@ -84,7 +84,7 @@ class Provenance:
         """A track's finding (normalized) → the track's question."""
         tracks: dict[str, str] = {}
         for n in self.questions:
-            if isinstance(n["metadata"].get("track"), Mapping):
+            if track_of(n["metadata"]) is not None:
                 for f in _list(n["metadata"].get("findings")):
                     if isinstance(f, Mapping) and isinstance(f.get("finding"), str):
                         tracks.setdefault(normalize(f["finding"]), n["node_id"])

@@ -27,6 +27,7 @@ from ..vocabulary import (
     SaturationReason,
     parse_choice,
     parse_metadata,
+    track_of,
 )
 from .base import Event, StoreCore
 from .children import Children, Items
@@ -157,7 +158,7 @@ class Answers:
             synthesize
             and not subs
             and question.status in (NodeStatus.OPEN, NodeStatus.CLAIMED)
-            and "track" not in question.metadata
+            and track_of(question.metadata) is None
         )
         saturated = verdict if leaf else None
         answer = self._children.add(

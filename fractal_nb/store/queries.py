@@ -12,7 +12,7 @@ from typing import Any, cast
 import networkx as nx
 
 from ..checks import optional_name, require_count, require_id
-from ..vocabulary import DONE_QUESTION, PENDING_QUESTION, EdgeType, NodeStatus
+from ..vocabulary import DONE_QUESTION, PENDING_QUESTION, TRACK_KEY, EdgeType, NodeStatus
 from .base import StoreCore
 from .claim import claimable
 from .dialect import Dialect, json_text, json_true, json_value, pick
@@ -54,7 +54,7 @@ def _feed_metadata(d: Dialect) -> str:
 
 _FEED_NAMES = (
     *_FEED_COLUMNS.split(", "),
-    *("synthesis", "last_error", "synthesis_failed", "weak", "support", "track"),
+    *("synthesis", "last_error", "synthesis_failed", "weak", "support", TRACK_KEY),
 )
 _TOUCHED = "SELECT node_id FROM events WHERE graph_id = ? AND event_id > ? AND event_id <= ?"
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 
-from ..vocabulary import NodeStatus
+from ..vocabulary import TRACK_KEY, NodeStatus
 from .database import Database
 from .dialect import Dialect, Per, json_text, pick
 from .records import QuestionItems
@@ -203,7 +203,7 @@ WHERE e.graph_id = ?
 def _cited(dialect: Dialect) -> str:
     support, track = (
         json_text(dialect, "metadata", "support"),
-        json_text(dialect, "metadata", "track", "name"),
+        json_text(dialect, "metadata", TRACK_KEY, "name"),
     )
     return f"""
 SELECT count(*) > 0 FROM nodes WHERE graph_id = ?

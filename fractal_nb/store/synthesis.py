@@ -22,7 +22,16 @@ from typing import Any
 
 from ..checks import require_flag, require_id, require_ids, require_text
 from ..errors import InvalidInputError, StateError
-from ..vocabulary import DONE_QUESTION, GraphStatus, NodeStatus, NodeType, Support, WeakReason, weakness
+from ..vocabulary import (
+    DONE_QUESTION,
+    TRACK_KEY,
+    GraphStatus,
+    NodeStatus,
+    NodeType,
+    Support,
+    WeakReason,
+    weakness,
+)
 from .base import StoreCore, require_claims
 from .citations import CitationCheck
 from .claim import Claims
@@ -43,8 +52,8 @@ _READY = """graph_id = ? AND node_type = 'question' AND status = 'answered' AND 
            OR ({track} AND node_id NOT IN (SELECT question_id FROM nodes
                WHERE graph_id = ? AND node_type IN ('question', 'note') AND question_id IS NOT NULL)))"""
 READY_WHERE = Per(
-    duckdb=_READY.format(track=json_has(Dialect.DUCKDB, "metadata", "track")),
-    postgresql=_READY.format(track=json_has(Dialect.POSTGRESQL, "metadata", "track")),
+    duckdb=_READY.format(track=json_has(Dialect.DUCKDB, "metadata", TRACK_KEY)),
+    postgresql=_READY.format(track=json_has(Dialect.POSTGRESQL, "metadata", TRACK_KEY)),
 )
 READY = READY_WHERE.duckdb  # queries.py's, until it picks READY_WHERE by its dialect
 # Second branch: a track answered without sub-tracks waits for its findings (docs/architecture.md, "Tracks").

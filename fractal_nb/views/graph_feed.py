@@ -18,7 +18,7 @@ from typing import Any, Literal, TypedDict
 from ..exploration.terms import FAILED
 from ..store import Store
 from ..store.records import Changes, FeedLink, FeedNode, NodeRecord, QuestionItems, SnapshotAt
-from ..vocabulary import EdgeType, NodeStatus
+from ..vocabulary import EdgeType, NodeStatus, track_name
 from .question_tree import LinkItem, QuestionItem, QuestionTree
 
 
@@ -128,7 +128,7 @@ def _feed_node(node: NodeRecord) -> FeedNode:
             if isinstance(m, dict)
         ],
         support=_text(meta.get("support")),
-        track=_text(track.get("name")) if isinstance(track := meta.get("track"), dict) else None,
+        track=track_name(meta),
     )
 
 

@@ -28,7 +28,7 @@ from ...prompts import chat
 from ...results.result import StepRecord
 from ...store.records import NodeRecord, SynthesisClaim, SynthesisInputs
 from ...text import clip, content_words, normalize
-from ...vocabulary import WeakReason
+from ...vocabulary import TRACK_KEY, WeakReason, track_of
 from .. import evidence, seeding
 from ..synthesis_object import aggregate, kept_findings, track_brief
 from .fractal import Fractal, synthesis_inputs
@@ -150,15 +150,15 @@ def seed(run: RunState) -> StepRecord | None:
     if merges:
         meta["track_merges"] = merges
     tracked = [
-        {"text": track_question(t.model_dump()), "metadata": {"track": t.model_dump()}} for t in tracks
+        {"text": track_question(t.model_dump()), "metadata": {TRACK_KEY: t.model_dump()}} for t in tracks
     ]
     return seeding.write_plan(run, plan.decomposition, meta, tracked)
 
 
 def track_note(meta: Mapping[str, Any]) -> str:
     """What a track question's answer prompt adds: the track's approach and deliverable."""
-    track = meta.get("track")
-    if not isinstance(track, Mapping):
+    track = track_of(meta)
+    if track is None:
         return ""
     name, approach = clip(str(track.get("name", "")), 80), clip(str(track.get("approach", "")), 300)
     deliverable = clip(str(track.get("deliverable", "")), 300)
@@ -207,7 +207,7 @@ def synthesize_track(
     """
     node = inputs["node"]
     node_id = node["node_id"]
-    track: Mapping[str, Any] = node["metadata"]["track"]
+    track = track_of(node["metadata"]) or {}
     values = _synthesis_values(run, inputs, track)
 
     def ask(note: str) -> TrackFindings:
@@ -276,7 +276,7 @@ def synthesize_root(run: RunState, inputs: SynthesisInputs, worker: str, calls: 
     briefs = []
     for child in inputs["sub_questions"]:
         meta = run.store.get_synthesis_inputs(run.graph_id, child["node_id"])["node"]["metadata"]
-        track = meta.get("track") or {}
+        track = track_of(meta) or {}
         briefs.append(track_brief(str(track.get("name") or child["text"]), meta, child["synthesis"]))
     obj = aggregate(run, briefs, node_id=node_id, worker=worker, calls=calls)
     with calls.landing() as rows:
@@ -292,7 +292,7 @@ def synthesize_root(run: RunState, inputs: SynthesisInputs, worker: str, calls: 
 
 def is_track(meta: Mapping[str, Any]) -> bool:
     """Whether a question is a track (its metadata names one)."""
-    return isinstance(meta.get("track"), Mapping)
+    return track_of(meta) is not None
 
 
 def track_findings(nodes: list[NodeRecord]) -> list[Finding]:
