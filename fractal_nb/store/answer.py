@@ -32,7 +32,7 @@ from ..vocabulary import (
 from .base import Event, StoreCore
 from .children import Children, Items
 from .citations import CitationCheck
-from .links import Links
+from .links import Link, Links
 from .llm_log import LLMLog
 from .records import AddedNode, AnswerSubmitted, AnswerWritten, CallRows, RepeatedQuestion
 from .rows import GraphRow, NodeRow
@@ -250,16 +250,7 @@ class Answers:
             other, beside = self._boundary_place(graph, question, b_other)
             if beside:
                 parsed.append((b_text, {"boundary": True, "converging_nodes": [None, b_other]}))
-            asked = self._children.asked(gid, [normalize(t) for t, _ in parsed])
-            fresh: Items = []
-            repeated: list[RepeatedQuestion] = []
-            for sub_text, sub_meta in parsed:
-                key = normalize(sub_text)
-                if key in asked:  # None: twice in this very answer
-                    repeated.append({"text": sub_text, "asked_at": asked[key]})
-                else:
-                    asked[key] = None
-                    fresh.append((sub_text, sub_meta))
+            fresh, repeated = self._new_questions(gid, parsed)
             if repeated:
                 meta = {**meta, "repeated_questions": repeated}
                 if not fresh and verdict is None:  # it only rephrased what the graph asks already
@@ -281,10 +272,7 @@ class Answers:
                 else None
             )
             boundary_id = self._place_boundary(gid, answer_id, b_text, other, beside, added, owner)
-            created = 0
-            if link_meta:  # logged as update_node logs a merge: the keys, then each edge
-                updated: Event = (answer_id, "metadata_updated", None, {"keys": sorted(link_meta)})
-                created = self._links.add_edges(gid, answer_id, wanted, self._core.clock(), updated)
+            created = self._add_links(gid, answer_id, link_meta, wanted)
             if calls:
                 self._calls.land(calls, gid, known=[question.node_id, answer_id])
             result: AnswerSubmitted = {
@@ -301,6 +289,27 @@ class Answers:
                     replace(question, status=written["status"]), owner, lambda: self._holder(question.node_id)
                 )
         return result
+
+    def _new_questions(self, graph_id: str, parsed: Items) -> tuple[Items, list[RepeatedQuestion]]:
+        """The sub-questions new to the graph, and those it asks already (or twice in this very answer)."""
+        asked = self._children.asked(graph_id, [normalize(t) for t, _ in parsed])
+        fresh: Items = []
+        repeated: list[RepeatedQuestion] = []
+        for sub_text, sub_meta in parsed:
+            key = normalize(sub_text)
+            if key in asked:  # None: twice in this very answer
+                repeated.append({"text": sub_text, "asked_at": asked[key]})
+            else:
+                asked[key] = None
+                fresh.append((sub_text, sub_meta))
+        return fresh, repeated
+
+    def _add_links(self, graph_id: str, answer_id: str, link_meta: dict[str, Any], wanted: list[Link]) -> int:
+        """The answer's links as edges, logged as update_node logs a merge (the keys, then each edge)."""
+        if not link_meta:
+            return 0
+        updated: Event = (answer_id, "metadata_updated", None, {"keys": sorted(link_meta)})
+        return self._links.add_edges(graph_id, answer_id, wanted, self._core.clock(), updated)
 
     def _holder(self, node_id: str) -> str | None:
         """The holder of a question's claim (the claim that answered it)."""
