@@ -10,6 +10,30 @@ from .base import StoreCore
 from .records import Candidate, QuestionBrief, QuestionContext, SubQuestionBrief, SynthesisInputs
 from .rows import GraphRow, NodeRow
 
+# Siblings, nearby syntheses and link candidates of a question: one query, capped parts.
+_NEAR = """SELECT * FROM (
+    (SELECT 'sibling' AS part, node_id, text, status, metadata, depth, seq FROM nodes
+     WHERE graph_id = ? AND node_type = 'question' AND question_id = ?
+       AND node_id != ? AND superseded_turn IS NULL ORDER BY seq LIMIT ?)
+    UNION ALL
+    (SELECT 'synthesis', node_id, text, status, metadata, depth, seq FROM nodes
+     WHERE graph_id = ? AND branch_id IS NOT DISTINCT FROM ?
+       AND node_type = 'question' AND status = 'synthesized' AND node_id != ?
+       AND superseded_turn IS NULL ORDER BY seq DESC LIMIT ?)
+    UNION ALL
+    (SELECT 'sibling_answer', node_id, text, status, metadata, depth, seq FROM nodes
+     WHERE graph_id = ? AND node_type = 'answer' AND superseded_turn IS NULL
+       AND question_id IN (
+         SELECT node_id FROM nodes WHERE graph_id = ? AND node_type = 'question'
+           AND question_id = ? AND node_id != ?)
+     ORDER BY seq LIMIT ?)
+    UNION ALL
+    (SELECT 'other_branch', node_id, text, status, metadata, depth, seq FROM nodes
+     WHERE graph_id = ? AND node_type = 'answer' AND branch_id IS NOT NULL
+       AND superseded_turn IS NULL AND branch_id IS DISTINCT FROM ?
+     ORDER BY seq DESC LIMIT ?)
+) AS near ORDER BY seq"""
+
 
 class NodeContext:
     """Ancestry, siblings, nearby syntheses and link candidates of a question."""
@@ -40,69 +64,14 @@ class NodeContext:
         self, graph: GraphRow, question: NodeRow, *, limit: int = 6, candidates: int = 8
     ) -> QuestionContext:
         """:meth:`get_context` of a question row already read (``claim_work(with_context=True)``'s)."""
-        # The path down from the root (kept on each node), each question with its first answer.
-        above = question.ancestors
-        chain: list[tuple[str, int, str, str | None]] = []
-        if above:
-            marks = ", ".join("?" for _ in above)
-            rows = self._db.fetchall(
-                f"SELECT node_id, node_type, question_id, depth, text FROM nodes WHERE graph_id = ? "
-                f"AND (node_id IN ({marks}) OR (node_type = 'answer' AND superseded_turn IS NULL "
-                f"AND question_id IN ({marks}))) ORDER BY seq",
-                [graph.graph_id, *above, *above],
-            )
-            first_answer: dict[str, str] = {}
-            for _nid, kind, qid, _depth, text in rows:
-                if kind == "answer":
-                    first_answer.setdefault(qid, text)
-            chain = [
-                (nid, depth, text, first_answer.get(nid))
-                for nid, kind, _qid, depth, text in rows
-                if kind == "question"
-            ]
-        # Siblings, nearby syntheses and link candidates: one query, three capped parts.
-        near = self._db.fetchall(
-            """SELECT * FROM (
-                   (SELECT 'sibling' AS part, node_id, text, status, metadata, depth, seq FROM nodes
-                    WHERE graph_id = ? AND node_type = 'question' AND question_id = ?
-                      AND node_id != ? AND superseded_turn IS NULL ORDER BY seq LIMIT ?)
-                   UNION ALL
-                   (SELECT 'synthesis', node_id, text, status, metadata, depth, seq FROM nodes
-                    WHERE graph_id = ? AND branch_id IS NOT DISTINCT FROM ?
-                      AND node_type = 'question' AND status = 'synthesized' AND node_id != ?
-                      AND superseded_turn IS NULL ORDER BY seq DESC LIMIT ?)
-                   UNION ALL
-                   (SELECT 'sibling_answer', node_id, text, status, metadata, depth, seq FROM nodes
-                    WHERE graph_id = ? AND node_type = 'answer' AND superseded_turn IS NULL
-                      AND question_id IN (
-                        SELECT node_id FROM nodes WHERE graph_id = ? AND node_type = 'question'
-                          AND question_id = ? AND node_id != ?)
-                    ORDER BY seq LIMIT ?)
-                   UNION ALL
-                   (SELECT 'other_branch', node_id, text, status, metadata, depth, seq FROM nodes
-                    WHERE graph_id = ? AND node_type = 'answer' AND branch_id IS NOT NULL
-                      AND superseded_turn IS NULL AND branch_id IS DISTINCT FROM ?
-                    ORDER BY seq DESC LIMIT ?)
-               ) AS near ORDER BY seq""",
-            [
-                graph.graph_id,
-                question.question_id,
-                question.node_id,
-                limit,
-                graph.graph_id,
-                question.branch_id,
-                question.node_id,
-                limit,
-                graph.graph_id,
-                graph.graph_id,
-                question.question_id,
-                question.node_id,
-                candidates,
-                graph.graph_id,
-                question.branch_id,
-                RECENT_POOL,
-            ],
-        )
+        chain = self._ancestry(graph.graph_id, question)
+        # Siblings, nearby syntheses and link candidates: one query (_NEAR), its parts' parameters in order.
+        g = graph.graph_id
+        siblings = [g, question.question_id, question.node_id, limit]
+        syntheses = [g, question.branch_id, question.node_id, limit]
+        sibling_answers = [g, g, question.question_id, question.node_id, candidates]
+        other_branches = [g, question.branch_id, RECENT_POOL]
+        near = self._db.fetchall(_NEAR, siblings + syntheses + sibling_answers + other_branches)
         briefs: dict[str, list[QuestionBrief]] = {"sibling": [], "synthesis": []}
         answers: dict[str, list[Candidate]] = {"sibling_answer": [], "other_branch": []}
         for part, nid, text, status, metadata, depth, _seq in near:
@@ -128,6 +97,29 @@ class NodeContext:
             # Below this depth no sub-question can sit: the intensity's, or a deepened branch's.
             "max_depth": self._core.depth_ceiling(graph, question, question.depth + 1),
         }
+
+    def _ancestry(self, graph_id: str, question: NodeRow) -> list[tuple[str, int, str, str | None]]:
+        """The path down from the root (kept on each node): each question above with its first answer."""
+        above = question.ancestors
+        chain: list[tuple[str, int, str, str | None]] = []
+        if above:
+            marks = ", ".join("?" for _ in above)
+            rows = self._db.fetchall(
+                f"SELECT node_id, node_type, question_id, depth, text FROM nodes WHERE graph_id = ? "
+                f"AND (node_id IN ({marks}) OR (node_type = 'answer' AND superseded_turn IS NULL "
+                f"AND question_id IN ({marks}))) ORDER BY seq",
+                [graph_id, *above, *above],
+            )
+            first_answer: dict[str, str] = {}
+            for _nid, kind, qid, _depth, text in rows:
+                if kind == "answer":
+                    first_answer.setdefault(qid, text)
+            chain = [
+                (nid, depth, text, first_answer.get(nid))
+                for nid, kind, _qid, depth, text in rows
+                if kind == "question"
+            ]
+        return chain
 
     def get_synthesis_inputs(self, graph_id: str, node_id: str) -> SynthesisInputs:
         """A question, its answers and its sub-questions with their syntheses: all a synthesis reads."""
