@@ -251,24 +251,7 @@ class Claims:
             now = self._core.clock()
             gid = graph.graph_id
             stuck = self.recover_gone(gid, now) if worker is None else []
-            where, params = "graph_id = ? AND status = 'claimed'", list[Any]([gid])
-            if older_than_s is not None:
-                where, params = where + " AND claimed_at <= ?", [*params, now - older_than_s]
-                if worker is None:  # never a claim whose holder is known to be alive
-                    live = [
-                        h
-                        for h, host, pid, start in self._db.fetchall(_CLAIM_HOLDERS, [gid, gid])
-                        if host == self.holder["host"] and not is_gone(h, host, pid, start)
-                    ]
-                    if live:
-                        marks = ", ".join("?" for _ in live)
-                        # a claim with no holder is not a live holder's (NOT IN alone never matches NULL)
-                        where = where + f" AND (holder IS NULL OR holder NOT IN ({marks}))"
-                        params = [*params, *live]
-            elif worker is None:  # default: claims past their own lease
-                where, params = where + " AND claimed_at + lease_s <= ?", [*params, now]
-            if worker is not None:
-                where, params = where + " AND owner = ?", [*params, worker]
+            where, params = self._stuck_claims(gid, now, older_than_s, worker)
             nodes = self._core.nodes(where, params)
             if include_errors and not graph.chained:  # a chain's failed level stays its failed return
                 nodes += self._core.nodes("graph_id = ? AND status = 'error'", [gid])
@@ -396,6 +379,30 @@ class Claims:
             f"DELETE FROM synthesis_claims WHERE graph_id = ? AND holder IN ({marks})", [graph_id, *gone]
         )
         return [n.node_id for n in nodes]
+
+    def _stuck_claims(
+        self, gid: str, now: float, older_than_s: float | None, worker: str | None
+    ) -> tuple[str, list[Any]]:
+        """The WHERE fragment, and its parameters, of the claims a recovery takes back (see recover_stuck)."""
+        where, params = "graph_id = ? AND status = 'claimed'", list[Any]([gid])
+        if older_than_s is not None:
+            where, params = where + " AND claimed_at <= ?", [*params, now - older_than_s]
+            if worker is None:  # never a claim whose holder is known to be alive
+                live = [
+                    h
+                    for h, host, pid, start in self._db.fetchall(_CLAIM_HOLDERS, [gid, gid])
+                    if host == self.holder["host"] and not is_gone(h, host, pid, start)
+                ]
+                if live:
+                    marks = ", ".join("?" for _ in live)
+                    # a claim with no holder is not a live holder's (NOT IN alone never matches NULL)
+                    where = where + f" AND (holder IS NULL OR holder NOT IN ({marks}))"
+                    params = [*params, *live]
+        elif worker is None:  # default: claims past their own lease
+            where, params = where + " AND claimed_at + lease_s <= ?", [*params, now]
+        if worker is not None:
+            where, params = where + " AND owner = ?", [*params, worker]
+        return where, params
 
     def _reopenable_failures(self, graph_id: str) -> list[NodeRow]:
         """The questions saturated as failed that may reopen: those in no branch still saturated.
