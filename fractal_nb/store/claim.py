@@ -161,36 +161,12 @@ class Claims:
                     "busy_workers": busy,
                 }, None
             if row is None:
-                graph = self._core.graph(gid)
-                if graph.status != GraphStatus.ACTIVE:
-                    done = graph.status in TERMINAL_GRAPH
-                    return {"node_id": None, "graph_done": done, "graph_status": graph.status}, None
-                return {
-                    "node_id": None,
-                    "graph_done": self.graph_done(gid),
-                    "graph_status": graph.status,
-                }, None
+                return self._nothing_to_claim(gid), None
             node = NodeRow(*row[:-1])
             if held is not None:
                 self.register(held, now)
             lease = self.lease_for(held and held["holder_id"])
-            payload: dict[str, Any] = {"lease_s": lease}
-            if node.status == NodeStatus.CLAIMED:
-                payload["lease_expired_for"] = node.owner
-            claimed = self._core.set_status(
-                node,
-                NodeStatus.CLAIMED,
-                now,
-                actor=worker,
-                kind="claimed",
-                columns={
-                    "owner": worker,
-                    "holder": held and held["holder_id"],
-                    "claimed_at": now,
-                    "lease_s": lease,
-                },
-                payload=payload,
-            )
+            claimed = self._take(node, worker, held, lease, now)
         if held is not None:
             self._db.file.holders.add(held["holder_id"])  # registered, now that it committed
         return {
@@ -204,6 +180,40 @@ class Claims:
             "graph_done": False,
             "graph_status": GraphStatus.ACTIVE.value,
         }, claimed
+
+    def _nothing_to_claim(self, gid: str) -> Claim:
+        """The claim of a worker that found no question: whether the graph is done, and its status.
+
+        On a graph that is not active, done means terminal.
+        """
+        graph = self._core.graph(gid)
+        if graph.status != GraphStatus.ACTIVE:
+            return {
+                "node_id": None,
+                "graph_done": graph.status in TERMINAL_GRAPH,
+                "graph_status": graph.status,
+            }
+        return {"node_id": None, "graph_done": self.graph_done(gid), "graph_status": graph.status}
+
+    def _take(self, node: NodeRow, worker: str, held: HolderInfo | None, lease: float, now: float) -> NodeRow:
+        """The claim's write: the question claimed for ``worker`` under ``held``, its lease from now."""
+        payload: dict[str, Any] = {"lease_s": lease}
+        if node.status == NodeStatus.CLAIMED:  # taken over: its lease ran out
+            payload["lease_expired_for"] = node.owner
+        return self._core.set_status(
+            node,
+            NodeStatus.CLAIMED,
+            now,
+            actor=worker,
+            kind="claimed",
+            columns={
+                "owner": worker,
+                "holder": held and held["holder_id"],
+                "claimed_at": now,
+                "lease_s": lease,
+            },
+            payload=payload,
+        )
 
     def _busy(self, graph_id: str, worker: str, now: float, busy: int) -> int | None:
         """How many other workers hold claims on the graph, if as many as its budget's agents (rule 17).
