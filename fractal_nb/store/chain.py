@@ -160,16 +160,7 @@ class ThinkonWrites:
             if state["todo"] is None and how == ThinkonOutcome.RETURNED:  # Think returned at once: its answer
                 self._children.add(graph, level, NodeType.ANSWER, [(result, {KEY: "result"})], worker_id)
                 level = self._core.node(graph.graph_id, level.node_id)
-            meta: dict[str, Any] = {
-                **level.metadata,
-                "synthesis": result,
-                KEY: {**state, "phase": "returned"},
-            }
-            meta[KEY]["outcome"] = how.value
-            if how == ThinkonOutcome.FAILED:
-                meta["last_error"] = reason
-            elif how == ThinkonOutcome.CUT:
-                meta |= {"budget_exhausted": True, "budget_reason": reason}
+            meta = _returned(level.metadata, state, result, how, reason)
             self._core.set_status(
                 level,
                 NodeStatus.SYNTHESIZED if how == ThinkonOutcome.RETURNED else NodeStatus.SATURATED,
@@ -189,32 +180,38 @@ class ThinkonWrites:
                 columns=_NO_HOLDER,
                 payload={"outcome": how.value},
             )
-            above = self._core.node(graph.graph_id, level.question_id) if level.question_id else None
-            if above is None:
+            if level.question_id is None:  # the root: the chain's result
                 return None
-            parent_state = level_state(above.metadata)
-            if above.status != NodeStatus.ANSWERED or any(
-                d.get("node_id") == level.node_id for d in parent_state["done"]
-            ):  # a parent waits answered for its one sub-goal in flight, and takes its return once
-                raise StateError(
-                    f"level {above.node_id} is {above.status!r} and does not wait for {level.node_id}; "
-                    "nothing was written",
-                    graph_id=graph.graph_id,
-                    node_id=level.node_id,
-                )
-            entry: DoneEntry = {
-                "node_id": level.node_id,
-                "goal": level.text,
-                "result": result,
-                "outcome": how.value,
-            }
-            parent_state["done"] = [*parent_state["done"], entry]
-            index = len(parent_state["done"]) - 1
-            payload = {"child": level.node_id, "index": index, "outcome": how.value}
-            self._open(above, parent_state, worker_id, now, "done_appended", payload)
-            return self._level(graph.graph_id, self._core.node(graph.graph_id, above.node_id))
+            return self._append_done(graph, level, result, how, worker_id, now)
 
     # -- internals ----------------------------------------------------------------
+
+    def _append_done(
+        self, graph: GraphRow, level: NodeRow, result: str, how: ThinkonOutcome, worker_id: str, now: float
+    ) -> ThinkonLevel:
+        """A level's return appended to its parent's ``done``; the parent, open for its next Eval."""
+        assert level.question_id is not None, "the root has no parent to return to"
+        above = self._core.node(graph.graph_id, level.question_id)
+        parent_state = level_state(above.metadata)
+        if above.status != NodeStatus.ANSWERED or any(
+            d.get("node_id") == level.node_id for d in parent_state["done"]
+        ):  # a parent waits answered for its one sub-goal in flight, and takes its return once
+            raise StateError(
+                f"level {above.node_id} is {above.status!r} and does not wait for {level.node_id}; "
+                "nothing was written",
+                graph_id=graph.graph_id,
+                node_id=level.node_id,
+            )
+        entry: DoneEntry = {
+            "node_id": level.node_id,
+            "goal": level.text,
+            "result": result,
+            "outcome": how.value,
+        }
+        parent_state["done"] = [*parent_state["done"], entry]
+        payload = {"child": level.node_id, "index": len(parent_state["done"]) - 1, "outcome": how.value}
+        self._open(above, parent_state, worker_id, now, "done_appended", payload)
+        return self._level(graph.graph_id, self._core.node(graph.graph_id, above.node_id))
 
     def _open(
         self,
@@ -309,3 +306,16 @@ class ThinkonWrites:
                 for d in state["done"]
             ],
         }
+
+
+def _returned(
+    metadata: dict[str, Any], state: dict[str, Any], result: str, how: ThinkonOutcome, reason: str | None
+) -> dict[str, Any]:
+    """A returning level's metadata: its result as its synthesis, its state returned, why it stopped short."""
+    meta: dict[str, Any] = {**metadata, "synthesis": result, KEY: {**state, "phase": "returned"}}
+    meta[KEY]["outcome"] = how.value
+    if how == ThinkonOutcome.FAILED:
+        meta["last_error"] = reason
+    elif how == ThinkonOutcome.CUT:
+        meta |= {"budget_exhausted": True, "budget_reason": reason}
+    return meta
