@@ -209,28 +209,8 @@ def compare(
     Everything is checked before anything runs.
     """
     chosen = _strategies(strategies)
-    if not isinstance(question, str) or not question.strip():
-        raise InvalidInputError(f"question must be non-empty text, not {question!r}")
-    level = parse_choice(Intensity, intensity, "intensity")
-    if cache not in ("off", "record", "replay"):
-        raise InvalidInputError(f"cache must be 'off', 'record' or 'replay', not {cache!r}")
-    if cache != "off" and path is None:
-        raise InvalidInputError(f"cache={cache!r} keeps the completions in a file: pass path too")
-    if llm is None and cache != "replay":
-        raise InvalidInputError("llm is needed unless the comparison is replayed (cache='replay')")
-    if llm is not None:
-        check_llm(llm)
-    if judge is not None:
-        check_llm(judge, "judge")
-    budget = DEFAULT_MAX_TOKENS[level] if isinstance(max_tokens, DefaultBudget) else max_tokens
-    Limits.parse(max_tokens=budget)
+    level, budget, where = _checked(question, intensity, cache, path, llm, judge, max_tokens)
     replay = cache == "replay"
-    where = check_store_target(path, "path") if path is not None else None
-    if replay and isinstance(where, Path) and not where.exists():
-        raise InvalidInputError(
-            f"cache='replay' answers from the completions recorded in {where}: no such file "
-            "(record them first with cache='record')"
-        )
     # A replay only reads the file (CachedLLM's replay asks cache_get alone): opened as a record is,
     # so a notebook holding the file open in this process shares it, and its runs stay in memory.
     cache_store = open_store(where) if cache != "off" and where is not None else None
@@ -263,6 +243,40 @@ def compare(
             cache_store.close()
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     return Comparison(question, frame, results, where, judged=judge is not None, replayed=replay)
+
+
+def _checked(
+    question: object,
+    intensity: object,
+    cache: object,
+    path: str | Path | None,
+    llm: LLM | None,
+    judge: LLM | None,
+    max_tokens: int | None | DefaultBudget,
+) -> tuple[Intensity, int | None, Path | str | None]:
+    """``compare``'s arguments checked before anything runs: the intensity, the budget, the file."""
+    if not isinstance(question, str) or not question.strip():
+        raise InvalidInputError(f"question must be non-empty text, not {question!r}")
+    level = parse_choice(Intensity, intensity, "intensity")
+    if cache not in ("off", "record", "replay"):
+        raise InvalidInputError(f"cache must be 'off', 'record' or 'replay', not {cache!r}")
+    if cache != "off" and path is None:
+        raise InvalidInputError(f"cache={cache!r} keeps the completions in a file: pass path too")
+    if llm is None and cache != "replay":
+        raise InvalidInputError("llm is needed unless the comparison is replayed (cache='replay')")
+    if llm is not None:
+        check_llm(llm)
+    if judge is not None:
+        check_llm(judge, "judge")
+    budget = DEFAULT_MAX_TOKENS[level] if isinstance(max_tokens, DefaultBudget) else max_tokens
+    Limits.parse(max_tokens=budget)
+    where = check_store_target(path, "path") if path is not None else None
+    if cache == "replay" and isinstance(where, Path) and not where.exists():
+        raise InvalidInputError(
+            f"cache='replay' answers from the completions recorded in {where}: no such file "
+            "(record them first with cache='record')"
+        )
+    return level, budget, where
 
 
 def _tables_read(sources: object, store: Store) -> object:
