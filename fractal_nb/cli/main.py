@@ -16,7 +16,7 @@ import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import urlsplit
 
 from ..arguments import check_bind_host, check_store_target, check_token, shown_target
@@ -105,6 +105,10 @@ EXPORT_TABLES = ("nodes", "edges", "events", "llm_calls", "gaps", "turns", "head
 EXPORT_AT_TABLES = ("nodes", "edges", "gaps")  # export --at: the tables the state at an event holds
 
 
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+"""The parser's subcommands, as ``add_subparsers`` returns them."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface (also the source of ``--help``)."""
     parser = argparse.ArgumentParser(
@@ -116,6 +120,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version, help="show the version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    _add_running(commands)
+    _add_turns(commands)
+    _add_serving(commands)
+    for name, (summary, description) in INSPECTION_HELP.items():
+        _add_inspection(commands.add_parser(name, help=summary, description=description), name)
+    return parser
+
+
+def _add_running(commands: Commands) -> None:
+    """The commands that run an exploration: run, demo, resume, harvest."""
     run = commands.add_parser(
         "run",
         help="explore a seed and print the harvest",
@@ -164,6 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_graph_options(harvest)
     _add_model_options(harvest)
 
+
+def _add_turns(commands: Commands) -> None:
+    """The commands that take a graph further or elsewhere: ask, fork, copy."""
     ask = commands.add_parser(
         "ask",
         help="a follow-up as a new turn, run and harvested",
@@ -207,6 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     copy.add_argument("--graph-id", help="the graph to copy (default: every graph of SRC, forks included)")
 
+
+def _add_serving(commands: Commands) -> None:
+    """The commands that share a graph: serve-mcp, and worker (over MCP or on a database)."""
     serve = commands.add_parser(
         "serve-mcp",
         help="serve a DuckDB file as MCP tools (stdio or HTTP)",
@@ -251,10 +271,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     worker.add_argument("--token", help="the server's bearer token (else env FRACTAL_NB_TOKEN)")
     _add_model_options(worker)
-
-    for name, (summary, description) in INSPECTION_HELP.items():
-        _add_inspection(commands.add_parser(name, help=summary, description=description), name)
-    return parser
 
 
 def _add_inspection(parser: argparse.ArgumentParser, name: str) -> None:
