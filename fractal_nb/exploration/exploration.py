@@ -35,7 +35,7 @@ from ..results.result import FractalResult, MarkdownText, StepRecord
 from ..results.run_report import RunReport, Usage
 from ..store import Store, open_store
 from ..store.frame_sql import SqlParams
-from ..store.records import Chosen, ModelSpend, Recovered, Saturated
+from ..store.records import Chosen, ModelSpend, Recovered, Saturated, SourceText
 from ..store.sources import require_source_texts
 from ..store.stops import refuse_held, refuse_not_held, resolve_choice
 from ..vocabulary import (
@@ -143,9 +143,7 @@ class Exploration:
         check_llm(llm)
         _check_clock(clock)
         require_text(seed, "seed")
-        how = strategy_part(strategy).name
-        level = parse_choice(Intensity, intensity, "intensity")
-        CheckpointMode.parse(checkpoint, level)
+        CheckpointMode.parse(checkpoint, parse_choice(Intensity, intensity, "intensity"))
         limits = Limits.parse(
             max_tokens=max_tokens,
             max_cost=max_cost,
@@ -153,17 +151,8 @@ class Exploration:
             max_wall_s=max_wall_s,
             node_timeout_s=node_timeout_s,
         )
-        kept: dict[str, Any] | None = {"limits": limits.to_metadata()} if limits != Limits() else None
-        if how != Strategy.FRACTAL:  # the default is kept as no key
-            kept = {**(kept or {}), "strategy": how}
-        parse_metadata(kept)
-        items = [] if sources is None else list(sources) if isinstance(sources, list | tuple) else [sources]
-        tables = [i for i in items if isinstance(i, Table)]
-        texts = (
-            source_texts([i for i in items if not isinstance(i, Table)]) if len(tables) < len(items) else []
-        )
-        if texts:
-            require_source_texts(texts)  # the store's own refusals, before any file is made
+        kept = _graph_metadata(limits, strategy_part(strategy).name)
+        tables, texts = _given_sources(sources)
         file = None if path is None else check_store_target(path)
         made = isinstance(file, Path) and not file.exists()
         store = open_store(file)
@@ -1105,6 +1094,27 @@ def _only_graph(store: Store) -> str:
         ids = ", ".join(g["graph_id"] for g in graphs) or "none"
         raise InvalidInputError(f"the file holds {len(graphs)} graphs ({ids}); pass graph_id")
     return str(graphs[0]["graph_id"])
+
+
+def _graph_metadata(limits: Limits, strategy: str) -> dict[str, Any] | None:
+    """What a new graph keeps of its creation: its limits and strategy, each only when not the default."""
+    kept: dict[str, Any] = {}
+    if limits != Limits():
+        kept["limits"] = limits.to_metadata()
+    if strategy != Strategy.FRACTAL:
+        kept["strategy"] = strategy
+    parse_metadata(kept)
+    return kept or None
+
+
+def _given_sources(sources: object) -> tuple[list[Table], list[SourceText]]:
+    """The tables among ``sources`` (read once the file is open), and the others' texts, checked."""
+    items = [] if sources is None else list(sources) if isinstance(sources, list | tuple) else [sources]
+    tables = [i for i in items if isinstance(i, Table)]
+    texts = source_texts([i for i in items if not isinstance(i, Table)]) if len(tables) < len(items) else []
+    if texts:
+        require_source_texts(texts)  # the store's own refusals, before any file is made
+    return tables, texts
 
 
 def recovers_failures(exploration: Exploration) -> bool:
