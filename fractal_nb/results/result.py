@@ -222,77 +222,20 @@ class FractalResult:
         return self.to_markdown()
 
     def _repr_html_(self) -> str:
-        def items(values: list[str]) -> str:
-            return "".join(f"<li>{html.escape(v)}</li>" for v in values)
-
-        def cited(finding: dict[str, Any], note: str) -> str:
-            cites = "".join(f"<li>{html.escape(_cited(c))}</li>" for c in finding.get("citations") or [])
-            return (
-                f"<li>{html.escape(finding['finding'])} ({html.escape(note)})"
-                + node_link(finding.get("node_id"))
-                + (f"<ul class='fractal-citations'>{cites}</ul>" if cites else "")
-                + "</li>"
-            )
-
-        findings = "".join(
-            cited(f, f"{f['confidence']}{', weak' if f.get('weak') else ''}") for f in self.findings
-        )
-        unsupported = "".join(cited(f, "unsupported") for f in self.unsupported_findings)
         chain = "".join(
             f"<li style='margin-left:{link.depth * 1.2:.1f}em'><b>{html.escape(link.question)}</b> "
             f"{'<i>(degraded)</i> ' if link.degraded else ''}{'<i>(weak)</i> ' if link.weak else ''}"
             f"{html.escape(link.synthesis)}{node_link(link.node_id)}</li>"
             for link in self.synthesis_chain
         )
-        degraded = "; ".join(linked_ids(html.escape(r)) for r in self.degraded_reasons)
         return (
             f"<div class='fractal-result'><h3>{html.escape(self.seed)}</h3>"
-            f"<p><b>Status:</b> {html.escape(self.status)} · {self.node_count} nodes · "
-            f"{self.edge_count} edges · depth {self.max_depth} · {self.convergence_count} "
-            f"convergences · {self.contradiction_count} contradictions</p>"
-            + (
-                f"<p><b>Strategy:</b> {html.escape(self.strategy)}</p>"
-                if self.strategy != Strategy.FRACTAL
-                else ""
-            )
-            + (f"<p><b>Model replies:</b> {_replies(self.replies)}</p>" if self.replies else "")
-            + (
-                f"<p class='fractal-degraded' style='border-left:3px solid #c77700;padding-left:.5em'>"
-                f"<b>Degraded result:</b> {degraded}</p>"
-                if self.degraded
-                else ""
-            )
-            + (
-                f"<details class='fractal-weak'><summary><b>Weak syntheses ({self.weak_count})</b>: built "
-                "on failed, budget-cut or joined sub-questions</summary><ul>"
-                + "".join(f"<li>{html.escape(_weak(w))}{node_link(w.get('node_id'))}</li>" for w in self.weak)
-                + "</ul></details>"
-                if self.weak
-                else ""
-            )
+            + _state_html(self)
             + f"<p>{html.escape(self.summary)}</p>"
             + (_synthesis_html(self.synthesis) if self.synthesis else "")
             + (f"<p><b>Evidence:</b> {html.escape(_evidence(self))}</p>" if self.has_sources else "")
-            + (f"<p><b>Findings</b></p><ul>{findings}</ul>" if findings else "")
-            + (
-                "<p class='fractal-unsupported'><b>Unsupported findings</b> (kept apart: no verified "
-                f"citation)</p><ul>{unsupported}</ul>"
-                if unsupported
-                else ""
-            )
-            + (
-                f"<p class='fractal-held'><b>Waiting for your answer</b> (<code>ex.choose(node_id, "
-                f"choice)</code>)</p><ul>{items([_held(h) for h in self.held])}</ul>"
-                if self.held
-                else ""
-            )
-            + (
-                "<p class='fractal-blocked'><b>Blocked</b></p>"
-                f"<ul>{items([_blocked(b) for b in self.blocked])}</ul>"
-                if self.blocked
-                else ""
-            )
-            + (f"<p><b>Gaps</b></p><ul>{items(self.gaps)}</ul>" if self.gaps else "")
+            + _findings_html(self)
+            + _open_html(self)
             + (f"<details><summary>Synthesis chain</summary><ul>{chain}</ul></details>" if chain else "")
             + "</div>"
         )
@@ -406,6 +349,83 @@ def _synthesis_markdown(obj: dict[str, Any]) -> list[str]:
         lines.append(f"- **Nuance** ({_md(named)}): {_md(str(n.get('text', '')))}")
     lines += [f"- **Open question:** {_md(str(q))}" for q in obj.get("open_questions") or []]
     return lines
+
+
+def _items(values: list[str]) -> str:
+    return "".join(f"<li>{html.escape(v)}</li>" for v in values)
+
+
+def _state_html(result: FractalResult) -> str:
+    """The result's status line, strategy, replies, and why it is degraded or weak, if it is."""
+    degraded = "; ".join(linked_ids(html.escape(r)) for r in result.degraded_reasons)
+    return (
+        f"<p><b>Status:</b> {html.escape(result.status)} · {result.node_count} nodes · "
+        f"{result.edge_count} edges · depth {result.max_depth} · {result.convergence_count} "
+        f"convergences · {result.contradiction_count} contradictions</p>"
+        + (
+            f"<p><b>Strategy:</b> {html.escape(result.strategy)}</p>"
+            if result.strategy != Strategy.FRACTAL
+            else ""
+        )
+        + (f"<p><b>Model replies:</b> {_replies(result.replies)}</p>" if result.replies else "")
+        + (
+            f"<p class='fractal-degraded' style='border-left:3px solid #c77700;padding-left:.5em'>"
+            f"<b>Degraded result:</b> {degraded}</p>"
+            if result.degraded
+            else ""
+        )
+        + (
+            f"<details class='fractal-weak'><summary><b>Weak syntheses ({result.weak_count})</b>: built "
+            "on failed, budget-cut or joined sub-questions</summary><ul>"
+            + "".join(f"<li>{html.escape(_weak(w))}{node_link(w.get('node_id'))}</li>" for w in result.weak)
+            + "</ul></details>"
+            if result.weak
+            else ""
+        )
+    )
+
+
+def _cited_html(finding: dict[str, Any], note: str) -> str:
+    cites = "".join(f"<li>{html.escape(_cited(c))}</li>" for c in finding.get("citations") or [])
+    return (
+        f"<li>{html.escape(finding['finding'])} ({html.escape(note)})"
+        + node_link(finding.get("node_id"))
+        + (f"<ul class='fractal-citations'>{cites}</ul>" if cites else "")
+        + "</li>"
+    )
+
+
+def _findings_html(result: FractalResult) -> str:
+    """The findings, each with its citations, and the unsupported ones kept apart."""
+    findings = "".join(
+        _cited_html(f, f"{f['confidence']}{', weak' if f.get('weak') else ''}") for f in result.findings
+    )
+    unsupported = "".join(_cited_html(f, "unsupported") for f in result.unsupported_findings)
+    return (f"<p><b>Findings</b></p><ul>{findings}</ul>" if findings else "") + (
+        "<p class='fractal-unsupported'><b>Unsupported findings</b> (kept apart: no verified "
+        f"citation)</p><ul>{unsupported}</ul>"
+        if unsupported
+        else ""
+    )
+
+
+def _open_html(result: FractalResult) -> str:
+    """What is left open: questions waiting for the person, blocked ones, and the gaps."""
+    return (
+        (
+            f"<p class='fractal-held'><b>Waiting for your answer</b> (<code>ex.choose(node_id, "
+            f"choice)</code>)</p><ul>{_items([_held(h) for h in result.held])}</ul>"
+            if result.held
+            else ""
+        )
+        + (
+            "<p class='fractal-blocked'><b>Blocked</b></p>"
+            f"<ul>{_items([_blocked(b) for b in result.blocked])}</ul>"
+            if result.blocked
+            else ""
+        )
+        + (f"<p><b>Gaps</b></p><ul>{_items(result.gaps)}</ul>" if result.gaps else "")
+    )
 
 
 def _synthesis_html(obj: dict[str, Any]) -> str:
