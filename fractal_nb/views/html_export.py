@@ -178,6 +178,23 @@ def _evidence_section(evidence: Evidence | None) -> str:
     return f'<section class="fractal-evidence">\n<h2>Evidence</h2>\n{shown}\n</section>\n' if shown else ""
 
 
+# The page's view, drawn from the graph's JSON inlined in it.
+_STARTER = (
+    "const data = JSON.parse(document.getElementById('fractal-data').textContent);\n"
+    "const view = createView(document.getElementById('fractal-view'),\n"
+    "  {vis: globalThis.vis, height: '72vh', details: true});\n"
+    "view.apply(data);\n"
+    "window.fractalView = view;\n"
+)
+# The downloads read the graph's JSON again on a click (a page of 100,000 questions keeps no
+# second copy in memory) and their own tables once.
+_OFFER = (
+    "offerDownloads(document.getElementById('fractal-downloads'),\n"
+    "  JSON.parse(document.getElementById('fractal-downloads-data').textContent),\n"
+    "  () => JSON.parse(document.getElementById('fractal-data').textContent).questions);\n"
+)
+
+
 def render_html(
     items: QuestionItems,
     *,
@@ -203,20 +220,6 @@ def render_html(
         f"graph {items['status']}"
     )
     warning, report = _report(result)
-    starter = (
-        "const data = JSON.parse(document.getElementById('fractal-data').textContent);\n"
-        "const view = createView(document.getElementById('fractal-view'),\n"
-        "  {vis: globalThis.vis, height: '72vh', details: true});\n"
-        "view.apply(data);\n"
-        "window.fractalView = view;\n"
-    )
-    # The downloads read the graph's JSON again on a click (a page of 100,000 questions keeps no
-    # second copy in memory) and their own tables once.
-    offer = (
-        "offerDownloads(document.getElementById('fractal-downloads'),\n"
-        "  JSON.parse(document.getElementById('fractal-downloads-data').textContent),\n"
-        "  () => JSON.parse(document.getElementById('fractal-data').textContent).questions);\n"
-    )
     spec = downloads_spec(items, heading=heading, result=result)
     return "".join(
         [
@@ -238,11 +241,11 @@ def render_html(
             '<script type="application/json" id="fractal-data">',
             _script_json(_snapshot_json(items)),
             "</script>\n",
-            f'<script type="module">\n{view_script()}\n{starter}</script>\n',
+            f'<script type="module">\n{view_script()}\n{_STARTER}</script>\n',
             '<script type="application/json" id="fractal-downloads-data">',
             _inert_json(spec),
             "</script>\n",
-            f'<script type="module">\n{static_text("downloads.js")}\n{offer}</script>\n',
+            f'<script type="module">\n{static_text("downloads.js")}\n{_OFFER}</script>\n',
             "</body>\n</html>\n",
         ]
     )
