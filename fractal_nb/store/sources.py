@@ -447,49 +447,12 @@ def require_source_texts(texts: object) -> list[SourceText]:
     checked: list[SourceText] = []
     total = 0
     for index, item in enumerate(texts):
-        where = f"texts[{index}]"
-        if not isinstance(item, Mapping):
-            raise InvalidInputError(
-                f"{where} must be an object {{name, kind, location, text}}, not {shown(item)}"
-            )
-        name, kind, location, text = (item.get(k) for k in ("name", "kind", "location", "text"))
-        if (
-            not isinstance(name, str)
-            or not name.strip()
-            or len(name) > MAX_NAME_CHARS
-            or "\x00" in name
-            or one_line(name) != name
-        ):
-            raise InvalidInputError(
-                f"{where}.name must be a name of 1-{MAX_NAME_CHARS:,} characters on one line (no NUL, "
-                f"no line break: a name heads its evidence in a prompt), not {shown(name)}"
-            )
-        if kind not in tuple(SourceKind):
-            raise InvalidInputError(f"{where}.kind must be one of {', '.join(SourceKind)}, not {shown(kind)}")
-        if location is not None and (
-            not isinstance(location, str) or not location.strip() or "\x00" in location
-        ):
-            raise InvalidInputError(f"{where}.location must be a file's path or None, not {shown(location)}")
-        if isinstance(text, str):  # newlines as a file read as a source has them
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-        if not isinstance(text, str) or not text.strip():
-            raise InvalidInputError(f"{where} ({name!r}) has no text; a source must hold some text")
-        if len(text) > MAX_SOURCE_CHARS:
-            raise InvalidInputError(
-                f"{where} ({name!r}) is {len(text):,} characters; a source holds at most {MAX_SOURCE_CHARS:,}"
-            )
-        if "\x00" in text:
-            raise InvalidInputError(f"{where} ({name!r}) contains a NUL character; a source is text")
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InvalidInputError(f"{where} ({name!r}) is not valid Unicode text ({exc.reason})") from None
-        total += len(text)
+        checked.append(_source_text(f"texts[{index}]", item))
+        total += len(checked[-1]["text"])
         if total > MAX_ADD_CHARS:
             raise InvalidInputError(
                 f"the texts hold more than {MAX_ADD_CHARS:,} characters; add them in parts"
             )
-        checked.append({"name": name, "kind": str(kind), "location": location, "text": text})
     texts_of: dict[str, str] = {}
     for item in checked:
         if texts_of.setdefault(item["name"], item["text"]) != item["text"]:
@@ -498,6 +461,50 @@ def require_source_texts(texts: object) -> list[SourceText]:
                 "Give one of them another name"
             )
     return checked
+
+
+def _source_text(where: str, item: object) -> SourceText:
+    """One source text checked: its name on one line, its kind, its location, its text within the limits."""
+    if not isinstance(item, Mapping):
+        raise InvalidInputError(
+            f"{where} must be an object {{name, kind, location, text}}, not {shown(item)}"
+        )
+    name, kind, location, text = (item.get(k) for k in ("name", "kind", "location", "text"))
+    if (
+        not isinstance(name, str)
+        or not name.strip()
+        or len(name) > MAX_NAME_CHARS
+        or "\x00" in name
+        or one_line(name) != name
+    ):
+        raise InvalidInputError(
+            f"{where}.name must be a name of 1-{MAX_NAME_CHARS:,} characters on one line (no NUL, "
+            f"no line break: a name heads its evidence in a prompt), not {shown(name)}"
+        )
+    if kind not in tuple(SourceKind):
+        raise InvalidInputError(f"{where}.kind must be one of {', '.join(SourceKind)}, not {shown(kind)}")
+    if location is not None and (not isinstance(location, str) or not location.strip() or "\x00" in location):
+        raise InvalidInputError(f"{where}.location must be a file's path or None, not {shown(location)}")
+    return {"name": name, "kind": str(kind), "location": location, "text": _checked_text(where, name, text)}
+
+
+def _checked_text(where: str, name: str, text: object) -> str:
+    """A source's text: non-blank, within the limit, no NUL, valid Unicode; newlines as a file read has."""
+    if isinstance(text, str):
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInputError(f"{where} ({name!r}) has no text; a source must hold some text")
+    if len(text) > MAX_SOURCE_CHARS:
+        raise InvalidInputError(
+            f"{where} ({name!r}) is {len(text):,} characters; a source holds at most {MAX_SOURCE_CHARS:,}"
+        )
+    if "\x00" in text:
+        raise InvalidInputError(f"{where} ({name!r}) contains a NUL character; a source is text")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(f"{where} ({name!r}) is not valid Unicode text ({exc.reason})") from None
+    return text
 
 
 def _source(row: tuple[Any, ...]) -> SourceRecord:
