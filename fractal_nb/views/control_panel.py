@@ -96,6 +96,17 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
     ) -> None:
         self.exploration = exploration
         self.published = published_kernel() if published is None else bool(published)
+        self._make_controls(exploration, height)
+        self.tabs = self._make_tabs(height)
+        super().__init__(self._rows())
+        self.add_class(PANEL_CSS)
+        self._init_state(exploration, interval_s)
+        self._bind()
+        self.refresh()
+        self._pump.start()
+
+    def _make_controls(self, exploration: Exploration, height: str) -> None:
+        """The panel's widgets: the network, the buttons and sliders, the status lines, each tab's parts."""
         budget = exploration.budget
         self.network = NetworkWidget(exploration.store, exploration.graph_id, height=height)
         self.network.show_status = False  # the panel's status line says it, once (_show_controls)
@@ -158,6 +169,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self.steering = SteeringControls(exploration, self.network, self._start, self._post)
         self.history = HistorySlider(exploration, self.network)
 
+    def _make_tabs(self, height: str) -> widgets.Tab:
+        """The tabs beside the tree: Gates, Inspector, Result, Export, Turns."""
         pages: dict[str, list[widgets.Widget]] = {
             "Gates": [
                 self.gate_note,
@@ -190,7 +203,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         # fit one screen (1400 x 900 in JupyterLab); on a narrow page the tabs wrap below. What a page
         # holds scrolls inside it; the Inspector's and the Turns' actions are pinned below what scrolls,
         # never squashed by a long node (issue 38: they were laid out 0 px tall under an answered one).
-        self.tabs = widgets.Tab(
+        return widgets.Tab(
             children=[
                 widgets.VBox(
                     pages[title],
@@ -202,41 +215,43 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
             selected_index=INSPECTOR_TAB,
             layout=widgets.Layout(flex="0 1 340px", min_width="300px"),  # the tree takes the room left
         )
+
+    def _rows(self) -> list[widgets.Widget]:
+        """The panel's rows: the controls, the status line, then the tree beside the tabs."""
         row = widgets.Layout(flex_flow="row wrap", align_items="center")
         self.network.layout = widgets.Layout(width="100%")
         tree = widgets.VBox(
             [self.network, self.history], layout=widgets.Layout(flex="3 1 560px", min_width="0")
         )
-        super().__init__(
-            [
-                widgets.HBox(
-                    [
-                        self.step_button,
-                        self.step_count,
-                        self.step_n_button,
-                        self.run_button,
-                        self.pause_button,
-                        self.workers,
-                        self.harvest_button,
-                        self.report_button,
-                    ],
-                    layout=row,
-                ),
-                self.steering.bar,
-                widgets.HBox([self.progress, self.counts, self.totals], layout=row),
-                widgets.HBox([self.guide, self.recover_button, self.finish_button], layout=row).add_class(
-                    "fractal-state"
-                ),
-                self.message,
-                self.warning,
-                widgets.HBox(
-                    [tree, self.tabs],
-                    layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start", grid_gap="8px"),
-                ),
-            ]
-        )
-        self.add_class(PANEL_CSS)
+        return [
+            widgets.HBox(
+                [
+                    self.step_button,
+                    self.step_count,
+                    self.step_n_button,
+                    self.run_button,
+                    self.pause_button,
+                    self.workers,
+                    self.harvest_button,
+                    self.report_button,
+                ],
+                layout=row,
+            ),
+            self.steering.bar,
+            widgets.HBox([self.progress, self.counts, self.totals], layout=row),
+            widgets.HBox([self.guide, self.recover_button, self.finish_button], layout=row).add_class(
+                "fractal-state"
+            ),
+            self.message,
+            self.warning,
+            widgets.HBox(
+                [tree, self.tabs],
+                layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start", grid_gap="8px"),
+            ),
+        ]
 
+    def _init_state(self, exploration: Exploration, interval_s: float) -> None:
+        """What the panel keeps between refreshes, and the pump that refreshes it."""
         self._inbox: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._job: threading.Thread | None = None
         self._stop = threading.Event()
@@ -255,6 +270,8 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self._gates_seen = 0
         self._pump = KernelPump(self.refresh, interval_s=interval_s)
 
+    def _bind(self) -> None:
+        """Each control's handler."""
         self.step_button.on_click(self._handler(lambda: self._start("step", lambda: self._steps_of(1))))
         self.step_n_button.on_click(
             self._handler(lambda: self._start("step ×N", lambda: self._steps_of(self.step_count.value)))
@@ -274,8 +291,6 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self.steering.bind(self._handler)
         self.network.observe(lambda _change: self._post("inspect", None), names="selected")
         self.gate_list.observe(self._show_chosen_gate, names="value")
-        self.refresh()
-        self._pump.start()
 
     def __repr__(self) -> str:
         """What a saved notebook shows where the widget is not live (no kernel)."""
