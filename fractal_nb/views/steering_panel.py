@@ -123,6 +123,12 @@ class SteeringControls:
         self.network = network
         self._start = start
         self._post = post  # news for the kernel task: ("clear", a text box) once its call succeeded
+        self._make_controls()
+        self._make_bars()
+        self._make_turns()
+
+    def _make_controls(self) -> None:
+        """The steering controls: ask, widen, deepen, redecompose, note."""
         layout = widgets.Layout(width="auto")
         self.ask_text = widgets.Text(
             placeholder="A follow-up question…", layout=widgets.Layout(width="320px")
@@ -162,6 +168,9 @@ class SteeringControls:
         self.note_button = widgets.Button(
             description="Note", icon="sticky-note", tooltip="Add a note under this question", layout=layout
         )
+
+    def _make_bars(self) -> None:
+        """The bar above the tree (ask, widen) and the inspector's (deepen, redecompose, note)."""
         self.inspector_note = widgets.HTML()
         row = widgets.Layout(flex_flow="row wrap", align_items="center")
         self.bar = widgets.HBox(
@@ -192,6 +201,9 @@ class SteeringControls:
             ]
         )
 
+    def _make_turns(self) -> None:
+        """The Turns tab's tables (turns, heads, forks) and its fork buttons."""
+        row = widgets.Layout(flex_flow="row wrap", align_items="center")
         self.turns_table = widgets.HTML()
         self.heads_table = widgets.HTML()
         self.fork_list = widgets.HTML()  # this graph, where it was forked from, and its forks
