@@ -1,4 +1,7 @@
-"""The ``fractal-nb`` command line: demo, run, errors, help, and the installed console script."""
+"""The ``fractal-nb`` command line: demo, run, errors, help, and the installed console script.
+
+Covers: cli/main.py.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""``fractal-nb report | events | edges | tree | export``: read-only commands on a fixture file."""
+"""``fractal-nb report | events | edges | tree | export``: read-only commands on a fixture file.
+
+Covers: cli/inspection.py.
+"""
 
 from __future__ import annotations
 

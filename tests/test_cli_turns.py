@@ -3,6 +3,8 @@
 docs/architecture.md, "Inspecting a file": each command asks the read-only facade; ``--at`` hands
 tree, edges and export the state at that event (``ex.at``). Usage errors exit 2 before the file is
 opened; an event outside the graph's history exits 1 with the store's message.
+
+Covers: cli/inspection.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """Exploration.create() and open() check every argument before the file is opened: a refused call
-leaves no file behind (issue 24, "a bad call changes nothing")."""
+leaves no file behind (issue 24, "a bad call changes nothing").
+
+Covers: arguments.py, exploration/exploration.py.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Exports keep every node and edge with its attributes."""
+"""Exports keep every node and edge with its attributes.
+
+Covers: exploration/exploration.py.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The public API is what ``fractal_nb.__all__`` lists, sorted, and every name resolves."""
+"""The public API is what ``fractal_nb.__all__`` lists, sorted, and every name resolves.
+
+Covers: errors.py.
+"""
 
 from pathlib import Path
 

@@ -1,4 +1,7 @@
-"""``Exploration.sql``: one SELECT over this graph's tables, read-only, on a database of its own."""
+"""``Exploration.sql``: one SELECT over this graph's tables, read-only, on a database of its own.
+
+Covers: llm/read_only.py, store/frame_sql.py.
+"""
 
 from __future__ import annotations
 

@@ -4,6 +4,8 @@ The queries run in a child process in a network namespace of its own (``unshare 
 under ``strace -e connect``: every connect() the process attempts is in the trace, and
 none may be made (a query that names ``read_parquet('https://…')`` made DuckDB's default
 connection look up its extension host and ask it for httpfs).
+
+Covers: store/frame_sql.py.
 """
 
 from __future__ import annotations

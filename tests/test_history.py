@@ -2,6 +2,8 @@
 
 docs/architecture.md, "History and forks". The state at an event is compared row by row with the
 frames ``nodes()`` / ``edges()`` gave when that event was the graph's last.
+
+Covers: exploration/frames.py, store/replay.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """The layers of docs/architecture.md hold: no module imports upward at module level, no private
-name crosses modules, and ``import fractal_nb`` loads no widget library."""
+name crosses modules, and ``import fractal_nb`` loads no widget library.
+
+Covers: exploration/terms.py.
+"""
 
 from __future__ import annotations
 

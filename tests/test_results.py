@@ -1,4 +1,7 @@
-"""Results render model text as data: escaped in HTML and Markdown, never executed."""
+"""Results render model text as data: escaped in HTML and Markdown, never executed.
+
+Covers: engine/gaps.py, engine/result_of.py, results/result.py.
+"""
 
 from __future__ import annotations
 

@@ -7,6 +7,8 @@ A run never reads the disk (the citation check reads the stored text; only a rea
 such as ``ex.sources()`` compares the disk). In a prompt, evidence sits between
 fence lines no text can forge, every source line after its number, a name with a
 line break never heads a passage.
+
+Covers: exploration/source_inputs.py.
 """
 
 from __future__ import annotations

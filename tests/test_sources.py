@@ -1,4 +1,7 @@
-"""The sources facade: folders, paths, snippets, columns and tables as evidence (source_inputs.py)."""
+"""The sources facade: folders, paths, snippets, columns and tables as evidence (source_inputs.py).
+
+Covers: exploration/source_inputs.py.
+"""
 
 from __future__ import annotations
 

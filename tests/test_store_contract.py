@@ -3,6 +3,8 @@
 ``Store`` holds each member's signature and docstring; ``GraphStore`` overrides every
 one with the same signature and no docstring of its own, and ``RemoteStore`` does
 the same for ``WorkerStore``, its methods made from the tool table.
+
+Covers: store/graph_store.py.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 The store opens the turn, writes the note and logs its events before it finds the
 question it would reopen cannot be: the transaction must leave no trace of any of it.
+
+Covers: exploration/steering.py.
 """
 
 from __future__ import annotations

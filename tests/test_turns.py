@@ -3,6 +3,8 @@
 Each steering call (ask, deepen, widen, redecompose, note) opens a turn that ``run()``
 works and ``harvest()`` ends in a head; superseded nodes stay in the graph but never in
 the result; a refused call changes nothing.
+
+Covers: engine/widening.py, exploration/steering.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Widen against a real local OpenAI-compatible server through OpenAILLM (model-facing)."""
+"""Widen against a real local OpenAI-compatible server through OpenAILLM (model-facing).
+
+Covers: engine/widening.py.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
 """Budgets that hold (docs/notebook.md, "Budgets"): tokens admitted before each call, so a run and its harvest
 spend at most one call past the budget, whatever the number of workers; the reason states the spend
 the ledger holds; a call the budget refuses is never made and leaves its question open. A model that
-reports no usage is counted on estimates (issue 37), marked so in the ledger."""
+reports no usage is counted on estimates (issue 37), marked so in the ledger.
+
+Covers: engine/calls.py, engine/outcome.py, llm/protocol.py.
+"""
 
 from __future__ import annotations
 

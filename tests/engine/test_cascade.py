@@ -1,4 +1,7 @@
-"""The synthesis cascade climbs with the claims its writes make (docs/architecture.md, "The cascade")."""
+"""The synthesis cascade climbs with the claims its writes make (docs/architecture.md, "The cascade").
+
+Covers: engine/primitive.py.
+"""
 
 from __future__ import annotations
 

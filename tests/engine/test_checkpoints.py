@@ -1,4 +1,7 @@
-"""Checkpoints are persistent gates and pauses: depth:N, convergence, interactive, pause()."""
+"""Checkpoints are persistent gates and pauses: depth:N, convergence, interactive, pause().
+
+Covers: engine/phases.py.
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,8 @@
 Runs go through the real openai client against a local OpenAI-compatible server
 (tests/llm/fake_openai.py) or the simulated model; the weak mark's test drives the
 engine's own primitive and cascade over a store built through its calls.
+
+Covers: engine/gaps.py, engine/grounding.py, engine/primitive.py, engine/run_state.py.
 """
 
 from __future__ import annotations

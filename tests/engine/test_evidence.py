@@ -4,6 +4,8 @@ With sources, every answer prompt shows the passages closest to its question and
 the answers cite them; the store checks each citation; the harvest's findings carry
 the chain's verified citations, and only supported ones are findings of the result.
 Without sources every prompt is as it was.
+
+Covers: engine/result_of.py.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 halt(ambiguity): options and tradeoffs as a gate the person answers, the branch going on with the
 choice; halt(confusion): a clarifying question to the person; terminate(blocked): the blocker and
 the suggested alternatives in the result, a gap.
+
+Covers: engine/primitive.py, store/stops.py.
 """
 
 from __future__ import annotations

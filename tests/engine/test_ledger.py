@@ -1,7 +1,10 @@
 """A ledger that cannot lie: each row's ``attempts`` counts the requests the server saw, its tokens
 are the server's (or marked estimated), compared with the fake servers' own request logs in every
 fault mode: down at the start, a URL that is no URL, dying mid-run, HTTP 500 to json_schema, junk
-replies, stalls, a server that reports no usage, and replies no server should send (issue 37)."""
+replies, stalls, a server that reports no usage, and replies no server should send (issue 37).
+
+Covers: engine/calls.py, store/llm_log.py.
+"""
 
 from __future__ import annotations
 

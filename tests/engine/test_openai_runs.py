@@ -3,6 +3,8 @@
 The fake plays a model that answers every role sensibly (a tree actually grows),
 while the server misbehaves the way real ones do: llama.cpp's HTTP 500 to
 ``json_schema``, replies wrapped in prose and fences, and a flaky transport.
+
+Covers: engine/seeding.py, engine/strategies/fractal.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Nothing is lost: a killed run resumes from the DuckDB file with every committed node."""
+"""Nothing is lost: a killed run resumes from the DuckDB file with every committed node.
+
+Covers: store/in_process.py.
+"""
 
 from __future__ import annotations
 

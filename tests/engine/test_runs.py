@@ -1,4 +1,7 @@
-"""Whole explorations with the simulated model: budgets, protocol, failures, checkpoints."""
+"""Whole explorations with the simulated model: budgets, protocol, failures, checkpoints.
+
+Covers: engine/seeding.py, engine/strategies/fractal.py, exploration/exploration.py.
+"""
 
 from __future__ import annotations
 

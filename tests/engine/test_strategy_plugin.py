@@ -1,4 +1,7 @@
-"""A strategy plugs in from outside the package: one module and one registry line (parts_strategy.py)."""
+"""A strategy plugs in from outside the package: one module and one registry line (parts_strategy.py).
+
+Covers: engine/seeding.py, engine/strategies/fractal.py, engine/strategies/part.py.
+"""
 
 from __future__ import annotations
 

@@ -5,6 +5,8 @@ the strong invariant read off the event log, ``todo`` written only by Think, red
 and repair, loop detection, invalid output ending one branch, the depth limit, a
 spent budget returning the partial result marked degraded, step by step, and the
 seed's own example (an essay of 800-1200 words in three sections, one redone).
+
+Covers: engine/run_state.py, llm/simulated_chain.py, store/chain.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""The tracks strategy (docs/architecture.md, "Tracks"): orthogonal tracks, gated findings, one aggregate."""
+"""The tracks strategy (docs/architecture.md, "Tracks"): orthogonal tracks, gated findings, one aggregate.
+
+Covers: engine/phases.py, engine/synthesis_object.py.
+"""
 
 from __future__ import annotations
 

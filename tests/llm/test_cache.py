@@ -1,4 +1,7 @@
-"""CachedLLM: record completions into the store, replay them without a model, or pass through."""
+"""CachedLLM: record completions into the store, replay them without a model, or pass through.
+
+Covers: store/llm_log.py.
+"""
 
 from __future__ import annotations
 

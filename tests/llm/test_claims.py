@@ -3,6 +3,8 @@
 Schemas and gates directly, then through OpenAILLM and the real openai client
 against local OpenAI-compatible servers (tests/llm/fake_openai.py), then the
 simulated model's claims.
+
+Covers: llm/schemas.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""OpenAILLM with the real openai client against a local fake OpenAI-compatible server."""
+"""OpenAILLM with the real openai client against a local fake OpenAI-compatible server.
+
+Covers: llm/retries.py.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The quality rules (llm/quality.py) on the junk a small model really sends, through the schemas."""
+"""The quality rules (llm/quality.py) on the junk a small model really sends, through the schemas.
+
+Covers: llm/schemas.py.
+"""
 
 from __future__ import annotations
 

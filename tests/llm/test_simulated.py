@@ -1,4 +1,7 @@
-"""SimulatedLLM: schema-valid, deterministic, honest about being simulated, and configurable."""
+"""SimulatedLLM: schema-valid, deterministic, honest about being simulated, and configurable.
+
+Covers: llm/protocol.py, llm/schemas.py, llm/simulated_chain.py, llm/simulated_prose.py.
+"""
 
 from __future__ import annotations
 

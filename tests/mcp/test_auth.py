@@ -1,4 +1,7 @@
-"""Beyond loopback the HTTP server needs its bearer token and keeps its Host check (clients on 127.0.0.1)."""
+"""Beyond loopback the HTTP server needs its bearer token and keeps its Host check (clients on 127.0.0.1).
+
+Covers: loopback.py.
+"""
 
 from __future__ import annotations
 

@@ -8,6 +8,8 @@
   recovers the dead worker's claims at once.
 
 Every wait is on a condition (a claim visible in the store, a process gone), with a deadline.
+
+Covers: mcp/remote/store.py, mcp/remote/worker.py, store/holders.py, store/synthesis.py.
 """
 
 from __future__ import annotations

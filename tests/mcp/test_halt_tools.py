@@ -4,6 +4,8 @@ The notebook's run holds questions for the person; an outside agent lists them w
 (``fractal_list_gates``) and answers one (``fractal_choose``), and the notebook's next run answers
 it with that choice in its prompt. An agent working the graph itself halts with
 ``fractal_submit_halt``. Bad input is ``{"error": ...}`` and changes nothing.
+
+Covers: store/stops.py.
 """
 
 from __future__ import annotations

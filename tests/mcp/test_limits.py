@@ -5,6 +5,8 @@ over MCP as in the store, nothing written. A reply over the SDK client's 1 MiB S
 event limit reaches a client of the SSE era (the server answers in JSON).
 A source at the store's limit (5,000,000 characters, whatever they are) travels in
 one request; a larger request is refused with an error that names the limit.
+
+Covers: mcp/server.py.
 """
 
 from __future__ import annotations

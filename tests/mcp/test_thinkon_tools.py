@@ -5,6 +5,8 @@ the level that acts next, read its state, plan, call, return) and the store keep
 the rules for it: a plan only in the think phase, the return in the parent's
 ``done`` at once, bad input refused with nothing changed. A remote worker process's
 engine (``RemoteStore`` over HTTP) runs a chain the notebook owns.
+
+Covers: store/chain.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""One tool table makes both the MCP tools and RemoteStore: each row fits the store method it names."""
+"""One tool table makes both the MCP tools and RemoteStore: each row fits the store method it names.
+
+Covers: mcp/remote/store.py.
+"""
 
 from __future__ import annotations
 

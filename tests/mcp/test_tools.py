@@ -1,4 +1,7 @@
-"""Every tool over the SDK's in-memory transport; refusals are errors that change nothing."""
+"""Every tool over the SDK's in-memory transport; refusals are errors that change nothing.
+
+Covers: mcp/server.py.
+"""
 
 from __future__ import annotations
 

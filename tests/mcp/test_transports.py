@@ -1,4 +1,7 @@
-"""The server over real transports: stdio and HTTP from the CLI, HTTP in-process, 4 concurrent workers."""
+"""The server over real transports: stdio and HTTP from the CLI, HTTP in-process, 4 concurrent workers.
+
+Covers: mcp/remote/worker.py, mcp/server.py.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Bad input gets a clear error and changes nothing, for every operation of the contract."""
+"""Bad input gets a clear error and changes nothing, for every operation of the contract.
+
+Covers: checks.py, errors.py.
+"""
 
 from __future__ import annotations
 

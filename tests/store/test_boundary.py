@@ -1,4 +1,7 @@
-"""Boundary questions as seed 000 places them, and the syntheses they reopen."""
+"""Boundary questions as seed 000 places them, and the syntheses they reopen.
+
+Covers: store/answer.py.
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,8 @@
 docs/architecture.md, "The cascade": a leaf's answer or a synthesis that finishes the
 last sub-question of an answered question claims that question's synthesis for the
 same worker in the same transaction; READY's rule for that one question, no more.
+
+Covers: store/synthesis.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Store rules under real threads (rule 1 and friends): no double claims, consistent ends."""
+"""Store rules under real threads (rule 1 and friends): no double claims, consistent ends.
+
+Covers: store/claim.py, store/links.py.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Return shapes of the contract table, events, batches, persistence and closing."""
+"""Return shapes of the contract table, events, batches, persistence and closing.
+
+Covers: store/base.py, store/database.py, store/graph_store.py, store/graphs.py, store/records.py.
+"""
 
 from __future__ import annotations
 

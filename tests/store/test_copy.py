@@ -4,6 +4,8 @@ A rich exploration (a simulated run with a deepened branch, a follow-up turn, a 
 a failed call, cache rows, history) is built once in a DuckDB file; each test copies it into the
 backend's store (a DuckDB file, or a PostgreSQL schema) and back into a new DuckDB file, and
 compares every table of the store row by row.
+
+Covers: store/database.py, store/graph_store.py.
 """
 
 from __future__ import annotations

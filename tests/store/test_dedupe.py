@@ -1,4 +1,7 @@
-"""Questions are deduplicated graph-wide, not only under one parent (docs/models.md, "No call spent")."""
+"""Questions are deduplicated graph-wide, not only under one parent (docs/models.md, "No call spent").
+
+Covers: store/answer.py.
+"""
 
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ statement per dialect where DuckDB and PostgreSQL differ. Here the same rows (a 
 grown in DuckDB, copied row for row into a PostgreSQL schema) are read by both, and the
 results compared: the snapshot's text byte for byte, the rest value for value. On each
 backend alone, the database's fold of the question items equals the Python fold.
+
+Covers: store/dialect.py.
 """
 
 from __future__ import annotations

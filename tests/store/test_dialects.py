@@ -1,4 +1,7 @@
-"""Each statement written per dialect takes the same arguments in both; placeholders translate exactly."""
+"""Each statement written per dialect takes the same arguments in both; placeholders translate exactly.
+
+Covers: store/dialect.py.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""No network, ever: every connection offline and locked; a file that is not a store refused unchanged."""
+"""No network, ever: every connection offline and locked; a file that is not a store refused unchanged.
+
+Covers: store/duckdb_file.py.
+"""
 
 from __future__ import annotations
 

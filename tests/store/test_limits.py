@@ -3,6 +3,8 @@ sub-questions per answer and children per node.
 
 Each refused call raises a FractalError whose message says what is allowed, and
 changes nothing (nodes, edges, events, graphs, claims of either kind).
+
+Covers: checks.py, store/children.py, vocabulary.py.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ PostgreSQL schema (``Backend.lasting``); nothing is mocked. A DuckDB file has on
 writing process at a time (its lock, its read-only opens: ``duckdb_only``); a
 PostgreSQL store has many at once. Children are always killed in a ``finally``
 so a failing test leaves no process behind.
+
+Covers: store/duckdb_file.py, store/holders.py, store/in_process.py.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 The store contract's own tests run on PostgreSQL too (the ``backend`` fixture); these are
 the connection's (fractal_nb/store/postgres.py).
+
+Covers: mcp/remote/worker.py.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ and must leave the snapshot and the event log exactly as they were; any other
 exception is a bug and fails the test. Where the contract says clearly whether
 a call must be accepted or refused, an oracle computed from the snapshot
 before the call says so too, so over-refusal fails as well as over-acceptance.
+
+Covers: vocabulary.py.
 """
 
 from __future__ import annotations

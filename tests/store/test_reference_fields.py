@@ -1,4 +1,7 @@
-"""Claim order and the fields the reference's tool results carry, beside ours."""
+"""Claim order and the fields the reference's tool results carry, beside ours.
+
+Covers: store/claim.py, store/records.py.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """The ledger's ``refused_usage`` (issue 37): usage figures a server reported that no completion can
 have, kept as it sent them; checked like every text of a row; NULL in the rows of older files, which
-gain the column when opened for writing and read as they are when opened read-only."""
+gain the column when opened for writing and read as they are when opened read-only.
+
+Covers: store/llm_log.py.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """The nine rules the reference implementation broke (DESIGN.md), one section each.
 
 Rule 1 (atomic claims) under real threads lives in test_concurrency.py.
+
+Covers: store/answer.py, store/children.py, store/claim.py, store/graphs.py, store/holders.py,
+store/in_process.py, store/links.py, store/stops.py, store/synthesis.py, vocabulary.py.
 """
 
 from __future__ import annotations

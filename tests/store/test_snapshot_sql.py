@@ -5,6 +5,8 @@ over the same rows, key for key and in order, on every graph shape the tests gro
 failures and saturations, hostile and non-ASCII text, metadata an outside client
 wrote (nested, numbers, unicode escapes), links, notes, turns and the simulator's
 runs. The timestamps' SQL is checked against ``rows.iso`` on arbitrary clocks.
+
+Covers: store/rows.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Sources and checked citations in the store (docs/architecture.md, "Sources and citations")."""
+"""Sources and checked citations in the store (docs/architecture.md, "Sources and citations").
+
+Covers: store/citations.py.
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,8 @@
 Each shows a citation as ``name:L12-L14`` with the status the store's check gave
 it, its quote and the stored lines (escaped), and a JupyterLab link only for a
 file under the root of the Jupyter server that started the kernel.
+
+Covers: views/citations_html.py, views/lab_link.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""The live feed: deltas from the event log add up to the graph, under real worker threads."""
+"""The live feed: deltas from the event log add up to the graph, under real worker threads.
+
+Covers: views/question_tree.py.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""to_html: one offline page (vis-network and our view inlined), no CDN, model text kept out of HTML."""
+"""to_html: one offline page (vis-network and our view inlined), no CDN, model text kept out of HTML.
+
+Covers: views/assets.py.
+"""
 
 from __future__ import annotations
 

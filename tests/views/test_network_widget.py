@@ -1,4 +1,7 @@
-"""The widget's protocol: hello → vis build + snapshot, deltas with sequence numbers, escaping."""
+"""The widget's protocol: hello → vis build + snapshot, deltas with sequence numbers, escaping.
+
+Covers: views/assets.py, views/kernel_pump.py.
+"""
 
 from __future__ import annotations
 

@@ -5,6 +5,8 @@ counts of a whole graph in SQL; ``QuestionTree`` folds deltas in Python (and the
 slider's past). Both must give the same items on every shape of graph: failures and weak
 syntheses, citations and tracks, notes, links, long and hostile text, marks an outside
 client wrote, a run of the simulator and a deep run-shaped graph.
+
+Covers: views/question_tree.py.
 """
 
 from __future__ import annotations
