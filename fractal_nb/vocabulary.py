@@ -178,6 +178,18 @@ class CheckpointKind(StrEnum):
     DEPTH = "depth"
 
 
+def is_chain(strategy: str) -> bool:
+    """Whether graphs of ``strategy`` are one chain of levels (thinkon).
+
+    A chain takes no turns, and a failed level stays its failed return: the store's rules
+    (``GraphRow.chained``) and the faces, before the model is paid, both ask this.
+
+    >>> is_chain("thinkon"), is_chain("fractal")
+    (True, False)
+    """
+    return strategy == Strategy.THINKON
+
+
 class ThinkonPhase(StrEnum):
     """What a chain question (the thinkon strategy) waits for next: its Think, or its Eval."""
 

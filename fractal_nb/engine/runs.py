@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
@@ -29,13 +29,13 @@ LEFTOVERS = "(syntheses the climbs left)"
 """The ``question`` of the one record a step returns for the syntheses it made with no question left."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Ran:
     """What one run did: its outcome, its workers' reports and the steps it made, in order."""
 
     outcome: RunOutcome
-    reports: list[WorkerReport] = field(default_factory=list)
-    steps: list[StepRecord] = field(default_factory=list)
+    reports: list[WorkerReport]
+    steps: list[StepRecord]
 
 
 def run(
@@ -58,11 +58,11 @@ def run(
     state.convergence_found.clear()
     state.call.reset_health()  # the model may be back
     stop = stop or threading.Event()
-    ran = Ran(RunOutcome.ALL_COMPLETE)
+    steps: list[StepRecord] = []
     with tqdm(desc="fractal", unit="node", disable=not progress, leave=True) as bar:
 
         def stepped(record: StepRecord) -> None:
-            ran.steps.append(record)
+            steps.append(record)
             bar.update(1)
             if on_step is not None:
                 try:
@@ -75,8 +75,7 @@ def run(
         if first is not None:
             stepped(first)
             if (ended := after_seed(state, first)) is not None:
-                ran.outcome = ended
-                return ran
+                return Ran(ended, [], steps)
         dispatcher = Dispatcher(
             state,
             workers=min(workers, state.budget.max_agents),
@@ -84,9 +83,7 @@ def run(
             on_step=stepped,
             stop=stop,
         )
-        ran.reports = dispatcher.reports
-        ran.outcome = dispatcher.run()
-    return ran
+        return Ran(dispatcher.run(), dispatcher.reports, steps)
 
 
 def step(state: RunState, n: int, worker: str) -> list[StepRecord]:

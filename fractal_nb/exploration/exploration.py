@@ -50,6 +50,7 @@ from ..vocabulary import (
     Support,
     WeakReason,
     check_node_transition,
+    is_chain,
     parse_choice,
     parse_metadata,
     pending_counts,
@@ -1119,4 +1120,4 @@ def _given_sources(sources: object) -> tuple[list[Table], list[SourceText]]:
 
 def recovers_failures(exploration: Exploration) -> bool:
     """Whether ``exploration.recover()`` reopens failed questions: not a chain's failed levels."""
-    return not exploration._state.part.chained
+    return not is_chain(exploration._state.strategy)

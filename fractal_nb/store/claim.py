@@ -17,7 +17,6 @@ from ..vocabulary import (
     GraphStatus,
     Intensity,
     NodeStatus,
-    NodeType,
     SaturationReason,
 )
 from .base import StoreCore
@@ -422,33 +421,35 @@ class Claims:
         question below it done (rule 4). Taken from the top down, so a failed
         question reopens with the failed question above it.
         """
+        failed = self._core.nodes(
+            "graph_id = ? AND node_type = 'question' AND status = 'saturated' AND status_reason = ?",
+            [graph_id, SaturationReason.ERROR.value],
+        )
+        if not failed:
+            return []
+        failed.sort(key=lambda n: (n.depth, n.seq))
         saturated = {
-            n.node_id: n for n in self._core.nodes("graph_id = ? AND status = 'saturated'", [graph_id])
+            row[0]
+            for row in self._db.fetchall(
+                "SELECT node_id FROM nodes WHERE graph_id = ? AND status = 'saturated'", [graph_id]
+            )
         }
-        failed = sorted(
-            (
-                n
-                for n in saturated.values()
-                if n.node_type == NodeType.QUESTION and n.status_reason == SaturationReason.ERROR
-            ),
-            key=lambda n: (n.depth, n.seq),
-        )
-        above = {a for n in failed for a in n.ancestors}
+        above = sorted({a for n in failed for a in n.ancestors})
+        marks = ", ".join("?" for _ in above)
         rows = (
-            {
-                n.node_id: n
-                for n in self._core.nodes(
-                    f"graph_id = ? AND node_id IN ({', '.join('?' for _ in above)})", [graph_id, *above]
-                )
-            }
+            self._db.fetchall(
+                f"SELECT node_id, parent_id FROM nodes WHERE graph_id = ? AND node_id IN ({marks})",
+                [graph_id, *above],
+            )
             if above
-            else {}
+            else []
         )
+        parent_of: dict[str, str | None] = dict(rows)
         reopened: set[str] = set()
         for question in failed:
             # the chain above: each question on its path, and the node each hangs under
             chain = {*question.ancestors, question.parent_id}
-            chain |= {rows[a].parent_id for a in question.ancestors if a in rows}
+            chain |= {parent_of.get(a) for a in question.ancestors}
             if not any(c in saturated and c not in reopened for c in chain if c is not None):
                 reopened.add(question.node_id)
         return [n for n in failed if n.node_id in reopened]

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
-from ..vocabulary import BUDGETS, Intensity, Strategy
+from ..vocabulary import BUDGETS, Intensity, is_chain
 from .records import EdgeRecord, GraphRecord, NodeRecord
 
 NODE_COLUMNS = (
@@ -132,7 +132,7 @@ class GraphRow:
         a level's sub-goals are its Eval's calls alone (no turns), and a failed level
         stays its failed return (no recovery).
         """
-        return self.strategy == Strategy.THINKON
+        return is_chain(self.strategy)
 
     def to_dict(self) -> GraphRecord:
         """Graph fields shared by snapshots and status results."""

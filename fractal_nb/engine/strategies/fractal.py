@@ -181,7 +181,6 @@ class Fractal:
     """The fractal strategy's part (engine/strategies/part.py)."""
 
     name = "fractal"
-    chained = False
     claims_context = True
 
     def seed(self, run: RunState) -> StepRecord | None:

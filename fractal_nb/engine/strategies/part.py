@@ -27,14 +27,6 @@ class StrategyPart(Protocol):
         ...
 
     @property
-    def chained(self) -> bool:
-        """Whether a graph is one chain of levels: it takes no turns, and its failed levels stay failed.
-
-        The store keeps both rules itself (``GraphRow.chained``); the faces ask before the model is paid.
-        """
-        ...
-
-    @property
     def claims_context(self) -> bool:
         """Whether a claimed question comes with its context (the branch, siblings, candidates)."""
         ...

@@ -285,7 +285,6 @@ class Thinkon:
     """The thinkon strategy's part: one chain, a level's Think or Eval per step, no synthesis cascade."""
 
     name = "thinkon"
-    chained = True  # no turns, and a failed level stays its failed return (store/chain.py)
     claims_context = False  # a level reads its chain (store/chain.py), not a branch's context
 
     def seed(self, run: RunState) -> StepRecord | None:

@@ -31,7 +31,7 @@ from ...text import clip, content_words, normalize
 from ...vocabulary import TRACK_KEY, WeakReason, track_of
 from .. import evidence, seeding
 from ..synthesis_object import aggregate, kept_findings, track_brief
-from .fractal import Fractal, synthesis_inputs
+from .fractal import Fractal, synthesis_inputs, synthesize
 
 if TYPE_CHECKING:
     from ..calls import PendingCalls
@@ -336,7 +336,7 @@ class Tracks(Fractal):
         if is_track(node["metadata"]):  # a track: its findings
             with run.call.pending() as pending:
                 return synthesize_track(run, inputs, worker, pending)
-        return super().synthesize(run, claim, worker)
+        return synthesize(run, inputs, worker)  # a question below a track: the fractal synthesis
 
     def answer_is_synthesis(self, metadata: Mapping[str, Any]) -> bool:
         """Not a track's: its synthesis is its findings, the cascade writes it."""
