@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pandas as pd
 
 from ..arguments import check_llm, check_store_target
-from ..engine import Limits, ModelCaller
+from ..engine import Limits, ModelCaller, strategy_part
 from ..errors import InvalidInputError, LLMError
 from ..llm.cache import CachedLLM
 from ..llm.protocol import LLM
@@ -45,7 +45,7 @@ from ..prompts import chat
 from ..results.result import FractalResult
 from ..store import Store, open_store
 from ..text import clip
-from ..vocabulary import Intensity, RunOutcome, Strategy, parse_choice
+from ..vocabulary import Intensity, RunOutcome, parse_choice
 from .exploration import Exploration
 from .source_inputs import Snippet, Table
 
@@ -190,7 +190,8 @@ def compare(
     """Run ``question`` with each strategy and measure them side by side; a :class:`Comparison`.
 
     ``strategies``: from ``single`` (one model call, the baseline), ``fractal``,
-    ``thinkon`` and ``tracks``, each at most once, in the order given. ``path``: a
+    ``thinkon``, ``tracks`` and any strategy registered with ``engine.register``, each
+    at most once, in the order given. ``path``: a
     DuckDB file that keeps every run's graph (None: in memory); ``sources``: the
     evidence every run gets (as :meth:`Exploration.add_sources` takes it).
     ``judge``: a model that scores each result's coverage and support (1-5).
@@ -237,7 +238,7 @@ def compare(
                 cache != "off",
             )
             rows.append(row)
-            results[how.value] = result
+            results[how] = result
     finally:
         if cache_store is not None:
             cache_store.close()
@@ -293,12 +294,12 @@ def _tables_read(sources: object, store: Store) -> object:
     return sources
 
 
-def _strategies(strategies: object) -> list[Strategy]:
+def _strategies(strategies: object) -> list[str]:
     if isinstance(strategies, str) or not isinstance(strategies, Sequence) or not strategies:
         raise InvalidInputError(
             f"strategies must be a non-empty list such as {list(STRATEGIES)}, not {strategies!r}"
         )
-    chosen = [parse_choice(Strategy, s, "strategy") for s in strategies]
+    chosen = [strategy_part(s).name for s in strategies]  # a registered part's name, a plug-in's too
     if len(set(chosen)) < len(chosen):
         raise InvalidInputError(f"each strategy at most once, not {list(strategies)!r}")
     return chosen
@@ -306,7 +307,7 @@ def _strategies(strategies: object) -> list[Strategy]:
 
 def _run_one(
     question: str,
-    how: Strategy,
+    how: str,
     llm: LLM,
     judge: LLM | None,
     path: Path | str | None,
@@ -323,7 +324,7 @@ def _run_one(
         llm=llm,
         path=path,
         sources=sources,
-        strategy=how.value,
+        strategy=how,
         max_tokens=max_tokens,
     ) as ex:
         report = ex.run(1 if one_worker else None, progress=False)
@@ -335,7 +336,7 @@ def _run_one(
         scores = _judged(judge, ex, result, how) if judge is not None else {"coverage": None, "support": None}
     questions = nodes[nodes["node_type"] == "question"]
     row: dict[str, Any] = {
-        "strategy": how.value,
+        "strategy": how,
         "graph_id": result.graph_id,
         "status": result.status,
         "degraded": result.degraded,
@@ -373,7 +374,7 @@ def _at_budget(stopped: object) -> bool:
     )
 
 
-def _judged(judge: LLM, ex: Exploration, result: FractalResult, how: Strategy) -> dict[str, Any]:
+def _judged(judge: LLM, ex: Exploration, result: FractalResult, how: str) -> dict[str, Any]:
     """The judge's scores of one result (None when the judge failed); its call logged on the graph."""
     findings = "\n".join(
         f"- {clip(str(f['finding']), 300)}"
@@ -383,7 +384,7 @@ def _judged(judge: LLM, ex: Exploration, result: FractalResult, how: Strategy) -
     messages = chat(
         "judge",
         question=clip(result.seed, 2000),
-        strategy=how.value,
+        strategy=how,
         summary=clip(result.summary, 3000),
         findings=findings or "(none)",
         gaps="\n".join(f"- {clip(g, 200)}" for g in result.gaps) or "(none)",

@@ -1,6 +1,7 @@
 """A strategy plugs in from outside the package: one module and one registry line (parts_strategy.py).
 
-Covers: engine/seeding.py, engine/strategies/fractal.py, engine/strategies/part.py.
+Covers: engine/seeding.py, engine/strategies/fractal.py, engine/strategies/part.py,
+exploration/comparison.py.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fractal_nb import Exploration, InvalidInputError, SimulatedLLM
+from fractal_nb import Exploration, InvalidInputError, SimulatedLLM, compare
 from fractal_nb.engine.strategies import strategy_names, strategy_part
 from tests.engine import parts_strategy
 from tests.engine.test_runs import FAST
@@ -38,3 +39,11 @@ def test_the_registry_lists_it_and_refuses_a_name_it_does_not_hold() -> None:
     assert strategy_names()[:4] == ("fractal", "tracks", "thinkon", "single")
     with pytest.raises(InvalidInputError, match="invalid strategy 'sideways'; valid values: fractal, parts"):
         Exploration.create(QUESTION, llm=SimulatedLLM(), strategy="sideways")
+
+
+def test_compare_runs_it_beside_the_built_in_ones() -> None:
+    comparison = compare(QUESTION, ["fractal", "parts"], llm=SimulatedLLM())
+    assert list(comparison.frame.strategy) == ["fractal", "parts"]
+    assert comparison.results["parts"].strategy == "parts" and comparison.results["parts"].findings
+    with pytest.raises(InvalidInputError, match="invalid strategy 'sideways'"):
+        compare(QUESTION, ["fractal", "sideways"], llm=SimulatedLLM())
