@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, TypeAlias, TypedDict, TypeVar
+from typing import Any, Final, TypeAlias, TypedDict, TypeVar
 
 from .errors import InvalidInputError, InvalidTransitionError
 
@@ -138,6 +138,10 @@ class Strategy(StrEnum):
     TRACKS = "tracks"
     THINKON = "thinkon"
     SINGLE = "single"
+
+
+DEFAULT_STRATEGY: Final = Strategy.FRACTAL
+"""The way a graph thinks when its metadata names none: kept and shown only when another."""
 
 
 class ExitReason(StrEnum):

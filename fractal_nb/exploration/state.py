@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 from ..engine import current, gap_rows, same_fact
 from ..errors import NotFoundError
 from ..text import normalize
-from ..vocabulary import ClaimKind, GapKind, GraphStatus, NodeStatus, NodeType, SaturationReason, Strategy
+from ..vocabulary import (
+    DEFAULT_STRATEGY,
+    ClaimKind,
+    GapKind,
+    GraphStatus,
+    NodeStatus,
+    NodeType,
+    SaturationReason,
+)
 from .steering import asked_text
 
 if TYPE_CHECKING:
@@ -148,7 +156,7 @@ class ExplorationState:
         parts = [
             f"<div class='fractal-state'><h4>State of {e(self.graph_id)}: {e(self.status)}</h4>",
             f"<p><b>Seed:</b> {e(self.seed)}</p>",
-            f"<p><b>Strategy:</b> {e(self.strategy)}</p>" if self.strategy != Strategy.FRACTAL else "",
+            f"<p><b>Strategy:</b> {e(self.strategy)}</p>" if self.strategy != DEFAULT_STRATEGY else "",
             "<p><b>Line of work</b></p><ol>",
             *(f"<li>{e(step)}</li>" for step in self.line_of_work),
             "</ol>",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..text import clip
 from ..text import markdown_escape as _md
-from ..vocabulary import NODE_ID_PATTERN, NodeStatus, Strategy
+from ..vocabulary import DEFAULT_STRATEGY, NODE_ID_PATTERN, NodeStatus
 
 if TYPE_CHECKING:  # the store's package loads DuckDB; a result is read without it
     from ..store.records import NodeRecord
@@ -170,7 +170,7 @@ class FractalResult:
             f"{self.contradiction_count} contradictions",
             "",
         ]
-        if self.strategy != Strategy.FRACTAL:
+        if self.strategy != DEFAULT_STRATEGY:
             lines += [f"**Strategy:** {_md(self.strategy)}", ""]
         if self.replies:
             lines += [f"**Model replies:** {_replies(self.replies)}", ""]
@@ -364,7 +364,7 @@ def _state_html(result: FractalResult) -> str:
         f"convergences · {result.contradiction_count} contradictions</p>"
         + (
             f"<p><b>Strategy:</b> {html.escape(result.strategy)}</p>"
-            if result.strategy != Strategy.FRACTAL
+            if result.strategy != DEFAULT_STRATEGY
             else ""
         )
         + (f"<p><b>Model replies:</b> {_replies(result.replies)}</p>" if result.replies else "")
