@@ -6,7 +6,7 @@ and repair, loop detection, invalid output ending one branch, the depth limit, a
 spent budget returning the partial result marked degraded, step by step, and the
 seed's own example (an essay of 800-1200 words in three sections, one redone).
 
-Covers: engine/run_state.py, llm/simulated_chain.py, store/chain.py.
+Covers: engine/run_state.py, llm/simulated_chain.py, store/chain.py, views/inspector_html.py.
 """
 
 from __future__ import annotations
@@ -411,7 +411,7 @@ def ex_done(path: Path, graph_id: str) -> list[dict[str, str]]:
 
 
 def test_the_inspector_shows_a_levels_plan_and_done_escaped() -> None:
-    from fractal_nb.views.control_panel import inspector_html
+    from fractal_nb.views.inspector_html import inspector_html
 
     goal = "Review the <img src=x onerror=alert(1)> gallery page."
     llm = ScriptedLLM(

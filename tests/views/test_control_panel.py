@@ -1,4 +1,7 @@
-"""The control panel drives the facade from background threads and reports every outcome."""
+"""The control panel drives the facade from background threads and reports every outcome.
+
+Covers: views/export_tab.py, views/gates_tab.py, views/panel_layout.py, views/status_rows.py.
+"""
 
 from __future__ import annotations
 
@@ -32,37 +35,49 @@ def settle(view: ExplorationView) -> None:
 
 def test_step_then_gate_approval_then_run_to_the_end(gated: Exploration) -> None:
     view = gated.view()
-    assert view.counts.value.count("1 open") == 1 and view.gate_note.value == "No gated questions."
+    assert (
+        view.status_rows.counts.value.count("1 open") == 1
+        and view.gates.gate_note.value == "No gated questions."
+    )
     view.step_button.click()
     assert view._job is not None and view._job.name == "step", "the click returns; work is in a thread"
     settle(view)
     assert "1 node(s) processed" in view.message.value
-    assert len(view.gate_list.options) >= 3 and not view.approve_all_button.disabled
+    assert len(view.gates.gate_list.options) >= 3 and not view.gates.approve_all_button.disabled
     # Only gated work left: Step and Run say why they wait, and the Gates tab is shown.
     assert view.step_button.disabled and view.run_button.disabled
-    assert "Waiting at 3 gate(s)" in view.guide.value or "Waiting at 4 gate(s)" in view.guide.value
+    assert (
+        "Waiting at 3 gate(s)" in view.status_rows.guide.value
+        or "Waiting at 4 gate(s)" in view.status_rows.guide.value
+    )
     assert view.tabs.selected_index == 0
     # Choosing a gate selects it in the graph; the Inspector offers Approve for it.
-    view.gate_list.value = (view.gate_list.options[-1][1],)
+    view.gates.gate_list.value = (view.gates.gate_list.options[-1][1],)
     view.refresh()
-    assert view.network.selected == view.gate_list.options[-1][1] and not view.approve_node_button.disabled
+    assert (
+        view.network.selected == view.gates.gate_list.options[-1][1] and not view.approve_node_button.disabled
+    )
     view.approve_node_button.click()
     settle(view)
     assert "approved 1 gated question(s)" in view.message.value and not view.step_button.disabled
-    view.gate_list.value = (view.gate_list.options[0][1],)
-    view.approve_button.click()
+    view.gates.gate_list.value = (view.gates.gate_list.options[0][1],)
+    view.gates.approve_button.click()
     settle(view)
     assert "approved 1 gated question(s)" in view.message.value
-    view.approve_all_button.click()
+    view.gates.approve_all_button.click()
     settle(view)
-    assert view.gate_list.options == () and view.approve_all_button.disabled
+    assert view.gates.gate_list.options == () and view.gates.approve_all_button.disabled
     view.run_button.click()
     settle(view)
     assert "run: all_complete" in view.message.value
     counts = view.network.feed.counts()
-    assert view.progress.value == view.progress.max == counts["synthesized"] + counts["saturated"]
+    assert (
+        view.status_rows.progress.value
+        == view.status_rows.progress.max
+        == counts["synthesized"] + counts["saturated"]
+    )
     assert view.run_button.disabled and view.pause_button.disabled, "nothing is left to run"
-    assert "Nothing is left to explore: Harvest" in view.guide.value
+    assert "Nothing is left to explore: Harvest" in view.status_rows.guide.value
     view.report_button.click()
     settle(view)
     assert "Synthesis chain" in view.result.value and view.tabs.selected_index == 2
@@ -70,8 +85,8 @@ def test_step_then_gate_approval_then_run_to_the_end(gated: Exploration) -> None
     view.harvest_button.click()
     settle(view)
     assert gated.status == "completed" and "the result is in the Result tab" in view.message.value
-    assert view.harvest_button.disabled and "This exploration is completed" in view.guide.value
-    assert "model calls" in view.totals.value and "tokens" in view.totals.value
+    assert view.harvest_button.disabled and "This exploration is completed" in view.status_rows.guide.value
+    assert "model calls" in view.status_rows.totals.value and "tokens" in view.status_rows.totals.value
     assert "ExplorationView of" in repr(view), "a saved notebook shows a sentence, not the widget tree"
 
 
@@ -111,7 +126,7 @@ def test_step_n_processes_n_nodes_and_pause_stops_it(gated: Exploration) -> None
 def test_inspector_shows_the_selected_node_and_prunes_its_branch(gated: Exploration) -> None:
     gated.step(1)
     view = gated.view()
-    gate = view.gate_list.options[0][1]
+    gate = view.gates.gate_list.options[0][1]
     view.network.selected = gate
     view.refresh()
     assert "gated" in view.inspector.value and not view.prune_branch_button.disabled
@@ -123,7 +138,7 @@ def test_inspector_shows_the_selected_node_and_prunes_its_branch(gated: Explorat
     view.prune_branch_button.click()
     settle(view)
     assert "pruned the branch" in view.message.value
-    assert gate not in dict(view.gate_list.options).values()
+    assert gate not in dict(view.gates.gate_list.options).values()
     assert gated.nodes().set_index("node_id").status[gate] == "saturated"
     # Pruned is shown as pruned, not as a settled (saturated) question (issue 38): the live fold and
     # the store's whole-graph fold agree, and the counts say it.
@@ -131,7 +146,7 @@ def test_inspector_shows_the_selected_node_and_prunes_its_branch(gated: Explorat
     fresh = {q["id"]: q["status"] for q in gated.view().network.feed.snapshot()["questions"]}
     assert live[gate] == fresh[gate] == "pruned"
     counts = view.network.feed.counts()
-    assert counts["pruned"] == 1 and counts["saturated"] == 0 and "1 pruned" in view.counts.value
+    assert counts["pruned"] == 1 and counts["saturated"] == 0 and "1 pruned" in view.status_rows.counts.value
 
 
 def test_inspector_escapes_model_text() -> None:
@@ -149,19 +164,19 @@ def test_export_to_a_variable_and_files(gated: Exploration, tmp_path: Path) -> N
     gated.approve()
     gated.run(progress=False)
     view = gated.view()
-    view.export_name.value = "found"
-    view.export_path.value = str(tmp_path / "syntheses.parquet")
-    view.export_button.click()
+    view.exports.export_name.value = "found"
+    view.exports.export_path.value = str(tmp_path / "syntheses.parquet")
+    view.exports.export_button.click()
     view.refresh()
     import __main__
 
     frame = __main__.__dict__.pop("found")
-    assert isinstance(frame, pd.DataFrame) and frame is view.exported
+    assert isinstance(frame, pd.DataFrame) and frame is view.exports.exported
     assert len(frame) == len(gated.syntheses()) >= 4  # the root and its 3 or 4 seed questions
     assert pd.read_parquet(tmp_path / "syntheses.parquet").equals(frame)
-    view.export_name.value = ""
-    view.export_path.value = str(tmp_path / "syntheses.csv")
-    view.export_button.click()
+    view.exports.export_name.value = ""
+    view.exports.export_path.value = str(tmp_path / "syntheses.csv")
+    view.exports.export_button.click()
     assert len(pd.read_csv(tmp_path / "syntheses.csv")) == len(frame)
 
 
@@ -174,16 +189,18 @@ def test_a_published_view_exports_to_the_browser_only(
     view = gated.view()
     assert view.published and not gated.view(published=False).published
     export = view.tabs.children[view.tabs.titles.index("Export")]
-    assert view.downloads in export.children
-    assert not {view.export_name, view.export_path, view.export_button} & set(export.children)
+    assert view.exports.downloads in export.children
+    assert not {view.exports.export_name, view.exports.export_path, view.exports.export_button} & set(
+        export.children
+    )
     assert "nothing is written on the server" in export.children[-1].value
-    view.export_name.value, view.export_path.value = "leaked", str(tmp_path / "leak.csv")
-    view.export_button.click()  # a click that got through all the same is refused
+    view.exports.export_name.value, view.exports.export_path.value = "leaked", str(tmp_path / "leak.csv")
+    view.exports.export_button.click()  # a click that got through all the same is refused
     settle(view)
     assert "this page is published" in view.message.value and list(tmp_path.iterdir()) == []
     import __main__
 
-    assert "leaked" not in __main__.__dict__ and view.exported is None
+    assert "leaked" not in __main__.__dict__ and view.exports.exported is None
     monkeypatch.delenv("VOILA_KERNEL_ID")
     assert not gated.view().published and gated.view(published=True).published
 
@@ -200,12 +217,12 @@ def test_bad_export_input_is_reported_and_writes_nothing(
     gated: Exploration, tmp_path: Path, name: str, path: str, error: str
 ) -> None:
     view = gated.view()
-    view.export_name.value = name
-    view.export_path.value = str(tmp_path / path) if path else ""
-    view.export_button.click()
+    view.exports.export_name.value = name
+    view.exports.export_path.value = str(tmp_path / path) if path else ""
+    view.exports.export_button.click()
     view.refresh()
     assert error in view.message.value and "--jp-error-color1" in view.message.value
-    assert list(tmp_path.iterdir()) == [] and view.exported is None
+    assert list(tmp_path.iterdir()) == [] and view.exports.exported is None
 
 
 def test_buttons_with_nothing_selected_explain_themselves(gated: Exploration) -> None:
@@ -213,8 +230,8 @@ def test_buttons_with_nothing_selected_explain_themselves(gated: Exploration) ->
     view = gated.view()
     before = gated.events()
     for button, text in (
-        (view.approve_button, "select gated questions to approve"),
-        (view.prune_gate_button, "select gated questions to prune"),
+        (view.gates.approve_button, "select gated questions to approve"),
+        (view.gates.prune_gate_button, "select gated questions to prune"),
         (view.prune_branch_button, "click a node in the graph first"),
     ):
         button.click()
@@ -245,8 +262,8 @@ def test_a_run_stopped_by_its_circuit_breaker_offers_resume_which_goes_on() -> N
         )
         assert view.run_button.description == "Resume" and not view.run_button.disabled
         assert (
-            "stopped at its budget (circuit breaker)" in view.guide.value
-            and "Resume goes on" in view.guide.value
+            "stopped at its budget (circuit breaker)" in view.status_rows.guide.value
+            and "Resume goes on" in view.status_rows.guide.value
         )
         for _ in range(20):  # each resume is one more run of one worker, as a visitor clicks
             view.run_button.click()
@@ -255,7 +272,7 @@ def test_a_run_stopped_by_its_circuit_breaker_offers_resume_which_goes_on() -> N
             if ex.status != "budget_exhausted":
                 break
         assert "run: all_complete" in view.message.value and view.run_button.description == "Run"
-        assert "Nothing is left to explore" in view.guide.value
+        assert "Nothing is left to explore" in view.status_rows.guide.value
 
 
 def test_an_engine_failure_offers_resume_which_runs_again_once_the_cause_is_gone() -> None:
@@ -268,7 +285,7 @@ def test_an_engine_failure_offers_resume_which_runs_again_once_the_cause_is_gone
         settle(view)
         assert ex.status == "error" and "backend bug" in view.message.value
         assert view.run_button.description == "Resume" and not view.run_button.disabled
-        assert "failed inside the engine (RuntimeError: backend bug)" in view.guide.value
+        assert "failed inside the engine (RuntimeError: backend bug)" in view.status_rows.guide.value
         llm.fixed = True  # the cause is gone: Resume is the explicit act
         view.run_button.click()
         settle(view)
@@ -290,7 +307,7 @@ def test_a_graph_paused_by_its_model_says_why_when_reopened(tmp_path: Path) -> N
         view = ex.view()
         assert ex.status == "paused" and str(ex.status_reason).startswith("model unavailable: ")
         assert "Paused (model unavailable: cannot reach the model server at http://127.0.0.1:" in (
-            view.guide.value
+            view.status_rows.guide.value
         )
         view.close()
 
@@ -300,11 +317,11 @@ def test_a_click_on_a_node_brings_the_inspector_forward(gated: Exploration) -> N
     gated.step(1)
     view = gated.view()
     seeds = gated.nodes().query("depth == 1 and node_type == 'question'")["node_id"].tolist()
-    view.gate_list.value = (seeds[0],)  # chosen in the Gates list: that tab stays in front
+    view.gates.gate_list.value = (seeds[0],)  # chosen in the Gates list: that tab stays in front
     view.tabs.selected_index = view.tabs.titles.index("Gates")
     view.refresh()
     assert view.tabs.selected_index == view.tabs.titles.index("Gates")
-    view.approve_all_button.click()
+    view.gates.approve_all_button.click()
     settle(view)
     gated.run(progress=False)
     view.harvest_button.click()  # the panel's harvest shows its result in front
@@ -323,11 +340,14 @@ def test_a_spent_token_budget_disables_run_and_says_how_to_go_on() -> None:
         view = ex.view()
         assert ex.budget_reached() is not None and ex.budget_reached() == ex.status_reason
         assert view.run_button.disabled and view.step_button.disabled and not view.harvest_button.disabled
-        assert "token budget of 1,000 reached" in view.guide.value and "max_tokens" in view.guide.value
+        assert (
+            "token budget of 1,000 reached" in view.status_rows.guide.value
+            and "max_tokens" in view.status_rows.guide.value
+        )
         ex.run(progress=False, max_tokens=10**9)  # raised in code, the panel follows
         view.refresh()
-        assert ex.budget_reached() is None and "token budget" not in view.guide.value
-        assert "Nothing is left to explore" in view.guide.value
+        assert ex.budget_reached() is None and "token budget" not in view.status_rows.guide.value
+        assert "Nothing is left to explore" in view.status_rows.guide.value
 
 
 def test_failures_show_in_the_counts_the_inspector_and_a_degraded_warning() -> None:
@@ -338,7 +358,10 @@ def test_failures_show_in_the_counts_the_inspector_and_a_degraded_warning() -> N
     built = failing_graph(store)
     with Exploration(store, built["graph_id"], SimulatedLLM(), clock=FAST) as ex:
         view = ex.view()
-        assert ">2 failed</b>" in view.counts.value and "1 weak synthesis(es)" in view.counts.value
+        assert (
+            ">2 failed</b>" in view.status_rows.counts.value
+            and "1 weak synthesis(es)" in view.status_rows.counts.value
+        )
         view.network.selected = built["failed"]
         view.refresh()
         assert "question · failed (RateLimitError" in view.inspector.value

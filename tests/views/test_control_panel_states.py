@@ -4,6 +4,8 @@ Driven as a person drives the panel: buttons clicked, the status line read. The 
 is a local fake OpenAI-compatible server, reached through the real ``openai`` client,
 that cannot answer one question of its own seed plan (its text is hostile, to show it
 stays text) until the test fixes it.
+
+Covers: views/status_rows.py.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ def failed_id(ex: Exploration) -> str:
 
 def assert_stuck(view: ExplorationView, ex: Exploration) -> None:
     """What the panel shows once Run could do no more: why, the question as a link, the two ways on."""
-    guide = view.guide.value
+    guide = view.status_rows.guide.value
     assert "Stuck:</b> 1 question(s) wait for their synthesis, blocked by 1 failed question: " in guide
     assert f'data-fractal-node="{failed_id(ex)}"' in guide, "the failed question is a link to it"
     assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt; Which unanswerable question" in guide
@@ -78,9 +80,9 @@ def assert_stuck(view: ExplorationView, ex: Exploration) -> None:
     assert "Recover failed to try it again, or Finish &amp; harvest to conclude with it as a gap." in guide
     assert "<script>" not in guide and "Ready" not in guide
     assert view.run_button.disabled and view.step_button.disabled, "Run would end at once, doing nothing"
-    assert shown(view.recover_button) and shown(view.finish_button)
+    assert shown(view.status_rows.recover_button) and shown(view.status_rows.finish_button)
     assert not shown(view.harvest_button), "one Finish & harvest, beside the line that offers it"
-    assert not view.recover_button.disabled and not view.finish_button.disabled
+    assert not view.status_rows.recover_button.disabled and not view.status_rows.finish_button.disabled
 
 
 def test_a_run_stuck_behind_a_failed_question_says_so_and_recover_failed_mends_it(
@@ -91,11 +93,14 @@ def test_a_run_stuck_behind_a_failed_question_says_so_and_recover_failed_mends_i
     assert ex.status == "active" and ex.gaps()["question"].tolist() == [HOSTILE_QUESTION]
     assert_stuck(view, ex)
     model.fixed = True  # the model can answer it now: Recover failed, then Run
-    view.recover_button.click()
+    view.status_rows.recover_button.click()
     settle(view)
     assert "recovered 1 question(s): open again, Step or Run tries them again" in view.message.value
-    assert "Ready: 1 open question(s)." in view.guide.value and "Stuck" not in view.guide.value
-    assert not shown(view.recover_button) and not shown(view.finish_button)
+    assert (
+        "Ready: 1 open question(s)." in view.status_rows.guide.value
+        and "Stuck" not in view.status_rows.guide.value
+    )
+    assert not shown(view.status_rows.recover_button) and not shown(view.status_rows.finish_button)
     assert not view.run_button.disabled
     view.run_button.click()
     settle(view)
@@ -103,13 +108,16 @@ def test_a_run_stuck_behind_a_failed_question_says_so_and_recover_failed_mends_i
     status = ex.nodes().set_index("node_id").status
     root = ex.store.get_graph(ex.graph_id)["root_node_id"]
     assert status[failed_id(ex)] == status[root] == "synthesized", "answered at last, the root synthesized"
-    assert "Nothing is left to explore: Harvest" in view.guide.value
+    assert "Nothing is left to explore: Harvest" in view.status_rows.guide.value
     view.harvest_button.click()
     settle(view)
     # Whole: nothing failed is left (the replies the model got wrong stay on the record, and say so).
     assert ex.status == "completed" and "failed" not in set(ex.gaps()["kind"])
     assert all("model replies were refused" in reason for reason in ex.preview().degraded_reasons)
-    assert "Redecompose" not in view.warning.value and "This exploration is completed" in view.guide.value
+    assert (
+        "Redecompose" not in view.warning.value
+        and "This exploration is completed" in view.status_rows.guide.value
+    )
     view.close()
 
 
@@ -119,11 +127,11 @@ def test_finish_and_harvest_concludes_a_stuck_run_with_the_failed_question_as_a_
     ex, model = stuck
     view = ex.view()
     assert_stuck(view, ex)
-    view.finish_button.click()
+    view.status_rows.finish_button.click()
     settle(view)
     assert ex.status == "completed" and "the result is in the Result tab (degraded" in view.message.value
-    assert "This exploration is completed" in view.guide.value
-    assert not shown(view.recover_button) and not shown(view.finish_button)
+    assert "This exploration is completed" in view.status_rows.guide.value
+    assert not shown(view.status_rows.recover_button) and not shown(view.status_rows.finish_button)
     assert ex.gaps().query("kind == 'failed'")["question"].tolist() == [HOSTILE_QUESTION]
     # The degraded result says what mends it: a new turn on the failed question, named as a link.
     warning = view.warning.value
@@ -152,14 +160,21 @@ def test_a_failed_question_with_work_left_is_named_with_recover_failed_beside_it
     ex, _ = stuck
     ex.ask("What do ports add?")  # a person's question: Run has work again
     view = ex.view()
-    guide = view.guide.value
+    guide = view.status_rows.guide.value
     assert "Ready: 1 open question(s)." in guide and "Stuck" not in guide
     assert "1 failed question: “<a class=" in guide and f'data-fractal-node="{failed_id(ex)}"' in guide
     assert "Recover failed tries it again." in guide and "<script>" not in guide
-    assert shown(view.recover_button) and not shown(view.finish_button) and not view.run_button.disabled
-    view.recover_button.click()
+    assert (
+        shown(view.status_rows.recover_button)
+        and not shown(view.status_rows.finish_button)
+        and not view.run_button.disabled
+    )
+    view.status_rows.recover_button.click()
     settle(view)
-    assert "Ready: 2 open question(s)." in view.guide.value and "failed question" not in view.guide.value
+    assert (
+        "Ready: 2 open question(s)." in view.status_rows.guide.value
+        and "failed question" not in view.status_rows.guide.value
+    )
     view.close()
 
 
@@ -177,11 +192,15 @@ def test_recover_failed_while_a_job_runs_is_refused_and_changes_nothing(
         return harvest(**options)
 
     ex.harvest = held_harvest  # type: ignore[method-assign]
-    view.finish_button.click()
+    view.status_rows.finish_button.click()
     assert entered.wait(30), "the harvest is under way"
     view.refresh()
-    assert "Working…" in view.guide.value and not shown(view.recover_button) and not shown(view.finish_button)
-    view.recover_button.click()  # a click that got through all the same
+    assert (
+        "Working…" in view.status_rows.guide.value
+        and not shown(view.status_rows.recover_button)
+        and not shown(view.status_rows.finish_button)
+    )
+    view.status_rows.recover_button.click()  # a click that got through all the same
     view.refresh()
     assert "busy: pause the harvest first" in view.message.value
     assert ex.nodes().set_index("node_id").status[failed_id(ex)] == "error", "nothing was reopened"
@@ -203,8 +222,8 @@ def test_recover_failed_on_a_file_opened_read_only_is_refused_and_changes_nothin
     with Exploration.open(path, graph_id, llm=SimulatedLLM(), read_only=True) as ex:
         view = ex.view()
         before = ex.nodes()
-        assert "Stuck:</b>" in view.guide.value and shown(view.recover_button)
-        view.recover_button.click()
+        assert "Stuck:</b>" in view.status_rows.guide.value and shown(view.status_rows.recover_button)
+        view.status_rows.recover_button.click()
         view.refresh()
         assert "error: StateError: " in view.message.value and "read_only=True" in view.message.value
         assert ex.nodes().equals(before), "nothing was reopened"
@@ -225,22 +244,26 @@ def test_a_graph_paused_by_a_model_outage_says_run_resumes_when_the_model_is_bac
         graph_id = ex.graph_id
     with Exploration.open(path, graph_id, llm=SimulatedLLM(seed=3), clock=FAST) as ex:
         view = ex.view()
-        guide = view.guide.value
+        guide = view.status_rows.guide.value
         assert "Paused (model unavailable: cannot reach the model server at http://127.0.0.1:" in guide
         assert "connection refused): Run resumes when the model is back; Step seeds the exploration" in guide
-        assert not view.run_button.disabled and not shown(view.finish_button), "nothing to finish yet"
+        assert not view.run_button.disabled and not shown(view.status_rows.finish_button), (
+            "nothing to finish yet"
+        )
         view.step_button.click()  # the model is back (here, another one): the seed's plan is written
         settle(view)
         posed = (ex.nodes().query("node_type == 'question'")["status"] == "open").sum()
         assert (
-            ex.status == "active" and posed >= 3 and f"Ready: {posed} open question(s)." in view.guide.value
+            ex.status == "active"
+            and posed >= 3
+            and f"Ready: {posed} open question(s)." in view.status_rows.guide.value
         )
         view.close()
     with (llm := down()), Exploration.open(path, graph_id, llm=llm, clock=FAST) as ex:
         assert ex.run(progress=False) == "model_unavailable"  # down again, with work left
     with Exploration.open(path, graph_id, llm=SimulatedLLM(seed=3), clock=FAST) as ex:
         view = ex.view()
-        guide = view.guide.value
+        guide = view.status_rows.guide.value
         assert "Paused (model unavailable: cannot reach the model server at http://127.0.0.1:" in guide
         still = (ex.nodes().query("node_type == 'question'")["status"] == "open").sum()
         assert (
@@ -248,10 +271,14 @@ def test_a_graph_paused_by_a_model_outage_says_run_resumes_when_the_model_is_bac
             in guide
         )
         assert "processes one); Finish &amp; harvest concludes with the work left as gaps." in guide
-        assert shown(view.finish_button) and not shown(view.recover_button) and not view.run_button.disabled
+        assert (
+            shown(view.status_rows.finish_button)
+            and not shown(view.status_rows.recover_button)
+            and not view.run_button.disabled
+        )
         view.run_button.click()
         settle(view)
-        assert "run: all_complete" in view.message.value and not shown(view.finish_button)
+        assert "run: all_complete" in view.message.value and not shown(view.status_rows.finish_button)
         view.close()
 
 
@@ -262,9 +289,9 @@ def test_a_pause_by_the_person_says_run_goes_on_and_finish_and_harvest_ends_it()
         view = ex.view()
         still = (ex.nodes().query("node_type == 'question'")["status"] == "open").sum()
         assert f"Paused (paused): {still} open question(s). Run goes on (Step processes one); Finish" in (
-            view.guide.value
+            view.status_rows.guide.value
         )
-        view.finish_button.click()
+        view.status_rows.finish_button.click()
         settle(view)
         assert ex.status == "completed" and len(ex.gaps().query("kind == 'unexplored'")) == still
         view.close()
@@ -283,12 +310,19 @@ def test_a_pause_for_syntheses_the_model_failed_says_run_goes_on() -> None:
             "Paused (1 question(s) ready to synthesize could not be synthesized (the model failed): run() "
             "again to retry, or harvest()): 1 question(s) wait for their synthesis. Run goes on (Step "
             "processes one); Finish &amp; harvest concludes with the work left as gaps."
-        ) in view.guide.value
-        assert shown(view.finish_button) and not shown(view.recover_button) and not view.run_button.disabled
+        ) in view.status_rows.guide.value
+        assert (
+            shown(view.status_rows.finish_button)
+            and not shown(view.status_rows.recover_button)
+            and not view.run_button.disabled
+        )
         llm.failures = 0  # the model synthesizes again
         view.run_button.click()
         settle(view)
-        assert "run: all_complete" in view.message.value and "Nothing is left to explore" in view.guide.value
+        assert (
+            "run: all_complete" in view.message.value
+            and "Nothing is left to explore" in view.status_rows.guide.value
+        )
         view.close()
 
 
@@ -296,10 +330,10 @@ def test_a_spent_budget_offers_finish_and_harvest_beside_its_reason() -> None:
     with Exploration.create("Why?", intensity="pulse", llm=SimulatedLLM(seed=3), clock=FAST) as ex:
         ex.run(progress=False, max_tokens=1_000)
         view = ex.view()
-        assert "token budget of 1,000 reached" in view.guide.value and view.run_button.disabled
-        assert "Finish &amp; harvest concludes with the work left as gaps." in view.guide.value
-        assert shown(view.finish_button) and not shown(view.recover_button)
-        view.finish_button.click()
+        assert "token budget of 1,000 reached" in view.status_rows.guide.value and view.run_button.disabled
+        assert "Finish &amp; harvest concludes with the work left as gaps." in view.status_rows.guide.value
+        assert shown(view.status_rows.finish_button) and not shown(view.status_rows.recover_button)
+        view.status_rows.finish_button.click()
         settle(view)
         assert ex.status == "completed" and "unexplored" in set(ex.gaps()["kind"])
         view.close()

@@ -4,7 +4,7 @@ Each shows a citation as ``name:L12-L14`` with the status the store's check gave
 it, its quote and the stored lines (escaped), and a JupyterLab link only for a
 file under the root of the Jupyter server that started the kernel.
 
-Covers: views/citations_html.py, views/lab_link.py.
+Covers: views/citations_html.py, views/inspector_html.py, views/lab_link.py.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import pytest
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
 from fractal_nb.cli.main import EXIT_OK, main
 from fractal_nb.views.citations_html import evidence_html, finding_html
-from fractal_nb.views.control_panel import inspector_html
 from fractal_nb.views.graph_feed import GraphFeed, snapshot_at
 from fractal_nb.views.html_export import render_html
+from fractal_nb.views.inspector_html import inspector_html
 from fractal_nb.views.lab_link import LabServer, lab_server
 from tests.engine.test_runs import FAST
 from tests.views.cited_graph import BAD_SOURCE, HOSTILE, MISQUOTE, NOTES, CitedGraph, cited_graph
@@ -288,7 +288,7 @@ def test_the_panel_shows_unsupported_answers_and_the_evidence_in_its_result_tab(
     ex, built = cited
     view = ex.view()
     try:
-        assert "2 unsupported answer(s)" in view.counts.value
+        assert "2 unsupported answer(s)" in view.status_rows.counts.value
         view.report_button.click()
         view.refresh()
         result = view.result.value

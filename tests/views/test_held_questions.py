@@ -3,6 +3,8 @@
 The panel's own buttons are clicked in process, as a person would: an option button, the text box
 with its Answer / Clarify button, Prune; each outcome is checked in the store and in the next
 answer prompt the model is sent.
+
+Covers: views/gates_tab.py.
 """
 
 from __future__ import annotations
@@ -30,11 +32,11 @@ def test_an_option_button_answers_the_held_question_and_the_run_goes_on_with_it(
     ex, view, llm = held_view("ambiguity")
     with ex:
         assert "run: paused (" in view.message.value and "held for your answer" in view.message.value
-        cards = view.held_cards
+        cards = view.gates.held_cards
         assert len(cards) >= 3 and view.tabs.selected_index == 0, "the Gates tab is brought forward"
-        assert view.gate_list.options == (), "a held question is not offered for approval"
-        assert f"{len(cards)} question(s) a worker holds for your answer" in view.gate_note.value
-        assert "wait for your answer there" in view.guide.value and view.run_button.disabled
+        assert view.gates.gate_list.options == (), "a held question is not offered for approval"
+        assert f"{len(cards)} question(s) a worker holds for your answer" in view.gates.gate_note.value
+        assert "wait for your answer there" in view.status_rows.guide.value and view.run_button.disabled
         card = cards[0]
         halt = ex.store.get_node(ex.graph_id, card.node_id)["node"]["metadata"]["halt"]
         assert [b.description for b in card.option_buttons] == [o["option"] for o in halt["options"]]
@@ -50,13 +52,13 @@ def test_an_option_button_answers_the_held_question_and_the_run_goes_on_with_it(
         assert f"answered {card.node_id}" in view.message.value and "your choice" in view.message.value
         node = ex.store.get_node(ex.graph_id, card.node_id)["node"]
         assert node["status"] == "open" and node["metadata"]["choice"]["text"] == halt["options"][1]["option"]
-        assert card.node_id not in [c.node_id for c in view.held_cards], "its card is gone"
+        assert card.node_id not in [c.node_id for c in view.gates.held_cards], "its card is gone"
         # The other held questions: a free answer typed in the box.
-        for other in view.held_cards:
+        for other in view.gates.held_cards:
             other.answer.value = "the site by the motorway junction"
             other.answer_button.click()
         settle(view)
-        assert view.held_cards == [] and not view.run_button.disabled
+        assert view.gates.held_cards == [] and not view.run_button.disabled
         view.run_button.click()
         settle(view)
         assert "run: all_complete" in view.message.value
@@ -66,7 +68,7 @@ def test_an_option_button_answers_the_held_question_and_the_run_goes_on_with_it(
 def test_a_clarification_typed_in_the_panel_reaches_the_next_answer() -> None:
     ex, view, llm = held_view("confusion")
     with ex:
-        card = view.held_cards[0]
+        card = view.gates.held_cards[0]
         assert card.option_buttons == [] and card.answer_button.description == "Clarify"
         question = ex.store.get_node(ex.graph_id, card.node_id)["node"]["text"]
         card.answer_button.click()  # nothing typed: said, and nothing changes
@@ -85,14 +87,14 @@ def test_a_clarification_typed_in_the_panel_reaches_the_next_answer() -> None:
 def test_prune_on_a_held_card_cuts_the_question_and_model_text_is_escaped() -> None:
     ex, view, _ = held_view("ambiguity")
     with ex:
-        card = view.held_cards[0]
+        card = view.gates.held_cards[0]
         assert "<script" not in card.text.value and "&#x27;" in card.text.value, "model text is escaped"
         card.prune_button.click()
         settle(view)
         assert f"pruned the held question {card.node_id}" in view.message.value
         node = ex.store.get_node(ex.graph_id, card.node_id)["node"]
         assert node["status"] == "saturated" and node["status_reason"] == "pruned"
-        assert card.node_id not in [c.node_id for c in view.held_cards]
+        assert card.node_id not in [c.node_id for c in view.gates.held_cards]
 
 
 # A seed whose sub-questions are longer than the 90 characters the old list clipped them to.
@@ -138,25 +140,25 @@ def test_the_panel_lists_the_gated_questions_whole_and_approves_and_prunes_the_t
         view = ex.view()
         gated = ex.gates.set_index("node_id")["text"].to_dict()
         assert max(len(text) for text in gated.values()) > 90, "the seed makes long questions"
-        assert isinstance(view.gate_list, GateList)
-        shown = {row.children[1].value for row in view.gate_list.rows}
+        assert isinstance(view.gates.gate_list, GateList)
+        shown = {row.children[1].value for row in view.gates.gate_list.rows}
         assert {f"<div style='{WRAPPED}'>{html.escape(t)}</div>" for t in gated.values()} == shown, (
             "every gated question, whole"
         )
         first, second, *_ = gated
-        view.gate_list.rows[0].children[0].value = True  # the person ticks the first
+        view.gates.gate_list.rows[0].children[0].value = True  # the person ticks the first
         view.refresh()
         assert view.network.selected == first, "the ticked question is selected in the tree too"
-        view.approve_button.click()
+        view.gates.approve_button.click()
         settle(view)
         assert "approved 1 gated question(s)" in view.message.value
         assert ex.store.get_node(ex.graph_id, first)["node"]["status"] == "open"
-        assert [node_id for _text, node_id in view.gate_list.options][0] == second
-        view.gate_list.rows[0].children[0].value = True
-        view.prune_gate_button.click()
+        assert [node_id for _text, node_id in view.gates.gate_list.options][0] == second
+        view.gates.gate_list.rows[0].children[0].value = True
+        view.gates.prune_gate_button.click()
         settle(view)
         assert "pruned 1 gated question(s)" in view.message.value
         node = ex.store.get_node(ex.graph_id, second)["node"]
         assert (node["status"], node["status_reason"]) == ("saturated", "pruned")
-        assert second not in dict(view.gate_list.options).values() and view.gate_list.value == ()
+        assert second not in dict(view.gates.gate_list.options).values() and view.gates.gate_list.value == ()
         view.close()

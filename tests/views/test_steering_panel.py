@@ -36,7 +36,7 @@ def click(view: ExplorationView, button: Any) -> None:
 
 def test_ask_on_a_harvested_graph_opens_a_turn_and_run_works_again(harvested: Exploration) -> None:
     view = harvested.view()
-    assert view.run_button.disabled and "completed" in view.guide.value
+    assert view.run_button.disabled and "completed" in view.status_rows.guide.value
     view.steering.ask_text.value = "What about ports?"
     click(view, view.steering.ask_button)
     assert "ask: turn 2: asked under the root · 1 node(s) created" in view.message.value
