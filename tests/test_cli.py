@@ -1,6 +1,7 @@
 """The ``fractal-nb`` command line: demo, run, errors, help, and the installed console script.
 
-Covers: cli/main.py.
+Covers: cli/main.py, cli/parser.py, cli/option_checks.py, cli/exit_codes.py, cli/running.py,
+cli/copying.py, cli/serving.py.
 """
 
 from __future__ import annotations
@@ -16,18 +17,9 @@ from pathlib import Path
 import pytest
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
-from fractal_nb.cli.main import (
-    DEMO_DB,
-    DEMO_SEED,
-    EXIT_CODES,
-    EXIT_ERROR,
-    EXIT_MODEL,
-    EXIT_OK,
-    EXIT_STOPPED,
-    EXIT_USAGE,
-    build_parser,
-    main,
-)
+from fractal_nb.cli.exit_codes import EXIT_CODES, EXIT_ERROR, EXIT_MODEL, EXIT_OK, EXIT_STOPPED, EXIT_USAGE
+from fractal_nb.cli.main import main
+from fractal_nb.cli.parser import DEMO_DB, DEMO_SEED, build_parser
 from fractal_nb.errors import StateError
 from tests.local_port import free_port
 
@@ -265,7 +257,7 @@ def test_version_and_the_exit_code_table_in_help(capsys: pytest.CaptureFixture[s
 
 
 def test_openai_options_reach_the_model() -> None:
-    from fractal_nb.cli.main import _model
+    from fractal_nb.cli.option_checks import _model
 
     args = build_parser().parse_args(
         [

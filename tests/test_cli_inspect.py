@@ -1,6 +1,6 @@
 """``fractal-nb report | events | edges | tree | export``: read-only commands on a fixture file.
 
-Covers: cli/inspection.py.
+Covers: cli/inspection.py, cli/parser.py.
 """
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ import pandas as pd
 import pytest
 
 from fractal_nb import Exploration, SimulatedLLM
+from fractal_nb.cli.exit_codes import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from fractal_nb.cli.inspection import COMMANDS
-from fractal_nb.cli.main import EXIT_ERROR, EXIT_OK, EXIT_USAGE, EXPORT_TABLES, INSPECTION_HELP, main
+from fractal_nb.cli.main import main
+from fractal_nb.cli.parser import EXPORT_TABLES, INSPECTION_HELP
 from fractal_nb.exploration.graph_sql import TABLES
 from tests.test_cli import console_script
 

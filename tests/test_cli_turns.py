@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 
 from fractal_nb import Exploration, SimulatedLLM
-from fractal_nb.cli.main import EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
+from fractal_nb.cli.exit_codes import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+from fractal_nb.cli.main import main
 from fractal_nb.exploration.graph_sql import TABLES, GraphRows
 from tests.test_cli import console_script
 from tests.test_cli_inspect import _in_tmp, digest, opened, run  # noqa: F401 - _in_tmp: autouse

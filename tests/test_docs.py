@@ -91,7 +91,7 @@ def test_python_runs(path: Path, block: str, tmp_path, monkeypatch) -> None:
 
 
 def test_mcp_configurations_are_valid_json_for_our_cli() -> None:
-    from fractal_nb.cli.main import build_parser
+    from fractal_nb.cli.parser import build_parser
 
     configs = [json.loads(block) for path in DOCS for block in blocks(path, "json")]
     servers = [c["mcpServers"]["fractal"] for c in configs if "mcpServers" in c]
@@ -103,7 +103,7 @@ def test_mcp_configurations_are_valid_json_for_our_cli() -> None:
 
 
 def test_shell_commands_parse() -> None:
-    from fractal_nb.cli.main import build_parser
+    from fractal_nb.cli.parser import build_parser
 
     commands = shell_commands()
     assert any(c[0] == "worker" for c in commands) and any(c[0] == "serve-mcp" for c in commands)

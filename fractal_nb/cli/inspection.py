@@ -4,7 +4,7 @@ docs/architecture.md, "Inspecting a file": each command opens the file with
 ``Exploration.open(..., read_only=True)``, so it never writes it, and is one
 small function of :data:`COMMANDS` that asks the facade and returns what to
 print: the text for a terminal and the same as one JSON document (``--json``).
-A new command is one more such function and one more row of ``cli.INSPECTION_HELP``.
+A new command is one more such function and one more row of ``parser.INSPECTION_HELP``.
 ``--at EVENT`` (tree, edges, export) hands a command the state at that event,
 ``ex.at(EVENT)``, instead of the exploration as it stands.
 """

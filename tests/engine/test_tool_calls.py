@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from fractal_nb import Exploration, GraphStore
-from fractal_nb.cli.main import ledger_line
+from fractal_nb.cli.running import ledger_line
 from fractal_nb.engine.calls import ModelCaller, call_bound
 from fractal_nb.engine.evidence_tools import MAX_K, MAX_LINES, SourceTools, source_block
 from fractal_nb.engine.limits import Limits

@@ -1,6 +1,6 @@
 """The server over real transports: stdio and HTTP from the CLI, HTTP in-process, 4 concurrent workers.
 
-Covers: mcp/remote/worker.py, mcp/server.py.
+Covers: mcp/remote/worker.py, mcp/server.py, cli/serving.py.
 """
 
 from __future__ import annotations

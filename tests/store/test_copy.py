@@ -5,7 +5,7 @@ a failed call, cache rows, history) is built once in a DuckDB file; each test co
 backend's store (a DuckDB file, or a PostgreSQL schema) and back into a new DuckDB file, and
 compares every table of the store row by row.
 
-Covers: store/database.py, store/graph_store.py.
+Covers: store/database.py, store/graph_store.py, cli/copying.py.
 """
 
 from __future__ import annotations

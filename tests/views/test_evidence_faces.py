@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
-from fractal_nb.cli.main import EXIT_OK, main
+from fractal_nb.cli.exit_codes import EXIT_OK
+from fractal_nb.cli.main import main
 from fractal_nb.views.citations_html import evidence_html, finding_html
 from fractal_nb.views.graph_feed import GraphFeed, snapshot_at
 from fractal_nb.views.html_export import render_html

@@ -1,0 +1,390 @@
+"""The argument parser of ``fractal-nb``: every command, its options and their types.
+
+docs/architecture.md, "Layers" (the faces) and "Inspecting a file": :func:`build_parser`
+is the source of ``--help``; argparse checks each option's type here, and
+:mod:`.option_checks` checks what argparse cannot. Only the standard library loads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Sequence
+from typing import Any, TypeAlias
+
+from .exit_codes import EXIT_CODES
+
+DEMO_SEED = "Should a mid-sized city build a tram line or expand its bus network?"
+DEMO_DB = "fractal-demo.duckdb"
+
+# The read-only commands (docs/architecture.md, "Inspecting a file"): name -> (help, description).
+# Each is one function of inspection.COMMANDS; a new one is a row here and a function there.
+INSPECTION_HELP = {
+    "report": (
+        "print the result as the graph stands (read-only)",
+        "Print the exploration's result as it stands (summary, findings, gaps, synthesis chain) as "
+        "Markdown; never harvests.",
+    ),
+    "events": (
+        "print the event log (read-only)",
+        "Print the graph's event log, one row per change, oldest first.",
+    ),
+    "edges": (
+        "print the edges (read-only)",
+        "Print every edge of the graph: the tree and the links between answers.",
+    ),
+    "tree": (
+        "print the question tree with statuses (read-only)",
+        "Print the question tree, indented by level, each question with its status (and why) and id.",
+    ),
+    "export": (
+        "write the graph as Markdown, HTML or Parquet (read-only on FILE)",
+        "Write the graph to --to: .md the report, .html the self-contained page with the tree, "
+        ".parquet one table (--table, default nodes); with --at, one table (nodes, edges or gaps) as "
+        "Parquet as it was at that event.",
+    ),
+    "heads": (
+        "print the heads, the current one last (read-only)",
+        "Print one row per head (where a turn ended at harvest): its event, turn, status, counts, "
+        "spend and what the turn asked; the last row is the head a new turn or resume continues from.",
+    ),
+    "state": (
+        "print where the exploration stands (read-only)",
+        "Print the exploration's state from the file alone: the line of work turn by turn, the "
+        "branches and why each exists, the verified, assumed, missing and failed values with node ids, "
+        "the head resume uses, the earlier heads worth attaching from, and the checks.",
+    ),
+    "turns": (
+        "print the turns (read-only)",
+        "Print one row per turn (the seed is turn 1): its kind, what it asked, the event it started at "
+        "and its head's event (empty for the open turn).",
+    ),
+    "sources": (
+        "print the sources the answers may cite (read-only)",
+        "Print one row per source of the graph: its name (what citations name), kind, lines and chunks, "
+        "and whether the file on disk changed since it was added (citations check the text as added).",
+    ),
+}
+# The commands that take --at EVENT: the state at that event (tree, edges, export), or the rows
+# written by then (events, heads, turns).
+AT_COMMANDS = ("tree", "edges", "export", "events", "heads", "turns")
+EXPORT_FORMATS = (".md", ".html", ".parquet")
+EXPORT_TABLES = ("nodes", "edges", "events", "llm_calls", "gaps", "turns", "heads")  # graph_sql.TABLES
+EXPORT_AT_TABLES = ("nodes", "edges", "gaps")  # export --at: the tables the state at an event holds
+
+
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+"""The parser's subcommands, as ``add_subparsers`` returns them."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface (also the source of ``--help``)."""
+    parser = argparse.ArgumentParser(
+        prog="fractal-nb",
+        description="Fractal thinking: LLM workers decompose a question recursively into a DuckDB graph.",
+        epilog="exit codes:\n" + "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action=_Version, help="show the version and exit")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    _add_running(commands)
+    _add_turns(commands)
+    _add_serving(commands)
+    for name, (summary, description) in INSPECTION_HELP.items():
+        _add_inspection(commands.add_parser(name, help=summary, description=description), name)
+    return parser
+
+
+def _add_running(commands: Commands) -> None:
+    """The commands that run an exploration: run, demo, resume, harvest."""
+    run = commands.add_parser(
+        "run",
+        help="explore a seed and print the harvest",
+        description="Explore SEED and print the harvest summary.",
+    )
+    run.add_argument("seed", help="the question, claim, goal or fact to explore")
+    _add_run_options(run, db_default="exploration.duckdb")
+    _add_model_options(run)
+
+    demo = commands.add_parser(
+        "demo",
+        help="run an offline exploration with the simulated model",
+        description="Explore a sample question (or yours) with the simulated model (no network, no API "
+        "key) or, with --local, the packaged real model, into a DuckDB file, and print the harvest.",
+    )
+    demo.add_argument(
+        "question", nargs="?", default=DEMO_SEED, help="the question to explore (default: the sample's)"
+    )
+    _add_run_options(demo, db_default=DEMO_DB, intensity="explore")
+    demo.add_argument(
+        "--local",
+        action="store_true",
+        help="a real model instead: start llama.cpp's server on 127.0.0.1 with the packaged "
+        "Gemma 3 270M (the [local] extra), run a pulse exploration through it, stop it",
+    )
+
+    resume = commands.add_parser(
+        "resume",
+        help="run a stopped or paused exploration on from its file",
+        description="Reopen an exploration (paused by a model outage, gates, a checkpoint or a budget) "
+        "and run it on; claims of a dead run come back first.",
+    )
+    _add_graph_options(resume)
+    resume.add_argument("--approve", action="store_true", help="approve every gated question first")
+    resume.add_argument("--workers", type=_positive, default=None, help="worker threads (default: budget)")
+    resume.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_budget_options(resume)
+    _add_model_options(resume)
+
+    harvest = commands.add_parser(
+        "harvest",
+        help="finish an exploration now and print its result",
+        description="Finish an exploration as it stands: questions not yet explored become gaps, "
+        "the syntheses are completed up to the root, and the result is printed.",
+    )
+    _add_graph_options(harvest)
+    _add_model_options(harvest)
+
+
+def _add_turns(commands: Commands) -> None:
+    """The commands that take a graph further or elsewhere: ask, fork, copy."""
+    ask = commands.add_parser(
+        "ask",
+        help="a follow-up as a new turn, run and harvested",
+        description="Ask a follow-up QUESTION of an exploration (a completed one takes a new turn), "
+        "run the turn's work and harvest it into a new head; prints the result.",
+    )
+    _add_graph_options(ask)
+    ask.add_argument("question", metavar="QUESTION", help="the follow-up question")
+    ask.add_argument("--under", help="a node id to ask under (default: the root's answer)")
+    ask.add_argument("--workers", type=_positive, default=None, help="worker threads (default: budget)")
+    ask.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_budget_options(ask)
+    _add_model_options(ask)
+
+    fork = commands.add_parser(
+        "fork",
+        help="fork at an event or head (the source is unchanged)",
+        description="Fork the exploration at an event (--at) or at a head (--head TURN) into a new "
+        "graph of the same file; prints its id. The source never changes.",
+    )
+    _add_graph_options(fork)
+    where = fork.add_mutually_exclusive_group(required=True)
+    where.add_argument("--at", type=_positive, help="the event id to fork at")
+    where.add_argument("--head", type=_positive, metavar="TURN", help="the head of this turn to fork at")
+
+    copy = commands.add_parser(
+        "copy",
+        help="copy explorations to another store (DuckDB <-> PostgreSQL)",
+        description="Copy the graphs of SRC into DST with every row (ids, statuses, links, events, "
+        "history, the call log, turns, heads, lineage, sources): a DuckDB file or a postgresql:// URL "
+        "each, either way round. SRC is only read; DST is made if a new file. Refused, with nothing "
+        "written: a graph DST already holds, a graph with claims in flight.",
+    )
+    copy.add_argument(
+        "source", metavar="SRC", help="the source: a DuckDB file or a postgresql:// URL (only read)"
+    )
+    copy.add_argument(
+        "destination",
+        metavar="DST",
+        help="the destination: a DuckDB file (made if new) or a postgresql:// URL",
+    )
+    copy.add_argument("--graph-id", help="the graph to copy (default: every graph of SRC, forks included)")
+
+
+def _add_serving(commands: Commands) -> None:
+    """The commands that share a graph: serve-mcp, and worker (over MCP or on a database)."""
+    serve = commands.add_parser(
+        "serve-mcp",
+        help="serve a DuckDB file as MCP tools (stdio or HTTP)",
+        description="Serve the fractal tool contract (fractal_create_graph, fractal_claim_work, ...) "
+        "from a DuckDB file, so MCP agents and worker processes share its graphs. This "
+        "process owns the file while it runs.",
+    )
+    serve.add_argument("--db", required=True, help="DuckDB file (created if missing)")
+    serve.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    serve.add_argument(
+        "--token",
+        help="bearer token every HTTP request must carry (else env "
+        "FRACTAL_NB_TOKEN; beyond loopback, one is generated and printed)",
+    )
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="another Host name to answer to beyond loopback (NAME: any port, NAME:PORT: that "
+        "one; repeatable); '*' turns the Host check off",
+    )
+
+    worker = commands.add_parser(
+        "worker",
+        help="work a graph served over MCP",
+        description="Run the engine's worker loop against a graph served by `fractal-nb serve-mcp --http` "
+        "or Exploration.serve_mcp(), or straight on a PostgreSQL store many machines share (--db "
+        "postgresql://...): claim, answer, synthesize until no work is left.",
+    )
+    where = worker.add_mutually_exclusive_group(required=True)
+    where.add_argument("--mcp-url", help="the server's URL, e.g. http://127.0.0.1:8765/mcp")
+    where.add_argument(
+        "--db", help="the store itself: postgresql://user@host/db (or a DuckDB file no one holds)"
+    )
+    worker.add_argument("--graph-id", help="the graph to work (default: the server's only active graph)")
+    worker.add_argument("--worker-id", default="remote", help="worker name prefix (default remote)")
+    worker.add_argument(
+        "--threads", type=_positive, default=1, help="worker threads in this process (default 1)"
+    )
+    worker.add_argument("--token", help="the server's bearer token (else env FRACTAL_NB_TOKEN)")
+    _add_model_options(worker)
+
+
+def _add_inspection(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.add_argument(
+        "file", metavar="FILE", help="the exploration's DuckDB file or postgresql:// URL (opened read-only)"
+    )
+    parser.add_argument("--graph-id", help="the graph (needed when FILE holds several)")
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    if name == "events":
+        parser.add_argument(
+            "--since", type=_count, default=0, help="only the events after this event id (default 0: all)"
+        )
+    if name in AT_COMMANDS:
+        parser.add_argument(
+            "--at",
+            type=_positive,
+            metavar="EVENT",
+            help="the state at this event id (from `events`, or a head's event in `heads`): "
+            "read from the graph's history",
+        )
+    if name == "export":
+        parser.add_argument(
+            "--to",
+            required=True,
+            help=f"the file to write; its suffix the format: {', '.join(EXPORT_FORMATS)}",
+        )
+        parser.add_argument(
+            "--table",
+            choices=EXPORT_TABLES,
+            default="nodes",
+            help="for .parquet: the table to write (default nodes; the tables of Exploration.sql)",
+        )
+
+
+def _add_model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--llm",
+        choices=["simulated", "openai"],
+        default="simulated",
+        help="simulated (offline, deterministic) or openai (any OpenAI-compatible server)",
+    )
+    parser.add_argument("--model", help="model name for --llm openai (or env FRACTAL_NB_MODEL)")
+    parser.add_argument("--base-url", help="server URL for --llm openai (or env OPENAI_BASE_URL)")
+    parser.add_argument(
+        "--seed-value",
+        type=int,
+        default=None,
+        help="seed of the simulated model (default 0); the request seed for --llm openai",
+    )
+    parser.add_argument(
+        "--max-concurrency",
+        type=_positive,
+        default=None,
+        help="--llm openai: requests in flight at once (default: 1 for a server on this "
+        "machine, unbounded for a remote API)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=60.0,
+        help="--llm openai: seconds per request once sent (default 60; waiting for a slot does not count)",
+    )
+
+
+def _add_run_options(parser: argparse.ArgumentParser, *, db_default: str, intensity: str = "pulse") -> None:
+    parser.add_argument(
+        "--intensity",
+        choices=["pulse", "explore", "deep"],
+        default=intensity,
+        help=f"budget: agents, depth, seed questions (default {intensity})",
+    )
+    parser.add_argument(
+        "--checkpoint",
+        default="autonomous",
+        help="autonomous (default), convergence, interactive or depth:N "
+        "(N below the intensity's depth: pulse 1, explore 1-3, deep 1-5)",
+    )
+    parser.add_argument(
+        "--db", default=db_default, help=f"DuckDB file, new or a fractal_nb store (default {db_default})"
+    )
+    parser.add_argument("--workers", type=_positive, default=None, help="worker threads (default: budget)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_budget_options(parser)
+
+
+def _add_budget_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-tokens",
+        type=_positive,
+        default=None,
+        help="token budget of the exploration (prompt + completion, every call counted)",
+    )
+    parser.add_argument(
+        "--max-wall-s",
+        type=_positive_seconds,
+        default=None,
+        help="seconds this run may take; reaching it ends the run as budget_exhausted",
+    )
+
+
+def _add_graph_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", required=True, help="the exploration's DuckDB file")
+    parser.add_argument("--graph-id", help="the graph (default: the file's only graph)")
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed version, read only when asked (importlib.metadata is not free)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from importlib.metadata import version
+
+        print(f"{parser.prog} {version('fractal-nb')}")
+        parser.exit()
+
+
+def _positive(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
+def _count(text: str) -> int:
+    """An argparse type: an integer of at least 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    """An argparse type: a number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, not {text}")
+    return value
