@@ -15,8 +15,10 @@ reply (a correction, or the same prompt asked again after one) is sampled differ
 the next ``seed`` and a higher temperature (:func:`retry_sampling`), reported to the
 meter. Transport retries (429, 5xx, timeouts) are the client's own ``max_retries``. Requests
 in flight are bounded by ``max_concurrency`` (for a server on this machine, the slots it says
-it has, else 1), each carries a ``max_tokens`` bound and, when given, a ``seed``. This is
-the only module that sees ``openai``; its errors leave as :class:`~fractal_nb.errors.LLMError`.
+it has, else 1), each carries a ``max_tokens`` bound and, when given, a ``seed``. Only this
+module and those it is built from see ``openai`` (llm/openai_transport.py: the HTTP under the
+client; llm/openai_replies.py: what comes back; llm/openai_options.py, llm/openai_tools.py);
+its errors leave as :class:`~fractal_nb.errors.LLMError`.
 
 What a server sends back is read as data, never trusted (issue 37): a body over
 ``max_reply_bytes``, one that is not UTF-8 (or whose text holds a lone surrogate,
@@ -25,7 +27,7 @@ corrected and retried as a reply that is not valid against the schema is, then
 :class:`~fractal_nb.errors.LLMOutputError`. A usage figure that is not a whole
 number of tokens from 0 to :data:`~fractal_nb.llm.protocol.MAX_REPORTED_TOKENS`
 (10^12, -10^6, text) is estimated instead and the figure sent kept for the ledger
-(``refused_usage``).
+(``refused_usage``). That reading is llm/openai_replies.py's.
 
 Tool calls (:meth:`OpenAILLM.complete_with_tools`, docs/architecture.md "Tool calls"):
 the messages go with ``tools`` and ``tool_choice="auto"``; each tool call the reply
@@ -39,133 +41,57 @@ exchange in the conversation, through the path above. A server that refuses
 
 from __future__ import annotations
 
-import errno
 import hashlib
-import http.client
 import json
-import math
 import os
-import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
-from typing import Any, Literal, cast
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
-import json_repair
 import openai
-from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from pydantic import BaseModel
 
-from ..errors import (
-    FractalError,
-    InvalidInputError,
-    LLMError,
-    LLMOutputError,
-    LLMTimeoutError,
-    LLMUnavailableError,
-)
+from ..errors import InvalidInputError, LLMOutputError
 from ..loopback import is_loopback
 from ..prompts import render
+from .openai_options import check_options, checked_sampling, concurrency_bound, max_tokens_per_role
+from .openai_replies import (
+    BadBody,
+    chat_completion,
+    first_message,
+    parse_reply,
+    rejects_format,
+    reply_text,
+    reply_tool_calls,
+    report_reply_usage,
+    translate_error,
+)
+from .openai_tools import assistant_calls, run_tool, tool_result
+from .openai_transport import MAX_REPLY_BYTES, openai_client, server_slots
 from .protocol import (
-    REPLY_BOUNDS,
     Message,
     ToolBox,
-    ToolCall,
     estimate_tokens,
     messages_tokens,
-    report_request,
     report_retry,
-    report_tool_call,
-    report_usage,
     report_wait,
-    reported_tokens,
 )
 from .quality import ReplyContext, correction, describe
 from .retries import FailureCount
 from .schemas import role_of
 
 _MODES = ("json_schema", "json_object", "text")
-MAX_TOKENS = REPLY_BOUNDS  # the default reply length bounds per role (tokens)
-_REJECTS_FORMAT = {400, 422, 500}  # what servers answer to a response_format they lack
-_REJECTS_TOOLS = {400, 422, 500}  # …and to ``tools`` they lack
-_CUT = " …[cut]"  # ends a tool result longer than the tool box allows
-_PLACEHOLDER_KEY = "not-needed"  # local servers ignore the key, the client insists on one
-_SNIPPET = 300
-MAX_REPLY_BYTES = 2 << 20
-"""The longest body read from the server by default (2 MiB): a reply of the longest default
-bound (1,024 tokens) takes a few kilobytes, and this leaves room for any ``max_tokens`` a model
-takes, escaped; past it the reply is refused unread (``max_reply_bytes``)."""
-# The HTTP library the installed openai client is built on (httpx; httpx2 in newer releases).
-_HTTP: Any = sys.modules[
-    next(c for c in openai.DefaultHttpxClient.__mro__ if c.__name__ == "Client").__module__.partition(".")[0]
-]
+_REJECTS_TOOLS = {400, 422, 500}  # what servers answer to ``tools`` they lack
 RETRY_TEMPERATURE_STEP = 0.3  # each retry after a refusal samples this much hotter…
 MAX_RETRY_TEMPERATURE = 1.0  # …up to this (a higher temperature set by the caller is kept)
 
 
-class _BadBody(Exception):
-    """The server answered 200 with something that is not a chat completion."""
-
-
 class _ToolsRefused(Exception):
     """The server refused a request for its ``tools`` (it has no tool calling)."""
-
-
-class _ReplyTooLarge(Exception):
-    """The server's body passed ``max_reply_bytes`` (raised by :class:`_CountingTransport` as it reads)."""
-
-
-def _check_options(
-    output_retries: int, timeout: float, seed: int | None, tool_calls: object, max_reply_bytes: int
-) -> None:
-    """Refuse an option :class:`OpenAILLM` cannot work with, naming it, before a client is built."""
-    if output_retries < 0:
-        raise InvalidInputError(f"output_retries must be 0 or more, not {output_retries}")
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-        raise InvalidInputError(f"timeout must be a positive number of seconds, not {timeout!r}")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise InvalidInputError(f"seed must be an integer or None, not {seed!r}")
-    if tool_calls not in (True, False, "auto") or (tool_calls != "auto" and not isinstance(tool_calls, bool)):
-        raise InvalidInputError(f"tool_calls must be True, False or 'auto', not {tool_calls!r}")
-    if isinstance(max_reply_bytes, bool) or not isinstance(max_reply_bytes, int) or max_reply_bytes < 1024:
-        raise InvalidInputError(
-            f"max_reply_bytes must be an integer >= 1024 (bytes), not {max_reply_bytes!r}"
-        )
-
-
-def _client(
-    base_url: str | None, api_key: str | None, timeout: float, max_retries: int, max_reply_bytes: int
-) -> openai.OpenAI:
-    """The ``openai`` client for ``base_url`` (or OpenAI's), its replies counted and bounded."""
-    base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-    api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
-    if api_key is None and base_url is None:
-        raise InvalidInputError(
-            "OpenAILLM needs an API key for OpenAI: pass api_key=... or set "
-            "OPENAI_API_KEY (or pass base_url=... for a local server, which needs none)"
-        )
-    return openai.OpenAI(
-        api_key=api_key or _PLACEHOLDER_KEY,
-        base_url=base_url,
-        timeout=timeout,
-        max_retries=max_retries,
-        http_client=openai.DefaultHttpxClient(
-            transport=cast("Any", _CountingTransport(_environment_proxy(base_url), max_reply_bytes))
-        ),
-    )
-
-
-def _concurrency(value: object, *, ask_slots: bool) -> int | None:
-    """Requests in flight at once (None: no bound); ``"auto"``: 1 until the server is asked, else none."""
-    if value == "auto":
-        return 1 if ask_slots else None
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise InvalidInputError(f"max_concurrency must be an integer >= 1 or None, not {value!r}")
-    return value
 
 
 class OpenAILLM:
@@ -211,9 +137,10 @@ class OpenAILLM:
         first try (HTTP 400, 422 or 500), goes on without them from then on;
         ``True`` offers them and a refusal is an error; ``False`` never offers them.
     max_reply_bytes
-        The longest body read from the server (default :data:`MAX_REPLY_BYTES`); a longer
-        one is refused as a bad reply, unread past the bound. Not applied to a pre-built
-        ``client`` (its transport is its own).
+        The longest body read from the server (default
+        :data:`~fractal_nb.llm.openai_transport.MAX_REPLY_BYTES`); a longer one is refused
+        as a bad reply, unread past the bound. Not applied to a pre-built ``client`` (its
+        transport is its own).
     sampling
         Sampling settings beyond OpenAI's, sent with every request as the server names
         them: ``{"repeat_penalty": 1.15}`` for llama.cpp's server (what
@@ -252,19 +179,19 @@ class OpenAILLM:
             raise InvalidInputError(
                 "OpenAILLM needs a model: pass model=... or set FRACTAL_NB_MODEL (or OPENAI_MODEL)"
             )
-        _check_options(output_retries, timeout, seed, tool_calls, max_reply_bytes)
-        self.sampling = _sampling(sampling)
+        check_options(output_retries, timeout, seed, tool_calls, max_reply_bytes)
+        self.sampling = checked_sampling(sampling)
         if client is None:
-            client = _client(base_url, api_key, timeout, max_retries, max_reply_bytes)
+            client = openai_client(base_url, api_key, timeout, max_retries, max_reply_bytes)
         self.model = model
         self.base_url = str(client.base_url)
         self.output_retries = output_retries
         self.temperature = temperature
         self.seed = seed
-        self.max_tokens = _max_tokens(max_tokens)
+        self.max_tokens = max_tokens_per_role(max_tokens)
         # "auto" on this machine: 1 until the first call asks the server how many it computes at once.
         self._ask_slots = max_concurrency == "auto" and is_loopback(urlsplit(self.base_url).hostname or "")
-        max_concurrency = _concurrency(max_concurrency, ask_slots=self._ask_slots)
+        max_concurrency = concurrency_bound(max_concurrency, ask_slots=self._ask_slots)
         self.max_concurrency = max_concurrency
         self._slots = threading.BoundedSemaphore(max_concurrency) if max_concurrency else None
         self._client = client
@@ -364,17 +291,17 @@ class OpenAILLM:
             except _ToolsRefused:  # the server has no tool calling: the rest of the calls go without
                 self._tools = False
                 return self.complete(messages, schema)
-            except _BadBody:
+            except BadBody:
                 break  # the structured path below asks again, with its own corrections
             if not calls:
                 try:  # an answer already: valid, it saves a request
-                    return _parse(text, schema, ReplyContext.of(convo, schema))
+                    return parse_reply(text, schema, ReplyContext.of(convo, schema))
                 except ValueError:
                     break
             calls = calls[: tools.max_calls - made]  # the conversation keeps the calls made, no more
-            convo = [*convo, _assistant_calls(text, calls)]
+            convo = [*convo, assistant_calls(text, calls)]
             for call in calls:
-                convo = [*convo, _tool_result(call, _run_tool(tools, call))]
+                convo = [*convo, tool_result(call, run_tool(tools, call))]
             made += len(calls)
         if made:
             convo = [*convo, {"role": "user", "content": render("tools_done")}]
@@ -399,17 +326,17 @@ class OpenAILLM:
         try:
             with self._slot():
                 report_wait(time.perf_counter() - waited, "tools")
-                response = _completion(client, self.model, convo, options)
+                response = chat_completion(client, self.model, convo, options)
         except openai.APIStatusError as exc:
             if self._tools is None and exc.status_code in _REJECTS_TOOLS:
                 raise _ToolsRefused(str(exc)) from exc
-            raise _translate(exc, self.model, self.base_url) from exc
+            raise translate_error(exc, self.model, self.base_url) from exc
         except openai.OpenAIError as exc:
-            raise _translate(exc, self.model, self.base_url) from exc
+            raise translate_error(exc, self.model, self.base_url) from exc
         self._tools = True
-        message = _message(response)
-        text, calls = _text(message), _tool_calls(message)
-        _report_usage(
+        message = first_message(response)
+        text, calls = reply_text(message), reply_tool_calls(message)
+        report_reply_usage(
             response, messages_tokens(convo), estimate_tokens(text + json.dumps(calls)), tool_round=True
         )
         return text, calls
@@ -426,8 +353,8 @@ class OpenAILLM:
             try:
                 return self._complete_in(index, messages, schema, role, probe, probing=True)
             except openai.OpenAIError as exc:
-                if index + 1 == len(_MODES) or not _rejects_format(exc):
-                    raise _translate(exc, self.model, self.base_url) from exc
+                if index + 1 == len(_MODES) or not rejects_format(exc):
+                    raise translate_error(exc, self.model, self.base_url) from exc
         raise AssertionError("unreachable: the last mode raises")  # pragma: no cover
 
     def _complete_in(
@@ -449,20 +376,20 @@ class OpenAILLM:
         for _ in range(self.output_retries + 1):
             try:
                 text = self._request(mode, convo, schema, role, client, self._refused[prompt])
-            except _BadBody as exc:
+            except BadBody as exc:
                 problem = str(exc)
                 self._refused.failed(prompt)
                 continue
             except openai.OpenAIError as exc:
                 if probing:
                     raise
-                raise _translate(exc, self.model, self.base_url) from exc
+                raise translate_error(exc, self.model, self.base_url) from exc
             if self._mode != index:  # the server took this mode: every later call uses it
                 with self._probe:
                     self._mode = index
                     self._probe.notify_all()  # the workers waiting for the probe go on
             try:
-                result = _parse(text, schema, judged)
+                result = parse_reply(text, schema, judged)
             except ValueError as exc:  # pydantic's ValidationError is a ValueError
                 self._refused.failed(prompt)
                 message, wording = correction(schema, exc)
@@ -511,9 +438,9 @@ class OpenAILLM:
         waited = time.perf_counter()
         with self._slot():
             report_wait(time.perf_counter() - waited, mode)
-            response = _completion(client, self.model, convo, options)
-        text = _text(_message(response))
-        _report_usage(response, messages_tokens(convo), estimate_tokens(text))
+            response = chat_completion(client, self.model, convo, options)
+        text = reply_text(first_message(response))
+        report_reply_usage(response, messages_tokens(convo), estimate_tokens(text))
         return text
 
     def _extra(self) -> dict[str, Any]:
@@ -528,296 +455,6 @@ class OpenAILLM:
             return
         with self._slots:
             yield
-
-
-def _run_tool(tools: ToolBox, call: dict[str, Any]) -> str:
-    """Run one tool call; the text the model reads back (a refusal's message too), cut to the box's bound."""
-    started = time.perf_counter()
-    arguments: Any = None
-    error: str | None
-    try:
-        arguments = json.loads(call["arguments"] or "{}")
-        if not isinstance(arguments, dict):
-            raise InvalidInputError(f"the arguments of {call['name']} must be a JSON object")
-        text, error = tools.run(call["name"], arguments), None
-    except json.JSONDecodeError as exc:
-        text = error = f"the arguments of {call['name']} were not JSON: {exc}"
-    except FractalError as exc:
-        text = error = f"error: {exc}"
-    if len(text) > tools.max_result_chars:
-        text = text[: max(0, tools.max_result_chars - len(_CUT))] + _CUT
-    report_tool_call(
-        ToolCall(
-            name=str(call["name"])[:100],
-            arguments=arguments if isinstance(arguments, dict) else {"raw": str(call["arguments"])[:500]},
-            ok=error is None,
-            error=error,
-            result_chars=len(text),
-            latency_s=time.perf_counter() - started,
-        )
-    )
-    return text
-
-
-def _assistant_calls(text: str, calls: list[dict[str, Any]]) -> Message:
-    """The model's reply that made ``calls``, as the conversation resends it."""
-    message: dict[str, Any] = {
-        "role": "assistant",
-        "content": text,
-        "tool_calls": [
-            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-            for c in calls
-        ],
-    }
-    return cast(Message, message)
-
-
-def _tool_result(call: dict[str, Any], text: str) -> Message:
-    """A tool call's result, as the conversation carries it back to the model."""
-    return cast(Message, {"role": "tool", "tool_call_id": call["id"], "content": text})
-
-
-def server_slots(base_url: str, timeout: float = 2.0) -> int | None:
-    """How many requests a server computes at once, where it says: ``total_slots`` of llama.cpp's ``/props``.
-
-    None when it does not say (another server, an error, a body that is not that).
-    Asked once, by :class:`OpenAILLM` with ``max_concurrency="auto"`` on this machine,
-    of the server it was given.
-    """
-    parts = urlsplit(base_url)
-    if parts.scheme != "http" or not parts.hostname:
-        return None
-    connection = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
-    try:
-        connection.request("GET", "/props")
-        response = connection.getresponse()
-        body = json.loads(response.read(1 << 20)) if response.status == 200 else None
-    except (OSError, http.client.HTTPException, ValueError):
-        return None
-    finally:
-        connection.close()
-    slots = body.get("total_slots") if isinstance(body, dict) else None
-    return slots if isinstance(slots, int) and not isinstance(slots, bool) and 1 <= slots <= 512 else None
-
-
-_OWN_FIELDS = frozenset(
-    "model messages max_tokens max_completion_tokens temperature seed response_format tools tool_choice "
-    "stream n".split()
-)
-
-
-def _sampling(sampling: Mapping[str, object] | None) -> dict[str, object]:
-    """``sampling`` checked: setting names mapped to JSON values, none a field OpenAILLM sets itself."""
-    if sampling is None:
-        return {}
-    if not isinstance(sampling, Mapping) or not all(isinstance(k, str) and k for k in sampling):
-        raise InvalidInputError(f"sampling must map setting names to values, not {sampling!r}")
-    if own := sorted(_OWN_FIELDS & set(sampling)):
-        raise InvalidInputError(f"sampling cannot set {', '.join(own)}: OpenAILLM sets them itself")
-    try:
-        json.dumps(dict(sampling), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"sampling must hold JSON values: {exc}") from exc
-    return dict(sampling)
-
-
-def _completion(
-    client: openai.OpenAI, model: str, convo: list[Message], options: Mapping[str, Any]
-) -> ChatCompletion:
-    """Send one request; the reply, or :class:`_BadBody` when the body is no chat completion we can read.
-
-    The openai client parses a 200 body without wrapping its errors: bytes that are not
-    UTF-8 raise UnicodeDecodeError, text that is not JSON JSONDecodeError, and a body
-    with another content type comes back as a str. Its own errors propagate.
-    """
-    try:
-        response = client.chat.completions.create(
-            model=model, messages=cast("list[ChatCompletionMessageParam]", convo), **options
-        )
-    except UnicodeDecodeError as exc:
-        raise _BadBody(f"the server's body was not UTF-8 ({exc})") from exc
-    except json.JSONDecodeError as exc:
-        raise _BadBody(f"the server's body was not JSON ({exc})") from exc
-    except _ReplyTooLarge as exc:
-        raise _BadBody(str(exc)) from exc
-    if not isinstance(response, ChatCompletion):
-        raise _BadBody(f"the server's body was not a chat completion: {_short(response)}")
-    return response
-
-
-def _message(response: ChatCompletion) -> object:
-    """The first choice's message (None when the reply has no choice)."""
-    choices = getattr(response, "choices", None)
-    first = choices[0] if isinstance(choices, list) and choices else None
-    return getattr(first, "message", None)
-
-
-def _text(message: object) -> str:
-    """The message's text ("" for none); :class:`_BadBody` when it is not text a store can keep."""
-    content = getattr(message, "content", None)
-    if content is None:
-        return ""
-    if not isinstance(content, str):
-        raise _BadBody(f"the reply's content was not text but {type(content).__name__}: {_short(content)}")
-    return _storable(content, "the reply's content")
-
-
-def _storable(text: str, what: str) -> str:
-    """``text`` when it encodes as UTF-8; a lone surrogate (a JSON escape of half a pair) is a bad body."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise _BadBody(f"{what} held a character that is not Unicode text ({exc.reason})") from None
-    return text
-
-
-def _tool_calls(message: object) -> list[dict[str, Any]]:
-    """The message's tool calls as {id, name, arguments}, each text (arguments as the server sent them)."""
-    calls = getattr(message, "tool_calls", None)
-    if not isinstance(calls, list):
-        return []
-    found = []
-    for index, call in enumerate(calls):
-        function = getattr(call, "function", None)
-        if function is None:
-            continue
-        name, arguments = getattr(function, "name", None), getattr(function, "arguments", None)
-        found.append(
-            {
-                "id": _storable(str(getattr(call, "id", None) or f"call-{index}"), "a tool call's id"),
-                "name": _storable(str(name or ""), "a tool call's name"),
-                "arguments": _storable(
-                    arguments if isinstance(arguments, str) else json.dumps(arguments or {}),
-                    "a tool call's arguments",
-                ),
-            }
-        )
-    return found
-
-
-def _report_usage(
-    response: ChatCompletion, prompt_estimate: int, completion_estimate: int, *, tool_round: bool = False
-) -> None:
-    """Report one completion's tokens: the server's figures where it sent ones a completion can have.
-
-    A figure it did not send is estimated; one it sent that no completion can have
-    (:func:`~fractal_nb.llm.protocol.reported_tokens`: 10^12, -10^6, text) is estimated
-    too, and what it sent is kept for the ledger's ``refused_usage``.
-    """
-    usage = getattr(response, "usage", None)
-    sent = {name: getattr(usage, name, None) for name in ("prompt_tokens", "completion_tokens")}
-    taken = {name: reported_tokens(value) for name, value in sent.items()}
-    prompt, completion = taken["prompt_tokens"], taken["completion_tokens"]
-    refused = {name: _as_sent(sent[name]) for name in sent if sent[name] is not None and taken[name] is None}
-    report_usage(
-        prompt_estimate if prompt is None else prompt,
-        completion_estimate if completion is None else completion,
-        estimated=prompt is None or completion is None,
-        tool_round=tool_round,
-        refused=refused,
-    )
-
-
-def _as_sent(value: object) -> object:
-    """A usage figure as the server sent it, for the ledger: a number as it is, anything else as short text.
-
-    >>> _as_sent(10**12), _as_sent(-3), _as_sent({"a": 1}), _as_sent(float("nan"))
-    (1000000000000, -3, "{'a': 1}", 'nan')
-    """
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return _short(value)[:40]
-    return value
-
-
-def _environment_proxy(base_url: str | None) -> str | None:
-    """The proxy the environment names for the model's URL (``HTTPS_PROXY``, ``NO_PROXY``, …), or None.
-
-    A transport of our own turns off the HTTP library's reading of those
-    variables, so :class:`_CountingTransport` is given the proxy this way.
-    """
-    url = urlsplit(base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1")
-    if not url.hostname or urllib.request.proxy_bypass(url.hostname):
-        return None
-    proxies = urllib.request.getproxies()
-    return proxies.get(url.scheme) or proxies.get("all")
-
-
-class _CountingTransport:
-    """HTTP transport (the client's default one, wrapped) that counts each request the server received.
-
-    A request counts once a reply came back, or when the reply timed out after the
-    request was sent (a stalled server has it); a connection refused, a bad URL or
-    a connection dropped before any reply counts as none (the ledger's ``attempts``,
-    docs/architecture.md "The ledger"). Transport retries are requests too.
-
-    A body is read up to ``max_reply_bytes``: one that says it is longer, or grows
-    past it, raises :class:`_ReplyTooLarge` (its connection is closed, not read on).
-    """
-
-    def __init__(self, proxy: str | None = None, max_reply_bytes: int = MAX_REPLY_BYTES) -> None:
-        # openai's own pool limits (DefaultHttpxClient applies them to its default transport only).
-        limits = _HTTP.Limits(max_connections=1000, max_keepalive_connections=100, keepalive_expiry=5.0)
-        self._inner: Any = _HTTP.HTTPTransport(limits=limits, proxy=proxy)
-        self._most = max_reply_bytes
-
-    def handle_request(self, request: Any) -> Any:
-        """Send ``request``; count it when it reached the server; its body bounded."""
-        try:
-            response = self._inner.handle_request(request)
-        except _HTTP.ReadTimeout:
-            report_request()
-            raise
-        report_request()
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self._most:
-            response.close()
-            raise _ReplyTooLarge(
-                f"the server's body was {int(declared):,} bytes, "
-                f"over the bound of {self._most:,} (max_reply_bytes)"
-            )
-        return _HTTP.Response(
-            status_code=response.status_code,
-            headers=response.headers,
-            stream=_BoundedStream(response.stream, self._most),
-            extensions=response.extensions,
-        )
-
-    def __enter__(self) -> _CountingTransport:
-        self._inner.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._inner.__exit__(*exc)
-
-    def close(self) -> None:
-        """Close the pooled connections."""
-        self._inner.close()
-
-
-class _Bounded:
-    """A response body's stream that raises :class:`_ReplyTooLarge` once it passes ``most`` bytes."""
-
-    def __init__(self, stream: Any, most: int) -> None:
-        self._stream = stream
-        self._most = most
-
-    def __iter__(self) -> Iterator[bytes]:
-        read = 0
-        for chunk in self._stream:
-            read += len(chunk)
-            if read > self._most:
-                raise _ReplyTooLarge(
-                    f"the server's body passed the bound of {self._most:,} bytes (max_reply_bytes)"
-                )
-            yield chunk
-
-    def close(self) -> None:
-        """Close the connection's stream."""
-        self._stream.close()
-
-
-# The HTTP library checks a response's stream is its SyncByteStream (a class mypy sees as Any here).
-_BoundedStream: Any = type("_BoundedStream", (_Bounded, _HTTP.SyncByteStream), {})
 
 
 def retry_sampling(
@@ -855,28 +492,6 @@ def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:
     return schema.model_json_schema()
 
 
-def _max_tokens(value: int | Mapping[str, int] | None) -> dict[str, int]:
-    """Every role's reply bound: the defaults, overridden by one number or per role."""
-    bounds = dict(MAX_TOKENS)
-    if isinstance(value, int) and not isinstance(value, bool):
-        bounds = dict.fromkeys(bounds, value)
-    elif isinstance(value, Mapping):
-        unknown = set(value) - set(bounds)
-        if unknown:
-            raise InvalidInputError(
-                f"max_tokens names unknown roles {sorted(unknown)}; roles: {', '.join(sorted(bounds))}"
-            )
-        bounds.update(value)
-    elif value is not None:
-        raise InvalidInputError(
-            f"max_tokens must be an integer, a dict of role -> integer, or None, not {value!r}"
-        )
-    for role, bound in bounds.items():
-        if isinstance(bound, bool) or not isinstance(bound, int) or bound < 16:
-            raise InvalidInputError(f"max_tokens for {role} must be an integer >= 16, not {bound!r}")
-    return bounds
-
-
 def _with_schema_note(messages: list[Message], schema: type[BaseModel]) -> list[Message]:
     """Describe the schema in the system message, for servers that cannot enforce it."""
     note = (
@@ -887,86 +502,3 @@ def _with_schema_note(messages: list[Message], schema: type[BaseModel]) -> list[
         first = messages[0]["content"] + "\n\n" + note
         return [{"role": "system", "content": first}, *messages[1:]]
     return [{"role": "system", "content": note}, *messages]
-
-
-def _parse(text: str, schema: type[BaseModel], context: ReplyContext) -> dict[str, Any]:
-    """Repair the reply's JSON (prose, fences, trailing commas, raw newlines), validate and judge it."""
-    if not text.strip():
-        raise ValueError("the reply was empty")
-    data = json_repair.loads(text)
-    if not isinstance(data, dict):
-        raise ValueError(f"the reply held no JSON object: {_short(text)}")
-    return schema.model_validate(data, context=context).model_dump(mode="json")
-
-
-def _rejects_format(exc: openai.OpenAIError) -> bool:
-    """Whether the server refused the request for its response_format (so fall back)."""
-    if not isinstance(exc, openai.APIStatusError):
-        return False
-    return exc.status_code in _REJECTS_FORMAT or "response_format" in f"{exc.message} {exc.body}"
-
-
-def _translate(exc: openai.OpenAIError, model: str, base_url: str) -> LLMError:
-    """Our error for an openai one, in plain words: timeout, unreachable or refusing server, HTTP error."""
-    if isinstance(exc, openai.APITimeoutError):
-        return LLMTimeoutError(f"{model}: the request to {base_url} timed out, after the client's retries")
-    if isinstance(exc, openai.APIConnectionError):
-        return LLMUnavailableError(f"cannot reach the model server at {base_url}: {connection_problem(exc)}")
-    if isinstance(exc, openai.APIStatusError):
-        body = _short(exc.body if exc.body is not None else exc.message)
-        status = exc.status_code
-        if status in (401, 403):
-            return LLMUnavailableError(
-                f"the model server at {base_url} refused the API key (HTTP {status}): {body}"
-            )
-        if status == 404:
-            return LLMUnavailableError(
-                f"the model server at {base_url} has no model {model!r} (HTTP 404): {body}"
-            )
-        if status >= 500:
-            return LLMUnavailableError(
-                f"the model server at {base_url} failed (HTTP {status}, after the client's retries): {body}"
-            )
-        return LLMError(f"{model}: HTTP {status}: {body}")
-    return LLMError(f"{model}: {type(exc).__name__}: {_short(exc)}")
-
-
-def connection_problem(exc: BaseException) -> str:
-    """What went wrong on the wire, in plain words ("connection refused", "host not found", …)."""
-    seen: list[BaseException] = []
-    cause: BaseException | None = exc
-    while cause is not None and cause not in seen:
-        seen.append(cause)
-        if isinstance(cause, BaseExceptionGroup) and cause.exceptions:
-            cause = cause.exceptions[0]
-            continue
-        cause = cause.__cause__ or cause.__context__
-    refused = (errno.ECONNREFUSED, errno.ECONNRESET, errno.EHOSTUNREACH)
-    for error in seen:
-        if isinstance(error, OSError) and error.errno in refused:
-            return {
-                errno.ECONNREFUSED: "connection refused",
-                errno.ECONNRESET: "connection reset",
-                errno.EHOSTUNREACH: "host unreachable",
-            }[error.errno]
-    text = " ".join(str(e) for e in seen).lower()
-    for needle, words in (
-        ("refused", "connection refused"),
-        ("name or service not known", "host not found"),
-        ("nodename nor servname", "host not found"),
-        ("temporary failure in name", "host not found"),
-        ("timed out", "connection timed out"),
-        ("unreachable", "network unreachable"),
-        ("reset by peer", "connection reset"),
-        ("disconnected", "server disconnected"),
-        ("connection closed", "connection closed"),
-    ):
-        if needle in text:
-            return words
-    return _short(seen[-1]) or type(seen[-1]).__name__
-
-
-def _short(value: object) -> str:
-    """``value`` as one line of at most a few hundred characters."""
-    text = " ".join(str(value).split())
-    return text if len(text) <= _SNIPPET else text[: _SNIPPET - 1] + "…"

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..text import normalize
 from .simulated_frames import GENERIC, read_frame
+from .simulated_prompts import prompt_field
 from .simulated_prose import answer_text, factors, synthesis_text
 from .simulated_questions import ANGLES, angle_questions, read
 
@@ -29,8 +30,8 @@ HEDGES = ["probably", "in most cases", "as far as the parts show,"]
 
 def think_reply(prompt: str, rng: Random) -> dict[str, Any]:
     """Think: a plan at the top (and now and then below it), else the level's result."""
-    goal = _field(prompt, r"Goal of this level: (.+)") or "the task"
-    depth, deepest = (int(v) for v in (_field(prompt, r"Depth: (\d+) of") or "0", _last_depth(prompt)))
+    goal = prompt_field(prompt, r"Goal of this level: (.+)") or "the task"
+    depth, deepest = (int(v) for v in (prompt_field(prompt, r"Depth: (\d+) of") or "0", _last_depth(prompt)))
     if depth < deepest and (depth == 0 or (depth == 1 and rng.random() < SUB_PLAN_CHANCE)):
         frame = read_frame(goal)
         count = rng.randint(2, 4) if depth == 0 else 2
@@ -50,7 +51,7 @@ def think_reply(prompt: str, rng: Random) -> dict[str, Any]:
 
 def eval_reply(prompt: str, rng: Random) -> dict[str, Any]:
     """Eval: a failed sub-goal again, else the next plan item not returned, else the level's result."""
-    goal = _field(prompt, r"Goal of this level: (.+)") or "the task"
+    goal = prompt_field(prompt, r"Goal of this level: (.+)") or "the task"
     plan = prompt.split("do not rewrite it):", 1)[-1].split("What the sub-goals called so far", 1)[0]
     done = DONE_ITEM.findall(prompt.split("What the sub-goals called so far", 1)[-1])
     failures = Counter(normalize(g) for g, mark in done if mark == " [FAILED]")
@@ -61,7 +62,7 @@ def eval_reply(prompt: str, rng: Random) -> dict[str, Any]:
     if pending:
         return {"type": "CALL", "description": pending[0]}
     reading = read(goal)
-    depth = int(_field(prompt, r"Depth: (\d+) of") or "0")
+    depth = int(prompt_field(prompt, r"Depth: (\d+) of") or "0")
     return {
         "type": "RETURN",
         "description": synthesis_text(reading, depth, len(done), factors(reading.kind, rng)),
@@ -69,9 +70,4 @@ def eval_reply(prompt: str, rng: Random) -> dict[str, Any]:
 
 
 def _last_depth(prompt: str) -> str:
-    return _field(prompt, r"of at most (\d+)") or "0"
-
-
-def _field(prompt: str, pattern: str) -> str | None:
-    match = re.search(pattern, prompt)
-    return match.group(1).strip() if match else None
+    return prompt_field(prompt, r"of at most (\d+)") or "0"

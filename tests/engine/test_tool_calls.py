@@ -3,7 +3,7 @@
 against the store and is a ledger row of its own, the number of calls is bounded, a server without
 tools is remembered as such, and a budget reserves every round trip the tools may add.
 
-Covers: engine/evidence_tools.py, llm/protocol.py.
+Covers: engine/evidence_tools.py, llm/protocol.py, llm/openai_tools.py.
 """
 
 from __future__ import annotations

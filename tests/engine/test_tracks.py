@@ -1,6 +1,6 @@
 """The tracks strategy (docs/architecture.md, "Tracks"): orthogonal tracks, gated findings, one aggregate.
 
-Covers: engine/phases.py, engine/synthesis_object.py.
+Covers: engine/phases.py, engine/synthesis_object.py, llm/simulated_tracks.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
 """What a server should never send, read as data (issue 37): absurd or negative usage, bytes that are
 not UTF-8, a lone surrogate, a body over the bound. Through the real openai client against the local
 fake server: the reply is taken or refused as a bad reply (an LLMOutputError after the corrections),
-never a raw exception, and every request and figure is reported as the server sent it."""
+never a raw exception, and every request and figure is reported as the server sent it.
+
+Covers: llm/openai_replies.py, llm/openai_transport.py.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,8 @@ from typing import Any
 import pytest
 
 from fractal_nb.errors import InvalidInputError, LLMOutputError
-from fractal_nb.llm.openai_llm import MAX_REPLY_BYTES, OpenAILLM
+from fractal_nb.llm.openai_llm import OpenAILLM
+from fractal_nb.llm.openai_transport import MAX_REPLY_BYTES
 from fractal_nb.llm.protocol import (
     MAX_REPORTED_TOKENS,
     Usage,

@@ -1,6 +1,6 @@
 """OpenAILLM with the real openai client against a local fake OpenAI-compatible server.
 
-Covers: llm/retries.py.
+Covers: llm/retries.py, llm/openai_options.py, llm/openai_replies.py, llm/openai_transport.py.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from fractal_nb.errors import (
     LLMTimeoutError,
     LLMUnavailableError,
 )
-from fractal_nb.llm.openai_llm import MAX_TOKENS, OpenAILLM
+from fractal_nb.llm.openai_llm import OpenAILLM
+from fractal_nb.llm.openai_options import MAX_TOKENS
 from fractal_nb.llm.protocol import LLM, Message, estimate_tokens, messages_tokens, metered
 from fractal_nb.llm.schemas import SCHEMAS, Answer, SeedPlan
 

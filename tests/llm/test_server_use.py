@@ -1,6 +1,8 @@
 """The server used as it is (issue 40): its slots learned from it, the probe letting workers go, its sampling.
 
 Each against a real HTTP server on 127.0.0.1 (tests/llm/fake_openai.py) through the ``openai`` client.
+
+Covers: llm/openai_options.py, llm/openai_transport.py.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from typing import Any
 import pytest
 
 from fractal_nb.errors import InvalidInputError
-from fractal_nb.llm.openai_llm import OpenAILLM, server_slots
+from fractal_nb.llm.openai_llm import OpenAILLM
+from fractal_nb.llm.openai_transport import server_slots
 from fractal_nb.llm.protocol import Message
 from fractal_nb.llm.schemas import Answer
 

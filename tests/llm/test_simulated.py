@@ -1,6 +1,7 @@
 """SimulatedLLM: schema-valid, deterministic, honest about being simulated, and configurable.
 
-Covers: llm/protocol.py, llm/schemas.py, llm/simulated_chain.py, llm/simulated_prose.py.
+Covers: llm/protocol.py, llm/schemas.py, llm/simulated_chain.py, llm/simulated_prompts.py,
+llm/simulated_prose.py, llm/simulated_tracks.py.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from mcp.shared.exceptions import MCPError
 
 from ... import errors
 from ...errors import FractalError, InvalidInputError, StateError, StoreUnreachableError
-from ...llm.openai_llm import connection_problem
+from ...llm.openai_replies import connection_problem
 from ...store import Store, WorkerStore
 from ...store.holders import HOLDER_LEASE_S, OWN_HOLDER, HolderInfo, hold, let_go, new_holder
 from ...store.records import Heartbeat

@@ -1,0 +1,85 @@
+"""What the simulator reads in a prompt: a field, the part its choices depend on, the evidence to cite.
+
+docs/architecture.md "Layers" (the model layer): :class:`~fractal_nb.llm.simulated.SimulatedLLM`
+and its parts read the prompts a real model gets. Node ids differ between runs and
+never count (:func:`id_free_digest`, :func:`decisive_part`, :func:`quoted`), so a
+run repeats; with an evidence section (prompts/evidence.txt), :func:`cite_evidence`
+quotes real lines of its first passage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+_ANY_ID = re.compile(r"\bn-[0-9a-f]{1,16}")  # a node id, whole or cut short by a clipped text
+# The evidence section of an answer prompt (prompts/evidence.txt): a passage's head, then its numbered lines.
+_EVIDENCE = "\nEvidence: the passages of the exploration's sources"
+_PASSAGE = re.compile(r"^\[(.+):L(\d+)-L(\d+)\]$((?:\n\d+: .*)*)", re.MULTILINE)
+
+
+def id_free_digest(text: str) -> bytes:
+    """A digest of ``text`` without its node ids (they differ between runs; the choices must not)."""
+    return hashlib.sha256(_ANY_ID.sub("n-id", text).encode()).digest()
+
+
+def decisive_part(role: str, prompt: str) -> str:
+    """The part of a prompt the simulated choices depend on.
+
+    An answer depends on its question alone, not on what other workers happen
+    to have written by then, so a simulated tree has the same shape with one
+    worker or eight. Node ids (new every run) never count.
+    """
+    if role == "answer":
+        prompt = prompt_field(prompt, r"(Question to answer now[^\n]*\n[^\n]*)") or prompt
+    return _ANY_ID.sub("n-id", prompt)
+
+
+def prompt_field(prompt: str, pattern: str) -> str | None:
+    """The first group of ``pattern`` in ``prompt``, stripped; None where it does not match."""
+    match = re.search(pattern, prompt)
+    return match.group(1).strip() if match else None
+
+
+def quoted(text: str) -> str:
+    """A question as quoted in a halt; a long one cut, with a digest of the whole.
+
+    Questions may open alike; the digest keeps their halts apart.
+    """
+    text = _ANY_ID.sub("n-id", text).strip().rstrip("?.!")  # ids differ between runs; topics must not
+    if len(text) <= 80:
+        return f"'{text}'"
+    return f"'{text[:70]}… #{hashlib.sha256(text.encode()).hexdigest()[:6]}'"
+
+
+def cite_evidence(prompt: str, question: str) -> list[dict[str, Any]]:
+    """With an evidence section, a citation of its first passage: 1 to 3 of its lines, quoted verbatim.
+
+    Which lines and how many follow a digest of the question, so a run repeats;
+    blank lines and lines the prompt shows cut are never quoted.
+    """
+    if _EVIDENCE not in prompt:
+        return []
+    passage = _PASSAGE.search(prompt.split(_EVIDENCE, 1)[1])
+    if passage is None:  # no passage matched the question: nothing to cite
+        return []
+    numbered = [line.split(": ", 1) for line in passage.group(4).split("\n")[1:]]
+    lines = [(int(n), text) for n, text in numbered if text.strip() and not text.endswith("…")]
+    if not lines:
+        return []
+    pick = id_free_digest(question)
+    first = pick[0] % len(lines)
+    run = [lines[first]]
+    for number, text in lines[first + 1 : first + 1 + pick[1] % 3]:  # the next lines, while consecutive
+        if number != run[-1][0] + 1:
+            break
+        run.append((number, text))
+    return [
+        {
+            "source": passage.group(1),
+            "line_start": run[0][0],
+            "line_end": run[-1][0],
+            "quote": "\n".join(text for _, text in run),
+        }
+    ]
