@@ -355,7 +355,7 @@ QUESTION_TRANSITIONS: dict[NodeStatus, frozenset[NodeStatus]] = {
     # include_errors); the store refuses it for every other saturation reason.
     _S.SATURATED: frozenset({_S.OPEN}),
 }
-# Moves only a turn makes (store/turns.py: redecompose, deepen, note), checked with the table above:
+# Moves only a turn makes (store/reopening.py: redecompose, deepen, note), checked with the table above:
 # a question answered again from scratch goes back to open (its old answer superseded), and a
 # question a note lands on (its verdict a saturation) is synthesized again from answered.
 TURN_TRANSITIONS: dict[NodeStatus, frozenset[NodeStatus]] = {
@@ -393,7 +393,7 @@ def check_node_transition(
 ) -> None:
     """Raise unless the node (a question, an answer or a note) may move from ``current`` to ``target``.
 
-    ``turn``: the move is a turn's (``TURN_TRANSITIONS`` allowed too; store/turns.py only).
+    ``turn``: the move is a turn's (``TURN_TRANSITIONS`` allowed too; store/reopening.py only).
     ``chain``: the move is a thinkon chain's (``CHAIN_TRANSITIONS`` allowed too; store/chain.py only).
     """
     table = QUESTION_TRANSITIONS if node_type == NodeType.QUESTION else ANSWER_TRANSITIONS

@@ -1,7 +1,7 @@
 """Exploration.create() and open() check every argument before the file is opened: a refused call
 leaves no file behind (issue 24, "a bad call changes nothing").
 
-Covers: arguments.py, exploration/exploration.py.
+Covers: arguments.py, exploration/exploration.py, exploration/opening.py.
 """
 
 from __future__ import annotations

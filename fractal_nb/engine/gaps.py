@@ -14,7 +14,7 @@ from ..vocabulary import PENDING_QUESTION, ClaimKind, GapKind, NodeStatus, Satur
 
 
 def current(nodes: list[NodeRecord]) -> list[NodeRecord]:
-    """The nodes no later turn superseded: what syntheses, findings and gaps read (store/turns.py)."""
+    """The nodes no later turn superseded: what syntheses, findings and gaps read (store/reopening.py)."""
     return [n for n in nodes if n.get("superseded_turn") is None]
 
 

@@ -65,7 +65,7 @@ def work_question(run: RunState, claim: Claim, worker: str) -> StepRecord:
     node_id, question = claim["node_id"], claim.get("text")
     assert node_id is not None and question is not None, "callers pass only claims that found a question"
     context = claim["context"] if "context" in claim else run.store.get_context(run.graph_id, node_id)
-    # No sub-question can follow: the intensity's depth, or a deepened branch's (store/turns.py).
+    # No sub-question can follow: the intensity's depth, or a deepened branch's (store/turn_requests.py).
     last_level = context["node"]["depth"] + 1 >= context.get("max_depth", run.budget.max_depth)
     with run.call.pending() as calls:  # the node's call log, written with its transaction
         with run.call.time_limit(run.limits.node_timeout_s):  # the answer and its links (limits.py)
@@ -235,7 +235,7 @@ def _choice_note(meta: dict[str, Any]) -> str:
 
 
 def _redecompose_note(meta: dict[str, Any]) -> str:
-    """What a redecomposed question's prompt adds (store/turns.py): the hint, and what not to ask again."""
+    """What a redecomposed question's prompt adds (store/turn_requests.py): the hint and what to avoid."""
     asked = meta.get("redecompose")
     if not isinstance(asked, dict):
         return ""

@@ -2,7 +2,7 @@
 
 The call goes through the run's :class:`~fractal_nb.engine.calls.ModelCaller`, so the graph's
 budgets hold before it is made (docs/architecture.md, "The engine loop"); the store hangs the
-new questions under the root's answer (store/turns.py ``widen``).
+new questions under the root's answer (store/turn_requests.py ``widen``).
 """
 
 from __future__ import annotations

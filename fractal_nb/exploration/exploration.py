@@ -2,73 +2,48 @@
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 import pandas as pd
 
-from .. import engine
-from ..arguments import STORE_LOG, check_llm, check_store_target
-from ..checks import merged_metadata, require_flag, require_id, require_text
-from ..engine import (
-    Clock,
-    Limits,
-    RealClock,
-    RunState,
-    gap_rows,
-    harvest,
-    preview,
-    spend_tokens,
-    strategy_part,
-)
-from ..errors import InvalidInputError, StateError, StoreUnreachableError
+from ..arguments import check_llm, check_store_target
+from ..checks import require_flag, require_id, require_text
+from ..engine import Clock, Limits, RealClock, RunState, gap_rows, preview
+from ..errors import InvalidInputError, StateError
 from ..llm.protocol import LLM
-from ..llm.read_only import ReadOnlyLLM
 from ..results.evidence import Evidence, evidence_of, node_evidence
 from ..results.export import to_networkx
 from ..results.result import FractalResult, MarkdownText, StepRecord
 from ..results.run_report import RunReport, Usage
 from ..store import Store, open_store
 from ..store.frame_sql import SqlParams
-from ..store.records import Chosen, ModelSpend, Recovered, Saturated, SourceText
-from ..store.sources import require_source_texts
+from ..store.records import Chosen, Recovered, Saturated
 from ..store.stops import refuse_held, refuse_not_held, resolve_choice
 from ..vocabulary import (
-    TERMINAL_GRAPH,
     Budget,
     CheckpointMode,
-    GraphStatus,
     Intensity,
     NodeStatus,
     NodeType,
-    Strategy,
-    Support,
-    WeakReason,
     check_node_transition,
     is_chain,
     parse_choice,
-    parse_metadata,
-    pending_counts,
-    track_name,
-    track_of,
 )
-from .frames import edge_frame, node_frame, timestamps
+from .frames import call_frame, edge_frame, event_frame, node_frame, synthesis_frame
 from .graph_sql import GAP_COLUMNS, run_sql
-from .history import GraphAt, event_point, lineage_frame
-from .source_inputs import Table, source_frame, source_texts
+from .history import GraphAt, event_point, lineage_frame, own_event
+from .opening import check_clock, new_graph, opened_graph
+from .running import Runner
+from .source_inputs import source_frame, source_texts
 from .state import ExplorationState, exploration_state
 from .steering import Steering, TurnStep
 
 if TYPE_CHECKING:
     from ..mcp.server import BackgroundServer
     from ..views import ExplorationView
-
-STEP_WORKER = "stepper"
 
 
 class Exploration:
@@ -102,14 +77,14 @@ class Exploration:
             store, graph, llm, limits=Limits.from_metadata(graph["metadata"]), whole=store
         )
         self._clock = clock or RealClock()
-        self._stop: threading.Event | None = None  # set: the run in progress pauses
         # One run per graph in this process, whichever Exploration object asks (a notebook
         # may open the same file again while a Run goes on).
-        self._running = store.run_lock(graph_id)
+        running = store.run_lock(graph_id)
         self._mcp: BackgroundServer | None = None
-        self._steering = Steering(store, graph_id, self._state, self._running, self._state.call.reset_health)
+        self._runner = Runner(store, graph_id, self._state, running, self._clock)
+        self._steering = Steering(store, graph_id, self._state, running, self._state.call.reset_health)
 
-    # -- opening --------------------------------------------------------------------
+    # -- opening (fractal_nb/exploration/opening.py) --------------------------------------
 
     @classmethod
     def create(
@@ -142,7 +117,7 @@ class Exploration:
         before the graph is made).
         """
         check_llm(llm)
-        _check_clock(clock)
+        check_clock(clock)
         require_text(seed, "seed")
         CheckpointMode.parse(checkpoint, parse_choice(Intensity, intensity, "intensity"))
         limits = Limits.parse(
@@ -152,24 +127,8 @@ class Exploration:
             max_wall_s=max_wall_s,
             node_timeout_s=node_timeout_s,
         )
-        kept = _graph_metadata(limits, strategy_part(strategy).name)
-        tables, texts = _given_sources(sources)
-        file = None if path is None else check_store_target(path)
-        made = isinstance(file, Path) and not file.exists()
-        store = open_store(file)
-        try:
-            texts += source_texts(tables, store.table_lines) if tables else []
-            with store.batch():  # the graph and its sources land together, or neither does
-                graph = store.create_graph(seed, intensity, checkpoint, metadata=kept)
-                if texts:
-                    store.add_sources(graph["graph_id"], texts)
-        except BaseException:
-            store.close()
-            if made and isinstance(file, Path):  # a refused call leaves no file behind (made: a file)
-                for left in (file, file.with_name(file.name + STORE_LOG)):
-                    left.unlink(missing_ok=True)
-            raise
-        return cls(store, graph["graph_id"], llm, clock=clock, owns_store=True)
+        store, graph_id = new_graph(seed, intensity, checkpoint, limits, strategy, sources=sources, path=path)
+        return cls(store, graph_id, llm, clock=clock, owns_store=True)
 
     @classmethod
     def open(
@@ -195,31 +154,8 @@ class Exploration:
         ``llm`` may then be left out (a run, a step or a steering call is refused, naming
         ``llm=``); opening to write needs it.
         """
-        require_flag(read_only, "read_only")
-        if llm is None and not read_only:
-            raise InvalidInputError(
-                "llm is needed to open a file to run it: Exploration.open(path, llm=...); "
-                "read_only=True reads it without a model"
-            )
-        model: LLM = ReadOnlyLLM() if llm is None else llm
-        check_llm(model)
-        _check_clock(clock)
-        if graph_id is not None:
-            require_id(graph_id, "graph_id")
-        where = check_store_target(path)
-        if isinstance(where, Path) and not where.exists():
-            raise InvalidInputError(f"no exploration file at {path}")
-        store = open_store(where, read_only=read_only)
-        try:
-            if graph_id is None:
-                graph_id = _only_graph(store)
-            # Claims of a dead run come back at once; a live run's (this process's) never do.
-            if store.get_graph(graph_id)["status"] not in TERMINAL_GRAPH and not read_only:
-                store.recover_stuck(graph_id)
-        except BaseException:
-            store.close()
-            raise
-        return cls(store, graph_id, model, clock=clock, owns_store=True)
+        store, opened, model = opened_graph(path, graph_id, llm, clock, read_only=read_only)
+        return cls(store, opened, model, clock=clock, owns_store=True)
 
     @staticmethod
     def graphs(path: str | Path, *, read_only: bool = False) -> pd.DataFrame:
@@ -249,7 +185,7 @@ class Exploration:
     def __repr__(self) -> str:
         return f"<Exploration {self.graph_id} {self._state.seed[:60]!r} in {self.store.location}>"
 
-    # -- running --------------------------------------------------------------------
+    # -- running (fractal_nb/exploration/running.py; docs/architecture.md, "The graph contract") --
 
     @property
     def status(self) -> str:
@@ -322,103 +258,7 @@ class Exploration:
             max_wall_s=max_wall_s,
             node_timeout_s=node_timeout_s,
         )
-        limits, kept = self._limits_with(asked)
-        spent = self.store.llm_spend(self.graph_id)  # the graph's spend before this run
-        raised = asked != Limits() and limits.reached(spent, 0.0) is None
-        with self._exclusive("pause() it first", resume=resume or raised, revive=resume):
-            if asked != Limits():
-                self.store.update_graph_metadata(self.graph_id, kept)
-            started = time.perf_counter()
-            ran = self._engine_run(limits, workers, progress, on_step)
-            return self._run_report(ran, spent, started)
-
-    def _limits_with(self, asked: Limits) -> tuple[Limits, dict[str, Any]]:
-        """The graph's limits with ``asked`` merged in, and the metadata keeping them (checked, unwritten)."""
-        limits = self._state.limits.merged(asked)
-        kept = {"limits": limits.to_metadata()}
-        parse_metadata(kept)
-        if asked != Limits():  # checked before the graph moves: a refused run changes nothing
-            graph = self.store.get_graph(self.graph_id)
-            merged_metadata(graph["metadata"], kept, f"graph {self.graph_id}")
-        return limits, kept
-
-    def _engine_run(
-        self, limits: Limits, workers: int, progress: bool, on_step: Callable[[StepRecord], None] | None
-    ) -> engine.Ran:
-        """The engine's run, pausable through ``pause()``; a failure of the engine's is recorded on the graph.
-
-        What ``on_step`` raises is the caller's error: it stops the run and is raised as it is.
-        """
-        stop = self._stop = threading.Event()
-        callers: list[BaseException] = []
-
-        def stepped(record: StepRecord) -> None:
-            if on_step is not None:
-                try:
-                    on_step(record)
-                except BaseException as exc:
-                    callers.append(exc)
-                    raise
-
-        try:
-            return engine.run(
-                self._state,
-                limits=limits,
-                workers=workers,
-                clock=self._clock,
-                progress=progress,
-                on_step=stepped,
-                stop=stop,
-            )
-        except BaseException as exc:  # a bug or a store gone: the graph records it, then it is raised
-            if not any(exc is theirs for theirs in callers):
-                self._record_error(exc)
-            raise
-        finally:
-            self._stop = None
-
-    def _record_error(self, exc: BaseException) -> None:
-        """A failure the engine cannot recover from sets the graph to ``error`` (docs/architecture.md)."""
-        if isinstance(exc, StoreUnreachableError | KeyboardInterrupt):
-            return  # the store is elsewhere and gone, or a person stopped it: nothing to record here
-        try:
-            if self.status == GraphStatus.ACTIVE:
-                self.store.update_graph_status(
-                    self.graph_id, GraphStatus.ERROR, reason=f"{type(exc).__name__}: {exc}"[:500]
-                )
-        except Exception:  # noqa: BLE001 - the original error is the one to raise
-            pass
-
-    def _run_report(self, ran: engine.Ran, spent: list[ModelSpend], started: float) -> RunReport:
-        """The run's :class:`RunReport`: the graph as it is now and what this run did to it."""
-        store, g = self.store, self.graph_id
-        snapshot = store.get_snapshot(g)
-        pending = pending_counts(snapshot["nodes"])
-        status, reports, processed = ran.outcome, ran.reports, ran.steps
-        mine = {a for r in processed for pair in r.convergences for a in pair}
-        answers = {r.answer_id for r in processed if r.answer_id}
-        before, after = self._usage(spent), self._usage(store.llm_spend(g))
-        return RunReport(
-            status=status,
-            graph_id=g,
-            status_reason=snapshot["status_reason"] if snapshot["status"] != GraphStatus.ACTIVE else None,
-            workers_dispatched=len(reports),
-            open_questions_remaining=pending["open"],
-            claimed_nodes_remaining=pending["claimed"],
-            gated_questions_remaining=pending["gated"],
-            convergence_points=[
-                c for c in store.query_convergence(g)["convergence_points"] if mine & set(c["nodes"])
-            ],
-            contradictions=[
-                c for c in store.query_contradictions(g)["contradictions"] if c["nodes"][0] in answers
-            ],
-            worker_reports=list(reports),
-            nodes_processed=len(processed),
-            model_calls=after["calls"] - before["calls"],
-            tokens=after["tokens"] - before["tokens"],
-            cost=None if before["cost"] is None or after["cost"] is None else after["cost"] - before["cost"],
-            wall_s=time.perf_counter() - started,
-        )
+        return self._runner.run(workers, asked, progress=progress, on_step=on_step, resume=resume)
 
     def step(self, n: int = 1) -> list[StepRecord]:
         """Process up to ``n`` nodes in this thread (the seed phase counts as one); returns them.
@@ -432,13 +272,11 @@ class Exploration:
         """
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise InvalidInputError(f"n must be an integer >= 1, not {n!r}")
-        with self._exclusive("pause() it before stepping", resume=True):  # a step is an explicit act
-            return engine.step(self._state, n, STEP_WORKER)
+        return self._runner.step(n)
 
     def pause(self) -> None:
         """Ask a running ``run()`` to stop: nodes in flight finish, no new claims are made."""
-        if self._stop is not None:
-            self._stop.set()
+        self._runner.pause()
 
     def approve(self, node_ids: list[str] | None = None) -> dict[str, Any]:
         """Open gated questions (all when None); a paused graph becomes active again.
@@ -458,7 +296,7 @@ class Exploration:
                         node_id=node["node_id"],
                     )
                 refuse_held(node["node_id"], node["metadata"], self.graph_id)  # it needs choose()
-        self._activate(resume=True)
+        self._runner.activate(resume=True)
         return self.store.approve_gate(self.graph_id, node_ids)
 
     def choose(self, node_id: str, choice: int | str) -> Chosen:
@@ -470,11 +308,11 @@ class Exploration:
         prompt. A question no halt holds, an empty choice or an index out of range
         is refused before anything changes; a paused graph becomes active again.
         """
-        self._check_writable()
+        self._runner.check_writable()
         node = self.store.get_node(self.graph_id, node_id)["node"]
         halt = refuse_not_held(node["node_id"], node["status"], node["metadata"], self.graph_id)
         resolve_choice(halt, choice)  # refused here, before the graph is resumed
-        self._activate(resume=True)
+        self._runner.activate(resume=True)
         return self.store.choose(self.graph_id, node_id, choice)
 
     def prune(self, node_id: str) -> Saturated:
@@ -482,7 +320,7 @@ class Exploration:
 
         The node is checked before the graph is resumed: one that cannot be pruned changes nothing.
         """
-        self._check_writable()
+        self._runner.check_writable()
         node = self.store.get_node(self.graph_id, node_id)["node"]
         root = self.store.get_graph(self.graph_id)["root_node_id"]
         if node["node_id"] == root or (node["node_type"] == NodeType.ANSWER and node["parent_id"] == root):
@@ -494,7 +332,7 @@ class Exploration:
                 node_id=node["node_id"],
             )
         check_node_transition(node["node_id"], node["node_type"], node["status"], NodeStatus.SATURATED)
-        self._activate(resume=True)
+        self._runner.activate(resume=True)
         return self.store.prune_branch(self.graph_id, node_id)
 
     def recover(self) -> Recovered:
@@ -505,7 +343,7 @@ class Exploration:
         (docs/notebook.md, "Facts, assumptions, unknowns"). A finished graph or a file opened
         ``read_only`` is refused, changing nothing. Returns the ids reopened.
         """
-        self._check_writable()
+        self._runner.check_writable()
         return self.store.recover_stuck(self.graph_id, include_errors=True)
 
     def harvest(self, *, finish: bool = False, aggregate: bool = False) -> FractalResult:
@@ -523,19 +361,7 @@ class Exploration:
         """
         require_flag(finish, "finish")
         require_flag(aggregate, "aggregate")
-        with self._running:
-            status = self.status
-            if status != GraphStatus.COMPLETED:  # a completed graph is read back; any other is written
-                self._check_writable()
-            if status in (GraphStatus.ACTIVE, GraphStatus.PAUSED) and not finish:
-                left = self._work_left()
-                if left:
-                    raise StateError(
-                        f"graph {self.graph_id} is {status!r} with work left ({left}); harvest(finish=True) "
-                        "ends the exploration and lists that work as gaps, report() shows it as it stands"
-                    )
-            self._state.call.reset_health()  # the model may be back for the summary and syntheses
-            return harvest(self._state, finish=finish, aggregate=aggregate)
+        return self._runner.harvest(finish=finish, aggregate=aggregate)
 
     def preview(self) -> FractalResult:
         """The result as the graph stands now, read-only: no model call, no change to the graph.
@@ -553,11 +379,6 @@ class Exploration:
         """Every unexplored, pruned, failed or budget-cut question, one row each, with why."""
         rows = gap_rows(self.store.get_snapshot(self.graph_id)["nodes"])  # superseded nodes are no gaps
         return pd.DataFrame(rows, columns=GAP_COLUMNS)
-
-    def _work_left(self) -> str:
-        counts = pending_counts(self.store.get_snapshot(self.graph_id)["nodes"])
-        counts["ready to synthesize"] = self.store.get_ready_to_synthesize(self.graph_id)["count"]
-        return ", ".join(f"{count} {what}" for what, count in counts.items() if count)
 
     @property
     def gates(self) -> pd.DataFrame:
@@ -609,36 +430,15 @@ class Exploration:
         when a finding is, unsupported when none is while the graph has sources,
         no_sources without them; None for others).
         """
-        nodes = self.store.get_snapshot(self.graph_id)["nodes"]
-        rows = [
-            {
-                "node_id": n["node_id"],
-                "depth": n["depth"],
-                "question": n["text"],
-                "synthesis": n["metadata"]["synthesis"],
-                "parent_id": n["parent_id"],
-                "track": track_name(n["metadata"]),
-                "findings": len(n["metadata"].get("findings") or []),
-                "support": _track_support(n["metadata"]),
-            }
-            for n in nodes
-            if n["status"] == "synthesized"
-        ]
-        columns = ["node_id", "depth", "question", "synthesis", "parent_id", "track", "findings", "support"]
-        frame = pd.DataFrame(rows, columns=columns)
-        return frame.sort_values("depth", kind="stable").reset_index(drop=True)
+        return synthesis_frame(self.store.get_snapshot(self.graph_id)["nodes"])
 
     def events(self, since: int = 0) -> pd.DataFrame:
         """The event log (one row per mutation) after ``since``."""
-        events = self.store.get_events(self.graph_id, since=since)["events"]
-        columns = ["event_id", "node_id", "kind", "actor", "created_at", "payload"]
-        frame = pd.DataFrame(events, columns=columns)
-        return timestamps(frame, ["created_at"])
+        return event_frame(self.store.get_events(self.graph_id, since=since)["events"])
 
     def llm_calls(self) -> pd.DataFrame:
         """Every model call: role, node, worker, model, tokens, latency, outcome, error."""
-        calls = self.store.get_llm_calls(self.graph_id)["calls"]
-        return timestamps(pd.DataFrame(calls, columns=_CALL_COLUMNS), ["created_at"])
+        return call_frame(self.store.get_llm_calls(self.graph_id)["calls"])
 
     def inspect(self, node_id: str) -> dict[str, Any]:
         """One node: its fields, direct children, links, and the model calls made for it.
@@ -655,19 +455,12 @@ class Exploration:
             else []
         )
         calls = self.store.get_llm_calls(self.graph_id, node_id=details["node"]["node_id"])["calls"]
-        details["llm_calls"] = timestamps(pd.DataFrame(calls, columns=_CALL_COLUMNS), ["created_at"])
+        details["llm_calls"] = call_frame(calls)
         return details
 
     def usage(self) -> Usage:
         """What the graph's model calls spent: ``calls``, ``tokens``, and ``cost`` (None without prices)."""
-        return self._usage(self.store.llm_spend(self.graph_id))
-
-    def _usage(self, spend: list[ModelSpend]) -> Usage:
-        return {
-            "calls": sum(s["calls"] for s in spend),
-            "tokens": spend_tokens(spend),
-            "cost": self._state.limits.cost(spend),
-        }
+        return self._runner.usage(self.store.llm_spend(self.graph_id))
 
     def to_networkx(self) -> nx.MultiDiGraph:
         """The graph for networkx: node and edge fields as attributes, edges keyed by type."""
@@ -759,7 +552,7 @@ class Exploration:
         >>> len(ex.at(first).nodes()), ex.at(first).status
         (1, 'active')
         """
-        event = self._own_event(event_point(event_id, "event_id"))
+        event = own_event(self.store, self.graph_id, event_point(event_id, "event_id"))
         return GraphAt.from_snapshot(self.store.get_state_at(self.graph_id, event))
 
     def fork(self, at: int | Mapping[str, Any] | pd.Series) -> Exploration:
@@ -779,7 +572,7 @@ class Exploration:
         >>> len(fork.nodes()), fork.status
         (1, 'active')
         """
-        event = self._own_event(event_point(at))
+        event = own_event(self.store, self.graph_id, event_point(at))
         forked = self.store.fork_graph(self.graph_id, event)
         if self.store.path is None:  # an in-memory or PostgreSQL store is shared: no file to reopen
             return Exploration(self.store, forked["graph_id"], self.llm, clock=self._clock)
@@ -815,21 +608,6 @@ class Exploration:
             raise
         return forked
 
-    def _own_event(self, event: int) -> int:
-        """A fork's own event for its fork point: the head it was forked at is its ``forked`` event.
-
-        A fork keeps its source's heads, whose events are the source's; the one it was
-        forked at is the state the fork began with, so ``at``, ``fork`` and ``attach``
-        read it as the fork's first event. Any other event is left as given.
-        """
-        origin = next(
-            (g for g in self.store.get_lineage(self.graph_id) if g["graph_id"] == self.graph_id), None
-        )
-        if origin is None or origin["forked_from"] is None or event != origin["forked_at"]:
-            return event
-        first = self.store.get_events(self.graph_id, limit=1)["events"]
-        return int(first[0]["event_id"]) if first and first[0]["kind"] == "forked" else event
-
     def lineage(self) -> pd.DataFrame:
         """The lineage of this graph: its original and every fork of it, oldest first.
 
@@ -859,7 +637,7 @@ class Exploration:
         ``run()`` answers it, re-synthesizing upward, and ``harvest()`` ends the turn in a head.
         A question already asked in the graph is refused (rule 10), as is one past the depth.
         """
-        self._check_writable()
+        self._runner.check_writable()
         return self._steering.ask(question, under)
 
     def deepen(self, node_id: str, levels: int = 1) -> TurnStep:
@@ -867,12 +645,12 @@ class Exploration:
 
         Its leaf questions at the old bottom are reopened for decomposition, their old answers superseded.
         """
-        self._check_writable()
+        self._runner.check_writable()
         return self._steering.deepen(node_id, levels)
 
     def widen(self, n: int) -> TurnStep:
         """``n`` (1-12) more seed questions the existing ones do not cover (one model call, budgets hold)."""
-        self._check_writable()  # before widen's model call too
+        self._runner.check_writable()  # before widen's model call too
         return self._steering.widen(n)
 
     def redecompose(self, node_id: str, hint: str | None = None) -> TurnStep:
@@ -880,12 +658,12 @@ class Exploration:
 
         Superseded nodes stay in the graph (``nodes()``' ``superseded_turn``), never in syntheses or gaps.
         """
-        self._check_writable()
+        self._runner.check_writable()
         return self._steering.redecompose(node_id, hint)
 
     def note(self, node_id: str, text: str) -> TurnStep:
         """A person's evidence or correction under a question; its synthesis and those above are redone."""
-        self._check_writable()
+        self._runner.check_writable()
         return self._steering.note(node_id, text)
 
     # -- sources (fractal_nb/exploration/source_inputs.py; docs/architecture.md, "Sources and citations") --
@@ -897,7 +675,7 @@ class Exploration:
         and checked first; a refused one (no such path, a PDF, a name already holding
         other content) adds nothing.
         """
-        self._check_writable()
+        self._runner.check_writable()
         texts = source_texts(items, self.store.table_lines)
         return source_frame(self.store.add_sources(self.graph_id, texts))
 
@@ -984,138 +762,6 @@ class Exploration:
         if self._mcp is not None:
             self._mcp.stop()
             self._mcp = None
-
-    # -- internals --------------------------------------------------------------------
-
-    @contextmanager
-    def _exclusive(self, busy: str, *, resume: bool = False, revive: bool = False) -> Iterator[None]:
-        """Hold the run lock (refusing, not waiting, if taken) on an active graph."""
-        if not self._running.acquire(blocking=False):
-            raise StateError(
-                f"graph {self.graph_id} is already running in this process (in this Exploration or "
-                f"another one opened on the same file); {busy}"
-            )
-        try:
-            self._activate(resume=resume, revive=revive)
-            yield
-        finally:
-            self._running.release()
-
-    def _check_writable(self) -> None:
-        """Refuse, before any model call, a change to a file opened ``read_only=True``."""
-        if self.store.read_only:
-            raise StateError(
-                f"{self.store.location} was opened read_only=True: it is read, never changed; "
-                "Exploration.open(path, llm=...) without read_only runs and changes it"
-            )
-
-    def _activate(self, *, resume: bool, revive: bool = False) -> None:
-        """Resume a paused graph (a budget-exhausted one only with ``resume``); refuse a finished one.
-
-        The resume routing's case d (docs/architecture.md): a terminal graph is an error to the
-        caller, but for an ``error`` graph that ``run(resume=True)`` asks to ``revive``.
-        """
-        self._check_writable()
-        graph = self.store.get_graph(self.graph_id)
-        status = graph["status"]
-        if status == GraphStatus.ERROR and revive:
-            # The explicit resume of a graph an engine failure stopped (docs/architecture.md, "Statuses").
-            self.store.update_graph_status(self.graph_id, GraphStatus.ACTIVE, reason="resumed after error")
-            return
-        if status == GraphStatus.ERROR:
-            raise StateError(
-                f"graph {self.graph_id} is 'error' ({graph['status_reason']}): a failure stopped it; once "
-                "the cause is gone, run(resume=True) (fractal-nb resume) goes on; harvest() reads it"
-            )
-        if status in TERMINAL_GRAPH:
-            why = f" ({graph['status_reason']})" if graph["status_reason"] else ""
-            raise StateError(
-                f"graph {self.graph_id} is {status!r}{why}: it is finished; harvest() reads it, and a new "
-                "turn (ask, deepen, widen, redecompose or note) reopens it"
-            )
-        if status == GraphStatus.BUDGET_EXHAUSTED and not resume:
-            raise StateError(
-                f"graph {self.graph_id} is 'budget_exhausted' ({graph['status_reason']}); going on is an "
-                "explicit act: run(resume=True), or raise the budget (e.g. run(max_tokens=...)); "
-                "harvest() finishes it"
-            )
-        if status != GraphStatus.ACTIVE:
-            self.store.resume_graph(self.graph_id)
-
-
-_CALL_COLUMNS = [
-    "call_id",
-    "node_id",
-    "worker",
-    "role",
-    "model",
-    "prompt_tokens",
-    "completion_tokens",
-    "tokens_estimated",
-    "attempts",
-    "corrections",
-    "queue_s",
-    "latency_s",
-    "mode",
-    "outcome",
-    "error",
-    "retry_sampling",
-    "refused_usage",
-    "created_at",
-]
-
-
-def _track_support(meta: Mapping[str, Any]) -> str | None:
-    """A track's support (docs/architecture.md, "Tracks"): from its findings' ``support``; None for others."""
-    if track_of(meta) is None:
-        return None
-    supports = {f.get("support") for f in meta.get("findings") or []}
-    uncited = any(m.get("reason") == WeakReason.UNCITED for m in meta.get("weak") or [])
-    if Support.SUPPORTED.value in supports:
-        return Support.SUPPORTED.value
-    return (
-        Support.UNSUPPORTED.value
-        if uncited or Support.UNSUPPORTED.value in supports
-        else Support.NO_SOURCES.value
-    )
-
-
-def _check_clock(clock: object) -> None:
-    if clock is not None and not (
-        callable(getattr(clock, "now", None)) and callable(getattr(clock, "wait", None))
-    ):
-        raise InvalidInputError(
-            f"clock must be a Clock (now() and wait(condition, seconds)) or None, not {clock!r}"
-        )
-
-
-def _only_graph(store: Store) -> str:
-    graphs = store.list_graphs()["graphs"]
-    if len(graphs) != 1:
-        ids = ", ".join(g["graph_id"] for g in graphs) or "none"
-        raise InvalidInputError(f"the file holds {len(graphs)} graphs ({ids}); pass graph_id")
-    return str(graphs[0]["graph_id"])
-
-
-def _graph_metadata(limits: Limits, strategy: str) -> dict[str, Any] | None:
-    """What a new graph keeps of its creation: its limits and strategy, each only when not the default."""
-    kept: dict[str, Any] = {}
-    if limits != Limits():
-        kept["limits"] = limits.to_metadata()
-    if strategy != Strategy.FRACTAL:
-        kept["strategy"] = strategy
-    parse_metadata(kept)
-    return kept or None
-
-
-def _given_sources(sources: object) -> tuple[list[Table], list[SourceText]]:
-    """The tables among ``sources`` (read once the file is open), and the others' texts, checked."""
-    items = [] if sources is None else list(sources) if isinstance(sources, list | tuple) else [sources]
-    tables = [i for i in items if isinstance(i, Table)]
-    texts = source_texts([i for i in items if not isinstance(i, Table)]) if len(tables) < len(items) else []
-    if texts:
-        require_source_texts(texts)  # the store's own refusals, before any file is made
-    return tables, texts
 
 
 def recovers_failures(exploration: Exploration) -> bool:

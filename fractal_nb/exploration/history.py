@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from numbers import Integral
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -18,6 +18,9 @@ from ..checks import shown
 from ..errors import InvalidInputError
 from ..store.records import EdgeRecord, GraphRecord, LineageRecord, NodeRecord, SnapshotAt
 from .frames import edge_frame, node_frame, timestamps
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 LINEAGE_COLUMNS = ["graph_id", "forked_from", "forked_at", "seed", "status", "created"]
 
@@ -88,6 +91,20 @@ def event_point(at: object, name: str = "at") -> int:
             f"'head_event'), not {shown(at)}"
         )
     return at
+
+
+def own_event(store: Store, graph_id: str, event: int) -> int:
+    """A fork's own event for its fork point: the head it was forked at is its ``forked`` event.
+
+    A fork keeps its source's heads, whose events are the source's; the one it was
+    forked at is the state the fork began with, so ``at``, ``fork`` and ``attach``
+    read it as the fork's first event. Any other event is left as given.
+    """
+    origin = next((g for g in store.get_lineage(graph_id) if g["graph_id"] == graph_id), None)
+    if origin is None or origin["forked_from"] is None or event != origin["forked_at"]:
+        return event
+    first = store.get_events(graph_id, limit=1)["events"]
+    return int(first[0]["event_id"]) if first and first[0]["kind"] == "forked" else event
 
 
 def lineage_frame(records: list[LineageRecord]) -> pd.DataFrame:

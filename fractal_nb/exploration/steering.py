@@ -22,7 +22,7 @@ from ..engine import RunState, propose_seed_questions
 from ..errors import StateError
 from ..store import Store
 from ..store.records import TurnRecord, TurnRequest
-from ..store.turns import MAX_LEVELS, MAX_WIDEN
+from ..store.turn_requests import MAX_LEVELS, MAX_WIDEN
 from ..vocabulary import is_chain
 
 TURN_COLUMNS = ["turn", "kind", "asked", "started_event", "head_event", "status", "tokens", "cost"]
@@ -122,7 +122,7 @@ class Steering:
                     "(run(resume=True)) before steering it",
                     graph_id=self._graph_id,
                 )
-            if is_chain(self._state.strategy):  # before the model is paid (store/turns.py says so too)
+            if is_chain(self._state.strategy):  # before the model is paid (the store refuses it too)
                 raise StateError(
                     f"graph {self._graph_id} is a thinkon chain: it takes no turns; explore the follow-up "
                     "as a new exploration",

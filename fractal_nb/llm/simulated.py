@@ -230,7 +230,7 @@ class SimulatedLLM:
         reading = read(question)
         avoid = prompt_field(prompt, r"Do not ask these sub-questions again: (.+)")
         signals = list(ProxySignal)
-        # A redecomposition (store/turns.py) draws at least one, and words each apart from ``avoid``.
+        # A redecomposition (store/turn_requests.py) draws at least one, and words each apart from ``avoid``.
         drawn = rng.sample(signals, k=min(max(count, 1) if avoid is not None else count, len(signals)))
         hedge = rng.choice(_HEDGES) if drawn else "clearly"
         # A follow-up along the signal that led to its question (or to its parent) would go over the same

@@ -40,7 +40,7 @@ from .synthesis import Synthesis
 
 
 class _ADDABLE(StrEnum):
-    """The node types add_node takes (a note comes from a turn: store/turns.py)."""
+    """The node types add_node takes (a note comes from a turn: store/turn_requests.py)."""
 
     QUESTION = NodeType.QUESTION.value
     ANSWER = NodeType.ANSWER.value

@@ -172,7 +172,7 @@ class StoreCore:
     def depth_ceiling(self, graph: GraphRow, question: NodeRow, needed: int) -> int:
         """How deep questions may sit below ``question`` (exclusive): the intensity's, or a deepened branch's.
 
-        A branch the open turn deepened (store/turns.py, ``deepen``) goes further; its
+        A branch the open turn deepened (store/turn_requests.py, ``deepen``) goes further; its
         allowances are read only when ``needed`` reaches past the intensity's depth.
         """
         base = self.budget(graph).max_depth
@@ -260,7 +260,7 @@ class StoreCore:
         checked and logged too. ``metadata`` replaces the node's metadata and
         ``columns`` sets other columns (a claim's owner and lease) in the same
         statement; ``payload`` adds to the event's. ``turn``: a move only a turn
-        makes (``model.TURN_TRANSITIONS``, store/turns.py); ``chain``: one only a
+        makes (``model.TURN_TRANSITIONS``, store/reopening.py); ``chain``: one only a
         thinkon chain makes (``model.CHAIN_TRANSITIONS``, store/chain.py). ``before``:
         events of the same write logged first, in the same INSERT (a node's children added).
         Returns the row as the update left it (a claim reads its context around it).

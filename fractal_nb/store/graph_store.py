@@ -81,10 +81,12 @@ from .records import (
     TurnRecord,
     TurnRequest,
 )
+from .reopening import Reopening
 from .replay import Replay
 from .sources import Sources
 from .stops import Stops
 from .synthesis import Synthesis
+from .turn_requests import TurnRequests
 from .turns import Turns
 
 
@@ -158,7 +160,8 @@ class GraphStore(Store):
         self._answers = Answers(core, children, self._links, citations, self._calls, self._synthesis)
         self._stops = Stops(core, self._calls)
         self._thinkon = ThinkonWrites(core, children)
-        self._turns = Turns(core, children, self._graphs)
+        self._turns = Turns(core, self._graphs)
+        self._requests = TurnRequests(core, children, self._turns, Reopening(core))
         self._sources = Sources(core, citations)
         self._replay = Replay(self._db)
         self._lineage = Lineage(core, self._replay)
@@ -257,31 +260,31 @@ class GraphStore(Store):
             self._turns.open_seed(created["graph_id"])
         return created
 
-    # -- turns and heads (store/turns.py; docs/architecture.md, "Turns and heads") --
+    # -- turns and heads (store/turns.py, store/turn_requests.py; docs/architecture.md, "Turns and heads") --
 
     @override
     def ask(self, graph_id: str, question: str, under: str | None = None) -> TurnRequest:
-        return self._turns.ask(graph_id, question, under)
+        return self._requests.ask(graph_id, question, under)
 
     @override
     def attach(self, graph_id: str, question: str, under: str | None = None) -> TurnRequest:
-        return self._turns.ask(graph_id, question, under, kind=TurnKind.ATTACH)
+        return self._requests.ask(graph_id, question, under, kind=TurnKind.ATTACH)
 
     @override
     def widen(self, graph_id: str, questions: Sequence[str], n: int | None = None) -> TurnRequest:
-        return self._turns.widen(graph_id, questions, n)
+        return self._requests.widen(graph_id, questions, n)
 
     @override
     def deepen(self, graph_id: str, node_id: str, levels: int = 1) -> TurnRequest:
-        return self._turns.deepen(graph_id, node_id, levels)
+        return self._requests.deepen(graph_id, node_id, levels)
 
     @override
     def redecompose(self, graph_id: str, node_id: str, hint: str | None = None) -> TurnRequest:
-        return self._turns.redecompose(graph_id, node_id, hint)
+        return self._requests.redecompose(graph_id, node_id, hint)
 
     @override
     def add_note(self, graph_id: str, node_id: str, text: str) -> TurnRequest:
-        return self._turns.add_note(graph_id, node_id, text)
+        return self._requests.add_note(graph_id, node_id, text)
 
     @override
     def end_turn(self, graph_id: str, *, cost: float | None = None) -> TurnRecord | None:

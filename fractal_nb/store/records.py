@@ -169,7 +169,7 @@ class QuestionContext(TypedDict):
     siblings: list[QuestionBrief]
     syntheses: list[QuestionBrief]
     candidates: list[Candidate]
-    max_depth: int  # questions may sit above this depth only (a deepened branch's, store/turns.py)
+    max_depth: int  # questions may sit above this depth only (a deepened branch's, store/turn_requests.py)
 
 
 class ClaimRecord(TypedDict):
@@ -223,7 +223,7 @@ class SynthesisInputs(TypedDict):
     node: NodeRecord
     answers: list[AnswerBrief]
     sub_questions: list[SubQuestionBrief]
-    notes: list[NoteBrief]  # a person's notes on the question (store/turns.py), in creation order
+    notes: list[NoteBrief]  # a person's notes on the question (store/turn_requests.py), in creation order
 
 
 class AddedNode(TypedDict):

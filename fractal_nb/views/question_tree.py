@@ -47,7 +47,7 @@ class QuestionItem(TypedDict):
     weak_reasons: list[str]  # why: "joined without the model", "failed: n-…" (the store's weak mark)
     owner: str | None
     answers: list[AnswerItem]
-    notes: list[AnswerItem]  # a person's notes on it (store/turns.py), shown with the question
+    notes: list[AnswerItem]  # a person's notes on it (store/turn_requests.py), shown with the question
     synthesis: str | None
     root: bool
     track: str | None  # a track question's name (the tracks strategy), else None

@@ -1,7 +1,7 @@
 """The run tells the truth: RunReport, statuses that hold, seed 001's resume routing, read-only looks,
 budgets, the error status, workers that saturate, and gaps that add up.
 
-Covers: engine/gaps.py, engine/outcome.py, engine/phases.py.
+Covers: engine/gaps.py, engine/outcome.py, engine/phases.py, exploration/running.py.
 """
 
 from __future__ import annotations

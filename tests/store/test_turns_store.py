@@ -1,4 +1,7 @@
-"""The store's turns (store/turns.py): supersede, notes, the depth allowance, heads, the turn-only moves."""
+"""The store's turns: supersede, notes, the depth allowance, heads, the turn-only moves.
+
+Covers: store/turns.py, store/turn_requests.py, store/reopening.py.
+"""
 
 from __future__ import annotations
 

@@ -108,7 +108,7 @@ def synthesize(run: RunState, inputs: SynthesisInputs, worker: str) -> Synthesis
             f"- {c['text']}\n  {_finding(c)}{grounding.listed(c['claims'], '    ')}"
             for c in inputs["sub_questions"]
         ]
-        # A person's evidence or correction (a note, store/turns.py) weighs like a finding.
+        # A person's evidence or correction (a note, store/turn_requests.py) weighs like a finding.
         + [f"- Note from a person: {clip(n['text'], 1200)}" for n in inputs.get("notes", [])]
     )
     answer = " ".join(a["text"] for a in inputs["answers"]) or "(none)"

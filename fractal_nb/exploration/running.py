@@ -1,0 +1,248 @@
+"""The work on a graph under its run lock: run, step, pause, harvest; the status routing every change passes.
+
+The facade's half of docs/architecture.md, "The graph contract" (its statuses):
+``Exploration`` checks a call's arguments, then hands it here. A run or a step holds the
+graph's run lock (refusing, not waiting, while another holds it) on an active graph: a
+paused one is resumed first, a finished one refused, a ``budget_exhausted`` or ``error`` one
+resumed only when asked. A failure of the engine's is recorded on the graph (``error``); the
+run's :class:`~fractal_nb.results.run_report.RunReport` says what it did. A change to a file
+opened ``read_only`` is refused here, before any model call.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .. import engine
+from ..checks import merged_metadata
+from ..engine import Clock, Limits, RunState, spend_tokens
+from ..errors import StateError, StoreUnreachableError
+from ..results.result import FractalResult, StepRecord
+from ..results.run_report import RunReport, Usage
+from ..store import Store
+from ..store.records import ModelSpend
+from ..vocabulary import TERMINAL_GRAPH, GraphStatus, parse_metadata, pending_counts
+
+STEP_WORKER = "stepper"
+
+
+class Runner:
+    """The runs, steps and harvest of one graph; ``Exploration`` holds one and delegates to it."""
+
+    def __init__(
+        self, store: Store, graph_id: str, state: RunState, running: threading.Lock, clock: Clock
+    ) -> None:
+        self._store = store
+        self._graph_id = graph_id
+        self._state = state
+        self._running = running  # one run per graph in this process (store.run_lock)
+        self._clock = clock
+        self._stop: threading.Event | None = None  # set: the run in progress pauses
+
+    def run(
+        self,
+        workers: int,
+        asked: Limits,
+        *,
+        progress: bool,
+        on_step: Callable[[StepRecord], None] | None,
+        resume: bool,
+    ) -> RunReport:
+        """A run, ``asked`` merged into the graph's limits (arguments checked); see ``Exploration.run``."""
+        limits, kept = self._limits_with(asked)
+        spent = self._store.llm_spend(self._graph_id)  # the graph's spend before this run
+        raised = asked != Limits() and limits.reached(spent, 0.0) is None
+        with self.exclusive("pause() it first", resume=resume or raised, revive=resume):
+            if asked != Limits():
+                self._store.update_graph_metadata(self._graph_id, kept)
+            started = time.perf_counter()
+            ran = self._engine_run(limits, workers, progress, on_step)
+            return self._run_report(ran, spent, started)
+
+    def step(self, n: int) -> list[StepRecord]:
+        """Up to ``n`` nodes in this thread; see ``Exploration.step``."""
+        with self.exclusive("pause() it before stepping", resume=True):  # a step is an explicit act
+            return engine.step(self._state, n, STEP_WORKER)
+
+    def pause(self) -> None:
+        """Ask the run in progress to stop; see ``Exploration.pause``."""
+        if self._stop is not None:
+            self._stop.set()
+
+    def harvest(self, *, finish: bool, aggregate: bool) -> FractalResult:
+        """Finish the graph (or read a finished one back); see ``Exploration.harvest``."""
+        with self._running:
+            status = str(self._store.get_graph(self._graph_id)["status"])
+            if status != GraphStatus.COMPLETED:  # a completed graph is read back; any other is written
+                self.check_writable()
+            if status in (GraphStatus.ACTIVE, GraphStatus.PAUSED) and not finish:
+                left = self._work_left()
+                if left:
+                    raise StateError(
+                        f"graph {self._graph_id} is {status!r} with work left ({left}); harvest(finish=True) "
+                        "ends the exploration and lists that work as gaps, report() shows it as it stands"
+                    )
+            self._state.call.reset_health()  # the model may be back for the summary and syntheses
+            return engine.harvest(self._state, finish=finish, aggregate=aggregate)
+
+    def usage(self, spend: list[ModelSpend]) -> Usage:
+        """What ``spend`` (``store.llm_spend``) comes to: calls, tokens, and cost (None without prices)."""
+        return {
+            "calls": sum(s["calls"] for s in spend),
+            "tokens": spend_tokens(spend),
+            "cost": self._state.limits.cost(spend),
+        }
+
+    @contextmanager
+    def exclusive(self, busy: str, *, resume: bool = False, revive: bool = False) -> Iterator[None]:
+        """Hold the run lock (refusing, not waiting, if taken) on an active graph."""
+        if not self._running.acquire(blocking=False):
+            raise StateError(
+                f"graph {self._graph_id} is already running in this process (in this Exploration or "
+                f"another one opened on the same file); {busy}"
+            )
+        try:
+            self.activate(resume=resume, revive=revive)
+            yield
+        finally:
+            self._running.release()
+
+    def check_writable(self) -> None:
+        """Refuse, before any model call, a change to a file opened ``read_only=True``."""
+        if self._store.read_only:
+            raise StateError(
+                f"{self._store.location} was opened read_only=True: it is read, never changed; "
+                "Exploration.open(path, llm=...) without read_only runs and changes it"
+            )
+
+    def activate(self, *, resume: bool, revive: bool = False) -> None:
+        """Resume a paused graph (a budget-exhausted one only with ``resume``); refuse a finished one.
+
+        The resume routing's case d (docs/architecture.md): a terminal graph is an error to the
+        caller, but for an ``error`` graph that ``run(resume=True)`` asks to ``revive``.
+        """
+        self.check_writable()
+        graph = self._store.get_graph(self._graph_id)
+        status = graph["status"]
+        if status == GraphStatus.ERROR and revive:
+            # The explicit resume of a graph an engine failure stopped (docs/architecture.md, "Statuses").
+            self._store.update_graph_status(self._graph_id, GraphStatus.ACTIVE, reason="resumed after error")
+            return
+        if status == GraphStatus.ERROR:
+            raise StateError(
+                f"graph {self._graph_id} is 'error' ({graph['status_reason']}): a failure stopped it; once "
+                "the cause is gone, run(resume=True) (fractal-nb resume) goes on; harvest() reads it"
+            )
+        if status in TERMINAL_GRAPH:
+            why = f" ({graph['status_reason']})" if graph["status_reason"] else ""
+            raise StateError(
+                f"graph {self._graph_id} is {status!r}{why}: it is finished; harvest() reads it, and a new "
+                "turn (ask, deepen, widen, redecompose or note) reopens it"
+            )
+        if status == GraphStatus.BUDGET_EXHAUSTED and not resume:
+            raise StateError(
+                f"graph {self._graph_id} is 'budget_exhausted' ({graph['status_reason']}); going on is an "
+                "explicit act: run(resume=True), or raise the budget (e.g. run(max_tokens=...)); "
+                "harvest() finishes it"
+            )
+        if status != GraphStatus.ACTIVE:
+            self._store.resume_graph(self._graph_id)
+
+    # -- a run's parts ------------------------------------------------------------
+
+    def _limits_with(self, asked: Limits) -> tuple[Limits, dict[str, Any]]:
+        """The graph's limits with ``asked`` merged in, and the metadata keeping them (checked, unwritten)."""
+        limits = self._state.limits.merged(asked)
+        kept = {"limits": limits.to_metadata()}
+        parse_metadata(kept)
+        if asked != Limits():  # checked before the graph moves: a refused run changes nothing
+            graph = self._store.get_graph(self._graph_id)
+            merged_metadata(graph["metadata"], kept, f"graph {self._graph_id}")
+        return limits, kept
+
+    def _engine_run(
+        self, limits: Limits, workers: int, progress: bool, on_step: Callable[[StepRecord], None] | None
+    ) -> engine.Ran:
+        """The engine's run, pausable through ``pause()``; a failure of the engine's is recorded on the graph.
+
+        What ``on_step`` raises is the caller's error: it stops the run and is raised as it is.
+        """
+        stop = self._stop = threading.Event()
+        callers: list[BaseException] = []
+
+        def stepped(record: StepRecord) -> None:
+            if on_step is not None:
+                try:
+                    on_step(record)
+                except BaseException as exc:
+                    callers.append(exc)
+                    raise
+
+        try:
+            return engine.run(
+                self._state,
+                limits=limits,
+                workers=workers,
+                clock=self._clock,
+                progress=progress,
+                on_step=stepped,
+                stop=stop,
+            )
+        except BaseException as exc:  # a bug or a store gone: the graph records it, then it is raised
+            if not any(exc is theirs for theirs in callers):
+                self._record_error(exc)
+            raise
+        finally:
+            self._stop = None
+
+    def _record_error(self, exc: BaseException) -> None:
+        """A failure the engine cannot recover from sets the graph to ``error`` (docs/architecture.md)."""
+        if isinstance(exc, StoreUnreachableError | KeyboardInterrupt):
+            return  # the store is elsewhere and gone, or a person stopped it: nothing to record here
+        try:
+            if self._store.get_graph(self._graph_id)["status"] == GraphStatus.ACTIVE:
+                self._store.update_graph_status(
+                    self._graph_id, GraphStatus.ERROR, reason=f"{type(exc).__name__}: {exc}"[:500]
+                )
+        except Exception:  # noqa: BLE001 - the original error is the one to raise
+            pass
+
+    def _run_report(self, ran: engine.Ran, spent: list[ModelSpend], started: float) -> RunReport:
+        """The run's :class:`RunReport`: the graph as it is now and what this run did to it."""
+        store, g = self._store, self._graph_id
+        snapshot = store.get_snapshot(g)
+        pending = pending_counts(snapshot["nodes"])
+        status, reports, processed = ran.outcome, ran.reports, ran.steps
+        mine = {a for r in processed for pair in r.convergences for a in pair}
+        answers = {r.answer_id for r in processed if r.answer_id}
+        before, after = self.usage(spent), self.usage(store.llm_spend(g))
+        return RunReport(
+            status=status,
+            graph_id=g,
+            status_reason=snapshot["status_reason"] if snapshot["status"] != GraphStatus.ACTIVE else None,
+            workers_dispatched=len(reports),
+            open_questions_remaining=pending["open"],
+            claimed_nodes_remaining=pending["claimed"],
+            gated_questions_remaining=pending["gated"],
+            convergence_points=[
+                c for c in store.query_convergence(g)["convergence_points"] if mine & set(c["nodes"])
+            ],
+            contradictions=[
+                c for c in store.query_contradictions(g)["contradictions"] if c["nodes"][0] in answers
+            ],
+            worker_reports=list(reports),
+            nodes_processed=len(processed),
+            model_calls=after["calls"] - before["calls"],
+            tokens=after["tokens"] - before["tokens"],
+            cost=None if before["cost"] is None or after["cost"] is None else after["cost"] - before["cost"],
+            wall_s=time.perf_counter() - started,
+        )
+
+    def _work_left(self) -> str:
+        counts = pending_counts(self._store.get_snapshot(self._graph_id)["nodes"])
+        counts["ready to synthesize"] = self._store.get_ready_to_synthesize(self._graph_id)["count"]
+        return ", ".join(f"{count} {what}" for what, count in counts.items() if count)
