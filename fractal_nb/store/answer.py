@@ -275,15 +275,7 @@ class Answers:
             created = self._add_links(gid, answer_id, link_meta, wanted)
             if calls:
                 self._calls.land(calls, gid, known=[question.node_id, answer_id])
-            result: AnswerSubmitted = {
-                "answer": written["answer"],
-                "sub_questions": written["sub_questions"],
-                "status": written["status"],
-                "status_reason": written["status_reason"],
-                "edges_created": created,
-                "repeated": repeated,
-                "boundary": boundary_id,
-            }
+            result = _submitted(written, created, repeated, boundary_id)
             if claim_next:  # the cascade's first step, from the question this answer finished (a leaf)
                 result["next_synthesis"] = self._synthesis.claim_above(
                     replace(question, status=written["status"]), owner, lambda: self._holder(question.node_id)
@@ -387,6 +379,21 @@ def _added(node: NodeRow) -> AddedNode:
         "depth": node.depth,
         "node_type": node.node_type,
         "status": node.status,
+    }
+
+
+def _submitted(
+    written: AnswerWritten, created: int, repeated: list[RepeatedQuestion], boundary_id: str | None
+) -> AnswerSubmitted:
+    """submit_answer's result: add_answer's, with the edges created, the repeats left out, the boundary."""
+    return {
+        "answer": written["answer"],
+        "sub_questions": written["sub_questions"],
+        "status": written["status"],
+        "status_reason": written["status_reason"],
+        "edges_created": created,
+        "repeated": repeated,
+        "boundary": boundary_id,
     }
 
 

@@ -2,23 +2,24 @@
 
 The store's steps, each a plain class with its own SQL, composed here explicitly
 (docs/architecture.md, "The store's layout"): every public call is a one-line
-delegate to the step that owns it.
+delegate to the step that owns it (:func:`delegate`, with the contract's signature),
+or a few lines written out where it joins steps or the connection.
 """
 
 from __future__ import annotations
 
+import inspect
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
 from typing_extensions import override
 
 from ..arguments import STORE_LOG, check_store_target
-from ..checks import require_flag
-from ..errors import FractalError, InvalidInputError
-from ..vocabulary import JsonArgument, ThinkonOutcome, TurnKind
+from ..errors import InvalidInputError
+from ..vocabulary import JsonArgument, TurnKind
 from .answer import Answers
 from .base import DEFAULT_LEASE_S, StoreCore
 from .chain import ThinkonWrites
@@ -32,62 +33,43 @@ from .database import Database, Tracer
 from .dialect import Dialect, dialect_of
 from .duckdb_file import DuckDBDatabase
 from .graphs import GraphLifecycle
-from .holders import OWN_HOLDER, HolderArgument, HolderInfo, hold, let_go, new_holder
+from .holders import HolderInfo, hold, let_go, new_holder
 from .journal import Journal
 from .lineage import Lineage
 from .links import Links
 from .llm_log import LLMLog
 from .queries import GraphQueries
-from .records import (
-    AddedNode,
-    AnswerSubmitted,
-    AnswerWritten,
-    CallRows,
-    Changes,
-    Chosen,
-    ChunkRecord,
-    CitationRecord,
-    Claim,
-    ClaimableList,
-    ClaimRecord,
-    ClaimReleased,
-    Forked,
-    GateList,
-    GraphList,
-    GraphRecord,
-    Halted,
-    Heartbeat,
-    LineageRecord,
-    ModelSpend,
-    NodeUpdated,
-    OpenQuestions,
-    QuestionContext,
-    QuestionItems,
-    ReadyList,
-    Recovered,
-    Saturated,
-    Snapshot,
-    SnapshotAt,
-    SourceHit,
-    SourceLines,
-    SourceRecord,
-    SourceText,
-    StatusChanged,
-    SynthesisClaim,
-    SynthesisInputs,
-    SynthesisReleased,
-    Synthesized,
-    ThinkonLevel,
-    TurnRecord,
-    TurnRequest,
-)
+from .records import LineageRecord, SourceRecord, TurnRecord, TurnRequest
 from .reopening import Reopening
 from .replay import Replay
+from .round_trips import RoundTrips
 from .sources import Sources
 from .stops import Stops
 from .synthesis import Synthesis
 from .turn_requests import TurnRequests
 from .turns import Turns
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def delegate(
+    member: Callable[Concatenate[Store, P], R], step: Callable[[GraphStore], Callable[P, R]]
+) -> Callable[Concatenate[GraphStore, P], R]:
+    """``member`` of :class:`Store` done by the step's method ``step`` picks from the store.
+
+    The one-line delegate of "The store's layout": the member's signature (mypy
+    checks the step's method takes it) and docstring are the contract's, and it is
+    marked ``@override`` as a member written out would be.
+    """
+
+    def call(self: GraphStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return step(self)(*args, **kwargs)
+
+    call.__name__ = member.__name__
+    call.__qualname__ = f"GraphStore.{member.__name__}"  # inspect.getdoc finds the contract's docstring
+    call.__signature__ = inspect.signature(member, eval_str=True)  # type: ignore[attr-defined]
+    return override(call)
 
 
 class GraphStore(Store):
@@ -158,6 +140,7 @@ class GraphStore(Store):
         children = Children(core)
         self._links = Links(core)
         self._answers = Answers(core, children, self._links, citations, self._calls, self._synthesis)
+        self._round_trips = RoundTrips(core, self._claims, self._synthesis, self._answers, self._context)
         self._stops = Stops(core, self._calls)
         self._thinkon = ThinkonWrites(core, children)
         self._turns = Turns(core, self._graphs)
@@ -219,16 +202,6 @@ class GraphStore(Store):
     def run_lock(self, graph_id: str) -> threading.Lock:
         return self._db.file.run_lock(graph_id)
 
-    # -- history and forks (docs/architecture.md, "History and forks") ----------------
-
-    @override
-    def get_state_at(self, graph_id: str, event_id: int) -> SnapshotAt:
-        return self._replay.state_at(graph_id, event_id)
-
-    @override
-    def fork_graph(self, graph_id: str, at_event: int) -> Forked:
-        return self._lineage.fork(graph_id, at_event)
-
     @override
     def copy_to(self, destination: Store, graph_ids: Sequence[str] | None = None) -> Copied:
         if not isinstance(destination, GraphStore):
@@ -237,15 +210,6 @@ class GraphStore(Store):
                 f"not {type(destination).__name__}"
             )
         return copy_graphs_between(self._db, destination._db, graph_ids)
-
-    @override
-    def get_lineage(self, graph_id: str) -> list[LineageRecord]:
-        self._core.graph(graph_id)  # NotFoundError for an unknown graph
-        return self._lineage.lineage(graph_id)
-
-    @override
-    def list_family(self) -> list[LineageRecord]:
-        return self._lineage.family()
 
     @override
     def create_graph(
@@ -260,39 +224,30 @@ class GraphStore(Store):
             self._turns.open_seed(created["graph_id"])
         return created
 
-    # -- turns and heads (store/turns.py, store/turn_requests.py; docs/architecture.md, "Turns and heads") --
+    # -- history and forks (store/lineage.py, replay.py; docs/architecture.md, "History and forks") --
+
+    get_state_at = delegate(Store.get_state_at, lambda s: s._replay.state_at)
+    fork_graph = delegate(Store.fork_graph, lambda s: s._lineage.fork)
+    list_family = delegate(Store.list_family, lambda s: s._lineage.family)
 
     @override
-    def ask(self, graph_id: str, question: str, under: str | None = None) -> TurnRequest:
-        return self._requests.ask(graph_id, question, under)
+    def get_lineage(self, graph_id: str) -> list[LineageRecord]:
+        self._core.graph(graph_id)  # NotFoundError for an unknown graph
+        return self._lineage.lineage(graph_id)
+
+    # -- turns and heads (store/turns.py, store/turn_requests.py; docs/architecture.md, "Turns and heads") --
+
+    ask = delegate(Store.ask, lambda s: s._requests.ask)
+    widen = delegate(Store.widen, lambda s: s._requests.widen)
+    deepen = delegate(Store.deepen, lambda s: s._requests.deepen)
+    redecompose = delegate(Store.redecompose, lambda s: s._requests.redecompose)
+    add_note = delegate(Store.add_note, lambda s: s._requests.add_note)
+    end_turn = delegate(Store.end_turn, lambda s: s._turns.end_turn)
+    list_turns = delegate(Store.list_turns, lambda s: s._turns.list_turns)
 
     @override
     def attach(self, graph_id: str, question: str, under: str | None = None) -> TurnRequest:
         return self._requests.ask(graph_id, question, under, kind=TurnKind.ATTACH)
-
-    @override
-    def widen(self, graph_id: str, questions: Sequence[str], n: int | None = None) -> TurnRequest:
-        return self._requests.widen(graph_id, questions, n)
-
-    @override
-    def deepen(self, graph_id: str, node_id: str, levels: int = 1) -> TurnRequest:
-        return self._requests.deepen(graph_id, node_id, levels)
-
-    @override
-    def redecompose(self, graph_id: str, node_id: str, hint: str | None = None) -> TurnRequest:
-        return self._requests.redecompose(graph_id, node_id, hint)
-
-    @override
-    def add_note(self, graph_id: str, node_id: str, text: str) -> TurnRequest:
-        return self._requests.add_note(graph_id, node_id, text)
-
-    @override
-    def end_turn(self, graph_id: str, *, cost: float | None = None) -> TurnRecord | None:
-        return self._turns.end_turn(graph_id, cost=cost)
-
-    @override
-    def list_turns(self, graph_id: str) -> list[TurnRecord]:
-        return self._turns.list_turns(graph_id)
 
     @override
     def list_heads(self, graph_id: str) -> list[TurnRecord]:
@@ -300,9 +255,13 @@ class GraphStore(Store):
 
     # -- sources and citations (store/sources.py; docs/architecture.md, "Sources and citations") --
 
-    @override
-    def add_sources(self, graph_id: str, texts: Sequence[SourceText]) -> list[SourceRecord]:
-        return self._sources.add(graph_id, texts)
+    add_sources = delegate(Store.add_sources, lambda s: s._sources.add)
+    list_sources = delegate(Store.list_sources, lambda s: s._sources.listing)
+    source_chunks = delegate(Store.source_chunks, lambda s: s._sources.chunks)
+    read_source = delegate(Store.read_source, lambda s: s._sources.read)
+    search_sources = delegate(Store.search_sources, lambda s: s._sources.search)
+    check_citations = delegate(Store.check_citations, lambda s: s._sources.check)
+    table_lines = delegate(Store.table_lines, lambda s: s._sources.table_lines)
 
     @override
     def add_source_text(self, graph_id: str, name: str, text: str) -> SourceRecord:
@@ -310,466 +269,91 @@ class GraphStore(Store):
             graph_id, [{"name": name, "kind": "snippet", "location": None, "text": text}]
         )[0]
 
-    @override
-    def list_sources(self, graph_id: str) -> list[SourceRecord]:
-        return self._sources.listing(graph_id)
-
-    @override
-    def source_chunks(self, graph_id: str) -> list[ChunkRecord]:
-        return self._sources.chunks(graph_id)
-
-    @override
-    def read_source(self, graph_id: str, source: str, line_start: int, line_end: int) -> SourceLines:
-        return self._sources.read(graph_id, source, line_start, line_end)
-
-    @override
-    def search_sources(self, graph_id: str, query: str, k: int = 5) -> list[SourceHit]:
-        return self._sources.search(graph_id, query, k)
-
-    @override
-    def check_citations(self, graph_id: str, citations: Sequence[Mapping[str, Any]]) -> list[CitationRecord]:
-        return self._sources.check(graph_id, citations)
-
-    @override
-    def table_lines(self, name: str, columns: Sequence[str] | None = None) -> list[str]:
-        return self._sources.table_lines(name, columns)
-
     # -- graph lifecycle (store/graphs.py: GraphLifecycle) -----------------------------------------
 
-    @override
-    def resume_graph(self, graph_id: str) -> Snapshot:
-        return self._graphs.resume_graph(graph_id)
+    resume_graph = delegate(Store.resume_graph, lambda s: s._graphs.resume_graph)
+    update_graph_status = delegate(Store.update_graph_status, lambda s: s._graphs.update_graph_status)
+    update_graph_metadata = delegate(Store.update_graph_metadata, lambda s: s._graphs.update_graph_metadata)
+    record_harvest = delegate(Store.record_harvest, lambda s: s._graphs.record_harvest)
+    delete_graph = delegate(Store.delete_graph, lambda s: s._graphs.delete_graph)
 
-    @override
-    def update_graph_status(self, graph_id: str, status: str, reason: str | None = None) -> StatusChanged:
-        return self._graphs.update_graph_status(graph_id, status, reason)
+    # -- the answer step (store/answer.py: Answers) and metadata and links (store/links.py: Links) --
 
-    @override
-    def update_graph_metadata(self, graph_id: str, metadata: JsonArgument) -> dict[str, Any]:
-        return self._graphs.update_graph_metadata(graph_id, metadata)
-
-    @override
-    def record_harvest(self, graph_id: str, harvest: Mapping[str, Any]) -> dict[str, Any]:
-        return self._graphs.record_harvest(graph_id, harvest)
-
-    @override
-    def delete_graph(self, graph_id: str) -> dict[str, Any]:
-        return self._graphs.delete_graph(graph_id)
-
-    # -- the answer step (store/answer.py: Answers) ------------------------------------------------
-
-    @override
-    def add_node(
-        self,
-        graph_id: str,
-        parent_id: str,
-        node_type: str,
-        text: str,
-        owner: str | None = None,
-        metadata: JsonArgument | None = None,
-    ) -> AddedNode:
-        return self._answers.add_node(graph_id, parent_id, node_type, text, owner, metadata)
-
-    @override
-    def add_answer(
-        self,
-        graph_id: str,
-        question_id: str,
-        text: str,
-        *,
-        owner: str | None = None,
-        metadata: JsonArgument | None = None,
-        sub_questions: Sequence[str | dict[str, Any]] | None = None,
-        synthesize: bool = False,
-        saturation: str | None = None,
-    ) -> AnswerWritten:
-        return self._answers.add_answer(
-            graph_id,
-            question_id,
-            text,
-            owner=owner,
-            metadata=metadata,
-            sub_questions=sub_questions,
-            synthesize=synthesize,
-            saturation=saturation,
-        )
-
-    @override
-    def submit_answer(
-        self,
-        graph_id: str,
-        question_id: str,
-        text: str,
-        *,
-        owner: str | None = None,
-        metadata: JsonArgument | None = None,
-        sub_questions: Sequence[str | dict[str, Any]] | None = None,
-        links: JsonArgument | None = None,
-        calls: CallRows | None = None,
-        saturation: str | None = None,
-        boundary: JsonArgument | None = None,
-        claim_next: bool = False,
-        with_inputs: bool = False,
-    ) -> AnswerSubmitted:
-        wanted = self._inputs_wanted(with_inputs, claim_next)
-        written = self._answers.submit_answer(
-            graph_id,
-            question_id,
-            text,
-            owner=owner,
-            metadata=metadata,
-            sub_questions=sub_questions,
-            links=links,
-            calls=calls,
-            saturation=saturation,
-            boundary=boundary,
-            claim_next=claim_next,
-        )
-        if wanted:  # claim_next was given: the write says what it claimed
-            self._with_inputs(written["next_synthesis"])
-        return written
-
-    # -- metadata and links (store/links.py: Links) ------------------------------------------------
-
-    @override
-    def update_node(self, graph_id: str, node_id: str, metadata: JsonArgument) -> NodeUpdated:
-        return self._links.update_node(graph_id, node_id, metadata)
+    add_node = delegate(Store.add_node, lambda s: s._answers.add_node)
+    add_answer = delegate(Store.add_answer, lambda s: s._answers.add_answer)
+    update_node = delegate(Store.update_node, lambda s: s._links.update_node)
 
     # -- gates, halts, saturation, errors (store/stops.py: Stops) ----------------------------------
 
-    @override
-    def mark_saturated(self, graph_id: str, node_id: str, reason: str) -> Saturated:
-        return self._stops.mark_saturated(graph_id, node_id, reason)
-
-    @override
-    def prune_branch(self, graph_id: str, node_id: str) -> Saturated:
-        return self._stops.prune_branch(graph_id, node_id)
-
-    @override
-    def approve_gate(self, graph_id: str, node_ids: list[str] | None = None) -> dict[str, Any]:
-        return self._stops.approve_gate(graph_id, node_ids)
-
-    @override
-    def submit_halt(
-        self,
-        graph_id: str,
-        node_id: str,
-        halt: JsonArgument,
-        *,
-        owner: str,
-        calls: CallRows | None = None,
-    ) -> Halted:
-        return self._stops.submit_halt(graph_id, node_id, halt, owner=owner, calls=calls)
-
-    @override
-    def choose(self, graph_id: str, node_id: str, choice: int | str) -> Chosen:
-        return self._stops.choose(graph_id, node_id, choice)
-
-    @override
-    def list_gates(self, graph_id: str) -> GateList:
-        return self._stops.list_gates(graph_id)
-
-    @override
-    def mark_error(self, graph_id: str, node_id: str, message: str) -> dict[str, Any]:
-        return self._stops.mark_error(graph_id, node_id, message)
+    mark_saturated = delegate(Store.mark_saturated, lambda s: s._stops.mark_saturated)
+    prune_branch = delegate(Store.prune_branch, lambda s: s._stops.prune_branch)
+    approve_gate = delegate(Store.approve_gate, lambda s: s._stops.approve_gate)
+    submit_halt = delegate(Store.submit_halt, lambda s: s._stops.submit_halt)
+    choose = delegate(Store.choose, lambda s: s._stops.choose)
+    list_gates = delegate(Store.list_gates, lambda s: s._stops.list_gates)
+    mark_error = delegate(Store.mark_error, lambda s: s._stops.mark_error)
 
     # -- the claim step (store/claim.py: Claims) ---------------------------------------------------
 
-    @override
-    def claim_work(
-        self,
-        graph_id: str,
-        worker_id: str,
-        *,
-        holder: HolderArgument = OWN_HOLDER,
-        with_context: bool = False,
-    ) -> Claim:
-        wanted = require_flag(with_context, "with_context")
-        claim, question = self._claims.claim_question(graph_id, worker_id, holder=holder)
-        if wanted and question is not None:
-            with suppress(FractalError):  # the claim stands; the worker's own read meets the error
-                claim["context"] = self._context.around(self._core.known_graph(question.graph_id), question)
-        return claim
-
-    @override
-    def recover_stuck(
-        self,
-        graph_id: str,
-        older_than_s: float | None = None,
-        *,
-        include_errors: bool = False,
-        worker_id: str | None = None,
-    ) -> Recovered:
-        return self._claims.recover_stuck(
-            graph_id, older_than_s, include_errors=include_errors, worker_id=worker_id
-        )
-
-    @override
-    def heartbeat(self, holder_id: str) -> Heartbeat:
-        return self._claims.heartbeat(holder_id)
-
-    @override
-    def release_claim(
-        self,
-        graph_id: str,
-        node_id: str,
-        worker_id: str,
-        error: str,
-        *,
-        max_failures: int = 3,
-        failed: bool = True,
-    ) -> ClaimReleased:
-        return self._claims.release_claim(
-            graph_id, node_id, worker_id, error, max_failures=max_failures, failed=failed
-        )
+    recover_stuck = delegate(Store.recover_stuck, lambda s: s._claims.recover_stuck)
+    heartbeat = delegate(Store.heartbeat, lambda s: s._claims.heartbeat)
+    release_claim = delegate(Store.release_claim, lambda s: s._claims.release_claim)
 
     # -- the synthesis step (store/synthesis.py: Synthesis) ----------------------------------------
 
-    @override
-    def claim_synthesis(
-        self,
-        graph_id: str,
-        worker_id: str,
-        *,
-        holder: HolderArgument = OWN_HOLDER,
-        skip: list[str] | None = None,
-        with_inputs: bool = False,
-    ) -> SynthesisClaim:
-        wanted = require_flag(with_inputs, "with_inputs")
-        claim = self._synthesis.claim_synthesis(graph_id, worker_id, holder=holder, skip=skip)
-        return self._with_inputs(claim) if wanted else claim
+    synthesize_node = delegate(Store.synthesize_node, lambda s: s._synthesis.synthesize_node)
+    release_synthesis = delegate(Store.release_synthesis, lambda s: s._synthesis.release_synthesis)
 
-    def _inputs_wanted(self, with_inputs: object, claim_next: object) -> bool:
-        """``with_inputs`` of a write: the inputs of the synthesis it claims, so only with ``claim_next``."""
-        if require_flag(with_inputs, "with_inputs") and claim_next is not True:
-            raise InvalidInputError(
-                "with_inputs=True needs claim_next=True: the inputs are the next synthesis's"
-            )
-        return bool(with_inputs)
+    # -- claims and writes that carry their work's read (store/round_trips.py: RoundTrips) ---------
 
-    def _with_inputs(self, claim: SynthesisClaim) -> SynthesisClaim:
-        """``claim`` with its question's synthesis inputs, when it holds one."""
-        if claim["node_id"] is not None:
-            with suppress(FractalError):  # the claim stands; the worker's own read meets the error
-                claim["inputs"] = self._context.get_synthesis_inputs(claim["graph_id"], claim["node_id"])
-        return claim
-
-    @override
-    def submit_synthesis(
-        self,
-        graph_id: str,
-        node_id: str,
-        synthesis_text: str,
-        *,
-        worker_id: str,
-        calls: CallRows | None = None,
-        claims: list[ClaimRecord] | None = None,
-        findings: Sequence[Mapping[str, Any]] | None = None,
-        extra: Mapping[str, Any] | None = None,
-        claim_next: bool = False,
-        with_inputs: bool = False,
-    ) -> Synthesized:
-        wanted = self._inputs_wanted(with_inputs, claim_next)
-        written = self._synthesis.submit_synthesis(
-            graph_id,
-            node_id,
-            synthesis_text,
-            worker_id=worker_id,
-            calls=calls,
-            claims=claims,
-            findings=findings,
-            extra=extra,
-            claim_next=claim_next,
-        )
-        if wanted:  # claim_next was given: the write says what it claimed
-            self._with_inputs(written["next_synthesis"])
-        return written
-
-    @override
-    def synthesize_node(
-        self,
-        graph_id: str,
-        node_id: str,
-        synthesis_text: str,
-        *,
-        claims: list[ClaimRecord] | None = None,
-        findings: Sequence[Mapping[str, Any]] | None = None,
-        extra: Mapping[str, Any] | None = None,
-    ) -> Synthesized:
-        return self._synthesis.synthesize_node(
-            graph_id, node_id, synthesis_text, claims=claims, findings=findings, extra=extra
-        )
-
-    @override
-    def release_synthesis(self, graph_id: str, node_id: str, worker_id: str) -> SynthesisReleased:
-        return self._synthesis.release_synthesis(graph_id, node_id, worker_id)
+    claim_work = delegate(Store.claim_work, lambda s: s._round_trips.claim_work)
+    claim_synthesis = delegate(Store.claim_synthesis, lambda s: s._round_trips.claim_synthesis)
+    submit_answer = delegate(Store.submit_answer, lambda s: s._round_trips.submit_answer)
+    submit_synthesis = delegate(Store.submit_synthesis, lambda s: s._round_trips.submit_synthesis)
 
     # -- a question's context (store/context.py: NodeContext) --------------------------------------
 
-    @override
-    def get_context(
-        self, graph_id: str, node_id: str, *, limit: int = 6, candidates: int = 8
-    ) -> QuestionContext:
-        return self._context.get_context(graph_id, node_id, limit=limit, candidates=candidates)
-
-    @override
-    def get_synthesis_inputs(self, graph_id: str, node_id: str) -> SynthesisInputs:
-        return self._context.get_synthesis_inputs(graph_id, node_id)
+    get_context = delegate(Store.get_context, lambda s: s._context.get_context)
+    get_synthesis_inputs = delegate(Store.get_synthesis_inputs, lambda s: s._context.get_synthesis_inputs)
 
     # -- the contract's reads (store/queries.py: GraphQueries) -------------------------------------
 
-    @override
-    def get_snapshot(self, graph_id: str) -> Snapshot:
-        return self._queries.get_snapshot(graph_id)
-
-    @override
-    def get_snapshot_text(self, graph_id: str) -> str:
-        return self._queries.get_snapshot_text(graph_id)
-
-    @override
-    def get_graph(self, graph_id: str) -> GraphRecord:
-        return self._queries.get_graph(graph_id)
-
-    @override
-    def get_node(self, graph_id: str, node_id: str) -> dict[str, Any]:
-        return self._queries.get_node(graph_id, node_id)
-
-    @override
-    def list_graphs(self) -> GraphList:
-        return self._queries.list_graphs()
-
-    @override
-    def get_branch(self, graph_id: str, node_id: str) -> dict[str, Any]:
-        return self._queries.get_branch(graph_id, node_id)
-
-    @override
-    def get_open_questions(self, graph_id: str) -> OpenQuestions:
-        return self._queries.get_open_questions(graph_id)
-
-    @override
-    def get_claimable_work(self, graph_id: str, worker_id: str | None = None) -> ClaimableList:
-        return self._queries.get_claimable_work(graph_id, worker_id)
-
-    @override
-    def get_ready_to_synthesize(self, graph_id: str) -> ReadyList:
-        return self._queries.get_ready_to_synthesize(graph_id)
-
-    @override
-    def query_convergence(self, graph_id: str) -> dict[str, Any]:
-        return self._queries.query_convergence(graph_id)
-
-    @override
-    def query_contradictions(self, graph_id: str) -> dict[str, Any]:
-        return self._queries.query_contradictions(graph_id)
-
-    @override
-    def get_saturation_status(self, graph_id: str) -> dict[str, Any]:
-        return self._queries.get_saturation_status(graph_id)
-
-    @override
-    def get_events(self, graph_id: str, since: int = 0, limit: int | None = None) -> dict[str, Any]:
-        return self._queries.get_events(graph_id, since, limit)
-
-    @override
-    def get_changes(self, graph_id: str, since: int = 0) -> Changes:
-        return self._queries.get_changes(graph_id, since)
-
-    @override
-    def get_question_items(self, graph_id: str) -> QuestionItems:
-        return self._queries.get_question_items(graph_id)
-
-    @override
-    def carries_evidence(self, graph_id: str) -> bool:
-        return self._queries.carries_evidence(graph_id)
+    get_snapshot = delegate(Store.get_snapshot, lambda s: s._queries.get_snapshot)
+    get_snapshot_text = delegate(Store.get_snapshot_text, lambda s: s._queries.get_snapshot_text)
+    get_graph = delegate(Store.get_graph, lambda s: s._queries.get_graph)
+    get_node = delegate(Store.get_node, lambda s: s._queries.get_node)
+    list_graphs = delegate(Store.list_graphs, lambda s: s._queries.list_graphs)
+    get_branch = delegate(Store.get_branch, lambda s: s._queries.get_branch)
+    get_open_questions = delegate(Store.get_open_questions, lambda s: s._queries.get_open_questions)
+    get_claimable_work = delegate(Store.get_claimable_work, lambda s: s._queries.get_claimable_work)
+    get_ready_to_synthesize = delegate(
+        Store.get_ready_to_synthesize, lambda s: s._queries.get_ready_to_synthesize
+    )
+    query_convergence = delegate(Store.query_convergence, lambda s: s._queries.query_convergence)
+    query_contradictions = delegate(Store.query_contradictions, lambda s: s._queries.query_contradictions)
+    get_saturation_status = delegate(Store.get_saturation_status, lambda s: s._queries.get_saturation_status)
+    get_events = delegate(Store.get_events, lambda s: s._queries.get_events)
+    get_changes = delegate(Store.get_changes, lambda s: s._queries.get_changes)
+    get_question_items = delegate(Store.get_question_items, lambda s: s._queries.get_question_items)
+    carries_evidence = delegate(Store.carries_evidence, lambda s: s._queries.carries_evidence)
 
     # -- the call log (store/llm_log.py: LLMLog) ---------------------------------------------------
 
-    @override
-    def record_llm_call(
-        self,
-        *,
-        graph_id: str | None,
-        node_id: str | None,
-        worker: str | None,
-        role: str,
-        model: str,
-        prompt_tokens: int,
-        completion_tokens: int,
-        attempts: int,
-        latency_s: float,
-        outcome: str,
-        error: str | None = None,
-    ) -> dict[str, Any]:
-        return self._calls.record_llm_call(
-            graph_id=graph_id,
-            node_id=node_id,
-            worker=worker,
-            role=role,
-            model=model,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            attempts=attempts,
-            latency_s=latency_s,
-            outcome=outcome,
-            error=error,
-        )
-
-    @override
-    def record_llm_calls(self, calls: CallRows) -> int:
-        return self._calls.record_llm_calls(calls)
-
-    @override
-    def get_llm_calls(self, graph_id: str, node_id: str | None = None) -> dict[str, Any]:
-        return self._calls.get_llm_calls(graph_id, node_id)
-
-    @override
-    def count_replies(self, graph_id: str) -> dict[str, int]:
-        return self._calls.count_replies(graph_id)
-
-    @override
-    def llm_spend(self, graph_id: str) -> list[ModelSpend]:
-        return self._calls.llm_spend(graph_id)
-
-    @override
-    def cache_get(self, cache_key: str) -> dict[str, Any] | None:
-        return self._calls.cache_get(cache_key)
-
-    @override
-    def cache_put(self, cache_key: str, *, model: str, role: str, response: dict[str, Any]) -> None:
-        return self._calls.cache_put(cache_key, model=model, role=role, response=response)
+    record_llm_call = delegate(Store.record_llm_call, lambda s: s._calls.record_llm_call)
+    record_llm_calls = delegate(Store.record_llm_calls, lambda s: s._calls.record_llm_calls)
+    get_llm_calls = delegate(Store.get_llm_calls, lambda s: s._calls.get_llm_calls)
+    count_replies = delegate(Store.count_replies, lambda s: s._calls.count_replies)
+    llm_spend = delegate(Store.llm_spend, lambda s: s._calls.llm_spend)
+    cache_get = delegate(Store.cache_get, lambda s: s._calls.cache_get)
+    cache_put = delegate(Store.cache_put, lambda s: s._calls.cache_put)
 
     # -- a thinkon chain (store/chain.py: ThinkonWrites) -----------------------------------------
 
-    @override
-    def thinkon_level(self, graph_id: str, node_id: str) -> ThinkonLevel:
-        return self._thinkon.thinkon_level(graph_id, node_id)
-
-    @override
-    def thinkon_chain(self, graph_id: str) -> list[ThinkonLevel]:
-        return self._thinkon.thinkon_chain(graph_id)
-
-    @override
-    def thinkon_plan(self, graph_id: str, node_id: str, todo: str, *, worker_id: str) -> ThinkonLevel:
-        return self._thinkon.thinkon_plan(graph_id, node_id, todo, worker_id=worker_id)
-
-    @override
-    def thinkon_call(self, graph_id: str, node_id: str, goal: str, *, worker_id: str) -> ThinkonLevel:
-        return self._thinkon.thinkon_call(graph_id, node_id, goal, worker_id=worker_id)
-
-    @override
-    def thinkon_return(
-        self,
-        graph_id: str,
-        node_id: str,
-        result: str,
-        *,
-        worker_id: str,
-        outcome: ThinkonOutcome | str = ThinkonOutcome.RETURNED,
-        reason: str | None = None,
-    ) -> ThinkonLevel | None:
-        return self._thinkon.thinkon_return(
-            graph_id, node_id, result, worker_id=worker_id, outcome=outcome, reason=reason
-        )
+    thinkon_level = delegate(Store.thinkon_level, lambda s: s._thinkon.thinkon_level)
+    thinkon_chain = delegate(Store.thinkon_chain, lambda s: s._thinkon.thinkon_chain)
+    thinkon_plan = delegate(Store.thinkon_plan, lambda s: s._thinkon.thinkon_plan)
+    thinkon_call = delegate(Store.thinkon_call, lambda s: s._thinkon.thinkon_call)
+    thinkon_return = delegate(Store.thinkon_return, lambda s: s._thinkon.thinkon_return)
 
 
 def _connect(path: str | Path | None, *, read_only: bool, tracer: Tracer | None) -> Database:

@@ -5,6 +5,8 @@ docs/architecture.md, "A worker's round trips": ``claim_work(with_context=True)`
 with_inputs=True`` claim and read in one call; the read is the same as ``get_context``
 or ``get_synthesis_inputs`` right after the claim, and runs after it commits, outside
 the write lock.
+
+Covers: store/round_trips.py.
 """
 
 from __future__ import annotations
