@@ -43,9 +43,10 @@ def run_to_end(ex: Exploration, workers: int) -> tuple[float, int]:
 class LockMeter:
     """The store's write lock, timed: how long writes hold it and how long workers wait for it.
 
-    Every write transaction runs under one lock per file (docs/architecture.md, "Store
-    rules"), so with many workers the time it is held is the run's serialized part.
-    The bench swaps the store's lock for this wrapper (an internal, reached on purpose).
+    Every write transaction runs under one lock per file (docs/architecture/store.md,
+    "Store rules"), so with many workers the time it is held is the run's serialized
+    part. The bench swaps the store's lock for this wrapper (an internal, reached on
+    purpose).
     """
 
     def __init__(self, lock: threading.Lock) -> None:

@@ -1,8 +1,8 @@
 """History benchmark: replay of 10k events, fork of a 10k-node graph, a step beside 20 forks, capture cost.
 
 Run: ``python bench/history_bench.py`` (``--quick`` for fewer repeats). Everything is measured
-side by side in one run (docs/architecture.md, "History and forks"); the machine is noisy, so
-read the medians and the ratios.
+side by side in one run (docs/architecture/store.md, "History and forks"); the machine is
+noisy, so read the medians and the ratios.
 
 (a) ``get_state_at`` (and ``Exploration.at`` with its DataFrames) at the 10,000th event of a
     graph written one worker commit at a time (goal <= 100 ms).

@@ -129,9 +129,10 @@ def loop_speed(n_nodes: int, n_steps: int, rounds: int) -> tuple[float, Timings,
 class ReadsApart(RemoteStore):
     """A remote worker's store whose claims carry nothing: each question and synthesis is read apart.
 
-    The way the engine worked before a claim carried its read (docs/architecture.md,
-    "A worker's round trips"): a ``get_context`` after each claim and a
-    ``get_synthesis_inputs`` before each synthesis, each one more HTTP round trip.
+    The way the engine worked before a claim carried its read
+    (docs/architecture/engine.md, "A worker's round trips"): a ``get_context`` after
+    each claim and a ``get_synthesis_inputs`` before each synthesis, each one more HTTP
+    round trip.
     """
 
     def claim_work(self, graph_id: str, worker_id: str, **kw: Any) -> Any:

@@ -3,12 +3,12 @@
 Run: ``python bench/scope_bench.py`` (``--quick``: 5,000 other nodes in 6 graphs; ``--large``:
 420,000, a 20,000-node graph and 20 forks of it).
 
-Turns and forks put many graphs in one file, so every hot query is scoped by
-graph (docs/architecture.md, "Cost by graph"). Measured side by side, rounds
-interleaved, the median of each round's ratio kept: the engine's step (``Exploration.step``, the
-simulator, no model latency) on a new graph of about 100 nodes, in an empty file
-and in a copy of a file that also holds 20,000 other nodes: a graph of about
-950 nodes and 20 forks of it (a fork copies its source's nodes).
+Turns and forks put many graphs in one file, so every hot query is scoped by graph
+(docs/architecture/store.md, "Cost by graph"). Measured side by side, rounds
+interleaved, the median of each round's ratio kept: the engine's step
+(``Exploration.step``, the simulator, no model latency) on a new graph of about 100
+nodes, in an empty file and in a copy of a file that also holds 20,000 other nodes: a
+graph of about 950 nodes and 20 forks of it (a fork copies its source's nodes).
 """
 
 from __future__ import annotations

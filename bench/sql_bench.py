@@ -9,8 +9,8 @@ A graph of the given size (answers under questions, eight questions under each
 answer, tests/graph_builder.py) is written to a DuckDB file in a temporary
 folder and opened read-only; each query is timed several times and the median
 kept, beside ``store.get_snapshot`` alone (what the ``nodes`` and ``edges``
-tables are built from). docs/architecture.md, "Inspecting a file", quotes the
-figure.
+tables are built from). docs/architecture/facade.md, "Inspecting a file", quotes
+the figure.
 
 Nothing here is a test: numbers depend on the machine and its load.
 """

@@ -1,7 +1,7 @@
 """Checks of where a person points the facade and the shell: store paths, bind addresses, tokens.
 
 They run before anything is opened, created or bound, so a refused argument
-leaves no file behind (docs/architecture.md, "Arguments"). Each check names the
+leaves no file behind (docs/architecture.md, "Layers": Arguments). Each check names the
 argument as the caller spells it (``path`` in Python, ``--db`` in the shell).
 Light to import: the shell's usage errors load nothing else.
 """

@@ -1,7 +1,7 @@
 """Checks of the arguments the store and the facade take: ids, free text, flags, counts, seconds.
 
 A refused argument raises :class:`~fractal_nb.errors.InvalidInputError` naming it,
-before anything changes (docs/architecture.md, "Store rules", rule 7).
+before anything changes (docs/architecture/store.md, "Store rules", rule 7).
 """
 
 from __future__ import annotations

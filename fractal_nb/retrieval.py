@@ -1,4 +1,6 @@
-"""Lexical retrieval over a graph's sources: BM25 over source chunks (docs/architecture.md, "Retrieval").
+"""Lexical retrieval over a graph's sources: BM25 over source chunks.
+
+See docs/architecture/engine.md, "Retrieval".
 
 A leaf module: it imports nothing of the package at run time (``ChunkRecord`` is
 only a type here), so the store can build and cache one index per graph.

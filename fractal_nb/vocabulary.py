@@ -1,7 +1,7 @@
 """Vocabulary of the graph: statuses, budgets, checkpoint modes and the transition table.
 
 Every status change in the store is checked against ``GRAPH_TRANSITIONS``,
-``QUESTION_TRANSITIONS`` or ``ANSWER_TRANSITIONS`` here (docs/architecture.md, rule 6).
+``QUESTION_TRANSITIONS`` or ``ANSWER_TRANSITIONS`` here (docs/architecture/store.md, rule 6).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class NodeType(StrEnum):
 
     QUESTION = "question"
     ANSWER = "answer"
-    NOTE = "note"  # a person's evidence or correction (docs/architecture.md, "Turns and heads")
+    NOTE = "note"  # a person's evidence or correction (docs/architecture/store.md, "Turns and heads")
 
 
 class GraphStatus(StrEnum):
@@ -100,7 +100,7 @@ class SaturationReason(StrEnum):
 
 
 class TurnKind(StrEnum):
-    """What opened a turn (docs/architecture.md, "Turns and heads"); the seed is turn 1."""
+    """What opened a turn (docs/architecture/store.md, "Turns and heads"); the seed is turn 1."""
 
     SEED = "seed"
     ASK = "ask"
@@ -112,7 +112,9 @@ class TurnKind(StrEnum):
 
 
 class ClaimKind(StrEnum):
-    """What a claim of an answer or a synthesis is (docs/architecture.md, "Facts, assumptions, unknowns").
+    """What a claim of an answer or a synthesis is.
+
+    See docs/architecture/engine.md, "Facts, assumptions, unknowns".
 
     A fact rests on a stated support; an assumption is taken without one; an
     unknown is what the answer could not settle (each unknown is a gap).
@@ -124,13 +126,13 @@ class ClaimKind(StrEnum):
 
 
 class Strategy(StrEnum):
-    """How a graph thinks (docs/architecture.md, "Sources and citations", "Tracks").
+    """How a graph thinks (docs/architecture/store.md, "Sources and citations", "Tracks").
 
     ``fractal``: sub-questions all at once, synthesized bottom-up; ``tracks``:
     at least three orthogonal tracks worked in parallel, each with cited findings,
     aggregated into a synthesis object (unified, nuances, open questions, confidence);
     ``thinkon``: one chain, depth first, each level planning, calling one sub-goal at a
-    time and judging what came back (docs/architecture.md, "Thinkon"); ``single``: one
+    time and judging what came back (docs/architecture/engine.md, "Thinkon"); ``single``: one
     model call answers the question, the baseline ``compare()`` measures the others by.
     """
 
@@ -203,7 +205,7 @@ class ThinkonPhase(StrEnum):
 
 
 class ThinkonOutcome(StrEnum):
-    """How a chain level returned to its parent's ``done`` (docs/architecture.md, "Thinkon")."""
+    """How a chain level returned to its parent's ``done`` (docs/architecture/engine.md, "Thinkon")."""
 
     RETURNED = "returned"  # Think or Eval returned the level's result
     FAILED = "failed"  # Think or Eval gave no valid reply (after the correction): this branch ends
@@ -239,12 +241,12 @@ class Support(StrEnum):
 
 TOOL_NAMES = ("search_sources", "read_source")
 """The tools a model may call before it answers (engine/evidence_tools.py); the ledger logs each
-call as role ``tool:<name>`` (``tool:unknown`` for one the model made up; docs/architecture.md,
+call as role ``tool:<name>`` (``tool:unknown`` for one the model made up; docs/architecture/engine.md,
 "Tool calls")."""
 
 
 class HaltKind(StrEnum):
-    """Why a worker stopped on a question instead of answering it (docs/architecture.md, "Halts").
+    """Why a worker stopped on a question instead of answering it (docs/architecture/engine.md, "Halts").
 
     ``ambiguity``: the question forks on a choice the person must make (options
     with their tradeoffs); ``confusion``: it cannot be understood as asked (a
@@ -264,9 +266,9 @@ class WeakReason(StrEnum):
     ``failed`` (an error, or saturated as one), ``budget_cut`` (saturated when a
     budget left it unexplored), ``joined`` (its synthesis joined without the model),
     ``weak`` (its own synthesis weak: the mark goes up the chain), ``blocked``
-    (the worker could not answer it: a halt, docs/architecture.md "Halts").
+    (the worker could not answer it: a halt, docs/architecture/engine.md "Halts").
     A track's own
-    synthesis (docs/architecture.md, "Tracks") may be marked ``uncited`` (the graph
+    synthesis (docs/architecture/engine.md, "Tracks") may be marked ``uncited`` (the graph
     has sources and none of its findings' citations checks) or ``off_track`` (its
     conclusions miss the track's question, asked twice).
     """
@@ -308,7 +310,10 @@ TERMINAL_GRAPH = frozenset({GraphStatus.COMPLETED, GraphStatus.ERROR})
 """Statuses no worker, view or server resumes on its own (``error`` only by an explicit resume)."""
 DONE_QUESTION = frozenset({NodeStatus.SYNTHESIZED, NodeStatus.SATURATED})
 UNEXPLORED = {"budget_exhausted": True, "unexplored_reason": "budget limit reached"}
-"""The reference's marks on a question a budget left unexplored (docs/architecture.md, error table)."""
+"""The reference's marks on a question a budget left unexplored.
+
+See docs/architecture/engine.md, "The worker protocol we follow": the error table.
+"""
 PENDING_QUESTION = (NodeStatus.OPEN, NodeStatus.CLAIMED, NodeStatus.GATED)  # work not done yet, in this order
 
 
@@ -345,7 +350,7 @@ QUESTION_TRANSITIONS: dict[NodeStatus, frozenset[NodeStatus]] = {
     # would let error -> open (recovery) slip past the gate without an approval.
     _S.GATED: frozenset({_S.OPEN, _S.SATURATED}),
     # claimed -> claimed: another worker takes over a lease that ran out; claimed -> gated: the worker
-    # held it on a question to the person (a halt: docs/architecture.md, "Halts"), opened by a choice.
+    # held it on a question to the person (a halt: docs/architecture/engine.md, "Halts"), opened by a choice.
     _S.CLAIMED: frozenset({_S.CLAIMED, _S.ANSWERED, _S.OPEN, _S.SATURATED, _S.ERROR, _S.GATED}),
     _S.ANSWERED: frozenset({_S.SYNTHESIZED, _S.SATURATED, _S.ERROR}),
     _S.ERROR: frozenset({_S.OPEN, _S.SATURATED}),
@@ -540,7 +545,7 @@ JsonArgument: TypeAlias = dict[str, Any] | str
 
 
 def parse_metadata(value: object, what: str = "metadata") -> dict[str, Any]:
-    """Accept a dict or a JSON-object string; refuse anything else (docs/architecture.md, rule 7).
+    """Accept a dict or a JSON-object string; refuse anything else (docs/architecture/store.md, rule 7).
 
     The result is a deep copy that survives a JSON round trip, so what is stored
     is exactly what a later read returns.

@@ -1,6 +1,6 @@
 """``fractal-nb heads | turns`` and ``--at EVENT`` (tree, edges, export): read-only, on a fixture file.
 
-docs/architecture.md, "Inspecting a file": each command asks the read-only facade; ``--at`` hands
+docs/architecture/facade.md, "Inspecting a file": each command asks the read-only facade; ``--at`` hands
 tree, edges and export the state at that event (``ex.at``). Usage errors exit 2 before the file is
 opened; an event outside the graph's history exits 1 with the store's message.
 

@@ -1,4 +1,6 @@
-"""``compare()``: one question, each strategy, side by side (docs/architecture.md, "Comparing strategies")."""
+"""``compare()``: one question, each strategy, side by side (docs/architecture/facade.md, "Comparing
+strategies").
+"""
 
 from __future__ import annotations
 

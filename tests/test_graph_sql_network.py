@@ -1,4 +1,5 @@
-"""``ex.sql`` opens no connection, whatever the query names (docs/architecture.md, "Inspecting a file").
+"""``ex.sql`` opens no connection, whatever the query names (docs/architecture/facade.md, "Inspecting a
+file").
 
 The queries run in a child process in a network namespace of its own (``unshare -n``)
 under ``strace -e connect``: every connect() the process attempts is in the trace, and

@@ -1,6 +1,6 @@
 """Time travel and forks from the notebook: ``ex.at(e)``, ``ex.fork(at=...)``, ``lineage()``, ``family()``.
 
-docs/architecture.md, "History and forks". The state at an event is compared row by row with the
+docs/architecture/store.md, "History and forks". The state at an event is compared row by row with the
 frames ``nodes()`` / ``edges()`` gave when that event was the graph's last.
 
 Covers: exploration/frames.py, store/replay.py.

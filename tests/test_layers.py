@@ -125,7 +125,7 @@ def test_importing_the_package_loads_no_widget_library() -> None:
     assert loaded.stdout.strip() == "[]", loaded.stdout
 
 
-# docs/architecture.md, "The store's layout": the steps are plain classes GraphStore composes.
+# docs/architecture/store.md, "The store's layout": the steps are plain classes GraphStore composes.
 STEP_BASES = {"object", "Protocol", "TypedDict", "StrEnum", "NamedTuple"}
 # The contract (store/contract.py) and the store that implements it.
 CONTRACT_BASES = {

@@ -31,7 +31,7 @@ def test_no_placeholder_a_small_model_could_copy(name: str) -> None:
     assert "Return JSON: {" not in text
     assert not re.search(r"\{[^}]*\.\.\.[^}]*\}", text), "a JSON example with ... placeholders"
     # Field hints in parentheses ("decomposition (two or three sentences ...)") get copied verbatim by a
-    # small model; it follows a worked example on another topic (docs/architecture.md, "Small models").
+    # small model; it follows a worked example on another topic (docs/architecture/models.md, "Small models").
     assert "Reply with a JSON object:" not in text
 
 

@@ -1,4 +1,6 @@
-"""Each finding names the node it rests on (results/provenance.py; architecture, "Evidence in the faces")."""
+"""Each finding names the node it rests on (results/provenance.py; docs/architecture/faces.md, "Evidence in
+the faces").
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""fractal_nb/retrieval.py (docs/architecture.md, "Retrieval"): ranking, terms, bounds, junk, threads."""
+"""fractal_nb/retrieval.py (docs/architecture/engine.md, "Retrieval"): ranking, terms, bounds, junk,
+threads."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Sources stay inside their folder, are read bounded, and never forge a prompt's structure.
 
-docs/architecture.md, "Sources and citations": a file is read only when it is a
+docs/architecture/store.md, "Sources and citations": a file is read only when it is a
 regular file (no pipe, device or socket; opened without blocking) of at most
 ``MAX_FILE_BYTES``, and a folder's link that leads out of the folder is never read.
 A run never reads the disk (the citation check reads the stored text; only a read

@@ -1,4 +1,4 @@
-"""``ex.state()`` (docs/architecture.md, "The state of an exploration"): the six questions of
+"""``ex.state()`` (docs/architecture/facade.md, "The state of an exploration"): the six questions of
 seed 004's completion standard answered from the stored state alone, on a run with a failure,
 a prune, a fork and a follow-up."""
 

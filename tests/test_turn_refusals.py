@@ -1,4 +1,4 @@
-"""A refused steering call changes nothing (docs/architecture.md, "Turns and heads").
+"""A refused steering call changes nothing (docs/architecture/store.md, "Turns and heads").
 
 The store opens the turn, writes the note and logs its events before it finds the
 question it would reopen cannot be: the transaction must leave no trace of any of it.

@@ -1,4 +1,4 @@
-"""Turns and heads (docs/architecture.md, "Turns and heads"): a harvested exploration takes later turns.
+"""Turns and heads (docs/architecture/store.md, "Turns and heads"): a harvested exploration takes later turns.
 
 Each steering call (ask, deepen, widen, redecompose, note) opens a turn that ``run()``
 works and ``harvest()`` ends in a head; superseded nodes stay in the graph but never in

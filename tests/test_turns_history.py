@@ -1,4 +1,4 @@
-"""Turns meet history (docs/architecture.md, "Turns and heads", "History and forks").
+"""Turns meet history (docs/architecture/store.md, "Turns and heads", "History and forks").
 
 Every head replays as it was made; a fork at a head starts from that head and takes turns of
 its own without moving its source, nor its source it.

@@ -1,6 +1,6 @@
 """The read-only commands of ``fractal-nb``: report, events, edges, tree, export, heads, turns, sources.
 
-docs/architecture.md, "Inspecting a file": each command opens the file with
+docs/architecture/facade.md, "Inspecting a file": each command opens the file with
 ``Exploration.open(..., read_only=True)``, so it never writes it, and is one
 small function of :data:`COMMANDS` that asks the facade and returns what to
 print: the text for a terminal and the same as one JSON document (``--json``).

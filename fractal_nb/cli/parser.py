@@ -17,7 +17,7 @@ from .exit_codes import EXIT_CODES
 DEMO_SEED = "Should a mid-sized city build a tram line or expand its bus network?"
 DEMO_DB = "fractal-demo.duckdb"
 
-# The read-only commands (docs/architecture.md, "Inspecting a file"): name -> (help, description).
+# The read-only commands (docs/architecture/facade.md, "Inspecting a file"): name -> (help, description).
 # Each is one function of inspection.COMMANDS; a new one is a row here and a function there.
 INSPECTION_HELP = {
     "report": (

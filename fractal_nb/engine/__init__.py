@@ -1,4 +1,6 @@
-"""The engine's front door: what the facade and the faces use of it (docs/architecture.md, "The engine loop").
+"""The engine's front door: what the facade and the faces use of it.
+
+See docs/architecture/engine.md, "The engine loop".
 
 :func:`run` and :func:`step` own a run's limits, seed phase, dispatch and
 outcome; :func:`work` is a remote worker's loop; :func:`harvest` and

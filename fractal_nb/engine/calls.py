@@ -11,11 +11,11 @@ Tokens a backend does not report are estimated here (issue 37): a custom
 ``complete()`` that reports no usage spends the prompt's and the reply's
 characters at :data:`~fractal_nb.llm.protocol.CHARS_PER_TOKEN` a token, marked
 estimated, so a token budget holds for it too; a total no call can have (outside
-0 to ``model.MAX_CALL_TOKENS``) is estimated the same way, the figure
+0 to ``vocabulary.MAX_CALL_TOKENS``) is estimated the same way, the figure
 reported kept in the row's ``refused_usage``. Budgets settle what the row says.
 
 A call given a :class:`~fractal_nb.llm.protocol.ToolBox` lets a model that takes
-tools call them first (docs/architecture.md, "Tool calls"): its reservation
+tools call them first (docs/architecture/engine.md, "Tool calls"): its reservation
 covers every round trip the tools may add, its row counts their tokens, and each
 tool call is a row of its own (role ``tool:<name>``, no tokens).
 
@@ -452,7 +452,7 @@ def call_bound(
     reply's bound; the prompt estimated at 3 characters a token, denser than
     ``messages_tokens``' 4, since a tokenizer may count more than the estimate.
 
-    With ``tools`` (docs/architecture.md, "Tool calls"): up to ``K = tools.max_calls``
+    With ``tools`` (docs/architecture/engine.md, "Tool calls"): up to ``K = tools.max_calls``
     requests offering them (each makes a call, or is the answer) before those rounds,
     each prompt carrying the tool definitions and the exchange so far: each call made
     (its reply within the reply's bound, its result within ``tools.max_result_chars``).

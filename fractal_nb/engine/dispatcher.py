@@ -1,16 +1,16 @@
 """The dispatcher: up to ``max_agents`` worker threads pulling from the graph, and when to stop.
 
-Workers follow the worker protocol (docs/architecture.md): claim → primitive →
-repeat; with nothing to claim but work in flight they back off 2, 4, 8 s
-(woken early when new questions land) and exit after three empty tries; each
-stops at ``max_depth × 3`` nodes (the circuit breaker). While they work, a
-heartbeat renews the leases of the claims they hold, so a slow model never
-loses a claim to the lease. When the model is down (:mod:`.calls`), or a
-budget (:mod:`.limits`: tokens and cost admitted before each call, wall time
-before each claim) is reached, every worker stops. After they exit: another
-round for orphaned work, or the run's outcome, decided in :mod:`.outcome` (the
-one place that does): model unavailable, paused, convergence found, budget
-exhausted, waiting on claims held elsewhere, or done.
+Workers follow the worker protocol (docs/architecture/engine.md, "The worker
+protocol we follow"): claim → primitive → repeat; with nothing to claim but work
+in flight they back off 2, 4, 8 s (woken early when new questions land) and exit
+after three empty tries; each stops at ``max_depth × 3`` nodes (the circuit
+breaker). While they work, a heartbeat renews the leases of the claims they
+hold, so a slow model never loses a claim to the lease. When the model is down
+(:mod:`.calls`), or a budget (:mod:`.limits`: tokens and cost admitted before
+each call, wall time before each claim) is reached, every worker stops. After
+they exit: another round for orphaned work, or the run's outcome, decided in
+:mod:`.outcome` (the one place that does): model unavailable, paused,
+convergence found, budget exhausted, waiting on claims held elsewhere, or done.
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ class Dispatcher:
     def work(self, count: int) -> list[WorkerReport]:
         """One round: ``count`` worker threads each run the worker loop until it exits; their reports.
 
-        (docs/architecture.md, "The engine loop")
+        (docs/architecture/engine.md, "The engine loop")
 
         Settles nothing: :meth:`run` decides the graph's status afterwards.
         """

@@ -1,4 +1,6 @@
-"""Evidence before the answer, and what the harvest keeps (docs/architecture.md, "Sources and citations").
+"""Evidence before the answer, and what the harvest keeps.
+
+See docs/architecture/store.md, "Sources and citations".
 
 With sources (a graph that has any), a worker retrieves the passages closest to
 its question (``store.search_sources``) before it answers; the answer prompt
@@ -67,7 +69,7 @@ def passages(hits: Sequence[ChunkRecord]) -> str:
     passages after it are left out. The answer's evidence section and a track's
     synthesis (engine/strategies/tracks.py) show evidence this way.
 
-    Source text is data, never the prompt's structure (docs/architecture.md,
+    Source text is data, never the prompt's structure (docs/architecture/engine.md,
     "Evidence in the engine"): every line of it follows its number, with any line
     break inside it a space (``text.one_line``), so none opens a line of its own;
     a source whose name would break its header line is headed by its id (a

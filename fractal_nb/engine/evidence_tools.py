@@ -1,6 +1,6 @@
 """``SourceTools``: the graph's sources as tools a model may call before it answers.
 
-Two tools (docs/architecture.md, "Tool calls"): ``search_sources(query, k)`` (the
+Two tools (docs/architecture/engine.md, "Tool calls"): ``search_sources(query, k)`` (the
 store's lexical search over the graph's source chunks) and ``read_source(source,
 line_start, line_end)`` (a span of one source's lines). Each result is compact text
 the model can quote from: a ``[name:L1-L30]`` header, then the lines, each after its

@@ -21,7 +21,10 @@ def current(nodes: list[NodeRecord]) -> list[NodeRecord]:
 GATED_UNEXPLORED = "gated: never approved"
 """``unexplored_reason`` of a question the harvest found behind a gate (a checkpoint, not a budget)."""
 HELD_UNEXPLORED = "held: the person never answered"
-"""``unexplored_reason`` of a question the harvest found held by a halt (docs/architecture.md, "Halts")."""
+"""``unexplored_reason`` of a question the harvest found held by a halt.
+
+See docs/architecture/engine.md, "Halts".
+"""
 
 
 def gap_rows(nodes: list[NodeRecord]) -> list[dict[str, Any]]:
@@ -102,7 +105,7 @@ def _blocked_detail(meta: dict[str, Any], inherited_from: str | None) -> str:
 
 
 def unknown_rows(nodes: list[NodeRecord]) -> list[dict[str, Any]]:
-    """One gap row per unknown a claim names (docs/architecture.md, "Facts, assumptions, unknowns").
+    """One gap row per unknown a claim names (docs/architecture/engine.md, "Facts, assumptions, unknowns").
 
     Answers first, then syntheses (which carry their children's unknowns up), so
     an unknown is listed once, under the question whose answer first named it.

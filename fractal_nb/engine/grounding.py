@@ -1,7 +1,7 @@
 """Facts stay facts only where the graph states them: the grounding of a synthesis's claims.
 
 A synthesis carries up the claims of its question's own answer and of its
-sub-questions (docs/architecture.md, "Facts, assumptions, unknowns"). The model
+sub-questions (docs/architecture/engine.md, "Facts, assumptions, unknowns"). The model
 says which kind each is; code decides whether a fact may stay one: a fact of a
 synthesis must be a fact of one of those sources (the same text, or a
 restatement of it), else it is demoted to an assumption. So an assumption of a

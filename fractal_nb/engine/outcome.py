@@ -1,11 +1,11 @@
 """How a run ends: the one place that decides its :class:`~fractal_nb.vocabulary.RunOutcome`.
 
 Two moments decide it, both here: right after the seed phase (:func:`after_seed`:
-the budget refused the seed plan's call, or there is nothing to work on) and
-once the dispatcher's workers are out (:func:`settle`). Each outcome that stops
-short of the end sets the graph's status and its reason to match (the budget
-protocol of docs/architecture.md freezes the open questions as unexplored), so
-the store says why a run stopped, whoever reads it.
+the budget refused the seed plan's call, or there is nothing to work on) and once
+the dispatcher's workers are out (:func:`settle`). Each outcome that stops short
+of the end sets the graph's status and its reason to match (the budget protocol
+of docs/architecture/engine.md, "The worker protocol we follow", freezes the open
+questions as unexplored), so the store says why a run stopped, whoever reads it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 SETTLE_ROUNDS = 3
 """Rounds of the settling cascade when nothing else is left: a synthesis that failed is asked again
 (the next request seed, a hotter temperature: llm/openai_llm.py), so a small model's failed root
-synthesis does not pause a finished tree (docs/architecture.md, "Small models")."""
+synthesis does not pause a finished tree (docs/architecture/models.md, "Small models")."""
 
 
 def held_back(run: RunState) -> str | None:
@@ -72,8 +72,9 @@ def settle(
         freeze_open(run, spent)
         return RunOutcome.BUDGET_EXHAUSTED
     if not any(pending.values()):
-        # The resume routing's case c (docs/architecture.md): nothing to claim, the root
-        # not synthesized; the cascade reaches every ready question before the run calls itself complete.
+        # The resume routing's case c (docs/architecture/engine.md, "The worker protocol we follow"):
+        # nothing to claim, the root not synthesized; the cascade reaches every ready question before the
+        # run calls itself complete.
         for _ in range(SETTLE_ROUNDS):  # each round asks a failed synthesis again, sampled anew
             leftovers(run, cascade_worker)
             left = store.get_ready_to_synthesize(g)["count"]
@@ -115,7 +116,10 @@ def ledger_reason(run: RunState, reached: str | None) -> str | None:
 
 
 def freeze_open(run: RunState, reason: str) -> None:
-    """The budget protocol (docs/architecture.md): open questions marked unexplored, the graph too."""
+    """The budget protocol: open questions marked unexplored, the graph too.
+
+    See docs/architecture/engine.md, "The worker protocol we follow": the error table.
+    """
     store, g = run.local, run.graph_id
     with store.batch():
         for node in store.get_open_questions(g)["open_questions"]:

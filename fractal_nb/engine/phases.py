@@ -40,7 +40,7 @@ def harvest(run: RunState, *, finish: bool = True, aggregate: bool = False) -> F
     Its model calls count against the graph's budgets (engine/limits.py): at a
     spent budget it makes none, joins the syntheses left and says so in a gap.
 
-    The synthesis object (docs/architecture.md, "Tracks") is the root's in a
+    The synthesis object (docs/architecture/engine.md, "Tracks") is the root's in a
     tracks graph; ``aggregate=True`` builds one for a fractal graph from its
     depth-1 questions' syntheses (one more model call). Either is kept in the
     harvest as ``synthesis_object``.
@@ -72,7 +72,8 @@ def harvest(run: RunState, *, finish: bool = True, aggregate: bool = False) -> F
     if not finishing:  # checked as the store checks them, nothing written
         return result_of(run, store.get_snapshot(g), chain, summary, checked(run, summary), synthesis)
     # Kept with the graph, so a reopened file gives the same result without a model; the store
-    # checks every finding's citations and sets its support (docs/architecture.md, "Sources and citations").
+    # checks every finding's citations and sets its support (docs/architecture/store.md,
+    # "Sources and citations").
     kept = summary.model_dump(mode="json")
     # Each finding names the node it rests on (results/provenance.py): code's, not the model's.
     kept["findings"] = with_nodes(kept["findings"], nodes)
@@ -81,7 +82,7 @@ def harvest(run: RunState, *, finish: bool = True, aggregate: bool = False) -> F
     with store.batch():
         store.record_harvest(g, kept)
         store.update_graph_status(g, GraphStatus.COMPLETED, reason="harvested")
-        # The turn ends in a head here (docs/architecture.md, "Turns and heads").
+        # The turn ends in a head here (docs/architecture/store.md, "Turns and heads").
         store.end_turn(g, cost=run.limits.cost(store.llm_spend(g)))
     return stored_result(run, store.get_snapshot(g))
 

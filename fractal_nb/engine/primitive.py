@@ -1,11 +1,12 @@
 """The recursive primitive on one claimed question: answer, decompose, connect, synthesize.
 
-One loop readable in one sitting (docs/architecture.md, "The worker protocol"): the model answers and proposes
-sub-questions; the answer is compared with nearby answers of other branches;
-then everything is written in one transaction (answer, sub-questions under the
-depth budget, links, boundary questions, and the leaf's own synthesis); last,
-the synthesis cascade runs deepest first. Model failures are data: the claim is
-released for another try and the failure is logged.
+One loop readable in one sitting (docs/architecture/engine.md, "The worker
+protocol we follow"): the model answers and proposes sub-questions; the answer
+is compared with nearby answers of other branches; then everything is written in
+one transaction (answer, sub-questions under the depth budget, links, boundary
+questions, and the leaf's own synthesis); last, the synthesis cascade runs
+deepest first. Model failures are data: the claim is released for another try
+and the failure is logged.
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ def work_question(run: RunState, claim: Claim, worker: str) -> StepRecord:
                 )
             except LLMError as exc:
                 return _release(run, node_id, question, worker, exc)
-            # A question for the person, or a blocker, instead of an answer (docs/architecture.md, "Halts").
+            # A question for the person, or a blocker, instead of an answer
+            # (docs/architecture/engine.md, "Halts").
             if answer.halt is not None:
                 return _halt(run, node_id, question, worker, answer.halt, calls)
             subs = _sub_questions(context, answer, last_level)
@@ -123,7 +125,7 @@ def cascade(
     (``claim_synthesis``: deepest first); from ``first``, a synthesis a write claimed
     with itself, it climbs: each synthesis claims the one it made ready above it in
     its own write (``claim_next``), and the cascade ends where that is none
-    (docs/architecture.md, "The cascade"). What a climb leaves (a synthesis given
+    (docs/architecture/engine.md, "The cascade"). What a climb leaves (a synthesis given
     back, a question a person's prune made ready) is handed out by a cascade that
     asks the whole graph: a worker finding no question after one was given back,
     a worker leaving a finished graph, and the run's end. ``given_back`` collects
@@ -165,14 +167,16 @@ def _give_back(run: RunState, node_id: str, worker: str) -> None:
 def leftovers(run: RunState, worker: str, *, given_back: list[str] | None = None) -> tuple[str, ...]:
     """Synthesize what the cascades' climbs left by asking the whole graph, as the strategy does.
 
-    A synthesis given back, a question a person's prune made ready (docs/architecture.md,
+    A synthesis given back, a question a person's prune made ready (docs/architecture/engine.md,
     "The cascade"); a thinkon chain synthesizes nothing. ``given_back``: as :func:`cascade`.
     """
     return run.part.leftovers(run, worker, given_back)
 
 
 def freeze_unexplored(store: WorkerStore, graph_id: str, node_id: str, reason: str | None = None) -> None:
-    """The budget protocol's marks on one pending question (docs/architecture.md, error table).
+    """The budget protocol's marks on one pending question.
+
+    See docs/architecture/engine.md, "The worker protocol we follow".
 
     Marked unexplored, with the budget's ``reason`` when given; the dispatcher
     leaves it open for a resumed run, the harvest saturates it next.
@@ -394,7 +398,9 @@ def _answer_metadata(run: RunState, answer: LeafAnswer, subs: SubQuestions) -> d
         meta["sub_questions_cut"] = cut
     if answer.refused:  # sub-questions and claims a gate dropped, the answer kept (llm/schemas.py)
         meta["refused"] = answer.refused
-    if answer.claims:  # facts, assumptions and unknowns kept apart (docs/architecture.md)
+    # facts, assumptions and unknowns kept apart (docs/architecture/engine.md, "Facts,
+    # assumptions, unknowns")
+    if answer.claims:
         meta["claims"] = [
             {"kind": c.kind.value, "text": c.text, "support": c.support} for c in _distinct(answer.claims)
         ]
@@ -404,7 +410,9 @@ def _answer_metadata(run: RunState, answer: LeafAnswer, subs: SubQuestions) -> d
 
 
 def _boundary(question: str, links: Connections, relation: dict[str, str]) -> dict[str, Any] | None:
-    """A boundary question on the strongest convergence with another branch (docs/architecture.md).
+    """A boundary question on the strongest convergence with another branch.
+
+    See docs/architecture/engine.md, "The worker protocol we follow".
 
     The store places it under the shallower of the two answers; None without such a convergence.
     """

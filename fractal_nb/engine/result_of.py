@@ -62,7 +62,7 @@ def result_of(
 
     ``findings`` are the summary's, each with its checked ``citations`` and ``support``:
     with sources only the supported ones are findings of the result, the others
-    are kept apart as unsupported (docs/architecture.md, "Sources and citations").
+    are kept apart as unsupported (docs/architecture/store.md, "Sources and citations").
     """
     nodes = current(final["nodes"])
     replies = run.local.count_replies(run.graph_id)
@@ -188,7 +188,10 @@ def answer_support(nodes: list[NodeRecord]) -> dict[str, int]:
 
 
 def held_rows(nodes: list[NodeRecord]) -> list[dict[str, Any]]:
-    """Questions a halt holds for the person (docs/architecture.md, "Halts"): what each asks, its options."""
+    """Questions a halt holds for the person: what each asks, its options.
+
+    See docs/architecture/engine.md, "Halts".
+    """
     return [
         {
             "node_id": n["node_id"],

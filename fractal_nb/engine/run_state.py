@@ -27,7 +27,7 @@ class RunState:
     budget: Budget
     checkpoint: CheckpointMode
     call: ModelCaller
-    part: StrategyPart  # the graph's way of thinking (docs/architecture.md, "Strategies")
+    part: StrategyPart  # the graph's way of thinking (docs/architecture/engine.md, "Strategies")
     work_added: threading.Condition = field(default_factory=threading.Condition)
     # Work other processes added (the store's watch: PostgreSQL's NOTIFY), counted so a worker
     # woken by it does not count the wait as one of its backoff tries (engine/dispatcher.py).

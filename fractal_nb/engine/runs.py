@@ -1,7 +1,7 @@
 """The engine's entry points: a run of a graph and a step of it, from the seed to the outcome.
 
 The facade's ``run()`` and ``step()`` and the remote worker call these
-(docs/architecture.md, "The engine loop"); each owns the limits it arms, the
+(docs/architecture/engine.md, "The engine loop"); each owns the limits it arms, the
 seed phase, the dispatch of workers and the outcome, so no caller repeats them.
 """
 

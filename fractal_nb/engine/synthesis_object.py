@@ -1,4 +1,6 @@
-"""The synthesis object (docs/architecture.md, "Tracks"): tracks' findings, conclusions and gaps, aggregated.
+"""The synthesis object: tracks' findings, conclusions and gaps, aggregated.
+
+See docs/architecture/engine.md, "Tracks".
 
 A tracks graph's root synthesis, and a fractal graph's when its harvest is asked
 to aggregate (each seed question standing for a track). The model writes it;

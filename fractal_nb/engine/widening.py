@@ -1,7 +1,7 @@
 """A later turn's widening: the model poses seed questions the graph does not ask yet.
 
 The call goes through the run's :class:`~fractal_nb.engine.calls.ModelCaller`, so the graph's
-budgets hold before it is made (docs/architecture.md, "The engine loop"); the store hangs the
+budgets hold before it is made (docs/architecture/engine.md, "The engine loop"); the store hangs the
 new questions under the root's answer (store/turn_requests.py ``widen``).
 """
 

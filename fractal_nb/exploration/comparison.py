@@ -1,6 +1,6 @@
 """``compare()``: one question answered each way, measured side by side.
 
-(docs/architecture.md, "Comparing strategies")
+(docs/architecture/facade.md, "Comparing strategies")
 
 Each strategy runs the question as an exploration of its own (``single``, one
 model call, is the baseline), then is harvested; its row reads the graph: the

@@ -109,7 +109,7 @@ class Exploration:
         The budgets (see :meth:`run`) are kept with the graph: every run of it honours them.
         ``strategy``: ``"fractal"`` (sub-questions synthesized bottom-up) or ``"tracks"``
         (at least three orthogonal tracks with cited findings, aggregated into a synthesis
-        object; docs/architecture.md, "Tracks"), kept with the graph.
+        object; docs/architecture/engine.md, "Tracks"), kept with the graph.
         ``sources``: the evidence its answers cite, an item or a list of items as
         :meth:`add_sources` takes them, added with the graph in one transaction.
         Every argument is checked before the file is opened: a refused one creates nothing
@@ -185,7 +185,7 @@ class Exploration:
     def __repr__(self) -> str:
         return f"<Exploration {self.graph_id} {self._state.seed[:60]!r} in {self.store.location}>"
 
-    # -- running (fractal_nb/exploration/running.py; docs/architecture.md, "The graph contract") --
+    # -- running (fractal_nb/exploration/running.py; docs/architecture/store.md, "The graph contract") --
 
     @property
     def status(self) -> str:
@@ -497,7 +497,7 @@ class Exploration:
         }
 
     def evidence(self) -> Evidence:
-        """The graph's evidence as the faces show it (docs/architecture.md, "Evidence in the faces").
+        """The graph's evidence as the faces show it (docs/architecture/faces.md, "Evidence in the faces").
 
         Cited answers and their support counts, the harvest's findings (the unsupported
         apart), the tracks, the synthesis object; each citation with its status and the
@@ -512,7 +512,7 @@ class Exploration:
         """The intensity's ceilings: workers, depth, seed-question range."""
         return self._state.budget
 
-    # -- shell: SQL over the graph (docs/architecture.md, "Inspecting a file") --
+    # -- shell: SQL over the graph (docs/architecture/facade.md, "Inspecting a file") --
 
     def sql(self, query: str, params: SqlParams = None) -> pd.DataFrame:
         """Run one ``SELECT`` over this graph's tables; the result as a DataFrame.
@@ -535,7 +535,8 @@ class Exploration:
         return run_sql(self, query, params)
 
     # -- history --
-    # Time travel and forks (docs/architecture.md, "History and forks"; fractal_nb/exploration/history.py).
+    # Time travel and forks (docs/architecture/store.md, "History and forks";
+    # fractal_nb/exploration/history.py).
 
     def at(self, event_id: int | Mapping[str, Any] | pd.Series) -> GraphAt:
         """The graph as it was at ``event_id`` (an id from :meth:`events`), rebuilt from its history.
@@ -628,7 +629,7 @@ class Exploration:
         with open_store(where, read_only=read_only) as store:
             return lineage_frame(store.list_family())
 
-    # -- turns (fractal_nb/exploration/steering.py; docs/architecture.md, "Turns and heads") --
+    # -- turns (fractal_nb/exploration/steering.py; docs/architecture/store.md, "Turns and heads") --
 
     def ask(self, question: str, under: str | None = None) -> TurnStep:
         """A follow-up question, under the root's answer or ``under`` a node (a question: its current answer).
@@ -666,7 +667,8 @@ class Exploration:
         self._runner.check_writable()
         return self._steering.note(node_id, text)
 
-    # -- sources (fractal_nb/exploration/source_inputs.py; docs/architecture.md, "Sources and citations") --
+    # -- sources (fractal_nb/exploration/source_inputs.py; docs/architecture/store.md, "Sources and
+    # citations") --
 
     def add_sources(self, *items: object) -> pd.DataFrame:
         """Add evidence the answers may cite: folders, paths, ``Snippet``, a column, ``Table``.
@@ -708,7 +710,8 @@ class Exploration:
         """
         return self._steering.heads()
 
-    # -- state (fractal_nb/exploration/state.py; docs/architecture.md, "The state of an exploration") --
+    # -- state (fractal_nb/exploration/state.py; docs/architecture/facade.md, "The state of an
+    # exploration") --
 
     def state(self) -> ExplorationState:
         """Where this exploration stands, from its stored state alone (no model call, nothing replayed).

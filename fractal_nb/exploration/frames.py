@@ -112,7 +112,10 @@ def timestamps(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
 
 
 def _track_support(meta: Mapping[str, Any]) -> str | None:
-    """A track's support (docs/architecture.md, "Tracks"): from its findings' ``support``; None for others."""
+    """A track's support: from its findings' ``support``; None for others.
+
+    See docs/architecture/engine.md, "Tracks".
+    """
     if track_of(meta) is None:
         return None
     supports = {f.get("support") for f in meta.get("findings") or []}

@@ -1,6 +1,6 @@
 """``Exploration.sql``: SQL over one graph's rows, read-only, on a DuckDB database of its own.
 
-docs/architecture.md, "Inspecting a file": the analyst's query never runs on the
+docs/architecture/facade.md, "Inspecting a file": the analyst's query never runs on the
 store's connection. The store's ``frame_sql`` opens a private in-memory DuckDB
 database with the store's network rule (rule 12: no extension install or load,
 no file or network access, configuration locked; Python variables are not

@@ -1,6 +1,6 @@
 """Time travel and forks for ``Exploration``: the state at an event, a fork at one, the family.
 
-The facade of store/replay.py and store/lineage.py (docs/architecture.md, "History and forks").
+The facade of store/replay.py and store/lineage.py (docs/architecture/store.md, "History and forks").
 :class:`GraphAt` is the graph frozen at an event, with ``nodes()`` / ``edges()`` shaped exactly
 like ``Exploration.nodes()`` / ``edges()`` (both come from :mod:`fractal_nb.exploration.frames`).
 """

@@ -21,7 +21,7 @@ from ..llm.read_only import ReadOnlyLLM
 from ..store import Store, open_store
 from ..store.records import SourceText
 from ..store.sources import require_source_texts
-from ..vocabulary import TERMINAL_GRAPH, Strategy, parse_metadata
+from ..vocabulary import DEFAULT_STRATEGY, TERMINAL_GRAPH, parse_metadata
 from .source_inputs import Table, source_texts
 
 
@@ -117,7 +117,7 @@ def _graph_metadata(limits: Limits, strategy: str) -> dict[str, Any] | None:
     kept: dict[str, Any] = {}
     if limits != Limits():
         kept["limits"] = limits.to_metadata()
-    if strategy != Strategy.FRACTAL:
+    if strategy != DEFAULT_STRATEGY:
         kept["strategy"] = strategy
     parse_metadata(kept)
     return kept or None

@@ -1,6 +1,6 @@
 """The work on a graph under its run lock: run, step, pause, harvest; the status routing every change passes.
 
-The facade's half of docs/architecture.md, "The graph contract" (its statuses):
+The facade's half of docs/architecture/store.md, "The graph contract" (its statuses):
 ``Exploration`` checks a call's arguments, then hands it here. A run or a step holds the
 graph's run lock (refusing, not waiting, while another holds it) on an active graph: a
 paused one is resumed first, a finished one refused, a ``budget_exhausted`` or ``error`` one
@@ -122,14 +122,16 @@ class Runner:
     def activate(self, *, resume: bool, revive: bool = False) -> None:
         """Resume a paused graph (a budget-exhausted one only with ``resume``); refuse a finished one.
 
-        The resume routing's case d (docs/architecture.md): a terminal graph is an error to the
-        caller, but for an ``error`` graph that ``run(resume=True)`` asks to ``revive``.
+        The resume routing's case d (docs/architecture/engine.md, "The worker protocol
+        we follow"): a terminal graph is an error to the caller, but for an ``error``
+        graph that ``run(resume=True)`` asks to ``revive``.
         """
         self.check_writable()
         graph = self._store.get_graph(self._graph_id)
         status = graph["status"]
         if status == GraphStatus.ERROR and revive:
-            # The explicit resume of a graph an engine failure stopped (docs/architecture.md, "Statuses").
+            # The explicit resume of a graph an engine failure stopped
+            # (docs/architecture/store.md, "The graph contract").
             self._store.update_graph_status(self._graph_id, GraphStatus.ACTIVE, reason="resumed after error")
             return
         if status == GraphStatus.ERROR:
@@ -200,7 +202,10 @@ class Runner:
             self._stop = None
 
     def _record_error(self, exc: BaseException) -> None:
-        """A failure the engine cannot recover from sets the graph to ``error`` (docs/architecture.md)."""
+        """A failure the engine cannot recover from sets the graph to ``error``.
+
+        See docs/architecture/engine.md, "The worker protocol we follow".
+        """
         if isinstance(exc, StoreUnreachableError | KeyboardInterrupt):
             return  # the store is elsewhere and gone, or a person stopped it: nothing to record here
         try:

@@ -1,6 +1,6 @@
 """What an analyst hands an exploration as evidence, turned into the store's source texts.
 
-docs/architecture.md, "Sources and citations". ``Exploration.create(..., sources=...)``
+docs/architecture/store.md, "Sources and citations". ``Exploration.create(..., sources=...)``
 and ``ex.add_sources(*items)`` take, each item:
 
 - a folder (``str`` or ``Path``): its text files, recursively (hidden folders,

@@ -1,6 +1,6 @@
 """``ex.state()``: where a long exploration stands, read from the stored state alone.
 
-The completion standard of docs/architecture.md, "The state of an exploration": from the
+The completion standard of docs/architecture/facade.md, "The state of an exploration": from the
 graph's rows, its turns and its history (no model call, nothing replayed), what the current
 line of work is; which branches were explored and why; which values are verified, assumed,
 missing or failed, with their node ids; which head resume would use; which earlier heads are
@@ -132,7 +132,7 @@ class ExplorationState:
     attach_from: list[HeadState]
     checks: list[Check]
     strategy: str = "fractal"
-    """How the graph thinks: ``fractal`` or ``tracks`` (docs/architecture.md, "Tracks")."""
+    """How the graph thinks: ``fractal`` or ``tracks`` (docs/architecture/engine.md, "Tracks")."""
 
     def to_dict(self) -> dict[str, Any]:
         """The state as JSON-ready data."""

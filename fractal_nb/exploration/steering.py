@@ -1,6 +1,6 @@
 """Turns from the notebook: ask, deepen, widen, redecompose and note, and the turns and heads as tables.
 
-The facade half of docs/architecture.md, "Turns and heads": each call checks its
+The facade half of docs/architecture/store.md, "Turns and heads": each call checks its
 arguments, takes the graph's run lock (refusing while it runs), makes the store's
 request (one transaction: the turn opened or joined, the nodes written, what they
 reopen) and returns a :class:`TurnStep`. ``Exploration.run()`` then does the turn's

@@ -41,7 +41,7 @@ MODEL_ALIAS = "gemma-3-270m"
 CHAT_TEMPLATE = "chatml"
 """The chat format the packaged model is served with: its GGUF carries none, and measured on it
 ChatML gets replies that follow a worked example where Gemma's own turn format gets the same
-off-topic reply to every prompt (docs/architecture.md, "Small models")."""
+off-topic reply to every prompt (docs/architecture/models.md, "Small models")."""
 SAMPLING = {"repeat_penalty": 1.15}
 """llama.cpp's sampling the packaged model is asked with: without a repeat penalty it loops on a
 sentence until the reply is cut (answers accepted: 3 of 15 without, 9 of 15 with; bench/model_bench.py)."""

@@ -29,7 +29,7 @@ number of tokens from 0 to :data:`~fractal_nb.llm.protocol.MAX_REPORTED_TOKENS`
 (10^12, -10^6, text) is estimated instead and the figure sent kept for the ledger
 (``refused_usage``). That reading is llm/openai_replies.py's.
 
-Tool calls (:meth:`OpenAILLM.complete_with_tools`, docs/architecture.md "Tool calls"):
+Tool calls (:meth:`OpenAILLM.complete_with_tools`, docs/architecture/engine.md "Tool calls"):
 the messages go with ``tools`` and ``tool_choice="auto"``; each tool call the reply
 makes is run through the :class:`~fractal_nb.llm.protocol.ToolBox` and its result
 appended, until the model answers without a tool call or ``tools.max_calls`` calls

@@ -1,6 +1,6 @@
 """A tool call the model makes (``OpenAILLM.complete_with_tools``): run, reported, carried back.
 
-docs/architecture.md "Tool calls": each call the model makes is run through the
+docs/architecture/engine.md "Tool calls": each call the model makes is run through the
 :class:`~fractal_nb.llm.protocol.ToolBox` (a refusal's message is the result the
 model reads), reported to the meter, cut to the box's bound, and carried in the
 conversation as the assistant's calls and the tool's results.

@@ -1,6 +1,7 @@
 """The HTTP under ``OpenAILLM``'s ``openai`` client: each request counted, each body bounded.
 
-docs/architecture.md "Layers" (the model layer) and "The ledger": the client is
+docs/architecture/models.md, "A server's reply is data", and docs/architecture/engine.md,
+"A worker's round trips" (the ledger): the client is
 built on a transport of our own that counts each request the server received
 (transport retries too) and reads a body only up to ``max_reply_bytes``; the
 proxy the environment names is handed to it. :func:`server_slots` asks a local
@@ -79,7 +80,7 @@ class _CountingTransport:
     A request counts once a reply came back, or when the reply timed out after the
     request was sent (a stalled server has it); a connection refused, a bad URL or
     a connection dropped before any reply counts as none (the ledger's ``attempts``,
-    docs/architecture.md "The ledger"). Transport retries are requests too.
+    docs/architecture/engine.md, "A worker's round trips"). Transport retries are requests too.
 
     A body is read up to ``max_reply_bytes``: one that says it is longer, or grows
     past it, raises :class:`ReplyTooLarge` (its connection is closed, not read on).

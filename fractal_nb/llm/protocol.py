@@ -9,7 +9,7 @@ A model that can call tools (OpenAI tool calling) also offers
 ``complete_with_tools(messages, schema, tools)`` (:class:`ToolUsingLLM`): it may
 call the :class:`ToolBox`'s tools, at most ``tools.max_calls`` times, before its
 structured answer; each call is reported to the meter (:func:`report_tool_call`)
-and logged as its own ledger row (docs/architecture.md, "Tool calls").
+and logged as its own ledger row (docs/architecture/engine.md, "Tool calls").
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class LLM(Protocol):
 
 
 class ToolBox(Protocol):
-    """Tools a model may call before it answers (docs/architecture.md, "Tool calls").
+    """Tools a model may call before it answers (docs/architecture/engine.md, "Tool calls").
 
     ``definitions()`` are OpenAI tool definitions (``{"type": "function", "function":
     {name, description, parameters}}``); ``run(name, arguments)`` returns the result as
@@ -261,7 +261,7 @@ CHARS_PER_TOKEN = 4
 """The estimate's ratio: about 4 characters a token, as OpenAI's tokenizers count English."""
 MAX_REPORTED_TOKENS = MAX_CALL_TOKENS
 """The most tokens (prompt or completion) one completion's usage may report: the ledger's bound
-on a call (``model.MAX_CALL_TOKENS``), far past any model's context."""
+on a call (``vocabulary.MAX_CALL_TOKENS``), far past any model's context."""
 
 
 def estimate_tokens(text: str) -> int:

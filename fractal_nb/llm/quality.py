@@ -317,8 +317,9 @@ def prose(text: str, info: ValidationInfo, *, min_words: int, echo: bool = True,
 
 def question(text: str, info: ValidationInfo) -> str:
     """``text`` if it asks something in at least three words; else ValueError saying why."""
-    # Near copies of other questions are the store's to weigh (docs/architecture.md): a sub-question
-    # differs from its parent's by a clause, and questions quote one another.
+    # Near copies of other questions are the store's to weigh
+    # (docs/architecture/store.md, rule 10): a sub-question differs from its
+    # parent's by a clause, and questions quote one another.
     text = prose(text, info, min_words=3, near=False)
     if _context(info).trusted:
         return text

@@ -37,7 +37,7 @@ def shape(least: int, most: int, *, asks: bool = False) -> Any:
     ``least`` to ``most`` characters long (a question ends with ``?``). llama.cpp, vLLM
     and Ollama turn it into grammar, so a small model cannot write ``}, {`` or ``"I", "I", …``
     into a field; other servers ignore it. Pydantic does not check it: the gates
-    (:mod:`.quality`) judge what comes back (docs/architecture.md, "Small models").
+    (:mod:`.quality`) judge what comes back (docs/architecture/models.md, "Small models").
 
     >>> import re
     >>> pattern = shape(8, 400, asks=True).json_schema_extra["pattern"]
@@ -115,7 +115,7 @@ class _Output(BaseModel):
         One bad question or claim of four need not cost the other three a correction
         round trip (a small model's lists mix good items and junk): the usable ones
         are kept and the refused recorded (the engine keeps them in the node's
-        metadata). Junk is never kept either way (docs/architecture.md, "Small models").
+        metadata). Junk is never kept either way (docs/architecture/models.md, "Small models").
         """
         if not isinstance(data, dict) or not cls.usable:
             return data
@@ -179,7 +179,10 @@ class SeedPlan(_Output):
 
 
 class ProxySignal(StrEnum):
-    """Structural signals that justify a sub-question (the worker protocol, docs/architecture.md)."""
+    """Structural signals that justify a sub-question.
+
+    See docs/architecture/engine.md, "The worker protocol we follow".
+    """
 
     QUALIFIERS = "qualifiers"
     ALTERNATIVES = "alternatives"
@@ -219,7 +222,7 @@ class Citation(_Output):
 
     ``source`` is the source's name as the evidence shown names it (a file's path
     relative to where it was added, or a snippet's or table's label). The store
-    checks every citation when it is written (docs/architecture.md, "Sources and citations").
+    checks every citation when it is written (docs/architecture/store.md, "Sources and citations").
     """
 
     # Lengths are checked by validators, not in the JSON schema: llama.cpp turns a maxLength into one grammar
@@ -388,7 +391,10 @@ class HarvestSummary(_Output):
 
 
 class WidenPlan(_Output):
-    """A later turn's widening (docs/architecture.md, "Turns and heads"): seed questions the graph lacks."""
+    """A later turn's widening: seed questions the graph lacks.
+
+    See docs/architecture/store.md, "Turns and heads".
+    """
 
     role: ClassVar[str] = "widen"
     usable: ClassVar[tuple[Usable, ...]] = (
@@ -418,7 +424,8 @@ def role_of(schema: type[BaseModel]) -> str:
     return getattr(schema, "role", None) or schema.__name__
 
 
-# -- halts (docs/architecture.md, "Halts"): the seed's laws for a question a worker must not answer alone --
+# -- halts (docs/architecture/engine.md, "Halts"): the seed's laws for a question a worker must not answer
+# alone --
 
 MAX_HALT_OPTIONS = 6
 """Options an ambiguity halt offers, and alternatives a blocked one suggests (a longer list is refused)."""
@@ -471,7 +478,7 @@ LeafAnswer.model_rebuild()  # its ``halt`` field names Halt, defined here at the
 Answer.model_rebuild()
 
 
-# -- the tracks strategy (docs/architecture.md, "Tracks") -------------------------------------------
+# -- the tracks strategy (docs/architecture/engine.md, "Tracks") -------------------------------------------
 
 MIN_TRACKS = 3
 """A tracks seed poses at least this many orthogonal tracks (the seed's ``minimum-tracks`` law)."""
@@ -544,7 +551,8 @@ class SynthesisObject(_Output):
 SCHEMAS += (TrackPlan, TrackFindings, SynthesisObject)
 
 
-# -- the thinkon strategy (docs/architecture.md, "Thinkon"): Think and Eval, two choices each --------------
+# -- the thinkon strategy (docs/architecture/engine.md, "Thinkon"): Think and Eval, two choices each
+# --------------
 
 
 class ThinkChoice(StrEnum):
@@ -584,7 +592,8 @@ class Eval(_Output):
 SCHEMAS += (Think, Eval)
 
 
-# -- the single strategy and the judge of compare() (docs/architecture.md, "Comparing strategies") --------
+# -- the single strategy and the judge of compare() (docs/architecture/facade.md, "Comparing strategies")
+# --------
 
 
 class SingleAnswer(_Output):

@@ -104,7 +104,7 @@ class SimulatedLLM:
     halt_on:
         ``{keyword: kind}``: a question whose text holds ``keyword`` (case-blind)
         is answered with a halt of that kind (``ambiguity``, ``confusion`` or
-        ``blocked``; docs/architecture.md, "Halts") until the person's choice or
+        ``blocked``; docs/architecture/engine.md, "Halts") until the person's choice or
         clarification is shown with it; then its answer follows that choice.
 
     Examples

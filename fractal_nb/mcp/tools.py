@@ -6,7 +6,7 @@ rename one, e.g. ``node_id`` for ``submit_answer``'s ``question_id``), objects
 and lists as JSON text, optional text as ``""``. :func:`fractal_nb.mcp.server.build_server`
 turns each row into a tool that decodes its arguments and calls the store;
 :class:`fractal_nb.mcp.remote.RemoteStore` turns it back into a method with the
-store's own signature that encodes them (docs/architecture.md, "The graph
+store's own signature that encodes them (docs/architecture/store.md, "The graph
 contract"). A new store method reaches MCP by one row here, and remote workers by that
 row plus its one-line ``remote_method`` in ``RemoteStore`` (kept for the static types; a
 test fails when one is missing).
@@ -388,7 +388,8 @@ TOOLS: tuple[Tool, ...] = (
         "Cut a branch: the question and its unfinished questions below become saturated ('pruned').",
         (GRAPH_ID, NODE_ID),
     ),
-    # -- halts (docs/architecture.md, "Halts"): a worker's question to the person, or its blocker ------
+    # -- halts (docs/architecture/engine.md, "Halts"): a worker's question to the person, or its blocker
+    # ------
     Tool(
         "list_gates",
         "The gated questions, each with the halt holding it: null for a checkpoint's gate (approve it with "
@@ -436,7 +437,7 @@ TOOLS: tuple[Tool, ...] = (
             CALLS,
         ),
     ),
-    # -- turns, heads and history (docs/architecture.md, "Turns and heads", "History and forks") ----
+    # -- turns, heads and history (docs/architecture/store.md, "Turns and heads", "History and forks") ----
     # widen is not a tool: its seed questions come from the notebook's model (Exploration.widen).
     Tool(
         "ask",
@@ -544,7 +545,7 @@ TOOLS: tuple[Tool, ...] = (
         (GRAPH_ID,),
         result_key="graphs",
     ),
-    # -- sources and citations (docs/architecture.md, "Sources over MCP") ----------
+    # -- sources and citations (docs/architecture/faces.md, "Sources over MCP") ----------
     Tool(
         "list_sources",
         "The graph's sources (files, snippets, DataFrame columns, tables) in the order they were added: "
@@ -760,7 +761,7 @@ TOOLS: tuple[Tool, ...] = (
         result_key="recorded",
     ),
 )
-# The thinkon strategy (docs/architecture.md, "Thinkon"): an outside agent works the chain with these,
+# The thinkon strategy (docs/architecture/engine.md, "Thinkon"): an outside agent works the chain with these,
 # claiming the level that acts next with fractal_claim_work like any question.
 TOOLS += (
     Tool(

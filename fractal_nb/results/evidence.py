@@ -1,6 +1,6 @@
 """What the faces show of a graph's evidence: checked citations with their lines, support, tracks, synthesis.
 
-docs/architecture.md, "Evidence in the faces": the Inspector, the exported page and
+docs/architecture/faces.md, "Evidence in the faces": the Inspector, the exported page and
 ``fractal-nb report`` read the formats the store keeps (an answer's ``citations``
 and ``support``, a finding's, a track question's ``track``, the harvest's
 ``synthesis_object``) through this one module, so the three say the same thing.

@@ -1,6 +1,6 @@
 """Which node a finding rests on: provenance attached in code, never asked of the model.
 
-docs/architecture.md, "Evidence in the faces". A harvest's finding is the model's
+docs/architecture/faces.md, "Evidence in the faces". A harvest's finding is the model's
 sentence; the model names no node, and its schema stays as it is. The code gives
 each finding a ``node_id``, the question a reader follows it back to:
 

@@ -112,7 +112,7 @@ class FractalResult:
     With sources only supported ones (each rests on verified citations); the others are
     ``unsupported_findings``. Without sources, all of them (``support`` is ``no_sources``).
     ``node_id`` is the question the finding rests on, attached by code (``results/provenance.py``;
-    docs/architecture.md, "Evidence in the faces"): a track's finding, its track; a finding
+    docs/architecture/faces.md, "Evidence in the faces"): a track's finding, its track; a finding
     carrying a citation an answer verified (same source and lines, else overlapping lines),
     that answer's question; else the synthesis-chain question whose question and synthesis share
     the most content words with it (ties: the shallower, then the first); else the root.
@@ -146,14 +146,14 @@ class FractalResult:
     blocked: list[dict[str, Any]] = field(default_factory=list)
     """Questions no worker could answer (node_id, question, blocker, alternatives): gaps of kind blocked."""
     strategy: str = "fractal"
-    """How the graph thinks: ``fractal`` or ``tracks`` (docs/architecture.md, "Tracks")."""
+    """How the graph thinks: ``fractal`` or ``tracks`` (docs/architecture/engine.md, "Tracks")."""
     synthesis: dict[str, Any] | None = None
     """The synthesis object (a tracks graph's, or ``harvest(aggregate=True)``'s): unified, nuances
     (text, tracks), open_questions, confidence, justification; None when there is none."""
 
     @property
     def weak_count(self) -> int:
-        """How many syntheses are weak (docs/architecture.md, "Facts, assumptions, unknowns")."""
+        """How many syntheses are weak (docs/architecture/engine.md, "Facts, assumptions, unknowns")."""
         return len(self.weak)
 
     def to_dict(self) -> dict[str, Any]:

@@ -153,7 +153,7 @@ class Answers:
             meta = self._citations.checked_answer(graph.graph_id, meta)
         # Only a question answered for the first time is surely a leaf; one answered
         # before may have sub-questions elsewhere (synthesize_node checks those). A track
-        # is never a leaf: its synthesis is its findings (docs/architecture.md, "Tracks").
+        # is never a leaf: its synthesis is its findings (docs/architecture/engine.md, "Tracks").
         leaf = (
             synthesize
             and not subs
@@ -234,7 +234,7 @@ class Answers:
         is claimed for ``owner`` in the same transaction, under the holder of this
         question's claim, and returned as ``next_synthesis`` (a ``claim_synthesis``
         result; ``node_id`` None when none): the cascade's first step
-        (docs/architecture.md, "The cascade").
+        (docs/architecture/engine.md, "The cascade").
         """
         text = require_text(text, "text")
         owner = optional_name(owner, "owner")

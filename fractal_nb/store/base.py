@@ -44,7 +44,7 @@ class StoreCore:
 
     Each step (claim.py, context.py, answer.py, synthesis.py, ...) is a plain class
     given this core and the other steps it calls, by :class:`GraphStore`
-    (docs/architecture.md, "The store's layout"). Nothing here is a tool: these
+    (docs/architecture/store.md, "The store's layout"). Nothing here is a tool: these
     are the reads and writes every step's rules are built from. The journal
     records what each commit touched (rule 13).
     """
@@ -110,7 +110,7 @@ class StoreCore:
         """:meth:`active_node` and the node's current children (``Children.check_room``'s), in one query.
 
         A write adding children reads both first; each statement costs DuckDB its bind and
-        plan (docs/architecture.md, "Store rules", concurrency), so they go together.
+        plan (docs/architecture/store.md, "Store rules", concurrency), so they go together.
         """
         gid, nid = require_id(graph_id, "graph_id"), require_id(node_id, what)
         row = self.db.fetchone(
@@ -254,14 +254,14 @@ class StoreCore:
     ) -> NodeRow:
         """Move one node to ``status`` and log it: every status change in the store comes here.
 
-        The move is checked against the transition table (docs/architecture.md,
+        The move is checked against the transition table (docs/architecture/store.md,
         rule 6) before anything is written. ``through``: a status passed on the way
         in the same update (a leaf goes open -> answered -> synthesized at once),
         checked and logged too. ``metadata`` replaces the node's metadata and
         ``columns`` sets other columns (a claim's owner and lease) in the same
         statement; ``payload`` adds to the event's. ``turn``: a move only a turn
-        makes (``model.TURN_TRANSITIONS``, store/reopening.py); ``chain``: one only a
-        thinkon chain makes (``model.CHAIN_TRANSITIONS``, store/chain.py). ``before``:
+        makes (``vocabulary.TURN_TRANSITIONS``, store/reopening.py); ``chain``: one only a
+        thinkon chain makes (``vocabulary.CHAIN_TRANSITIONS``, store/chain.py). ``before``:
         events of the same write logged first, in the same INSERT (a node's children added).
         Returns the row as the update left it (a claim reads its context around it).
         """
@@ -392,7 +392,7 @@ def new_graph_id() -> str:
     id made in this process, when that is larger). Every query is scoped by graph,
     and DuckDB skips a row group whose graph ids all sort below the one asked for:
     a new graph's rows come after the older graphs' rows in the file, so its
-    queries skip theirs (docs/architecture.md, "Cost by graph").
+    queries skip theirs (docs/architecture/store.md, "Cost by graph").
 
     >>> a, b = new_graph_id(), new_graph_id()
     >>> len(a), a < b
@@ -405,7 +405,9 @@ def new_graph_id() -> str:
 
 
 def require_claims(value: object) -> list[ClaimRecord]:
-    """A synthesis's claims: a list of ``{kind, text, support, source}`` (docs/architecture.md, "Facts, ...").
+    """A synthesis's claims: a list of ``{kind, text, support, source}``.
+
+    See docs/architecture/engine.md, "Facts, assumptions, unknowns".
 
     None is no claims. ``kind`` is a :class:`~fractal_nb.vocabulary.ClaimKind`, ``text`` free text,
     ``support`` text ("" when none) and ``source`` a node id or None.

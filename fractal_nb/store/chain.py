@@ -2,7 +2,7 @@
 
 One level is one question node; its state ``{goal, parent, todo, done}`` is the
 question's text, the level above, and ``metadata["thinkon"]`` (``phase``,
-``todo``, ``done``) (docs/architecture.md, "Thinkon"). The rules live here, so an
+``todo``, ``done``) (docs/architecture/engine.md, "Thinkon"). The rules live here, so an
 outside agent over MCP cannot break them either:
 
 - ``todo`` is written only by :meth:`ThinkonWrites.thinkon_plan`, Think's one
@@ -110,7 +110,7 @@ class ThinkonWrites:
         """Eval's call: a sub-goal, a new level under this one's plan; this level waits for its return.
 
         Returns the new level. A sub-goal past the depth budget is refused (BudgetError):
-        the engine returns the level's state instead (docs/architecture.md, "Thinkon").
+        the engine returns the level's state instead (docs/architecture/engine.md, "Thinkon").
         """
         goal = require_text(goal, "goal")
         with self._db.write():
@@ -222,7 +222,7 @@ class ThinkonWrites:
         kind: str,
         payload: dict[str, Any],
     ) -> None:
-        """An answered level opens for its next step (model.CHAIN_TRANSITIONS), with ``state``, unheld."""
+        """An answered level opens for its next step (``CHAIN_TRANSITIONS``), with ``state``, unheld."""
         self._core.set_status(
             level,
             NodeStatus.OPEN,

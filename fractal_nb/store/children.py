@@ -27,7 +27,10 @@ _FIRST_ASKED = Per(duckdb="first(node_id ORDER BY seq)", postgresql="(array_agg(
 
 
 class Children:
-    """Checks and inserts children of one kind under a node (docs/architecture.md, "The graph contract")."""
+    """Checks and inserts children of one kind under a node.
+
+    See docs/architecture/store.md, "The graph contract".
+    """
 
     def __init__(self, core: StoreCore) -> None:
         self._core = core

@@ -1,6 +1,6 @@
 """The citation check: whether a cited span of a graph's source holds the quoted text.
 
-docs/architecture.md, "Sources and citations". The store checks every citation when
+docs/architecture/store.md, "Sources and citations". The store checks every citation when
 it is written (an answer's ``metadata["citations"]``, a synthesis's or the harvest's
 findings), inside the write's transaction, against the source's text *as it was
 added* (its chunks), never the disk. Each citation gets a
@@ -186,7 +186,10 @@ class CitationCheck:
         return [self._one(graph_id, c, sources.get(c["source"])) for c in parsed]
 
     def checked_answer(self, graph_id: str, meta: dict[str, Any]) -> dict[str, Any]:
-        """An answer's metadata with ``citations`` checked and ``support`` set (docs/architecture.md)."""
+        """An answer's metadata with ``citations`` checked and ``support`` set.
+
+        See docs/architecture/store.md, "Sources and citations".
+        """
         has = self.has_sources(graph_id)
         if "citations" not in meta and not has:
             return meta

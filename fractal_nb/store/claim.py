@@ -26,7 +26,7 @@ from .records import Claim, ClaimReleased, Heartbeat, Recovered
 from .rows import NODE_COLUMNS, GraphRow, NodeRow
 
 # Claimable: an open question below the root (or a thinkon chain's root: claimable()), or a claim
-# whose lease ran out (docs/architecture.md, rule 5). Affinity first (branches this worker has owned
+# whose lease ran out (docs/architecture/store.md, rule 5). Affinity first (branches this worker has owned
 # nodes in), then shallower first, then creation order (the reference's order).
 CLAIMABLE = f"""
     SELECT {NODE_COLUMNS} FROM nodes
@@ -55,7 +55,7 @@ def claimable(graph: GraphRow, worker: str | None, now: float, *, active: bool) 
 
 
 # The claim takes the first claimable row. On PostgreSQL it locks that row, and passes over a row
-# another transaction holds rather than wait for it (docs/architecture.md, rule 1).
+# another transaction holds rather than wait for it (docs/architecture/store.md, rule 1).
 _PICK_ONE = Per(duckdb=" LIMIT 1", postgresql=" LIMIT 1 FOR UPDATE SKIP LOCKED")
 # A holder's heartbeat renews its claims. On PostgreSQL a row another transaction holds is skipped,
 # never waited for: that transaction is changing the claim (its lease is renewed at the next beat).
@@ -124,7 +124,7 @@ class Claims:
         *,
         holder: HolderArgument = OWN_HOLDER,
     ) -> tuple[Claim, NodeRow | None]:
-        """Atomically claim the next question for ``worker_id`` (docs/architecture.md, rule 1).
+        """Atomically claim the next question for ``worker_id`` (docs/architecture/store.md, rule 1).
 
         Returns the claimed node, or ``node_id: null`` with ``graph_done`` (no
         question open, claimed or gated; on a graph that is not active, true only
@@ -265,7 +265,7 @@ class Claims:
             if include_errors and not graph.chained:  # a chain's failed level stays its failed return
                 nodes += self._core.nodes("graph_id = ? AND status = 'error'", [gid])
                 # Failed questions a harvest saturated as such, and the syntheses written over them
-                # (weak: docs/architecture.md, "Facts, assumptions, unknowns"), reopen too.
+                # (weak: docs/architecture/engine.md, "Facts, assumptions, unknowns"), reopen too.
                 for failed in self._reopenable_failures(gid):
                     if failed.question_id is not None:
                         self._core.reopen_synthesis(self._core.node(gid, failed.question_id), None, now)
@@ -347,7 +347,7 @@ class Claims:
         """A claim's lease: the store's own (or a plain lease's), or a short one for another process's holder.
 
         The short one is renewed by the holder's heartbeat, so a holder that dies anywhere gives its
-        claims back within it, on any host (docs/architecture.md, rule 5).
+        claims back within it, on any host (docs/architecture/store.md, rule 5).
         """
         if holder_id is None or holder_id == self.holder["holder_id"]:
             return self.lease_s

@@ -86,7 +86,7 @@ class WorkerStore(Protocol):
         holder: HolderArgument = OWN_HOLDER,
         with_context: bool = False,
     ) -> Claim:
-        """Atomically claim the next question for ``worker_id`` (docs/architecture.md, rule 1).
+        """Atomically claim the next question for ``worker_id`` (docs/architecture/store.md, rule 1).
 
         ``with_context``: the claim also carries the question's ``context``, as
         :meth:`get_context` reads it, read after the claim commits (outside the
@@ -277,7 +277,10 @@ class Store(WorkerStore, Protocol):
 
     @property
     def read_only(self) -> bool:
-        """Opened ``read_only=True``: every write is refused (docs/architecture.md, "Inspecting a file")."""
+        """Opened ``read_only=True``: every write is refused.
+
+        See docs/architecture/facade.md, "Inspecting a file".
+        """
 
     def close(self) -> None:
         """Release the DuckDB file (idempotent); claims still held here become recoverable at once."""
@@ -295,7 +298,7 @@ class Store(WorkerStore, Protocol):
     def run_lock(self, graph_id: str) -> threading.Lock:
         """The lock that lets one run or step at a time work ``graph_id`` in this process (in_process.py)."""
 
-    # -- history and forks (docs/architecture.md, "History and forks") ----------------
+    # -- history and forks (docs/architecture/store.md, "History and forks") ----------------
 
     def get_state_at(self, graph_id: str, event_id: int) -> SnapshotAt:
         """The graph as it was at ``event_id``: a snapshot (as get_snapshot) folded from its history."""
@@ -327,7 +330,7 @@ class Store(WorkerStore, Protocol):
     ) -> dict[str, Any]:
         """Create a graph whose root question is ``seed`` (turn 1 opens); returns ids, budget and status."""
 
-    # -- turns and heads (store/turns.py; docs/architecture.md, "Turns and heads") --
+    # -- turns and heads (store/turns.py; docs/architecture/store.md, "Turns and heads") --
 
     def ask(self, graph_id: str, question: str, under: str | None = None) -> TurnRequest:
         """A follow-up question under the root's answer or ``under`` a node (:meth:`Turns.ask`)."""
@@ -363,7 +366,7 @@ class Store(WorkerStore, Protocol):
         []
         """
 
-    # -- sources and citations (store/sources.py; docs/architecture.md, "Sources and citations") --
+    # -- sources and citations (store/sources.py; docs/architecture/store.md, "Sources and citations") --
 
     def add_sources(self, graph_id: str, texts: Sequence[SourceText]) -> list[SourceRecord]:
         """Add texts as the graph's sources, kept as chunks (:meth:`Sources.add`)."""

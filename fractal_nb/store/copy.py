@@ -1,6 +1,6 @@
 """Copy graphs from one store into another, on either engine: every row of theirs, ids and all.
 
-docs/architecture.md, "Moving between stores". A fork (store/lineage.py) copies a graph's state
+docs/architecture/store.md, "Moving between stores". A fork (store/lineage.py) copies a graph's state
 inside one store under new ids; a copy moves whole graphs between two stores (DuckDB to PostgreSQL
 and back) as they are: the same graph, node, event and call ids, statuses, links, events, history
 images and baselines, the call log, turns, deepened branches, lineage and the fork's id map,

@@ -4,7 +4,7 @@ Two connections implement it: :class:`~fractal_nb.store.duckdb_file.DuckDBDataba
 (a DuckDB file or memory, the embedded default) and
 :class:`~fractal_nb.store.postgres.PostgresDatabase` (a PostgreSQL schema shared by
 many processes). The steps speak to it only through these methods, in the SQL of
-its :attr:`Database.dialect` (store/dialect.py; docs/architecture.md, "Dialects").
+its :attr:`Database.dialect` (store/dialect.py; docs/architecture/store.md, "Dialects").
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ class Database(Protocol):
 
     A write transaction (:meth:`write`) is serialised with every other write to the
     same store, in this process and (on PostgreSQL) in every process, so a rule that
-    reads and then writes inside one sees no other write between (docs/architecture.md,
+    reads and then writes inside one sees no other write between (docs/architecture/store.md,
     "Store rules", concurrency). Nested :meth:`write` calls join the outer one.
     """
 

@@ -1,6 +1,6 @@
 """The SQL dialects the store speaks: the rules are written once, a statement per engine where they differ.
 
-Every step keeps its statements beside its rules (docs/architecture.md, "Dialects").
+Every step keeps its statements beside its rules (docs/architecture/store.md, "Dialects").
 A statement both engines read alike is a plain string; one they do not is a
 :class:`Per`, which holds each engine's text, and the step picks its text once,
 when it is built, from its connection's :class:`Dialect`. Placeholders are ``?``

@@ -1,12 +1,12 @@
 """The store's connection to a DuckDB file or memory: a cursor per thread, one write lock, short transactions.
 
-The recipe of docs/architecture.md ("Store rules", concurrency): a single ``duckdb.connect()``
+The recipe of docs/architecture/store.md ("Store rules", concurrency): a single ``duckdb.connect()``
 per store, a cursor per thread, one process-wide write lock around short write
 transactions, and reads without the lock. DuckDB shares one database instance
 between connections to the same file in a process, so the lock is keyed by the
 file's real path and shared by every store on it.
 
-Nothing reaches for the network (docs/architecture.md, "Store rules", rule 12):
+Nothing reaches for the network (docs/architecture/store.md, "Store rules", rule 12):
 every connection is opened with :data:`NO_NETWORK`, and a file that is not a
 DuckDB database is refused by its first bytes, before DuckDB opens it.
 """
@@ -130,7 +130,7 @@ class DuckDBDatabase:
         A file without the store's own ``store_info`` table is another application's. A
         store's file may also hold the analyst's own tables, put there while no run held it:
         the store never writes them and reads them only as ``Table`` sources
-        (docs/architecture.md, "Sources and citations").
+        (docs/architecture/store.md, "Sources and citations").
         """
         rows = cur.execute(
             "SELECT table_schema, table_name FROM information_schema.tables "
@@ -212,7 +212,7 @@ class DuckDBDatabase:
             self.execute("BEGIN TRANSACTION")
             try:
                 yield cur
-                if self.commit_hook is not None:  # history at commit (docs/architecture.md, rule 13)
+                if self.commit_hook is not None:  # history at commit (docs/architecture/store.md, rule 13)
                     self.commit_hook.before_commit()
             except BaseException:
                 self.execute("ROLLBACK")

@@ -1,6 +1,6 @@
 """One read-only ``SELECT`` over given frames, on a private in-memory DuckDB database (``ex.sql``'s engine).
 
-docs/architecture.md, "Inspecting a file": the analyst's query never runs on the
+docs/architecture/facade.md, "Inspecting a file": the analyst's query never runs on the
 store's connection, and nothing it names can open a file or a connection. The
 database is opened first, with the store's network rule (rule 12: no extension
 install or load, no file or network access, configuration locked) and Python

@@ -1,7 +1,7 @@
 """``GraphStore``: the graph of one or many explorations in a DuckDB file or in memory.
 
 The store's steps, each a plain class with its own SQL, composed here explicitly
-(docs/architecture.md, "The store's layout"): every public call is a one-line
+(docs/architecture/store.md, "The store's layout"): every public call is a one-line
 delegate to the step that owns it (:func:`delegate`, with the contract's signature),
 or a few lines written out where it joins steps or the connection.
 """
@@ -117,7 +117,7 @@ class GraphStore(Store):
         if not isinstance(lease_s, int | float) or isinstance(lease_s, bool) or lease_s <= 0:
             raise InvalidInputError(f"lease_s must be a positive number of seconds, not {lease_s!r}")
         self._db: Database = _connect(path, read_only=read_only, tracer=tracer)
-        try:  # every commit records the history of what it touched (docs/architecture.md, rule 13)
+        try:  # every commit records the history of what it touched (docs/architecture/store.md, rule 13)
             journal = Journal(self._db)
         except BaseException:
             self._db.close()
@@ -127,7 +127,8 @@ class GraphStore(Store):
         # This store's claims are held by this process while the store is open.
         self.holder: HolderInfo = new_holder("store")
         hold(self.holder)
-        # The steps, each given the core and the steps it calls (docs/architecture.md, "The store's layout").
+        # The steps, each given the core and the steps it calls
+        # (docs/architecture/store.md, "The store's layout").
         self._core = core = StoreCore(self._db, journal, clock)
         citations = CitationCheck(self._db)
         self._calls = LLMLog(core)
@@ -224,7 +225,7 @@ class GraphStore(Store):
             self._turns.open_seed(created["graph_id"])
         return created
 
-    # -- history and forks (store/lineage.py, replay.py; docs/architecture.md, "History and forks") --
+    # -- history and forks (store/lineage.py, replay.py; docs/architecture/store.md, "History and forks") --
 
     get_state_at = delegate(Store.get_state_at, lambda s: s._replay.state_at)
     fork_graph = delegate(Store.fork_graph, lambda s: s._lineage.fork)
@@ -235,7 +236,8 @@ class GraphStore(Store):
         self._core.graph(graph_id)  # NotFoundError for an unknown graph
         return self._lineage.lineage(graph_id)
 
-    # -- turns and heads (store/turns.py, store/turn_requests.py; docs/architecture.md, "Turns and heads") --
+    # -- turns and heads (store/turns.py, store/turn_requests.py; docs/architecture/store.md, "Turns and
+    # heads") --
 
     ask = delegate(Store.ask, lambda s: s._requests.ask)
     widen = delegate(Store.widen, lambda s: s._requests.widen)
@@ -253,7 +255,7 @@ class GraphStore(Store):
     def list_heads(self, graph_id: str) -> list[TurnRecord]:
         return [t for t in self._turns.list_turns(graph_id) if t["head_event"] is not None]
 
-    # -- sources and citations (store/sources.py; docs/architecture.md, "Sources and citations") --
+    # -- sources and citations (store/sources.py; docs/architecture/store.md, "Sources and citations") --
 
     add_sources = delegate(Store.add_sources, lambda s: s._sources.add)
     list_sources = delegate(Store.list_sources, lambda s: s._sources.listing)

@@ -27,7 +27,7 @@ from .citations import CitationCheck
 from .queries import GraphQueries
 from .records import Snapshot, StatusChanged
 
-# A graph's history and lineage rows (docs/architecture.md, "History and forks"); its forks keep theirs.
+# A graph's history and lineage rows (docs/architecture/store.md, "History and forks"); its forks keep theirs.
 _OWN_ROWS = (
     "node_history",
     "graph_history",
@@ -157,7 +157,7 @@ class GraphLifecycle:
         """Write the harvest (graph metadata ``harvest``), its findings' citations checked first.
 
         Each of ``harvest["findings"]`` gets checked citations and its ``support``
-        (docs/architecture.md, "Sources and citations"), in the transaction that
+        (docs/architecture/store.md, "Sources and citations"), in the transaction that
         writes it: as :meth:`update_graph_metadata` with ``{"harvest": ...}``.
         """
         if not isinstance(harvest, Mapping):

@@ -1,6 +1,6 @@
 """History at commit: row images of what each write transaction touched, keyed by its last event.
 
-docs/architecture.md, "History and forks" (rules 13-15). The store logs every mutation as an
+docs/architecture/store.md, "History and forks" (rules 13-15). The store logs every mutation as an
 event inside the write transaction that makes it; the journal hears of those events as they
 are written (:meth:`Journal.logged`, from ``StoreCore.log``) and, just before the
 transaction's COMMIT (:class:`~.database.Database` calls :meth:`Journal.before_commit`),
@@ -166,7 +166,7 @@ class Journal:
             ids = sorted(touched.node_ids)
             # One node (a claim, a status change: most commits) is a point lookup on the key's index;
             # several are read in their graph (a new graph's rows skip the older graphs' row groups:
-            # docs/architecture.md, "Cost by graph").
+            # docs/architecture/store.md, "Cost by graph").
             if len(ids) == 1:
                 db.execute(f"{self._node_images} WHERE node_id = ?", [event_id, ids[0]])
             else:

@@ -1,6 +1,6 @@
 """Forks: a new graph in the same file from the state of another at an event; where each graph came from.
 
-docs/architecture.md, "History and forks" (rules 15-16). A fork copies the state store/replay.py
+docs/architecture/store.md, "History and forks" (rules 15-16). A fork copies the state store/replay.py
 reads at the event (nodes with their statuses and syntheses, links, the call log then) under new
 ids, in a few statements: a map of new ids (``fork_nodes``) and one INSERT per table that joins it
 to rewrite every reference (parent, question, branch, path, inherited_from, ids inside metadata),
@@ -104,7 +104,7 @@ _CALLS = (
     WHERE s.graph_id = ? AND s.call_id <= ?""",
     {"graph_id": "p.fork", "node_id": "coalesce(m.node_id, s.node_id)"},
 )
-# The turns begun by then (docs/architecture.md, "Turns and heads"): a head after the event is not
+# The turns begun by then (docs/architecture/store.md, "Turns and heads"): a head after the event is not
 # the fork's, so that turn is open in it. Event ids stay the source's (the fork's history starts at
 # its "forked" event). Parameters: fork, event, gid.
 _TURNS = (
@@ -130,7 +130,7 @@ _ALLOWANCES = (
         AND (s.made_at IS NULL OR s.made_at <= p.event)""",
     {"graph_id": "p.fork", "node_id": "m.node_id"},
 )
-# The sources added by the event and their chunks (docs/architecture.md, "Sources and citations"):
+# The sources added by the event and their chunks (docs/architecture/store.md, "Sources and citations"):
 # ids are the source's, so a citation reads the same in the fork. Parameters: fork, event, gid.
 _SOURCES = (
     "sources",

@@ -34,7 +34,7 @@ ROLES = (
     "synthesize",
     "harvest",
     "widen",
-    # a model's tool calls, a row each (docs/architecture.md, "Tool calls")
+    # a model's tool calls, a row each (docs/architecture/engine.md, "Tool calls")
     *(f"tool:{name}" for name in (*TOOL_NAMES, "unknown")),
     "tracks_seed",
     "track_synthesis",

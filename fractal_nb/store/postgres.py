@@ -1,7 +1,7 @@
 """The store's connection to a PostgreSQL schema: many processes, on many machines, one graph.
 
 A :class:`~fractal_nb.store.database.Database` on psycopg 3 and a
-``psycopg_pool.ConnectionPool`` (docs/architecture.md, "PostgreSQL"):
+``psycopg_pool.ConnectionPool`` (docs/architecture/store.md, "PostgreSQL"):
 
 - A transaction (:meth:`PostgresDatabase.write`, :meth:`PostgresDatabase.read`) keeps
   one pooled connection for the thread until it ends; a statement outside one takes a
@@ -368,7 +368,9 @@ class PostgresDatabase:
                 with self._transaction(write=True) as conn:
                     try:
                         yield conn
-                        if self.commit_hook is not None:  # history at commit (docs/architecture.md, rule 13)
+                        if (
+                            self.commit_hook is not None
+                        ):  # history at commit (docs/architecture/store.md, rule 13)
                             self.commit_hook.before_commit()
                     except BaseException:
                         if self.commit_hook is not None:

@@ -1,6 +1,6 @@
 """Read-only views of a graph: snapshot, branch, queues, links, saturation, events.
 
-Every listing is in creation order (docs/architecture.md, rule 8), read inside one transaction so
+Every listing is in creation order (docs/architecture/store.md, rule 8), read inside one transaction so
 that nodes and edges come from the same moment.
 """
 
@@ -45,9 +45,10 @@ def _feed_metadata(d: Dialect) -> str:
         f"{json_text(d, 'metadata', 'synthesis')}, {json_text(d, 'metadata', 'last_error')}, "
         # true only for JSON true: any other value an outside client wrote there reads as false
         f"{json_true(d, 'metadata', 'synthesis_failed')}, "
-        # the weak mark (docs/architecture.md, "Facts, assumptions, unknowns")
+        # the weak mark (docs/architecture/engine.md, "Facts, assumptions, unknowns")
         f"{json_value(d, 'metadata', 'weak')}, "
-        # an answer's support and a track question's name (docs/architecture.md, "Evidence in the faces")
+        # an answer's support and a track question's name (docs/architecture/faces.md,
+        # "Evidence in the faces")
         f"{json_text(d, 'metadata', 'support')}, {json_text(d, 'metadata', 'track', 'name')}"
     )
 

@@ -1,7 +1,7 @@
 """A whole graph as the live view's question items, folded and written as JSON by the database.
 
 The store keeps questions, answers and notes as nodes; a reader thinks in questions
-(docs/architecture.md, "The live view's protocol"). For a whole graph (a view that
+(docs/architecture/faces.md, "The live view's protocol"). For a whole graph (a view that
 opens, the exported page) the database folds each question's answers and notes into it,
 maps links onto their questions and writes the JSON itself, so a page of 100,000
 nodes costs no Python per row: one statement per dialect (DuckDB's lists and lambdas,
@@ -44,7 +44,7 @@ _ERROR = "coalesce(json_extract_string(q.meta, '$.last_error'), q.status_reason,
 _ERROR_PG = "coalesce(q.meta ->> 'last_error', q.status_reason, 'error')"
 # One row per question (answers and notes grouped under theirs), in creation order. A question
 # under an answer hangs from that answer's question (``via`` the answer); the weak reasons are
-# the weak mark's entries as "reason: node" (docs/architecture.md, "Facts, assumptions, unknowns").
+# the weak mark's entries as "reason: node" (docs/architecture/engine.md, "Facts, assumptions, unknowns").
 # PostgreSQL's fold gives the same items key for key: the metadata read once as jsonb, lists built
 # by json_agg (in order, FILTER), a weak mark's entries by a subquery over its elements in order,
 # the statuses' histogram by json_object_agg. JSON comes back as text, the sums as bigint.

@@ -2,7 +2,7 @@
 
 Each is a plain JSON-ready dict at run time (the MCP server sends it as it is),
 typed here so the engine, the views and a second store backend agree on its keys
-(docs/architecture.md, "The graph contract"). ``NotRequired`` keys are present
+(docs/architecture/store.md, "The graph contract"). ``NotRequired`` keys are present
 only in one of a result's shapes (a claim that found work, say).
 """
 
@@ -34,7 +34,7 @@ class NodeRecord(NodeFields):
     graph_id: str
     inherited_from: str | None
     branch_id: str | None
-    superseded_turn: int | None  # the turn that replaced it (docs/architecture.md, "Turns and heads")
+    superseded_turn: int | None  # the turn that replaced it (docs/architecture/store.md, "Turns and heads")
     metadata: dict[str, Any]
     claimed_at: str | None
     created_at: str | None
@@ -173,7 +173,9 @@ class QuestionContext(TypedDict):
 
 
 class ClaimRecord(TypedDict):
-    """A claim as ``metadata["claims"]`` holds it (docs/architecture.md, "Facts, assumptions, unknowns").
+    """A claim as ``metadata["claims"]`` holds it.
+
+    See docs/architecture/engine.md, "Facts, assumptions, unknowns".
 
     ``kind`` is a :class:`~fractal_nb.vocabulary.ClaimKind`; ``support`` what a fact rests
     on ("" for the others). A synthesis's claims name ``source``: the node whose
@@ -435,7 +437,7 @@ class DoneEntry(TypedDict):
 
 
 class ThinkonLevel(TypedDict):
-    """A thinkon level, ``S = {goal, parent, todo, done}`` (docs/architecture.md, "Thinkon")."""
+    """A thinkon level, ``S = {goal, parent, todo, done}`` (docs/architecture/engine.md, "Thinkon")."""
 
     node_id: str
     graph_id: str
@@ -472,14 +474,14 @@ class TurnRequest(TypedDict):
     """One steering request of a turn (store/turns.py): what it asked and the nodes it created or reopened."""
 
     turn: int
-    kind: str  # model.TurnKind
+    kind: str  # vocabulary.TurnKind
     arguments: dict[str, Any]
     created: list[str]
     reopened: list[str]
 
 
 class TurnRecord(TypedDict):
-    """A turn, and its head once it ended (docs/architecture.md, "Turns and heads")."""
+    """A turn, and its head once it ended (docs/architecture/store.md, "Turns and heads")."""
 
     graph_id: str
     turn: int
@@ -497,7 +499,10 @@ class TurnRecord(TypedDict):
 
 
 class SourceRecord(TypedDict):
-    """A source of a graph (docs/architecture.md, "Sources and citations"): file, snippet, column or table."""
+    """A source of a graph: file, snippet, column or table.
+
+    See docs/architecture/store.md, "Sources and citations".
+    """
 
     graph_id: str
     source_id: str  # stable: the same name and content give the same id
@@ -556,7 +561,7 @@ class SourceHit(ChunkRecord):
     score: float
 
 
-# -- halts (docs/architecture.md, "Halts") -------------------------------------------------------
+# -- halts (docs/architecture/engine.md, "Halts") -------------------------------------------------------
 
 
 class HaltOptionRecord(TypedDict):

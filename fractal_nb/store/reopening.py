@@ -1,10 +1,10 @@
 """What a turn reopens: a finished question revived, a question redone, the syntheses above them.
 
-A plain class composed by :class:`~fractal_nb.store.GraphStore` (docs/architecture.md, "Turns
+A plain class composed by :class:`~fractal_nb.store.GraphStore` (docs/architecture/store.md, "Turns
 and heads"), given the store's core; the steering requests (store/turn_requests.py) call it
 inside their transactions. Redoing a question supersedes what hangs under it (its own notes
 kept) and sends it back to open; reviving one sends it back to answered so new material below
-it is synthesized. Its moves are a turn's alone (``model.TURN_TRANSITIONS``: ``turn=True``).
+it is synthesized. Its moves are a turn's alone (``vocabulary.TURN_TRANSITIONS``: ``turn=True``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The state of a graph at an event, folded from the history the journal wrote.
 
-docs/architecture.md, "History and forks" (rule 14). Every event belongs to one commit; the
+docs/architecture/store.md, "History and forks" (rule 14). Every event belongs to one commit; the
 state at an event is the state after that commit (a commit is atomic: nothing between its
 events was ever visible). It is read in SQL, scoped by graph: the latest ``node_history``
 image of each node at or before the commit's last event, the graph's latest

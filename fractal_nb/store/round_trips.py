@@ -1,6 +1,6 @@
 """The worker's claims and writes that bring their work's read along: one round trip, not two.
 
-docs/architecture.md, "A worker's round trips" (and "The store's layout"):
+docs/architecture/engine.md, "A worker's round trips" (and "The store's layout"):
 ``claim_work(with_context=True)`` carries the claimed question's context,
 ``claim_synthesis(with_inputs=True)`` and the writes that climb
 (``submit_answer`` and ``submit_synthesis`` with ``claim_next=True,

@@ -1,6 +1,6 @@
 -- fractal_nb graph store schema (DuckDB). Statements are separated by ';'.
 -- Hot columns (status, owner, claimed_at) carry no secondary index: DuckDB turns
--- updates of indexed columns into delete+insert (docs/architecture.md, "Store rules", concurrency).
+-- updates of indexed columns into delete+insert (docs/architecture/store.md, "Store rules", concurrency).
 
 CREATE TABLE IF NOT EXISTS store_info (
     key VARCHAR PRIMARY KEY,
@@ -142,12 +142,12 @@ CREATE TABLE IF NOT EXISTS llm_cache (
     created_at DOUBLE NOT NULL
 );
 
--- Issue 25 (turns): turns and heads, superseded nodes, deepened branches (docs/architecture.md,
+-- Issue 25 (turns): turns and heads, superseded nodes, deepened branches (docs/architecture/store.md,
 -- "Turns and heads"). A turn is one stretch of work on a graph; it ends in a head at harvest.
 CREATE TABLE IF NOT EXISTS turns (
     graph_id VARCHAR NOT NULL,
     turn INTEGER NOT NULL,              -- 1: the seed
-    kind VARCHAR NOT NULL,              -- model.TurnKind of its first request
+    kind VARCHAR NOT NULL,              -- vocabulary.TurnKind of its first request
     requests VARCHAR NOT NULL,          -- JSON list: [{kind, arguments, created, reopened}, ...]
     started_event BIGINT NOT NULL,      -- the event that opened it
     head_event BIGINT,                  -- the event it ended at (NULL while open)
@@ -171,7 +171,7 @@ CREATE TABLE IF NOT EXISTS depth_allowances (
 -- The event of the deepen request that made it (a fork copies the allowances made by its event).
 ALTER TABLE depth_allowances ADD COLUMN IF NOT EXISTS made_at BIGINT;
 
--- Issue 25 (history): the state at any event, and forks (docs/architecture.md, "History and forks").
+-- Issue 25 (history): the state at any event, and forks (docs/architecture/store.md, "History and forks").
 -- Row images written by store/journal.py before each write transaction's COMMIT, keyed by the last
 -- event of that commit, with the node_seq / call_seq values then (the watermark: the links with
 -- edges.seq and the calls with llm_calls.call_id under them existed). The journal gives them every
@@ -200,7 +200,7 @@ CREATE TABLE IF NOT EXISTS fork_nodes (
     source_node_id VARCHAR NOT NULL     -- the source graph's node it was copied from
 );
 
--- Issue 26 (sources): the evidence a graph's answers cite (docs/architecture.md, "Sources and
+-- Issue 26 (sources): the evidence a graph's answers cite (docs/architecture/store.md, "Sources and
 -- citations"). A source is a text (a file, a snippet, a column, a table's rows) kept whole as
 -- chunks, so a citation checks against the text as it was added, whatever the disk holds later.
 -- source_id: the first 12 hex of sha256(name || '\0' || content_hash); stable across files and forks.

@@ -10,7 +10,7 @@ PostgreSQL writes the bytes DuckDB writes (tests/store/test_dialect_reads.py).
 
 A step of that loop changes a node or two, so :class:`SnapshotTexts` keeps each
 row's text with a hash of the row it was written from, and has the database write
-again only the rows whose hash differs (docs/architecture.md, "The snapshot").
+again only the rows whose hash differs (docs/architecture/store.md, "The snapshot").
 """
 
 from __future__ import annotations

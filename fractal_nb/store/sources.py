@@ -1,6 +1,6 @@
 """Sources: the texts a graph's answers cite, kept in the graph's file as chunks.
 
-A plain class composed by :class:`~fractal_nb.store.GraphStore` (docs/architecture.md,
+A plain class composed by :class:`~fractal_nb.store.GraphStore` (docs/architecture/store.md,
 "Sources and citations"): the store's core (the connection, the clock, graph rows and the
 event log) and the citation check are passed in. Every query is scoped by
 ``graph_id``. A source is stored whole, as non-overlapping line windows (chunks), so

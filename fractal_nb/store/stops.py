@@ -1,6 +1,6 @@
 """Where a question stops or waits: gates, halts and choices, saturation and prunes, errors.
 
-A ``depth:N`` checkpoint and a worker's halt (docs/architecture.md, "Halts") hold a
+A ``depth:N`` checkpoint and a worker's halt (docs/architecture/engine.md, "Halts") hold a
 question ``gated`` until the person approves it or answers it (:meth:`Stops.choose`);
 saturation and a prune close a branch with its unfinished questions below; a
 failed question is marked ``error``, recoverable.
@@ -52,7 +52,7 @@ class Stops:
 
         A question a worker's halt holds waits for the person's answer, not an
         approval: ``None`` leaves it gated, and naming it is refused (``choose``
-        answers it, ``prune_branch`` cuts it; docs/architecture.md, "Halts").
+        answers it, ``prune_branch`` cuts it; docs/architecture/engine.md, "Halts").
         """
         if node_ids is not None and (
             not isinstance(node_ids, list | tuple) or not all(isinstance(n, str) for n in node_ids)
@@ -263,7 +263,7 @@ class Stops:
         }
 
 
-# -- halts (docs/architecture.md, "Halts") ---------------------------------------------------------
+# -- halts (docs/architecture/engine.md, "Halts") ---------------------------------------------------------
 
 MAX_HALT_ITEMS = 6  # options of an ambiguity, alternatives of a blocker (llm/schemas.py MAX_HALT_OPTIONS)
 

@@ -10,7 +10,7 @@ The cascade's next step is handed out inside the write that makes it ready
 (:meth:`Synthesis.claim_above`, ``claim_next=True`` on ``submit_answer`` and
 ``submit_synthesis``): the question above a finished one is claimed for the same
 worker in the same transaction when that write finished its last sub-question, so
-the hot path never asks the whole graph what is ready (docs/architecture.md,
+the hot path never asks the whole graph what is ready (docs/architecture/engine.md,
 "The cascade").
 """
 
@@ -56,9 +56,10 @@ READY_WHERE = Per(
     postgresql=_READY.format(track=json_has(Dialect.POSTGRESQL, "metadata", TRACK_KEY)),
 )
 READY = READY_WHERE.duckdb  # queries.py's, until it picks READY_WHERE by its dialect
-# Second branch: a track answered without sub-tracks waits for its findings (docs/architecture.md, "Tracks").
-# READY for the question above a sub-question that has just finished: it has that sub-question, so it is
-# ready when answered and none of its sub-questions is left unfinished. Parameters: gid, the question's id.
+# Second branch: a track answered without sub-tracks waits for its findings (docs/architecture/engine.md,
+# "Tracks"). READY for the question above a sub-question that has just finished: it has that sub-question,
+# so it is ready when answered and none of its sub-questions is left unfinished. Parameters: gid, the
+# question's id.
 _UNFINISHED_BELOW = (
     "SELECT count(*) FROM nodes WHERE graph_id = ? AND question_id = ? AND node_type = 'question' "
     "AND status NOT IN ('synthesized', 'saturated')"
@@ -214,7 +215,7 @@ class Synthesis:
         ran out and another worker took it, or the claim was dropped.
 
         The claim holds the synthesis against questions added below the node while
-        it was being written (docs/architecture.md, rule 11): the synthesis lands
+        it was being written (docs/architecture/store.md, rule 11): the synthesis lands
         as if written just before them, and they reopen it at once (a
         ``reopened`` event keeps it), so the call behind it is paid once and
         never discarded; the cascade synthesizes the question again once the new
@@ -265,14 +266,14 @@ class Synthesis:
     ) -> Synthesized:
         """Record an answered question's synthesis (in ``metadata["synthesis"]``), with its ``claims``.
 
-        ``findings`` (a track's ``{finding, confidence, citations}``, docs/architecture.md,
+        ``findings`` (a track's ``{finding, confidence, citations}``, docs/architecture/store.md,
         "Sources and citations", "Tracks"): each finding's citations are checked and its ``support`` set in
         this transaction; they are kept in ``metadata["findings"]``, and with sources and no supported
         finding the question is weak (``uncited``). ``extra`` is merged into the metadata (its ``weak``
         marks added to the children's).
 
         Refused while any of its sub-questions is neither synthesized nor
-        saturated (docs/architecture.md, rule 3). Each write sets or clears the
+        saturated (docs/architecture/store.md, rule 3). Each write sets or clears the
         weak mark (``metadata["weak"]``, "Facts, assumptions, unknowns"): weak
         when a sub-question failed, was cut by a budget, or its synthesis was
         joined without the model or is weak itself; sound children clear it.
@@ -375,8 +376,9 @@ class Synthesis:
         """
         if node.node_type != NodeType.QUESTION or node.status != NodeStatus.ANSWERED:
             return []
-        # Uncorrelated, each subquery scoped by graph (docs/architecture.md, "Cost by graph"); events are
-        # appended in id order, so the events after the claim are found by their row groups' zone maps.
+        # Uncorrelated, each subquery scoped by graph (docs/architecture/store.md, "Cost by graph");
+        # events are appended in id order, so the events after the claim are found by their row groups'
+        # zone maps.
         rows = self._db.fetchall(
             "SELECT node_id FROM nodes WHERE graph_id = ? AND question_id = ? AND node_type = 'question' "
             "AND (status NOT IN (?, ?) OR node_id IN (SELECT node_id FROM events WHERE graph_id = ? "

@@ -1,6 +1,6 @@
 """The steering requests on a graph: ask, widen, deepen, redecompose and note.
 
-A plain class composed by :class:`~fractal_nb.store.GraphStore` (docs/architecture.md, "Turns
+A plain class composed by :class:`~fractal_nb.store.GraphStore` (docs/architecture/store.md, "Turns
 and heads"): the store's core, the children step that inserts its questions, the turns it
 joins or opens (store/turns.py) and the reopening of what it changes (store/reopening.py)
 are passed in. Every query is scoped by ``graph_id``. A request checks its node, joins the

@@ -1,6 +1,6 @@
 """A graph's turns: opened, joined, recorded and ended in heads; listed with their requests.
 
-A plain class composed by :class:`~fractal_nb.store.GraphStore` (docs/architecture.md, "Turns
+A plain class composed by :class:`~fractal_nb.store.GraphStore` (docs/architecture/store.md, "Turns
 and heads"): the store's core (rows, events) and the graph lifecycle that reopens a
 completed graph are passed in. Every query is scoped by ``graph_id``. A steering request
 (store/turn_requests.py) joins the open turn or opens the next one here — a completed graph

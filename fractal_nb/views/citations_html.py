@@ -1,6 +1,6 @@
 """Citations, support and the synthesis object as HTML: what the Inspector and the exported page share.
 
-docs/architecture.md, "Evidence in the faces". Every string from a model or a
+docs/architecture/faces.md, "Evidence in the faces". Every string from a model or a
 source is escaped here; the only markup is ours. A finding, a track and a cited
 answer link to their node in the tree (``results.node_link``). Colours are JupyterLab's theme
 variables with light fallbacks (the exported page sets them for its dark theme),

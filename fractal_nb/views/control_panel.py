@@ -12,7 +12,7 @@ The newest message replaces the one before it. The Gates tab lives in :mod:`.gat
 the Export tab in :mod:`.export_tab`, the Inspector's HTML in :mod:`.inspector_html`.
 Steering (Ask, Widen, and the Inspector's Deepen, Redecompose and Note; the Turns tab's
 Fork here) lives in :mod:`.steering_panel`, the history slider under the graph in
-:mod:`.history_slider` (docs/architecture.md, "The live view's protocol").
+:mod:`.history_slider` (docs/architecture/faces.md, "The live view's protocol").
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A published page (a Voila app, whose readers do not own its kernel) offers the
 downloads only: no file is written on the server's disk and no variable is set in
 its kernel. Elsewhere the syntheses also go to a variable of the notebook or a
-.csv / .parquet file on the kernel's disk (docs/architecture.md, "The live view's
+.csv / .parquet file on the kernel's disk (docs/architecture/faces.md, "The live view's
 protocol").
 """
 

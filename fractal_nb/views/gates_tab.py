@@ -2,10 +2,10 @@
 
 The gated questions are a :class:`GateList` (each whole, wrapped, escaped, with its
 tick box); the questions a worker holds for the person are :class:`HeldQuestion`
-cards (docs/architecture.md, "Halts"), read through ``Exploration.held()`` only when
+cards (docs/architecture/engine.md, "Halts"), read through ``Exploration.held()`` only when
 the graph changed while gates are up. Every button calls the facade
 (``Exploration.approve`` / ``prune`` / ``choose``) through the panel's handler, so a
-refusal becomes the panel's error and nothing changes (docs/architecture.md, "The
+refusal becomes the panel's error and nothing changes (docs/architecture/faces.md, "The
 live view's protocol").
 """
 
@@ -71,7 +71,10 @@ class GatesTab:
         self._post("note", f"pruned {len(chosen)} gated question(s)")
 
     def _choose(self, node_id: str, choice: int | str) -> None:
-        """The person's answer to a held question (docs/architecture.md, "Halts"): it reopens with it."""
+        """The person's answer to a held question: it reopens with it.
+
+        See docs/architecture/engine.md, "Halts".
+        """
         chosen = self.exploration.choose(node_id, choice)["choice"]
         self._post(
             "note",

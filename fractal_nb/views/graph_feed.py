@@ -6,7 +6,7 @@ since, in their current state. A view that opens late asks for ``snapshot()``,
 the whole graph folded by DuckDB (``GraphStore.get_question_items``); both carry the event id they reach
 (``seq``), so a view can tell a gap and ask again. :func:`snapshot_at` builds
 the same ``snapshot`` message from the graph as it was at an event (the history
-slider's, docs/architecture.md "The live view's protocol"), marked ``past``.
+slider's, docs/architecture/faces.md "The live view's protocol"), marked ``past``.
 """
 
 from __future__ import annotations

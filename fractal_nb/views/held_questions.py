@@ -5,7 +5,7 @@ tick box (issue 38: a one-line list cut each at ~45 characters, so a person coul
 not read what they decided); the panel's Approve and Prune act on the ticked ones.
 
 A worker that halts on an ambiguity offers options with their tradeoffs; on a
-confusion it asks a clarifying question (docs/architecture.md, "Halts"). Each
+confusion it asks a clarifying question (docs/architecture/engine.md, "Halts"). Each
 held question shows as a card: a button per option, a text box for the person's
 own answer or clarification, and Prune. Every click calls the facade
 (``Exploration.choose`` / ``prune``) through the panel's handler, so a refusal

@@ -8,7 +8,7 @@ other graphs have events between them). Moving it sends the network widget a
 time the live deltas are held and the view says it shows the past. **Live** (or
 the slider's right end) sends a fresh snapshot of the present. A button per head
 jumps to it, and marks under the track show where the heads are
-(docs/architecture.md, "The live view's protocol").
+(docs/architecture/faces.md, "The live view's protocol").
 """
 
 from __future__ import annotations

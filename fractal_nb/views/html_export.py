@@ -6,7 +6,7 @@ from a file with nothing fetched. The graph's JSON is the store's
 (``GraphStore.get_question_items``, written by DuckDB) placed into the page as it
 comes: a page of 100,000 nodes costs no Python per row. Model text travels only inside the JSON blocks
 (``</`` escaped; the downloads' block holds no ``<`` at all) and reaches the page through textContent
-or vis-network's text tooltips (docs/architecture.md, "The live view's protocol").
+or vis-network's text tooltips (docs/architecture/faces.md, "The live view's protocol").
 
 The page offers its own downloads (``static/downloads.js``), built in the reader's
 browser from what the page carries, with no server: the questions (from the
@@ -173,7 +173,7 @@ def _report(result: FractalResult | None) -> tuple[str, str]:
 
 
 def _evidence_section(evidence: Evidence | None) -> str:
-    """The page's Evidence section (docs/architecture.md, "Evidence in the faces"); '' without any."""
+    """The page's Evidence section (docs/architecture/faces.md, "Evidence in the faces"); '' without any."""
     shown = evidence_html(evidence, lab_server()) if evidence is not None else ""
     return f'<section class="fractal-evidence">\n<h2>Evidence</h2>\n{shown}\n</section>\n' if shown else ""
 

@@ -2,8 +2,8 @@
 
 Its heading (type, status, depth) and why it failed or is weak, its text with its
 support and citations, a thinkon level's plan and done in place of answers
-(docs/architecture.md, "Thinkon"), the track's findings, its sub-questions,
-synthesis and links, its metadata and its model calls (docs/architecture.md,
+(docs/architecture/engine.md, "Thinkon"), the track's findings, its sub-questions,
+synthesis and links, its metadata and its model calls (docs/architecture/faces.md,
 "The live view's protocol" and "Evidence in the faces").
 """
 
@@ -73,7 +73,9 @@ def _status_rows(node: dict[str, Any], meta: dict[str, Any]) -> list[str]:
             f"<p class='fractal-weak-note' style='{ERROR_STYLE}'><b>Weak synthesis:</b> the model could not "
             "synthesize it; its sub-findings were joined without the model.</p>"
         )
-    if isinstance(meta.get("weak"), list) and meta["weak"]:  # the store's weak mark (docs/architecture.md)
+    if (
+        isinstance(meta.get("weak"), list) and meta["weak"]
+    ):  # the weak mark (docs/architecture/engine.md, "Facts, assumptions, unknowns")
         built_on = "; ".join(
             f"{m.get('reason')}: {m.get('node_id')}" for m in meta["weak"] if isinstance(m, dict)
         )
@@ -150,7 +152,7 @@ _OUTCOME_MARKS = {
 
 
 def _level_html(level: dict[str, Any]) -> str:
-    """A thinkon level's phase, plan and done (docs/architecture.md, "Thinkon"), escaped."""
+    """A thinkon level's phase, plan and done (docs/architecture/engine.md, "Thinkon"), escaped."""
     plan = level["todo"]
     done = "".join(
         f"<li>{html.escape(str(d.get('goal', '')))}{_OUTCOME_MARKS.get(str(d.get('outcome')), '')}"

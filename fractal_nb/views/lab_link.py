@@ -1,6 +1,6 @@
 """A link that opens a source file in JupyterLab, when the kernel runs under a Jupyter server.
 
-docs/architecture.md, "Evidence in the faces": JupyterLab opens a file from its
+docs/architecture/faces.md, "Evidence in the faces": JupyterLab opens a file from its
 ``/lab/tree/<path>`` URL, the path relative to the server's root folder (its
 documented "File Navigation with /tree" URLs); it has no URL for a line, so the
 link opens the file in a new browser tab of JupyterLab and names the lines in its

@@ -21,7 +21,7 @@ class NetworkWidget(anywidget.AnyWidget):
     that sees a gap in the deltas, asks for a full snapshot. Clicking a node
     sets :attr:`selected`. :meth:`show_past` draws the graph as it was at an
     event (a ``snapshot`` message marked ``past``) and holds the live deltas
-    until :meth:`show_live` sends a fresh snapshot (docs/architecture.md,
+    until :meth:`show_live` sends a fresh snapshot (docs/architecture/faces.md,
     "The live view's protocol").
     """
 

@@ -2,7 +2,7 @@
 
 The panel (views/control_panel.py) and its parts (views/status_rows.py, views/gates_tab.py,
 views/export_tab.py) build from these, so they look and lay out alike: a tab's content
-scrolls in a box of its own, its actions pinned below it (docs/architecture.md, "The live
+scrolls in a box of its own, its actions pinned below it (docs/architecture/faces.md, "The live
 view's protocol"; views/static/panel.css styles the rest).
 """
 

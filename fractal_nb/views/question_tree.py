@@ -9,7 +9,7 @@ answers onto their questions. A whole graph comes folded by DuckDB already
 items with :meth:`QuestionTree.load`, and the deltas after it fold here. The
 view (``static/network.js``) lays the items out as a tree, wraps their labels,
 and can unfold them into the full question/answer graph again, since each item
-keeps its answers' ids and the answer it hangs under (docs/architecture.md, "The live view's protocol").
+keeps its answers' ids and the answer it hangs under (docs/architecture/faces.md, "The live view's protocol").
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class QuestionItem(TypedDict):
     root: bool
     track: str | None  # a track question's name (the tracks strategy), else None
     unsupported: (
-        int  # its answers the store found unsupported (docs/architecture.md, "Evidence in the faces")
+        int  # its answers the store found unsupported (docs/architecture/faces.md, "Evidence in the faces")
     )
 
 

@@ -7,7 +7,7 @@ failed questions); its questions are links that select them in the tree, and the
 buttons its next steps need stand beside it while they apply (Recover failed,
 Finish & harvest). What the feed does not carry (the totals, the budget's state, a
 pause's reason, the failed and the stuck questions) is read only when the graph
-changed (docs/architecture.md, "The live view's protocol").
+changed (docs/architecture/faces.md, "The live view's protocol").
 """
 
 from __future__ import annotations
@@ -121,7 +121,9 @@ class StatusRows:
         questions in it links that select them in the tree.
         """
         status = self.network.feed.status
-        if status == GraphStatus.ERROR:  # resumable by an explicit act (docs/architecture.md, statuses)
+        if (
+            status == GraphStatus.ERROR
+        ):  # resumable by an explicit act (docs/architecture/store.md, "The graph contract")
             return "stopped", html.escape(
                 f"The last run failed inside the engine ({self.exploration.status_reason}). "
                 "Resume runs again once the cause is gone; Report shows the result as it stands."

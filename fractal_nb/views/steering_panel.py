@@ -1,7 +1,7 @@
 """Steering from the panel: Ask and Widen, the Inspector's Deepen, Redecompose and Note, the Turns tab.
 
 Each control calls the facade (``Exploration.ask`` / ``widen`` / ``deepen`` /
-``redecompose`` / ``note`` / ``fork``, docs/architecture.md "Turns and heads")
+``redecompose`` / ``note`` / ``fork``, docs/architecture/store.md "Turns and heads")
 through the panel's background job, so a refusal or a slow model call never
 blocks or raises into the kernel: the panel's message line says what the call
 did (its turn, the nodes it created and reopened) or why it was refused. The

@@ -4,7 +4,7 @@ JupyterLab serves on 127.0.0.1 (no token, a temporary root and runtime folder);
 this test process stands as its kernel (``JPY_PARENT_PID`` is the server's pid),
 so :func:`lab_server` reads the info file that server wrote. The exported page,
 opened from disk, holds the link; a click opens JupyterLab in a new tab with the
-cited file in its editor (docs/architecture.md, "Evidence in the faces").
+cited file in its editor (docs/architecture/faces.md, "Evidence in the faces").
 
 Covers: views/lab_link.py.
 """

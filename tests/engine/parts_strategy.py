@@ -3,7 +3,7 @@
 "Why do rivers flood and how do dams help?" is seeded with "Why do rivers flood?"
 and "How do dams help?" without a model call; everything after the seed is the
 fractal strategy's. It is one module and one ``register`` line
-(docs/architecture.md, "Strategies"), and nothing in ``fractal_nb/`` names it.
+(docs/architecture/engine.md, "Strategies"), and nothing in ``fractal_nb/`` names it.
 """
 
 from __future__ import annotations

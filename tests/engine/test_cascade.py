@@ -1,4 +1,4 @@
-"""The synthesis cascade climbs with the claims its writes make (docs/architecture.md, "The cascade").
+"""The synthesis cascade climbs with the claims its writes make (docs/architecture/engine.md, "The cascade").
 
 Covers: engine/primitive.py.
 """
@@ -107,7 +107,7 @@ def test_stepping_retries_a_synthesis_given_back_when_no_question_is_left(backen
 
 @pytest.mark.parametrize("workers", [1, 3])
 def test_a_worker_claims_and_reads_in_one_call(backend: Backend, workers: int) -> None:
-    """docs/architecture.md, "A worker's round trips": no separate read per question or synthesis."""
+    """docs/architecture/engine.md, "A worker's round trips": no separate read per question or synthesis."""
     with Exploration.create(
         SEED, intensity="explore", llm=SimulatedLLM(seed=5), clock=FAST, path=backend.target
     ) as ex:

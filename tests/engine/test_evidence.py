@@ -1,4 +1,5 @@
-"""Evidence before the answer (docs/architecture.md, "Sources and citations"): cited, checked, supported.
+"""Evidence before the answer (docs/architecture/store.md, "Sources and citations"): cited, checked,
+supported.
 
 With sources, every answer prompt shows the passages closest to its question and
 the answers cite them; the store checks each citation; the harvest's findings carry

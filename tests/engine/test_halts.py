@@ -1,4 +1,4 @@
-"""Halts, the seed's other laws (docs/architecture.md, "Halts").
+"""Halts, the seed's other laws (docs/architecture/engine.md, "Halts").
 
 halt(ambiguity): options and tradeoffs as a gate the person answers, the branch going on with the
 choice; halt(confusion): a clarifying question to the person; terminate(blocked): the blocker and

@@ -1,4 +1,6 @@
-"""The single strategy: one model call answers the question (docs/architecture.md, "Comparing strategies")."""
+"""The single strategy: one model call answers the question (docs/architecture/facade.md, "Comparing
+strategies").
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The thinkon strategy (seed 002; docs/architecture.md, "Thinkon"): plan, call, check, return.
+"""The thinkon strategy (seed 002; docs/architecture/engine.md, "Thinkon"): plan, call, check, return.
 
 Each rule on a chain played by ``ScriptedLLM`` (replies by goal) or the simulator:
 the strong invariant read off the event log, ``todo`` written only by Think, redo

@@ -1,4 +1,4 @@
-"""A model that calls the source tools itself (docs/architecture.md, "Tool calls"), through the real
+"""A model that calls the source tools itself (docs/architecture/engine.md, "Tool calls"), through the real
 ``openai`` client against a local fake server and a real store with sources: each tool call runs
 against the store and is a ledger row of its own, the number of calls is bounded, a server without
 tools is remembered as such, and a budget reserves every round trip the tools may add.

@@ -1,4 +1,5 @@
-"""The tracks strategy (docs/architecture.md, "Tracks"): orthogonal tracks, gated findings, one aggregate.
+"""The tracks strategy (docs/architecture/engine.md, "Tracks"): orthogonal tracks, gated findings, one
+aggregate.
 
 Covers: engine/phases.py, engine/synthesis_object.py, llm/simulated_tracks.py.
 """

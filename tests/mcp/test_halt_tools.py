@@ -1,4 +1,4 @@
-"""Halts over MCP (docs/architecture.md, "Halts"), with a real MCP client.
+"""Halts over MCP (docs/architecture/engine.md, "Halts"), with a real MCP client.
 
 The notebook's run holds questions for the person; an outside agent lists them with their options
 (``fractal_list_gates``) and answers one (``fractal_choose``), and the notebook's next run answers

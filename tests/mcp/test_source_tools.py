@@ -1,4 +1,4 @@
-"""An outside agent works with a graph's evidence over MCP (docs/architecture.md, "Sources over MCP"):
+"""An outside agent works with a graph's evidence over MCP (docs/architecture/faces.md, "Sources over MCP"):
 it adds a snippet, searches, reads, checks citations, and submits a cited answer (verified) and a
 miscited one (unsupported); a track's findings travel in fractal_synthesize_node. A remote worker's
 model reads the same sources through RemoteStore.

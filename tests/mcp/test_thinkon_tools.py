@@ -1,4 +1,4 @@
-"""A thinkon chain worked over MCP (docs/architecture.md, "Thinkon").
+"""A thinkon chain worked over MCP (docs/architecture/engine.md, "Thinkon").
 
 An outside agent with a real MCP client works the chain through the tools (claim
 the level that acts next, read its state, plan, call, return) and the store keeps

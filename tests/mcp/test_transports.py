@@ -226,7 +226,7 @@ def unexplained_reclaims(events: pd.DataFrame) -> list[list[dict[str, Any]]]:
     """The events of each question claimed again with no reason: a double claim.
 
     A claim may be taken again only once it is given back (released or recovered) or its
-    lease ran out with no heartbeat (docs/architecture.md, rule 5; the claim names whose
+    lease ran out with no heartbeat (docs/architecture/store.md, rule 5; the claim names whose
     lease it was): anything else is two workers on one question.
     """
     found = []

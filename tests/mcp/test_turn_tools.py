@@ -1,4 +1,5 @@
-"""Turns, heads, history and forks over MCP (docs/architecture.md, "Turns and heads", "History and forks").
+"""Turns, heads, history and forks over MCP (docs/architecture/store.md, "Turns and heads", "History and
+forks").
 
 An outside agent takes a turn with a real MCP client while the notebook's ``Exploration``, in the
 process that serves the file (as ``ex.serve_mcp()`` does), runs and harvests it into a new head.

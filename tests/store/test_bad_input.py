@@ -398,7 +398,7 @@ def test_the_ledgers_roles_are_the_engines() -> None:
     from fractal_nb.store.llm_log import ROLES
     from fractal_nb.vocabulary import TOOL_NAMES
 
-    # Every schema's role, and a row per tool call a model makes (docs/architecture.md, "Tool calls").
+    # Every schema's role, and a row per tool call a model makes (docs/architecture/engine.md, "Tool calls").
     tools = {f"tool:{name}" for name in (*TOOL_NAMES, "unknown")}
     assert {role_of(s) for s in SCHEMAS} | tools == set(ROLES)
 

@@ -1,6 +1,6 @@
 """Claims that carry what their work reads: a question's context, a synthesis's inputs.
 
-docs/architecture.md, "A worker's round trips": ``claim_work(with_context=True)``,
+docs/architecture/engine.md, "A worker's round trips": ``claim_work(with_context=True)``,
 ``claim_synthesis(with_inputs=True)`` and the writes' ``claim_next=True,
 with_inputs=True`` claim and read in one call; the read is the same as ``get_context``
 or ``get_synthesis_inputs`` right after the claim, and runs after it commits, outside

@@ -1,6 +1,6 @@
 """The cascade's next step claimed with the write that made it ready (``claim_next``).
 
-docs/architecture.md, "The cascade": a leaf's answer or a synthesis that finishes the
+docs/architecture/engine.md, "The cascade": a leaf's answer or a synthesis that finishes the
 last sub-question of an answered question claims that question's synthesis for the
 same worker in the same transaction; READY's rule for that one question, no more.
 

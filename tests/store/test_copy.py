@@ -1,4 +1,4 @@
-"""Copying graphs between stores (store/copy.py; docs/architecture.md, "Moving between stores").
+"""Copying graphs between stores (store/copy.py; docs/architecture/store.md, "Moving between stores").
 
 A rich exploration (a simulated run with a deepened branch, a follow-up turn, a fork, sources,
 a failed call, cache rows, history) is built once in a DuckDB file; each test copies it into the

@@ -1,6 +1,6 @@
 """Every read of a graph's nodes, edges or events is scoped by ``graph_id``.
 
-docs/architecture.md, "History and forks".
+docs/architecture/store.md, "History and forks".
 
 Forks live beside their source in one file: a query that filters nodes by a parent or a
 question, or events by a node, without naming the graph scans every graph of the file. A key

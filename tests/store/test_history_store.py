@@ -1,4 +1,5 @@
-"""History at commit, the state at an event, and forks, on the store (docs/architecture.md, rules 13-16).
+"""History at commit, the state at an event, and forks, on the store (docs/architecture/store.md, rules
+13-16).
 
 Covers: store/journal.py, store/replay.py.
 """

@@ -319,7 +319,7 @@ class GraphMachine(RuleBasedStateMachine):
         assert claim.after.snap == claim.before.snap and not claim.new_events
         refused = [
             ("resume_graph", self.store.resume_graph, ()),
-            # error -> active is an explicit resume (model.GRAPH_TRANSITIONS); error -> paused is not
+            # error -> active is an explicit resume (vocabulary.GRAPH_TRANSITIONS); error -> paused is not
             (
                 "update_graph_status",
                 self.store.update_graph_status,
@@ -729,7 +729,8 @@ class GraphMachine(RuleBasedStateMachine):
             after = out.after.by_id[node_id]
             assert out.result == {"node_id": node_id, "status": "synthesized"}
             assert after["status"] == "synthesized"
-            # The weak mark is read off the children at every write (docs/architecture.md, "Facts, ...").
+            # The weak mark is read off the children at every write (docs/architecture/engine.md,
+            # "Facts, assumptions, unknowns").
             weak = [
                 {"node_id": c["node_id"], "reason": reason.value}
                 for c in v.sub_questions(node_id)

@@ -1,4 +1,4 @@
-"""Sources and checked citations in the store (docs/architecture.md, "Sources and citations").
+"""Sources and checked citations in the store (docs/architecture/store.md, "Sources and citations").
 
 Covers: store/citations.py.
 """

@@ -1,6 +1,6 @@
 """A graph from a file older than turns (no rows in ``turns``) takes a turn as any other.
 
-docs/architecture.md, "Turns and heads": turn 1 is the seed. Steering such a graph first
+docs/architecture/store.md, "Turns and heads": turn 1 is the seed. Steering such a graph first
 gives it its seed turn (ended in a head at once when the graph was completed), so the
 request is turn 2, or joins the seed turn while the graph is still being worked on.
 """

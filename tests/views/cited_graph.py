@@ -6,7 +6,7 @@ and a source the graph does not have (no such source, its name hostile). A secon
 answer cites nothing while the graph has sources: unsupported. Two seed questions
 are tracks; the harvest holds a supported and an unsupported finding and the
 synthesis object. The file is the graph's source and every citation goes through
-the store's check (docs/architecture.md, "Sources and citations"): the statuses
+the store's check (docs/architecture/store.md, "Sources and citations"): the statuses
 the faces show are the ones the store gave.
 """
 

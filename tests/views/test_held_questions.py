@@ -1,4 +1,4 @@
-"""The Gates tab answers a worker's question to the person (docs/architecture.md, "Halts").
+"""The Gates tab answers a worker's question to the person (docs/architecture/engine.md, "Halts").
 
 The panel's own buttons are clicked in process, as a person would: an option button, the text box
 with its Answer / Clarify button, Prune; each outcome is checked in the store and in the next

@@ -1,7 +1,7 @@
 """The ways of thinking, one module each, and the registry from a graph's ``strategy`` to its part.
 
 A fifth strategy is one module with a part (engine/strategies/part.py) and one
-:func:`register` call (docs/architecture.md, "Strategies").
+:func:`register` call (docs/architecture/engine.md, "Strategies").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The fractal strategy: sub-questions all at once, answered in parallel, synthesized bottom-up.
 
-The default way of thinking (docs/architecture.md, "The worker protocol"). Its
+The default way of thinking (docs/architecture/engine.md, "The worker protocol we follow"). Its
 seed poses the root's questions (pooling a small model's usable ones over
 several attempts); its step is the recursive primitive (engine/primitive.py);
 a question's synthesis is composed from its sub-questions' syntheses only; its
@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 POOLED_SEED_ATTEMPTS = 5
 """Seed plans the fractal seed asks at most: it stops once the usable questions pooled so far make the
 minimum, so a model that can do the job pays one; a small one pools its few usable questions over
-several (the packaged Gemma 3 270M fell short of 3 after 3 attempts; docs/architecture.md, "Small models")."""
+several (the packaged Gemma 3 270M fell short of 3 after 3 attempts; docs/architecture/models.md,
+"Small models")."""
 
 
 def seed(run: RunState) -> StepRecord | None:

@@ -1,4 +1,6 @@
-"""The strategy protocol: what a way of thinking supplies to the engine (docs/architecture.md, "Strategies").
+"""The strategy protocol: what a way of thinking supplies to the engine.
+
+See docs/architecture/engine.md, "Strategies".
 
 The engine's machinery (the dispatcher, the cascade, the harvest) is the same for
 every strategy; where they differ it asks the graph's part, never its name. A

@@ -4,7 +4,7 @@ Its seed phase is the one call (``SingleAnswer``, ``prompts/single.txt``; with
 sources, the passages closest to the question and the rule to cite them): the
 answer is the root's answer and, as a leaf's, its synthesis; its findings and
 gaps are kept on the answer (metadata ``single``), and the harvest makes them the
-result's with no further call (docs/architecture.md, "Comparing strategies").
+result's with no further call (docs/architecture/facade.md, "Comparing strategies").
 """
 
 from __future__ import annotations

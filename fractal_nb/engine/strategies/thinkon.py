@@ -1,6 +1,6 @@
 """The thinkon strategy's step: one Think or one Eval on the level the chain is at.
 
-A chain is solved depth first, one level acting at a time (docs/architecture.md,
+A chain is solved depth first, one level acting at a time (docs/architecture/engine.md,
 "Thinkon"). A new level's Think returns its result or writes its plan (``todo``);
 its Eval, reading the plan and what the sub-goals returned (``done``), calls the
 next sub-goal (a redo or a repair is a call too) or returns the level's result.

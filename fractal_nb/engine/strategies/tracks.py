@@ -1,4 +1,6 @@
-"""The tracks strategy (docs/architecture.md, "Tracks"): orthogonal tracks, cited findings, one aggregate.
+"""The tracks strategy: orthogonal tracks, cited findings, one aggregate.
+
+See docs/architecture/engine.md, "Tracks".
 
 A tracks graph is a fractal graph with three phases of its own: the seed poses
 at least three orthogonal tracks (checked in code: near-duplicates are re-asked

@@ -219,7 +219,7 @@ class RemoteStore(WorkerStore):
     recover_stuck = remote_method(Store.recover_stuck)
     approve_gate = remote_method(Store.approve_gate)
     prune_branch = remote_method(Store.prune_branch)
-    submit_halt = remote_method(Store.submit_halt)  # halts (docs/architecture.md, "Halts")
+    submit_halt = remote_method(Store.submit_halt)  # halts (docs/architecture/engine.md, "Halts")
     choose = remote_method(Store.choose)
     list_gates = remote_method(Store.list_gates)
     get_graph = remote_method(Store.get_graph)

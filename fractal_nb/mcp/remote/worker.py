@@ -4,7 +4,7 @@ Run it as ``fractal-nb worker --mcp-url URL``: it claims, answers and synthesize
 through the server's tools until the graph has no work left for it, so workers
 can be spread over processes and machines while one process owns the DuckDB file.
 Or as ``fractal-nb worker --db postgresql://...``: the same loop straight on a
-PostgreSQL store, with no owner process between (docs/architecture.md, "PostgreSQL").
+PostgreSQL store, with no owner process between (docs/architecture/store.md, "PostgreSQL").
 """
 
 from __future__ import annotations
