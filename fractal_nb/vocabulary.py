@@ -126,7 +126,7 @@ class ClaimKind(StrEnum):
 
 
 class Strategy(StrEnum):
-    """How a graph thinks (docs/architecture/store.md, "Sources and citations", "Tracks").
+    """How a graph thinks (docs/architecture/engine.md, "Tracks", "Thinkon").
 
     ``fractal``: sub-questions all at once, synthesized bottom-up; ``tracks``:
     at least three orthogonal tracks worked in parallel, each with cited findings,
@@ -337,7 +337,7 @@ GRAPH_TRANSITIONS: dict[GraphStatus, frozenset[GraphStatus]] = {
     ),
     GraphStatus.PAUSED: frozenset({GraphStatus.ACTIVE, GraphStatus.COMPLETED}),
     GraphStatus.BUDGET_EXHAUSTED: frozenset({GraphStatus.ACTIVE, GraphStatus.COMPLETED}),
-    # A new turn (store/turns.py begin_turn, the only way) reopens a completed graph: a head, not a tomb.
+    # A new turn (store/turns.py Turns.open_turn, the only way) reopens a completed graph: a head, not a tomb.
     GraphStatus.COMPLETED: frozenset({GraphStatus.ACTIVE}),
     # An engine failure stopped it; only an explicit resume (run(resume=True)) moves it on.
     GraphStatus.ERROR: frozenset({GraphStatus.ACTIVE}),

@@ -24,7 +24,7 @@ CITING = [
     if path.suffix in {".py", ".sql", ".md", ".txt"} and path.is_file()
 ] + [ROOT / "README.md", ROOT / "pyproject.toml", ROOT / ".ci" / "run"]
 # A citation: the file, then (after a comma, across a wrapped comment) a quoted section or a rule.
-CITATION = re.compile(r"docs/architecture(?:/(?P<layer>[a-z-]+))?\.md")
+CITATION = re.compile(r"(?:docs/)?architecture(?:/(?P<layer>[a-z-]+))?\.md")
 WRAP = re.compile(r"\s*\n\s*(?:#|--|\*)?\s*")
 
 
@@ -33,10 +33,10 @@ def headings(path: Path) -> set[str]:
     return {m.group(1).strip() for m in re.finditer(r"^#{2,3} (.+)$", path.read_text(encoding="utf-8"), re.M)}
 
 
-def cited_section(after: str) -> str | None:
-    """The quoted section a citation names right after its file, if it names one."""
-    m = re.match(r'`?\)?,? \(?"([^"]+)"', WRAP.sub(" ", after))
-    return " ".join(m.group(1).split()) if m else None
+def cited_sections(after: str) -> list[str]:
+    """The quoted sections a citation names right after its file (``, "A", "B"``), if it names any."""
+    m = re.match(r'`?\)?,? \(?("[^"]+"(?:,? (?:and )?"[^"]+")*)', WRAP.sub(" ", after))
+    return [" ".join(s.split()) for s in re.findall(r'"([^"]+)"', m.group(1))] if m else []
 
 
 def test_the_index_opens_with_the_tree_and_names_every_layer_file() -> None:
@@ -71,10 +71,23 @@ def test_every_citation_names_a_section_of_the_file_it_cites() -> None:
             if layer is not None and layer not in sections:
                 wrong.append(f"{where}: no docs/architecture/{layer}.md")
                 continue
-            section = cited_section(after)
             rule = re.match(r",? rules? (\d+)", WRAP.sub(" ", after))
-            if section is not None and section not in (sections[layer] if layer else index_sections):
-                wrong.append(f'{where}: "{section}" is no section of {m.group(0)}')
+            for section in cited_sections(after):
+                if section not in (sections[layer] if layer else index_sections):
+                    wrong.append(f'{where}: "{section}" is no section of {m.group(0)}')
             if rule is not None and (layer != "store" or rule.group(1) not in rules):
                 wrong.append(f"{where}: rule {rule.group(1)} is not in docs/architecture/store.md")
     assert not wrong, "citations that lead nowhere:\n" + "\n".join(wrong)
+
+
+def test_the_layer_files_cite_one_another_by_sections_that_exist() -> None:
+    sections = {doc.stem: headings(doc) for doc in LAYER_DOCS}
+    sibling = re.compile(r"(?<![/\w])(?P<layer>" + "|".join(sections) + r")\.md")
+    wrong = []
+    for doc in LAYER_DOCS:
+        text = doc.read_text(encoding="utf-8")
+        for m in sibling.finditer(text):
+            for section in cited_sections(text[m.end() : m.end() + 200]):
+                if section not in sections[m.group("layer")]:
+                    wrong.append(f'{doc.name}: "{section}" is no section of {m.group(0)}')
+    assert not wrong, "\n".join(wrong)

@@ -257,7 +257,7 @@ def test_version_and_the_exit_code_table_in_help(capsys: pytest.CaptureFixture[s
 
 
 def test_openai_options_reach_the_model() -> None:
-    from fractal_nb.cli.option_checks import _model
+    from fractal_nb.cli.option_checks import model_named
 
     args = build_parser().parse_args(
         [
@@ -277,12 +277,12 @@ def test_openai_options_reach_the_model() -> None:
             "2",
         ]
     )
-    with _model(args) as llm:  # type: ignore[attr-defined]
+    with model_named(args) as llm:  # type: ignore[attr-defined]
         assert (llm.seed, llm.max_concurrency, llm._client.timeout) == (11, 2, 5.0)
     args = build_parser().parse_args(
         ["run", "Why?", "--llm", "openai", "--model", "m", "--base-url", "http://127.0.0.1:1/v1"]
     )
-    with _model(args) as llm:  # type: ignore[attr-defined]
+    with model_named(args) as llm:  # type: ignore[attr-defined]
         assert (llm.seed, llm.max_concurrency) == (None, 1)  # a server on this machine: one slot
 
 

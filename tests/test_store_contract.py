@@ -66,23 +66,22 @@ def test_graph_store_overrides_each_member_with_its_signature_and_docstring(name
 
 def test_each_delegate_s_step_takes_the_contract_s_parameters_and_defaults() -> None:
     # A one-line delegate (graph_store.delegate) passes the arguments on as given: the step's own
-    # defaults apply, so they must be the contract's (mypy checks names, kinds and types, not values).
+    # defaults apply, so they must be the contract's (mypy checks names, kinds and types, not values),
+    # and a parameter the contract lacks would be a way in the contract does not offer.
     delegated = 0
     with GraphStore() as store:
         for name in methods(Store):
             member = inspect.getattr_static(GraphStore, name)
-            step = (
-                inspect.getclosurevars(member).nonlocals.get("step") if inspect.isfunction(member) else None
-            )
+            step = getattr(member, "step", None)
             if step is None:
                 continue  # written out in GraphStore
             delegated += 1
             contract = list(inspect.signature(getattr(Store, name)).parameters.values())[1:]
             taken = list(inspect.signature(step(store)).parameters.values())
-            assert [(p.name, p.kind, p.default) for p in taken[: len(contract)]] == [
+            # Exactly the contract's: a parameter of the step's own would reach it by keyword.
+            assert [(p.name, p.kind, p.default) for p in taken] == [
                 (p.name, p.kind, p.default) for p in contract
             ], name
-            assert all(p.default is not p.empty for p in taken[len(contract) :]), name
     assert delegated > 50
 
 

@@ -19,7 +19,7 @@ import sys
 from ..errors import FractalError
 from .copying import copy, fork
 from .exit_codes import EXIT_ERROR, EXIT_OK
-from .option_checks import check_options
+from .option_checks import checked_model
 from .parser import INSPECTION_HELP, build_parser
 from .running import ask, demo_local, explore, harvest, resume
 from .serving import serve, work
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code (``exit_codes.EXIT_CODES``)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    llm = check_options(parser, args)  # every option, before any file is touched
+    llm = checked_model(parser, args)  # every option, before any file is touched
     try:
         if args.command in INSPECTION_HELP:
             return _inspect(parser, args)

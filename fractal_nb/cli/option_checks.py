@@ -24,10 +24,11 @@ if TYPE_CHECKING:
     from ..llm.protocol import LLM
 
 
-def check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM | None:
+def checked_model(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LLM | None:
     """Check what argparse cannot, exiting 2 (usage) before anything is opened; the model to use.
 
-    Each check is the one the facade makes, named by its flag.
+    Each check is the one the facade makes, named by its flag. Returns the model the
+    options name (:func:`model_named`), or None for a command that calls none.
     """
 
     def refuse(message: str) -> None:
@@ -39,7 +40,7 @@ def check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         _check_serving(args)
         if args.command in ("serve-mcp", "fork", "copy") or args.command in INSPECTION_HELP:
             return None  # the server, a fork, a copy and the read-only commands call no model
-        return _model(args)
+        return model_named(args)
     except InvalidInputError as exc:
         refuse(str(exc))
         raise  # parser.error exits; this satisfies the type checker
@@ -150,7 +151,7 @@ def _resolved(host: str, port: int) -> tuple[Any, ...]:
         raise InvalidInputError(f"--host {host!r} names no address ({exc})") from None
 
 
-def _model(args: argparse.Namespace) -> LLM:
+def model_named(args: argparse.Namespace) -> LLM:
     """The model the options name: the simulator (the demo's seed 7) or an OpenAI-compatible server."""
     if args.command == "demo" or args.llm == "simulated":
         from ..llm.simulated import SimulatedLLM

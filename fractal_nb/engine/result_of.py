@@ -225,7 +225,10 @@ REFUSED_SHARE = 0.25  # this share of the model's replies refused: the model can
 def _degraded_reasons(
     nodes: list[NodeRecord], replies: dict[str, int], gaps: list[str], *, finished: bool = True
 ) -> list[str]:
-    """Why a result cannot be trusted as a normal one; [] if it can (models.md, "Output you can trust")."""
+    """Why a result cannot be trusted as a normal one; [] if it can.
+
+    See docs/models.md, "Output you can trust".
+    """
     reasons = []
     questions = [n for n in nodes if n["node_type"] == "question"]
     for n in nodes:

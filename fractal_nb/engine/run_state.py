@@ -9,7 +9,7 @@ from ..errors import StateError
 from ..llm.protocol import LLM
 from ..store import Store, WorkerStore
 from ..store.records import GraphRecord
-from ..vocabulary import BUDGETS, Budget, CheckpointMode, Intensity
+from ..vocabulary import BUDGETS, DEFAULT_STRATEGY, Budget, CheckpointMode, Intensity
 from . import evidence
 from .calls import ModelCaller
 from .limits import Limits
@@ -63,7 +63,7 @@ class RunState:
             budget=BUDGETS[Intensity(graph["intensity"])],
             checkpoint=CheckpointMode.parse(graph["checkpoint_mode"]),
             call=ModelCaller(llm, store, graph["graph_id"]),
-            part=strategy_part(graph["metadata"].get("strategy", "fractal")),
+            part=strategy_part(graph["metadata"].get("strategy", DEFAULT_STRATEGY)),
         )
         state.arm(limits or Limits())
         return state

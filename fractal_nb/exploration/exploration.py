@@ -23,6 +23,7 @@ from ..store.frame_sql import SqlParams
 from ..store.records import Chosen, Recovered, Saturated
 from ..store.stops import refuse_held, refuse_not_held, resolve_choice
 from ..vocabulary import (
+    DEFAULT_STRATEGY,
     Budget,
     CheckpointMode,
     Intensity,
@@ -36,7 +37,7 @@ from .frames import call_frame, edge_frame, event_frame, node_frame, synthesis_f
 from .graph_sql import GAP_COLUMNS, run_sql
 from .history import GraphAt, event_point, lineage_frame, own_event
 from .opening import check_clock, new_graph, opened_graph
-from .running import Runner
+from .running import Runner, check_writable
 from .source_inputs import source_frame, source_texts
 from .state import ExplorationState, exploration_state
 from .steering import Steering, TurnStep
@@ -102,7 +103,7 @@ class Exploration:
         max_wall_s: float | None = None,
         node_timeout_s: float | None = None,
         sources: object = None,
-        strategy: str = "fractal",
+        strategy: str = DEFAULT_STRATEGY.value,
     ) -> Exploration:
         """Start a new exploration of ``seed`` in a new or existing DuckDB file (None: in memory).
 
@@ -300,7 +301,9 @@ class Exploration:
         return self.store.approve_gate(self.graph_id, node_ids)
 
     def choose(self, node_id: str, choice: int | str) -> Chosen:
-        """Answer a question a worker held for you (architecture.md, "Halts"); it reopens with your choice.
+        """Answer a question a worker held for you; it reopens with your choice.
+
+        See docs/architecture/engine.md, "Halts".
 
         For an ambiguity, ``choice`` is an option's index (from 0, as ``gates``
         lists them), an option's text or your own answer; for a confusion, your
@@ -308,7 +311,7 @@ class Exploration:
         prompt. A question no halt holds, an empty choice or an index out of range
         is refused before anything changes; a paused graph becomes active again.
         """
-        self._runner.check_writable()
+        check_writable(self.store)
         node = self.store.get_node(self.graph_id, node_id)["node"]
         halt = refuse_not_held(node["node_id"], node["status"], node["metadata"], self.graph_id)
         resolve_choice(halt, choice)  # refused here, before the graph is resumed
@@ -320,7 +323,7 @@ class Exploration:
 
         The node is checked before the graph is resumed: one that cannot be pruned changes nothing.
         """
-        self._runner.check_writable()
+        check_writable(self.store)
         node = self.store.get_node(self.graph_id, node_id)["node"]
         root = self.store.get_graph(self.graph_id)["root_node_id"]
         if node["node_id"] == root or (node["node_type"] == NodeType.ANSWER and node["parent_id"] == root):
@@ -343,7 +346,7 @@ class Exploration:
         (docs/notebook.md, "Facts, assumptions, unknowns"). A finished graph or a file opened
         ``read_only`` is refused, changing nothing. Returns the ids reopened.
         """
-        self._runner.check_writable()
+        check_writable(self.store)
         return self.store.recover_stuck(self.graph_id, include_errors=True)
 
     def harvest(self, *, finish: bool = False, aggregate: bool = False) -> FractalResult:
@@ -638,7 +641,7 @@ class Exploration:
         ``run()`` answers it, re-synthesizing upward, and ``harvest()`` ends the turn in a head.
         A question already asked in the graph is refused (rule 10), as is one past the depth.
         """
-        self._runner.check_writable()
+        check_writable(self.store)
         return self._steering.ask(question, under)
 
     def deepen(self, node_id: str, levels: int = 1) -> TurnStep:
@@ -646,12 +649,12 @@ class Exploration:
 
         Its leaf questions at the old bottom are reopened for decomposition, their old answers superseded.
         """
-        self._runner.check_writable()
+        check_writable(self.store)
         return self._steering.deepen(node_id, levels)
 
     def widen(self, n: int) -> TurnStep:
         """``n`` (1-12) more seed questions the existing ones do not cover (one model call, budgets hold)."""
-        self._runner.check_writable()  # before widen's model call too
+        check_writable(self.store)  # before widen's model call too
         return self._steering.widen(n)
 
     def redecompose(self, node_id: str, hint: str | None = None) -> TurnStep:
@@ -659,16 +662,15 @@ class Exploration:
 
         Superseded nodes stay in the graph (``nodes()``' ``superseded_turn``), never in syntheses or gaps.
         """
-        self._runner.check_writable()
+        check_writable(self.store)
         return self._steering.redecompose(node_id, hint)
 
     def note(self, node_id: str, text: str) -> TurnStep:
         """A person's evidence or correction under a question; its synthesis and those above are redone."""
-        self._runner.check_writable()
+        check_writable(self.store)
         return self._steering.note(node_id, text)
 
-    # -- sources (fractal_nb/exploration/source_inputs.py; docs/architecture/store.md, "Sources and
-    # citations") --
+    # -- sources (exploration/source_inputs.py; docs/architecture/store.md, "Sources and citations") --
 
     def add_sources(self, *items: object) -> pd.DataFrame:
         """Add evidence the answers may cite: folders, paths, ``Snippet``, a column, ``Table``.
@@ -677,7 +679,7 @@ class Exploration:
         and checked first; a refused one (no such path, a PDF, a name already holding
         other content) adds nothing.
         """
-        self._runner.check_writable()
+        check_writable(self.store)
         texts = source_texts(items, self.store.table_lines)
         return source_frame(self.store.add_sources(self.graph_id, texts))
 
@@ -710,8 +712,7 @@ class Exploration:
         """
         return self._steering.heads()
 
-    # -- state (fractal_nb/exploration/state.py; docs/architecture/facade.md, "The state of an
-    # exploration") --
+    # -- state (exploration/state.py; docs/architecture/facade.md, "The state of an exploration") --
 
     def state(self) -> ExplorationState:
         """Where this exploration stands, from its stored state alone (no model call, nothing replayed).

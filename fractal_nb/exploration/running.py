@@ -78,7 +78,7 @@ class Runner:
         with self._running:
             status = str(self._store.get_graph(self._graph_id)["status"])
             if status != GraphStatus.COMPLETED:  # a completed graph is read back; any other is written
-                self.check_writable()
+                check_writable(self._store)
             if status in (GraphStatus.ACTIVE, GraphStatus.PAUSED) and not finish:
                 left = self._work_left()
                 if left:
@@ -100,24 +100,13 @@ class Runner:
     @contextmanager
     def exclusive(self, busy: str, *, resume: bool = False, revive: bool = False) -> Iterator[None]:
         """Hold the run lock (refusing, not waiting, if taken) on an active graph."""
-        if not self._running.acquire(blocking=False):
-            raise StateError(
-                f"graph {self._graph_id} is already running in this process (in this Exploration or "
-                f"another one opened on the same file); {busy}"
-            )
-        try:
+        refusal = (
+            f"graph {self._graph_id} is already running in this process (in this Exploration or "
+            f"another one opened on the same file); {busy}"
+        )
+        with holding(self._running, refusal, self._graph_id):
             self.activate(resume=resume, revive=revive)
             yield
-        finally:
-            self._running.release()
-
-    def check_writable(self) -> None:
-        """Refuse, before any model call, a change to a file opened ``read_only=True``."""
-        if self._store.read_only:
-            raise StateError(
-                f"{self._store.location} was opened read_only=True: it is read, never changed; "
-                "Exploration.open(path, llm=...) without read_only runs and changes it"
-            )
 
     def activate(self, *, resume: bool, revive: bool = False) -> None:
         """Resume a paused graph (a budget-exhausted one only with ``resume``); refuse a finished one.
@@ -126,7 +115,7 @@ class Runner:
         we follow"): a terminal graph is an error to the caller, but for an ``error``
         graph that ``run(resume=True)`` asks to ``revive``.
         """
-        self.check_writable()
+        check_writable(self._store)
         graph = self._store.get_graph(self._graph_id)
         status = graph["status"]
         if status == GraphStatus.ERROR and revive:
@@ -251,3 +240,23 @@ class Runner:
         counts = pending_counts(self._store.get_snapshot(self._graph_id)["nodes"])
         counts["ready to synthesize"] = self._store.get_ready_to_synthesize(self._graph_id)["count"]
         return ", ".join(f"{count} {what}" for what, count in counts.items() if count)
+
+
+@contextmanager
+def holding(lock: threading.Lock, refusal: str, graph_id: str) -> Iterator[None]:
+    """Hold a graph's run lock for the block, refusing with ``refusal`` (not waiting) while it is taken."""
+    if not lock.acquire(blocking=False):
+        raise StateError(refusal, graph_id=graph_id)
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def check_writable(store: Store) -> None:
+    """Refuse, before any model call, a change to a file opened ``read_only=True``."""
+    if store.read_only:
+        raise StateError(
+            f"{store.location} was opened read_only=True: it is read, never changed; "
+            "Exploration.open(path, llm=...) without read_only runs and changes it"
+        )

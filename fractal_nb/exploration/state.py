@@ -131,7 +131,7 @@ class ExplorationState:
     values: list[StateValue]
     attach_from: list[HeadState]
     checks: list[Check]
-    strategy: str = "fractal"
+    strategy: str = DEFAULT_STRATEGY.value
     """How the graph thinks: ``fractal`` or ``tracks`` (docs/architecture/engine.md, "Tracks")."""
 
     def to_dict(self) -> dict[str, Any]:
@@ -214,7 +214,7 @@ def exploration_state(store: Store, graph_id: str) -> ExplorationState:
         values=_values(nodes),
         attach_from=[_head(store, _holder(store, graph_id, h, family), h) for h in heads[:-1]],
         checks=_checks(graph["root_node_id"], nodes),
-        strategy=str(graph["metadata"].get("strategy", "fractal")),
+        strategy=str(graph["metadata"].get("strategy", DEFAULT_STRATEGY)),
     )
 
 

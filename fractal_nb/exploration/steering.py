@@ -24,6 +24,7 @@ from ..store import Store
 from ..store.records import TurnRecord, TurnRequest
 from ..store.turn_requests import MAX_LEVELS, MAX_WIDEN
 from ..vocabulary import is_chain
+from .running import holding
 
 TURN_COLUMNS = ["turn", "kind", "asked", "started_event", "head_event", "status", "tokens", "cost"]
 HEAD_COUNTS = [
@@ -183,16 +184,12 @@ class Steering:
     @contextmanager
     def _idle(self) -> Iterator[None]:
         """Hold the run lock for a steering call, refusing (not waiting) while the graph runs."""
-        if not self._running.acquire(blocking=False):
-            raise StateError(
-                f"graph {self._graph_id} is running in this process; steer it once run() returns "
-                "(pause() stops it)",
-                graph_id=self._graph_id,
-            )
-        try:
+        refusal = (
+            f"graph {self._graph_id} is running in this process; steer it once run() returns "
+            "(pause() stops it)"
+        )
+        with holding(self._running, refusal, self._graph_id):
             yield
-        finally:
-            self._running.release()
 
 
 def _common(turn: TurnRecord) -> dict[str, Any]:

@@ -60,6 +60,7 @@ from ..loopback import is_loopback
 from ..prompts import render
 from .openai_options import check_options, checked_sampling, concurrency_bound, max_tokens_per_role
 from .openai_replies import (
+    REJECTS_OPTION,
     BadBody,
     chat_completion,
     first_message,
@@ -85,7 +86,6 @@ from .retries import FailureCount
 from .schemas import role_of
 
 _MODES = ("json_schema", "json_object", "text")
-_REJECTS_TOOLS = {400, 422, 500}  # what servers answer to ``tools`` they lack
 RETRY_TEMPERATURE_STEP = 0.3  # each retry after a refusal samples this much hotter…
 MAX_RETRY_TEMPERATURE = 1.0  # …up to this (a higher temperature set by the caller is kept)
 
@@ -328,7 +328,7 @@ class OpenAILLM:
                 report_wait(time.perf_counter() - waited, "tools")
                 response = chat_completion(client, self.model, convo, options)
         except openai.APIStatusError as exc:
-            if self._tools is None and exc.status_code in _REJECTS_TOOLS:
+            if self._tools is None and exc.status_code in REJECTS_OPTION:
                 raise _ToolsRefused(str(exc)) from exc
             raise translate_error(exc, self.model, self.base_url) from exc
         except openai.OpenAIError as exc:

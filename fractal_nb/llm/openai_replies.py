@@ -1,6 +1,6 @@
 """What an OpenAI-compatible server sends back, read as data, never trusted (issue 37).
 
-docs/architecture.md "Layers" (the model layer): one chat completion sent and
+docs/architecture/models.md, "A server's reply is data": one chat completion sent and
 its body checked (:class:`BadBody` when it is not UTF-8, not JSON, not a chat
 completion, over ``max_reply_bytes``, or holds a lone surrogate); its text and
 tool calls taken out; its usage reported, a figure no completion can have
@@ -10,7 +10,6 @@ estimated instead; its JSON repaired and validated against the schema; and
 
 from __future__ import annotations
 
-import errno
 import json
 import math
 from collections.abc import Mapping
@@ -22,12 +21,14 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from pydantic import BaseModel
 
 from ..errors import LLMError, LLMTimeoutError, LLMUnavailableError
+from ..wire import connection_problem
 from .openai_transport import ReplyTooLarge
 from .protocol import Message, report_usage, reported_tokens
 from .quality import ReplyContext
 
 _SNIPPET = 300
-_REJECTS_FORMAT = {400, 422, 500}  # what servers answer to a response_format they lack
+REJECTS_OPTION = frozenset({400, 422, 500})
+"""What servers answer to a request option they lack (``response_format``, ``tools``)."""
 
 
 class BadBody(Exception):
@@ -156,7 +157,7 @@ def rejects_format(exc: openai.OpenAIError) -> bool:
     """Whether the server refused the request for its response_format (so fall back)."""
     if not isinstance(exc, openai.APIStatusError):
         return False
-    return exc.status_code in _REJECTS_FORMAT or "response_format" in f"{exc.message} {exc.body}"
+    return exc.status_code in REJECTS_OPTION or "response_format" in f"{exc.message} {exc.body}"
 
 
 def translate_error(exc: openai.OpenAIError, model: str, base_url: str) -> LLMError:
@@ -182,41 +183,6 @@ def translate_error(exc: openai.OpenAIError, model: str, base_url: str) -> LLMEr
             )
         return LLMError(f"{model}: HTTP {status}: {body}")
     return LLMError(f"{model}: {type(exc).__name__}: {_short(exc)}")
-
-
-def connection_problem(exc: BaseException) -> str:
-    """What went wrong on the wire, in plain words ("connection refused", "host not found", …)."""
-    seen: list[BaseException] = []
-    cause: BaseException | None = exc
-    while cause is not None and cause not in seen:
-        seen.append(cause)
-        if isinstance(cause, BaseExceptionGroup) and cause.exceptions:
-            cause = cause.exceptions[0]
-            continue
-        cause = cause.__cause__ or cause.__context__
-    refused = (errno.ECONNREFUSED, errno.ECONNRESET, errno.EHOSTUNREACH)
-    for error in seen:
-        if isinstance(error, OSError) and error.errno in refused:
-            return {
-                errno.ECONNREFUSED: "connection refused",
-                errno.ECONNRESET: "connection reset",
-                errno.EHOSTUNREACH: "host unreachable",
-            }[error.errno]
-    text = " ".join(str(e) for e in seen).lower()
-    for needle, words in (
-        ("refused", "connection refused"),
-        ("name or service not known", "host not found"),
-        ("nodename nor servname", "host not found"),
-        ("temporary failure in name", "host not found"),
-        ("timed out", "connection timed out"),
-        ("unreachable", "network unreachable"),
-        ("reset by peer", "connection reset"),
-        ("disconnected", "server disconnected"),
-        ("connection closed", "connection closed"),
-    ):
-        if needle in text:
-            return words
-    return _short(seen[-1]) or type(seen[-1]).__name__
 
 
 def _short(value: object) -> str:

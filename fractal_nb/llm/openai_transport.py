@@ -1,7 +1,7 @@
 """The HTTP under ``OpenAILLM``'s ``openai`` client: each request counted, each body bounded.
 
-docs/architecture/models.md, "A server's reply is data", and docs/architecture/engine.md,
-"A worker's round trips" (the ledger): the client is
+docs/architecture/models.md, "A server's reply is data", and
+docs/architecture/engine.md, "A worker's round trips" (the ledger): the client is
 built on a transport of our own that counts each request the server received
 (transport retries too) and reads a body only up to ``max_reply_bytes``; the
 proxy the environment names is handed to it. :func:`server_slots` asks a local

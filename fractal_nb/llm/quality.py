@@ -1,4 +1,6 @@
-"""Telling prose from junk in a model's reply, before anything is stored (models.md, "Output you can trust").
+"""Telling prose from junk in a model's reply, before anything is stored.
+
+See docs/models.md, "Output you can trust".
 
 A small model fills a schema with whatever it has: fragments of JSON (``}, {``),
 a number, a URL, a line of the prompt, the schema's own field descriptions,

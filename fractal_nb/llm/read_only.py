@@ -2,7 +2,7 @@
 
 Reading a file needs no model (issue 38: ``Exploration.open(path, read_only=True)``
 asked for ``llm=`` all the same). A read-only exploration refuses every write before
-its model is asked (exploration/running.py, ``Runner.check_writable``), so this one is never called; if
+its model is asked (exploration/running.py, ``check_writable``), so this one is never called; if
 it is, it refuses with a :class:`~fractal_nb.StateError` naming what to pass instead.
 """
 

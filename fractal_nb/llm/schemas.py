@@ -424,8 +424,8 @@ def role_of(schema: type[BaseModel]) -> str:
     return getattr(schema, "role", None) or schema.__name__
 
 
-# -- halts (docs/architecture/engine.md, "Halts"): the seed's laws for a question a worker must not answer
-# alone --
+# -- halts: the seed's laws for a question a worker must not answer alone --------------------------------
+# docs/architecture/engine.md, "Halts".
 
 MAX_HALT_OPTIONS = 6
 """Options an ambiguity halt offers, and alternatives a blocked one suggests (a longer list is refused)."""
@@ -551,8 +551,8 @@ class SynthesisObject(_Output):
 SCHEMAS += (TrackPlan, TrackFindings, SynthesisObject)
 
 
-# -- the thinkon strategy (docs/architecture/engine.md, "Thinkon"): Think and Eval, two choices each
-# --------------
+# -- the thinkon strategy: Think and Eval, two choices each ----------------------------------------------
+# docs/architecture/engine.md, "Thinkon".
 
 
 class ThinkChoice(StrEnum):
@@ -592,8 +592,8 @@ class Eval(_Output):
 SCHEMAS += (Think, Eval)
 
 
-# -- the single strategy and the judge of compare() (docs/architecture/facade.md, "Comparing strategies")
-# --------
+# -- the single strategy and the judge of compare() -------------------------------------------------------
+# docs/architecture/facade.md, "Comparing strategies".
 
 
 class SingleAnswer(_Output):

@@ -36,7 +36,7 @@ from .protocol import Message, estimate_tokens, messages_tokens, report_usage, r
 from .schemas import MAX_CLAIMS, SCHEMAS, ProxySignal
 from .simulated_chain import eval_reply, think_reply
 from .simulated_frames import GENERIC, read_frame
-from .simulated_prompts import cite_evidence, decisive_part, id_free_digest, prompt_field, quoted
+from .simulated_prompts import cite_evidence, decisive_part, id_free_digest, prompt_field, quoted_question
 from .simulated_prose import FACTORS, answer_level, answer_text, factors, synthesis_text
 from .simulated_questions import ANGLES, angle_labels, angle_questions, extra_question, follow_up, read
 from .simulated_tracks import aggregate_reply, track_synthesis_reply, tracks_seed_reply
@@ -242,15 +242,14 @@ class SimulatedLLM:
         halt = self._halt(question, answered=chosen is not None)
         if halt is not None:
             return {
-                "answer": f"[simulated] {quoted(question)} needs the person first.",
+                "answer": f"[simulated] {quoted_question(question)} needs the person first.",
                 "confidence": 0.3,
                 "halt": halt,
             }
         if chosen is not None:  # the branch goes on with the person's choice
             follow_ups, hedge = follow_ups[:1], f"following the person's word ({clip(chosen, 80)}),"
-        citations = cite_evidence(
-            prompt, question
-        )  # with an evidence section: real lines of its first passage
+        # With an evidence section: real lines of its first passage.
+        citations = cite_evidence(prompt, question)
         where = "".join(
             f" It rests on {c['source']}, "
             + (
@@ -283,7 +282,7 @@ class SimulatedLLM:
         kind = next((k for word, k in self.halt_on.items() if word in question.lower()), None)
         if kind is None or (kind != HaltKind.BLOCKED and answered):
             return None
-        about = quoted(question)
+        about = quoted_question(question)
         if kind == HaltKind.AMBIGUITY:
             return {
                 "kind": kind.value,

@@ -2,7 +2,7 @@
 
 docs/architecture.md "Layers" (the model layer): :class:`~fractal_nb.llm.simulated.SimulatedLLM`
 and its parts read the prompts a real model gets. Node ids differ between runs and
-never count (:func:`id_free_digest`, :func:`decisive_part`, :func:`quoted`), so a
+never count (:func:`id_free_digest`, :func:`decisive_part`, :func:`quoted_question`), so a
 run repeats; with an evidence section (prompts/evidence.txt), :func:`cite_evidence`
 quotes real lines of its first passage.
 """
@@ -16,7 +16,9 @@ from typing import Any
 _ANY_ID = re.compile(r"\bn-[0-9a-f]{1,16}")  # a node id, whole or cut short by a clipped text
 # The evidence section of an answer prompt (prompts/evidence.txt): a passage's head, then its numbered lines.
 _EVIDENCE = "\nEvidence: the passages of the exploration's sources"
-_PASSAGE = re.compile(r"^\[(.+):L(\d+)-L(\d+)\]$((?:\n\d+: .*)*)", re.MULTILINE)
+_HEAD = re.compile(r"^\[(.+):L(\d+)-L(\d+)\]$")  # a passage's head: [source:Lstart-Lend]
+_PASSAGE = re.compile(_HEAD.pattern + r"((?:\n\d+: .*)*)", re.MULTILINE)  # a head, then its lines
+_NUMBERED = re.compile(r"^\s*(\d+)\s*[:|]\s?(.*)$")  # one of its lines: "12: text" (or "12 | text")
 
 
 def id_free_digest(text: str) -> bytes:
@@ -42,7 +44,7 @@ def prompt_field(prompt: str, pattern: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
-def quoted(text: str) -> str:
+def quoted_question(text: str) -> str:
     """A question as quoted in a halt; a long one cut, with a digest of the whole.
 
     Questions may open alike; the digest keeps their halts apart.
@@ -83,3 +85,31 @@ def cite_evidence(prompt: str, question: str) -> list[dict[str, Any]]:
             "quote": "\n".join(text for _, text in run),
         }
     ]
+
+
+def evidence_lines(prompt: str, about: str) -> list[tuple[str, int, str]]:
+    """One line per evidence block shown: source, line number, text of its line nearest ``about``.
+
+    Nearest: the most words of four letters or more shared with ``about``; the first at a tie.
+    """
+    wanted = {w.lower() for w in re.findall(r"[^\W\d_]{4,}", about)}
+    blocks: list[tuple[str, list[tuple[int, str]]]] = []
+    for row in prompt.splitlines():
+        head = _HEAD.match(row.strip())
+        numbered = _NUMBERED.match(row)
+        if head:
+            blocks.append((head.group(1), []))
+        elif blocks and numbered and re.search(r"[^\W\d_]{3,}", numbered.group(2)):
+            blocks[-1][1].append((int(numbered.group(1)), numbered.group(2)))
+    found = []
+    for source, lines in blocks:
+        if lines:
+            line, text = max(
+                lines,
+                key=lambda lt: (
+                    len(wanted & {w.lower() for w in re.findall(r"[^\W\d_]{4,}", lt[1])}),
+                    -lt[0],
+                ),
+            )
+            found.append((source, line, text))
+    return found

@@ -13,7 +13,7 @@ import random
 import re
 from typing import Any
 
-from .simulated_prompts import prompt_field, quoted
+from .simulated_prompts import evidence_lines, prompt_field, quoted_question
 
 _TRACK_DIMENSIONS = [
     (
@@ -38,8 +38,6 @@ _TRACK_DIMENSIONS = [
     ("history", "how {w} changed over time", "[simulated] compare versions", "a timeline of {w}"),
 ]
 _TRACK_STOP = frozenset({"what", "which", "when", "where", "does", "that", "this", "with", "from", "have"})
-_EVIDENCE_HEAD = re.compile(r"^\[(.+):L(\d+)-L(\d+)\]$")
-_NUMBERED = re.compile(r"^\s*(\d+)\s*[:|]\s?(.*)$")
 
 
 def tracks_seed_reply(prompt: str, rng: random.Random) -> dict[str, Any]:
@@ -63,7 +61,7 @@ def tracks_seed_reply(prompt: str, rng: random.Random) -> dict[str, Any]:
             }
         )
     return {
-        "decomposition": f"[simulated] {quoted(seed)} splits into {count} orthogonal tracks: "
+        "decomposition": f"[simulated] {quoted_question(seed)} splits into {count} orthogonal tracks: "
         + ", ".join(t["name"] for t in tracks)
         + ".",
         "tracks": tracks,
@@ -75,7 +73,7 @@ def track_synthesis_reply(prompt: str, rng: random.Random) -> dict[str, Any]:
     name = prompt_field(prompt, r"Track: (.+)") or "the track"
     focus = prompt_field(prompt, r"Its focus: (.+)") or name
     findings, evidence = [], []
-    for source, line, text in _evidence_lines(prompt, f"{name} {focus}")[:3]:
+    for source, line, text in evidence_lines(prompt, f"{name} {focus}")[:3]:
         quote = text.strip()
         findings.append(
             {
@@ -120,34 +118,6 @@ def aggregate_reply(prompt: str, rng: random.Random) -> dict[str, Any]:
         "confidence": "medium" if nuances else "high",
         "justification": f"[simulated] {len(nuances)} divergence(s) among {len(names)} tracks.",
     }
-
-
-def _evidence_lines(prompt: str, about: str) -> list[tuple[str, int, str]]:
-    """One line per evidence block shown: source, line number, text of its line nearest ``about``.
-
-    Nearest: the most words of four letters or more shared with ``about``; the first at a tie.
-    """
-    wanted = {w.lower() for w in re.findall(r"[^\W\d_]{4,}", about)}
-    blocks: list[tuple[str, list[tuple[int, str]]]] = []
-    for row in prompt.splitlines():
-        head = _EVIDENCE_HEAD.match(row.strip())
-        numbered = _NUMBERED.match(row)
-        if head:
-            blocks.append((head.group(1), []))
-        elif blocks and numbered and re.search(r"[^\W\d_]{3,}", numbered.group(2)):
-            blocks[-1][1].append((int(numbered.group(1)), numbered.group(2)))
-    found = []
-    for source, lines in blocks:
-        if lines:
-            line, text = max(
-                lines,
-                key=lambda lt: (
-                    len(wanted & {w.lower() for w in re.findall(r"[^\W\d_]{4,}", lt[1])}),
-                    -lt[0],
-                ),
-            )
-            found.append((source, line, text))
-    return found
 
 
 def _clip_words(text: str, n: int) -> str:

@@ -388,8 +388,7 @@ TOOLS: tuple[Tool, ...] = (
         "Cut a branch: the question and its unfinished questions below become saturated ('pruned').",
         (GRAPH_ID, NODE_ID),
     ),
-    # -- halts (docs/architecture/engine.md, "Halts"): a worker's question to the person, or its blocker
-    # ------
+    # -- halts: a worker's question to the person, or its blocker (docs/architecture/engine.md, "Halts")
     Tool(
         "list_gates",
         "The gated questions, each with the halt holding it: null for a checkpoint's gate (approve it with "

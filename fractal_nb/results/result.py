@@ -145,7 +145,7 @@ class FractalResult:
     """Questions waiting for the person (node_id, question, kind, asks, options): answer with ``choose``."""
     blocked: list[dict[str, Any]] = field(default_factory=list)
     """Questions no worker could answer (node_id, question, blocker, alternatives): gaps of kind blocked."""
-    strategy: str = "fractal"
+    strategy: str = DEFAULT_STRATEGY.value
     """How the graph thinks: ``fractal`` or ``tracks`` (docs/architecture/engine.md, "Tracks")."""
     synthesis: dict[str, Any] | None = None
     """The synthesis object (a tracks graph's, or ``harvest(aggregate=True)``'s): unified, nuances

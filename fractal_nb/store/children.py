@@ -1,7 +1,7 @@
 """Adding nodes under a node: the one place a node is inserted, checked before the first write.
 
 :class:`Children` is what every write that grows the tree calls: a worker's answer
-(store/answer.py), a turn's questions (store/turns.py), a chain's plan, call and
+(store/answer.py), a turn's questions (store/turn_requests.py), a chain's plan, call and
 return (store/chain.py). Its steps read in order: where the children go (the
 parent and the question it belongs to may take them), how deep they sit and in
 which status, the rows, one INSERT with one event INSERT, then the question
@@ -168,7 +168,7 @@ class Children:
             kind == NodeType.QUESTION
             and depth >= budget.max_depth
             and depth
-            >= self._core.depth_ceiling(graph, question, depth)  # a deepened branch (store/turns.py)
+            >= self._core.depth_ceiling(graph, question, depth)  # a deepened branch (store/turn_requests.py)
         ):
             raise BudgetError(
                 f"a question at depth {depth} exceeds the budget of graph {graph.graph_id}: "

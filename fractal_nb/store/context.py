@@ -136,7 +136,8 @@ class NodeContext:
                 rows = self._core.nodes(
                     "graph_id = ? AND question_id = ?", [graph.graph_id, question.node_id]
                 )
-        # What is current: a later turn's superseded nodes are kept but never synthesized (store/turns.py).
+        # What is current: a later turn's superseded nodes are kept but never synthesized
+        # (store/reopening.py).
         below = [r for r in rows if r.question_id == question.node_id and r.superseded_turn is None]
         return {
             "graph_id": graph.graph_id,
@@ -152,7 +153,10 @@ class NodeContext:
 
 
 def _sub_question_brief(q: NodeRow) -> SubQuestionBrief:
-    """A sub-question as a synthesis reads it; a blocked one with its blocker (architecture.md, "Halts")."""
+    """A sub-question as a synthesis reads it; a blocked one with its blocker.
+
+    See docs/architecture/engine.md, "Halts".
+    """
     brief: SubQuestionBrief = {
         "node_id": q.node_id,
         "text": q.text,

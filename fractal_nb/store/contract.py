@@ -330,25 +330,25 @@ class Store(WorkerStore, Protocol):
     ) -> dict[str, Any]:
         """Create a graph whose root question is ``seed`` (turn 1 opens); returns ids, budget and status."""
 
-    # -- turns and heads (store/turns.py; docs/architecture/store.md, "Turns and heads") --
+    # -- turns and heads: store/turns.py, turn_requests.py (docs/architecture/store.md, "Turns and heads")
 
     def ask(self, graph_id: str, question: str, under: str | None = None) -> TurnRequest:
-        """A follow-up question under the root's answer or ``under`` a node (:meth:`Turns.ask`)."""
+        """A follow-up question under the root's answer or ``under`` a node (:meth:`TurnRequests.ask`)."""
 
     def attach(self, graph_id: str, question: str, under: str | None = None) -> TurnRequest:
-        """A fork's narrower question: :meth:`ask` opening a turn of kind ``attach`` (:meth:`Turns.ask`)."""
+        """A fork's narrower question, asked in a turn of kind ``attach`` (:meth:`TurnRequests.attach`)."""
 
     def widen(self, graph_id: str, questions: Sequence[str], n: int | None = None) -> TurnRequest:
-        """New seed questions under the root's answer (:meth:`Turns.widen`)."""
+        """New seed questions under the root's answer (:meth:`TurnRequests.widen`)."""
 
     def deepen(self, graph_id: str, node_id: str, levels: int = 1) -> TurnRequest:
-        """Let a branch go ``levels`` past the depth for this turn (:meth:`Turns.deepen`)."""
+        """Let a branch go ``levels`` past the depth for this turn (:meth:`TurnRequests.deepen`)."""
 
     def redecompose(self, graph_id: str, node_id: str, hint: str | None = None) -> TurnRequest:
-        """Answer a question again with a new decomposition (:meth:`Turns.redecompose`)."""
+        """Answer a question again with a new decomposition (:meth:`TurnRequests.redecompose`)."""
 
     def add_note(self, graph_id: str, node_id: str, text: str) -> TurnRequest:
-        """A person's note under a question (:meth:`Turns.add_note`)."""
+        """A person's note under a question (:meth:`TurnRequests.add_note`)."""
 
     def end_turn(self, graph_id: str, *, cost: float | None = None) -> TurnRecord | None:
         """End the open turn in a head (:meth:`Turns.end_turn`)."""

@@ -19,7 +19,7 @@ from typing_extensions import override
 
 from ..arguments import STORE_LOG, check_store_target
 from ..errors import InvalidInputError
-from ..vocabulary import JsonArgument, TurnKind
+from ..vocabulary import JsonArgument
 from .answer import Answers
 from .base import DEFAULT_LEASE_S, StoreCore
 from .chain import ThinkonWrites
@@ -39,7 +39,7 @@ from .lineage import Lineage
 from .links import Links
 from .llm_log import LLMLog
 from .queries import GraphQueries
-from .records import LineageRecord, SourceRecord, TurnRecord, TurnRequest
+from .records import LineageRecord, SourceRecord, TurnRecord
 from .reopening import Reopening
 from .replay import Replay
 from .round_trips import RoundTrips
@@ -68,7 +68,10 @@ def delegate(
 
     call.__name__ = member.__name__
     call.__qualname__ = f"GraphStore.{member.__name__}"  # inspect.getdoc finds the contract's docstring
+    # The contract's annotations evaluated, as a method written out shows them: so store/contract.py
+    # imports at run time every name its annotations use (one under TYPE_CHECKING fails this import).
     call.__signature__ = inspect.signature(member, eval_str=True)  # type: ignore[attr-defined]
+    call.step = step  # type: ignore[attr-defined]  # what tests/test_store_contract.py checks
     return override(call)
 
 
@@ -240,16 +243,13 @@ class GraphStore(Store):
     # heads") --
 
     ask = delegate(Store.ask, lambda s: s._requests.ask)
+    attach = delegate(Store.attach, lambda s: s._requests.attach)
     widen = delegate(Store.widen, lambda s: s._requests.widen)
     deepen = delegate(Store.deepen, lambda s: s._requests.deepen)
     redecompose = delegate(Store.redecompose, lambda s: s._requests.redecompose)
     add_note = delegate(Store.add_note, lambda s: s._requests.add_note)
     end_turn = delegate(Store.end_turn, lambda s: s._turns.end_turn)
     list_turns = delegate(Store.list_turns, lambda s: s._turns.list_turns)
-
-    @override
-    def attach(self, graph_id: str, question: str, under: str | None = None) -> TurnRequest:
-        return self._requests.ask(graph_id, question, under, kind=TurnKind.ATTACH)
 
     @override
     def list_heads(self, graph_id: str) -> list[TurnRecord]:

@@ -368,9 +368,8 @@ class PostgresDatabase:
                 with self._transaction(write=True) as conn:
                     try:
                         yield conn
-                        if (
-                            self.commit_hook is not None
-                        ):  # history at commit (docs/architecture/store.md, rule 13)
+                        # History at commit (docs/architecture/store.md, rule 13).
+                        if self.commit_hook is not None:
                             self.commit_hook.before_commit()
                     except BaseException:
                         if self.commit_hook is not None:

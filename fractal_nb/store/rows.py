@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
-from ..vocabulary import BUDGETS, Intensity, is_chain
+from ..vocabulary import BUDGETS, DEFAULT_STRATEGY, Intensity, is_chain
 from .records import EdgeRecord, GraphRecord, NodeRecord
 
 NODE_COLUMNS = (
@@ -122,7 +122,7 @@ class GraphRow:
         Parsed once per row: the claim query asks it on every claim, and the metadata may hold a harvest.
         """
         meta = json.loads(self.metadata_json)
-        return str(meta.get("strategy") or "fractal") if isinstance(meta, dict) else "fractal"
+        return str(meta.get("strategy") or DEFAULT_STRATEGY) if isinstance(meta, dict) else DEFAULT_STRATEGY
 
     @property
     def chained(self) -> bool:

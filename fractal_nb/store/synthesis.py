@@ -42,8 +42,8 @@ from .records import CallRows, ClaimRecord, SynthesisClaim, SynthesisReleased, S
 from .rows import NODE_COLUMNS, GraphRow, NodeRow
 
 # Ready to synthesize: answered questions with sub-questions, all of them synthesized or saturated,
-# or with a person's note (store/turns.py) and no unfinished sub-question. Parameters: graph_id three times
-# (each subquery scoped by graph: a correlated one would read every graph's nodes).
+# or with a person's note (store/turn_requests.py) and no unfinished sub-question. Parameters:
+# graph_id three times (each subquery scoped by graph: a correlated one would read every graph's nodes).
 _READY = """graph_id = ? AND node_type = 'question' AND status = 'answered' AND (node_id IN (
                SELECT question_id FROM nodes
                WHERE graph_id = ? AND node_type IN ('question', 'note') AND question_id IS NOT NULL
@@ -51,15 +51,15 @@ _READY = """graph_id = ? AND node_type = 'question' AND status = 'answered' AND 
                HAVING bool_and(node_type = 'note' OR status IN ('synthesized', 'saturated')))
            OR ({track} AND node_id NOT IN (SELECT question_id FROM nodes
                WHERE graph_id = ? AND node_type IN ('question', 'note') AND question_id IS NOT NULL)))"""
+# Its second branch: a track answered without sub-tracks waits for its findings
+# (docs/architecture/engine.md, "Tracks").
 READY_WHERE = Per(
     duckdb=_READY.format(track=json_has(Dialect.DUCKDB, "metadata", TRACK_KEY)),
     postgresql=_READY.format(track=json_has(Dialect.POSTGRESQL, "metadata", TRACK_KEY)),
 )
 READY = READY_WHERE.duckdb  # queries.py's, until it picks READY_WHERE by its dialect
-# Second branch: a track answered without sub-tracks waits for its findings (docs/architecture/engine.md,
-# "Tracks"). READY for the question above a sub-question that has just finished: it has that sub-question,
-# so it is ready when answered and none of its sub-questions is left unfinished. Parameters: gid, the
-# question's id.
+# READY for the question above a sub-question that has just finished: it has that sub-question, so it is
+# ready when answered and none of its sub-questions is left unfinished. Parameters: gid, the question's id.
 _UNFINISHED_BELOW = (
     "SELECT count(*) FROM nodes WHERE graph_id = ? AND question_id = ? AND node_type = 'question' "
     "AND status NOT IN ('synthesized', 'saturated')"
@@ -266,8 +266,8 @@ class Synthesis:
     ) -> Synthesized:
         """Record an answered question's synthesis (in ``metadata["synthesis"]``), with its ``claims``.
 
-        ``findings`` (a track's ``{finding, confidence, citations}``, docs/architecture/store.md,
-        "Sources and citations", "Tracks"): each finding's citations are checked and its ``support`` set in
+        ``findings`` (a track's ``{finding, confidence, citations}``, docs/architecture/engine.md,
+        "Tracks"): each finding's citations are checked and its ``support`` set in
         this transaction; they are kept in ``metadata["findings"]``, and with sources and no supported
         finding the question is weak (``uncited``). ``extra`` is merged into the metadata (its ``weak``
         marks added to the children's).
@@ -330,7 +330,7 @@ class Synthesis:
         return {"node_id": node.node_id, "status": NodeStatus.SYNTHESIZED.value}
 
     def _children(self, node: NodeRow) -> list[NodeRow]:
-        """The question's sub-questions, superseded ones included (store/turns.py)."""
+        """The question's sub-questions, superseded ones included (store/reopening.py)."""
         return self._core.nodes(
             "graph_id = ? AND question_id = ? AND node_type = 'question'", [node.graph_id, node.node_id]
         )

@@ -41,16 +41,18 @@ class TurnRequests:
         self._turns = turns
         self._reopening = reopening
 
-    def ask(
-        self, graph_id: str, question: str, under: str | None = None, *, kind: TurnKind = TurnKind.ASK
-    ) -> TurnRequest:
+    def ask(self, graph_id: str, question: str, under: str | None = None) -> TurnRequest:
         """A follow-up question under the root's answer, or under a question's current answer or an answer.
 
-        Asked once per graph (rule 10): a repeat of a current question is refused. ``kind``
-        ``attach``: the narrower question a fork was made for (``Exploration.attach``).
+        Asked once per graph (rule 10): a repeat of a current question is refused.
         """
-        if kind not in (TurnKind.ASK, TurnKind.ATTACH):
-            raise InvalidInputError(f"kind must be 'ask' or 'attach', not {shown(kind)}")
+        return self._asked(graph_id, question, under, TurnKind.ASK)
+
+    def attach(self, graph_id: str, question: str, under: str | None = None) -> TurnRequest:
+        """The narrower question a fork was made for (``Exploration.attach``), asked as :meth:`ask` asks."""
+        return self._asked(graph_id, question, under, TurnKind.ATTACH)
+
+    def _asked(self, graph_id: str, question: str, under: str | None, kind: TurnKind) -> TurnRequest:
         text = require_text(question, "question")
         with self._db.write():
             graph = self._steerable(graph_id)

@@ -42,6 +42,8 @@ from .status_rows import StatusRows, question_link
 from .steering_panel import SteeringControls
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from ..exploration.exploration import Exploration
 
 TABS = ("Gates", "Inspector", "Result", "Export", "Turns")
@@ -217,6 +219,11 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self.prune_branch_button.on_click(self._handler(self._prune_selected))
         self.steering.bind(self._handler)
         self.network.observe(lambda _change: self._post("inspect", None), names="selected")
+
+    @property
+    def exported(self) -> pd.DataFrame | None:
+        """The syntheses the Export tab last exported into the kernel (None before any export)."""
+        return self.exports.exported
 
     def __repr__(self) -> str:
         """What a saved notebook shows where the widget is not live (no kernel)."""

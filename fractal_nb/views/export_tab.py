@@ -21,6 +21,8 @@ from .downloads import DownloadButtons
 from .panel_layout import button
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from ..exploration.exploration import Exploration
     from .held_questions import Act
 
@@ -44,7 +46,7 @@ class ExportTab:
         self.export_button = button("Export syntheses", "download")
         # A browser download (Voila, Binder: nothing written on the server), then the kernel's own ways.
         self.downloads = DownloadButtons(exploration)
-        self.exported: Any = None  # the last exported DataFrame
+        self.exported: pd.DataFrame | None = None  # the last exported syntheses
         self.page: list[widgets.Widget] = (
             [self.downloads, widgets.HTML(PUBLISHED_EXPORT)]
             if published
@@ -80,9 +82,7 @@ class ExportTab:
             where.append(f"variable {name}")
         if path:
             where.append(path)
-        self._post(
-            "note", f"exported {len(frame)} syntheses to {' and '.join(where) or 'view.exports.exported'}"
-        )
+        self._post("note", f"exported {len(frame)} syntheses to {' and '.join(where) or 'view.exported'}")
 
 
 def published_kernel() -> bool:

@@ -73,9 +73,8 @@ def _status_rows(node: dict[str, Any], meta: dict[str, Any]) -> list[str]:
             f"<p class='fractal-weak-note' style='{ERROR_STYLE}'><b>Weak synthesis:</b> the model could not "
             "synthesize it; its sub-findings were joined without the model.</p>"
         )
-    if (
-        isinstance(meta.get("weak"), list) and meta["weak"]
-    ):  # the weak mark (docs/architecture/engine.md, "Facts, assumptions, unknowns")
+    # The weak mark (docs/architecture/engine.md, "Facts, assumptions, unknowns").
+    if isinstance(meta.get("weak"), list) and meta["weak"]:
         built_on = "; ".join(
             f"{m.get('reason')}: {m.get('node_id')}" for m in meta["weak"] if isinstance(m, dict)
         )

@@ -121,9 +121,8 @@ class StatusRows:
         questions in it links that select them in the tree.
         """
         status = self.network.feed.status
-        if (
-            status == GraphStatus.ERROR
-        ):  # resumable by an explicit act (docs/architecture/store.md, "The graph contract")
+        # Resumable by an explicit act (docs/architecture/store.md, "The graph contract").
+        if status == GraphStatus.ERROR:
             return "stopped", html.escape(
                 f"The last run failed inside the engine ({self.exploration.status_reason}). "
                 "Resume runs again once the cause is gone; Report shows the result as it stands."

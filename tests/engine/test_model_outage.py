@@ -4,7 +4,7 @@ Through the real openai client: a closed port on 127.0.0.1 (nothing listens), th
 the local fake server started on that very port; and a fake server whose model
 answers HTTP 503 after some requests, then recovers.
 
-Covers: engine/calls.py, engine/outcome.py.
+Covers: wire.py, engine/calls.py, engine/outcome.py.
 """
 
 from __future__ import annotations

@@ -171,7 +171,7 @@ def test_export_to_a_variable_and_files(gated: Exploration, tmp_path: Path) -> N
     import __main__
 
     frame = __main__.__dict__.pop("found")
-    assert isinstance(frame, pd.DataFrame) and frame is view.exports.exported
+    assert isinstance(frame, pd.DataFrame) and frame is view.exports.exported is view.exported
     assert len(frame) == len(gated.syntheses()) >= 4  # the root and its 3 or 4 seed questions
     assert pd.read_parquet(tmp_path / "syntheses.parquet").equals(frame)
     view.exports.export_name.value = ""

@@ -22,10 +22,10 @@ from mcp.shared.exceptions import MCPError
 
 from ... import errors
 from ...errors import FractalError, InvalidInputError, StateError, StoreUnreachableError
-from ...llm.openai_replies import connection_problem
 from ...store import Store, WorkerStore
 from ...store.holders import HOLDER_LEASE_S, OWN_HOLDER, HolderInfo, hold, let_go, new_holder
 from ...store.records import Heartbeat
+from ...wire import connection_problem
 from ..tools import TOOLS_BY_METHOD
 
 _REFUSALS = {
