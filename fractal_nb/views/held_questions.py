@@ -56,6 +56,7 @@ class GateList(widgets.VBox):  # type: ignore[misc]
 
     def __init__(self) -> None:
         self.rows: list[widgets.HBox] = []
+        self._rows_by_id: dict[str, tuple[str, widgets.HBox]] = {}  # node id: its text and its row
         self._boxes: dict[str, widgets.Checkbox] = {}
         self._showing = False  # the ticks are being set from ``value``: no tick is the person's
         super().__init__([], layout=widgets.Layout(width="100%", max_height="360px", overflow="auto"))
@@ -72,15 +73,24 @@ class GateList(widgets.VBox):  # type: ignore[misc]
 
     @traitlets.observe("options")
     def _rebuild(self, change: dict[str, Any]) -> None:
-        ticked = set(self.value)
-        for row in self.rows:
-            row.children[0].close()
-            row.children[1].close()
-            row.close()
-        self._boxes = {}
-        self.rows = [self._row(text, node_id, node_id in ticked) for text, node_id in change["new"]]
+        """A row per option; a question still listed keeps its row, and so a tick still on its way.
+
+        Rebuilding every row lost a tick the page sent while the list changed (the box it
+        ticked was closed before the tick arrived, issue 41's review).
+        """
+        before, self._rows_by_id = self._rows_by_id, {}
+        for text, node_id in change["new"]:
+            kept = before.pop(node_id, None)
+            if kept is not None and kept[0] != text:
+                _close_row(kept[1])
+                kept = None
+            self._rows_by_id[node_id] = kept or (text, self._row(text, node_id, node_id in self.value))
+        for _text, row in before.values():
+            _close_row(row)
+        self.rows = [row for _text, row in self._rows_by_id.values()]
+        self._boxes = {node_id: row.children[0] for node_id, (_text, row) in self._rows_by_id.items()}
         self.children = tuple(self.rows)
-        self.value = tuple(node_id for node_id in self.value if node_id in self._boxes)
+        self.value = tuple(node_id for node_id, box in self._boxes.items() if box.value)
 
     @traitlets.observe("value")
     def _show_ticks(self, change: dict[str, Any]) -> None:
@@ -102,7 +112,6 @@ class GateList(widgets.VBox):  # type: ignore[misc]
             layout=widgets.Layout(width="28px", flex="0 0 auto"),
         )
         box.observe(self._ticked, names="value")
-        self._boxes[node_id] = box
         question = widgets.HTML(
             f"<div style='{WRAPPED}'>{html.escape(text)}</div>",
             layout=widgets.Layout(flex="1 1 auto", min_width="0"),
@@ -126,6 +135,13 @@ class GateList(widgets.VBox):  # type: ignore[misc]
         """Close the list and every row in it."""
         self.options = ()
         super().close()
+
+
+def _close_row(row: widgets.HBox) -> None:
+    """Close a row of the list and its widgets."""
+    for child in row.children:
+        child.close()
+    row.close()
 
 
 class HeldQuestion(widgets.VBox):  # type: ignore[misc]

@@ -162,3 +162,20 @@ def test_the_panel_lists_the_gated_questions_whole_and_approves_and_prunes_the_t
         assert (node["status"], node["status_reason"]) == ("saturated", "pruned")
         assert second not in dict(view.gates.gate_list.options).values() and view.gates.gate_list.value == ()
         view.close()
+
+
+def test_a_question_still_listed_keeps_its_row_so_a_tick_on_its_way_counts() -> None:
+    """The list changing (a gate approved) while a tick travels from the page loses no tick."""
+    gates = GateList()
+    gates.options = [
+        ("Who pays for it?", "n-1"),
+        ("What does it displace?", "n-2"),
+        ("Who opposes it?", "n-3"),
+    ]
+    box = gates.rows[1].children[0]
+    gates.options = [("What does it displace?", "n-2"), ("Who opposes it?", "n-3")]  # n-1 approved
+    assert gates.rows[0].children[0] is box, "the row of a question still listed is kept"
+    box.value = True  # the page's tick, arriving after the list changed
+    assert gates.value == ("n-2",)
+    gates.options = [("What does it displace?", "n-2")]
+    assert gates.value == ("n-2",) and gates.rows[0].children[0] is box
