@@ -340,5 +340,7 @@ def test_the_thresholds_are_where_the_tests_say() -> None:
 def test_a_harvest_names_a_finding_but_one_read_back_may_hold_none() -> None:
     """The summary is the root's synthesis (issue 42): the harvest's reply is its findings, at least one."""
     assert "findings: none" in refusal(HarvestFindings, {"findings": [], "gaps": ["housing supply"]})
-    assert "findings\n  Field required" in refusal(HarvestFindings, {"summary": "Jobs pull people into cities."})
+    assert "findings\n  Field required" in refusal(
+        HarvestFindings, {"summary": "Jobs pull people into cities."}
+    )
     assert HarvestFindings.model_validate({"findings": [], "gaps": []}, context=STORED).findings == []
