@@ -46,7 +46,7 @@ from fractal_nb import Exploration  # noqa: E402
 from fractal_nb.llm.local_server import SAMPLING, LocalModelServer, local_model_available  # noqa: E402
 from fractal_nb.llm.protocol import Message  # noqa: E402
 from fractal_nb.llm.quality import ReplyContext, describe  # noqa: E402
-from fractal_nb.llm.schemas import Answer, Connections, HarvestSummary, LeafAnswer, SeedPlan, Synthesis  # noqa: E402
+from fractal_nb.llm.schemas import Answer, Connections, HarvestFindings, LeafAnswer, SeedPlan, Synthesis  # noqa: E402
 from fractal_nb.prompts import chat, render  # noqa: E402
 
 SEEDS = [
@@ -114,7 +114,7 @@ def prompts(case: int) -> dict[str, tuple[type[Any], list[Message]]]:
             ),
         ),
         "harvest": (
-            HarvestSummary,
+            HarvestFindings,
             chat("harvest", seed=seed, chain=f"- {seed}\n  {first} {second}", gaps="(none)"),
         ),
     }

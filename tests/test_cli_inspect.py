@@ -210,7 +210,7 @@ def test_a_file_of_several_graphs_needs_the_graph_id_listing_them(
     assert code == EXIT_OK and out.strip().endswith(")") and "Why do rivers meander?" in out
     code, out, _ = run(["report", str(path), "--graph-id", second, "--json"], capsys)
     assert code == EXIT_OK and json.loads(out)["status"] == "active"  # an active graph: read, not harvested
-    assert "not harvested" in json.loads(out)["summary"]
+    assert "the root is not synthesized yet" in json.loads(out)["summary"]
     code, _, err = run(["tree", str(path), "--graph-id", "g-nope"], capsys)
     assert code == EXIT_ERROR and "g-nope" in err
     assert digest(path) == before

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from fractal_nb.llm.quality import STORED, ReplyContext
-from fractal_nb.llm.schemas import Answer, Connections, HarvestSummary, LeafAnswer, SeedPlan, Synthesis
+from fractal_nb.llm.schemas import Answer, Connections, HarvestFindings, LeafAnswer, SeedPlan, Synthesis
 from fractal_nb.prompts import chat, render
 
 NAMES = ["seed", "answer", "answer_branch", "answer_leaf", "connect", "synthesize", "harvest"]
@@ -45,7 +45,7 @@ EXAMPLES = {
         Connections,
         {"question": "Why do cities grow?", "node_id": "n-1", "answer": "Jobs.", "candidates": "- x"},
     ),
-    "harvest": (HarvestSummary, {"seed": "Why do cities grow?", "chain": "- x", "gaps": "(none)"}),
+    "harvest": (HarvestFindings, {"seed": "Why do cities grow?", "chain": "- x", "gaps": "(none)"}),
 }
 
 

@@ -101,7 +101,7 @@ def _add_running(commands: Commands) -> None:
     run = commands.add_parser(
         "run",
         help="explore a seed and print the harvest",
-        description="Explore SEED and print the harvest summary.",
+        description="Explore SEED and print the harvest: the root's synthesis, findings and gaps.",
     )
     run.add_argument("seed", help="the question, claim, goal or fact to explore")
     _add_run_options(run, db_default="exploration.duckdb")

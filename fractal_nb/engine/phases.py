@@ -6,9 +6,9 @@ from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from ..errors import FractalError, LLMError
-from ..llm.schemas import HarvestSummary
+from ..llm.schemas import HarvestFindings
 from ..results.provenance import with_nodes
-from ..results.result import ChainLink, FractalResult, synthesis_chain
+from ..results.result import FractalResult, synthesis_chain
 from ..store.records import NodeRecord
 from ..text import clip
 from ..vocabulary import (
@@ -20,7 +20,7 @@ from ..vocabulary import (
 from . import grounding, synthesis_object
 from .gaps import GATED_UNEXPLORED, HELD_UNEXPLORED, current, gap_rows, gap_text
 from .primitive import cascade, freeze_unexplored
-from .result_of import checked, result_of, stored_result
+from .result_of import HARVEST_FAILED, checked, result_of, stored_result
 
 if TYPE_CHECKING:
     from .run_state import RunState
@@ -67,14 +67,14 @@ def harvest(run: RunState, *, finish: bool = True, aggregate: bool = False) -> F
         run.part.finish(run, spent, stopped)
     nodes = current(store.get_snapshot(g)["nodes"])
     chain = synthesis_chain(nodes)
-    summary = _summary(run, nodes, chain, spent)
+    harvested = _harvested(run, nodes, spent)
     synthesis = _synthesis_object(run, nodes, aggregate=aggregate and spent is None)
     if not finishing:  # checked as the store checks them, nothing written
-        return result_of(run, store.get_snapshot(g), chain, summary, checked(run, summary), synthesis)
+        return result_of(run, store.get_snapshot(g), chain, harvested, checked(run, harvested), synthesis)
     # Kept with the graph, so a reopened file gives the same result without a model; the store
     # checks every finding's citations and sets its support (docs/architecture/store.md,
     # "Sources and citations").
-    kept = summary.model_dump(mode="json")
+    kept = harvested.model_dump(mode="json")
     # Each finding names the node it rests on (results/provenance.py): code's, not the model's.
     kept["findings"] = with_nodes(kept["findings"], nodes)
     if synthesis is not None:
@@ -87,28 +87,19 @@ def harvest(run: RunState, *, finish: bool = True, aggregate: bool = False) -> F
     return stored_result(run, store.get_snapshot(g))
 
 
-def _summary(
-    run: RunState, nodes: list[NodeRecord], chain: list[ChainLink], spent: str | None
-) -> HarvestSummary:
-    """The strategy's summary with every gap of the graph first; the root's synthesis if the call fails."""
+def _harvested(run: RunState, nodes: list[NodeRecord], spent: str | None) -> HarvestFindings:
+    """The strategy's findings, with every gap of the graph first; none when its call fails."""
     gaps = [gap_text(row) for row in gap_rows(nodes)]
-    fallback = (
-        chain[0].synthesis
-        if chain and not chain[0].degraded
-        else "(no summary: the model could not synthesize the root; see the gaps)"
-        if chain
-        else "(no synthesis yet)"
-    )
-    summary = HarvestSummary.model_construct(summary=fallback, findings=[], gaps=[])
+    harvested = HarvestFindings.model_construct(findings=[], gaps=[])
     try:
-        summary = run.part.summary(run, nodes, gaps, spent)
-    except LLMError as exc:  # logged; the root's synthesis stands in for the summary
-        gaps.append(f"harvest summary failed: {exc}")
+        harvested = run.part.harvested(run, nodes, gaps, spent)
+    except LLMError as exc:  # logged; the result is the root's synthesis, without findings
+        gaps.append(f"{HARVEST_FAILED}: {exc}")
     # One gap per question (two alike stay two); the model's own gaps added where they are new.
-    summary = summary.model_copy(update={"gaps": gaps + [g for g in summary.gaps if g not in gaps]})
+    harvested = harvested.model_copy(update={"gaps": gaps + [g for g in harvested.gaps if g not in gaps]})
     if (own := run.part.findings(nodes)) is not None:
-        summary = summary.model_copy(update={"findings": own})
-    return summary
+        harvested = harvested.model_copy(update={"findings": own})
+    return harvested
 
 
 def _synthesis_object(run: RunState, nodes: list[NodeRecord], *, aggregate: bool) -> dict[str, Any] | None:
@@ -162,20 +153,9 @@ def preview(run: RunState) -> FractalResult:
     if "harvest" in snapshot["metadata"] and snapshot["status"] == GraphStatus.COMPLETED:
         return stored_result(run, snapshot)
     nodes = current(snapshot["nodes"])
-    chain = synthesis_chain(nodes)
-    questions = [n for n in nodes if n["node_type"] == "question"]
-    done = sum(n["status"] in (NodeStatus.SYNTHESIZED, NodeStatus.SATURATED) for n in questions)
-    if chain and chain[0].depth == 0 and not chain[0].degraded:
-        text = chain[0].synthesis
-    else:
-        text = (
-            f"(not harvested: {done} of {len(questions)} questions synthesized or saturated; "
-            "harvest() writes the summary)"
-        )
-    summary = HarvestSummary.model_construct(
-        summary=text, findings=[], gaps=[gap_text(row) for row in gap_rows(nodes)]
-    )
-    return result_of(run, snapshot, chain, summary, [], _synthesis_object(run, nodes, aggregate=False))
+    gaps = HarvestFindings.model_construct(findings=[], gaps=[gap_text(row) for row in gap_rows(nodes)])
+    synthesis = _synthesis_object(run, nodes, aggregate=False)
+    return result_of(run, snapshot, synthesis_chain(nodes), gaps, [], synthesis)
 
 
 def freeze_and_repair(run: RunState, *, model: bool = True) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..llm.quality import STORED
-from ..llm.schemas import HarvestSummary
+from ..llm.schemas import HarvestFindings
 from ..results.provenance import with_nodes
 from ..results.result import ChainLink, FractalResult, synthesis_chain, weak_reasons
 from ..store.citations import support_of
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 def stored_result(run: RunState, snapshot: Snapshot, made: dict[str, Any] | None = None) -> FractalResult:
     """A harvested graph's result, read back without the model (``made``: a synthesis object built now)."""
     harvest, sources = snapshot["metadata"]["harvest"], evidence.has_sources(run.local, run.graph_id)
-    stored = HarvestSummary.model_validate(harvest, context=STORED)
+    stored = HarvestFindings.model_validate(harvest, context=STORED)
     # As the store recorded them: each with its checked citations and support (record_harvest).
     findings = [
         {
@@ -39,10 +39,10 @@ def stored_result(run: RunState, snapshot: Snapshot, made: dict[str, Any] | None
     return result_of(run, snapshot, synthesis_chain(current(snapshot["nodes"])), stored, findings, made)
 
 
-def checked(run: RunState, summary: HarvestSummary) -> list[dict[str, Any]]:
-    """The summary's findings with their citations checked by the store (a read), and their support."""
+def checked(run: RunState, harvested: HarvestFindings) -> list[dict[str, Any]]:
+    """The harvest's findings with their citations checked by the store (a read), and their support."""
     findings = []
-    for finding in summary.findings:
+    for finding in harvested.findings:
         cited = evidence.raw(finding.citations)
         checked = list(run.local.check_citations(run.graph_id, cited)) if cited else []
         support = support_of(checked, run.has_sources)
@@ -54,20 +54,21 @@ def result_of(
     run: RunState,
     final: Snapshot,
     chain: list[ChainLink],
-    summary: HarvestSummary,
+    harvested: HarvestFindings,
     findings: list[dict[str, Any]],
     synthesis: dict[str, Any] | None = None,
 ) -> FractalResult:
-    """The result of a graph as it is; ``summary.gaps`` already holds every gap.
+    """The result of a graph as it is; ``harvested.gaps`` already holds every gap.
 
-    ``findings`` are the summary's, each with its checked ``citations`` and ``support``:
+    Its summary is the root's synthesis (:func:`root_summary`). ``findings`` are the
+    harvest's, each with its checked ``citations`` and ``support``:
     with sources only the supported ones are findings of the result, the others
     are kept apart as unsupported (docs/architecture/store.md, "Sources and citations").
     """
     nodes = current(final["nodes"])
     replies = run.local.count_replies(run.graph_id)
     finished = final["status"] == GraphStatus.COMPLETED
-    reasons = _degraded_reasons(nodes, replies, summary.gaps, finished=finished)
+    reasons = _degraded_reasons(nodes, replies, harvested.gaps, finished=finished)
     weak = weak_rows(nodes)
     if (why := _weak_reason(weak)) is not None:
         reasons.append(why)
@@ -85,7 +86,7 @@ def result_of(
         graph_id=run.graph_id,
         seed=run.seed,
         status=final["status"],
-        summary=summary.summary,
+        summary=root_summary(chain, nodes),
         node_count=len(nodes),
         edge_count=len(final["edges"]),
         max_depth=max(n["depth"] for n in nodes),
@@ -93,7 +94,7 @@ def result_of(
         contradiction_count=run.local.query_contradictions(run.graph_id)["count"],
         synthesis_chain=chain,
         findings=kept,
-        gaps=summary.gaps,
+        gaps=harvested.gaps,
         depth_limited=[n["node_id"] for n in nodes if n["metadata"].get("depth_limited")],
         stuck_nodes=[n["node_id"] for n in _questions(nodes) if n["status"] in STUCK],
         replies=replies,
@@ -114,6 +115,24 @@ def result_of(
     )
 
 
+def root_summary(chain: list[ChainLink], nodes: list[NodeRecord]) -> str:
+    """The result's summary: the root's synthesis, built bottom-up (seed 001), or why there is none yet.
+
+    Never a digest written over the graph: a root synthesized without the model
+    (joined) is still the summary, and the degraded reasons say so.
+    """
+    if chain and chain[0].depth == 0:
+        return chain[0].synthesis
+    questions = _questions(nodes)
+    done = sum(n["status"] in (NodeStatus.SYNTHESIZED, NodeStatus.SATURATED) for n in questions)
+    return (
+        f"(the root is not synthesized yet: {done} of {len(questions)} questions synthesized or "
+        "saturated; the harvest synthesizes it)"
+    )
+
+
+HARVEST_FAILED = "harvest call failed"
+"""The gap a failed harvest call leaves (its findings are missing; the summary stands)."""
 STUCK = (NodeStatus.CLAIMED, NodeStatus.ERROR)
 """Statuses of a question left behind: claimed by a run that is gone, or failed."""
 NOT_SETTLED = (
@@ -248,8 +267,8 @@ def _degraded_reasons(
     refused = replies.get("rejected", 0)
     if refused and refused >= REFUSED_SHARE * (answered + refused):
         reasons.append(f"{refused} of {answered + refused} model replies were refused as junk or invalid")
-    if any(g.startswith("harvest summary failed") for g in gaps):
-        reasons.append("the harvest summary failed: the root's synthesis stands in for it")
+    if any(g.startswith((HARVEST_FAILED, "harvest summary failed")) for g in gaps):  # the latter: older files
+        reasons.append("the harvest's call failed: no findings were drawn from the synthesis chain")
     root = next((n for n in questions if n["depth"] == 0), None)
     if finished and root is not None and root["status"] != NodeStatus.SYNTHESIZED:
         reasons.append("the root question has no synthesis")

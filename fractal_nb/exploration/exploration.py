@@ -370,7 +370,7 @@ class Exploration:
         """The result as the graph stands now, read-only: no model call, no change to the graph.
 
         The synthesis chain so far, the gaps and counts; the summary is the root's
-        synthesis (or the stored harvest) when there is one.
+        synthesis once there is one (the stored harvest's findings too, once harvested).
         """
         return preview(self._state)
 

@@ -380,14 +380,34 @@ class Finding(_Output):
     citations: list[Citation] = _citations()
 
 
-class HarvestSummary(_Output):
-    """Harvest phase: the summary, findings and gaps, drawn from the root's synthesis chain."""
+class HarvestFinding(Finding):
+    """A finding the harvest's call names: on the seed's topic, never the worked example's."""
+
+    finding: Annotated[Harvested, AfterValidator(quality.on_topic)]
+
+
+class HarvestFindings(_Output):
+    """Harvest phase: the findings and the gaps, drawn from the root's synthesis chain.
+
+    No summary: the root's synthesis is the result's summary (seed 001), built bottom-up;
+    the harvest adds the findings it rests on, each with the node it comes from.
+    """
 
     role: ClassVar[str] = "harvest"
-    usable: ClassVar[tuple[Usable, ...]] = (Usable("findings", Finding), Usable("gaps", Remark))
-    summary: Annotated[Harvested, AfterValidator(quality.on_topic)]
-    findings: list[Finding] = Field(default_factory=list)
+    usable: ClassVar[tuple[Usable, ...]] = (
+        Usable("findings", HarvestFinding, least=1),
+        Usable("gaps", Remark),
+    )
+    findings: list[HarvestFinding] = Field(json_schema_extra={"minItems": 1})
     gaps: list[Remark] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _found(self, info: ValidationInfo) -> HarvestFindings:
+        """A reply names at least one finding; a harvest read back may hold none (its call failed)."""
+        stored = isinstance(info.context, quality.ReplyContext) and info.context.trusted
+        if not self.findings and not stored:
+            raise ValueError("findings: none: name what the synthesis chain found, each with a confidence")
+        return self
 
 
 class WidenPlan(_Output):
@@ -413,7 +433,7 @@ SCHEMAS: tuple[type[_Output], ...] = (
     LeafAnswer,
     Synthesis,
     Connections,
-    HarvestSummary,
+    HarvestFindings,
     WidenPlan,
 )
 """Every schema the engine asks for (``connections_among`` builds narrowed ``Connections``)."""

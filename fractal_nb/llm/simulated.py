@@ -361,8 +361,6 @@ class SimulatedLLM:
             {"source": src, "line_start": int(a), "line_end": int(b), "quote": quote}
             for src, a, b, quote in dict.fromkeys(_CHAIN_CITE.findall(chain))  # each once
         ]
-        frame = read_frame(seed)
-        x, y = _leading(chain, frame.kind, rng)
         # Each finding is about a question of the chain (root first), in the words it was asked in.
         asked = re.findall(r"^\s*- (.+?\?): ", chain, flags=re.MULTILINE) or [seed]
         findings = []
@@ -379,8 +377,6 @@ class SimulatedLLM:
                 }
             )
         return {
-            "summary": f"[simulated] Across {steps} syntheses, what decides {frame.subject} is {x} first and "
-            f"{y} second. Connect a real model (OpenAILLM) for real answers.",
             "findings": findings,
             "gaps": gaps,
         }

@@ -99,6 +99,8 @@ class FractalResult:
     seed: str
     status: str
     summary: str
+    """The root's synthesis, built bottom-up from its sub-questions' syntheses (seed 001: the root
+    node's synthesis IS the final summary); before the root is synthesized, says so."""
     node_count: int
     edge_count: int
     max_depth: int

@@ -127,7 +127,7 @@ def test_with_sources_every_simulated_answer_cites_real_lines_and_every_finding_
         "\nEvidence: " in p and re.search(r"^\[notes/(growth\.md|policy\.txt):L\d+-L\d+\]$", p, re.M)
         for p in asked
     )
-    harvest = next(p for name, p in llm.prompts if name == "HarvestSummary")
+    harvest = next(p for name, p in llm.prompts if name == "HarvestFindings")
     assert "cites [" in harvest and harvest.endswith(render("harvest_citing", most=8))
     assert result.has_sources and result.findings and not result.unsupported_findings
     for finding in result.findings:
@@ -159,7 +159,7 @@ def test_without_sources_the_prompts_and_the_result_are_as_they_were(tmp_path: P
         ):  # the task, then the question (its worked example closes the task)
             task = render("halt") + "\n\n" + render("answer_branch" if name == "Answer" else "answer_leaf")
             assert task + "\n\nQuestion to answer now" in prompt
-        if name == "HarvestSummary":  # no rule to cite sources
+        if name == "HarvestFindings":  # no rule to cite sources
             assert render("harvest_citing", most=8).splitlines()[0] not in prompt
     assert written and all("citations" not in a["metadata"] for a in written)
     assert not any("It rests on" in a["text"] for a in written)

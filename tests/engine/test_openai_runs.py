@@ -25,7 +25,7 @@ from fractal_nb.llm.schemas import (
     Answer,
     Connections,
     Eval,
-    HarvestSummary,
+    HarvestFindings,
     Judgement,
     LeafAnswer,
     SeedPlan,
@@ -177,13 +177,11 @@ def synthesis(prompt: str) -> dict[str, Any]:
     return {"synthesis": text, "tensions": []}
 
 
-def harvest_summary(prompt: str) -> dict[str, Any]:
-    seed = _field(prompt, r"Seed: ([^\n]+)")
+def harvest_findings(prompt: str) -> dict[str, Any]:
     return {
-        "summary": f"Cities grow where jobs cluster; seed: {seed}",
         "findings": [
-            {"finding": "Jobs drive growth.", "confidence": "high"},
-            {"finding": "Land supply limits it.", "confidence": "medium"},
+            {"finding": "Jobs drive the growth of cities.", "confidence": "high"},
+            {"finding": "Land supply limits how fast cities grow.", "confidence": "medium"},
         ],
         "gaps": [],
     }
@@ -216,7 +214,7 @@ def role_responder(*, poison: bool = False) -> Any:
         "LeafAnswer": answer,
         "Connections": connections,
         "Synthesis": synthesis,
-        "HarvestSummary": harvest_summary,
+        "HarvestFindings": harvest_findings,
         "WidenPlan": widen_plan,
         # The tracks strategy's roles (engine/strategies/tracks.py): played by the simulator, from the prompt.
         **{schema.__name__: simulated(schema) for schema in (TrackPlan, TrackFindings, SynthesisObject)},
@@ -284,7 +282,7 @@ def test_the_fake_model_answers_every_role_validly() -> None:
             answer="x",
             candidates="- [n-00000000000000a1] y\n- [n-00000000000000b2] z",
         ),
-        HarvestSummary: chat("harvest", seed=SEED, chain="- x", gaps="(none)"),
+        HarvestFindings: chat("harvest", seed=SEED, chain="- x", gaps="(none)"),
         WidenPlan: chat("widen", seed=SEED, existing="- Why jobs?", n=2),
         TrackPlan: chat("tracks_seed", seed=SEED, lo=3, hi=4, note=""),
         TrackFindings: chat(
@@ -417,15 +415,20 @@ def test_llama_cpp_run_falls_back_to_json_object_once() -> None:
                 "SeedPlan",
                 "LeafAnswer",
                 "Synthesis",
-                "HarvestSummary",
+                "HarvestFindings",
             } | ({"Connections"} if "connect" in set(ex.llm_calls()["role"]) else set())
             # Every completion that landed was a json_object one; no call failed.
             calls = ex.llm_calls()
             assert set(calls["outcome"]) == {"ok"}
             assert calls["attempts"].sum() == len(server.requests)  # the probe's request included
             assert set(calls["mode"]) == {"json_object"}
-            assert result.summary.startswith("Cities grow where jobs cluster")
-            assert [f["finding"] for f in result.findings] == ["Jobs drive growth.", "Land supply limits it."]
+            # The summary is the root's synthesis (the fake's), the findings the harvest call's.
+            assert result.summary == result.synthesis_chain[0].synthesis
+            assert result.summary.startswith("Synthesis of ") and result.synthesis_chain[0].depth == 0
+            assert [f["finding"] for f in result.findings] == [
+                "Jobs drive the growth of cities.",
+                "Land supply limits how fast cities grow.",
+            ]
             nodes = ex.nodes()
             questions = nodes.query("node_type == 'question'")
             assert 3 <= (questions["depth"] == 1).sum() <= 4
@@ -593,7 +596,9 @@ def test_junk_is_refused_corrected_once_and_the_result_says_it_is_degraded() -> 
             assert any("question(s) failed" in r for r in result.degraded_reasons)
             assert any("synthes" in r for r in result.degraded_reasons)  # the root's ":{"
             assert result.synthesis_chain[0].degraded
-            assert not result.summary.startswith("[model synthesis failed")
+            # The summary is the root's synthesis even so: joined without the model, and labelled so.
+            assert result.summary == result.synthesis_chain[0].synthesis
+            assert result.summary.startswith("[model synthesis failed")
             markdown = result._repr_markdown_()
             assert "**Degraded result:**" in markdown and "rejected" in markdown
             assert "fractal-degraded" in result._repr_html_()

@@ -153,7 +153,7 @@ def test_a_report_on_an_active_graph_leaves_it_active_and_steppable() -> None:
         look = ex.report()
         preview = ex.preview()
         assert status == ex.status == "active" and len(ex.events()) == events
-        assert preview.status == "active" and "not harvested" in preview.summary
+        assert preview.status == "active" and "the root is not synthesized yet" in preview.summary
         assert any(g.startswith("waiting (open)") for g in preview.gaps)
         assert not preview.findings and "waiting (open)" in look
         assert len(ex.step(1)) == 1  # still steppable

@@ -511,7 +511,7 @@ def test_a_model_out_of_reach_gives_the_level_back_and_the_chain_goes_on_later()
 
 def test_a_harvest_cuts_even_a_held_level_and_that_workers_write_is_refused() -> None:
     from fractal_nb.engine.run_state import RunState
-    from fractal_nb.engine.strategies.thinkon import summary, unwind
+    from fractal_nb.engine.strategies.thinkon import harvested, unwind
 
     store = GraphStore()
     g = store.create_graph("Plan a trip.", "explore", "autonomous", metadata={"strategy": "thinkon"})
@@ -527,7 +527,7 @@ def test_a_harvest_cuts_even_a_held_level_and_that_workers_write_is_refused() ->
     assert [d["outcome"] for d in store.thinkon_level(gid, root)["done"]] == ["cut"]
     with pytest.raises(StateError, match="claim it first"):
         store.thinkon_return(gid, child, "The train is booked.", worker_id="w")
-    assert summary([], []).summary == "(no chain)"
+    assert harvested([], ["a gap"]).findings == [] and harvested([], ["a gap"]).gaps == ["a gap"]
     store.close()
 
 

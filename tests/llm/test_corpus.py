@@ -31,7 +31,7 @@ CORPUS = Path(__file__).parent / "corpus" / "gemma-3-270m.json"
 SCHEMAS: dict[str, type[BaseModel]] = {
     s.__name__: s
     for s in (schemas.SeedPlan, schemas.Answer, schemas.LeafAnswer, schemas.Synthesis, schemas.Connections)
-    + (schemas.HarvestSummary,)
+    + (schemas.HarvestFindings,)
 }
 NON_ANSWERS = {"yes", "no", "maybe", "i don't know", "i do not know", "not sure", "i am not sure", "no idea"}
 

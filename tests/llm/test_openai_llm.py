@@ -549,8 +549,9 @@ def test_a_model_that_answers_with_the_correction_leaves_a_degraded_result(tmp_p
         name = schema_name(body)
         if name == "Synthesis":
             return {"synthesis": JUNK_SYNTHESIS, "tensions": []}
-        if name == "HarvestSummary":
-            return {"summary": "'A paragraph of your own.' is the schema's wording, not…", "findings": []}
+        if name == "HarvestFindings":
+            finding = "'A paragraph of your own.' is the schema's wording, not…"
+            return {"findings": [{"finding": finding, "confidence": "high"}]}
         return sensible(body)
 
     with FakeOpenAI("ok", responder=respond) as server:
@@ -565,7 +566,8 @@ def test_a_model_that_answers_with_the_correction_leaves_a_degraded_result(tmp_p
     assert "value_error" not in texts and "schema's wording" not in result.summary
     assert result.degraded and result.synthesis_chain[0].degraded
     assert any("synthes" in r for r in result.degraded_reasons)
-    assert any("harvest summary failed" in r for r in result.degraded_reasons)
+    assert any("no findings were drawn" in r for r in result.degraded_reasons)
+    assert result.summary == result.synthesis_chain[0].synthesis and result.findings == []
     refused = calls[calls["role"] == "synthesize"]
     assert (refused["outcome"] == "error").all() and refused["error"].str.contains(
         "repeats the instructions"

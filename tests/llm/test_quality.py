@@ -15,7 +15,7 @@ from fractal_nb.llm.quality import STORED, ReplyContext
 from fractal_nb.llm.schemas import (
     Answer,
     Connections,
-    HarvestSummary,
+    HarvestFindings,
     LeafAnswer,
     SeedPlan,
     Synthesis,
@@ -150,8 +150,11 @@ def test_schema_descriptions_are_placeholders() -> None:
 def test_remarks_and_harvest_text_may_quote_the_prompt() -> None:
     """A note or a gap speaks about what the prompt shows, so quoting it is no echo."""
     prompt: list[Message] = [{"role": "user", "content": "Chain:\n- Jobs pull people into cities."}]
-    summary = {"summary": "Jobs pull people into cities.", "findings": [], "gaps": ["housing supply"]}
-    assert HarvestSummary.model_validate(summary, context=ReplyContext.of(prompt, HarvestSummary))
+    harvested = {
+        "findings": [{"finding": "Jobs pull people into cities.", "confidence": "high"}],
+        "gaps": ["housing supply"],
+    }
+    assert HarvestFindings.model_validate(harvested, context=ReplyContext.of(prompt, HarvestFindings))
 
 
 def test_text_read_back_from_the_store_is_not_judged_again() -> None:
@@ -232,29 +235,29 @@ def test_a_copy_of_a_correction_is_refused_in_every_field() -> None:
     """The issue's root synthesis and summary: the gates' own correction, given back as content."""
     assert "repeats the instructions or a correction" in refusal(LeafAnswer, answer(CORRECTION_COPY))
     assert "repeats the instructions" in refusal(Synthesis, {"synthesis": CORRECTION_COPY, "tensions": []})
-    summary = {"summary": CORRECTION_COPY, "findings": [], "gaps": []}
-    assert "repeats the instructions" in refusal(HarvestSummary, summary)
+    harvested = {"findings": [{"finding": CORRECTION_COPY, "confidence": "high"}], "gaps": []}
+    assert "repeats the instructions" in refusal(HarvestFindings, harvested)
     # Without any context too (the simulated model's own check, the engine's second look).
-    assert "repeats the instructions" in refusal(HarvestSummary, summary, context=ReplyContext())
+    assert "repeats the instructions" in refusal(HarvestFindings, harvested, context=ReplyContext())
 
 
 @pytest.mark.parametrize(
     "text",
     [
-        "That reply was not a valid HarvestSummary: summary: Value error, 'A paragraph of your own.' is the…",
+        "That reply was not a valid HarvestFindings: findings: 'A paragraph of your own.' is the schema…",
         "'A paragraph of your own.' is the schema's wording, not…",
         "is too short: write at least 3 words",
         "Reply again with only the corrected JSON object.",
         "The copies the prompt: write it in your own words, please",
     ],
 )
-def test_a_clipped_quote_of_a_correction_is_refused_as_a_harvest_summary(text: str) -> None:
+def test_a_clipped_quote_of_a_correction_is_refused_as_a_harvest_finding(text: str) -> None:
     from fractal_nb.prompts import chat
 
     messages = chat("harvest", seed="Why do cities grow?", chain="- Jobs pull people.", gaps="(none)")
-    reply = {"summary": text, "findings": [], "gaps": []}
+    reply = {"findings": [{"finding": text, "confidence": "high"}], "gaps": []}
     assert "repeats the instructions" in refusal(
-        HarvestSummary, reply, ReplyContext.of(messages, HarvestSummary)
+        HarvestFindings, reply, ReplyContext.of(messages, HarvestFindings)
     )
 
 
@@ -332,3 +335,12 @@ def test_the_thresholds_are_where_the_tests_say() -> None:
     assert clause < 0.65 < NEVER_CONTENT_SHARE < NEAR_COPY_SHARE <= appended
     gate = "Value error, 'x' is the schema's wording, not content: write your own text"
     assert copied_share(CORRECTION_COPY, gate) >= NEVER_CONTENT_SHARE
+
+
+def test_a_harvest_names_a_finding_but_one_read_back_may_hold_none() -> None:
+    """The summary is the root's synthesis (issue 42): the harvest's reply is its findings, at least one."""
+    assert "findings: none" in refusal(HarvestFindings, {"findings": [], "gaps": ["housing supply"]})
+    assert "findings\n  Field required" in refusal(
+        HarvestFindings, {"summary": "Jobs pull people into cities."}
+    )
+    assert HarvestFindings.model_validate({"findings": [], "gaps": []}, context=STORED).findings == []

@@ -23,7 +23,7 @@ from fractal_nb.llm.schemas import (
     Answer,
     Connections,
     Eval,
-    HarvestSummary,
+    HarvestFindings,
     Judgement,
     LeafAnswer,
     ProxySignal,
@@ -93,7 +93,7 @@ PROMPTS: dict[type[BaseModel], list[Message]] = {
         answer="Jobs.",
         candidates="\n".join(f"- [{n}] an answer from another branch" for n in (A, B, C)),
     ),
-    HarvestSummary: chat(
+    HarvestFindings: chat(
         "harvest",
         seed="Why do cities grow?",
         chain="- Why do cities grow?: jobs\n  - Which jobs?: services",
@@ -147,7 +147,7 @@ PROSE = {
     LeafAnswer: lambda o: [o["answer"]],
     Synthesis: lambda o: [o["synthesis"], *o["tensions"]],
     Connections: lambda o: [link["note"] for link in o["convergences"] + o["contradictions"]],
-    HarvestSummary: lambda o: [o["summary"], *(f["finding"] for f in o["findings"])],
+    HarvestFindings: lambda o: [f["finding"] for f in o["findings"]],
     WidenPlan: lambda o: [o["rationale"]],
     TrackPlan: lambda o: [o["decomposition"]],
     TrackFindings: lambda o: [o["conclusions"], *(f["finding"] for f in o["findings"]), *o["gaps"]],
@@ -231,7 +231,7 @@ def test_connect_links_only_to_candidate_ids_shown() -> None:
 
 
 def test_harvest_carries_the_prompt_gaps() -> None:
-    output = SimulatedLLM().complete(PROMPTS[HarvestSummary], HarvestSummary)
+    output = SimulatedLLM().complete(PROMPTS[HarvestFindings], HarvestFindings)
     assert output["gaps"] == ["failed: Which land? (LLMError: boom)"]
 
 
@@ -515,7 +515,7 @@ def test_the_harvest_carries_the_chains_citations_to_its_findings() -> None:
         ),
         sources=True,
     )
-    out = SimulatedLLM().complete(messages, HarvestSummary)
+    out = SimulatedLLM().complete(messages, HarvestFindings)
     assert len(out["findings"]) == 3  # three syntheses in the chain, the cites lines not counted
     carried = [f["citations"] for f in out["findings"]]
     assert carried[0] == [
@@ -525,7 +525,7 @@ def test_the_harvest_carries_the_chains_citations_to_its_findings() -> None:
         {"source": "b.txt", "line_start": 2, "line_end": 3, "quote": "Ports grew first. Then rail."}
     ]
     assert carried[2] == carried[0]
-    plain = SimulatedLLM().complete(PROMPTS[HarvestSummary], HarvestSummary)
+    plain = SimulatedLLM().complete(PROMPTS[HarvestFindings], HarvestFindings)
     assert all(f["citations"] == [] for f in plain["findings"])
 
 

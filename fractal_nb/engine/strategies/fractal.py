@@ -3,8 +3,9 @@
 The default way of thinking (docs/architecture/engine.md, "The worker protocol we follow"). Its
 seed poses the root's questions (pooling a small model's usable ones over
 several attempts); its step is the recursive primitive (engine/primitive.py);
-a question's synthesis is composed from its sub-questions' syntheses only; its
-result is the harvest's summary over the synthesis chain. The tracks and single
+a question's synthesis is composed from its sub-questions' syntheses only; the
+root's synthesis is the result's summary, and the harvest's call draws the findings
+from the synthesis chain. The tracks and single
 strategies reuse its parts (they subclass :class:`Fractal`).
 """
 
@@ -14,7 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ...errors import BudgetExhaustedError, LLMError
-from ...llm.schemas import Finding, HarvestSummary, SeedPlan, Synthesis
+from ...llm.schemas import Finding, HarvestFindings, SeedPlan, Synthesis
 from ...prompts import chat
 from ...results.result import StepRecord, synthesis_chain
 from ...store.records import Claim, NodeRecord, SubQuestionBrief, SynthesisClaim, SynthesisInputs
@@ -147,10 +148,10 @@ def _finding(child: SubQuestionBrief) -> str:
     return str(child["synthesis"] or f"saturated ({child['status_reason']}): not explored further")
 
 
-def harvest_summary(
+def harvest_findings(
     run: RunState, nodes: list[NodeRecord], gaps: list[str], spent: str | None
-) -> HarvestSummary:
-    """The harvest's model call over the sound part of the synthesis chain, and the gaps."""
+) -> HarvestFindings:
+    """The harvest's model call: findings and gaps drawn from the sound part of the synthesis chain."""
     if spent is not None:
         raise BudgetExhaustedError(f"{spent}: the harvest made no model calls")
     # What the model did not write (syntheses joined without it) is never material for findings.
@@ -163,7 +164,7 @@ def harvest_summary(
         for c in sound[:40]
     )
     return run.call(
-        HarvestSummary,
+        HarvestFindings,
         evidence.with_rule(
             chat(
                 "harvest",
@@ -212,14 +213,14 @@ class Fractal:
         """Freeze what is left, then synthesize up to the root (with the model unless spent)."""
         freeze_and_repair(run, model=spent is None)
 
-    def summary(
+    def harvested(
         self, run: RunState, nodes: list[NodeRecord], gaps: list[str], spent: str | None
-    ) -> HarvestSummary:
-        """The harvest's call over the synthesis chain (:func:`harvest_summary`)."""
-        return harvest_summary(run, nodes, gaps, spent)
+    ) -> HarvestFindings:
+        """The harvest's call over the synthesis chain (:func:`harvest_findings`)."""
+        return harvest_findings(run, nodes, gaps, spent)
 
     def findings(self, nodes: list[NodeRecord]) -> list[Finding] | None:
-        """None: the summary's own."""
+        """None: the harvest call's own."""
         return None
 
     def steps_per_worker(self, run: RunState) -> int:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ...llm.schemas import Finding, HarvestSummary
+    from ...llm.schemas import Finding, HarvestFindings
     from ...results.result import StepRecord
     from ...store.records import Claim, NodeRecord, SynthesisClaim
     from ..run_state import RunState
@@ -61,14 +61,17 @@ class StrategyPart(Protocol):
         """The harvest's settling of a graph that will take no more work (``spent``: why no model call)."""
         ...
 
-    def summary(
+    def harvested(
         self, run: RunState, nodes: list[NodeRecord], gaps: list[str], spent: str | None
-    ) -> HarvestSummary:
-        """The result's summary, findings and gaps; raises LLMError when its model call fails."""
+    ) -> HarvestFindings:
+        """The result's findings and gaps; raises LLMError when its model call fails.
+
+        Never the summary: that is the root's synthesis, whatever the strategy.
+        """
         ...
 
     def findings(self, nodes: list[NodeRecord]) -> list[Finding] | None:
-        """The result's findings when the strategy has its own (None: the summary's)."""
+        """The result's findings when the strategy has its own (None: :meth:`harvested`'s)."""
         ...
 
     def steps_per_worker(self, run: RunState) -> int:

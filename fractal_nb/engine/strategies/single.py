@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...llm.quality import STORED
-from ...llm.schemas import MAX_CITATIONS, Finding, HarvestSummary, SingleAnswer
+from ...llm.schemas import MAX_CITATIONS, Finding, HarvestFindings, SingleAnswer
 from ...prompts import chat, render
 from ...results.result import StepRecord
 from ...store.records import NodeRecord
@@ -62,8 +62,8 @@ def seed(run: RunState) -> StepRecord | None:
     )
 
 
-def summary(nodes: list[NodeRecord], gaps: list[str]) -> HarvestSummary:
-    """The result of the one call: its answer as the summary, its findings, its gaps after the graph's."""
+def harvested(nodes: list[NodeRecord], gaps: list[str]) -> HarvestFindings:
+    """The result of the one call: its findings, its gaps after the graph's (its answer is the root's)."""
     root = next((n for n in nodes if n["node_type"] == "question" and n["depth"] == 0), None)
     answer = next(
         (
@@ -76,8 +76,7 @@ def summary(nodes: list[NodeRecord], gaps: list[str]) -> HarvestSummary:
     kept: dict[str, Any] = answer["metadata"].get(KEY, {}) if answer is not None else {}
     findings = [Finding.model_validate(f, context=STORED) for f in kept.get("findings", [])]
     named = [str(g) for g in kept.get("gaps", []) if str(g) not in gaps]
-    return HarvestSummary.model_construct(
-        summary=str(root["metadata"].get("synthesis") or "(not answered)") if root else "(no question)",
+    return HarvestFindings.model_construct(
         findings=findings,
         gaps=[*gaps, *named],
     )
@@ -92,11 +91,11 @@ class Single(Fractal):
         """The one call (:func:`seed`)."""
         return seed(run)
 
-    def summary(
+    def harvested(
         self, run: RunState, nodes: list[NodeRecord], gaps: list[str], spent: str | None
-    ) -> HarvestSummary:
-        """The one call's findings and gaps (:func:`summary`), no further call."""
-        return summary(nodes, gaps)  # no further call
+    ) -> HarvestFindings:
+        """The one call's findings and gaps (:func:`harvested`), no further call."""
+        return harvested(nodes, gaps)  # no further call
 
 
 PART = Single()

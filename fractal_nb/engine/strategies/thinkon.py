@@ -39,7 +39,7 @@ from ...errors import (
     NodeTimeLimitError,
     StateError,
 )
-from ...llm.schemas import Eval, EvalChoice, Finding, HarvestSummary, Think, ThinkChoice
+from ...llm.schemas import Eval, EvalChoice, Finding, HarvestFindings, Think, ThinkChoice
 from ...prompts import chat
 from ...results.result import StepRecord
 from ...store.chain import level_state
@@ -257,23 +257,21 @@ def unwind(run: RunState, reason: str) -> list[str]:
     return returned
 
 
-def summary(nodes: list[NodeRecord], gaps: list[str]) -> HarvestSummary:
-    """A chain's result without a model call.
+def harvested(nodes: list[NodeRecord], gaps: list[str]) -> HarvestFindings:
+    """A chain's findings without a model call.
 
-    The root's return is the summary, and each sub-goal the root's ``done`` holds
-    as returned (the last return of a redone one) a finding; failed and cut levels
-    are among ``gaps`` already (``gaps.gap_rows``).
+    The root's return is its synthesis, the result's summary; each sub-goal the
+    root's ``done`` holds as returned (the last return of a redone one) is a
+    finding; failed and cut levels are among ``gaps`` already (``gaps.gap_rows``).
     """
     root = next((n for n in nodes if n["node_type"] == "question" and n["depth"] == 0), None)
     if root is None:
-        return HarvestSummary.model_construct(summary="(no chain)", findings=[], gaps=gaps)
-    text = root["metadata"].get("synthesis")
+        return HarvestFindings.model_construct(findings=[], gaps=gaps)
     returned: dict[str, str] = {}  # one finding per sub-goal, its last good return
     for entry in level_state(root["metadata"])["done"]:
         if entry.get("outcome") == ThinkonOutcome.RETURNED:
             returned[normalize(str(entry.get("goal", "")))] = str(entry.get("result", ""))
-    return HarvestSummary.model_construct(
-        summary=str(text) if text else "(the chain has not returned)",
+    return HarvestFindings.model_construct(
         findings=[
             Finding.model_construct(finding=r, confidence="medium", citations=[]) for r in returned.values()
         ],
@@ -318,14 +316,14 @@ class Thinkon:
         # The chain's partial result, no model call: the budget that stopped it is its reason.
         unwind(run, spent or stopped or "harvested before the chain returned")
 
-    def summary(
+    def harvested(
         self, run: RunState, nodes: list[NodeRecord], gaps: list[str], spent: str | None
-    ) -> HarvestSummary:
-        """What the levels returned (:func:`summary`), no call."""
-        return summary(nodes, gaps)  # what its levels returned, no call
+    ) -> HarvestFindings:
+        """What the levels returned (:func:`harvested`), no call."""
+        return harvested(nodes, gaps)  # what its levels returned, no call
 
     def findings(self, nodes: list[NodeRecord]) -> list[Finding] | None:
-        """None: the summary's own."""
+        """None: :meth:`harvested`'s own."""
         return None
 
     def steps_per_worker(self, run: RunState) -> int:
