@@ -57,7 +57,6 @@ class GateList(widgets.VBox):  # type: ignore[misc]
     def __init__(self) -> None:
         self.rows: list[widgets.HBox] = []
         self._rows_by_id: dict[str, tuple[str, widgets.HBox]] = {}  # node id: its text and its row
-        self._boxes: dict[str, widgets.Checkbox] = {}
         self._showing = False  # the ticks are being set from ``value``: no tick is the person's
         super().__init__([], layout=widgets.Layout(width="100%", max_height="360px", overflow="auto"))
         self.add_class("fractal-gate-list")
@@ -88,9 +87,8 @@ class GateList(widgets.VBox):  # type: ignore[misc]
         for _text, row in before.values():
             _close_row(row)
         self.rows = [row for _text, row in self._rows_by_id.values()]
-        self._boxes = {node_id: row.children[0] for node_id, (_text, row) in self._rows_by_id.items()}
         self.children = tuple(self.rows)
-        self.value = tuple(node_id for node_id, box in self._boxes.items() if box.value)
+        self.value = self._ticks()
 
     @traitlets.observe("value")
     def _show_ticks(self, change: dict[str, Any]) -> None:
@@ -126,10 +124,14 @@ class GateList(widgets.VBox):  # type: ignore[misc]
             ),
         )
 
+    def _ticks(self) -> tuple[str, ...]:
+        """The ids of the ticked questions, in the list's order (what the boxes say)."""
+        return tuple(node_id for node_id, (_text, row) in self._rows_by_id.items() if row.children[0].value)
+
     def _ticked(self, _change: dict[str, Any]) -> None:
         """The person ticked or cleared a box: ``value`` follows."""
         if not self._showing:
-            self.value = tuple(node_id for node_id, box in self._boxes.items() if box.value)
+            self.value = self._ticks()
 
     def close(self) -> None:
         """Close the list and every row in it."""
