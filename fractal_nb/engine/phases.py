@@ -95,8 +95,9 @@ def _harvested(run: RunState, nodes: list[NodeRecord], spent: str | None) -> Har
         harvested = run.part.harvested(run, nodes, gaps, spent)
     except LLMError as exc:  # logged; the result is the root's synthesis, without findings
         gaps.append(f"{HARVEST_FAILED}: {exc}")
-    # One gap per question (two alike stay two); the model's own gaps added where they are new.
-    harvested = harvested.model_copy(update={"gaps": gaps + [g for g in harvested.gaps if g not in gaps]})
+    # One gap per question (two alike stay two); the model's own gaps added once each, where they are new.
+    named = [g for g in dict.fromkeys(harvested.gaps) if g not in gaps]
+    harvested = harvested.model_copy(update={"gaps": gaps + named})
     if (own := run.part.findings(nodes)) is not None:
         harvested = harvested.model_copy(update={"findings": own})
     return harvested

@@ -79,3 +79,20 @@ def test_a_failed_harvest_call_costs_the_findings_not_the_summary() -> None:
         assert result.summary == root_synthesis(ex) and result.findings == []
         assert result.degraded and any("no findings were drawn" in r for r in result.degraded_reasons)
         assert any(g.startswith("harvest call failed") for g in result.gaps)
+
+
+class RepeatedGaps(NoHarvest):
+    """The simulator, its harvest naming each of its gaps five times (a small model did so)."""
+
+    def complete(self, messages: list[Message], schema: type[BaseModel]) -> dict[str, Any]:
+        reply = self.simulated.complete(messages, schema)
+        if schema is HarvestFindings:
+            reply["gaps"] = ["Whether the second line pays for itself.", "Who rides at night."] * 5
+        return reply
+
+
+def test_a_gap_the_harvest_names_again_and_again_is_one_gap() -> None:
+    with Exploration.create(SEED, intensity="pulse", llm=RepeatedGaps(), clock=FAST) as ex:
+        ex.run(progress=False)
+        gaps = ex.harvest().gaps
+    assert gaps.count("Whether the second line pays for itself.") == gaps.count("Who rides at night.") == 1
