@@ -55,7 +55,8 @@ class RunOutcome(StrEnum):
     """How a ``run()`` ended (``RunReport.status``); decided in one place, ``engine/outcome.py``."""
 
     ALL_COMPLETE = "all_complete"  # nothing left to explore, every ready question synthesized
-    PAUSED = "paused"  # pause(), a checkpoint, gates, or syntheses the model failed (retry)
+    PAUSED = "paused"  # pause(), a checkpoint or gates
+    SYNTHESIS_FAILED = "synthesis_failed"  # syntheses the model failed on every try: paused, retry or harvest
     CONVERGENCE_DETECTED = "convergence_detected"  # the convergence checkpoint found one
     BUDGET_EXHAUSTED = "budget_exhausted"  # a budget, or the circuit breakers with work left
     WAITING_ON_CLAIMS = "waiting_on_claims"  # only claims held elsewhere (another process, an agent)
@@ -63,6 +64,12 @@ class RunOutcome(StrEnum):
     SEED_FAILED = "seed_failed"  # the seed phase made nothing to work on
     COMPLETED = "completed"  # harvested meanwhile (by another process)
     ERROR = "error"  # in error meanwhile (another process recorded an engine failure)
+
+
+# A run the model stopped: paused with the reason, resumable (the shell's exit 3, the panel's red line).
+MODEL_FAILED: Final = frozenset(
+    {RunOutcome.MODEL_UNAVAILABLE, RunOutcome.SEED_FAILED, RunOutcome.SYNTHESIS_FAILED}
+)
 
 
 class NodeStatus(StrEnum):

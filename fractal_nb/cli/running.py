@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..arguments import check_store_target, shown_target
 from ..errors import FractalError
+from ..vocabulary import MODEL_FAILED
 from .exit_codes import EXIT_MODEL, EXIT_OK, EXIT_STOPPED
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from ..results.run_report import RunReport
 
 # A run that stopped before the end: its exit code by status (any other: EXIT_STOPPED).
-_UNFINISHED = {"model_unavailable": EXIT_MODEL, "seed_failed": EXIT_MODEL}
+_UNFINISHED = dict.fromkeys(MODEL_FAILED, EXIT_MODEL)
 
 
 def explore(seed: str, llm: LLM, args: argparse.Namespace) -> int:

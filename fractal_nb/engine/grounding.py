@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..llm.quality import copied_share
+from ..llm.copies import copied_share
 from ..llm.schemas import MAX_CLAIMS, StatedClaim
 from ..store.records import ClaimRecord, SynthesisInputs
 from ..text import clip, normalize
@@ -20,7 +20,7 @@ from ..vocabulary import ClaimKind
 
 SAME_FACT_SHARE = 0.8
 """Two texts state the same fact when four words in five of each sit in runs of three words of the
-other (:func:`~fractal_nb.llm.quality.copied_share`): a word changed or dropped keeps the fact, a
+other (:func:`~fractal_nb.llm.copies.copied_share`): a word changed or dropped keeps the fact, a
 clause added ("…, and so prices will fall") is a new statement that no source states."""
 
 

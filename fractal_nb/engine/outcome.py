@@ -90,7 +90,7 @@ def settle(
             "(the model failed): run() again to retry, or harvest()"
         )
         store.update_graph_status(g, GraphStatus.PAUSED, reason=reason)
-        return RunOutcome.PAUSED
+        return RunOutcome.SYNTHESIS_FAILED
     if run.convergence_found.is_set():
         outcome, reason = RunOutcome.CONVERGENCE_DETECTED, "convergence checkpoint"
     elif stopped:

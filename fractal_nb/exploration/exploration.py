@@ -226,7 +226,8 @@ class Exploration:
         ``all_complete``, ``paused``, ``convergence_detected``, ``budget_exhausted``,
         ``waiting_on_claims``, or, with the graph paused and its reason recorded,
         ``model_unavailable`` (the model could not be reached or failed every
-        call) or ``seed_failed``. A paused graph is resumed first; a
+        call), ``seed_failed`` or ``synthesis_failed`` (the model failed the
+        syntheses left on every try: run again, or harvest). A paused graph is resumed first; a
         ``budget_exhausted`` one only when asked (``resume=True``) or given a
         budget it has not reached yet.
 

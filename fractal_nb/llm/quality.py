@@ -14,7 +14,7 @@ Without a context (the simulated model's own check) the other rules still hold;
 with :data:`STORED` (text read back from the store) none of them run.
 
 Copies are judged by the share of a text's words that sit in runs of
-:data:`COPY_RUN` words found in a source (word shingles): a text is a copy when
+:data:`~.copies.COPY_RUN` words found in a source (word shingles, :mod:`.copies`): a text is a copy when
 :data:`NEVER_CONTENT_SHARE` of it comes from what is never content, or
 :data:`NEAR_COPY_SHARE` from one line of the prompt, so a small edit (a word
 appended or changed) does not make it new. Some sources are never content, in any field: the
@@ -37,16 +37,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError, ValidationInfo
 
 from ..text import clip, content_words, normalize
+from .copies import Shingles, covered, runs, shingles, tokens
 from .protocol import Message
+from .urls import urls
 
 _WORD = re.compile(r"[^\W\d_]{2,}")  # two letters or more: "1", "}, {" and ":{" hold none
-_TOKEN = re.compile(r"[^\W_]+")  # the words copies are compared by: "value_error" is "value", "error"
 # A link, however a model splits it: the scheme or "www." may be cut by spaces or a line break.
-_URL_START = re.compile(r"(?:h\s*t\s*t\s*p\s*s?\s*:\s*/\s*/|www\s*\.|(?:[\w-]+\.)+[a-z]{2,}/)", re.IGNORECASE)
-_URL_PIECE = re.compile(r"(\s*)(\S+)")
-_URLISH = re.compile(r"[/_=&%#]|\w\.\w")  # a piece of a path, a query or a domain
-_JOINS_BEFORE = "/-_=?&#%~+"  # a piece that ends so goes on after a break
-_JOINS_AFTER = "/.-_=?&#%~+:"  # a piece that starts so went on before one
 _JSON_KEY = re.compile(r'"\w+"\s*:')
 _REPLY_WITH = "Reply with a JSON object:"
 _HINT = re.compile(r"\(([^()]+)\)")
@@ -114,8 +110,8 @@ ECHO_MIN_WORDS = 3  # shorter texts ("Paris") may well appear in a prompt; they 
 MIN_LETTER_SHARE = 0.35  # letters among the visible characters of prose
 MAX_LINK_SHARE = 0.5  # a text whose visible characters are half a link is a link, not prose
 _REPEAT_MIN_WORDS, _REPEAT_MAX_SHARE = 12, 0.25  # "the the the ...": a model caught in a loop
+HEADING_ECHO_MOST_WORDS = 8  # longer texts made of one line's words copy it in runs, judged above
 NEAR_COPY_MIN_WORDS = 4  # a three-word note may share its one run ("the same conclusion") fairly
-COPY_RUN = 3  # words in a row that make a copied run ("of the", "in the" recur in any prose; three rarely)
 # Four words in five from what is never content (the gates', the instructions', the schema's wording):
 # a correction quoted whole, clipped or with a word of its own is refused (tests/llm/test_quality.py).
 NEVER_CONTENT_SHARE = 0.8
@@ -198,8 +194,6 @@ _QUOTED_WORD = re.compile(r'"[a-z_]+"')  # a JSON key or a one-word value ("ques
 # Words are compared for relatedness by their first letters: "growth" and "grow", "city" and "cities".
 STEM_LETTERS = 4
 
-Shingles = frozenset[tuple[str, ...]]
-
 
 class Refusal(ValueError):
     """A text a gate refused: the message quotes the text; ``reason`` is the gate's own wording."""
@@ -231,10 +225,7 @@ class ReplyContext:
         prompt = " \n ".join(normalize(m["content"]) for m in messages)
         asked = {normalize(hint) for m in messages for hint in _reply_hints(m["content"])}
         lines = {
-            grams
-            for m in messages
-            for line in m["content"].splitlines()
-            if (grams := shingles(_tokens(line)))
+            grams for m in messages for line in m["content"].splitlines() if (grams := shingles(tokens(line)))
         }
         asking = [m["content"] for m in messages if m["role"] == "user"]
         named = [
@@ -263,7 +254,7 @@ class ReplyContext:
 
     def after(self, correction: str) -> ReplyContext:
         """The context once ``correction`` (its wording without the quoted reply) was sent back."""
-        return replace(self, never=self.never | shingles(_tokens(correction)))
+        return replace(self, never=self.never | shingles(tokens(correction)))
 
 
 STORED = ReplyContext(trusted=True)
@@ -277,7 +268,7 @@ def prose(text: str, info: ValidationInfo, *, min_words: int, echo: bool = True,
     context = _context(info)
     if context.trusted:
         return text
-    linked, rest = _links(text)
+    linked, rest = urls(text)
     words = _WORD.findall(rest)
     if not words:
         raise Refusal(text, NO_WORDS)
@@ -300,21 +291,44 @@ def prose(text: str, info: ValidationInfo, *, min_words: int, echo: bool = True,
         raise Refusal(text, SCHEMA_WORDING)
     if echo and context.prompt and len(key.split()) >= ECHO_MIN_WORDS and key in context.prompt:
         raise Refusal(text, ECHO)
-    tokens = _tokens(text)
-    if len(tokens) >= NEAR_COPY_MIN_WORDS:
-        runs = _runs(tokens)
-        never = _covered(runs, _never_content()) | _covered(runs, context.never)
-        if len(never) >= NEVER_CONTENT_SHARE * len(tokens):
+    words_of = tokens(text)
+    if len(words_of) >= NEAR_COPY_MIN_WORDS:
+        text_runs = runs(words_of)
+        never = covered(text_runs, _never_content()) | covered(text_runs, context.never)
+        if len(never) >= NEVER_CONTENT_SHARE * len(words_of):
             raise Refusal(text, INSTRUCTIONS)
         if (
             echo
             and near
             and any(
-                len(never | _covered(runs, line)) >= NEAR_COPY_SHARE * len(tokens) for line in context.lines
+                len(never | covered(text_runs, line)) >= NEAR_COPY_SHARE * len(words_of)
+                for line in context.lines
             )
         ):
             raise Refusal(text, ECHO)
+    if echo and context.prompt and is_heading_echo(words_of):
+        raise Refusal(text, INSTRUCTIONS)
     return text
+
+
+def is_heading_echo(words: list[str]) -> bool:
+    """Whether ``words`` (:func:`~.copies.tokens`) are a short text made of one instruction line's words.
+
+    A small model asked to synthesize writes the prompt's heading back with a word
+    dropped: "Syntheses of sub-questions" shares no run of :data:`~.copies.COPY_RUN`
+    words with "Syntheses of its sub-questions", yet says nothing. A text of at most
+    :data:`HEADING_ECHO_MOST_WORDS` words, every one of them in one line of the
+    prompts' fixed text (prompts/*.txt, worked examples aside), is that line again.
+
+    >>> is_heading_echo(["syntheses", "of", "sub", "questions"])
+    True
+    >>> is_heading_echo(["rents", "rose", "as", "the", "tram", "opened"])
+    False
+    """
+    if not 2 <= len(words) <= HEADING_ECHO_MOST_WORDS:
+        return False
+    mine = frozenset(words)
+    return any(mine <= line for line in _instruction_lines())
 
 
 def question(text: str, info: ValidationInfo) -> str:
@@ -432,82 +446,6 @@ def correction(schema: type[BaseModel], error: ValueError) -> tuple[str, str]:
     )
 
 
-def shingles(tokens: list[str]) -> Shingles:
-    """Every run of :data:`COPY_RUN` words in ``tokens`` (none in a shorter text)."""
-    return frozenset(_runs(tokens))
-
-
-def _runs(tokens: list[str]) -> list[tuple[str, ...]]:
-    """The runs of :data:`COPY_RUN` words of ``tokens``, by the position of their first word."""
-    return [tuple(tokens[i : i + COPY_RUN]) for i in range(len(tokens) - COPY_RUN + 1)]
-
-
-def copied_share(text: str, source: str) -> float:
-    """The share of ``text``'s words that sit in runs of :data:`COPY_RUN` words found in ``source``.
-
-    >>> copied_share("Jobs pull people into cities, mostly.", "Jobs pull people into cities.")
-    0.8333333333333334
-    >>> copied_share("Jobs pull people in.", "Housing holds them back.")
-    0.0
-    """
-    tokens = _tokens(text)
-    return len(_covered(_runs(tokens), shingles(_tokens(source)))) / len(tokens) if tokens else 0.0
-
-
-def _tokens(text: str) -> list[str]:
-    return _TOKEN.findall(text.lower())
-
-
-def _covered(runs: list[tuple[str, ...]], source: Shingles) -> set[int]:
-    """The positions of the words inside one of ``runs`` (:func:`_runs`) that ``source`` holds too.
-
-    A source sharing no run (most of a prompt's lines) is passed over by one set operation.
-    """
-    covered: set[int] = set()
-    if not source or source.isdisjoint(runs):
-        return covered
-    for i, run in enumerate(runs):
-        if run in source:
-            covered.update(range(i, i + COPY_RUN))
-    return covered
-
-
-def _links(text: str) -> tuple[int, str]:
-    r"""The visible characters of the links in ``text``, and the text without them.
-
-    A link cut by a line break or spaces (a model's line wrapping) goes on past the
-    break when the piece before ends like a path (``/``, ``-``, ``_``…) or the piece
-    after starts like one or holds a path, a query or a domain.
-
-    >>> _links("See https://en.wikipedia.org/wiki/\nUrban_growth for more")
-    (42, 'See   for more')
-    """
-    spans: list[tuple[int, int]] = []
-    at = 0
-    while start := _URL_START.search(text, at):
-        end = start.end()
-        while piece := _URL_PIECE.match(text, end):
-            gap, chunk = piece.group(1), piece.group(2)
-            joined = (
-                not gap
-                or text[end - 1] in _JOINS_BEFORE
-                or chunk[0] in _JOINS_AFTER
-                or _URLISH.search(chunk) is not None
-            )
-            if not joined:
-                break
-            end = piece.end()
-        spans.append((start.start(), end))
-        at = end
-    rest, linked, last = [], 0, 0
-    for begin, end in spans:
-        rest.append(text[last:begin])
-        linked += sum(not ch.isspace() for ch in text[begin:end])
-        last = end
-    rest.append(text[last:])
-    return linked, " ".join(rest)
-
-
 def _reply_hints(content: str) -> list[str]:
     """The parenthesized hints of a prompt's "Reply with a JSON object: ..." paragraph.
 
@@ -532,10 +470,21 @@ def _template_lines() -> frozenset[str]:
 
 
 @cache
+def _instruction_lines() -> tuple[frozenset[str], ...]:
+    """The words of each line of the prompts' fixed text, worked examples aside (:func:`is_heading_echo`)."""
+    return tuple(
+        frozenset(words)
+        for text in _instructions()
+        for line in text.splitlines()
+        if not line.startswith(_EXAMPLE_LINE) and (words := tokens(line))
+    )
+
+
+@cache
 def _never_content() -> Shingles:
     """What no reply may consist of: the gates' wording and every prompt's fixed instructions."""
     texts = [f"value error, {gate}" for gate in _GATES] + [CORRECTION.format(schema="", problem="")]
-    return frozenset().union(*(shingles(_tokens(t)) for t in [*texts, *_instructions()]))
+    return frozenset().union(*(shingles(tokens(t)) for t in [*texts, *_instructions()]))
 
 
 def _instructions() -> Iterator[str]:
@@ -558,7 +507,7 @@ def _schema_shingles(schema: type[BaseModel]) -> Shingles:
         CORRECTION.format(schema=schema.__name__, problem=f"{name}: value error,")
         for name in schema.model_fields
     ]
-    return frozenset().union(*(shingles(_tokens(text)) for text in [*_placeholders(schema), *named]))
+    return frozenset().union(*(shingles(tokens(text)) for text in [*_placeholders(schema), *named]))
 
 
 def _schema_wording(node: Any) -> Iterator[str]:

@@ -80,7 +80,8 @@ class RunReport:
 
     ``status`` is a :class:`~fractal_nb.vocabulary.RunOutcome` (``all_complete``,
     ``paused``, ``convergence_detected``, ``budget_exhausted``,
-    ``waiting_on_claims``, ``model_unavailable``, ``seed_failed``; ``completed``
+    ``waiting_on_claims``, ``model_unavailable``, ``seed_failed``,
+    ``synthesis_failed``; ``completed``
     or ``error`` when another process harvested or failed the graph meanwhile),
     equal to its text; ``status_reason`` says why when the graph recorded a
     reason (a budget, a gate, the model outage).

@@ -27,7 +27,7 @@ import ipywidgets as widgets
 
 from ..results.result import FractalResult, StepRecord, linked_ids
 from ..text import clip
-from ..vocabulary import GraphStatus
+from ..vocabulary import MODEL_FAILED, GraphStatus, RunOutcome
 from .citations_html import evidence_html
 from .export_tab import ExportTab, published_kernel
 from .gates_tab import GatesTab
@@ -342,7 +342,7 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         # Run reads "Resume" on a budget_exhausted or error graph: clicking it is the explicit act.
         resume = self.exploration.status in (GraphStatus.BUDGET_EXHAUSTED, GraphStatus.ERROR)
         report = self.exploration.run(self.workers.value, progress=False, on_step=self._record, resume=resume)
-        return report.headline(), report.status in ("model_unavailable", "seed_failed", "error")
+        return report.headline(), report.status in MODEL_FAILED | {RunOutcome.ERROR}
 
     def _recover(self) -> None:
         """Reopen the failed questions (``Exploration.recover``)."""

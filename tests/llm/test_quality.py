@@ -1,6 +1,6 @@
 """The quality rules (llm/quality.py) on the junk a small model really sends, through the schemas.
 
-Covers: llm/schemas.py.
+Covers: llm/schemas.py, llm/copies.py, llm/urls.py.
 """
 
 from __future__ import annotations
@@ -326,7 +326,8 @@ def test_copies_of_the_instructions_or_the_schema_with_small_edits_are_refused()
 
 def test_the_thresholds_are_where_the_tests_say() -> None:
     """Four words in five from what is never content; nine in ten from one line of the prompt."""
-    from fractal_nb.llm.quality import NEAR_COPY_SHARE, NEVER_CONTENT_SHARE, copied_share
+    from fractal_nb.llm.copies import copied_share
+    from fractal_nb.llm.quality import NEAR_COPY_SHARE, NEVER_CONTENT_SHARE
 
     appended = copied_share(PARENT_ANSWER + " Indeed.", PARENT_ANSWER)
     clause = copied_share(
@@ -344,3 +345,37 @@ def test_a_harvest_names_a_finding_but_one_read_back_may_hold_none() -> None:
         HarvestFindings, {"summary": "Jobs pull people into cities."}
     )
     assert HarvestFindings.model_validate({"findings": [], "gaps": []}, context=STORED).findings == []
+
+
+@pytest.mark.parametrize(
+    "text", ["Syntheses of sub-questions", "Syntheses of sub-tracks.", "Material of sub-questions only"]
+)
+def test_a_heading_of_the_prompt_with_a_word_dropped_is_refused(text: str) -> None:
+    """The local model's root synthesis (issue 42): "Syntheses of its sub-questions" minus "its".
+
+    No run of three words is shared with the heading, so the run-based gates kept it.
+    """
+    from fractal_nb.prompts import chat
+
+    messages = chat("synthesize", question="Why do cities grow?", answer="Jobs.", children="- a\n  b")
+    assert "repeats the instructions" in refusal(
+        Synthesis, {"synthesis": text}, ReplyContext.of(messages, Synthesis)
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "text"),
+    [
+        (
+            "Is Paris the capital of France?",
+            "Paris is the capital of France.",
+        ),  # a short yes, in the question's words
+        ("How large is the tram budget?", "The tram budget is large."),
+    ],
+)
+def test_a_short_answer_in_the_questions_own_words_passes(question: str, text: str) -> None:
+    """Only the prompts' fixed lines are headings: the question's words are the answer's to use."""
+    prompt: list[Message] = [
+        {"role": "user", "content": f"Seed: {question}\nQuestion to answer now (depth 1 of 3):\n{question}"}
+    ]
+    assert LeafAnswer.model_validate(answer(text), context=ReplyContext.of(prompt, LeafAnswer))

@@ -304,7 +304,7 @@ def test_a_pause_for_syntheses_the_model_failed_says_run_goes_on() -> None:
         failures=20
     )  # more than a run retries: the run pauses with the root unsynthesized
     with Exploration.create(SEED, intensity="pulse", llm=llm, clock=FAST) as ex:
-        assert ex.run(progress=False) == "paused"
+        assert ex.run(progress=False) == "synthesis_failed"
         view = ex.view()
         assert (
             "Paused (1 question(s) ready to synthesize could not be synthesized (the model failed): run() "
