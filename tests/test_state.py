@@ -5,6 +5,7 @@ a prune, a fork and a follow-up."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -67,13 +68,13 @@ def test_state_answers_the_six_questions(backend: Backend) -> None:
         assert origins["What part does the climate play in how cities grow?"] == "ask"
         assert set(seeds["text"]) <= set(origins) and origins[failing] == "seed plan"
         assert all(b["why"] for b in state.branches)
-        # 3. Values: verified facts with support, assumptions, missing (the prune) and failed.
+        # 3. Values: stated facts (no sources: none is verified), assumptions, missing (the prune) and failed.
         kinds = state.counts()
-        assert kinds["verified"] > 0 and kinds["assumed"] > 0
+        assert kinds["verified"] == 0 and kinds["stated"] > 0 and kinds["assumed"] > 0
         failed_ids = {v["node_id"] for v in state.values if v["kind"] == "failed"}
         missing_ids = {v["node_id"] for v in state.values if v["kind"] == "missing"}
         assert seeds["node_id"].iloc[0] in failed_ids and pruned in missing_ids
-        assert all(v["detail"] for v in state.values if v["kind"] == "verified"), "a fact names its support"
+        assert all(v["detail"].startswith("no verified citation; the model's own support: ") for v in state.values if v["kind"] == "stated")
         # 4. The head resume uses: the current one.
         assert state.open_turn is None and state.resume_from.startswith("head 2 (event ")
         # 5. Heads to attach from: head 1, not worth it (a failure beneath it), and why.
@@ -181,3 +182,41 @@ def test_a_forks_own_head_can_be_read_forked_and_attached_and_a_deleted_source_i
             assert first["turn"] == 1 and not first["worth_attaching"] and "deleted since" in first["why"]
         finally:
             fork.close()
+
+
+def test_a_fact_is_verified_only_by_a_citation_the_store_verified_that_says_it(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """Issue 42: a model's own support makes a fact "stated"; a verified citation quoting it, "verified"."""
+    from tests.engine.test_evidence import GROWTH
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "growth.md").write_text(GROWTH)
+    with Exploration.create(
+        "Why do some cities grow faster than others?",
+        intensity="pulse",
+        llm=SimulatedLLM(seed=3),
+        sources=folder,
+        path=backend.lasting,
+    ) as ex:
+        ex.run(progress=False)
+        state = ex.state()
+        verified = [v for v in state.values if v["kind"] == "verified"]
+        assert verified, state.counts()
+        for value in verified:  # each names lines of the file that hold what it says
+            source, lines, quote = value["detail"].removeprefix("cites ").split(":", 2)
+            first, last = (int(n) for n in lines.removeprefix("L").split("-L"))
+            held = " ".join(GROWTH.splitlines()[first - 1 : last])
+            assert source == "notes/growth.md" and quote.strip().rstrip("…")[:40] in held, value
+        # The same fact, its citation misquoted in the store: only stated.
+        nodes = ex.store.get_snapshot(ex.graph_id)["nodes"]
+        for node in nodes:
+            cited = node["metadata"].get("citations")
+            if node["node_type"] == "answer" and cited:
+                ex.store.update_node(
+                    ex.graph_id, node["node_id"], {"citations": [{**c, "status": "misquoted"} for c in cited]}
+                )
+        after = ex.state()
+        assert after.counts()["verified"] == 0
+        assert {v["text"] for v in after.values if v["kind"] == "stated"} >= {v["text"] for v in verified}

@@ -29,6 +29,7 @@ from ..exploration.history import GraphAt
 from ..exploration.steering import HEAD_COLUMNS, TURN_COLUMNS
 from ..results.evidence import evidence_lines
 from ..store.records import Snapshot
+from ..text import clip
 
 _TEXT_WIDTH = 80  # a JSON column is cut to this in a table (--json prints it whole)
 # Model text is data: no escape sequence of it reaches the terminal (tabs and newlines aside).
@@ -133,7 +134,11 @@ def show_state(ex: Exploration, args: argparse.Namespace) -> Shown:
         for b in state.branches
     ]
     lines += ["", "Values: " + ", ".join(f"{n} {kind}" for kind, n in state.counts().items())]
-    lines += [f"  {v['kind']:<8}  {v['node_id']}  {v['text']}" for v in state.values]
+    lines += [
+        f"  {v['kind']:<8}  {v['node_id']}  {v['text']}"
+        + (f"  ({clip(v['detail'], 100)})" if v["kind"] in ("verified", "stated") else "")
+        for v in state.values
+    ]
     lines += ["", "Heads to attach from:"]
     lines += [
         f"  head {h['turn']} (event {h['head_event']}): "

@@ -51,7 +51,8 @@ INSPECTION_HELP = {
     "state": (
         "print where the exploration stands (read-only)",
         "Print the exploration's state from the file alone: the line of work turn by turn, the "
-        "branches and why each exists, the verified, assumed, missing and failed values with node ids, "
+        "branches and why each exists, the verified (a citation the store checked says it), stated "
+        "(on the model's word), assumed, missing and failed values with node ids, "
         "the head resume uses, the earlier heads worth attaching from, and the checks.",
     ),
     "turns": (

@@ -13,7 +13,7 @@ from __future__ import annotations
 from .calls import ModelCaller
 from .dispatcher import Clock, RealClock, ScaledClock, WorkerReport
 from .gaps import current, gap_rows
-from .grounding import same_fact
+from .grounding import checked_by, same_fact
 from .limits import Limits, spend_tokens
 from .phases import harvest, preview
 from .run_state import RunState
@@ -32,6 +32,7 @@ __all__ = [
     "ScaledClock",
     "StrategyPart",
     "WorkerReport",
+    "checked_by",
     "current",
     "gap_rows",
     "harvest",

@@ -10,18 +10,25 @@ child never becomes a fact above it, whatever the model writes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..llm.copies import copied_share
+from ..llm.quality import stems
 from ..llm.schemas import MAX_CLAIMS, StatedClaim
-from ..store.records import ClaimRecord, SynthesisInputs
+from ..store.records import ClaimRecord, NodeRecord, SynthesisInputs
 from ..text import clip, normalize
-from ..vocabulary import ClaimKind
+from ..vocabulary import CitationStatus, ClaimKind, NodeType
 
 SAME_FACT_SHARE = 0.8
 """Two texts state the same fact when four words in five of each sit in runs of three words of the
 other (:func:`~fractal_nb.llm.copies.copied_share`): a word changed or dropped keeps the fact, a
 clause added ("…, and so prices will fall") is a new statement that no source states."""
+
+QUOTED_SHARE = 0.5
+"""A verified citation supports a fact when its quote holds at least half of the fact's content words
+(:func:`~fractal_nb.llm.quality.stems`): the fact says what the cited lines say, not merely that the
+answer it comes from cited something."""
 
 
 def sources(inputs: SynthesisInputs) -> list[ClaimRecord]:
@@ -112,3 +119,49 @@ def listed(claims: list[ClaimRecord], indent: str) -> str:
         + (f" (support: {clip(c['support'], 200)})" if c["kind"] == ClaimKind.FACT and c["support"] else "")
         for c in claims
     )
+
+
+def checked_by(claim: Mapping[str, Any], by_id: Mapping[str, NodeRecord]) -> Mapping[str, Any] | None:
+    """The citation the store verified that supports a fact (None: the fact is only stated).
+
+    A fact carried up a synthesis names its ``source``; followed down to the answers
+    that state it, it is checked when one of them carries a citation whose status
+    is ``verified`` (the store found the quote in the source's lines) and whose
+    quote supports it (:data:`QUOTED_SHARE`). A model's own support string
+    (``support``) checks nothing: docs/architecture/engine.md, "Facts, assumptions, unknowns".
+
+    >>> answer = {"node_id": "n-a", "node_type": "answer", "metadata": {"citations": [
+    ...     {"status": "verified", "quote": "Rents rose 5% in 2023 across the city.", "source": "a.md"}]}}
+    >>> checked_by({"text": "Rents rose in 2023", "source": "n-a"}, {"n-a": answer})["source"]
+    'a.md'
+    >>> checked_by({"text": "Wages fell in 2023", "source": "n-a"}, {"n-a": answer}) is None
+    True
+    """
+    wanted = stems(claim["text"])
+    for answer in _answers_stating(claim, by_id, set()):
+        cited: list[Mapping[str, Any]] = answer["metadata"].get("citations") or []
+        for citation in cited:
+            quoted = stems(str(citation.get("quote") or ""))
+            if (
+                citation.get("status") == CitationStatus.VERIFIED
+                and wanted
+                and len(wanted & quoted) >= QUOTED_SHARE * len(wanted)
+            ):
+                return citation
+    return None
+
+
+def _answers_stating(
+    claim: Mapping[str, Any], by_id: Mapping[str, NodeRecord], seen: set[str]
+) -> Iterable[NodeRecord]:
+    """The answers a fact comes from: its source, followed down while the source is a question."""
+    source = by_id.get(str(claim.get("source")))
+    if source is None or source["node_id"] in seen:
+        return
+    seen.add(source["node_id"])
+    if source["node_type"] == NodeType.ANSWER:
+        yield source
+        return
+    for carried in source["metadata"].get("claims") or []:
+        if carried["kind"] == ClaimKind.FACT and same_fact(claim["text"], carried["text"]):
+            yield from _answers_stating(carried, by_id, seen)

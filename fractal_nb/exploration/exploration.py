@@ -719,7 +719,8 @@ class Exploration:
         """Where this exploration stands, from its stored state alone (no model call, nothing replayed).
 
         The line of work (turn by turn, and where a fork came from); the branches and why
-        each exists; the verified, assumed, missing and failed values with their node ids;
+        each exists; the verified (a citation the store checked says it), stated (on the
+        model's own word), assumed, missing and failed values with their node ids;
         the head resume would use; the earlier heads worth attaching from; and the checks
         that support the result. ``to_dict()`` is the JSON of ``fractal-nb state FILE --json``.
         """

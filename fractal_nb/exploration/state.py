@@ -2,9 +2,10 @@
 
 The completion standard of docs/architecture/facade.md, "The state of an exploration": from the
 graph's rows, its turns and its history (no model call, nothing replayed), what the current
-line of work is; which branches were explored and why; which values are verified, assumed,
-missing or failed, with their node ids; which head resume would use; which earlier heads are
-worth attaching from; and which deterministic checks support the final value.
+line of work is; which branches were explored and why; which values are verified (a citation
+the store checked says it), stated (a fact on the model's own word), assumed, missing or
+failed, with their node ids; which head resume would use; which earlier heads are worth
+attaching from; and which deterministic checks support the final value.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from ..engine import current, gap_rows, same_fact
+from ..engine import checked_by, current, gap_rows, same_fact
 from ..errors import NotFoundError
-from ..text import normalize
+from ..text import clip, normalize, one_line
 from ..vocabulary import (
     DEFAULT_STRATEGY,
     ClaimKind,
@@ -33,8 +34,9 @@ if TYPE_CHECKING:
     from ..store import Store
     from ..store.records import LineageRecord, NodeRecord, TurnRecord
 
-ValueKind = Literal["verified", "assumed", "missing", "failed"]
-VALUE_KINDS: tuple[ValueKind, ...] = ("verified", "assumed", "missing", "failed")
+# verified: a fact a citation the store verified supports; stated: a fact on the model's own word.
+ValueKind = Literal["verified", "stated", "assumed", "missing", "failed"]
+VALUE_KINDS: tuple[ValueKind, ...] = ("verified", "stated", "assumed", "missing", "failed")
 # Gap kinds (engine/gaps.py gap_rows) that say a value is missing rather than failed.
 _MISSING_GAPS = frozenset(
     {
@@ -139,7 +141,7 @@ class ExplorationState:
         return asdict(self)
 
     def counts(self) -> dict[str, int]:
-        """Values by kind: verified, assumed, missing, failed."""
+        """Values by kind: verified, stated, assumed, missing, failed."""
         return {kind: sum(v["kind"] == kind for v in self.values) for kind in VALUE_KINDS}
 
     def __repr__(self) -> str:
@@ -351,7 +353,7 @@ def _values(nodes: list[NodeRecord]) -> list[StateValue]:
             kind: ValueKind | None = None
             detail = claim["support"]
             if claim["kind"] == ClaimKind.FACT and _stated_fact(by_id, claim):
-                kind = "verified"
+                kind, detail = _checked(claim, by_id)
             elif claim["kind"] == ClaimKind.FACT:  # written past the engine's grounding (a store call)
                 kind, detail = "assumed", "stated as a fact, but no source states it as one"
             elif claim["kind"] == ClaimKind.ASSUMPTION:
@@ -433,6 +435,18 @@ def _check(name: str, passed: bool, ids: Sequence[str], what: str) -> Check:
         "passed": passed,
         "detail": f"{len(ids)} {what}" + (f": {', '.join(ids[:10])}" if ids else ""),
     }
+
+
+def _checked(claim: Any, by_id: dict[str, NodeRecord]) -> tuple[ValueKind, str]:
+    """``verified`` with the citation that supports the fact, else ``stated`` with the model's support."""
+    citation = checked_by(claim, by_id)
+    if citation is None:
+        return "stated", f"no verified citation; the model's own support: {claim['support']}"
+    lines = f"L{citation.get('line_start')}-L{citation.get('line_end')}"
+    return (
+        "verified",
+        f"cites {citation.get('source')}:{lines}: {clip(one_line(str(citation.get('quote'))), 120)}",
+    )
 
 
 def _stated_fact(by_id: dict[str, NodeRecord], claim: Any) -> bool:

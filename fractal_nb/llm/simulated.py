@@ -76,6 +76,7 @@ _UNKNOWNS = [
     "what a longer period would show",
     "which group bears most of the cost",
 ]
+_QUOTED_FACT_WORDS = 4  # a cited line this long is stated as the answer's fact (a heading is not)
 _CARRIED = re.compile(r"^\s+\[(fact|assumption|unknown)\] (.+?)(?: \(support: (.+)\))?$", re.MULTILINE)
 _NODE_ID = re.compile(r"^- \[(n-[0-9a-f]+)\]", re.MULTILINE)  # a candidate's line (its text may cite ids)
 _CHAIN_CITE = re.compile(r'^\s+cites \[(.+?):L(\d+)-L(\d+)\]: "(.*)"$', re.MULTILINE)
@@ -273,7 +274,7 @@ class SimulatedLLM:
                 {"text": follow_up(reading, s, rng, avoid or ""), "proxy_signal": s} for s in follow_ups
             ],
             "saturation": saturation,
-            "claims": _claims(question, depth),
+            "claims": _claims(question, depth, citations),
             "citations": citations,
         }
 
@@ -416,16 +417,28 @@ class SimulatedLLM:
         }
 
 
-def _claims(question: str, depth: int) -> list[dict[str, str]]:
-    """A question's fact, assumption and unknown: the same for the same question, distinct for others."""
+def _claims(question: str, depth: int, citations: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """A question's fact, assumption and unknown: the same for the same question, distinct for others.
+
+    With a citation, the fact is what the cited lines say (a fact the store can check, issue 42).
+    """
     digest = id_free_digest(question).hex()
     case, pick = digest[:6], int(digest[6:10], 16)
-    return [
-        {
+    fact = {
+        "kind": "fact",
+        "text": f"[simulated] In case {case}, {_FACTS[pick % len(_FACTS)]}.",
+        "support": f"[simulated] the stand-in model's own reading at depth {depth}",
+    }
+    quoted = " ".join(citations[0]["quote"].split()) if citations else ""
+    if len(quoted.split()) >= _QUOTED_FACT_WORDS:
+        cited = citations[0]
+        fact = {
             "kind": "fact",
-            "text": f"[simulated] In case {case}, {_FACTS[pick % len(_FACTS)]}.",
-            "support": f"[simulated] the stand-in model's own reading at depth {depth}",
-        },
+            "text": f"[simulated] The source says: {clip(quoted, 300)}",
+            "support": f"{cited['source']}, lines {cited['line_start']}-{cited['line_end']}",
+        }
+    return [
+        fact,
         {"kind": "assumption", "text": f"[simulated] Case {case} takes it that {_ASSUMPTIONS[pick % 4]}."},
         {"kind": "unknown", "text": f"[simulated] Open in case {case}: {_UNKNOWNS[pick // 4 % 4]}."},
     ]
