@@ -42,6 +42,7 @@ SUBCOMMANDS = [
     "ask",
     "fork",
     "copy",  # tests/store/test_copy.py
+    "seed",  # tests/test_cli_seed.py
 ]
 
 

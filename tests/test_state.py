@@ -5,6 +5,8 @@ a prune, a fork and a follow-up."""
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +76,8 @@ def test_state_answers_the_six_questions(backend: Backend) -> None:
         failed_ids = {v["node_id"] for v in state.values if v["kind"] == "failed"}
         missing_ids = {v["node_id"] for v in state.values if v["kind"] == "missing"}
         assert seeds["node_id"].iloc[0] in failed_ids and pruned in missing_ids
-        assert all(v["detail"].startswith("no verified citation; the model's own support: ") for v in state.values if v["kind"] == "stated")
+        stated = [v["detail"] for v in state.values if v["kind"] == "stated"]
+        assert all(d.startswith("no verified citation; the model's own support: ") for d in stated)
         # 4. The head resume uses: the current one.
         assert state.open_turn is None and state.resume_from.startswith("head 2 (event ")
         # 5. Heads to attach from: head 1, not worth it (a failure beneath it), and why.
@@ -126,9 +129,17 @@ def test_the_shell_prints_the_state_asks_and_forks(backend: Backend, capsys: Any
     text = capsys.readouterr().out
     assert "Line of work:\n  turn 1 (seed)" in text and "Resume uses: head 2" in text
     assert main(["fork", "--db", db, "--head", "1"]) == 0
-    assert "Forked " in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "Forked " in said
     with Exploration.open(db, llm=SimulatedLLM(), graph_id=_only_fork(db)) as fork:
         assert fork.heads()["turn"].tolist() == [1] and fork.status == "completed"
+    # The shell's way to the fork, as printed (issue 42): report it, then ask it a follow-up.
+    report = re.search(r"see it:  fractal-nb (.+)", said)
+    ask = re.search(r"ask it a follow-up:  fractal-nb (.+) QUESTION", said)
+    assert report and ask, said
+    assert main(shlex.split(report.group(1))) == 0 and "**Status:** completed" in capsys.readouterr().out
+    assert main([*shlex.split(ask.group(1)), "Does rain matter?", "--quiet"]) == 0
+    assert "Turn 2: asked 'Does rain matter?'" in capsys.readouterr().out
     source = str(Exploration.family(db)["graph_id"].iloc[0])
     assert main(["fork", "--db", db, "--graph-id", source, "--head", "9"]) == 1
     assert "has no head of turn 9" in capsys.readouterr().err

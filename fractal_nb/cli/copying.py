@@ -33,11 +33,14 @@ def fork(args: argparse.Namespace) -> int:
             at = {"head_event": int(row["head_event"].iloc[0])}
         forked = exploration.fork(at=at)
         with forked:
+            db = shown_target(args.db)
             print(
                 f"Forked {exploration.graph_id} at event {forked.lineage()['forked_at'].iloc[-1]} into "
-                f"{forked.graph_id} ({forked.status}, {len(forked.nodes())} nodes) in "
-                f"{shown_target(args.db)}.\n"
-                f"Open it: Exploration.open({shown_target(args.db)!r}, {forked.graph_id!r}, llm=...)"
+                f"{forked.graph_id} ({forked.status}, {len(forked.nodes())} nodes) in {db}.\n"
+                f"  see it:  fractal-nb report {db} --graph-id {forked.graph_id}\n"
+                f"  run it on:  fractal-nb resume --db {db} --graph-id {forked.graph_id} [--llm …]\n"
+                f"  or ask it a follow-up:  fractal-nb ask --db {db} --graph-id {forked.graph_id} QUESTION\n"
+                f"  in a notebook:  Exploration.open({db!r}, {forked.graph_id!r}, llm=...)"
             )
     return EXIT_OK
 

@@ -3,7 +3,7 @@
 docs/architecture.md, "Layers" (the faces): :func:`main` parses the command line
 (:mod:`.parser`), checks every option before a file is opened or created
 (:mod:`.option_checks`) and hands the command to the module that does it:
-:mod:`.running` (run, demo, resume, ask, harvest), :mod:`.copying` (fork, copy),
+:mod:`.running` (run, demo, resume, ask, harvest, seed), :mod:`.copying` (fork, copy),
 :mod:`.serving` (serve-mcp, worker) and :mod:`.inspection` (the read-only
 commands). The exit code says how the work ended (``exit_codes.EXIT_CODES``,
 printed by ``--help``). These modules load only the standard library and the
@@ -21,7 +21,7 @@ from .copying import copy, fork
 from .exit_codes import EXIT_ERROR, EXIT_OK
 from .option_checks import checked_model
 from .parser import INSPECTION_HELP, build_parser
-from .running import ask, demo_local, explore, harvest, resume
+from .running import ask, demo_local, explore, harvest, resume, seed
 from .serving import serve, work
 
 
@@ -47,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
             return resume(args, llm)
         if args.command == "harvest":
             return harvest(args, llm)
+        if args.command == "seed":
+            return seed(args, llm)
         if args.command == "demo" and args.local:
             return demo_local(args)
         return explore(args.question if args.command == "demo" else args.seed, llm, args)

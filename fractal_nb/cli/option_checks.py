@@ -57,11 +57,19 @@ def _check_stores(args: argparse.Namespace) -> None:
         _check_export_target(args.to, args.file)
         _check_export_at(args)
     if getattr(args, "db", None) is not None:
-        check_store_target(args.db, "--db", must_exist=args.command in ("resume", "harvest", "worker"))
+        existing = args.command in ("resume", "harvest", "worker") or (
+            args.command == "seed" and not args.seed
+        )
+        check_store_target(args.db, "--db", must_exist=existing)
 
 
 def _check_texts(args: argparse.Namespace) -> None:
     """The question, the ids and the checkpoint a command takes, checked as the facade checks them."""
+    if args.command == "seed" and args.seed is not None:
+        if args.graph_id is not None:
+            raise InvalidInputError("SEED makes a new graph: --graph-id names one to seed instead; pass one")
+        require_text(args.seed, "SEED")
+        CheckpointMode.parse(args.checkpoint, Intensity(args.intensity))
     if args.command in ("run", "demo"):
         require_text(args.seed if args.command == "run" else args.question, args.command.upper())
         try:

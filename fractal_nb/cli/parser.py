@@ -92,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_running(commands)
     _add_turns(commands)
     _add_serving(commands)
+    _add_seeding(commands)
     for name, (summary, description) in INSPECTION_HELP.items():
         _add_inspection(commands.add_parser(name, help=summary, description=description), name)
     return parser
@@ -242,6 +243,31 @@ def _add_serving(commands: Commands) -> None:
     _add_model_options(worker)
 
 
+def _add_seeding(commands: Commands) -> None:
+    """``seed``: a graph seeded for workers elsewhere (``Exploration.seed``)."""
+    seed = commands.add_parser(
+        "seed",
+        help="seed a graph for workers elsewhere, and stop",
+        description="Write the root's plan and its seed questions with the model, and stop: `fractal-nb "
+        "worker` processes and MCP agents then work the graph (they never seed one). With SEED, a new "
+        "exploration in --db; without, the graph --graph-id names (or the file's only one), such as one "
+        "made over MCP. A graph served over MCP is seeded by the process that serves it.",
+    )
+    seed.add_argument("seed", nargs="?", metavar="SEED", help="a new exploration's question (default: none)")
+    seed.add_argument(
+        "--db", required=True, help="DuckDB file or postgresql:// URL (no other process holds it)"
+    )
+    seed.add_argument("--graph-id", help="the graph to seed (without SEED; default: the file's only one)")
+    seed.add_argument(
+        "--intensity",
+        choices=["pulse", "explore", "deep"],
+        default="explore",
+        help="with SEED: agents, depth, seed questions (default explore)",
+    )
+    seed.add_argument("--checkpoint", default="autonomous", help="with SEED: as for run (default autonomous)")
+    _add_model_options(seed)
+
+
 def _add_inspection(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument(
         "file", metavar="FILE", help="the exploration's DuckDB file or postgresql:// URL (opened read-only)"
@@ -279,7 +305,8 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         "--llm",
         choices=["simulated", "openai"],
         default="simulated",
-        help="simulated (offline, deterministic) or openai (any OpenAI-compatible server)",
+        help="simulated (offline; the same prompt gets the same reply, and with --workers 1 a run repeats "
+        "exactly: several workers shape the tree in their order) or openai (any OpenAI-compatible server)",
     )
     parser.add_argument("--model", help="model name for --llm openai (or env FRACTAL_NB_MODEL)")
     parser.add_argument("--base-url", help="server URL for --llm openai (or env OPENAI_BASE_URL)")

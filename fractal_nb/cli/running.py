@@ -1,4 +1,4 @@
-"""The ``fractal-nb`` commands that run a graph with a model: run, demo, resume, ask, harvest.
+"""The ``fractal-nb`` commands that run a graph with a model: run, demo, resume, ask, harvest, seed.
 
 docs/architecture.md, "Layers" (the faces): each opens or creates the exploration
 through the facade, runs it with the command's workers and budgets, and prints how
@@ -35,6 +35,12 @@ def explore(seed: str, llm: LLM, args: argparse.Namespace) -> int:
     with Exploration.create(
         seed, intensity=args.intensity, checkpoint=args.checkpoint, llm=llm, path=check_store_target(args.db)
     ) as exploration:
+        if (before := len(exploration.store.list_graphs()["graphs"]) - 1) > 0:
+            print(
+                f"{shown_target(args.db)} holds {before} exploration(s) already: this one is added beside "
+                f"them as {exploration.graph_id} (--db another file to start one of its own)",
+                file=sys.stderr,
+            )
         return _run_reported(exploration, args, llm)
 
 
@@ -46,6 +52,38 @@ def demo_local(args: argparse.Namespace) -> int:
     with LocalModelServer() as server, server.llm() as llm:
         args.intensity = "pulse"
         return explore(args.question, llm, args)
+
+
+def seed(args: argparse.Namespace, llm: LLM) -> int:
+    """``seed``: the seed phase alone (``Exploration.seed``), for workers elsewhere to work the graph."""
+    from ..exploration.exploration import Exploration
+
+    db = shown_target(args.db)
+    if args.seed is not None:
+        exploration = Exploration.create(
+            args.seed,
+            intensity=args.intensity,
+            checkpoint=args.checkpoint,
+            llm=llm,
+            path=check_store_target(args.db),
+        )
+    else:
+        exploration = opened(args, llm)
+    with exploration:
+        record = exploration.seed()
+        where = f"--db {db} --graph-id {exploration.graph_id}"
+        questions = exploration.nodes().query("node_type == 'question' and depth == 1")
+        if record is not None and record.error:
+            print(f"fractal-nb: the seed phase failed: {record.error}", file=sys.stderr)
+            print(f"The root of {exploration.graph_id} stays open: `fractal-nb seed {where}` tries again.")
+            return EXIT_MODEL
+        done = "is seeded already" if record is None else "is seeded"
+        print(
+            f"{exploration.graph_id} in {db} {done}: {len(questions)} seed question(s), no worker ran.\n"
+            f"  work it from any process:  fractal-nb worker {where} [--threads N] [--llm …]\n"
+            f"  or run it whole here:  fractal-nb resume {where}"
+        )
+    return EXIT_OK
 
 
 def opened(args: argparse.Namespace, llm: LLM) -> Exploration:
@@ -131,6 +169,10 @@ def _report(exploration: Exploration, report: RunReport, llm: LLM, db: str) -> i
         code = _UNFINISHED.get(status, EXIT_STOPPED)
     print(f"\nThis run: {report.headline(spend=False)}")
     print(f"\n{ledger_line(exploration)}; model: {llm!r}")
+    graphs = len(exploration.store.list_graphs()["graphs"])
+    named = f" --graph-id {exploration.graph_id}" if graphs > 1 else ""
+    held = f" (the file holds {graphs} explorations: name this one)" if graphs > 1 else ""
+    print(f"See it again: fractal-nb report {db}{named}{held}")
     print(f"Open it in a notebook: Exploration.open({db!r}, {exploration.graph_id!r}, llm=...)")
     return code
 

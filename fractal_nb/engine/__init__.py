@@ -17,7 +17,7 @@ from .grounding import checked_by, same_fact
 from .limits import Limits, spend_tokens
 from .phases import harvest, preview
 from .run_state import RunState
-from .runs import LEFTOVERS, Ran, run, step, work
+from .runs import LEFTOVERS, Ran, run, seed, step, work
 from .strategies import StrategyPart, register, strategy_names, strategy_part
 from .widening import propose_seed_questions
 
@@ -41,6 +41,7 @@ __all__ = [
     "register",
     "run",
     "same_fact",
+    "seed",
     "spend_tokens",
     "step",
     "strategy_names",

@@ -117,6 +117,17 @@ def step(state: RunState, n: int, worker: str) -> list[StepRecord]:
     return records
 
 
+def seed(state: RunState) -> StepRecord | None:
+    """The seed phase alone: the root's plan and its questions, for workers elsewhere to claim.
+
+    None when the graph is seeded already; a record with ``error`` when the model
+    failed it (the root stays open for the next try). docs/architecture/engine.md, "The engine loop".
+    """
+    state.call.reset_health()  # the model may be back
+    state.refresh_sources()
+    return state.part.seed(state)
+
+
 def work(
     state: RunState, *, threads: int, worker_prefix: str, clock: Clock | None = None
 ) -> list[WorkerReport]:

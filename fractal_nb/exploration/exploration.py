@@ -276,6 +276,16 @@ class Exploration:
             raise InvalidInputError(f"n must be an integer >= 1, not {n!r}")
         return self._runner.step(n)
 
+    def seed(self) -> StepRecord | None:
+        """Only the seed phase: the root's plan and its seed questions, written for workers to claim.
+
+        For workers in other processes (``fractal-nb worker``, MCP agents): they work a
+        seeded graph and never seed one. Returns the seed phase's record (its ``error``
+        says why the model failed it; the root stays open for the next try), or None
+        when the graph is seeded already. ``fractal-nb seed`` is this from the shell.
+        """
+        return self._runner.seed()
+
     def pause(self) -> None:
         """Ask a running ``run()`` to stop: nodes in flight finish, no new claims are made."""
         self._runner.pause()

@@ -68,6 +68,11 @@ class Runner:
         with self.exclusive("pause() it before stepping", resume=True):  # a step is an explicit act
             return engine.step(self._state, n, STEP_WORKER)
 
+    def seed(self) -> StepRecord | None:
+        """The seed phase alone; see ``Exploration.seed``."""
+        with self.exclusive("pause() it before seeding", resume=True):
+            return engine.seed(self._state)
+
     def pause(self) -> None:
         """Ask the run in progress to stop; see ``Exploration.pause``."""
         if self._stop is not None:

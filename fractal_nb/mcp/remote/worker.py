@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from ... import engine
 from ...engine import Clock, RunState, WorkerReport
-from ...errors import InvalidInputError
+from ...errors import InvalidInputError, StateError
 from ...llm.protocol import LLM
 from ...store import Store
+from ...vocabulary import NodeStatus
 from .store import RemoteStore
 
 WorkedStore = RemoteStore | Store  # a graph's tools over MCP, or its store itself
@@ -42,5 +43,14 @@ def work_remotely(
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise InvalidInputError(f"threads must be an integer >= 1, not {threads!r}")
     graph = store.get_graph(only_active_graph(store) if graph_id is None else graph_id)
+    gid = graph["graph_id"]
+    root = store.get_synthesis_inputs(gid, graph["root_node_id"])["node"]
+    # Workers never seed (engine/runs.py seed, in the owner); a chain's root is its first level, claimable.
+    if root["status"] == NodeStatus.OPEN and not store.get_claimable_work(gid)["count"]:
+        raise StateError(
+            f"graph {gid} holds only its root: nothing is seeded for workers to claim; seed it where its "
+            f"store is opened whole (`fractal-nb seed --db FILE --graph-id {gid}`, or ex.seed() in the "
+            "process that serves it)"
+        )
     state = RunState.for_graph(store, graph, llm)
     return engine.work(state, threads=threads, worker_prefix=worker_id, clock=clock)
