@@ -137,7 +137,9 @@ def test_run_with_one_worker_and_a_seed_value(capsys: pytest.CaptureFixture[str]
         return [
             line
             for line in text.splitlines()
-            if "graph g-" not in line and "Exploration.open" not in line and not line.startswith("This run:")
+            if "graph g-" not in line
+            and "Exploration.open" not in line
+            and not line.startswith(("This run:", "See it again:"))
         ]
 
     assert strip(first) == strip(second)
