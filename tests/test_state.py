@@ -74,7 +74,11 @@ def test_state_answers_the_six_questions(backend: Backend) -> None:
         failed_ids = {v["node_id"] for v in state.values if v["kind"] == "failed"}
         missing_ids = {v["node_id"] for v in state.values if v["kind"] == "missing"}
         assert seeds["node_id"].iloc[0] in failed_ids and pruned in missing_ids
-        assert all(v["detail"].startswith("no verified citation; the model's own support: ") for v in state.values if v["kind"] == "stated")
+        assert all(
+            v["detail"].startswith("no verified citation; the model's own support: ")
+            for v in state.values
+            if v["kind"] == "stated"
+        )
         # 4. The head resume uses: the current one.
         assert state.open_turn is None and state.resume_from.startswith("head 2 (event ")
         # 5. Heads to attach from: head 1, not worth it (a failure beneath it), and why.

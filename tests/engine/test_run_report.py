@@ -64,6 +64,30 @@ def test_run_returns_a_report_with_the_reference_return_state() -> None:
         assert "<table>" in report._repr_html_() and "| worker |" in report._repr_markdown_()
 
 
+@pytest.mark.parametrize("strategy", ["fractal", "tracks", "thinkon", "single"])
+def test_the_report_carries_seed_000s_exploration_state_for_every_strategy(strategy: str) -> None:
+    """Seed 000's return state: graph_id, root_node_id, intensity, checkpoint, budget, seed_count."""
+    with explore("pulse", strategy=strategy) as ex:
+        report = ex.run(progress=False)
+        graph = ex.store.get_graph(ex.graph_id)
+        nodes = ex.nodes()
+        seeds = int(((nodes["node_type"] == "question") & (nodes["depth"] == 1)).sum())
+        state = report.to_dict()
+        assert {
+            k: state[k] for k in ("graph_id", "root_node_id", "intensity", "checkpoint", "seed_count")
+        } == {
+            "graph_id": ex.graph_id,
+            "root_node_id": graph["root_node_id"],
+            "intensity": "pulse",
+            "checkpoint": "autonomous",
+            "seed_count": seeds,
+        }
+        assert state["budget"]["max_agents"] == 3 and state["budget"]["max_depth"] == 2
+        if strategy in ("fractal", "tracks"):
+            assert report.seed_count >= 1  # a seed plan's questions
+        assert f"root {graph['root_node_id']}" in report.to_markdown()
+
+
 def test_the_report_escapes_what_it_shows() -> None:
     report = RunReport(
         "paused",
