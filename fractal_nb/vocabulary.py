@@ -63,7 +63,7 @@ class RunOutcome(StrEnum):
     MODEL_UNAVAILABLE = "model_unavailable"  # the model is down: paused, resumable
     SEED_FAILED = "seed_failed"  # the seed phase made nothing to work on
     COMPLETED = "completed"  # harvested meanwhile (by another process)
-    ERROR = "error"  # in error meanwhile (another process recorded an engine failure)
+    ERROR = "error"  # every worker crashed, or in error meanwhile (another process recorded a failure)
 
 
 # A run the model stopped: paused with the reason, resumable (the shell's exit 3, the panel's red line).
@@ -165,7 +165,7 @@ class ExitReason(StrEnum):
     BUDGET = "budget"  # a budget of engine/limits.py was reached
     MODEL_UNAVAILABLE = "model_unavailable"  # the model could not be reached, or failed every call
     STORE_UNREACHABLE = "store_unreachable"  # the store's server is gone
-    CRASHED = "crashed"  # a bug: its claims went back, the error is raised after the join
+    CRASHED = "crashed"  # a bug: its claims went back, the error in its report's detail; the others go on
 
 
 class GapKind(StrEnum):

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from ..arguments import check_store_target, shown_target
 from ..errors import FractalError
 from ..vocabulary import MODEL_FAILED
-from .exit_codes import EXIT_MODEL, EXIT_OK, EXIT_STOPPED
+from .exit_codes import EXIT_ERROR, EXIT_MODEL, EXIT_OK, EXIT_STOPPED
 
 if TYPE_CHECKING:
     from ..exploration.exploration import Exploration
@@ -25,7 +25,10 @@ if TYPE_CHECKING:
     from ..results.run_report import RunReport
 
 # A run that stopped before the end: its exit code by status (any other: EXIT_STOPPED).
-_UNFINISHED = dict.fromkeys(MODEL_FAILED, EXIT_MODEL)
+_UNFINISHED: dict[str, int] = {
+    **dict.fromkeys(MODEL_FAILED, EXIT_MODEL),
+    "error": EXIT_ERROR,
+}  # error: every worker crashed
 
 
 def explore(seed: str, llm: LLM, args: argparse.Namespace) -> int:

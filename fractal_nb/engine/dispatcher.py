@@ -139,6 +139,8 @@ class Dispatcher:
     budget_reached: str | None = None  # why the run stopped for a budget (limits.py), once it did
     _started: float = 0.0
     _in_flight: int = 0
+    _last_round: int = 0  # how many workers the last round started
+    _caller_errors: list[BaseException] = field(default_factory=list)  # what on_step raised
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def run(self) -> RunOutcome:
@@ -159,7 +161,8 @@ class Dispatcher:
                 break
             self.work(count)
             if (
-                self.stop.is_set()
+                self.crashed() is not None  # no worker could go on: another round would crash again
+                or self.stop.is_set()
                 or run.convergence_found.is_set()
                 or run.call.outage
                 or (self.budget_reached)
@@ -175,9 +178,13 @@ class Dispatcher:
 
         (docs/architecture/engine.md, "The engine loop")
 
-        Settles nothing: :meth:`run` decides the graph's status afterwards.
+        Settles nothing: :meth:`run` decides the graph's status afterwards. A worker that
+        crashes is noted in its report (``crashed``, the error in ``detail``) and its claims go
+        back; the others finish. What the caller's ``on_step`` raises, or the store's server
+        gone, is raised after the join.
         """
         errors: list[BaseException] = []
+        self._last_round = count
         reports = [WorkerReport(f"{self.worker_prefix}-{i + 1}") for i in range(count)]
         self.reports.extend(reports)
 
@@ -188,10 +195,13 @@ class Dispatcher:
                 errors.append(exc)
                 report.exit_reason = ExitReason.STORE_UNREACHABLE
                 self.stop.set()
-            except BaseException as exc:  # a bug, not a model failure: surface it after the join
-                errors.append(exc)
-                report.exit_reason = ExitReason.CRASHED
-                self.run_state.store.recover_stuck(self.run_state.graph_id, worker_id=report.worker)
+            except BaseException as exc:
+                if self._callers_own(exc) or not isinstance(exc, Exception):  # raised after the join
+                    errors.append(exc)
+                # A bug, not a model failure: noted in its report, its claims given back; the others
+                # finish (docs/architecture/engine.md, "The worker protocol we follow": the error table).
+                report.exit_reason, report.detail = ExitReason.CRASHED, f"{type(exc).__name__}: {exc}"[:500]
+                self._give_back(report.worker)
 
         threads = [
             threading.Thread(target=body, args=(r,), name=f"fractal-{r.worker}", daemon=True) for r in reports
@@ -259,10 +269,34 @@ class Dispatcher:
             if record.budget_reached and self.budget_reached is None:  # a node's time limit
                 self.budget_reached = record.budget_reached
             if self.on_step is not None:
-                self.on_step(record)
+                try:
+                    self.on_step(record)
+                except BaseException as exc:  # the caller's error, not the worker's: it is raised as it is
+                    with self._lock:
+                        self._caller_errors.append(exc)
+                    raise
             if interactive:
                 report.exit_reason = ExitReason.CYCLE
                 return
+
+    def _callers_own(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is what the caller's ``on_step`` raised."""
+        with self._lock:
+            return any(exc is theirs for theirs in self._caller_errors)
+
+    def _give_back(self, worker: str) -> None:
+        """A crashed worker's claims, questions and syntheses, back to open (nothing is left stuck)."""
+        try:
+            self.run_state.store.recover_stuck(self.run_state.graph_id, worker_id=worker)
+        except Exception:  # noqa: BLE001 - a graph no longer active: its claims are recovered on resume
+            pass
+
+    def crashed(self) -> str | None:
+        """Why no worker could go on: every worker of the last round crashed (their first error), or None."""
+        last = self.reports[-self._last_round :] if self._last_round else []
+        if last and all(r.exit_reason == ExitReason.CRASHED for r in last):
+            return f"every worker crashed: {last[0].detail}"
+        return None
 
     def _over_budget(self) -> bool:
         """Whether a budget of :mod:`.limits` is reached (remembered: the run then stops).
@@ -287,4 +321,5 @@ class Dispatcher:
             stopped=self.stop.is_set(),
             reported=bool(self.reports),
             cascade_worker=f"{self.worker_prefix}-cascade",
+            crashed=self.crashed(),
         )

@@ -50,18 +50,28 @@ def after_seed(run: RunState, first: StepRecord) -> RunOutcome | None:
 
 
 def settle(
-    run: RunState, *, budget_reached: str | None, stopped: bool, reported: bool, cascade_worker: str
+    run: RunState,
+    *,
+    budget_reached: str | None,
+    stopped: bool,
+    reported: bool,
+    cascade_worker: str,
+    crashed: str | None = None,
 ) -> RunOutcome:
     """The outcome once the workers are out: what the graph holds, the model's health and the budgets.
 
     ``budget_reached``: the budget a worker met (None: none); ``stopped``: pause()
     was asked; ``reported``: a worker reported (an interactive checkpoint stops after
-    one); ``cascade_worker``: the name the last synthesis cascade works under.
+    one); ``cascade_worker``: the name the last synthesis cascade works under; ``crashed``:
+    why no worker could go on (every worker crashed), which sets the graph to ``error``.
     """
     store, g = run.local, run.graph_id
     snapshot = store.get_snapshot(g)
     if snapshot["status"] != GraphStatus.ACTIVE:  # another process paused, harvested or failed it
         return RunOutcome(snapshot["status"])
+    if crashed is not None:  # no worker could go on: the error table's failure the engine cannot recover from
+        store.update_graph_status(g, GraphStatus.ERROR, reason=crashed[:500])
+        return RunOutcome.ERROR
     pending = pending_counts(snapshot["nodes"])
     claimable = store.get_claimable_work(g)["count"]
     if run.call.outage:  # not finished, not a budget: resumable when the model is back

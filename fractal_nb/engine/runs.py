@@ -131,7 +131,12 @@ def seed(state: RunState) -> StepRecord | None:
 def work(
     state: RunState, *, threads: int, worker_prefix: str, clock: Clock | None = None
 ) -> list[WorkerReport]:
-    """Work a graph another process seeded and settles, with ``threads`` patient workers; their reports."""
+    """Work a graph another process seeded and settles, with ``threads`` patient workers; their reports.
+
+    No more threads than the graph's ``max_agents`` start (as a run's); across processes the
+    store's ceiling holds (docs/architecture/store.md, rule 17).
+    """
+    threads = min(threads, state.budget.max_agents)
     dispatcher = Dispatcher(
         state, workers=threads, clock=clock or RealClock(), worker_prefix=worker_prefix, patient=True
     )

@@ -25,7 +25,7 @@ from ..results.result import FractalResult, StepRecord
 from ..results.run_report import RunReport, Usage
 from ..store import Store
 from ..store.records import ModelSpend
-from ..vocabulary import TERMINAL_GRAPH, GraphStatus, parse_metadata, pending_counts
+from ..vocabulary import TERMINAL_GRAPH, GraphStatus, NodeType, parse_metadata, pending_counts
 
 STEP_WORKER = "stepper"
 
@@ -222,6 +222,14 @@ class Runner:
         return RunReport(
             status=status,
             graph_id=g,
+            root_node_id=snapshot["root_node_id"],
+            intensity=snapshot["intensity"],
+            checkpoint=snapshot["checkpoint_mode"],
+            budget=snapshot["budget"],
+            seed_count=sum(
+                n["node_type"] == NodeType.QUESTION and n["depth"] == 1 and n["superseded_turn"] is None
+                for n in snapshot["nodes"]
+            ),
             status_reason=snapshot["status_reason"] if snapshot["status"] != GraphStatus.ACTIVE else None,
             workers_dispatched=len(reports),
             open_questions_remaining=pending["open"],

@@ -1,7 +1,9 @@
 """What ``Exploration.run()`` hands back: the run's status and the return state of the work phase.
 
 The fields follow the reference's return state (docs/notebook.md, "What a run returns"):
-``workers_dispatched``, ``open_questions_remaining``, ``claimed_nodes_remaining``,
+seed 000's exploration state (``graph_id``, ``root_node_id``, ``intensity``, ``checkpoint``,
+``budget``, ``seed_count``), then ``workers_dispatched``, ``open_questions_remaining``,
+``claimed_nodes_remaining``,
 ``convergence_points`` and ``worker_reports``, each worker's report with its
 convergences, contradictions, saturated branches, boundary questions and exit
 reason. A :class:`RunReport` compares equal to its status string, so code that
@@ -15,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypedDict
 
 from ..text import markdown_escape as _md
-from ..vocabulary import ExitReason, RunOutcome
+from ..vocabulary import BudgetRecord, ExitReason, RunOutcome
 from .result import StepRecord
 
 
@@ -84,11 +86,19 @@ class RunReport:
     ``synthesis_failed``; ``completed``
     or ``error`` when another process harvested or failed the graph meanwhile),
     equal to its text; ``status_reason`` says why when the graph recorded a
-    reason (a budget, a gate, the model outage).
+    reason (a budget, a gate, the model outage). ``root_node_id``, ``intensity``,
+    ``checkpoint``, ``budget`` (the intensity's ceilings) and ``seed_count`` (the graph's
+    current seed questions, depth 1; 0 for a strategy without a seed plan) are seed 000's
+    exploration state, which its work phase hands back with the rest.
     """
 
     status: RunOutcome
     graph_id: str = ""
+    root_node_id: str = ""
+    intensity: str = ""
+    checkpoint: str = ""
+    budget: BudgetRecord | None = None
+    seed_count: int = 0
     status_reason: str | None = None
     workers_dispatched: int = 0
     open_questions_remaining: int = 0
@@ -153,9 +163,21 @@ class RunReport:
             f"{self.gated_questions_remaining} gated"
         )
 
+    def exploration_state(self) -> str:
+        """Seed 000's exploration state in one line: graph, root, intensity, checkpoint, budget, seeds."""
+        budget = (
+            f"{self.budget['max_agents']} agents, depth {self.budget['max_depth']}" if self.budget else "none"
+        )
+        return (
+            f"{self.graph_id} (root {self.root_node_id}), {self.intensity}, checkpoint {self.checkpoint}, "
+            f"budget {budget}, {self.seed_count} seed question(s)"
+        )
+
     def to_markdown(self) -> str:
         """The report as Markdown (model text escaped)."""
         lines = [f"**Run:** {_md(self.headline())}"]
+        if self.graph_id:
+            lines += ["", f"**Graph:** {_md(self.exploration_state())}"]
         if self.convergence_points:
             lines += ["", "**Convergences**", ""]
             lines += [
@@ -200,6 +222,7 @@ class RunReport:
         )
         return (
             f"<div class='fractal-run'><p><b>Run:</b> {esc(self.headline())}</p>"
+            + (f"<p><b>Graph:</b> {esc(self.exploration_state())}</p>" if self.graph_id else "")
             + (f"<p><b>Convergences</b></p><ul>{links}</ul>" if links else "")
             + (f"<p><b>Contradictions</b></p><ul>{tensions}</ul>" if tensions else "")
             + (

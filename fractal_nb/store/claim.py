@@ -152,7 +152,7 @@ class Claims:
             row = self._db.fetchone(pick, params)
             if row is None and self.recover_gone(gid, now):  # a dead worker's claims come back
                 row = self._db.fetchone(pick, params)
-            if row is not None and (busy := self._busy(gid, worker, now, int(row[-1]))) is not None:
+            if row is not None and (busy := self.seats_taken(gid, worker, now, int(row[-1]))) is not None:
                 return {
                     "node_id": None,
                     "graph_done": False,
@@ -214,13 +214,17 @@ class Claims:
             payload=payload,
         )
 
-    def _busy(self, graph_id: str, worker: str, now: float, busy: int) -> int | None:
+    def seats_taken(self, graph_id: str, worker: str, now: float, busy: int | None = None) -> int | None:
         """How many other workers hold claims on the graph, if as many as its budget's agents (rule 17).
 
-        ``busy`` is the count the pick read with its candidate. The ceiling holds across
-        every process working the graph: a worker beyond it claims nothing until one of
-        those claims ends (a gone holder's come back first, and the count is read again).
+        ``busy`` is the count a pick read with its candidate (None: read it here). The
+        ceiling holds across every process working the graph, for a question's claim and a
+        synthesis's alike: a worker beyond it claims nothing until one of those claims ends
+        (a gone holder's come back first, and the count is read again). Inside the caller's
+        write transaction.
         """
+        if busy is None:
+            busy = self._count(_busy_params(graph_id, worker, now))
         ceiling = BUDGETS[Intensity(self._core.known_graph(graph_id).intensity)].max_agents
         if busy >= ceiling and self.recover_gone(graph_id, now):
             busy = self._count(_busy_params(graph_id, worker, now))

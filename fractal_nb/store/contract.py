@@ -190,6 +190,8 @@ class WorkerStore(Protocol):
     ) -> SynthesisClaim:
         """Hand the deepest ready question no one is synthesizing to ``worker_id``.
 
+        Past the agent ceiling (docs/architecture/store.md, rule 17) nothing is handed
+        out: ``node_id`` None with ``busy_workers``.
         ``with_inputs``: the claim also carries what the synthesis reads
         (:meth:`get_synthesis_inputs`), read after the claim commits, outside the
         write lock: a claim and its read in one call.

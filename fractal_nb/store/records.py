@@ -130,6 +130,9 @@ class SynthesisClaim(TypedDict):
     depth: NotRequired[int]
     lease_s: NotRequired[float]
     inputs: NotRequired[SynthesisInputs]  # with_inputs=True
+    busy_workers: NotRequired[
+        int
+    ]  # nothing claimed: this many other workers hold the agent ceiling (rule 17)
 
 
 class AncestorRecord(TypedDict):

@@ -104,7 +104,9 @@ class Synthesis:
         """Hand the deepest ready question no one is synthesizing to ``worker_id``.
 
         Returns ``{node_id, graph_id, text, depth, lease_s}``, or ``node_id: null``
-        when nothing is ready (or the graph is not active: ``graph_status`` says).
+        when nothing is ready (or the graph is not active: ``graph_status`` says), or
+        with ``busy_workers`` when as many other workers as the budget's agents hold
+        claims (docs/architecture/store.md, rule 17).
         ``skip`` lists questions this worker failed to synthesize already.
         """
         gid = require_id(graph_id, "graph_id")
@@ -123,6 +125,8 @@ class Synthesis:
                 status, row = self._ready(gid, skipped)  # a dead worker's syntheses come back
             if status != GraphStatus.ACTIVE or row is None:
                 return _none(gid, status)
+            if (busy := self._claims.seats_taken(gid, worker, now)) is not None:  # rule 17's ceiling
+                return {**_none(gid), "busy_workers": busy}
             if held is not None:
                 self._claims.register(held, now)
             claim = self._hand_out(NodeRow(*row), worker, held and held["holder_id"], now)

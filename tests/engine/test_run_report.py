@@ -64,6 +64,30 @@ def test_run_returns_a_report_with_the_reference_return_state() -> None:
         assert "<table>" in report._repr_html_() and "| worker |" in report._repr_markdown_()
 
 
+@pytest.mark.parametrize("strategy", ["fractal", "tracks", "thinkon", "single"])
+def test_the_report_carries_seed_000s_exploration_state_for_every_strategy(strategy: str) -> None:
+    """Seed 000's return state: graph_id, root_node_id, intensity, checkpoint, budget, seed_count."""
+    with explore("pulse", strategy=strategy) as ex:
+        report = ex.run(progress=False)
+        graph = ex.store.get_graph(ex.graph_id)
+        nodes = ex.nodes()
+        seeds = int(((nodes["node_type"] == "question") & (nodes["depth"] == 1)).sum())
+        state = report.to_dict()
+        assert {
+            k: state[k] for k in ("graph_id", "root_node_id", "intensity", "checkpoint", "seed_count")
+        } == {
+            "graph_id": ex.graph_id,
+            "root_node_id": graph["root_node_id"],
+            "intensity": "pulse",
+            "checkpoint": "autonomous",
+            "seed_count": seeds,
+        }
+        assert state["budget"]["max_agents"] == 3 and state["budget"]["max_depth"] == 2
+        if strategy in ("fractal", "tracks"):
+            assert report.seed_count >= 1  # a seed plan's questions
+        assert f"root {graph['root_node_id']}" in report.to_markdown()
+
+
 def test_the_report_escapes_what_it_shows() -> None:
     report = RunReport(
         "paused",
@@ -329,13 +353,19 @@ class Broken(SimulatedLLM):
 
 def test_an_error_the_engine_cannot_recover_from_sets_the_graph_to_error() -> None:
     with Exploration.create(SEED, intensity="pulse", llm=Broken(seed=4), clock=FAST) as ex:
-        with pytest.raises(RuntimeError, match="backend bug"):
-            ex.run(progress=False)
+        # The bug crashes every worker: each report says so, and with no worker left to go on the graph is
+        # 'error'; run() still returns its state (seed 000's error table).
+        report = ex.run(progress=False)
+        assert report == "error" and report.worker_reports
+        assert {w.detail for w in report.worker_reports} == {"RuntimeError: backend bug"}
         graph = ex.store.get_graph(ex.graph_id)
-        assert graph["status"] == "error" and graph["status_reason"] == "RuntimeError: backend bug"
+        reason = "every worker crashed: RuntimeError: backend bug"
+        assert graph["status"] == "error" and graph["status_reason"] == reason == report.status_reason
         result = ex.harvest()  # the partial result is still harvestable
         assert result.status == "error" and result.node_count > 1
-        with pytest.raises(StateError, match="is 'error' \\(RuntimeError: backend bug\\)"):
+        with pytest.raises(
+            StateError, match="is 'error' \\(every worker crashed: RuntimeError: backend bug\\)"
+        ):
             ex.run(progress=False)
 
 

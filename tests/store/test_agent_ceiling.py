@@ -49,6 +49,52 @@ def test_claims_past_their_lease_do_not_hold_the_ceiling(pulse: Tree, clock: Fak
     assert store.claim_work(gid, "w-extra", holder=None)["node_id"] is not None
 
 
+EXPLORE_AGENTS = BUDGETS[Intensity.EXPLORE].max_agents  # 8: pulse's depth 2 leaves no room for a sub-question
+
+
+@pytest.fixture
+def explore(fresh_store: GraphStore) -> Tree:
+    return make_tree(fresh_store, "explore", seeds=EXPLORE_AGENTS + 3)
+
+
+def ready_to_synthesize(tree: Tree, question: str) -> None:
+    """``question`` answered with one sub-question, saturated: its synthesis is ready (rule 3)."""
+    sub = tree.ask(tree.answer(question))
+    tree.store.mark_saturated(tree.graph_id, sub, "derivable")
+
+
+def test_a_synthesis_past_the_ceiling_is_refused_as_a_question_is(explore: Tree) -> None:
+    """A synthesis claim is a claim: a ninth worker on an 8-agent graph is told busy, not handed one."""
+    store, gid = explore.store, explore.graph_id
+    ready_to_synthesize(explore, explore.seeds[0])
+    held = [store.claim_work(gid, f"w{i}")["node_id"] for i in range(EXPLORE_AGENTS)]
+    assert None not in held
+    refused = store.claim_synthesis(gid, "w-extra")
+    assert refused["node_id"] is None and refused["busy_workers"] == EXPLORE_AGENTS
+    assert refused["graph_status"] == "active"
+    assert store.get_ready_to_synthesize(gid)["count"] == 1  # it waits; nothing changed
+    assert store.claim_synthesis(gid, "w0")["node_id"] == explore.seeds[0]  # a seated worker takes it
+
+
+def test_threads_claiming_questions_and_syntheses_at_once_never_pass_the_ceiling(explore: Tree) -> None:
+    store, gid = explore.store, explore.graph_id
+    for question in explore.seeds[:EXPLORE_AGENTS]:
+        ready_to_synthesize(explore, question)
+    got: dict[str, str | None] = {}
+    start = threading.Barrier(20)
+
+    def claim(worker: str, synthesis: bool) -> None:
+        start.wait()
+        got[worker] = (store.claim_synthesis if synthesis else store.claim_work)(gid, worker)["node_id"]
+
+    threads = [threading.Thread(target=claim, args=(f"w{i}", i % 2 == 1)) for i in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len([w for w, n in got.items() if n is not None]) == EXPLORE_AGENTS
+
+
 def test_threads_claiming_at_once_never_pass_the_ceiling(pulse: Tree) -> None:
     store, gid = pulse.store, pulse.graph_id
     got: list[str | None] = []
@@ -64,6 +110,23 @@ def test_threads_claiming_at_once_never_pass_the_ceiling(pulse: Tree) -> None:
     for t in threads:
         t.join()
     assert len([n for n in got if n is not None]) == PULSE_AGENTS
+
+
+def test_a_worker_process_asked_for_more_threads_than_agents_starts_only_max_agents(pulse: Tree) -> None:
+    """``fractal-nb worker --threads 12`` on a 3-agent graph: three workers, three reports."""
+    from fractal_nb.engine.dispatcher import ScaledClock  # noqa: PLC0415
+    from fractal_nb.llm.simulated import SimulatedLLM  # noqa: PLC0415
+    from fractal_nb.mcp.remote import work_remotely  # noqa: PLC0415
+
+    reports = work_remotely(
+        pulse.store,
+        SimulatedLLM(seed=5),
+        worker_id="p",
+        graph_id=pulse.graph_id,
+        threads=12,
+        clock=ScaledClock(0.001),
+    )
+    assert [r.worker for r in reports] == ["p-1", "p-2", "p-3"]
 
 
 _WORKER = textwrap.dedent(

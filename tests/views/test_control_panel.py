@@ -285,7 +285,7 @@ def test_an_engine_failure_offers_resume_which_runs_again_once_the_cause_is_gone
         settle(view)
         assert ex.status == "error" and "backend bug" in view.message.value
         assert view.run_button.description == "Resume" and not view.run_button.disabled
-        assert "failed inside the engine (RuntimeError: backend bug)" in view.status_rows.guide.value
+        assert "(every worker crashed: RuntimeError: backend bug)" in view.status_rows.guide.value
         llm.fixed = True  # the cause is gone: Resume is the explicit act
         view.run_button.click()
         settle(view)

@@ -39,7 +39,10 @@ def work_remotely(
     threads: int = 1,
     clock: Clock | None = None,
 ) -> list[WorkerReport]:
-    """Work the graph behind ``store`` with ``threads`` workers named ``worker_id-1…``; their reports."""
+    """Work the graph behind ``store`` with ``threads`` workers named ``worker_id-1…``; their reports.
+
+    At most the graph's ``max_agents`` threads start (docs/architecture/store.md, rule 17).
+    """
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise InvalidInputError(f"threads must be an integer >= 1, not {threads!r}")
     graph = store.get_graph(only_active_graph(store) if graph_id is None else graph_id)
