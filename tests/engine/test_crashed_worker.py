@@ -14,13 +14,18 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
+import pytest
+
 from fractal_nb import Exploration, SimulatedLLM
-from fractal_nb.engine.strategies import register
+from fractal_nb.engine import strategies
 from fractal_nb.engine.strategies.fractal import Fractal
 from fractal_nb.vocabulary import ExitReason
 from tests.engine.test_runs import FAST
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from fractal_nb.engine import StrategyPart
     from fractal_nb.engine.run_state import RunState
     from fractal_nb.results.result import StepRecord
     from fractal_nb.store.records import Claim
@@ -54,8 +59,16 @@ class AlwaysBuggy(Fractal):
         raise KeyError("a bug on every question")
 
 
-def test_a_crashed_worker_is_noted_its_claim_goes_back_and_the_others_finish() -> None:
-    register(BuggyOnce())
+@pytest.fixture
+def registered(monkeypatch: pytest.MonkeyPatch) -> Callable[[StrategyPart], None]:
+    """Register a part for this test only: the registry lists no test's strategy afterwards."""
+    return lambda part: monkeypatch.setitem(strategies._PARTS, part.name, part)
+
+
+def test_a_crashed_worker_is_noted_its_claim_goes_back_and_the_others_finish(
+    registered: Callable[[StrategyPart], None],
+) -> None:
+    registered(BuggyOnce())
     with Exploration.create(
         SEED, intensity="pulse", llm=SimulatedLLM(seed=4), clock=FAST, strategy="buggy_once"
     ) as ex:
@@ -70,8 +83,10 @@ def test_a_crashed_worker_is_noted_its_claim_goes_back_and_the_others_finish() -
         assert "a bug in the buggy\\_once part" in report.to_markdown()  # escaped
 
 
-def test_when_every_worker_crashes_the_graph_is_error_and_a_state_is_still_returned() -> None:
-    register(AlwaysBuggy())
+def test_when_every_worker_crashes_the_graph_is_error_and_a_state_is_still_returned(
+    registered: Callable[[StrategyPart], None],
+) -> None:
+    registered(AlwaysBuggy())
     with Exploration.create(
         SEED, intensity="pulse", llm=SimulatedLLM(seed=4), clock=FAST, strategy="always_buggy"
     ) as ex:
