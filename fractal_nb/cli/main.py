@@ -16,11 +16,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import FractalError
+from ..errors import FractalError, InvalidInputError
 from .copying import copy, fork
 from .exit_codes import EXIT_ERROR, EXIT_OK
 from .option_checks import checked_model
 from .parser import INSPECTION_HELP, build_parser
+from .profiles import with_profile
 from .running import ask, demo_local, explore, harvest, resume, seed
 from .serving import serve, work
 
@@ -28,6 +29,10 @@ from .serving import serve, work
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code (``exit_codes.EXIT_CODES``)."""
     parser = build_parser()
+    try:
+        argv = with_profile(sys.argv[1:] if argv is None else argv)
+    except InvalidInputError as exc:
+        parser.error(str(exc))
     args = parser.parse_args(argv)
     llm = checked_model(parser, args)  # every option, before any file is touched
     try:

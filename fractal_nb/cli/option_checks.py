@@ -56,6 +56,9 @@ def _check_stores(args: argparse.Namespace) -> None:
     if args.command == "export":
         _check_export_target(args.to, args.file)
         _check_export_at(args)
+    for source in getattr(args, "sources", None) or []:  # the facade checks what is inside
+        if not Path(source).exists():
+            raise InvalidInputError(f"--sources {source}: no such file or folder")
     if getattr(args, "db", None) is not None:
         existing = args.command in ("resume", "harvest", "worker") or (
             args.command == "seed" and not args.seed

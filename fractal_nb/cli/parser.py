@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 
+from ..vocabulary import DEFAULT_STRATEGY, Strategy
 from .exit_codes import EXIT_CODES
 
 DEMO_SEED = "Should a mid-sized city build a tram line or expand its bus network?"
@@ -38,7 +39,7 @@ INSPECTION_HELP = {
         "Print the question tree, indented by level, each question with its status (and why) and id.",
     ),
     "export": (
-        "write the graph as Markdown, HTML or Parquet (read-only on FILE)",
+        "write the graph as Markdown, HTML or Parquet (FILE read-only)",
         "Write the graph to --to: .md the report, .html the self-contained page with the tree, "
         ".parquet one table (--table, default nodes); with --at, one table (nodes, edges or gaps) as "
         "Parquet as it was at that event.",
@@ -87,6 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action=_Version, help="show the version and exit")
+    parser.add_argument(
+        "--profile",
+        metavar="P",
+        help="options from [profiles.P] of ~/.config/fractal-nb/config.toml (or $FRACTAL_NB_CONFIG), "
+        "before the ones typed; anywhere on the line, or env FRACTAL_NB_PROFILE (docs/shell.md)",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     _add_running(commands)
@@ -108,6 +115,7 @@ def _add_running(commands: Commands) -> None:
     run.add_argument("seed", help="the question, claim, goal or fact to explore")
     _add_run_options(run, db_default="exploration.duckdb")
     _add_model_options(run)
+    _add_making_options(run)
 
     demo = commands.add_parser(
         "demo",
@@ -266,6 +274,7 @@ def _add_seeding(commands: Commands) -> None:
     )
     seed.add_argument("--checkpoint", default="autonomous", help="with SEED: as for run (default autonomous)")
     _add_model_options(seed)
+    _add_making_options(seed)
 
 
 def _add_inspection(parser: argparse.ArgumentParser, name: str) -> None:
@@ -364,6 +373,22 @@ def _add_budget_options(parser: argparse.ArgumentParser) -> None:
         type=_positive_seconds,
         default=None,
         help="seconds this run may take; reaching it ends the run as budget_exhausted",
+    )
+
+
+def _add_making_options(parser: argparse.ArgumentParser) -> None:
+    """How a new graph thinks and what its answers cite (``Exploration.create``'s strategy and sources)."""
+    parser.add_argument(
+        "--strategy",
+        choices=[s.value for s in Strategy],
+        default=DEFAULT_STRATEGY.value,
+        help=f"how the graph thinks (default {DEFAULT_STRATEGY.value}); docs/strategies.md",
+    )
+    parser.add_argument(
+        "--sources",
+        action="append",
+        metavar="PATH",
+        help="a folder or file the answers cite, checked as they are written (repeat it for more)",
     )
 
 

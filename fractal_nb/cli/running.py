@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..arguments import check_store_target, shown_target
 from ..errors import FractalError
@@ -36,7 +37,12 @@ def explore(seed: str, llm: LLM, args: argparse.Namespace) -> int:
     from ..exploration.exploration import Exploration
 
     with Exploration.create(
-        seed, intensity=args.intensity, checkpoint=args.checkpoint, llm=llm, path=check_store_target(args.db)
+        seed,
+        intensity=args.intensity,
+        checkpoint=args.checkpoint,
+        llm=llm,
+        path=check_store_target(args.db),
+        **_making(args),
     ) as exploration:
         if (before := len(exploration.store.list_graphs()["graphs"]) - 1) > 0:
             print(
@@ -69,6 +75,7 @@ def seed(args: argparse.Namespace, llm: LLM) -> int:
             checkpoint=args.checkpoint,
             llm=llm,
             path=check_store_target(args.db),
+            **_making(args),
         )
     else:
         exploration = opened(args, llm)
@@ -87,6 +94,16 @@ def seed(args: argparse.Namespace, llm: LLM) -> int:
             f"  or run it whole here:  fractal-nb resume {where}"
         )
     return EXIT_OK
+
+
+def _making(args: argparse.Namespace) -> dict[str, Any]:
+    """``run`` and ``seed``'s ``--strategy`` and ``--sources``, as ``Exploration.create`` takes them."""
+    making: dict[str, Any] = {}
+    if getattr(args, "strategy", None) is not None:
+        making["strategy"] = args.strategy
+    if getattr(args, "sources", None):
+        making["sources"] = [Path(source) for source in args.sources]
+    return making
 
 
 def opened(args: argparse.Namespace, llm: LLM) -> Exploration:
