@@ -182,7 +182,8 @@ def test_a_comparison_through_a_local_openai_compatible_server() -> None:
             QUESTION, llm=server.llm(timeout=5.0, max_retries=1), judge=server.llm(timeout=5.0, max_retries=0)
         )
     by = found.frame.set_index("strategy")
-    assert (by.status == "completed").all() and not by.degraded.any()
+    # Only the tracks run is degraded: without sources its findings are uncited (seed 003).
+    assert (by.status == "completed").all() and list(by.index[by.degraded]) == ["tracks"]
     assert by.loc["single", "calls"] == 1 and by.coverage.notna().all()
     asked = {schema_name(r) for r in server.requests}
     assert {"SingleAnswer", "Think", "Eval", "Judgement", "SeedPlan", "TrackPlan"} <= asked

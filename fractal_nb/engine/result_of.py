@@ -14,7 +14,7 @@ from ..results.provenance import with_nodes
 from ..results.result import ChainLink, FractalResult, synthesis_chain, weak_reasons
 from ..store.citations import support_of
 from ..store.records import NodeRecord, Snapshot
-from ..vocabulary import GraphStatus, NodeStatus, SaturationReason, Support, WeakReason
+from ..vocabulary import GraphStatus, NodeStatus, SaturationReason, Strategy, Support, WeakReason
 from . import evidence
 from .gaps import current, gap_rows
 
@@ -77,6 +77,12 @@ def result_of(
     kept, unsupported = _findings(
         findings, nodes, sources, weak=root is not None and bool(weak_reasons(root))
     )
+    if not sources and run.part.name == Strategy.TRACKS:
+        # Seed 003's evidence-cited law: every track finding cites a file:line. Without sources none can.
+        reasons.append(
+            f"a tracks run without sources: its {len(findings)} finding(s) are uncited, no file or line "
+            "to check them by (add sources, a folder of files, for cited findings)"
+        )
     if sources and not kept and (finished or unsupported):
         reasons.append(
             f"the graph has sources, but none of its {len(unsupported)} finding(s) rests on a verified "

@@ -107,7 +107,11 @@ def test_a_tracks_run_poses_at_least_three_orthogonal_tracks_and_aggregates_them
         found = tracks_of(ex)
         assert len(found) >= 3
         assert near_duplicates([Track.model_validate(t) for t in found]) == []
-        assert result.strategy == "tracks" and not result.degraded, result.degraded_reasons
+        # Without sources nothing is cited (seed 003: every finding cites a file:line): it says so.
+        assert result.strategy == "tracks" and result.degraded_reasons == [
+            "a tracks run without sources: its 0 finding(s) are uncited, no file or line to check them by "
+            "(add sources, a folder of files, for cited findings)"
+        ]
         check_finished_graph(ex)
         synthesis = result.synthesis
         assert synthesis is not None and set(synthesis) >= {
