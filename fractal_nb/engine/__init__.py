@@ -19,6 +19,7 @@ from .phases import harvest, preview
 from .run_state import RunState
 from .runs import LEFTOVERS, Ran, run, seed, step, work
 from .strategies import StrategyPart, register, strategy_names, strategy_part
+from .strategies.thinkon import own_prompts
 from .widening import propose_seed_questions
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "current",
     "gap_rows",
     "harvest",
+    "own_prompts",
     "preview",
     "propose_seed_questions",
     "register",

@@ -77,17 +77,7 @@ def result_of(
     kept, unsupported = _findings(
         findings, nodes, sources, weak=root is not None and bool(weak_reasons(root))
     )
-    if not sources and run.part.name == Strategy.TRACKS:
-        # Seed 003's evidence-cited law: every track finding cites a file:line. Without sources none can.
-        reasons.append(
-            f"a tracks run without sources: its {len(findings)} finding(s) are uncited, no file or line "
-            "to check them by (add sources, a folder of files, for cited findings)"
-        )
-    if sources and not kept and (finished or unsupported):
-        reasons.append(
-            f"the graph has sources, but none of its {len(unsupported)} finding(s) rests on a verified "
-            "citation: there are no supported findings"
-        )
+    reasons += _evidence_reasons(run, sources, len(findings), bool(kept), unsupported, finished=finished)
     return FractalResult(
         graph_id=run.graph_id,
         seed=run.seed,
@@ -119,6 +109,24 @@ def result_of(
         strategy=run.strategy,
         synthesis=synthesis,
     )
+
+
+def _evidence_reasons(
+    run: RunState, sources: bool, found: int, kept: bool, unsupported: list[dict[str, Any]], *, finished: bool
+) -> list[str]:
+    """Why the findings' evidence degrades the result: uncited tracks, or sources no finding rests on."""
+    if not sources and run.part.name == Strategy.TRACKS:
+        # Seed 003's evidence-cited law: every track finding cites a file:line. Without sources none can.
+        return [
+            f"a tracks run without sources: its {found} finding(s) are uncited, no file or line "
+            "to check them by (add sources, a folder of files, for cited findings)"
+        ]
+    if sources and not kept and (finished or unsupported):
+        return [
+            f"the graph has sources, but none of its {len(unsupported)} finding(s) rests on a verified "
+            "citation: there are no supported findings"
+        ]
+    return []
 
 
 def root_summary(chain: list[ChainLink], nodes: list[NodeRecord]) -> str:

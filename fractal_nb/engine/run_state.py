@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import StateError
@@ -36,6 +37,8 @@ class RunState:
     # A synthesis was given back (its call failed): a worker with no question to claim asks the whole graph.
     synthesis_given_back: threading.Event = field(default_factory=threading.Event)
     has_sources: bool = False  # answers gather evidence first (engine/evidence.py); read by arm()
+    # The caller's own prompt templates the graph keeps (thinkon's Prompt_t and Prompt_e): step -> text.
+    prompts: Mapping[str, str] = field(default_factory=dict)
     # The whole local store behind ``store`` (``local``); None for a worker's store (mcp/remote/worker.py).
     whole: Store | None = None
 
@@ -64,6 +67,7 @@ class RunState:
             checkpoint=CheckpointMode.parse(graph["checkpoint_mode"]),
             call=ModelCaller(llm, store, graph["graph_id"]),
             part=strategy_part(graph["metadata"].get("strategy", DEFAULT_STRATEGY)),
+            prompts=dict(graph["metadata"].get("prompts") or {}),
         )
         state.arm(limits or Limits())
         return state

@@ -104,6 +104,7 @@ class Exploration:
         node_timeout_s: float | None = None,
         sources: object = None,
         strategy: str = DEFAULT_STRATEGY.value,
+        prompts: dict[str, str] | None = None,
     ) -> Exploration:
         """Start a new exploration of ``seed`` in a new or existing DuckDB file (None: in memory).
 
@@ -113,6 +114,9 @@ class Exploration:
         object; docs/architecture/engine.md, "Tracks"), kept with the graph.
         ``sources``: the evidence its answers cite, an item or a list of items as
         :meth:`add_sources` takes them, added with the graph in one transaction.
+        ``prompts``: with ``strategy="thinkon"``, the caller's own Think and Eval templates
+        (``{"think": Prompt_t, "eval": Prompt_e}``, either or both; ``$goal``, ``$done``… as
+        docs/strategies.md lists), kept with the graph; the engine adds the reply format.
         Every argument is checked before the file is opened: a refused one creates nothing
         (a :class:`~fractal_nb.exploration.source_inputs.Table` is read once the file is open,
         before the graph is made).
@@ -128,7 +132,9 @@ class Exploration:
             max_wall_s=max_wall_s,
             node_timeout_s=node_timeout_s,
         )
-        store, graph_id = new_graph(seed, intensity, checkpoint, limits, strategy, sources=sources, path=path)
+        store, graph_id = new_graph(
+            seed, intensity, checkpoint, limits, strategy, sources=sources, path=path, prompts=prompts
+        )
         return cls(store, graph_id, llm, clock=clock, owns_store=True)
 
     @classmethod

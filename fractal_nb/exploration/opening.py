@@ -14,14 +14,14 @@ from typing import Any
 
 from ..arguments import STORE_LOG, check_llm, check_store_target
 from ..checks import require_flag, require_id
-from ..engine import Limits, strategy_part
+from ..engine import Limits, own_prompts, strategy_part
 from ..errors import InvalidInputError
 from ..llm.protocol import LLM
 from ..llm.read_only import ReadOnlyLLM
 from ..store import Store, open_store
 from ..store.records import SourceText
 from ..store.sources import require_source_texts
-from ..vocabulary import DEFAULT_STRATEGY, TERMINAL_GRAPH, parse_metadata
+from ..vocabulary import DEFAULT_STRATEGY, TERMINAL_GRAPH, Strategy, parse_metadata
 from .source_inputs import Table, source_texts
 
 
@@ -34,13 +34,14 @@ def new_graph(
     *,
     sources: object,
     path: str | Path | None,
+    prompts: object = None,
 ) -> tuple[Store, str]:
     """A store holding a new graph of ``seed`` and its sources, and its id; see ``Exploration.create``.
 
     ``seed``, ``intensity``, ``checkpoint`` and ``limits`` are checked already; the strategy,
     the sources and the path are checked here before the file is opened.
     """
-    kept = _graph_metadata(limits, strategy_part(strategy).name)
+    kept = _graph_metadata(limits, strategy_part(strategy).name, prompts)
     tables, texts = _given_sources(sources)
     file = None if path is None else check_store_target(path)
     made = isinstance(file, Path) and not file.exists()
@@ -112,9 +113,15 @@ def _only_graph(store: Store) -> str:
     return str(graphs[0]["graph_id"])
 
 
-def _graph_metadata(limits: Limits, strategy: str) -> dict[str, Any] | None:
-    """What a new graph keeps of its creation: its limits and strategy, each only when not the default."""
+def _graph_metadata(limits: Limits, strategy: str, prompts: object) -> dict[str, Any] | None:
+    """What a new graph keeps of its creation: its limits, strategy and own prompts, each only when given."""
     kept: dict[str, Any] = {}
+    if prompts is not None:
+        if strategy != Strategy.THINKON:
+            raise InvalidInputError(
+                f"prompts= is the thinkon strategy's Prompt_t and Prompt_e; strategy {strategy!r} takes none"
+            )
+        kept["prompts"] = own_prompts(prompts)
     if limits != Limits():
         kept["limits"] = limits.to_metadata()
     if strategy != DEFAULT_STRATEGY:

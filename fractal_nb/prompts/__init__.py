@@ -23,6 +23,25 @@ def render(name: str, **values: object) -> str:
         raise KeyError(f"prompt {name!r} needs a value for ${exc.args[0]}") from None
 
 
+REPLY_WITH = "Reply with a JSON object:"
+
+
+def own_chat(text: str, reply_of: str, **values: object) -> list[Message]:
+    """A caller's own template ``text`` filled as :func:`chat` fills a file, with ``reply_of``'s reply format.
+
+    The reply format (the paragraph from "Reply with a JSON object:" on) stays the
+    engine's: the schema decides the reply's shape, the caller's text the rest
+    (docs/architecture/engine.md, "Thinkon": Prompt_t and Prompt_e).
+    """
+    filled = Template(text).substitute({k: str(v) for k, v in values.items()}).strip()
+    reply = REPLY_WITH + render(reply_of, **values).rpartition(REPLY_WITH)[2]
+    role = render("system")
+    return [
+        Message(role="system", content=f"{role}\n{render('quoted_data')}"),
+        Message(role="user", content=f"{role}\n\n{filled}\n\n{reply}"),
+    ]
+
+
 def chat(name: str, **values: object) -> list[Message]:
     """The system prompt and ``<name>.txt`` as chat messages.
 

@@ -28,19 +28,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from difflib import SequenceMatcher
+from string import Template
 from typing import TYPE_CHECKING, Any
 
 from ...errors import (
     BudgetError,
     BudgetExhaustedError,
     FractalError,
+    InvalidInputError,
     LLMError,
     LLMUnavailableError,
     NodeTimeLimitError,
     StateError,
 )
 from ...llm.schemas import Eval, EvalChoice, Finding, HarvestFindings, Think, ThinkChoice
-from ...prompts import chat
+from ...prompts import chat, own_chat
 from ...results.result import StepRecord
 from ...store.chain import level_state
 from ...store.records import Claim, DoneEntry, NodeRecord, SynthesisClaim, ThinkonLevel
@@ -48,6 +50,7 @@ from ...text import clip, normalize
 from ...vocabulary import MAX_CHILDREN, ThinkonOutcome, ThinkonPhase
 
 if TYPE_CHECKING:
+    from ...llm.protocol import Message
     from ..run_state import RunState
 
 MAX_REPEATS = 2
@@ -59,6 +62,62 @@ MAX_CHAIN_STEPS = 500
 UNWIND_WORKER = "thinkon-unwind"
 """The actor of the returns :func:`unwind` makes (no model call: the chain's state as it stands)."""
 DONE_CHARS = 1500  # a sub-goal's result as an Eval prompt shows it
+# The caller's own Prompt_t and Prompt_e (``Exploration.create(prompts=...)``): the template each
+# stands for, the values it may name, and those it must (Eval decides from what returned).
+OWN_PROMPTS: Mapping[str, tuple[str, frozenset[str], frozenset[str]]] = {
+    "think": ("thinkon_think", frozenset({"goal", "parent", "depth", "max_depth"}), frozenset({"goal"})),
+    "eval": (
+        "thinkon_eval",
+        frozenset({"goal", "parent", "depth", "max_depth", "todo", "done"}),
+        frozenset({"goal", "done"}),
+    ),
+}
+
+
+def own_prompts(prompts: object) -> dict[str, str]:
+    """The caller's Prompt_t and Prompt_e, checked: ``{"think": ..., "eval": ...}``, either or both.
+
+    Each is a template (``$goal``, ``$done``…, as prompts/thinkon_*.txt); the engine adds
+    the reply format. InvalidInputError naming what is wrong.
+
+    >>> own_prompts({"think": "Solve $goal, or plan it."})
+    {'think': 'Solve $goal, or plan it.'}
+    >>> own_prompts({"eval": "Judge $goal."})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    fractal_nb.errors.InvalidInputError: prompts['eval'] must name $done (it may name $depth, ...)
+    """
+    if not isinstance(prompts, Mapping) or not prompts:
+        raise InvalidInputError(f"prompts must be a dict of 'think' and/or 'eval' templates, not {prompts!r}")
+    checked: dict[str, str] = {}
+    for step, text in prompts.items():
+        if step not in OWN_PROMPTS:
+            raise InvalidInputError(f"prompts names {step!r}: the thinkon strategy's are 'think' and 'eval'")
+        _, allowed, needed = OWN_PROMPTS[step]
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInputError(f"prompts[{step!r}] must be a template text, not {text!r}")
+        try:
+            named = {m.group("named") or m.group("braced") for m in Template.pattern.finditer(text)} - {None}
+            Template(text).substitute(dict.fromkeys(allowed, ""))
+        except (KeyError, ValueError) as exc:
+            raise InvalidInputError(
+                f"prompts[{step!r}] names ${exc.args[0]}, no value it may name ({', '.join(sorted(allowed))})"
+                if isinstance(exc, KeyError)
+                else f"prompts[{step!r}] is no template: {exc} (write $$ for a dollar sign)"
+            ) from None
+        if not needed <= named:
+            raise InvalidInputError(
+                f"prompts[{step!r}] must name {', '.join('$' + n for n in sorted(needed - named))} "
+                f"(it may name {', '.join('$' + n for n in sorted(allowed))})"
+            )
+        checked[step] = text
+    return checked
+
+
+def _messages(run: RunState, step: str, **values: object) -> list[Message]:
+    """Think's or Eval's prompt: the caller's own when the graph keeps one, else the package's."""
+    name = OWN_PROMPTS[step][0]
+    own = run.prompts.get(step)
+    return own_chat(own, name, **values) if own else chat(name, **values)
 
 
 def advance(run: RunState, claim: Claim, worker: str) -> StepRecord:
@@ -85,7 +144,7 @@ def _where(run: RunState, level: ThinkonLevel) -> dict[str, object]:
 
 
 def _think(run: RunState, level: ThinkonLevel, worker: str) -> StepRecord:
-    prompt = chat("thinkon_think", **_where(run, level))
+    prompt = _messages(run, "think", **_where(run, level))
     try:
         with run.call.time_limit(run.limits.node_timeout_s):
             reply = run.call(Think, prompt, node_id=level["node_id"], worker=worker)
@@ -99,8 +158,9 @@ def _think(run: RunState, level: ThinkonLevel, worker: str) -> StepRecord:
 
 
 def _eval(run: RunState, level: ThinkonLevel, worker: str) -> StepRecord:
-    prompt = chat(
-        "thinkon_eval",
+    prompt = _messages(
+        run,
+        "eval",
         **_where(run, level),
         todo=level["todo"] or "(no plan)",
         done=done_listing(level["done"]),
