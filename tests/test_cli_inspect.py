@@ -199,7 +199,7 @@ def test_a_file_of_several_graphs_needs_the_graph_id_listing_them(
     first = str(Exploration.graphs(path)["graph_id"].iloc[0])
     before = digest(path)
     for command in INSPECTION_HELP:
-        extra = ["--to", "x.md"] if command == "export" else []
+        extra = {"export": ["--to", "x.md"], "payload": ["n-0000000000000000"]}.get(command, [])
         with pytest.raises(SystemExit) as info:
             main([command, str(path), *extra])
         assert info.value.code == EXIT_USAGE
@@ -243,7 +243,7 @@ def test_a_file_another_process_writes_exits_1_naming_it_and_the_way_round(
             child.stderr.read() if child.stderr else ""
         )
         for command in INSPECTION_HELP:
-            extra = ["--to", "x.md"] if command == "export" else []
+            extra = {"export": ["--to", "x.md"], "payload": ["n-0000000000000000"]}.get(command, [])
             code, out, err = run([command, str(path), *extra], capsys)
             assert code == EXIT_ERROR and out == ""
             assert err.startswith("fractal-nb: error:")

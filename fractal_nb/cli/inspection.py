@@ -22,6 +22,7 @@ from typing import Any, NamedTuple, cast
 import pandas as pd
 
 from ..arguments import check_store_target, shown_target
+from ..checks import require_id
 from ..errors import InvalidInputError, StateError, StoreLockedError
 from ..exploration.exploration import Exploration
 from ..exploration.graph_sql import TABLES, GraphRows
@@ -43,7 +44,11 @@ class Shown(NamedTuple):
     document: Any
 
 
-class GraphChoiceError(InvalidInputError):
+class InspectionUsageError(InvalidInputError):
+    """A usage error an inspection command finds itself (exit 2): nothing was written."""
+
+
+class GraphChoiceError(InspectionUsageError):
     """The file holds several graphs (or none) and ``--graph-id`` names none of them: a usage error."""
 
 
@@ -211,6 +216,63 @@ def show_sources(ex: Exploration, args: argparse.Namespace) -> Shown:
     return _table(ex.sources(), "sources", ["name", "kind", "lines", "chunks", "changed", "location"])
 
 
+def show_payload(ex: Exploration, args: argparse.Namespace) -> Shown:
+    """One node's whole record (``ex.payload(NODE)``): row, metadata, claims, citations, calls, links."""
+    record = ex.payload(args.node)
+    node = record["node"]
+    status = node["status"] + (f": {node['status_reason']}" if node["status_reason"] else "")
+    lines = [
+        f"{node['node_type']} {node['node_id']} [{status}] depth {node['depth']}, "
+        f"parent {node['parent_id'] or '-'}, owner {node['owner'] or '-'}",
+        "",
+        node["text"],
+    ]
+    metadata = dict(node["metadata"])
+    claims = metadata.pop("claims", None) or []  # listed on their own below, whole in --json
+    lines += _listed(
+        "Metadata", [f"{k}: {json.dumps(v, ensure_ascii=False, default=str)}" for k, v in metadata.items()]
+    )
+    lines += _listed("Claims", [f"{c.get('kind')}: {c.get('text')}" for c in claims])
+    lines += _listed("Citations", _citation_lines(record["evidence"]))
+    lines += _listed(
+        "Children",
+        [
+            f"[{c['status']}] {c['node_type']} {c['node_id']}: {_cut(_one_line(c['text']))}"
+            for c in record["children"]
+        ],
+    )
+    lines += _listed(
+        "Links", [f"{e['edge_type']}: {e['from_node']} -> {e['to_node']}" for e in record["links"]]
+    )
+    lines += _listed(
+        "Model calls",
+        [
+            f"{c['role']:<12} {c['model'] or '-'}  tokens {c['prompt_tokens']}+{c['completion_tokens']}  "
+            f"{c['outcome']}" + (f": {c['error']}" if c["error"] else "")
+            for c in record["llm_calls"]
+        ],
+    )
+    lines += ["", f"Kept: {record['kept']}"]
+    return Shown(_CONTROL.sub("?", "\n".join(lines)), record)
+
+
+def _citation_lines(evidence: dict[str, Any]) -> list[str]:
+    """Each citation of a node and of its answers, with the store's check of it."""
+    cited = [("", c) for c in evidence.get("citations") or []]
+    for answer in (evidence.get("answers") or {}).values():
+        cited += [(f"answer {answer['node_id']}: ", c) for c in answer.get("citations") or []]
+    return [
+        f"{whose}{c.get('status', '?')}  {c.get('source')} lines {c.get('line_start')}-{c.get('line_end')}: "
+        f"{_cut(_one_line(str(c.get('quote', ''))))}"
+        for whose, c in cited
+    ]
+
+
+def _listed(title: str, items: list[str]) -> list[str]:
+    """A titled block of indented items, or ``(none)``."""
+    return ["", f"{title}:"] + [f"  {item}" for item in items or ["(none)"]]
+
+
 COMMANDS: dict[str, Command] = {
     "report": show_report,
     "events": show_events,
@@ -221,6 +283,7 @@ COMMANDS: dict[str, Command] = {
     "state": show_state,
     "turns": show_turns,
     "sources": show_sources,
+    "payload": show_payload,
 }
 """Each read-only command: its name -> the function that asks the facade (one line each)."""
 
@@ -236,7 +299,15 @@ def _state(ex: Exploration, args: argparse.Namespace) -> Exploration | GraphAt:
 
 
 def inspect_file(args: argparse.Namespace) -> str:
-    """Run ``args.command`` on ``args.file`` opened read-only; what to print."""
+    """Run ``args.command`` on ``args.file`` opened read-only; what to print.
+
+    A ``NODE`` (payload) of the wrong form is a usage error before the file is opened.
+    """
+    if getattr(args, "node", None) is not None:
+        try:
+            require_id(args.node, "NODE")
+        except InvalidInputError as exc:
+            raise InspectionUsageError(str(exc)) from None
     with open_read_only(check_store_target(args.file, "FILE"), args.graph_id) as ex:
         shown = COMMANDS[args.command](ex, args)
     if args.json:  # JSON escapes every control character
