@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple, cast
@@ -23,7 +24,7 @@ import pandas as pd
 
 from ..arguments import check_store_target, shown_target
 from ..checks import require_id
-from ..errors import InvalidInputError, StateError, StoreLockedError
+from ..errors import InvalidInputError, StateError, StoreLockedError, StoreUnreachableError
 from ..exploration.exploration import Exploration
 from ..exploration.graph_sql import TABLES, GraphRows
 from ..exploration.history import GraphAt
@@ -31,6 +32,7 @@ from ..exploration.steering import HEAD_COLUMNS, TURN_COLUMNS
 from ..results.evidence import evidence_lines
 from ..store.records import Snapshot
 from ..text import clip
+from .parser import SERVED_READS
 
 _TEXT_WIDTH = 80  # a JSON column is cut to this in a table (--json prints it whole)
 # Model text is data: no escape sequence of it reaches the terminal (tabs and newlines aside).
@@ -308,11 +310,69 @@ def inspect_file(args: argparse.Namespace) -> str:
             require_id(args.node, "NODE")
         except InvalidInputError as exc:
             raise InspectionUsageError(str(exc)) from None
-    with open_read_only(check_store_target(args.file, "FILE"), args.graph_id) as ex:
-        shown = COMMANDS[args.command](ex, args)
+    try:
+        with open_read_only(check_store_target(args.file, "FILE"), args.graph_id) as ex:
+            shown = COMMANDS[args.command](ex, args)
+    except StoreLockedError as locked:
+        shown = read_served(args, locked)
     if args.json:  # JSON escapes every control character
         return json.dumps(shown.document, ensure_ascii=False, default=str, indent=2)
     return _CONTROL.sub("\N{REPLACEMENT CHARACTER}", shown.text)
+
+
+def read_served(args: argparse.Namespace, locked: StoreLockedError) -> Shown:
+    """``args.command`` read through the MCP server of the process holding FILE, where it said it listens.
+
+    docs/architecture/faces.md, "Inspection over MCP" (26): ``FILE.mcp.json`` names the
+    URL, trusted only when its process holds the file on this host; the token is
+    ``--token`` or ``FRACTAL_NB_TOKEN``. No such file, a command no read tool answers,
+    or a server that does not answer: ``locked`` is raised, saying so when a server was found.
+    """
+    from ..mcp.announce import served_at
+
+    served = served_at(args.file, locked.holder_pid) if args.command in SERVED_READS else None
+    if served is None:
+        raise locked
+    from ..mcp.auth import client_token
+    from ..mcp.remote import RemoteStore
+
+    options = {"since": args.since, "at_event": args.at or 0} if args.command == "events" else {}
+    if args.command in ("heads", "turns", "tree"):
+        options = {"at_event": args.at or 0}
+    if args.command == "payload":
+        options = {"node_id": args.node}
+    print(  # said first: whatever the server answers, the reader knows who answers it
+        f"fractal-nb: {args.file} is in use by process {served.pid}, which serves it over MCP: "
+        f"reading through {served.url}",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        with RemoteStore(served.url, token=client_token(args.token)) as remote:
+            graph_id = args.graph_id or chosen_graph(remote.list_graphs()["graphs"], args.file)
+            value = remote.call(f"fractal_{args.command}", graph_id=graph_id, **options)
+    except StoreUnreachableError as exc:
+        raise StoreLockedError(
+            f"{locked}. Its MCP server at {served.url} did not answer: {exc}",
+            path=locked.path,
+            holder_pid=locked.holder_pid,
+        ) from None
+    return Shown(str(value["text"]), value["document"])
+
+
+def chosen_graph(graphs: Sequence[Mapping[str, Any]], path: Path | str) -> str:
+    """The id of the only graph of ``graphs``; else :class:`GraphChoiceError` listing them."""
+    if len(graphs) == 1:
+        return str(graphs[0]["graph_id"])
+    listing = "".join(
+        f"\n  {g['graph_id']}  {g['status']:<16} {_one_line(str(g['seed']))[:60]}" for g in graphs
+    )
+    where = shown_target(path)
+    raise GraphChoiceError(
+        f"{where} holds {len(graphs)} explorations; pass --graph-id with one of:{listing}"
+        if graphs
+        else f"{where} holds no exploration"
+    )
 
 
 def open_read_only(path: Path | str, graph_id: str | None) -> Exploration:
@@ -324,19 +384,7 @@ def open_read_only(path: Path | str, graph_id: str | None) -> Exploration:
     """
     try:
         if graph_id is None:
-            graphs = Exploration.graphs(path, read_only=True)
-            if len(graphs) != 1:
-                listing = "".join(
-                    f"\n  {g.graph_id}  {g.status:<16} {_one_line(str(g.seed))[:60]}"
-                    for g in graphs.itertuples()
-                )
-                where = shown_target(path)
-                raise GraphChoiceError(
-                    f"{where} holds {len(graphs)} explorations; pass --graph-id with one of:{listing}"
-                    if len(graphs)
-                    else f"{where} holds no exploration"
-                )
-            graph_id = str(graphs["graph_id"].iloc[0])
+            graph_id = chosen_graph(Exploration.graphs(path, read_only=True).to_dict("records"), path)
         return Exploration.open(path, graph_id, read_only=True)
     except StoreLockedError as exc:
         raise StoreLockedError(

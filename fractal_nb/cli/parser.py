@@ -75,6 +75,8 @@ INSPECTION_HELP = {
 # The commands that take --at EVENT: the state at that event (tree, edges, export), or the rows
 # written by then (events, heads, turns).
 AT_COMMANDS = ("tree", "edges", "export", "events", "heads", "turns")
+# The commands that read through the MCP server of a process serving FILE (mcp/reads.py READS).
+SERVED_READS = ("report", "state", "events", "heads", "turns", "tree", "payload")
 EXPORT_FORMATS = (".md", ".html", ".parquet")
 EXPORT_TABLES = ("nodes", "edges", "events", "llm_calls", "gaps", "turns", "heads")  # graph_sql.TABLES
 EXPORT_AT_TABLES = ("nodes", "edges", "gaps")  # export --at: the tables the state at an event holds
@@ -284,6 +286,12 @@ def _add_inspection(parser: argparse.ArgumentParser, name: str) -> None:
         )
     parser.add_argument("--graph-id", help="the graph (needed when FILE holds several)")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    if name in SERVED_READS:
+        parser.add_argument(
+            "--token",
+            help="when another process serves FILE over MCP (it then reads through it): the server's "
+            "bearer token (else env FRACTAL_NB_TOKEN)",
+        )
     if name == "events":
         parser.add_argument(
             "--since", type=_count, default=0, help="only the events after this event id (default 0: all)"
