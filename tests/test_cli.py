@@ -39,6 +39,7 @@ SUBCOMMANDS = [
     "turns",
     "state",
     "sources",
+    "payload",
     "ask",
     "fork",
     "copy",  # tests/store/test_copy.py

@@ -199,7 +199,7 @@ def test_a_file_of_several_graphs_needs_the_graph_id_listing_them(
     first = str(Exploration.graphs(path)["graph_id"].iloc[0])
     before = digest(path)
     for command in INSPECTION_HELP:
-        extra = ["--to", "x.md"] if command == "export" else []
+        extra = {"export": ["--to", "x.md"], "payload": ["n-0000000000000000"]}.get(command, [])
         with pytest.raises(SystemExit) as info:
             main([command, str(path), *extra])
         assert info.value.code == EXIT_USAGE
@@ -243,7 +243,7 @@ def test_a_file_another_process_writes_exits_1_naming_it_and_the_way_round(
             child.stderr.read() if child.stderr else ""
         )
         for command in INSPECTION_HELP:
-            extra = ["--to", "x.md"] if command == "export" else []
+            extra = {"export": ["--to", "x.md"], "payload": ["n-0000000000000000"]}.get(command, [])
             code, out, err = run([command, str(path), *extra], capsys)
             assert code == EXIT_ERROR and out == ""
             assert err.startswith("fractal-nb: error:")
@@ -309,9 +309,13 @@ def test_the_way_round_a_held_file_reads_the_same_nodes_through_its_mcp_server(
         assert server.stderr is not None
         started = server.stderr.readline()  # printed once the file is open, just before it listens
         assert "MCP over HTTP at" in started, started + server.stderr.read()
-        code, out, err = run(["tree", str(path)], capsys)
-        assert code == EXIT_ERROR and f"process {server.pid}" in err and "fractal_get_snapshot" in err
         wait_until(lambda: listening(port), "the server to listen", alive=lambda: server.poll() is None)
+        code, out, err = run(["edges", str(path)], capsys)  # no read tool: the lock and the way round
+        assert code == EXIT_ERROR and f"process {server.pid}" in err and "fractal_get_snapshot" in err
+        code, out, err = run(
+            ["tree", str(path)], capsys
+        )  # read through the server (tests/test_cli_served.py)
+        assert code == EXIT_OK and f"process {server.pid}, which serves it over MCP" in err
         with RemoteStore(f"http://127.0.0.1:{port}/mcp") as remote:
             snapshot = remote.get_snapshot(graph_id)
         assert [n["node_id"] for n in snapshot["nodes"]] == nodes["node_id"].tolist()

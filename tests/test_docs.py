@@ -112,10 +112,11 @@ def test_shell_commands_parse() -> None:
 
 
 def test_every_mcp_tool_is_documented() -> None:
+    from fractal_nb.mcp.reads import READS
     from fractal_nb.mcp.tools import TOOLS
 
     rows = [line for line in MCP_DOC.read_text().splitlines() if line.startswith("| `fractal_")]
     documented = {name for row in rows for name in re.findall(r"`(fractal_\w+)", row.split(" | ")[0])}
-    tools = {tool.name for tool in TOOLS}
+    tools = {tool.name for tool in TOOLS} | {read.name for read in READS}
     assert sorted(tools - documented) == [], "tools without a row in docs/mcp.md"
     assert sorted(documented - tools) == [], "rows in docs/mcp.md for tools that do not exist"

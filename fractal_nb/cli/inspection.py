@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple, cast
@@ -22,7 +23,8 @@ from typing import Any, NamedTuple, cast
 import pandas as pd
 
 from ..arguments import check_store_target, shown_target
-from ..errors import InvalidInputError, StateError, StoreLockedError
+from ..checks import require_id
+from ..errors import InvalidInputError, StateError, StoreLockedError, StoreUnreachableError
 from ..exploration.exploration import Exploration
 from ..exploration.graph_sql import TABLES, GraphRows
 from ..exploration.history import GraphAt
@@ -30,6 +32,7 @@ from ..exploration.steering import HEAD_COLUMNS, TURN_COLUMNS
 from ..results.evidence import evidence_lines
 from ..store.records import Snapshot
 from ..text import clip
+from .parser import SERVED_READS
 
 _TEXT_WIDTH = 80  # a JSON column is cut to this in a table (--json prints it whole)
 # Model text is data: no escape sequence of it reaches the terminal (tabs and newlines aside).
@@ -43,7 +46,11 @@ class Shown(NamedTuple):
     document: Any
 
 
-class GraphChoiceError(InvalidInputError):
+class InspectionUsageError(InvalidInputError):
+    """A usage error an inspection command finds itself (exit 2): nothing was written."""
+
+
+class GraphChoiceError(InspectionUsageError):
     """The file holds several graphs (or none) and ``--graph-id`` names none of them: a usage error."""
 
 
@@ -211,6 +218,63 @@ def show_sources(ex: Exploration, args: argparse.Namespace) -> Shown:
     return _table(ex.sources(), "sources", ["name", "kind", "lines", "chunks", "changed", "location"])
 
 
+def show_payload(ex: Exploration, args: argparse.Namespace) -> Shown:
+    """One node's whole record (``ex.payload(NODE)``): row, metadata, claims, citations, calls, links."""
+    record = ex.payload(args.node)
+    node = record["node"]
+    status = node["status"] + (f": {node['status_reason']}" if node["status_reason"] else "")
+    lines = [
+        f"{node['node_type']} {node['node_id']} [{status}] depth {node['depth']}, "
+        f"parent {node['parent_id'] or '-'}, owner {node['owner'] or '-'}",
+        "",
+        node["text"],
+    ]
+    metadata = dict(node["metadata"])
+    claims = metadata.pop("claims", None) or []  # listed on their own below, whole in --json
+    lines += _listed(
+        "Metadata", [f"{k}: {json.dumps(v, ensure_ascii=False, default=str)}" for k, v in metadata.items()]
+    )
+    lines += _listed("Claims", [f"{c.get('kind')}: {c.get('text')}" for c in claims])
+    lines += _listed("Citations", _citation_lines(record["evidence"]))
+    lines += _listed(
+        "Children",
+        [
+            f"[{c['status']}] {c['node_type']} {c['node_id']}: {_cut(_one_line(c['text']))}"
+            for c in record["children"]
+        ],
+    )
+    lines += _listed(
+        "Links", [f"{e['edge_type']}: {e['from_node']} -> {e['to_node']}" for e in record["links"]]
+    )
+    lines += _listed(
+        "Model calls",
+        [
+            f"{c['role']:<12} {c['model'] or '-'}  tokens {c['prompt_tokens']}+{c['completion_tokens']}  "
+            f"{c['outcome']}" + (f": {c['error']}" if c["error"] else "")
+            for c in record["llm_calls"]
+        ],
+    )
+    lines += ["", f"Kept: {record['kept']}"]
+    return Shown(_CONTROL.sub("?", "\n".join(lines)), record)
+
+
+def _citation_lines(evidence: dict[str, Any]) -> list[str]:
+    """Each citation of a node and of its answers, with the store's check of it."""
+    cited = [("", c) for c in evidence.get("citations") or []]
+    for answer in (evidence.get("answers") or {}).values():
+        cited += [(f"answer {answer['node_id']}: ", c) for c in answer.get("citations") or []]
+    return [
+        f"{whose}{c.get('status', '?')}  {c.get('source')} lines {c.get('line_start')}-{c.get('line_end')}: "
+        f"{_cut(_one_line(str(c.get('quote', ''))))}"
+        for whose, c in cited
+    ]
+
+
+def _listed(title: str, items: list[str]) -> list[str]:
+    """A titled block of indented items, or ``(none)``."""
+    return ["", f"{title}:"] + [f"  {item}" for item in items or ["(none)"]]
+
+
 COMMANDS: dict[str, Command] = {
     "report": show_report,
     "events": show_events,
@@ -221,6 +285,7 @@ COMMANDS: dict[str, Command] = {
     "state": show_state,
     "turns": show_turns,
     "sources": show_sources,
+    "payload": show_payload,
 }
 """Each read-only command: its name -> the function that asks the facade (one line each)."""
 
@@ -236,12 +301,78 @@ def _state(ex: Exploration, args: argparse.Namespace) -> Exploration | GraphAt:
 
 
 def inspect_file(args: argparse.Namespace) -> str:
-    """Run ``args.command`` on ``args.file`` opened read-only; what to print."""
-    with open_read_only(check_store_target(args.file, "FILE"), args.graph_id) as ex:
-        shown = COMMANDS[args.command](ex, args)
+    """Run ``args.command`` on ``args.file`` opened read-only; what to print.
+
+    A ``NODE`` (payload) of the wrong form is a usage error before the file is opened.
+    """
+    if getattr(args, "node", None) is not None:
+        try:
+            require_id(args.node, "NODE")
+        except InvalidInputError as exc:
+            raise InspectionUsageError(str(exc)) from None
+    try:
+        with open_read_only(check_store_target(args.file, "FILE"), args.graph_id) as ex:
+            shown = COMMANDS[args.command](ex, args)
+    except StoreLockedError as locked:
+        shown = read_served(args, locked)
     if args.json:  # JSON escapes every control character
         return json.dumps(shown.document, ensure_ascii=False, default=str, indent=2)
     return _CONTROL.sub("\N{REPLACEMENT CHARACTER}", shown.text)
+
+
+def read_served(args: argparse.Namespace, locked: StoreLockedError) -> Shown:
+    """``args.command`` read through the MCP server of the process holding FILE, where it said it listens.
+
+    docs/architecture/faces.md, "Inspection over MCP" (26): ``FILE.mcp.json`` names the
+    URL, trusted only when its process holds the file on this host; the token is
+    ``--token`` or ``FRACTAL_NB_TOKEN``. No such file, a command no read tool answers,
+    or a server that does not answer: ``locked`` is raised, saying so when a server was found.
+    """
+    from ..mcp.announce import served_at
+
+    served = served_at(args.file, locked.holder_pid) if args.command in SERVED_READS else None
+    if served is None:
+        raise locked
+    from ..mcp.auth import client_token
+    from ..mcp.remote import RemoteStore
+
+    options = {"since": args.since, "at_event": args.at or 0} if args.command == "events" else {}
+    if args.command in ("heads", "turns", "tree"):
+        options = {"at_event": args.at or 0}
+    if args.command == "payload":
+        options = {"node_id": args.node}
+    print(  # said first: whatever the server answers, the reader knows who answers it
+        f"fractal-nb: {args.file} is in use by process {served.pid}, which serves it over MCP: "
+        f"reading through {served.url}",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        with RemoteStore(served.url, token=client_token(args.token)) as remote:
+            graph_id = args.graph_id or chosen_graph(remote.list_graphs()["graphs"], args.file)
+            value = remote.call(f"fractal_{args.command}", graph_id=graph_id, **options)
+    except StoreUnreachableError as exc:
+        raise StoreLockedError(
+            f"{locked}. Its MCP server at {served.url} did not answer: {exc}",
+            path=locked.path,
+            holder_pid=locked.holder_pid,
+        ) from None
+    return Shown(str(value["text"]), value["document"])
+
+
+def chosen_graph(graphs: Sequence[Mapping[str, Any]], path: Path | str) -> str:
+    """The id of the only graph of ``graphs``; else :class:`GraphChoiceError` listing them."""
+    if len(graphs) == 1:
+        return str(graphs[0]["graph_id"])
+    listing = "".join(
+        f"\n  {g['graph_id']}  {g['status']:<16} {_one_line(str(g['seed']))[:60]}" for g in graphs
+    )
+    where = shown_target(path)
+    raise GraphChoiceError(
+        f"{where} holds {len(graphs)} explorations; pass --graph-id with one of:{listing}"
+        if graphs
+        else f"{where} holds no exploration"
+    )
 
 
 def open_read_only(path: Path | str, graph_id: str | None) -> Exploration:
@@ -253,19 +384,7 @@ def open_read_only(path: Path | str, graph_id: str | None) -> Exploration:
     """
     try:
         if graph_id is None:
-            graphs = Exploration.graphs(path, read_only=True)
-            if len(graphs) != 1:
-                listing = "".join(
-                    f"\n  {g.graph_id}  {g.status:<16} {_one_line(str(g.seed))[:60]}"
-                    for g in graphs.itertuples()
-                )
-                where = shown_target(path)
-                raise GraphChoiceError(
-                    f"{where} holds {len(graphs)} explorations; pass --graph-id with one of:{listing}"
-                    if len(graphs)
-                    else f"{where} holds no exploration"
-                )
-            graph_id = str(graphs["graph_id"].iloc[0])
+            graph_id = chosen_graph(Exploration.graphs(path, read_only=True).to_dict("records"), path)
         return Exploration.open(path, graph_id, read_only=True)
     except StoreLockedError as exc:
         raise StoreLockedError(

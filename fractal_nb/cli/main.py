@@ -64,11 +64,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _inspect(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """A read-only command (inspection.COMMANDS) on FILE; several graphs without --graph-id: usage, 2."""
-    from .inspection import GraphChoiceError, inspect_file
+    from .inspection import InspectionUsageError, inspect_file
 
     try:
         print(inspect_file(args))
-    except GraphChoiceError as exc:
+    except InspectionUsageError as exc:
         parser.error(f"{args.command}: {exc}")
     return EXIT_OK
 

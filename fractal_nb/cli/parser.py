@@ -66,10 +66,18 @@ INSPECTION_HELP = {
         "Print one row per source of the graph: its name (what citations name), kind, lines and chunks, "
         "and whether the file on disk changed since it was added (citations check the text as added).",
     ),
+    "payload": (
+        "print one node's whole record (read-only)",
+        "Print one node's whole record: its text, status and metadata (its claims among them), its "
+        "citations with the store's check of each, its children and links, and the model calls made "
+        "for it (role, model, tokens, outcome, error). Prompts and replies are not kept per node.",
+    ),
 }
 # The commands that take --at EVENT: the state at that event (tree, edges, export), or the rows
 # written by then (events, heads, turns).
 AT_COMMANDS = ("tree", "edges", "export", "events", "heads", "turns")
+# The commands that read through the MCP server of a process serving FILE (mcp/reads.py READS).
+SERVED_READS = ("report", "state", "events", "heads", "turns", "tree", "payload")
 EXPORT_FORMATS = (".md", ".html", ".parquet")
 EXPORT_TABLES = ("nodes", "edges", "events", "llm_calls", "gaps", "turns", "heads")  # graph_sql.TABLES
 EXPORT_AT_TABLES = ("nodes", "edges", "gaps")  # export --at: the tables the state at an event holds
@@ -281,8 +289,18 @@ def _add_inspection(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument(
         "file", metavar="FILE", help="the exploration's DuckDB file or postgresql:// URL (opened read-only)"
     )
+    if name == "payload":
+        parser.add_argument(
+            "node", metavar="NODE", help="the node's id, e.g. n-3f9c0a1b2c4d5e6f (from `tree`)"
+        )
     parser.add_argument("--graph-id", help="the graph (needed when FILE holds several)")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    if name in SERVED_READS:
+        parser.add_argument(
+            "--token",
+            help="when another process serves FILE over MCP (it then reads through it): the server's "
+            "bearer token (else env FRACTAL_NB_TOKEN)",
+        )
     if name == "events":
         parser.add_argument(
             "--since", type=_count, default=0, help="only the events after this event id (default 0: all)"

@@ -9,8 +9,10 @@ client and the store load inside the commands.
 from __future__ import annotations
 
 import argparse
+import signal
 import socket
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 from ..arguments import check_store_target, shown_target
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
 def serve(args: argparse.Namespace) -> int:
     """``serve-mcp``: the store as MCP tools over stdio, or over HTTP with a bearer token."""
     from ..mcp import auth as mcp_auth
+    from ..mcp.announce import announced
     from ..mcp.server import build_server
     from ..store import open_store
 
@@ -58,8 +61,11 @@ def serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-        try:
-            uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        url = mcp_auth.client_url(args.host, args.port)
+        _exit_on_terminate()
+        try:  # FILE.mcp.json says where: the shell's inspection reads through it (faces.md, 26)
+            with announced(args.db, url, token_required=token is not None):
+                uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
         except SystemExit as exc:  # uvicorn's own code (3: it could not start) is not ours to pass on
             if exc.code in (0, None):
                 return EXIT_OK
@@ -67,6 +73,20 @@ def serve(args: argparse.Namespace) -> int:
                 f"the MCP server on {args.host}:{args.port} could not start (see above)"
             ) from None
     return EXIT_OK
+
+
+def _exit_on_terminate() -> None:
+    """On SIGTERM, leave by ``SystemExit(0)`` so the announcement is withdrawn on the way out.
+
+    uvicorn catches the signal, stops, and raises it again once it has: Python's default
+    would then end the process before any ``finally`` ran and leave FILE.mcp.json behind.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminated)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 def _check_listen(address: tuple[Any, ...], host: str, port: int) -> None:

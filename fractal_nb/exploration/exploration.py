@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,14 @@ from .steering import Steering, TurnStep
 if TYPE_CHECKING:
     from ..mcp.server import BackgroundServer
     from ..views import ExplorationView
+
+
+PAYLOAD_KEPT = (
+    "the node's row, metadata and links, and each model call's role, model, tokens and outcome; no "
+    "prompt or reply is kept per node: the reply is what the node's text and metadata hold, and the "
+    "record/replay cache keeps replies under a hash of their prompt, not by node"
+)
+"""What :meth:`Exploration.payload` can show of a node's model exchange, said in its ``kept``."""
 
 
 class Exploration:
@@ -477,6 +486,20 @@ class Exploration:
         calls = self.store.get_llm_calls(self.graph_id, node_id=details["node"]["node_id"])["calls"]
         details["llm_calls"] = call_frame(calls)
         return details
+
+    def payload(self, node_id: str) -> dict[str, Any]:
+        """One node's whole record as JSON-ready data: what ``fractal-nb payload`` prints.
+
+        :meth:`inspect`'s fields (the node's row and metadata, its claims among them,
+        children, links, evidence with each citation's status, sub-questions) with the
+        model calls made for it as rows (role, model, tokens, outcome, error). Prompts
+        and replies are not kept per node (docs/architecture/facade.md, "Inspecting a
+        file"): ``kept`` says so. An unknown node raises :class:`~fractal_nb.NotFoundError`.
+        """
+        details = self.inspect(node_id)
+        calls = details["llm_calls"]
+        rows = json.loads(calls.to_json(orient="records", date_format="iso")) if len(calls) else []
+        return {**details, "llm_calls": rows, "kept": PAYLOAD_KEPT}
 
     def usage(self) -> Usage:
         """What the graph's model calls spent: ``calls``, ``tokens``, and ``cost`` (None without prices)."""

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -30,6 +31,7 @@ from ..loopback import is_loopback
 from ..store import Store
 from ..store.sources import MAX_SOURCE_CHARS
 from ..vocabulary import TERMINAL_GRAPH
+from .announce import announce, withdraw
 from .auth import (
     auth_settings,
     beyond_loopback_warning,
@@ -39,6 +41,7 @@ from .auth import (
     token_verifier,
     transport_security,
 )
+from .reads import add_reads
 from .tools import TOOLS, Tool
 
 # How long the server keeps an idle connection open. A client's pool (httpx's, the MCP
@@ -78,6 +81,8 @@ again); work it as above, or let the notebook serving it run() and harvest() it,
 which ends the turn in a head. fractal_list_turns and fractal_list_heads list them;
 fractal_get_state_at reads the graph as it was at an event (e.g. a head_event);
 fractal_fork_graph makes a new graph from that state and never changes the source.
+Read what the shell's inspection commands print, as JSON (document) and text: fractal_report,
+fractal_state, fractal_events, fractal_heads, fractal_turns, fractal_tree, fractal_payload (one node).
 Evidence: fractal_list_sources, fractal_search_sources and fractal_read_source read the
 graph's sources (fractal_add_source_text adds a text snippet); cite what you read as
 citations [{source, line_start, line_end, quote}] in fractal_submit_answer's metadata (or
@@ -191,7 +196,8 @@ class RequestSizeLimit:
 def build_server(store: Store, *, name: str = "fractal-nb", token: str | None = None) -> MCPServer:
     """An MCP server whose tools are the store's contract (the store stays the caller's to close).
 
-    One tool per row of :data:`fractal_nb.mcp.tools.TOOLS`. A server that starts
+    One tool per row of :data:`fractal_nb.mcp.tools.TOOLS`, then the read tools
+    (:data:`fractal_nb.mcp.reads.READS`). A server that starts
     first gives back the claims of holders that are gone (a restarted server's
     dead workers: at once on this host).
 
@@ -208,6 +214,7 @@ def build_server(store: Store, *, name: str = "fractal-nb", token: str | None = 
     recover_claims(store)
     for tool in TOOLS:
         server.tool(name=tool.name)(_tool_function(store, tool))
+    add_reads(server, store)
     return server
 
 
@@ -268,6 +275,8 @@ class BackgroundServer:
         self._thread = threading.Thread(target=self._server.run, name="fractal-nb mcp", daemon=True)
         self.host = host
         self.port = port
+        self._store = store
+        self._announced: Path | None = None
 
     @property
     def url(self) -> str:
@@ -284,6 +293,8 @@ class BackgroundServer:
                 raise RuntimeError(f"the MCP server did not start on {self.host}:{self.port}")
             time.sleep(0.01)
         self.port = int(self._server.servers[0].sockets[0].getsockname()[1])
+        # FILE.mcp.json: where the shell's inspection reads a file this process holds (faces.md, 26)
+        self._announced = announce(self._store.location, self.url, token_required=self.token is not None)
         if not is_loopback(self.host):
             hint = (
                 "generated: read it from the server's .token, ex.mcp_token in a notebook"
@@ -299,6 +310,8 @@ class BackgroundServer:
 
     def stop(self, timeout_s: float = 15.0) -> None:
         """Stop serving and wait for the thread (idempotent)."""
+        withdraw(self._announced, self.url)
+        self._announced = None
         self._server.should_exit = True
         if self._thread.is_alive():
             self._thread.join(timeout_s)

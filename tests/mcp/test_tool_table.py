@@ -11,6 +11,7 @@ import inspect
 import pytest
 
 from fractal_nb.errors import InvalidInputError
+from fractal_nb.mcp.reads import READS
 from fractal_nb.mcp.remote import RemoteStore
 from fractal_nb.mcp.server import build_server
 from fractal_nb.mcp.tools import TOOLS, Param, Wire
@@ -32,7 +33,7 @@ def test_each_row_names_a_store_method_and_its_parameters(tool) -> None:  # type
 def test_the_server_serves_exactly_the_table() -> None:
     with GraphStore() as store:
         tools = asyncio.run(build_server(store).list_tools())
-    assert [t.name for t in tools] == [t.name for t in TOOLS]
+    assert [t.name for t in tools] == [t.name for t in TOOLS] + [r.name for r in READS]
     by_name = {t.name: t for t in tools}
     for row in TOOLS:
         schema = by_name[row.name].input_schema

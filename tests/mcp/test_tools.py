@@ -17,6 +17,7 @@ from fractal_nb import GraphStore
 from fractal_nb.mcp.server import build_server
 from tests.mcp.seed_worker import call
 from tests.mcp.test_halt_tools import HALT_TOOLS
+from tests.mcp.test_read_tools import READ_TOOLS
 from tests.mcp.test_source_tools import SOURCE_TOOLS
 from tests.mcp.test_thinkon_tools import THINKON_TOOLS
 from tests.mcp.test_turn_tools import TURN_TOOLS
@@ -76,7 +77,14 @@ def test_the_tools_are_the_contract_and_describe_themselves(store: GraphStore) -
 
     tools = run(store, scenario)
     assert {t.name for t in tools} == (
-        CONTRACT | EXTRA | WORKER_SUPPORT | TURN_TOOLS | SOURCE_TOOLS | HALT_TOOLS | THINKON_TOOLS
+        CONTRACT
+        | EXTRA
+        | WORKER_SUPPORT
+        | TURN_TOOLS
+        | SOURCE_TOOLS
+        | HALT_TOOLS
+        | THINKON_TOOLS
+        | READ_TOOLS
     )
     for tool in tools:
         assert tool.description and len(tool.description) > 30, tool.name

@@ -23,6 +23,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from fractal_nb import Exploration, GraphStore, SimulatedLLM
+from fractal_nb.mcp.reads import READS
 from fractal_nb.mcp.server import BackgroundServer
 from fractal_nb.mcp.tools import TOOLS
 from tests.local_port import free_port, listening
@@ -46,7 +47,7 @@ def test_stdio_from_the_cli(tmp_path: Path) -> None:
             return len(tools), g, open_questions
 
     count, g, open_questions = asyncio.run(scenario())
-    assert count == len(TOOLS) == 53 and open_questions["count"] == 1
+    assert count == len(TOOLS) + len(READS) == 53 + 7 and open_questions["count"] == 1
     with GraphStore(db, read_only=True) as store:  # the server process has exited: the file is ours
         assert store.get_graph(g["graph_id"])["seed"] == "Why do tides turn?"
 
