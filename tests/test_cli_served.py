@@ -141,6 +141,14 @@ def test_an_announcement_not_from_the_holder_is_ignored(
         assert main(["report", str(path)]) == EXIT_ERROR
         err = capsys.readouterr().err
         assert f"in use by process {child.pid}" in err and "did not answer" in err
+        # Said by the holder, but off this machine's loopback: never followed (the file is anyone's to
+        # write; a reader would send its token there).
+        for elsewhere in ("http://203.0.113.7:8765/mcp", "http://example.org/mcp", "file:///etc/passwd"):
+            Path(f"{path}.mcp.json").write_text(json.dumps({**stale, "pid": child.pid, "url": elsewhere}))
+            assert main(["report", str(path)]) == EXIT_ERROR
+            err = capsys.readouterr().err
+            assert f"in use by process {child.pid}" in err and "203.0.113.7" not in err, err
+            assert "reading through" not in err and "did not answer" not in err
     finally:
         child.communicate("\n", timeout=60)
 

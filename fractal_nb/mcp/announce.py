@@ -17,6 +17,7 @@ True
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import socket
@@ -24,6 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
+from urllib.parse import urlsplit
 
 SUFFIX = ".mcp.json"
 
@@ -98,4 +100,25 @@ def _read(path: Path) -> Announced | None:
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return announced if announced.url.startswith(("http://", "https://")) else None
+    return announced if _on_loopback(announced.url) else None
+
+
+def _on_loopback(url: str) -> bool:
+    """Whether ``url`` is http(s) on this machine's loopback: the only place a reader follows a file to.
+
+    The file is anyone's to write: a URL elsewhere would send the reader (and its token) off the machine.
+
+    >>> _on_loopback("http://127.0.0.1:8765/mcp"), _on_loopback("http://[::1]:8765/mcp")
+    (True, True)
+    >>> _on_loopback("http://203.0.113.7:8765/mcp"), _on_loopback("file:///etc/passwd")
+    (False, False)
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return False
+    if parts.hostname == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(parts.hostname).is_loopback
+    except ValueError:  # a name: not followed
+        return False
