@@ -18,11 +18,12 @@ from collections.abc import Callable
 from typing import Annotated, Any, NamedTuple
 
 from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult
 from pydantic import Field
 
 from ..errors import FractalError
 from ..store import Store
+from .tool_shape import answered, refused, shaped
 from .tools import GRAPH_ID, NODE_ID, Param
 
 
@@ -97,34 +98,14 @@ def read_shown(store: Store, command: str, graph_id: str, **options: Any) -> dic
 
 def _read_function(store: Store, read: Read) -> Callable[..., CallToolResult]:
     """The function served as ``read``: its signature the parameters, its body :func:`read_shown`."""
-    import inspect
 
     def call(**arguments: Any) -> CallToolResult:
         try:
-            value, failed = read_shown(store, read.command, **arguments), False
+            return answered(read_shown(store, read.command, **arguments))
         except FractalError as exc:
-            value, failed = {"error": str(exc), "error_type": type(exc).__name__}, True
-        return CallToolResult(
-            content=[TextContent(type="text", text=json.dumps(value))],
-            structured_content=value,
-            is_error=failed,
-        )
+            return refused(exc)
 
-    call.__name__ = read.command
-    call.__doc__ = read.doc + _SAID % read.command
-    call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [
-            inspect.Parameter(
-                p.name,
-                inspect.Parameter.KEYWORD_ONLY,
-                annotation=p.annotation,
-                default=inspect.Parameter.empty if p.default is ... else p.default,
-            )
-            for p in read.params
-        ],
-        return_annotation=CallToolResult,
-    )
-    return call
+    return shaped(call, read.command, read.doc + _SAID % read.command, read.params)
 
 
 def add_reads(server: MCPServer, store: Store) -> None:

@@ -8,8 +8,6 @@ nothing, as in the store itself.
 
 from __future__ import annotations
 
-import inspect
-import json
 import sys
 import threading
 import time
@@ -42,6 +40,7 @@ from .auth import (
     transport_security,
 )
 from .reads import add_reads
+from .tool_shape import answered, refused, shaped
 from .tools import TOOLS, Tool
 
 # How long the server keeps an idle connection open. A client's pool (httpx's, the MCP
@@ -105,36 +104,16 @@ def _tool_function(store: Store, tool: Tool) -> Callable[..., CallToolResult]:
     text_method = getattr(store, tool.text_method) if tool.text_method else None
 
     def call_store(**arguments: Any) -> CallToolResult:
-        value: dict[str, Any]
         try:
             decoded = {p.arg: p.decode(arguments[p.name]) for p in tool.params}
             if text_method is not None:
                 return CallToolResult(content=[TextContent(type="text", text=text_method(**decoded))])
             answer = method(**decoded)
-            value, failed = ({tool.result_key: answer} if tool.result_key else dict(answer)), False
         except FractalError as exc:
-            value, failed = {"error": str(exc), "error_type": type(exc).__name__}, True
-        return CallToolResult(
-            content=[TextContent(type="text", text=json.dumps(value))],
-            structured_content=value,
-            is_error=failed,
-        )
+            return refused(exc)
+        return answered({tool.result_key: answer} if tool.result_key else dict(answer))
 
-    call_store.__name__ = tool.method
-    call_store.__doc__ = tool.doc
-    call_store.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [
-            inspect.Parameter(
-                p.name,
-                inspect.Parameter.KEYWORD_ONLY,
-                annotation=p.annotation,
-                default=inspect.Parameter.empty if p.default is ... else p.default,
-            )
-            for p in tool.params
-        ],
-        return_annotation=CallToolResult,
-    )
-    return call_store
+    return shaped(call_store, tool.method, tool.doc, tool.params)
 
 
 def recover_claims(store: Store) -> int:

@@ -1,7 +1,7 @@
 """The read tools over MCP HTTP: what ``fractal-nb report | state | events | heads | turns | tree |
 payload`` print, as JSON and text, read through a real client (issue 42, point 7).
 
-Covers: mcp/reads.py.
+Covers: mcp/reads.py, mcp/tool_shape.py.
 """
 
 from __future__ import annotations
