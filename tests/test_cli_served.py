@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,7 @@ from fractal_nb import Exploration, SimulatedLLM
 from fractal_nb.cli.exit_codes import EXIT_ERROR, EXIT_OK
 from fractal_nb.cli.main import main
 from fractal_nb.mcp.announce import announcement_path
+from fractal_nb.store import open_store
 from tests.local_port import free_port, listening
 from tests.mcp.conftest import serve_mcp_command, wait_until
 from tests.test_cli_inspect import HOLDER
@@ -62,9 +64,9 @@ def serving(path: Path, *options: str) -> Iterator[tuple[subprocess.Popen[str], 
     assert sidecar is not None
     try:
         alive = lambda: server.poll() is None  # noqa: E731
-        wait_until(
-            lambda: listening(port) and sidecar.exists(), "the server to listen and say where", alive=alive
-        )
+        # Only the file: once it says where, the server listens there (written when the sockets are bound).
+        wait_until(sidecar.exists, "the server to say where it listens", alive=alive)
+        assert listening(port)
         yield server, f"http://127.0.0.1:{port}/mcp"
     finally:
         server.terminate()
@@ -166,3 +168,45 @@ def test_serve_mcp_in_a_notebook_says_where_and_withdraws_it(tmp_path: Path) -> 
     with Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM()) as ex:  # in memory: no file
         ex.serve_mcp()
         ex.stop_mcp()
+
+
+def test_serve_mcp_says_where_only_once_it_listens(
+    harvested: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The announcement is written when the sockets are bound: at that moment the port answers."""
+    import asyncio
+
+    import uvicorn
+
+    from fractal_nb.mcp import server as mcp_server
+
+    port = free_port()
+    said: list[bool] = []
+    real = mcp_server.announce
+
+    def announce(db: Any, url: str, *, token_required: bool) -> Path | None:
+        said.append(listening(port))
+        return real(db, url, token_required=token_required)
+
+    monkeypatch.setattr(mcp_server, "announce", announce)
+    path = tmp_path / "bound.duckdb"
+    path.write_bytes(harvested.read_bytes())
+    url = f"http://127.0.0.1:{port}/mcp"
+    with open_store(path) as store:
+        app = mcp_server.build_server(store).streamable_http_app()
+        server = mcp_server.AnnouncingServer(
+            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"),
+            db=path,
+            url=url,
+            token_required=False,
+        )
+
+        async def start_and_stop() -> None:
+            serving = asyncio.create_task(server.serve())
+            while not server.started and not serving.done():  # a condition, not a timing
+                await asyncio.sleep(0.01)
+            server.should_exit = True
+            await serving
+
+        asyncio.run(start_and_stop())
+    assert said == [True] and server.announcement == announcement_path(path)

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 def serve(args: argparse.Namespace) -> int:
     """``serve-mcp``: the store as MCP tools over stdio, or over HTTP with a bearer token."""
     from ..mcp import auth as mcp_auth
-    from ..mcp.announce import announced
-    from ..mcp.server import build_server
+    from ..mcp.announce import withdraw
+    from ..mcp.server import AnnouncingServer, build_server
     from ..store import open_store
 
     if not args.http:
@@ -63,15 +63,18 @@ def serve(args: argparse.Namespace) -> int:
         )
         url = mcp_auth.client_url(args.host, args.port)
         _exit_on_terminate()
-        try:  # FILE.mcp.json says where: the shell's inspection reads through it (faces.md, 26)
-            with announced(args.db, url, token_required=token is not None):
-                uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
+        server = AnnouncingServer(config, db=args.db, url=url, token_required=token is not None)
+        try:
+            server.run()
         except SystemExit as exc:  # uvicorn's own code (3: it could not start) is not ours to pass on
             if exc.code in (0, None):
                 return EXIT_OK
             raise FractalError(
                 f"the MCP server on {args.host}:{args.port} could not start (see above)"
             ) from None
+        finally:
+            withdraw(server.announcement, url)
     return EXIT_OK
 
 

@@ -21,8 +21,6 @@ import ipaddress
 import json
 import os
 import socket
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import urlsplit
@@ -70,16 +68,6 @@ def withdraw(path: Path | None, url: str) -> None:
     said = _read(path)
     if said is not None and said.pid == os.getpid() and said.url == url:
         path.unlink(missing_ok=True)
-
-
-@contextmanager
-def announced(db: str | Path, url: str, *, token_required: bool) -> Iterator[Path | None]:
-    """:func:`announce` for the ``with`` block, :func:`withdraw` after it however it ends."""
-    path = announce(db, url, token_required=token_required)
-    try:
-        yield path
-    finally:
-        withdraw(path, url)
 
 
 def served_at(db: str | Path, holder_pid: int | None) -> Announced | None:

@@ -8,6 +8,7 @@ nothing, as in the store itself.
 
 from __future__ import annotations
 
+import socket
 import sys
 import threading
 import time
@@ -114,6 +115,26 @@ def _tool_function(store: Store, tool: Tool) -> Callable[..., CallToolResult]:
         return answered({tool.result_key: answer} if tool.result_key else dict(answer))
 
     return shaped(call_store, tool.method, tool.doc, tool.params)
+
+
+class AnnouncingServer(uvicorn.Server):
+    """uvicorn's server that says where it listens (``FILE.mcp.json``) once it does (faces.md, 26).
+
+    Written when the sockets are bound, not before: a reader that finds the file finds a
+    server. ``announcement`` is the file written (None: none); the caller withdraws it.
+    """
+
+    def __init__(self, config: uvicorn.Config, *, db: str | Path, url: str, token_required: bool) -> None:
+        super().__init__(config)
+        self._where = (db, url, token_required)
+        self.announcement: Path | None = None
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        """Uvicorn's startup, then the announcement once it listens."""
+        await super().startup(sockets)
+        if self.started:
+            db, url, token_required = self._where
+            self.announcement = announce(db, url, token_required=token_required)
 
 
 def recover_claims(store: Store) -> int:
