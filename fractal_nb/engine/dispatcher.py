@@ -119,6 +119,17 @@ class ScaledClock:
         return time.monotonic() / self.scale
 
 
+class OnStepError(BaseException):
+    """What the caller's ``on_step`` raised (``error``), carried out of a worker thread.
+
+    The caller's error, raised as it is by :func:`~fractal_nb.engine.runs.run`: never a worker's crash.
+    """
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(error)
+        self.error = error
+
+
 @dataclass
 class Dispatcher:
     """Runs the work phase of one graph with threads; ``stop`` asks it to pause."""
@@ -140,7 +151,6 @@ class Dispatcher:
     _started: float = 0.0
     _in_flight: int = 0
     _last_round: int = 0  # how many workers the last round started
-    _caller_errors: list[BaseException] = field(default_factory=list)  # what on_step raised
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def run(self) -> RunOutcome:
@@ -196,11 +206,13 @@ class Dispatcher:
                 report.exit_reason = ExitReason.STORE_UNREACHABLE
                 self.stop.set()
             except BaseException as exc:
-                if self._callers_own(exc) or not isinstance(exc, Exception):  # raised after the join
+                if isinstance(exc, OnStepError) or not isinstance(exc, Exception):  # raised after the join
                     errors.append(exc)
                 # A bug, not a model failure: noted in its report, its claims given back; the others
                 # finish (docs/architecture/engine.md, "The worker protocol we follow": the error table).
-                report.exit_reason, report.detail = ExitReason.CRASHED, f"{type(exc).__name__}: {exc}"[:500]
+                cause = exc.error if isinstance(exc, OnStepError) else exc
+                report.exit_reason = ExitReason.CRASHED
+                report.detail = f"{type(cause).__name__}: {cause}"[:500]
                 self._give_back(report.worker)
 
         threads = [
@@ -268,21 +280,11 @@ class Dispatcher:
             report.count(record)
             if record.budget_reached and self.budget_reached is None:  # a node's time limit
                 self.budget_reached = record.budget_reached
-            if self.on_step is not None:
-                try:
-                    self.on_step(record)
-                except BaseException as exc:  # the caller's error, not the worker's: it is raised as it is
-                    with self._lock:
-                        self._caller_errors.append(exc)
-                    raise
+            if self.on_step is not None:  # what it raises is an OnStepError (engine/runs.py)
+                self.on_step(record)
             if interactive:
                 report.exit_reason = ExitReason.CYCLE
                 return
-
-    def _callers_own(self, exc: BaseException) -> bool:
-        """Whether ``exc`` is what the caller's ``on_step`` raised."""
-        with self._lock:
-            return any(exc is theirs for theirs in self._caller_errors)
 
     def _give_back(self, worker: str) -> None:
         """A crashed worker's claims, questions and syntheses, back to open (nothing is left stuck)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..errors import StoreUnreachableError
 from ..results.result import StepRecord
 from ..vocabulary import CheckpointKind, GraphStatus, NodeStatus, RunOutcome, pending_counts
 from .primitive import freeze_unexplored, leftovers
@@ -32,6 +33,23 @@ def held_back(run: RunState) -> str | None:
     What every worker checks before a claim, the dispatcher's and ``step()``'s alike.
     """
     return run.call.outage or run.call.allowance.reached()
+
+
+def failed(run: RunState, exc: BaseException) -> None:
+    """A failure the engine cannot recover from sets the graph to ``error`` (the caller then raises it).
+
+    See docs/architecture/engine.md, "The worker protocol we follow". A store whose server
+    is gone, or a person's interrupt, records nothing here.
+    """
+    if isinstance(exc, StoreUnreachableError | KeyboardInterrupt):
+        return
+    try:
+        if run.local.get_graph(run.graph_id)["status"] == GraphStatus.ACTIVE:
+            run.local.update_graph_status(
+                run.graph_id, GraphStatus.ERROR, reason=f"{type(exc).__name__}: {exc}"[:500]
+            )
+    except Exception:  # noqa: BLE001 - the original error is the one to raise
+        pass
 
 
 def after_seed(run: RunState, first: StepRecord) -> RunOutcome | None:

@@ -17,8 +17,8 @@ from tqdm.auto import tqdm
 from ..results.result import StepRecord
 from ..results.run_report import WorkerReport
 from ..vocabulary import RunOutcome
-from .dispatcher import Clock, Dispatcher, RealClock, heartbeat
-from .outcome import after_seed, held_back
+from .dispatcher import Clock, Dispatcher, OnStepError, RealClock, heartbeat
+from .outcome import after_seed, failed, held_back
 from .primitive import claim_question, leftovers, process
 
 if TYPE_CHECKING:
@@ -51,8 +51,10 @@ def run(
     """Seed if needed, then work with up to ``workers`` threads until done, stopped or out of budget.
 
     ``limits`` are armed for the run's calls; ``on_step`` is called after each
-    step, from the worker's thread (if it raises, ``stop`` is set and the error
-    propagates from here); setting ``stop`` pauses the run.
+    step, from the worker's thread (if it raises, ``stop`` is set and the error is
+    raised from here as it is: the caller's, not the engine's); setting ``stop``
+    pauses the run. Any other error is a failure the engine cannot recover from:
+    the graph records it (:func:`.outcome.failed`), then it is raised.
     """
     state.arm(limits)
     state.convergence_found.clear()
@@ -67,23 +69,30 @@ def run(
             if on_step is not None:
                 try:
                     on_step(record)
-                except BaseException:
+                except BaseException as exc:
                     stop.set()
-                    raise
+                    raise OnStepError(exc) from exc
 
-        first = state.part.seed(state)
-        if first is not None:
-            stepped(first)
-            if (ended := after_seed(state, first)) is not None:
-                return Ran(ended, [], steps)
-        dispatcher = Dispatcher(
-            state,
-            workers=min(workers, state.budget.max_agents),
-            clock=clock or RealClock(),
-            on_step=stepped,
-            stop=stop,
-        )
-        return Ran(dispatcher.run(), dispatcher.reports, steps)
+        try:
+            first = state.part.seed(state)
+            if first is not None:
+                stepped(first)
+                if (ended := after_seed(state, first)) is not None:
+                    return Ran(ended, [], steps)
+            dispatcher = Dispatcher(
+                state,
+                workers=min(workers, state.budget.max_agents),
+                clock=clock or RealClock(),
+                on_step=stepped,
+                stop=stop,
+            )
+            return Ran(dispatcher.run(), dispatcher.reports, steps)
+        except OnStepError as theirs:
+            error = theirs.error
+        except BaseException as exc:  # a bug or a store gone: recorded on the graph, then raised
+            failed(state, exc)
+            raise
+    raise error
 
 
 def step(state: RunState, n: int, worker: str) -> list[StepRecord]:

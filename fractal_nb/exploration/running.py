@@ -20,7 +20,7 @@ from typing import Any
 from .. import engine
 from ..checks import merged_metadata
 from ..engine import Clock, Limits, RunState, spend_tokens
-from ..errors import StateError, StoreUnreachableError
+from ..errors import StateError
 from ..results.result import FractalResult, StepRecord
 from ..results.run_report import RunReport, Usage
 from ..store import Store
@@ -163,21 +163,8 @@ class Runner:
     def _engine_run(
         self, limits: Limits, workers: int, progress: bool, on_step: Callable[[StepRecord], None] | None
     ) -> engine.Ran:
-        """The engine's run, pausable through ``pause()``; a failure of the engine's is recorded on the graph.
-
-        What ``on_step`` raises is the caller's error: it stops the run and is raised as it is.
-        """
-        stop = self._stop = threading.Event()
-        callers: list[BaseException] = []
-
-        def stepped(record: StepRecord) -> None:
-            if on_step is not None:
-                try:
-                    on_step(record)
-                except BaseException as exc:
-                    callers.append(exc)
-                    raise
-
+        """The engine's run, pausable through ``pause()`` (what ``on_step`` raises is raised as it is)."""
+        self._stop = threading.Event()
         try:
             return engine.run(
                 self._state,
@@ -185,30 +172,11 @@ class Runner:
                 workers=workers,
                 clock=self._clock,
                 progress=progress,
-                on_step=stepped,
-                stop=stop,
+                on_step=on_step,
+                stop=self._stop,
             )
-        except BaseException as exc:  # a bug or a store gone: the graph records it, then it is raised
-            if not any(exc is theirs for theirs in callers):
-                self._record_error(exc)
-            raise
         finally:
             self._stop = None
-
-    def _record_error(self, exc: BaseException) -> None:
-        """A failure the engine cannot recover from sets the graph to ``error``.
-
-        See docs/architecture/engine.md, "The worker protocol we follow".
-        """
-        if isinstance(exc, StoreUnreachableError | KeyboardInterrupt):
-            return  # the store is elsewhere and gone, or a person stopped it: nothing to record here
-        try:
-            if self._store.get_graph(self._graph_id)["status"] == GraphStatus.ACTIVE:
-                self._store.update_graph_status(
-                    self._graph_id, GraphStatus.ERROR, reason=f"{type(exc).__name__}: {exc}"[:500]
-                )
-        except Exception:  # noqa: BLE001 - the original error is the one to raise
-            pass
 
     def _run_report(self, ran: engine.Ran, spent: list[ModelSpend], started: float) -> RunReport:
         """The run's :class:`RunReport`: the graph as it is now and what this run did to it."""
