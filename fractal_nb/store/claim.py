@@ -147,8 +147,9 @@ class Claims:
             sql, params = claimable(self._core.known_graph(gid), worker, now, active=True)
             # The candidate and the count of rule 17 in one statement (each statement costs DuckDB
             # its bind and plan, about a millisecond inside a transaction: "Store rules", concurrency).
-            pick = f"SELECT picked.*, ({_BUSY}) AS busy FROM ({sql}{self._pick_one}) AS picked"
-            params = [*_busy_params(gid, worker, now), *params]
+            busy_sql, busy_params = self.busy_read(gid, worker, now)
+            pick = f"SELECT picked.*, ({busy_sql}) AS busy FROM ({sql}{self._pick_one}) AS picked"
+            params = [*busy_params, *params]
             row = self._db.fetchone(pick, params)
             if row is None and self.recover_gone(gid, now):  # a dead worker's claims come back
                 row = self._db.fetchone(pick, params)
@@ -214,17 +215,20 @@ class Claims:
             payload=payload,
         )
 
-    def seats_taken(self, graph_id: str, worker: str, now: float, busy: int | None = None) -> int | None:
+    @staticmethod
+    def busy_read(graph_id: str, worker: str, now: float) -> tuple[str, list[Any]]:
+        """Rule 17's count of the other workers holding claims: a subquery a pick reads with its candidate."""
+        return _BUSY, _busy_params(graph_id, worker, now)
+
+    def seats_taken(self, graph_id: str, worker: str, now: float, busy: int) -> int | None:
         """How many other workers hold claims on the graph, if as many as its budget's agents (rule 17).
 
-        ``busy`` is the count a pick read with its candidate (None: read it here). The
+        ``busy`` is the count a pick read with its candidate (:meth:`busy_read`). The
         ceiling holds across every process working the graph, for a question's claim and a
         synthesis's alike: a worker beyond it claims nothing until one of those claims ends
         (a gone holder's come back first, and the count is read again). Inside the caller's
         write transaction.
         """
-        if busy is None:
-            busy = self._count(_busy_params(graph_id, worker, now))
         ceiling = BUDGETS[Intensity(self._core.known_graph(graph_id).intensity)].max_agents
         if busy >= ceiling and self.recover_gone(graph_id, now):
             busy = self._count(_busy_params(graph_id, worker, now))

@@ -120,13 +120,13 @@ class Synthesis:
                 "AND EXISTS (SELECT 1 FROM graphs WHERE graph_id = ? AND status = 'active')",
                 [gid, now, gid],
             )
-            status, row = self._ready(gid, skipped)
+            status, busy, row = self._ready(gid, skipped, worker, now)
             if status == GraphStatus.ACTIVE and row is None and self._claims.recover_gone(gid, now):
-                status, row = self._ready(gid, skipped)  # a dead worker's syntheses come back
+                status, busy, row = self._ready(gid, skipped, worker, now)  # a dead worker's come back
             if status != GraphStatus.ACTIVE or row is None:
                 return _none(gid, status)
-            if (busy := self._claims.seats_taken(gid, worker, now)) is not None:  # rule 17's ceiling
-                return {**_none(gid), "busy_workers": busy}
+            if (taken := self._claims.seats_taken(gid, worker, now, busy)) is not None:  # rule 17's ceiling
+                return {**_none(gid), "busy_workers": taken}
             if held is not None:
                 self._claims.register(held, now)
             claim = self._hand_out(NodeRow(*row), worker, held and held["holder_id"], now)
@@ -134,19 +134,26 @@ class Synthesis:
             self._db.file.holders.add(held["holder_id"])
         return claim
 
-    def _ready(self, graph_id: str, skipped: list[str]) -> tuple[str, tuple[Any, ...] | None]:
-        """The graph's status and the row of its deepest ready question no one holds (None: none)."""
+    def _ready(
+        self, graph_id: str, skipped: list[str], worker: str, now: float
+    ) -> tuple[str, int, tuple[Any, ...] | None]:
+        """The graph's status, the other workers' claims, and its deepest ready question no one holds.
+
+        The count is rule 17's, read in the same query (as a question's pick reads it); the
+        row is None when nothing is ready.
+        """
         skip = f" AND node_id NOT IN ({', '.join('?' for _ in skipped)})" if skipped else ""
         ready = self._ready_where
+        busy_sql, busy_params = self._claims.busy_read(graph_id, worker, now)
         row = self._db.fetchone(
-            f"SELECT g.status, n.* FROM graphs g LEFT JOIN (SELECT {NODE_COLUMNS} FROM nodes WHERE {ready} "
-            f"AND node_id NOT IN (SELECT node_id FROM synthesis_claims WHERE graph_id = ?){skip} "
-            "ORDER BY depth DESC, seq LIMIT 1) n ON TRUE WHERE g.graph_id = ?",
-            [graph_id, graph_id, graph_id, graph_id, *skipped, graph_id],
+            f"SELECT g.status, ({busy_sql}) AS busy, n.* FROM graphs g LEFT JOIN (SELECT {NODE_COLUMNS} "
+            f"FROM nodes WHERE {ready} AND node_id NOT IN (SELECT node_id FROM synthesis_claims "
+            f"WHERE graph_id = ?){skip} ORDER BY depth DESC, seq LIMIT 1) n ON TRUE WHERE g.graph_id = ?",
+            [*busy_params, graph_id, graph_id, graph_id, graph_id, *skipped, graph_id],
         )
         if row is None:
-            return self._core.graph(graph_id).status, None  # NotFoundError
-        return str(row[0]), (row[1:] if row[1] is not None else None)
+            return self._core.graph(graph_id).status, 0, None  # NotFoundError
+        return str(row[0]), int(row[1]), (row[2:] if row[2] is not None else None)
 
     def claim_above(
         self, node: NodeRow, worker: str | None, holder: Callable[[], str | None]
