@@ -197,16 +197,18 @@ def test_serve_mcp_says_where_only_once_it_listens(
         server = mcp_server.AnnouncingServer(
             uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"),
             db=path,
-            url=url,
             token_required=False,
         )
+        announced: list[Path | None] = []
 
         async def start_and_stop() -> None:
             serving = asyncio.create_task(server.serve())
             while not server.started and not serving.done():  # a condition, not a timing
                 await asyncio.sleep(0.01)
+            announced.append(server.announcement)
             server.should_exit = True
             await serving
 
         asyncio.run(start_and_stop())
-    assert said == [True] and server.announcement == announcement_path(path)
+    assert said == [True] and announced == [announcement_path(path)] and server.url == url
+    assert server.announcement is None and not Path(f"{path}.mcp.json").exists()  # withdrawn at shutdown

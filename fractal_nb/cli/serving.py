@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 def serve(args: argparse.Namespace) -> int:
     """``serve-mcp``: the store as MCP tools over stdio, or over HTTP with a bearer token."""
     from ..mcp import auth as mcp_auth
-    from ..mcp.announce import withdraw
     from ..mcp.server import AnnouncingServer, build_server
     from ..store import open_store
 
@@ -61,10 +60,10 @@ def serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-        url = mcp_auth.client_url(args.host, args.port)
         _exit_on_terminate()
         config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
-        server = AnnouncingServer(config, db=args.db, url=url, token_required=token is not None)
+        # FILE.mcp.json says where while it listens: the shell's inspection reads through it (faces.md, 26)
+        server = AnnouncingServer(config, db=args.db, token_required=token is not None)
         try:
             server.run()
         except SystemExit as exc:  # uvicorn's own code (3: it could not start) is not ours to pass on
@@ -73,16 +72,14 @@ def serve(args: argparse.Namespace) -> int:
             raise FractalError(
                 f"the MCP server on {args.host}:{args.port} could not start (see above)"
             ) from None
-        finally:
-            withdraw(server.announcement, url)
     return EXIT_OK
 
 
 def _exit_on_terminate() -> None:
-    """On SIGTERM, leave by ``SystemExit(0)`` so the announcement is withdrawn on the way out.
+    """On SIGTERM, leave by ``SystemExit(0)``: the store is closed on the way out.
 
-    uvicorn catches the signal, stops, and raises it again once it has: Python's default
-    would then end the process before any ``finally`` ran and leave FILE.mcp.json behind.
+    uvicorn catches the signal, shuts down (withdrawing FILE.mcp.json), and raises it again
+    once it has: Python's default would then end the process before the store was closed.
     """
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminated)

@@ -118,23 +118,32 @@ def _tool_function(store: Store, tool: Tool) -> Callable[..., CallToolResult]:
 
 
 class AnnouncingServer(uvicorn.Server):
-    """uvicorn's server that says where it listens (``FILE.mcp.json``) once it does (faces.md, 26).
+    """uvicorn's server that says where it listens (``FILE.mcp.json``) while it does (faces.md, 26).
 
-    Written when the sockets are bound, not before: a reader that finds the file finds a
-    server. ``announcement`` is the file written (None: none); the caller withdraws it.
+    Written once the sockets are bound (a reader that finds the file finds a server, at
+    the port the system chose for port 0), withdrawn when it shuts down: the one way
+    ``fractal-nb serve-mcp --http`` and ``ex.serve_mcp()`` say where they are.
     """
 
-    def __init__(self, config: uvicorn.Config, *, db: str | Path, url: str, token_required: bool) -> None:
+    def __init__(self, config: uvicorn.Config, *, db: str | Path, token_required: bool) -> None:
         super().__init__(config)
-        self._where = (db, url, token_required)
+        self._db, self._token_required = db, token_required
         self.announcement: Path | None = None
+        self.url = ""  # where it listens, once it does
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         """Uvicorn's startup, then the announcement once it listens."""
         await super().startup(sockets)
         if self.started:
-            db, url, token_required = self._where
-            self.announcement = announce(db, url, token_required=token_required)
+            port = int(self.servers[0].sockets[0].getsockname()[1])
+            self.url = client_url(self.config.host, port)
+            self.announcement = announce(self._db, self.url, token_required=self._token_required)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """The announcement withdrawn, then uvicorn's shutdown."""
+        withdraw(self.announcement, self.url)
+        self.announcement = None
+        await super().shutdown(sockets)
 
 
 def recover_claims(store: Store) -> int:
@@ -262,7 +271,7 @@ class BackgroundServer:
         self.token, self.token_generated = resolve_token(token, host=host)
         self._security = transport_security(host, allow_hosts=allow_hosts)
         app = http_app(build_server(store, token=self.token), host=host, security=self._security)
-        self._server = uvicorn.Server(
+        self._server = AnnouncingServer(
             uvicorn.Config(
                 app,
                 host=host,
@@ -270,13 +279,13 @@ class BackgroundServer:
                 log_level="warning",
                 lifespan="on",
                 timeout_keep_alive=KEEP_ALIVE_S,
-            )
+            ),
+            db=store.location,
+            token_required=self.token is not None,
         )
         self._thread = threading.Thread(target=self._server.run, name="fractal-nb mcp", daemon=True)
         self.host = host
         self.port = port
-        self._store = store
-        self._announced: Path | None = None
 
     @property
     def url(self) -> str:
@@ -293,8 +302,6 @@ class BackgroundServer:
                 raise RuntimeError(f"the MCP server did not start on {self.host}:{self.port}")
             time.sleep(0.01)
         self.port = int(self._server.servers[0].sockets[0].getsockname()[1])
-        # FILE.mcp.json: where the shell's inspection reads a file this process holds (faces.md, 26)
-        self._announced = announce(self._store.location, self.url, token_required=self.token is not None)
         if not is_loopback(self.host):
             hint = (
                 "generated: read it from the server's .token, ex.mcp_token in a notebook"
@@ -310,8 +317,6 @@ class BackgroundServer:
 
     def stop(self, timeout_s: float = 15.0) -> None:
         """Stop serving and wait for the thread (idempotent)."""
-        withdraw(self._announced, self.url)
-        self._announced = None
         self._server.should_exit = True
         if self._thread.is_alive():
             self._thread.join(timeout_s)
