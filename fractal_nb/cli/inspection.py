@@ -334,13 +334,10 @@ def read_served(args: argparse.Namespace, locked: StoreLockedError) -> Shown:
     if served is None:
         raise locked
     from ..mcp.auth import client_token
+    from ..mcp.reads import read_options
     from ..mcp.remote import RemoteStore
 
-    options = {"since": args.since, "at_event": args.at or 0} if args.command == "events" else {}
-    if args.command in ("heads", "turns", "tree"):
-        options = {"at_event": args.at or 0}
-    if args.command == "payload":
-        options = {"node_id": args.node}
+    options = read_options(args.command, args)
     print(  # said first: whatever the server answers, the reader knows who answers it
         f"fractal-nb: {args.file} is in use by process {served.pid}, which serves it over MCP: "
         f"reading through {served.url}",

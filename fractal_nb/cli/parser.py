@@ -274,13 +274,7 @@ def _add_seeding(commands: Commands) -> None:
         "--db", required=True, help="DuckDB file or postgresql:// URL (no other process holds it)"
     )
     seed.add_argument("--graph-id", help="the graph to seed (without SEED; default: the file's only one)")
-    seed.add_argument(
-        "--intensity",
-        choices=["pulse", "explore", "deep"],
-        default="explore",
-        help="with SEED: agents, depth, seed questions (default explore)",
-    )
-    seed.add_argument("--checkpoint", default="autonomous", help="with SEED: as for run (default autonomous)")
+    _add_shape_options(seed, intensity="explore", when="with SEED: ")
     _add_model_options(seed)
     _add_making_options(seed)
 
@@ -358,19 +352,24 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_run_options(parser: argparse.ArgumentParser, *, db_default: str, intensity: str = "pulse") -> None:
+def _add_shape_options(parser: argparse.ArgumentParser, *, intensity: str, when: str = "") -> None:
+    """A new graph's ``--intensity`` and ``--checkpoint`` (``when``: a prefix saying when they count)."""
     parser.add_argument(
         "--intensity",
         choices=["pulse", "explore", "deep"],
         default=intensity,
-        help=f"budget: agents, depth, seed questions (default {intensity})",
+        help=f"{when}budget: agents, depth, seed questions (default {intensity})",
     )
     parser.add_argument(
         "--checkpoint",
         default="autonomous",
-        help="autonomous (default), convergence, interactive or depth:N "
+        help=f"{when}autonomous (default), convergence, interactive or depth:N "
         "(N below the intensity's depth: pulse 1, explore 1-3, deep 1-5)",
     )
+
+
+def _add_run_options(parser: argparse.ArgumentParser, *, db_default: str, intensity: str = "pulse") -> None:
+    _add_shape_options(parser, intensity=intensity)
     parser.add_argument(
         "--db", default=db_default, help=f"DuckDB file, new or a fractal_nb store (default {db_default})"
     )

@@ -34,16 +34,7 @@ _UNFINISHED: dict[str, int] = {
 
 def explore(seed: str, llm: LLM, args: argparse.Namespace) -> int:
     """``run`` and ``demo``: a new exploration of SEED in ``--db``, run and reported."""
-    from ..exploration.exploration import Exploration
-
-    with Exploration.create(
-        seed,
-        intensity=args.intensity,
-        checkpoint=args.checkpoint,
-        llm=llm,
-        path=check_store_target(args.db),
-        **_making(args),
-    ) as exploration:
+    with _created(seed, args, llm) as exploration:
         if (before := len(exploration.store.list_graphs()["graphs"]) - 1) > 0:
             print(
                 f"{shown_target(args.db)} holds {before} exploration(s) already: this one is added beside "
@@ -65,21 +56,8 @@ def demo_local(args: argparse.Namespace) -> int:
 
 def seed(args: argparse.Namespace, llm: LLM) -> int:
     """``seed``: the seed phase alone (``Exploration.seed``), for workers elsewhere to work the graph."""
-    from ..exploration.exploration import Exploration
-
     db = shown_target(args.db)
-    if args.seed is not None:
-        exploration = Exploration.create(
-            args.seed,
-            intensity=args.intensity,
-            checkpoint=args.checkpoint,
-            llm=llm,
-            path=check_store_target(args.db),
-            **_making(args),
-        )
-    else:
-        exploration = opened(args, llm)
-    with exploration:
+    with _created(args.seed, args, llm) if args.seed is not None else opened(args, llm) as exploration:
         record = exploration.seed()
         where = f"--db {db} --graph-id {exploration.graph_id}"
         questions = exploration.nodes().query("node_type == 'question' and depth == 1")
@@ -96,14 +74,26 @@ def seed(args: argparse.Namespace, llm: LLM) -> int:
     return EXIT_OK
 
 
-def _making(args: argparse.Namespace) -> dict[str, Any]:
-    """``run`` and ``seed``'s ``--strategy`` and ``--sources``, as ``Exploration.create`` takes them."""
+def _created(seed: str, args: argparse.Namespace, llm: LLM) -> Exploration:
+    """A new exploration of ``seed`` in ``--db`` as the options shape it (run, demo, seed).
+
+    ``--strategy`` and ``--sources`` where the command takes them (demo: neither).
+    """
+    from ..exploration.exploration import Exploration
+
     making: dict[str, Any] = {}
     if getattr(args, "strategy", None) is not None:
         making["strategy"] = args.strategy
     if getattr(args, "sources", None):
         making["sources"] = [Path(source) for source in args.sources]
-    return making
+    return Exploration.create(
+        seed,
+        intensity=args.intensity,
+        checkpoint=args.checkpoint,
+        llm=llm,
+        path=check_store_target(args.db),
+        **making,
+    )
 
 
 def opened(args: argparse.Namespace, llm: LLM) -> Exploration:

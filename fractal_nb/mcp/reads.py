@@ -82,6 +82,21 @@ READS = (
 """Every read tool, in the order the server lists them (after the store's)."""
 
 
+def read_options(command: str, args: argparse.Namespace) -> dict[str, Any]:
+    """``command``'s read tool options from the inspection command's arguments (:func:`read_shown`'s inverse).
+
+    >>> read_options("events", argparse.Namespace(since=3, at=None))
+    {'since': 3, 'at_event': 0}
+    """
+    every = {
+        "since": getattr(args, "since", 0),
+        "at_event": getattr(args, "at", None) or 0,
+        "node_id": getattr(args, "node", None),
+    }
+    taken = {p.name for read in READS if read.command == command for p in read.params}
+    return {name: value for name, value in every.items() if name in taken}
+
+
 def read_shown(store: Store, command: str, graph_id: str, **options: Any) -> dict[str, Any]:
     """What ``fractal-nb COMMAND`` shows of ``graph_id`` in ``store``, as JSON-ready data."""
     from ..cli.inspection import COMMANDS  # the faces' shared table, loaded with the first read
