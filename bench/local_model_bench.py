@@ -87,6 +87,7 @@ def prompts(case: int) -> dict[str, tuple[type[Any], list[Message]]]:
         "depth": 1,
         "siblings": "(none)",
         "syntheses": "(none yet)",
+        "elsewhere": "(none yet)",
         "question": question,
     }
     return {

@@ -1,4 +1,4 @@
-"""Lexical retrieval over a graph's sources: BM25 over source chunks.
+"""Lexical retrieval over a graph's sources and answers: BM25 over their terms.
 
 See docs/architecture/engine.md, "Retrieval".
 
@@ -66,6 +66,50 @@ def _word_terms(word: str) -> tuple[str, ...]:
     return tuple(term for term in terms if len(term) > 1 and term not in STOPWORDS)
 
 
+class TermIndex:
+    """BM25 over documents given as their terms; :meth:`search` ranks their positions.
+
+    Built once and only read after, so any number of threads may search it at once.
+    The graph's sources (:class:`SourceIndex`) and its answers
+    (``store/answer_index.py``) are both searched through one.
+
+    >>> index = TermIndex([tokenize("The river floods in spring."), tokenize("Prices rose.")])
+    >>> [(position, score > 0) for position, score in index.search("When does the river flood?")]
+    [(0, True)]
+    """
+
+    def __init__(self, documents: Sequence[Sequence[str]]) -> None:
+        self._count = len(documents)
+        self._bm25: bm25s.BM25 | None = None
+        if any(documents):  # no term anywhere (no documents, or stopwords only): nothing can match
+            self._bm25 = bm25s.BM25(k1=K1, b=B)
+            self._bm25.index([list(terms) for terms in documents], show_progress=False)
+
+    def __len__(self) -> int:
+        """How many documents the index holds."""
+        return self._count
+
+    def search(self, query: str, k: int = DEFAULT_K) -> list[tuple[int, float]]:
+        """The positions of the ``k`` documents that best match ``query``, best first, each with its score (> 0).
+
+        A query with no indexed term (empty, stopwords only, words no document has)
+        finds nothing. Equal scores keep the documents' order.
+        """
+        if not isinstance(query, str):
+            raise InvalidInputError(f"query must be text, not {type(query).__name__}")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InvalidInputError(f"k must be a whole number, at least 1 (got {k!r})")
+        if self._bm25 is None:
+            return []
+        ids = self._bm25.get_tokens_ids(list(dict.fromkeys(tokenize(query))))
+        if not ids:
+            return []
+        scores = np.asarray(self._bm25.get_scores_from_ids(ids))
+        found = np.flatnonzero(scores > 0)
+        best = found[np.argsort(-scores[found], kind="stable")][:k]
+        return [(int(i), float(scores[i])) for i in best]
+
+
 class SourceIndex:
     """A BM25 index over chunks, built once; :meth:`search` ranks them for a query.
 
@@ -83,11 +127,7 @@ class SourceIndex:
 
     def __init__(self, chunks: Sequence[ChunkRecord]) -> None:
         self._chunks = list(chunks)
-        self._bm25: bm25s.BM25 | None = None
-        corpus = [tokenize(chunk["source"]) + tokenize(chunk["text"]) for chunk in self._chunks]
-        if any(corpus):  # no term anywhere (no chunks, or stopwords only): nothing can match
-            self._bm25 = bm25s.BM25(k1=K1, b=B)
-            self._bm25.index(corpus, show_progress=False)
+        self._terms = TermIndex([tokenize(chunk["source"]) + tokenize(chunk["text"]) for chunk in self._chunks])
 
     def __len__(self) -> int:
         """How many chunks the index holds."""
@@ -99,16 +139,4 @@ class SourceIndex:
         A query with no indexed term (empty, stopwords only, words no chunk has)
         finds nothing. Equal scores keep the chunks' order.
         """
-        if not isinstance(query, str):
-            raise InvalidInputError(f"query must be text, not {type(query).__name__}")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InvalidInputError(f"k must be a whole number of chunks, at least 1 (got {k!r})")
-        if self._bm25 is None:
-            return []
-        ids = self._bm25.get_tokens_ids(list(dict.fromkeys(tokenize(query))))
-        if not ids:
-            return []
-        scores = np.asarray(self._bm25.get_scores_from_ids(ids))
-        found = np.flatnonzero(scores > 0)
-        best = found[np.argsort(-scores[found], kind="stable")][:k]
-        return [(self._chunks[i], float(scores[i])) for i in best]
+        return [(self._chunks[position], score) for position, score in self._terms.search(query, k)]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import deque
+from typing import Any
 
 from fractal_nb import GraphStore
 
@@ -94,3 +96,74 @@ def run_shaped_graph(
             kind = rng.choice(["convergence", "contradiction"])
             store.update_node(gid, one, {f"{kind}_with": [other]})
     return gid
+
+
+WORDS = ["fares", "ridership", "depot", "noise", "parking", "shops", "commuters", "council", "budget", "bus"]
+
+
+def filler(i: int) -> str:
+    """The ``i``-th filler answer: two of :data:`WORDS`, in a sentence of its own."""
+    a, b = WORDS[i % len(WORDS)], WORDS[(i * 7 + 3) % len(WORDS)]
+    return f"Answer {i}: {a} weighs on {b} more than the timetable does."
+
+
+class Branches:
+    """``count`` branches under a root, grown breadth first: twelve sub-questions an answer above ``levels``.
+
+    Each branch holds 157 answers at ``levels=3``, 1,885 at 4. The answers'
+    texts (:func:`filler`) share words with each other, and none with a question
+    about a harbour: the tests plant one that does (tests/store/test_answer_index.py,
+    bench/context_bench.py).
+    """
+
+    def __init__(self, store: GraphStore, count: int, *, levels: int = 3) -> None:
+        self.store = store
+        self.levels = levels
+        g = store.create_graph("What sets a port city's growth?", "deep", "autonomous")
+        self.graph_id = g["graph_id"]
+        written = store.add_answer(
+            self.graph_id,
+            g["root_node_id"],
+            "The root's plan.",
+            sub_questions=[f"Branch {b}?" for b in range(count)],
+        )
+        self.seeds = [q["node_id"] for q in written["sub_questions"]]
+        self.open = [deque([(seed, 1)]) for seed in self.seeds]
+        self.numbers = itertools.count()
+        self.asked = ""
+
+    def grow(
+        self, branch: int, answers: int, *, first: str | None = None, ask: str | None = None
+    ) -> list[str]:
+        """``answers`` answers in the branch, their ids in order (the first's text ``first`` if given).
+
+        ``ask``: then one more answer, whose only sub-question ``ask`` is left open (:attr:`asked`).
+        """
+        written = []
+        with self.store.batch():
+            for i in range(answers):
+                text = first if (i == 0 and first) else filler(next(self.numbers))
+                written.append(self._answer(branch, text)["answer"]["node_id"])
+            if ask:
+                self.asked = self._answer(branch, filler(next(self.numbers)), [ask])["sub_questions"][0][
+                    "node_id"
+                ]
+        return written
+
+    def _answer(self, branch: int, text: str, subs: list[str] | None = None) -> dict[str, Any]:
+        """Answer the branch's next open question, with twelve sub-questions above :attr:`levels`."""
+        question, depth = self.open[branch].popleft()
+        grows = subs is None and depth < self.levels
+        if grows:
+            subs = [f"Branch {branch}, part {next(self.numbers)}?" for _ in range(12)]
+        written = dict(self.store.add_answer(self.graph_id, question, text, sub_questions=subs))
+        if grows:
+            self.open[branch].extend((q["node_id"], depth + 1) for q in written["sub_questions"])
+        return written
+
+    def candidates(self, question: str, k: int = 8) -> list[dict[str, Any]]:
+        return list(self.store.get_context(self.graph_id, question, candidates=k)["candidates"])
+
+    def others(self, question: str) -> list[str]:
+        """Ids of the candidates from other branches, in their order."""
+        return [c["node_id"] for c in self.candidates(question) if c["relation"] == "other_branch"]

@@ -85,6 +85,7 @@ def test_an_answer_that_copies_the_worked_example_is_refused() -> None:
         "question": "How do transport links change which cities grow?",
         "siblings": "(none)",
         "syntheses": "(none yet)",
+        "elsewhere": "(none yet)",
     }
     for task, schema in (("answer_branch", Answer), ("answer_leaf", LeafAnswer)):
         messages = chat("answer", **values, task=render(task))

@@ -84,7 +84,7 @@ def test_k_bounds_the_hits_only_matching_chunks_come_back_and_bad_arguments_are_
     assert sorted(ids(index.search("harbour froze", k=50))) == ["notes.md:2", "notes.md:4"]  # score > 0 only
     assert len(index.search("harbour froze")) == 2
     for k in (0, -1, 1.5, True, "3"):
-        with pytest.raises(InvalidInputError, match="k must be a whole number of chunks, at least 1"):
+        with pytest.raises(InvalidInputError, match="k must be a whole number, at least 1"):
             index.search("harbour", k=k)  # type: ignore[arg-type]
     for query in (None, 3, ["harbour"]):
         with pytest.raises(InvalidInputError, match="query must be text"):

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
     from .run_state import RunState
 
 MAX_LINKS = 2  # links kept per answer and kind: a few strong ones beat many weak ones
+ELSEWHERE = 3  # answers of other branches an answer prompt shows (docs/architecture/engine.md, "Context from the whole graph")
+ELSEWHERE_CHARS = 300  # each cut there: the section stays under a thousand characters
 
 
 def claim_question(run: RunState, worker: str) -> Claim:
@@ -198,6 +200,11 @@ def _answer_prompt(run: RunState, context: QuestionContext, last_level: bool) ->
     syntheses = "\n".join(
         f"- {clip(s['text'], 150)}: {clip(s['synthesis'] or '', 400)}" for s in context["syntheses"]
     )
+    # The whole graph's most related answers (store/answer_index.py), bounded like the rest.
+    elsewhere = "\n".join(
+        f"- {clip(c['text'], ELSEWHERE_CHARS)}"
+        for c in [c for c in context["candidates"] if c["relation"] == "other_branch"][:ELSEWHERE]
+    )
     return {
         "seed": clip(run.seed, 500),
         "ancestry": ancestry or "(this is a seed question)",
@@ -209,6 +216,7 @@ def _answer_prompt(run: RunState, context: QuestionContext, last_level: bool) ->
         + run.part.question_note(node["metadata"]),
         "siblings": siblings or "(none)",
         "syntheses": syntheses or "(none yet)",
+        "elsewhere": elsewhere or "(none yet)",
         # With sources, the task ends with the passages closest to the question (engine/evidence.py).
         # The halt's rule first: the reply's worked example closes the instructions (prompts/answer_*.txt).
         "task": render("halt")

@@ -36,7 +36,14 @@ from .protocol import Message, estimate_tokens, messages_tokens, report_usage, r
 from .schemas import MAX_CLAIMS, SCHEMAS, ProxySignal
 from .simulated_chain import eval_reply, think_reply
 from .simulated_frames import GENERIC, read_frame
-from .simulated_prompts import cite_evidence, decisive_part, id_free_digest, prompt_field, quoted_question
+from .simulated_prompts import (
+    cite_evidence,
+    decisive_part,
+    id_free_digest,
+    prompt_field,
+    quoted_question,
+    without_elsewhere,
+)
 from .simulated_prose import FACTORS, answer_level, answer_text, factors, synthesis_text
 from .simulated_questions import ANGLES, angle_labels, angle_questions, extra_question, follow_up, read
 from .simulated_tracks import aggregate_reply, track_synthesis_reply, tracks_seed_reply
@@ -460,4 +467,5 @@ def _remark(question: str, prompt: str) -> str:
     """
     start = id_free_digest(question)[0]
     turns = [_REMARKS[(start + i) % len(_REMARKS)] for i in range(len(_REMARKS))]
-    return next((r for r in turns if r not in prompt), turns[0])
+    shown = without_elsewhere(prompt)
+    return next((r for r in turns if r not in shown), turns[0])

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 _ANY_ID = re.compile(r"\bn-[0-9a-f]{1,16}")  # a node id, whole or cut short by a clipped text
+_ELSEWHERE = re.compile(r"Answers already given in other branches[^\n]*\n(?:[^\n]+\n)*")  # prompts/answer.txt
 # The evidence section of an answer prompt (prompts/evidence.txt): a passage's head, then its numbered lines.
 _EVIDENCE = "\nEvidence: the passages of the exploration's sources"
 _HEAD = re.compile(r"^\[(.+):L(\d+)-L(\d+)\]$")  # a passage's head: [source:Lstart-Lend]
@@ -36,6 +37,19 @@ def decisive_part(role: str, prompt: str) -> str:
     if role == "answer":
         prompt = prompt_field(prompt, r"(Question to answer now[^\n]*\n[^\n]*)") or prompt
     return _ANY_ID.sub("n-id", prompt)
+
+
+def without_elsewhere(prompt: str) -> str:
+    r"""The prompt without the other branches' answers it shows (engine/primitive.py ``elsewhere``).
+
+    Which answers those are depends on what other workers wrote first, so a
+    choice made by reading the prompt must not read them: the tree keeps its
+    shape with one worker or eight.
+
+    >>> without_elsewhere("A\n\nAnswers already given in other branches (x):\n- one\n- two\n\nB")
+    'A\n\n\nB'
+    """
+    return _ELSEWHERE.sub("", prompt)
 
 
 def prompt_field(prompt: str, pattern: str) -> str | None:

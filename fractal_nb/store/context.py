@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import re
 
 from ..checks import require_count, require_id
+from .answer_index import AnswerIndex
 from .base import StoreCore
 from .records import Candidate, QuestionBrief, QuestionContext, SubQuestionBrief, SynthesisInputs
 from .rows import GraphRow, NodeRow
 
-# Siblings, nearby syntheses and link candidates of a question: one query, capped parts.
+# Siblings, nearby syntheses and sibling answers of a question: one query, capped parts.
 _NEAR = """SELECT * FROM (
     (SELECT 'sibling' AS part, node_id, text, status, metadata, depth, seq FROM nodes
      WHERE graph_id = ? AND node_type = 'question' AND question_id = ?
@@ -27,11 +27,6 @@ _NEAR = """SELECT * FROM (
          SELECT node_id FROM nodes WHERE graph_id = ? AND node_type = 'question'
            AND question_id = ? AND node_id != ?)
      ORDER BY seq LIMIT ?)
-    UNION ALL
-    (SELECT 'other_branch', node_id, text, status, metadata, depth, seq FROM nodes
-     WHERE graph_id = ? AND node_type = 'answer' AND branch_id IS NOT NULL
-       AND superseded_turn IS NULL AND branch_id IS DISTINCT FROM ?
-     ORDER BY seq DESC LIMIT ?)
 ) AS near ORDER BY seq"""
 
 
@@ -41,6 +36,7 @@ class NodeContext:
     def __init__(self, core: StoreCore) -> None:
         self._core = core
         self._db = core.db
+        self._answers = AnswerIndex(core)
 
     def get_context(
         self, graph_id: str, node_id: str, *, limit: int = 6, candidates: int = 8
@@ -50,10 +46,11 @@ class NodeContext:
         ``ancestry``: the questions from the root down to the parent, each with
         its first answer. ``siblings``: other sub-questions of the same parent.
         ``syntheses``: the most recent syntheses in the same branch.
-        ``candidates`` (for links): the answers of its sibling questions, then the
-        answers of other branches most related to the question (words shared, among
-        the :data:`RECENT_POOL` most recent), ``candidates`` in all, each with its
-        ``relation`` (``sibling`` or ``other_branch``) and ``depth``.
+        ``candidates`` (for links, and shown to the answer): the answers of its
+        sibling questions, then the answers of other branches most related to the
+        question, ranked over the whole graph (:class:`~fractal_nb.store.answer_index.AnswerIndex`),
+        ``candidates`` in all, each with its ``relation`` (``sibling`` or
+        ``other_branch``) and ``depth``.
         """
         limit, candidates = require_count(limit, "limit"), require_count(candidates, "candidates")
         graph = self._core.known_graph(graph_id)
@@ -69,20 +66,18 @@ class NodeContext:
         g = graph.graph_id
         siblings = [g, question.question_id, question.node_id, limit]
         syntheses = [g, question.branch_id, question.node_id, limit]
-        sibling_answers = [g, g, question.question_id, question.node_id, candidates]
-        other_branches = [g, question.branch_id, RECENT_POOL]
-        near = self._db.fetchall(_NEAR, siblings + syntheses + sibling_answers + other_branches)
+        sibling_answers = [g, g, question.question_id, question.node_id, candidates - candidates // 2]
+        near = self._db.fetchall(_NEAR, siblings + syntheses + sibling_answers)
         briefs: dict[str, list[QuestionBrief]] = {"sibling": [], "synthesis": []}
-        answers: dict[str, list[Candidate]] = {"sibling_answer": [], "other_branch": []}
+        linkable: list[Candidate] = []
         for part, nid, text, status, metadata, depth, _seq in near:
             if part in briefs:
                 synthesis = json.loads(metadata).get("synthesis")
                 briefs[part].append({"node_id": nid, "text": text, "status": status, "synthesis": synthesis})
             else:
-                relation = "sibling" if part == "sibling_answer" else "other_branch"
-                answers[part].append({"node_id": nid, "text": text, "relation": relation, "depth": depth})
-        related = sorted(answers["other_branch"], key=lambda c: -_shared_words(question.text, c["text"]))
-        linkable = (answers["sibling_answer"] + related)[:candidates]
+                linkable.append({"node_id": nid, "text": text, "relation": "sibling", "depth": depth})
+        # Half at least from the whole graph, by relevance (store/answer_index.py).
+        linkable += self._answers.related(g, question, candidates - len(linkable))
         return {
             "graph_id": graph.graph_id,
             "seed": graph.seed,
@@ -168,13 +163,3 @@ def _sub_question_brief(q: NodeRow) -> SubQuestionBrief:
     if isinstance(q.metadata.get("blocked"), dict):
         brief["blocked"] = q.metadata["blocked"]
     return brief
-
-
-RECENT_POOL = 200  # answers of other branches ranked for relatedness: the most recent (bounded work)
-_WORD = re.compile(r"[^\W\d_]{4,}")  # words of four letters or more: "the", "and", "of" say nothing
-
-
-def _shared_words(a: str, b: str) -> float:
-    """How related two texts are: the Jaccard overlap of their longer words (case-blind)."""
-    left, right = set(_WORD.findall(a.lower())), set(_WORD.findall(b.lower()))
-    return len(left & right) / len(left | right) if left and right else 0.0

@@ -262,6 +262,7 @@ def test_the_fake_model_answers_every_role_validly() -> None:
             question="Why jobs?",
             siblings="(none)",
             syntheses="(none yet)",
+            elsewhere="(none yet)",
         ),
         LeafAnswer: chat(
             "answer",
@@ -273,6 +274,7 @@ def test_the_fake_model_answers_every_role_validly() -> None:
             question="Why jobs?",
             siblings="(none)",
             syntheses="(none yet)",
+            elsewhere="(none yet)",
         ),
         Synthesis: chat("synthesize", question="Why jobs?", answer="x", children="- a\n  b"),
         Connections: chat(
@@ -346,6 +348,7 @@ def test_the_fake_model_answers_every_role_validly() -> None:
                 question=f"Q{i}?",
                 siblings="-",
                 syntheses="-",
+                elsewhere="-",
                 task=render("answer_branch"),
             )[1]["content"]
         )

@@ -44,6 +44,7 @@ def messages() -> list[Message]:
         question=QUESTION,
         siblings="(none)",
         syntheses="(none yet)",
+        elsewhere="(none yet)",
         task=render("answer_branch"),
     )
 
@@ -142,6 +143,7 @@ def test_simulated_claims_are_deterministic_distinct_and_never_the_question() ->
             question=question,
             siblings="(none)",
             syntheses="(none yet)",
+            elsewhere="(none yet)",
             task=render("answer_leaf"),
         )
         return list(llm.complete(prompt, LeafAnswer)["claims"])

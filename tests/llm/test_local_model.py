@@ -169,6 +169,7 @@ def test_gemma_with_sources_never_passes_a_wrong_citation(server: LocalModelServ
                 question=question,
                 siblings="(none)",
                 syntheses="(none yet)",
+                elsewhere="(none yet)",
                 task=render("answer_leaf") + shown,
             )
             try:

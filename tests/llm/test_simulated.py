@@ -67,6 +67,7 @@ PROMPTS: dict[type[BaseModel], list[Message]] = {
         question="What are the main causes behind urban growth?",
         siblings="- Who gains from growth? (open)",
         syntheses="(none yet)",
+        elsewhere="(none yet)",
         task=render("answer_branch"),
     ),
     LeafAnswer: chat(
@@ -78,6 +79,7 @@ PROMPTS: dict[type[BaseModel], list[Message]] = {
         question="Which services employ the most people downtown?",
         siblings="(none)",
         syntheses="(none yet)",
+        elsewhere="(none yet)",
         task=render("answer_leaf"),
     ),
     Synthesis: chat(
@@ -191,6 +193,7 @@ def answer_messages(question: str, depth: int = 1) -> list[Message]:
         question=question,
         siblings="(none)",
         syntheses="(none yet)",
+        elsewhere="(none yet)",
         task=render("answer_branch"),
     )
 
@@ -458,6 +461,7 @@ def evidence_messages(question: str, hits: list[dict[str, Any]]) -> list[Message
         question=question,
         siblings="(none)",
         syntheses="(none yet)",
+        elsewhere="(none yet)",
         task=render("answer_leaf") + evidence.section(hits),  # type: ignore[arg-type]
     )
 
