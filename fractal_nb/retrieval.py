@@ -127,7 +127,9 @@ class SourceIndex:
 
     def __init__(self, chunks: Sequence[ChunkRecord]) -> None:
         self._chunks = list(chunks)
-        self._terms = TermIndex([tokenize(chunk["source"]) + tokenize(chunk["text"]) for chunk in self._chunks])
+        self._terms = TermIndex(
+            [tokenize(chunk["source"]) + tokenize(chunk["text"]) for chunk in self._chunks]
+        )
 
     def __len__(self) -> int:
         """How many chunks the index holds."""

@@ -107,18 +107,24 @@ def filler(i: int) -> str:
     return f"Answer {i}: {a} weighs on {b} more than the timetable does."
 
 
-class Branches:
-    """``count`` branches under a root, grown breadth first: twelve sub-questions an answer above ``levels``.
+def filler_question(i: int) -> str:
+    """The ``i``-th filler question: it shares words with some filler answers, as a graph's do."""
+    a, b = WORDS[(i * 3) % len(WORDS)], WORDS[(i * 5 + 1) % len(WORDS)]
+    return f"Part {i}: how do {a} bear on {b}?"
 
-    Each branch holds 157 answers at ``levels=3``, 1,885 at 4. The answers'
-    texts (:func:`filler`) share words with each other, and none with a question
+
+class Branches:
+    """``count`` branches under a root, grown breadth first: ``fanout`` questions an answer above ``levels``.
+
+    Each branch holds 157 answers at ``levels=3``, 341 at ``levels=5, fanout=4``. The texts
+    (:func:`filler`, :func:`filler_question`) share words with each other, and none with a question
     about a harbour: the tests plant one that does (tests/store/test_answer_index.py,
     bench/context_bench.py).
     """
 
-    def __init__(self, store: GraphStore, count: int, *, levels: int = 3) -> None:
+    def __init__(self, store: GraphStore, count: int, *, levels: int = 3, fanout: int = 12) -> None:
         self.store = store
-        self.levels = levels
+        self.levels, self.fanout = levels, fanout
         g = store.create_graph("What sets a port city's growth?", "deep", "autonomous")
         self.graph_id = g["graph_id"]
         written = store.add_answer(
@@ -129,6 +135,9 @@ class Branches:
         )
         self.seeds = [q["node_id"] for q in written["sub_questions"]]
         self.open = [deque([(seed, 1)]) for seed in self.seeds]
+        self.nodes = (
+            2 + count
+        )  # the root, its answer, the seeds; each answer adds itself and its sub-questions
         self.numbers = itertools.count()
         self.asked = ""
 
@@ -151,12 +160,13 @@ class Branches:
         return written
 
     def _answer(self, branch: int, text: str, subs: list[str] | None = None) -> dict[str, Any]:
-        """Answer the branch's next open question, with twelve sub-questions above :attr:`levels`."""
+        """Answer the branch's next open question, with :attr:`fanout` sub-questions above :attr:`levels`."""
         question, depth = self.open[branch].popleft()
         grows = subs is None and depth < self.levels
         if grows:
-            subs = [f"Branch {branch}, part {next(self.numbers)}?" for _ in range(12)]
+            subs = [filler_question(next(self.numbers)) for _ in range(self.fanout)]
         written = dict(self.store.add_answer(self.graph_id, question, text, sub_questions=subs))
+        self.nodes += 1 + len(subs or [])
         if grows:
             self.open[branch].extend((q["node_id"], depth + 1) for q in written["sub_questions"])
         return written

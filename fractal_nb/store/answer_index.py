@@ -5,31 +5,66 @@ A plain class composed by :class:`~fractal_nb.store.context.NodeContext`
 context and connect's candidates come from the whole graph, not from the most
 recent answers: each store keeps, per graph, the terms of every answer it has
 read and a BM25 index over them (``retrieval.TermIndex``, the machinery the
-sources use). A context read reads only the answers written since the last read
-(``seq`` above the last one seen: writes are serialized, so ``seq`` is commit
-order); those wait in a tail, ranked by the terms they share with the question,
-until the tail passes :data:`REBUILD_SHARE` of the index and the index is built
-again over all of them. The index is built at most once per that many answers,
-so a step's read stays bounded at any size; the rows it names are read again by
-id, so an answer superseded since (a later turn) is never offered.
+sources use). No SQL here: the context's one query (store/context.py) brings
+the answers written since the last read (``seq`` above :meth:`AnswerIndex.ranked`'s
+watermark: writes are serialized, so ``seq`` is commit order) and the current
+rows of the answers this store ranked for the question before it.
+
+The index covers the graph's first :func:`indexed` answers in ``seq`` order,
+the rest wait in a tail ranked by the terms they share with the question; the
+index is built again when the count passes the next mark (64, then an eighth
+more each time), so a rebuild comes at most once per that many answers and a
+step's read stays bounded at any size. The marks depend on the count alone, so
+two stores (or one store before and after a read) that have read the same
+answers rank alike: ``claim_work(with_context=True)`` equals ``get_context``
+right after it. An answer superseded since (a later turn) is never offered:
+the query returns current rows only.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from ..retrieval import TermIndex, tokenize
-from .base import StoreCore
 from .records import Candidate
 from .rows import NodeRow
 
 REBUILD_SHARE = 0.125
-"""The index is built again once the answers written since it was built pass this share of it..."""
+"""The index is built again once the answers past it pass this share of it..."""
 REBUILD_MIN = 64
-"""...and this many: below it, they are ranked in the tail by shared terms."""
+"""...and the first index is built at this many answers: below it, all are ranked by shared terms."""
 POOL_FACTOR = 4
-"""Answers ranked per one wanted: those of the question's own branch are dropped after ranking."""
+"""Answers ranked per one wanted: some may be superseded by the time they are read."""
+T = TypeVar("T")
+Rows = Mapping[str, tuple[str, int]]
+"""Current answers as the store read them: id to (text, depth)."""
+
+
+def indexed(count: int) -> int:
+    """How many of a graph's first ``count`` answers the index covers: the last mark at or below it.
+
+    >>> [indexed(n) for n in (63, 64, 71, 72, 80, 81, 1000)]
+    [0, 64, 64, 72, 72, 81, 929]
+    """
+    mark, upcoming = 0, REBUILD_MIN
+    while upcoming <= count:
+        mark, upcoming = upcoming, max(upcoming + 1, int(upcoming * (1 + REBUILD_SHARE)))
+    return mark
+
+
+@dataclass(frozen=True)
+class Fresh:
+    """An answer the context read found above the watermark."""
+
+    node_id: str
+    branch_id: str | None
+    text: str
+    seq: int
+    depth: int
+    current: bool  # not superseded by a later turn
 
 
 @dataclass
@@ -39,86 +74,99 @@ class _GraphAnswers:
     seen: int = 0  # the highest seq read
     ids: list[str] = field(default_factory=list)
     branches: list[str | None] = field(default_factory=list)
-    terms: list[tuple[str, ...]] = field(default_factory=list)
+    tokens: list[tuple[str, ...]] = field(default_factory=list)  # what the index is built from
+    terms: list[frozenset[str]] = field(default_factory=list)
     index: TermIndex = field(default_factory=lambda: TermIndex([]))
 
-    @property
-    def tail(self) -> range:
-        """Positions of the answers read since the index was built."""
-        return range(len(self.index), len(self.ids))
+    def take(self, fresh: list[Fresh]) -> None:
+        """Take in the answers above :attr:`seen` (once each: another thread's read may have taken some)."""
+        for answer in fresh:
+            if answer.seq > self.seen:
+                tokens = tuple(tokenize(answer.text))
+                self.ids.append(answer.node_id)
+                self.branches.append(answer.branch_id)
+                self.tokens.append(tokens)
+                self.terms.append(frozenset(tokens))
+                self.seen = answer.seq
+        mark = indexed(len(self.ids))
+        if mark != len(self.index):
+            self.index = TermIndex(self.tokens[:mark])
 
-    def stale(self) -> bool:
-        """Whether the tail has grown past what shared-term ranking should carry."""
-        waiting = len(self.ids) - len(self.index)
-        return waiting > max(REBUILD_MIN, REBUILD_SHARE * len(self.index))
+    def pool(self, question: NodeRow, size: int) -> list[str]:
+        """Ids of other branches' answers for ``question``: the index's best and the tail's alternately."""
+        own = question.branch_id
+        found = [p for p, _score in self.index.search(question.text, size) if self.branches[p] != own]
+        asked = frozenset(tokenize(question.text))
+        shared = {p: overlap(asked, self.terms[p]) for p in range(len(self.index), len(self.ids))}
+        ranked = [p for p, score in shared.items() if score > 0 and self.branches[p] != own]
+        tail = sorted(ranked, key=lambda p: (-shared[p], p))  # at a tie, the older first
+        return [self.ids[p] for p in _alternately(found, tail[:size]) if self.branches[p] is not None][:size]
+
+
+def overlap(asked: frozenset[str], terms: frozenset[str]) -> float:
+    """How related an answer is to a question by shared terms alone (Jaccard): the tail's ranking."""
+    return len(asked & terms) / len(asked | terms) if asked & terms else 0.0
 
 
 class AnswerIndex:
     """Per graph, the answers of other branches most related to a question (BM25 over all answers)."""
 
-    def __init__(self, core: StoreCore) -> None:
-        self._core = core
-        self._db = core.db
+    def __init__(self) -> None:
         self._graphs: dict[str, _GraphAnswers] = {}
-        self._lock = threading.Lock()  # one reader catches up a graph at a time
+        self._lock = threading.Lock()  # one thread takes in or ranks a store's answers at a time
 
-    def related(self, graph_id: str, question: NodeRow, k: int) -> list[Candidate]:
-        """The ``k`` current answers outside ``question``'s branch that best match its text, best first.
+    def ranked(self, question: NodeRow, k: int) -> tuple[int, list[str]]:
+        """Before the read: the watermark, and the ids the read should bring the current rows of.
 
-        Each is a :class:`Candidate` with ``relation`` ``other_branch``. A root
-        question (no branch) has none: every branch is its own.
+        ``k`` times :data:`POOL_FACTOR` at most. A root question (no branch) has
+        none: every branch is its own.
         """
-        if question.branch_id is None or k < 1:
-            return []
         with self._lock:
-            answers = self._caught_up(graph_id)
-            ranked = self._ranked(answers, question, k * POOL_FACTOR)
-        return self._current(graph_id, ranked, k)
+            answers = self._graphs.setdefault(question.graph_id, _GraphAnswers())
+            if question.branch_id is None or k < 1:
+                return answers.seen, []
+            return answers.seen, answers.pool(question, k * POOL_FACTOR)
 
-    def _caught_up(self, graph_id: str) -> _GraphAnswers:
-        """The graph's answers with those written since the last read, the index built again when stale."""
-        answers = self._graphs.setdefault(graph_id, _GraphAnswers())
-        rows = self._db.fetchall(
-            "SELECT node_id, branch_id, text, seq FROM nodes WHERE graph_id = ? AND node_type = 'answer' "
-            "AND seq > ? ORDER BY seq",
-            [graph_id, answers.seen],
-        )
-        for node_id, branch_id, text, seq in rows:
-            answers.ids.append(node_id)
-            answers.branches.append(branch_id)
-            answers.terms.append(tuple(tokenize(text)))
-            answers.seen = int(seq)
-        if answers.stale():
-            answers.index = TermIndex(answers.terms)
-        return answers
+    def related(
+        self,
+        question: NodeRow,
+        k: int,
+        asked: list[str],
+        read: tuple[Rows, list[Fresh]],
+        read_more: Callable[[list[str]], Rows],
+    ) -> list[Candidate]:
+        """After the read: the ``k`` current answers outside its branch that best match it, best first.
 
-    @staticmethod
-    def _ranked(answers: _GraphAnswers, question: NodeRow, pool: int) -> list[str]:
-        """Ids of other branches' answers, the index's best and the tail's alternately, at most ``pool``."""
-        own = question.branch_id
-        indexed = [p for p, _score in answers.index.search(question.text, pool) if answers.branches[p] != own]
-        asked = set(tokenize(question.text))
-        tail = sorted(
-            (p for p in answers.tail if answers.branches[p] not in (own, None) and asked & set(answers.terms[p])),
-            key=lambda p: -len(asked & set(answers.terms[p])) / len(asked | set(answers.terms[p])),
-        )
-        merged = [p for pair in zip(indexed, tail) for p in pair]
-        merged += indexed[len(tail) :] + tail[len(indexed) :]
-        return [answers.ids[p] for p in merged if answers.branches[p] is not None][:pool]
+        ``asked``: :meth:`ranked`'s ids; ``read``: the current rows among them, and
+        the answers above the watermark, taken in here. When taking them in moved
+        the pool (a graph's first read, a rebuilt index), the rows the read did
+        not bring are read with ``read_more``.
+        """
+        rows, fresh = read
+        with self._lock:
+            answers = self._graphs.setdefault(question.graph_id, _GraphAnswers())
+            answers.take(fresh)
+            if question.branch_id is None or k < 1:
+                return []
+            pool = answers.pool(question, k * POOL_FACTOR)
+        known = {**rows, **{a.node_id: (a.text, a.depth) for a in fresh if a.current}}
+        brought = set(asked) | {a.node_id for a in fresh}
+        missing = [nid for nid in pool if nid not in brought]
+        if missing:
+            known |= read_more(missing)
+        kept: list[Candidate] = [
+            {"node_id": nid, "text": known[nid][0], "relation": "other_branch", "depth": known[nid][1]}
+            for nid in pool
+            if nid in known
+        ]
+        return kept[:k]
 
-    def _current(self, graph_id: str, ranked: list[str], k: int) -> list[Candidate]:
-        """The ranked answers still current (not superseded by a later turn), in rank order, ``k`` at most."""
-        if not ranked:
-            return []
-        marks = ", ".join("?" for _ in ranked)
-        rows = self._db.fetchall(
-            f"SELECT node_id, text, depth FROM nodes WHERE graph_id = ? AND node_id IN ({marks}) "
-            "AND superseded_turn IS NULL",
-            [graph_id, *ranked],
-        )
-        found = {nid: (text, depth) for nid, text, depth in rows}
-        return [
-            {"node_id": nid, "text": found[nid][0], "relation": "other_branch", "depth": found[nid][1]}
-            for nid in ranked
-            if nid in found
-        ][:k]
+
+def _alternately(first: list[T], second: list[T]) -> list[T]:
+    """One of each in turn, then the rest of the longer list.
+
+    >>> _alternately([1, 2, 3], ["a"])
+    [1, 'a', 2, 3]
+    """
+    merged = [item for pair in zip(first, second, strict=False) for item in pair]
+    return merged + first[len(second) :] + second[len(first) :]

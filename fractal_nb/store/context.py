@@ -3,31 +3,44 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ..checks import require_count, require_id
-from .answer_index import AnswerIndex
+from .answer_index import AnswerIndex, Fresh
 from .base import StoreCore
 from .records import Candidate, QuestionBrief, QuestionContext, SubQuestionBrief, SynthesisInputs
 from .rows import GraphRow, NodeRow
 
-# Siblings, nearby syntheses and sibling answers of a question: one query, capped parts.
-_NEAR = """SELECT * FROM (
-    (SELECT 'sibling' AS part, node_id, text, status, metadata, depth, seq FROM nodes
-     WHERE graph_id = ? AND node_type = 'question' AND question_id = ?
-       AND node_id != ? AND superseded_turn IS NULL ORDER BY seq LIMIT ?)
-    UNION ALL
-    (SELECT 'synthesis', node_id, text, status, metadata, depth, seq FROM nodes
-     WHERE graph_id = ? AND branch_id IS NOT DISTINCT FROM ?
-       AND node_type = 'question' AND status = 'synthesized' AND node_id != ?
-       AND superseded_turn IS NULL ORDER BY seq DESC LIMIT ?)
-    UNION ALL
-    (SELECT 'sibling_answer', node_id, text, status, metadata, depth, seq FROM nodes
-     WHERE graph_id = ? AND node_type = 'answer' AND superseded_turn IS NULL
-       AND question_id IN (
-         SELECT node_id FROM nodes WHERE graph_id = ? AND node_type = 'question'
-           AND question_id = ? AND node_id != ?)
-     ORDER BY seq LIMIT ?)
-) AS near ORDER BY seq"""
+# A question's view in one query: each part capped, its parameters in order (NodeContext.around).
+_COLUMNS = "node_id, text, status, metadata, depth, seq, branch_id, question_id, superseded_turn"
+_PARTS = {
+    # The questions above it (the path kept on the node), then their current answers.
+    "ancestor": "graph_id = ? AND node_id IN ({marks})",
+    "ancestor_answer": "graph_id = ? AND node_type = 'answer' AND superseded_turn IS NULL "
+    "AND question_id IN ({marks})",
+    "sibling": "graph_id = ? AND node_type = 'question' AND question_id = ? AND node_id != ? "
+    "AND superseded_turn IS NULL ORDER BY seq LIMIT ?",
+    "synthesis": "graph_id = ? AND branch_id IS NOT DISTINCT FROM ? AND node_type = 'question' "
+    "AND status = 'synthesized' AND node_id != ? AND superseded_turn IS NULL ORDER BY seq DESC LIMIT ?",
+    "sibling_answer": "graph_id = ? AND node_type = 'answer' AND superseded_turn IS NULL AND question_id IN ("
+    "SELECT node_id FROM nodes WHERE graph_id = ? AND node_type = 'question' AND question_id = ? "
+    "AND node_id != ?) ORDER BY seq LIMIT ?",
+    # The answers written since this store last read the graph's, and the current rows of those it
+    # ranked for the question from what it had read (store/answer_index.py).
+    "new_answer": "graph_id = ? AND node_type = 'answer' AND seq > ?",
+    "related": "graph_id = ? AND node_id IN ({related}) AND superseded_turn IS NULL",
+}
+
+
+def _near(parts: list[str], ancestors: int, related: int) -> str:
+    """The one query of ``parts`` (names of :data:`_PARTS`), in ``seq`` order."""
+    marks, related_marks = ", ".join("?" * ancestors), ", ".join("?" * related)
+    selects = [
+        f"(SELECT '{part}' AS part, {_COLUMNS} FROM nodes "
+        f"WHERE {_PARTS[part].format(marks=marks, related=related_marks)})"
+        for part in parts
+    ]
+    return "SELECT * FROM (" + " UNION ALL ".join(selects) + ") AS near ORDER BY seq"
 
 
 class NodeContext:
@@ -36,7 +49,7 @@ class NodeContext:
     def __init__(self, core: StoreCore) -> None:
         self._core = core
         self._db = core.db
-        self._answers = AnswerIndex(core)
+        self._answers = AnswerIndex()
 
     def get_context(
         self, graph_id: str, node_id: str, *, limit: int = 6, candidates: int = 8
@@ -61,30 +74,59 @@ class NodeContext:
         self, graph: GraphRow, question: NodeRow, *, limit: int = 6, candidates: int = 8
     ) -> QuestionContext:
         """:meth:`get_context` of a question row already read (``claim_work(with_context=True)``'s)."""
-        chain = self._ancestry(graph.graph_id, question)
-        # Siblings, nearby syntheses and link candidates: one query (_NEAR), its parts' parameters in order.
-        g = graph.graph_id
-        siblings = [g, question.question_id, question.node_id, limit]
-        syntheses = [g, question.branch_id, question.node_id, limit]
-        sibling_answers = [g, g, question.question_id, question.node_id, candidates - candidates // 2]
-        near = self._db.fetchall(_NEAR, siblings + syntheses + sibling_answers)
-        briefs: dict[str, list[QuestionBrief]] = {"sibling": [], "synthesis": []}
-        linkable: list[Candidate] = []
-        for part, nid, text, status, metadata, depth, _seq in near:
-            if part in briefs:
-                synthesis = json.loads(metadata).get("synthesis")
-                briefs[part].append({"node_id": nid, "text": text, "status": status, "synthesis": synthesis})
-            else:
-                linkable.append({"node_id": nid, "text": text, "relation": "sibling", "depth": depth})
+        g, above = graph.graph_id, question.ancestors
+        seen, ranked = self._answers.ranked(
+            question, candidates
+        )  # what it read before: the query fetches them
+        params: dict[str, list[object]] = {
+            "ancestor": [g, *above],
+            "ancestor_answer": [g, *above],
+            "sibling": [g, question.question_id, question.node_id, limit],
+            "synthesis": [g, question.branch_id, question.node_id, limit],
+            "sibling_answer": [g, g, question.question_id, question.node_id, candidates - candidates // 2],
+            "new_answer": [g, seen],
+            "related": [g, *ranked],
+        }
+        parts = [p for p in params if (above or not p.startswith("ancestor")) and (ranked or p != "related")]
+        sql = _near(parts, len(above), len(ranked))
+        rows = self._db.fetchall(sql, [value for part in parts for value in params[part]])
+        by_part: dict[str, list[tuple[Any, ...]]] = {part: [] for part in params}
+        for row in rows:
+            by_part[row[0]].append(row[1:])
+        first_answer: dict[str, str] = {}
+        for _nid, text, _status, _meta, _depth, _seq, _branch, qid, _superseded in by_part["ancestor_answer"]:
+            first_answer.setdefault(qid, text)
+        briefs: dict[str, list[QuestionBrief]] = {
+            part: [
+                {
+                    "node_id": nid,
+                    "text": text,
+                    "status": status,
+                    "synthesis": json.loads(meta).get("synthesis"),
+                }
+                for nid, text, status, meta, *_rest in by_part[part]
+            ]
+            for part in ("sibling", "synthesis")
+        }
+        linkable: list[Candidate] = [
+            {"node_id": nid, "text": text, "relation": "sibling", "depth": depth}
+            for nid, text, _status, _meta, depth, *_rest in by_part["sibling_answer"]
+        ]
         # Half at least from the whole graph, by relevance (store/answer_index.py).
-        linkable += self._answers.related(g, question, candidates - len(linkable))
+        current = {nid: (text, depth) for nid, text, _s, _m, depth, *_rest in by_part["related"]}
+        fresh = [
+            Fresh(nid, branch, text, int(seq), depth, superseded is None)
+            for nid, text, _s, _m, depth, seq, branch, _q, superseded in by_part["new_answer"]
+        ]
+        wanted = candidates - len(linkable)
+        linkable += self._answers.related(question, wanted, ranked, (current, fresh), self._current_answers)
         return {
             "graph_id": graph.graph_id,
             "seed": graph.seed,
             "node": question.to_dict(),
             "ancestry": [
-                {"node_id": nid, "depth": depth, "question": text, "answer": answer}
-                for nid, depth, text, answer in chain
+                {"node_id": nid, "depth": depth, "question": text, "answer": first_answer.get(nid)}
+                for nid, text, _status, _meta, depth, *_rest in by_part["ancestor"]
             ],
             "siblings": briefs["sibling"],
             "syntheses": briefs["synthesis"],
@@ -93,28 +135,15 @@ class NodeContext:
             "max_depth": self._core.depth_ceiling(graph, question, question.depth + 1),
         }
 
-    def _ancestry(self, graph_id: str, question: NodeRow) -> list[tuple[str, int, str, str | None]]:
-        """The path down from the root (kept on each node): each question above with its first answer."""
-        above = question.ancestors
-        chain: list[tuple[str, int, str, str | None]] = []
-        if above:
-            marks = ", ".join("?" for _ in above)
-            rows = self._db.fetchall(
-                f"SELECT node_id, node_type, question_id, depth, text FROM nodes WHERE graph_id = ? "
-                f"AND (node_id IN ({marks}) OR (node_type = 'answer' AND superseded_turn IS NULL "
-                f"AND question_id IN ({marks}))) ORDER BY seq",
-                [graph_id, *above, *above],
-            )
-            first_answer: dict[str, str] = {}
-            for _nid, kind, qid, _depth, text in rows:
-                if kind == "answer":
-                    first_answer.setdefault(qid, text)
-            chain = [
-                (nid, depth, text, first_answer.get(nid))
-                for nid, kind, _qid, depth, text in rows
-                if kind == "question"
-            ]
-        return chain
+    def _current_answers(self, ids: list[str]) -> dict[str, tuple[str, int]]:
+        """The text and depth of those of ``ids`` that are current answers (not superseded)."""
+        marks = ", ".join("?" * len(ids))
+        rows = self._db.fetchall(
+            f"SELECT node_id, text, depth FROM nodes WHERE node_id IN ({marks}) AND node_type = 'answer' "
+            "AND superseded_turn IS NULL",
+            ids,
+        )
+        return {nid: (text, depth) for nid, text, depth in rows}
 
     def get_synthesis_inputs(self, graph_id: str, node_id: str) -> SynthesisInputs:
         """A question, its answers and its sub-questions with their syntheses: all a synthesis reads."""

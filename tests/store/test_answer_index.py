@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from fractal_nb import GraphStore
 from fractal_nb.store.answer_index import REBUILD_MIN
+from tests.conftest import Backend
 from tests.graph_builder import Branches, filler
 
 PLANTED = "Dredging the harbour channel every spring sets how much freight the port can take."
@@ -97,3 +98,19 @@ def test_a_root_question_has_no_other_branch(fresh_store: GraphStore) -> None:
     graph.grow(0, 3, first=PLANTED)
     root = fresh_store.get_graph(graph.graph_id)["root_node_id"]
     assert graph.candidates(root) == []
+
+
+def test_stores_that_read_at_different_times_offer_the_same_answers(backend: Backend) -> None:
+    """The index's marks depend on the count of answers alone: when a store read them does not matter."""
+    with backend.open(backend.lasting) as early, backend.open(backend.lasting) as late:
+        graph = Branches(early, 4)
+        graph.grow(3, 1, ask="How do fares bear on parking near the harbour?")  # many answers share a word
+        graph.grow(0, 1, first=PLANTED)
+        seen = []
+        for round_ in range(8):  # past the index's first marks (64, 72, 81, 91): read after each
+            graph.grow(round_ % 3, 12)
+            seen.append(graph.candidates(graph.asked))
+        assert late.get_context(graph.graph_id, graph.asked)["candidates"] == seen[-1]
+        assert len({c["node_id"] for view in seen for c in view}) > 8  # the pool moved as the graph grew
+        claimed = early.claim_work(graph.graph_id, "w1", with_context=True)
+        assert claimed["context"] == early.get_context(graph.graph_id, claimed["node_id"])
