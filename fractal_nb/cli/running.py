@@ -125,11 +125,19 @@ def resume(args: argparse.Namespace, llm: LLM) -> int:
                 f"graph {exploration.graph_id} in {db} is completed: nothing is left to run; "
                 f"`fractal-nb harvest --db {db} --graph-id {exploration.graph_id}` prints its result"
             )
+        if exploration.status == "budget_exhausted" and args.max_tokens is None and args.max_wall_s is None:
+            # Terminal for resume (docs/architecture/engine.md, "Budgets"): a new budget goes on.
+            from ..exploration.running import budget_refusal
+
+            raise FractalError(budget_refusal(exploration.graph_id, exploration.status_reason))
         if args.approve and len(exploration.gates):
-            print(f"Approved {exploration.approve()['count']} gated question(s).")
-        # `resume` is the explicit act that goes on with a budget-exhausted graph, or one an
-        # engine failure stopped (error), too.
-        return _run_reported(exploration, args, llm, resume=True)
+            if exploration.status == "budget_exhausted":  # approve() refuses it: the new budget first
+                print("The gates wait: approve them once this run has its new budget (resume --approve).")
+            else:
+                print(f"Approved {exploration.approve()['count']} gated question(s).")
+        # `resume` is the explicit act that goes on with a graph an engine failure stopped (error);
+        # a budget_exhausted one goes on with the new budget given, as a new turn.
+        return _run_reported(exploration, args, llm, resume=exploration.status != "budget_exhausted")
 
 
 def ask(args: argparse.Namespace, llm: LLM) -> int:

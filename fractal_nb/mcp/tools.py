@@ -230,7 +230,9 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "resume_graph",
-        "Make a paused or budget-exhausted graph active again; returns the full snapshot.",
+        "Make a paused graph active again; returns the full snapshot.\n\nA budget_exhausted graph is "
+        "terminal for resume: refused, naming the way on (fractal_new_budget: a new turn with a new budget; "
+        "the harvest finishes it).",
         (GRAPH_ID,),
     ),
     Tool(
@@ -496,6 +498,19 @@ TOOLS: tuple[Tool, ...] = (
             GRAPH_ID,
             Param("node_id", _text("The question the note is about, e.g. 'n-3f9c0a1b2c4d5e6f'.")),
             Param("text", _text("The evidence or correction, as plain text.")),
+        ),
+    ),
+    Tool(
+        "new_budget",
+        "Go on with a budget_exhausted graph: the stopped turn ends in a head and a new turn of kind budget "
+        "opens with the new limits as its request; the graph becomes active. Any other status is refused.",
+        (
+            GRAPH_ID,
+            Param(
+                "limits",
+                _text("The new budget, a JSON object, e.g. '{\"max_tokens\": 400000}'."),
+                Wire.JSON_OBJECT,
+            ),
         ),
     ),
     Tool(
