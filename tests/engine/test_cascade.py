@@ -42,7 +42,8 @@ def test_a_run_climbs_and_asks_the_whole_graph_only_at_its_end(backend: Backend,
         asked = counting_ready_queries(ex)
         report, runs = ex.run(max_workers=workers, progress=False), 1
         while report == "budget_exhausted":  # the circuit breaker: each run is a new round of workers
-            report, runs = ex.run(max_workers=workers, progress=False, resume=True), runs + 1
+            ex.new_budget()  # budget_exhausted is terminal for resume: a new turn goes on
+            report, runs = ex.run(max_workers=workers, progress=False), runs + 1
         assert report == "all_complete"
         events = ex.events()
         syntheses = len(events.query("kind == 'synthesis_claimed'"))
@@ -89,7 +90,8 @@ def test_a_synthesis_given_back_is_synthesized_in_the_same_run(backend: Backend,
     ) as ex:
         report = ex.run(max_workers=workers, progress=False)
         while report == "budget_exhausted":
-            report = ex.run(max_workers=workers, progress=False, resume=True)
+            ex.new_budget()
+            report = ex.run(max_workers=workers, progress=False)
         assert report == "all_complete"
         given_back_then_done(ex)
 
