@@ -221,7 +221,7 @@ class Exploration:
         (``new_budget(max_tokens=...)``). ``budget_exhausted`` is terminal for resume
         (docs/notebook.md, "Budgets").
         """
-        return self._state.limits.reached(self.store.llm_spend(self.graph_id), 0.0)
+        return self._runner.limits().reached(self.store.llm_spend(self.graph_id), 0.0)
 
     def new_budget(
         self,

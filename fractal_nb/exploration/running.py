@@ -116,7 +116,12 @@ class Runner:
                         "ends the exploration and lists that work as gaps, report() shows it as it stands"
                     )
             self._state.call.reset_health()  # the model may be back for the summary and syntheses
+            self._state.arm(self.limits())  # as the graph keeps them (a new budget over MCP included)
             return engine.harvest(self._state, finish=finish, aggregate=aggregate)
+
+    def limits(self) -> Limits:
+        """The graph's limits as it keeps them: a new budget over MCP (``fractal_new_budget``) is seen."""
+        return Limits.from_metadata(self._store.get_graph(self._graph_id)["metadata"])
 
     def usage(self, spend: list[ModelSpend]) -> Usage:
         """What ``spend`` (``store.llm_spend``) comes to: calls, tokens, and cost (None without prices)."""
@@ -175,7 +180,7 @@ class Runner:
 
     def _open_budget(self, asked: Limits) -> TurnRequest:
         """The store's new budget (a turn of kind ``budget``), refused first if its spend budget is spent."""
-        limits = self._state.limits.merged(asked)
+        limits = self.limits().merged(asked)
         if self._store.get_graph(self._graph_id)["status"] == GraphStatus.BUDGET_EXHAUSTED and (
             spent := limits.spent(self._store.llm_spend(self._graph_id))
         ):
@@ -193,7 +198,7 @@ class Runner:
 
     def _limits_with(self, asked: Limits) -> tuple[Limits, dict[str, Any]]:
         """The graph's limits with ``asked`` merged in, and the metadata keeping them (checked, unwritten)."""
-        limits = self._state.limits.merged(asked)
+        limits = self.limits().merged(asked)
         kept = {"limits": limits.to_metadata()}
         parse_metadata(kept)
         if asked != Limits():  # checked before the graph moves: a refused run changes nothing

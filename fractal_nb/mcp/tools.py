@@ -502,13 +502,19 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "new_budget",
-        "Go on with a budget_exhausted graph: the stopped turn ends in a head and a new turn of kind budget "
-        "opens with the new limits as its request; the graph becomes active. Any other status is refused.",
+        "Go on with a budget_exhausted graph (terminal for resume): the limits sent are merged into the "
+        "graph's, the stopped turn ends in a head and a new turn of kind budget opens with the graph's limits "
+        "as its request; the graph becomes active. A token or cost budget already spent, or any other "
+        "status, is refused and nothing is written.",
         (
             GRAPH_ID,
             Param(
                 "limits",
-                _text("The new budget, a JSON object, e.g. '{\"max_tokens\": 400000}'."),
+                _text(
+                    "The new budget, a JSON object of max_tokens, max_cost, max_wall_s, node_timeout_s, "
+                    "prices, e.g. '{\"max_tokens\": 400000}'; '{}' keeps the limits (after a circuit "
+                    "breaker: each run has its own)."
+                ),
                 Wire.JSON_OBJECT,
             ),
         ),

@@ -41,10 +41,11 @@ _OWN_ROWS = (
 )
 
 
-# How a graph a resume refuses goes on (docs/architecture/engine.md, "The worker protocol we follow").
+# How a graph a resume refuses goes on (docs/architecture/store.md, "The graph contract").
 _WAY_ON: dict[GraphStatus, str] = {
-    GraphStatus.BUDGET_EXHAUSTED: "; its budget is spent: going on is a new turn with a new budget "
-    "(new_budget; run(max_tokens=...) in Python), and the harvest finishes it",
+    GraphStatus.BUDGET_EXHAUSTED: "; its budget stopped it: going on is a new turn with a new budget "
+    "(new_budget: MCP fractal_new_budget, ex.new_budget(...) in Python, fractal-nb resume --new-budget), "
+    "and the harvest finishes it",
 }
 
 
