@@ -503,8 +503,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         "new_budget",
         "Go on with a budget_exhausted graph (terminal for resume): the limits sent are merged into the "
-        "graph's, the stopped turn ends in a head and a new turn of kind budget opens with the graph's limits "
-        "as its request; the graph becomes active. A token or cost budget already spent, or any other "
+        "graph's, the stopped turn ends in a head and a new turn of kind budget opens with the graph's "
+        "limits as its request; the graph becomes active. A token or cost budget already spent, or any other "
         "status, is refused and nothing is written.",
         (
             GRAPH_ID,
