@@ -231,6 +231,53 @@ def test_a_token_budget_stops_a_run_mid_way_and_going_on_is_explicit() -> None:
         assert ex.harvest().status == "completed"
 
 
+def test_a_circuit_breaker_stop_goes_on_only_by_new_budget_and_each_refusal_changes_nothing(
+    tmp_path: Any,
+) -> None:
+    with explore(path=tmp_path / "cb.duckdb") as ex:
+        assert ex.run(1, progress=False) == "budget_exhausted" and ex.status_reason == "circuit breaker"
+        events = len(ex.events())
+        refusals = (
+            lambda: ex.run(1, progress=False, resume=True),
+            lambda: ex.step(),
+            lambda: ex.approve(),
+        )
+        for refused in refusals:
+            with pytest.raises(
+                StateError, match=r"\(circuit breaker\): it is terminal for resume.*new_budget"
+            ):
+                refused()
+        with pytest.raises(InvalidInputError, match="max_tokens"):
+            ex.new_budget(max_tokens=-5)
+        assert ex.status == "budget_exhausted" and len(ex.events()) == events, "nothing written"
+        step = ex.new_budget()  # the same limits: each run has its own circuit breaker
+        assert (step.turn, step.kind, step.created) == (2, "budget", ())
+        with pytest.raises(
+            StateError, match="is 'active': a new budget opens a turn only on a 'budget_exhausted'"
+        ):
+            ex.new_budget()
+        while ex.run(1, progress=False) == "budget_exhausted":
+            ex.new_budget()
+        turns = ex.turns()
+        assert list(turns["kind"]) == ["seed"] + ["budget"] * (len(turns) - 1)
+        assert turns["asked"].iloc[1] == "budget(limits={})"
+    with Exploration.open(tmp_path / "cb.duckdb", read_only=True) as ro:
+        with pytest.raises(StateError, match="read_only"):
+            ro.new_budget(max_tokens=10)
+
+
+def test_a_budget_exhausted_graph_is_harvested_as_it_stands_without_a_resume() -> None:
+    with explore("pulse") as ex:
+        assert ex.run(progress=False, max_tokens=1_000) == "budget_exhausted"
+        with pytest.raises(StateError, match="the new budget is spent already"):
+            ex.new_budget(max_tokens=1_000)
+        result = ex.harvest()  # not a resume: the harvest's own move, the graph completed
+        assert result.status == "completed" and "unexplored" in set(ex.gaps()["kind"])
+        assert [(t, s) for t, s in zip(ex.turns()["kind"], ex.turns()["status"], strict=True)] == [
+            ("seed", "completed")
+        ]
+
+
 def test_budgets_are_kept_from_create_and_checked_before_anything_changes() -> None:
     with explore("pulse", max_tokens=1_000) as ex:
         assert ex.run(progress=False) == "budget_exhausted"
