@@ -250,6 +250,9 @@ def test_a_circuit_breaker_stop_goes_on_only_by_new_budget_and_each_refusal_chan
         with pytest.raises(InvalidInputError, match="max_tokens"):
             ex.new_budget(max_tokens=-5)
         assert ex.status == "budget_exhausted" and len(ex.events()) == events, "nothing written"
+        assert ex.state().resume_from.endswith(
+            "once new_budget() opens a new turn: the graph is budget_exhausted, terminal for resume"
+        )
         step = ex.new_budget()  # the same limits: each run has its own circuit breaker
         assert (step.turn, step.kind, step.created) == (2, "budget", ())
         with pytest.raises(
