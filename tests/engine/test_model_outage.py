@@ -126,7 +126,7 @@ def test_step_stops_where_a_run_would_when_the_model_dies(tmp_path: Path) -> Non
         assert len(ex.llm_calls()) > calls_before
 
 
-def test_step_stops_at_a_spent_budget() -> None:
+def test_a_step_at_a_spent_budget_is_refused() -> None:
     with Exploration.create(SEED, intensity="explore", llm=SimulatedLLM(seed=2), clock=FAST) as ex:
         assert ex.run(progress=False, max_tokens=4_000) == "budget_exhausted"
         spent = len(ex.llm_calls())
