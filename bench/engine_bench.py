@@ -30,14 +30,14 @@ SEED = "What would it take for a mid-sized city to halve its car traffic in ten 
 
 
 def run_to_end(ex: Exploration, workers: int) -> tuple[float, int]:
-    """Run (resuming after each circuit-breaker stop) until no work is left; (seconds, runs)."""
+    """Run (a new budget's turn after each circuit-breaker stop) until no work is left; (seconds, runs)."""
     started, runs = time.perf_counter(), 0
     while True:
         runs += 1
-        # resume=True: going on after a circuit-breaker stop is an explicit act
-        # (docs/notebook.md, "What a run returns")
-        if ex.run(max_workers=workers, progress=False, resume=True) != "budget_exhausted":
+        if ex.run(max_workers=workers, progress=False) != "budget_exhausted":
             return time.perf_counter() - started, runs
+        # budget_exhausted is terminal for resume: going on is a new turn (docs/notebook.md, "Budgets")
+        ex.new_budget()
 
 
 class LockMeter:
@@ -123,8 +123,9 @@ def tokens_per_node(target: int) -> tuple[int, float]:
     llm = SimulatedLLM(seed=2, branching=3.0 if target > 100 else 1.2, decay=0.7)
     with Exploration.create(SEED, intensity="deep", llm=llm) as ex:
         while len(ex.nodes()) < target:
-            if ex.run(progress=False, resume=True) != "budget_exhausted":
+            if ex.run(progress=False) != "budget_exhausted":
                 break
+            ex.new_budget()  # the circuit breaker: a new turn, the same limits
         calls = ex.llm_calls()
         nodes = max(1, len(ex.events().query("kind == 'claimed'")))
         work = calls[calls["role"].isin(["answer", "connect", "synthesize"])]

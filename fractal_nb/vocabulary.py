@@ -116,6 +116,7 @@ class TurnKind(StrEnum):
     REDECOMPOSE = "redecompose"
     NOTE = "note"
     ATTACH = "attach"
+    BUDGET = "budget"  # a new budget for a graph its budget stopped: budget_exhausted is terminal for resume
 
 
 class ClaimKind(StrEnum):

@@ -6,6 +6,7 @@ cli/copying.py, cli/serving.py.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -714,3 +715,49 @@ def test_a_base_url_from_the_environment_is_checked_under_its_name(
     assert info.value.code == EXIT_USAGE
     assert "$OPENAI_BASE_URL must be an http:// or https:// URL with a host" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_resume_refuses_a_budget_exhausted_graph_and_a_new_budget_goes_on_as_a_turn(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Seed 001: budget_exhausted is terminal for resume; going on is a new turn with a new budget.
+    with Exploration.create(
+        "Why do cities grow?", intensity="explore", llm=SimulatedLLM(seed=4), path=tmp_path / "b.duckdb"
+    ) as ex:
+        assert ex.run(progress=False, max_tokens=8_000) == "budget_exhausted"
+        events = len(ex.events())
+    for refused in (["resume", "--db", "b.duckdb", "--quiet"], ["resume", "--db", "b.duckdb", "--approve"]):
+        assert main(refused) == EXIT_ERROR
+        err = capsys.readouterr().err
+        assert "is budget_exhausted (token budget of 8,000 reached" in err and "terminal for resume" in err
+        assert "--new-budget [--max-tokens N] [--max-wall-s S]" in err
+    assert main(["resume", "--db", "b.duckdb", "--new-budget", "--quiet"]) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert "the new budget is spent already (token budget of 8,000 reached" in err
+    with Exploration.open(tmp_path / "b.duckdb", read_only=True) as ex:
+        assert ex.status == "budget_exhausted" and len(ex.events()) == events, "nothing written"
+    assert main(["resume", "--db", "b.duckdb", "--max-tokens", "1000000000", "--quiet"]) == EXIT_OK
+    assert "Turn 2: a new budget (budget(limits={'max_tokens': 1000000000" in capsys.readouterr().out
+    assert main(["turns", "b.duckdb", "--json"]) == EXIT_OK
+    turns = json.loads(capsys.readouterr().out)["turns"]
+    assert [(t["kind"], t["status"]) for t in turns] == [
+        ("seed", "budget_exhausted"),
+        ("budget", "completed"),
+    ]
+    check_completed(tmp_path / "b.duckdb", "Why do cities grow?")
+
+
+def test_resume_names_the_new_budget_option_from_the_installed_command(tmp_path: Path) -> None:
+    with Exploration.create(
+        "Why?", intensity="explore", llm=SimulatedLLM(seed=4), path=tmp_path / "c.duckdb"
+    ) as ex:
+        assert ex.run(1, progress=False) == "budget_exhausted"  # one worker: the circuit breaker
+    command = [sys.executable, "-m", "fractal_nb.cli.main", "resume", "--db", "c.duckdb", "--quiet"]
+    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == EXIT_ERROR and "(circuit breaker): it is terminal for resume" in done.stderr
+    assert "--new-budget" in done.stderr
+    going_on = subprocess.run(
+        [*command, "--new-budget"], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert going_on.returncode in (EXIT_OK, EXIT_STOPPED), going_on.stderr
+    assert "Turn 2: a new budget (budget(limits={}))." in going_on.stdout

@@ -106,7 +106,8 @@ def test_a_resumed_and_finished_question_is_no_gap() -> None:
         assert all(d == "budget_exhausted: circuit breaker" for d in cut["detail"])
         outcome = "budget_exhausted"
         while outcome == "budget_exhausted":
-            outcome = str(ex.run(1, progress=False, resume=True))
+            ex.new_budget()  # budget_exhausted is terminal for resume: a new turn goes on
+            outcome = str(ex.run(1, progress=False))
         assert outcome == "all_complete"
         nodes = ex.store.get_snapshot(ex.graph_id)["nodes"]
         assert sum(bool(n["metadata"].get("budget_exhausted")) for n in nodes) >= len(cut)  # stale marks

@@ -150,6 +150,12 @@ def _add_running(commands: Commands) -> None:
     )
     _add_graph_options(resume)
     resume.add_argument("--approve", action="store_true", help="approve every gated question first")
+    resume.add_argument(
+        "--new-budget",
+        action="store_true",
+        help="go on with a budget_exhausted graph: a new turn of kind budget with --max-tokens/--max-wall-s "
+        "as its limits (none after a circuit breaker); without it such a graph is refused",
+    )
     resume.add_argument("--workers", type=_positive, default=None, help="worker threads (default: budget)")
     resume.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_budget_options(resume)

@@ -125,11 +125,26 @@ def resume(args: argparse.Namespace, llm: LLM) -> int:
                 f"graph {exploration.graph_id} in {db} is completed: nothing is left to run; "
                 f"`fractal-nb harvest --db {db} --graph-id {exploration.graph_id}` prints its result"
             )
+        if exploration.status == "budget_exhausted":
+            # Terminal for resume (docs/architecture/store.md, "The graph contract"): a new budget goes on.
+            if not (args.new_budget or args.max_tokens or args.max_wall_s):
+                raise FractalError(budget_refusal(exploration, shown_target(args.db)))
+            step = exploration.new_budget(max_tokens=args.max_tokens, max_wall_s=args.max_wall_s)
+            print(f"Turn {step.turn}: a new budget ({exploration.turns()['asked'].iloc[-1]}).")
         if args.approve and len(exploration.gates):
             print(f"Approved {exploration.approve()['count']} gated question(s).")
-        # `resume` is the explicit act that goes on with a budget-exhausted graph, or one an
-        # engine failure stopped (error), too.
+        # `resume` is also the explicit act that goes on with a graph an engine failure stopped (error).
         return _run_reported(exploration, args, llm, resume=True)
+
+
+def budget_refusal(exploration: Exploration, db: str) -> str:
+    """Why ``resume`` refuses a budget_exhausted graph, and the option that goes on."""
+    return (
+        f"graph {exploration.graph_id} in {db} is budget_exhausted ({exploration.status_reason}): it is "
+        f"terminal for resume; going on is a new turn with a new budget: `fractal-nb resume --db {db} "
+        f"--graph-id {exploration.graph_id} --new-budget [--max-tokens N] [--max-wall-s S]` (a spent token "
+        f"budget needs a larger --max-tokens); `fractal-nb harvest` finishes it as it stands"
+    )
 
 
 def ask(args: argparse.Namespace, llm: LLM) -> int:

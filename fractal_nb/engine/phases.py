@@ -9,7 +9,7 @@ from ..errors import FractalError, LLMError
 from ..llm.schemas import HarvestFindings
 from ..results.provenance import with_nodes
 from ..results.result import FractalResult, synthesis_chain
-from ..store.records import NodeRecord
+from ..store.records import NodeRecord, Snapshot
 from ..text import clip
 from ..vocabulary import (
     PENDING_QUESTION,
@@ -60,17 +60,42 @@ def harvest(run: RunState, *, finish: bool = True, aggregate: bool = False) -> F
         status == GraphStatus.PAUSED and finish
     )
     if finishing and status != GraphStatus.ACTIVE:
-        store.resume_graph(g)
-    if finishing:
-        # The budget that stopped the graph (a spend, or the wall time the run recorded), if one did.
-        stopped = snapshot["status_reason"] if status == GraphStatus.BUDGET_EXHAUSTED else None
-        run.part.finish(run, spent, stopped)
+        # The harvest's own move, not a resume: budget_exhausted is terminal for resume
+        # (docs/architecture/store.md, "The graph contract"); a failure puts the status back.
+        store.start_harvest(g)
+        try:
+            return _finished(run, snapshot, spent, aggregate=aggregate)
+        except BaseException:
+            with suppress(FractalError):
+                if store.get_graph(g)["status"] == GraphStatus.ACTIVE:
+                    store.update_graph_status(g, status, reason=snapshot["status_reason"])
+            raise
+    return (
+        _finished(run, snapshot, spent, aggregate=aggregate)
+        if finishing
+        else _summarised(run, spent, aggregate)
+    )
+
+
+def _summarised(run: RunState, spent: str | None, aggregate: bool) -> FractalResult:
+    """A graph left as it stands (paused without ``finish``, or in error): its result, nothing written."""
+    store, g = run.local, run.graph_id
     nodes = current(store.get_snapshot(g)["nodes"])
-    chain = synthesis_chain(nodes)
     harvested = _harvested(run, nodes, spent)
     synthesis = _synthesis_object(run, nodes, aggregate=aggregate and spent is None)
-    if not finishing:  # checked as the store checks them, nothing written
-        return result_of(run, store.get_snapshot(g), chain, harvested, checked(run, harvested), synthesis)
+    chain = synthesis_chain(nodes)
+    return result_of(run, store.get_snapshot(g), chain, harvested, checked(run, harvested), synthesis)
+
+
+def _finished(run: RunState, snapshot: Snapshot, spent: str | None, *, aggregate: bool) -> FractalResult:
+    """Finish an active graph: freeze, cascade, the harvest kept, the graph completed, the turn's head."""
+    store, g = run.local, run.graph_id
+    # The budget that stopped the graph (a spend, or the wall time the run recorded), if one did.
+    stopped = snapshot["status_reason"] if snapshot["status"] == GraphStatus.BUDGET_EXHAUSTED else None
+    run.part.finish(run, spent, stopped)
+    nodes = current(store.get_snapshot(g)["nodes"])
+    harvested = _harvested(run, nodes, spent)
+    synthesis = _synthesis_object(run, nodes, aggregate=aggregate and spent is None)
     # Kept with the graph, so a reopened file gives the same result without a model; the store
     # checks every finding's citations and sets its support (docs/architecture/store.md,
     # "Sources and citations").

@@ -13,7 +13,7 @@ import pandas as pd
 from ..arguments import check_llm, check_store_target
 from ..checks import require_flag, require_id, require_text
 from ..engine import Clock, Limits, RealClock, RunState, gap_rows, preview
-from ..errors import InvalidInputError, StateError
+from ..errors import InvalidInputError
 from ..llm.protocol import LLM
 from ..results.evidence import Evidence, evidence_of, node_evidence
 from ..results.export import to_networkx
@@ -22,11 +22,12 @@ from ..results.run_report import RunReport, Usage
 from ..store import Store, open_store
 from ..store.frame_sql import SqlParams
 from ..store.records import Chosen, Recovered, Saturated
-from ..store.stops import refuse_held, refuse_not_held, resolve_choice
+from ..store.stops import refuse_not_held, resolve_choice
 from ..vocabulary import (
     DEFAULT_STRATEGY,
     Budget,
     CheckpointMode,
+    GraphStatus,
     Intensity,
     NodeStatus,
     NodeType,
@@ -217,10 +218,39 @@ class Exploration:
         """The spend budget (tokens or cost) the graph has already reached, or None.
 
         Any run would stop at it at once: going on needs a larger budget
-        (``run(max_tokens=...)``). A run stopped by the circuit breaker or the
-        wall clock goes on with ``run(resume=True)``.
+        (``new_budget(max_tokens=...)``). ``budget_exhausted`` is terminal for resume
+        (docs/notebook.md, "Budgets").
         """
-        return self._state.limits.reached(self.store.llm_spend(self.graph_id), 0.0)
+        return self._runner.limits().reached(self.store.llm_spend(self.graph_id), 0.0)
+
+    def new_budget(
+        self,
+        *,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
+        prices: dict[str, tuple[float, float]] | None = None,
+        max_wall_s: float | None = None,
+        node_timeout_s: float | None = None,
+    ) -> TurnStep:
+        """Go on with a ``budget_exhausted`` graph: a new turn of kind ``budget``, then ``run()``.
+
+        ``budget_exhausted`` is terminal for resume (docs/notebook.md, "Budgets"):
+        ``run(resume=True)`` refuses it. This is the way on: the limits given are
+        merged into the graph's (as ``run()`` takes them), the stopped turn ends in
+        a head, and a turn of kind ``budget`` opens recording the graph's limits
+        (``turns()``); the graph is active again. With no limit given it goes on
+        under the same limits: for a graph its circuit breaker or wall clock
+        stopped (each run has its own). A token or cost budget already spent, or a
+        graph not ``budget_exhausted``, is refused and nothing changes.
+        """
+        asked = Limits.parse(
+            max_tokens=max_tokens,
+            max_cost=max_cost,
+            prices=prices,
+            max_wall_s=max_wall_s,
+            node_timeout_s=node_timeout_s,
+        )
+        return TurnStep.of(self._runner.new_budget(asked))
 
     def run(
         self,
@@ -242,9 +272,11 @@ class Exploration:
         ``waiting_on_claims``, or, with the graph paused and its reason recorded,
         ``model_unavailable`` (the model could not be reached or failed every
         call), ``seed_failed`` or ``synthesis_failed`` (the model failed the
-        syntheses left on every try: run again, or harvest). A paused graph is resumed first; a
-        ``budget_exhausted`` one only when asked (``resume=True``) or given a
-        budget it has not reached yet.
+        syntheses left on every try: run again, or harvest). A paused graph is resumed first.
+        A ``budget_exhausted`` graph is terminal for resume: ``run()`` and
+        ``run(resume=True)`` refuse it, naming the way on, :meth:`new_budget`; a run
+        given a limit the graph has not reached (``max_tokens``, ``max_cost`` or
+        ``max_wall_s``) makes that move itself, and ``harvest()`` finishes it as it stands.
 
         Budgets (docs/notebook.md, "Budgets"), kept with the graph for its later runs:
         ``max_tokens`` and ``max_cost`` (with ``prices``: {model: (input, output)}
@@ -310,21 +342,11 @@ class Exploration:
 
         Each node is checked before the graph is resumed: an unknown or ungated one changes nothing.
         """
-        if node_ids is not None:
-            if not isinstance(node_ids, list | tuple) or not all(isinstance(n, str) for n in node_ids):
-                raise InvalidInputError(f"node_ids must be a list of node ids or None, not {node_ids!r}")
-            for node_id in node_ids:
-                node = self.store.get_node(self.graph_id, node_id)["node"]
-                if node["status"] != NodeStatus.GATED:
-                    raise StateError(
-                        f"node {node['node_id']} is {node['status']!r}, not gated; only gated questions "
-                        "can be approved",
-                        graph_id=self.graph_id,
-                        node_id=node["node_id"],
-                    )
-                refuse_held(node["node_id"], node["metadata"], self.graph_id)  # it needs choose()
-        self._runner.activate(resume=True)
-        return self.store.approve_gate(self.graph_id, node_ids)
+        if node_ids is not None and (
+            not isinstance(node_ids, list | tuple) or not all(isinstance(n, str) for n in node_ids)
+        ):
+            raise InvalidInputError(f"node_ids must be a list of node ids or None, not {node_ids!r}")
+        return self._runner.approve(node_ids)
 
     def choose(self, node_id: str, choice: int | str) -> Chosen:
         """Answer a question a worker held for you; it reopens with your choice.
@@ -341,7 +363,7 @@ class Exploration:
         node = self.store.get_node(self.graph_id, node_id)["node"]
         halt = refuse_not_held(node["node_id"], node["status"], node["metadata"], self.graph_id)
         resolve_choice(halt, choice)  # refused here, before the graph is resumed
-        self._runner.activate(resume=True)
+        self._runner.activate()  # a budget_exhausted graph: refused, the way on named
         return self.store.choose(self.graph_id, node_id, choice)
 
     def prune(self, node_id: str) -> Saturated:
@@ -361,7 +383,8 @@ class Exploration:
                 node_id=node["node_id"],
             )
         check_node_transition(node["node_id"], node["node_type"], node["status"], NodeStatus.SATURATED)
-        self._runner.activate(resume=True)
+        if self.status != GraphStatus.BUDGET_EXHAUSTED:  # which a prune leaves so: it spends nothing
+            self._runner.activate()
         return self.store.prune_branch(self.graph_id, node_id)
 
     def recover(self) -> Recovered:

@@ -3,9 +3,10 @@
 The facade's half of docs/architecture/store.md, "The graph contract" (its statuses):
 ``Exploration`` checks a call's arguments, then hands it here. A run or a step holds the
 graph's run lock (refusing, not waiting, while another holds it) on an active graph: a
-paused one is resumed first, a finished one refused, a ``budget_exhausted`` or ``error`` one
-resumed only when asked. A failure of the engine's is recorded on the graph (``error``); the
-run's :class:`~fractal_nb.results.run_report.RunReport` says what it did. A change to a file
+paused one is resumed first, a finished one refused, an ``error`` one resumed only when
+asked, a ``budget_exhausted`` one never: a new budget opens a new turn instead. A failure of
+the engine's is recorded on the graph (``error``); the run's
+:class:`~fractal_nb.results.run_report.RunReport` says what it did. A change to a file
 opened ``read_only`` is refused here, before any model call.
 """
 
@@ -24,8 +25,9 @@ from ..errors import StateError
 from ..results.result import FractalResult, StepRecord
 from ..results.run_report import RunReport, Usage
 from ..store import Store
-from ..store.records import ModelSpend
-from ..vocabulary import TERMINAL_GRAPH, GraphStatus, NodeType, parse_metadata, pending_counts
+from ..store.records import ModelSpend, TurnRequest
+from ..store.stops import refuse_held
+from ..vocabulary import TERMINAL_GRAPH, GraphStatus, NodeStatus, NodeType, parse_metadata, pending_counts
 
 STEP_WORKER = "stepper"
 
@@ -56,22 +58,44 @@ class Runner:
         limits, kept = self._limits_with(asked)
         spent = self._store.llm_spend(self._graph_id)  # the graph's spend before this run
         raised = asked != Limits() and limits.reached(spent, 0.0) is None
-        with self.exclusive("pause() it first", resume=resume or raised, revive=resume):
-            if asked != Limits():
+        with self.exclusive("pause() it first", revive=resume, budget=asked if raised else None) as opened:
+            if asked != Limits() and not opened:  # a new budget's turn has written them
                 self._store.update_graph_metadata(self._graph_id, kept)
             started = time.perf_counter()
             ran = self._engine_run(limits, workers, progress, on_step)
             return self._run_report(ran, spent, started)
 
+    def new_budget(self, asked: Limits) -> TurnRequest:
+        """A ``budget_exhausted`` graph goes on, ``asked`` merged in; see ``Exploration.new_budget``."""
+        refusal = f"graph {self._graph_id} is running in this process; it is not out of budget"
+        with holding(self._running, refusal, self._graph_id):
+            check_writable(self._store)
+            return self._open_budget(asked)
+
     def step(self, n: int) -> list[StepRecord]:
         """Up to ``n`` nodes in this thread; see ``Exploration.step``."""
-        with self.exclusive("pause() it before stepping", resume=True):  # a step is an explicit act
+        with self.exclusive("pause() it before stepping"):  # a step is an explicit act
             return engine.step(self._state, n, STEP_WORKER)
 
     def seed(self) -> StepRecord | None:
         """The seed phase alone; see ``Exploration.seed``."""
-        with self.exclusive("pause() it before seeding", resume=True):
+        with self.exclusive("pause() it before seeding"):
             return engine.seed(self._state)
+
+    def approve(self, node_ids: list[str] | None) -> dict[str, Any]:
+        """Open gated questions (all when None), each checked first; see ``Exploration.approve``."""
+        for node_id in node_ids or ():
+            node = self._store.get_node(self._graph_id, node_id)["node"]
+            if node["status"] != NodeStatus.GATED:
+                raise StateError(
+                    f"node {node['node_id']} is {node['status']!r}, not gated; only gated questions "
+                    "can be approved",
+                    graph_id=self._graph_id,
+                    node_id=node["node_id"],
+                )
+            refuse_held(node["node_id"], node["metadata"], self._graph_id)  # it needs choose()
+        self.activate()  # a budget_exhausted graph: refused, the way on named
+        return self._store.approve_gate(self._graph_id, node_ids)
 
     def pause(self) -> None:
         """Ask the run in progress to stop; see ``Exploration.pause``."""
@@ -92,7 +116,12 @@ class Runner:
                         "ends the exploration and lists that work as gaps, report() shows it as it stands"
                     )
             self._state.call.reset_health()  # the model may be back for the summary and syntheses
+            self._state.arm(self.limits())  # as the graph keeps them (a new budget over MCP included)
             return engine.harvest(self._state, finish=finish, aggregate=aggregate)
+
+    def limits(self) -> Limits:
+        """The graph's limits as it keeps them: a new budget over MCP (``fractal_new_budget``) is seen."""
+        return Limits.from_metadata(self._store.get_graph(self._graph_id)["metadata"])
 
     def usage(self, spend: list[ModelSpend]) -> Usage:
         """What ``spend`` (``store.llm_spend``) comes to: calls, tokens, and cost (None without prices)."""
@@ -103,22 +132,23 @@ class Runner:
         }
 
     @contextmanager
-    def exclusive(self, busy: str, *, resume: bool = False, revive: bool = False) -> Iterator[None]:
-        """Hold the run lock (refusing, not waiting, if taken) on an active graph."""
+    def exclusive(self, busy: str, *, revive: bool = False, budget: Limits | None = None) -> Iterator[bool]:
+        """Hold the run lock (refusing, not waiting, if taken) on an active graph; yields ``activate``'s."""
         refusal = (
             f"graph {self._graph_id} is already running in this process (in this Exploration or "
             f"another one opened on the same file); {busy}"
         )
         with holding(self._running, refusal, self._graph_id):
-            self.activate(resume=resume, revive=revive)
-            yield
+            yield self.activate(revive=revive, budget=budget)
 
-    def activate(self, *, resume: bool, revive: bool = False) -> None:
-        """Resume a paused graph (a budget-exhausted one only with ``resume``); refuse a finished one.
+    def activate(self, *, revive: bool = False, budget: Limits | None = None) -> bool:
+        """Resume a paused graph; refuse a finished one. True if a new ``budget`` opened a turn.
 
         The resume routing's case d (docs/architecture/engine.md, "The worker protocol
         we follow"): a terminal graph is an error to the caller, but for an ``error``
-        graph that ``run(resume=True)`` asks to ``revive``.
+        graph that ``run(resume=True)`` asks to ``revive``. ``budget_exhausted`` is
+        terminal for resume (docs/architecture/store.md, "The graph contract"): refused,
+        naming the way on, but with a new ``budget``, which opens a turn of kind ``budget``.
         """
         check_writable(self._store)
         graph = self._store.get_graph(self._graph_id)
@@ -127,7 +157,7 @@ class Runner:
             # The explicit resume of a graph an engine failure stopped
             # (docs/architecture/store.md, "The graph contract").
             self._store.update_graph_status(self._graph_id, GraphStatus.ACTIVE, reason="resumed after error")
-            return
+            return False
         if status == GraphStatus.ERROR:
             raise StateError(
                 f"graph {self._graph_id} is 'error' ({graph['status_reason']}): a failure stopped it; once "
@@ -139,20 +169,36 @@ class Runner:
                 f"graph {self._graph_id} is {status!r}{why}: it is finished; harvest() reads it, and a new "
                 "turn (ask, deepen, widen, redecompose or note) reopens it"
             )
-        if status == GraphStatus.BUDGET_EXHAUSTED and not resume:
-            raise StateError(
-                f"graph {self._graph_id} is 'budget_exhausted' ({graph['status_reason']}); going on is an "
-                "explicit act: run(resume=True), or raise the budget (e.g. run(max_tokens=...)); "
-                "harvest() finishes it"
-            )
+        if status == GraphStatus.BUDGET_EXHAUSTED and budget is not None:
+            self._open_budget(budget)
+            return True
+        if status == GraphStatus.BUDGET_EXHAUSTED:
+            raise StateError(budget_refusal(self._graph_id, graph["status_reason"]), graph_id=self._graph_id)
         if status != GraphStatus.ACTIVE:
             self._store.resume_graph(self._graph_id)
+        return False
+
+    def _open_budget(self, asked: Limits) -> TurnRequest:
+        """The store's new budget (a turn of kind ``budget``), refused first if its spend budget is spent."""
+        limits = self.limits().merged(asked)
+        if self._store.get_graph(self._graph_id)["status"] == GraphStatus.BUDGET_EXHAUSTED and (
+            spent := limits.spent(self._store.llm_spend(self._graph_id))
+        ):
+            raise StateError(
+                f"graph {self._graph_id}: the new budget is spent already ({spent}); give a larger "
+                "max_tokens or max_cost",
+                graph_id=self._graph_id,
+            )
+        given = {k: v for k, v in asked.to_metadata().items() if v not in (None, {})}
+        request = self._store.new_budget(self._graph_id, given)  # any other status: refused there
+        self._state.arm(limits)
+        return request
 
     # -- a run's parts ------------------------------------------------------------
 
     def _limits_with(self, asked: Limits) -> tuple[Limits, dict[str, Any]]:
         """The graph's limits with ``asked`` merged in, and the metadata keeping them (checked, unwritten)."""
-        limits = self._state.limits.merged(asked)
+        limits = self.limits().merged(asked)
         kept = {"limits": limits.to_metadata()}
         parse_metadata(kept)
         if asked != Limits():  # checked before the graph moves: a refused run changes nothing
@@ -241,3 +287,17 @@ def check_writable(store: Store) -> None:
             f"{store.location} was opened read_only=True: it is read, never changed; "
             "Exploration.open(path, llm=...) without read_only runs and changes it"
         )
+
+
+def budget_refusal(graph_id: str, reason: str | None) -> str:
+    """Why a budget_exhausted graph is not resumed, and the way on (docs/architecture/engine.md, "Budgets").
+
+    >>> print(budget_refusal("g1", "circuit breaker"))  # doctest: +ELLIPSIS
+    graph g1 is 'budget_exhausted' (circuit breaker): ... harvest() finishes it
+    """
+    return (
+        f"graph {graph_id} is 'budget_exhausted' ({reason}): it is terminal for resume, and going on is "
+        "a new turn with a new budget: new_budget(max_tokens=..., max_cost=..., max_wall_s=...) with a "
+        "limit it has not reached, or none after a circuit breaker or wall-clock stop, then run(); from "
+        "the shell: fractal-nb resume --new-budget [--max-tokens N] [--max-wall-s S]; harvest() finishes it"
+    )

@@ -236,7 +236,12 @@ def _resume_from(status: str, heads: Sequence[TurnRecord], open_turn: TurnRecord
     if open_turn is not None:
         since = f"head {heads[-1]['turn']} (event {heads[-1]['head_event']})" if heads else "the seed"
         return f"turn {open_turn['turn']} is open since {since}: run() continues it" + (
-            " (run(resume=True): the graph is " + status + ")" if status in _NEEDS_RESUME else ""
+            # Terminal for resume (docs/architecture/store.md, "The graph contract"): a new turn goes on.
+            " once new_budget() opens a new turn: the graph is budget_exhausted, terminal for resume"
+            if status == GraphStatus.BUDGET_EXHAUSTED
+            else " (run(resume=True): the graph is " + status + ")"
+            if status in _NEEDS_RESUME
+            else ""
         )
     if not heads:
         return "no head yet: run() works the seed turn"
@@ -244,7 +249,7 @@ def _resume_from(status: str, heads: Sequence[TurnRecord], open_turn: TurnRecord
     return f"head {last['turn']} (event {last['head_event']}), the current head: a new turn continues from it"
 
 
-_NEEDS_RESUME = frozenset({GraphStatus.ERROR, GraphStatus.BUDGET_EXHAUSTED, GraphStatus.PAUSED})
+_NEEDS_RESUME = frozenset({GraphStatus.ERROR, GraphStatus.PAUSED})
 
 
 def _holder(

@@ -230,7 +230,9 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "resume_graph",
-        "Make a paused or budget-exhausted graph active again; returns the full snapshot.",
+        "Make a paused graph active again; returns the full snapshot.\n\nA budget_exhausted graph is "
+        "terminal for resume: refused, naming the way on (fractal_new_budget: a new turn with a new budget; "
+        "the harvest finishes it).",
         (GRAPH_ID,),
     ),
     Tool(
@@ -496,6 +498,25 @@ TOOLS: tuple[Tool, ...] = (
             GRAPH_ID,
             Param("node_id", _text("The question the note is about, e.g. 'n-3f9c0a1b2c4d5e6f'.")),
             Param("text", _text("The evidence or correction, as plain text.")),
+        ),
+    ),
+    Tool(
+        "new_budget",
+        "Go on with a budget_exhausted graph (terminal for resume): the limits sent are merged into the "
+        "graph's, the stopped turn ends in a head and a new turn of kind budget opens with the graph's "
+        "limits as its request; the graph becomes active. A token or cost budget already spent, or any other "
+        "status, is refused and nothing is written.",
+        (
+            GRAPH_ID,
+            Param(
+                "limits",
+                _text(
+                    "The new budget, a JSON object of max_tokens, max_cost, max_wall_s, node_timeout_s, "
+                    "prices, e.g. '{\"max_tokens\": 400000}'; '{}' keeps the limits (after a circuit "
+                    "breaker: each run has its own)."
+                ),
+                Wire.JSON_OBJECT,
+            ),
         ),
     ),
     Tool(

@@ -83,7 +83,10 @@ class StoreCore:
         if graph.status != GraphStatus.ACTIVE:
             hint = (
                 "resume it first (resume_graph)"
-                if graph.status in (GraphStatus.PAUSED, GraphStatus.BUDGET_EXHAUSTED)
+                if graph.status == GraphStatus.PAUSED
+                else "its budget is spent: a new turn with a new budget goes on (new_budget), the harvest "
+                "finishes it"
+                if graph.status == GraphStatus.BUDGET_EXHAUSTED
                 else "it is finished and takes no more writes"
             )
             raise GraphNotActiveError(

@@ -352,6 +352,9 @@ class Store(WorkerStore, Protocol):
     def add_note(self, graph_id: str, node_id: str, text: str) -> TurnRequest:
         """A person's note under a question (:meth:`TurnRequests.add_note`)."""
 
+    def new_budget(self, graph_id: str, limits: JsonArgument) -> TurnRequest:
+        """A budget_exhausted graph goes on: a new turn with ``limits`` (:meth:`BudgetTurns.new_budget`)."""
+
     def end_turn(self, graph_id: str, *, cost: float | None = None) -> TurnRecord | None:
         """End the open turn in a head (:meth:`Turns.end_turn`)."""
 
@@ -388,7 +391,10 @@ class Store(WorkerStore, Protocol):
     # -- graph lifecycle (store/graphs.py: GraphLifecycle) -----------------------------------------
 
     def resume_graph(self, graph_id: str) -> Snapshot:
-        """Reactivate a paused or budget-exhausted graph and return its snapshot."""
+        """Reactivate a paused graph and return its snapshot (a budget_exhausted one is refused)."""
+
+    def start_harvest(self, graph_id: str) -> StatusChanged:
+        """The harvest's own move: a paused or budget_exhausted graph active for its writes."""
 
     def update_graph_status(self, graph_id: str, status: str, reason: str | None = None) -> StatusChanged:
         """Move the graph to ``status`` if the transition table allows it."""

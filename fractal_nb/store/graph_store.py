@@ -22,6 +22,7 @@ from ..errors import InvalidInputError
 from ..vocabulary import JsonArgument
 from .answer import Answers
 from .base import DEFAULT_LEASE_S, StoreCore
+from .budget_turns import BudgetTurns
 from .chain import ThinkonWrites
 from .children import Children
 from .citations import CitationCheck
@@ -149,6 +150,7 @@ class GraphStore(Store):
         self._thinkon = ThinkonWrites(core, children)
         self._turns = Turns(core, self._graphs)
         self._requests = TurnRequests(core, children, self._turns, Reopening(core))
+        self._budgets = BudgetTurns(core, self._turns)
         self._sources = Sources(core, citations)
         self._replay = Replay(self._db)
         self._lineage = Lineage(core, self._replay)
@@ -248,6 +250,7 @@ class GraphStore(Store):
     deepen = delegate(Store.deepen, lambda s: s._requests.deepen)
     redecompose = delegate(Store.redecompose, lambda s: s._requests.redecompose)
     add_note = delegate(Store.add_note, lambda s: s._requests.add_note)
+    new_budget = delegate(Store.new_budget, lambda s: s._budgets.new_budget)
     end_turn = delegate(Store.end_turn, lambda s: s._turns.end_turn)
     list_turns = delegate(Store.list_turns, lambda s: s._turns.list_turns)
 
@@ -274,6 +277,7 @@ class GraphStore(Store):
     # -- graph lifecycle (store/graphs.py: GraphLifecycle) -----------------------------------------
 
     resume_graph = delegate(Store.resume_graph, lambda s: s._graphs.resume_graph)
+    start_harvest = delegate(Store.start_harvest, lambda s: s._graphs.start_harvest)
     update_graph_status = delegate(Store.update_graph_status, lambda s: s._graphs.update_graph_status)
     update_graph_metadata = delegate(Store.update_graph_metadata, lambda s: s._graphs.update_graph_metadata)
     record_harvest = delegate(Store.record_harvest, lambda s: s._graphs.record_harvest)

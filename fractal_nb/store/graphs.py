@@ -41,6 +41,14 @@ _OWN_ROWS = (
 )
 
 
+# How a graph a resume refuses goes on (docs/architecture/store.md, "The graph contract").
+_WAY_ON: dict[GraphStatus, str] = {
+    GraphStatus.BUDGET_EXHAUSTED: "; its budget stopped it: going on is a new turn with a new budget "
+    "(new_budget: MCP fractal_new_budget, ex.new_budget(...) in Python, fractal-nb resume --new-budget), "
+    "and the harvest finishes it",
+}
+
+
 class GraphLifecycle:
     """Create a graph with its root question and move it through its statuses."""
 
@@ -105,21 +113,45 @@ class GraphLifecycle:
         }
 
     def resume_graph(self, graph_id: str) -> Snapshot:
-        """Reactivate a paused or budget-exhausted graph and return its snapshot.
+        """Reactivate a paused graph and return its snapshot.
 
-        An active graph is returned unchanged; a completed or errored one is refused.
+        An active graph is returned unchanged; a completed, errored or budget_exhausted
+        one is refused (docs/architecture/store.md, "The graph contract").
         """
         with self._db.write():
             graph = self._core.graph(graph_id)
-            if graph.status in TERMINAL_GRAPH:
+            if graph.status in TERMINAL_GRAPH or graph.status == GraphStatus.BUDGET_EXHAUSTED:
                 raise InvalidTransitionError(
-                    f"graph {graph.graph_id} is {graph.status!r}, which is terminal; only paused, "
-                    "budget_exhausted or active graphs can be resumed",
+                    f"graph {graph.graph_id} is {graph.status!r}, which is terminal for a resume; only "
+                    f"paused or active graphs can be resumed{_WAY_ON.get(GraphStatus(graph.status), '')}",
                     graph_id=graph.graph_id,
                 )
             if graph.status != GraphStatus.ACTIVE:
                 self.change_status(graph.graph_id, graph.status, GraphStatus.ACTIVE, "resumed")
         return self._queries.get_snapshot(graph.graph_id)
+
+    def start_harvest(self, graph_id: str) -> StatusChanged:
+        """The harvest's own move: a paused or budget_exhausted graph becomes active for its writes.
+
+        Not a resume (docs/architecture/store.md, "The graph contract"): the harvest
+        that asks for it ends the graph ``completed``, or puts its status back if it
+        fails. An active graph is left as it is; any other status is refused.
+        """
+        with self._db.write():
+            graph = self._core.graph(graph_id)
+            if graph.status not in (GraphStatus.ACTIVE, GraphStatus.PAUSED, GraphStatus.BUDGET_EXHAUSTED):
+                raise InvalidTransitionError(
+                    f"graph {graph.graph_id} is {graph.status!r}: a harvest finishes an active, paused or "
+                    "budget_exhausted graph (a completed one is read back, an errored one summarised)",
+                    graph_id=graph.graph_id,
+                )
+            if graph.status != GraphStatus.ACTIVE:
+                self.change_status(graph.graph_id, graph.status, GraphStatus.ACTIVE, "harvesting")
+        return {
+            "graph_id": graph.graph_id,
+            "status": GraphStatus.ACTIVE.value,
+            "previous_status": graph.status,
+        }
 
     def update_graph_status(self, graph_id: str, status: str, reason: str | None = None) -> StatusChanged:
         """Move the graph to ``status`` if the transition table allows it."""
@@ -127,6 +159,12 @@ class GraphLifecycle:
         reason = optional_text(reason, "reason")
         with self._db.write():
             graph = self._core.graph(graph_id)
+            if graph.status == GraphStatus.BUDGET_EXHAUSTED and target == GraphStatus.ACTIVE:
+                raise InvalidTransitionError(
+                    f"graph {graph.graph_id} cannot go from 'budget_exhausted' to 'active' by a status "
+                    f"change{_WAY_ON[GraphStatus.BUDGET_EXHAUSTED]}",
+                    graph_id=graph.graph_id,
+                )
             if graph.status == GraphStatus.COMPLETED:  # only a new turn reopens it (store/turns.py)
                 raise InvalidTransitionError(
                     f"graph {graph.graph_id} cannot go from 'completed' to {target.value!r} by a status "

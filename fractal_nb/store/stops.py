@@ -15,6 +15,7 @@ from ..errors import InvalidInputError, StateError
 from ..text import clip, normalize
 from ..vocabulary import (
     DONE_QUESTION,
+    GraphStatus,
     HaltKind,
     JsonArgument,
     NodeStatus,
@@ -225,7 +226,11 @@ class Stops:
 
     def _saturate(self, graph_id: str, node_id: str, reason: SaturationReason, kind: str) -> Saturated:
         with self._db.write():
-            graph = self._core.active_graph(graph_id)
+            graph = self._core.graph(graph_id)
+            if not (kind == "pruned" and graph.status == GraphStatus.BUDGET_EXHAUSTED):
+                # A person's prune also cuts a budget_exhausted graph, which stays so: it spends
+                # nothing (docs/architecture/store.md, "The graph contract").
+                graph = self._core.active_graph(graph_id)
             node = self._core.node(graph.graph_id, node_id)
             root_answer = node.node_type == NodeType.ANSWER and node.question_id == graph.root_node_id
             if node.node_id == graph.root_node_id or root_answer:

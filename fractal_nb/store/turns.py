@@ -55,17 +55,22 @@ class Turns:
         row = self._db.fetchone(
             "SELECT turn FROM turns WHERE graph_id = ? AND head_event IS NULL", [graph.graph_id]
         )
-        if row is not None:
+        # A new budget: the turn its budget stopped ends in a head (store/budget_turns.py).
+        ends = graph.status == GraphStatus.BUDGET_EXHAUSTED and kind == TurnKind.BUDGET
+        if row is not None and not ends:
             return int(row[0])
+        if row is not None:
+            self._write_head(graph, int(row[0]), cost=None)
         last = self._db.fetchone("SELECT max(turn) FROM turns WHERE graph_id = ?", [graph.graph_id])
         if last is None or last[0] is None:  # a graph from a file older than turns: its seed turn first
             self._insert(graph.graph_id, 1, TurnKind.SEED, self._first_event(graph.graph_id))
-            if graph.status != GraphStatus.COMPLETED:
+            if graph.status != GraphStatus.COMPLETED and not ends:
                 return 1  # still being worked on: the request joins the seed turn
             self._write_head(graph, 1, cost=None)  # completed: that was the seed's head
             last = (1,)
         turn = int(last[0]) + 1
-        if graph.status == GraphStatus.COMPLETED:  # a head, not a tomb: the only way back to active
+        # A head, not a tomb: the only way back to active (a budget_exhausted one: with a new budget).
+        if graph.status in (GraphStatus.COMPLETED, GraphStatus.BUDGET_EXHAUSTED):
             self._graphs.change_status(
                 graph.graph_id, graph.status, GraphStatus.ACTIVE, f"turn {turn}: {kind.value}"
             )

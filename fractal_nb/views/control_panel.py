@@ -7,7 +7,9 @@ code that writes to the widgets. Buttons act through the :class:`Exploration`
 facade (Recover failed through ``Exploration.recover``). A control that cannot act now is
 disabled, and the line under the buttons (:mod:`.status_rows`) says why and what to do
 next, with the buttons its next steps need beside it (Recover failed, Finish & harvest);
-after a run stopped at its circuit breaker or wall clock, Run reads Resume.
+after a run stopped at its circuit breaker or wall clock, Run reads New budget (``budget_exhausted`` is
+terminal for resume: it opens a new turn, ``Exploration.new_budget``, then runs); after an engine
+failure, Resume.
 The newest message replaces the one before it. The Gates tab lives in :mod:`.gates_tab`,
 the Export tab in :mod:`.export_tab`, the Inspector's HTML in :mod:`.inspector_html`.
 Steering (Ask, Widen, and the Inspector's Deepen, Redecompose and Note; the Turns tab's
@@ -51,7 +53,8 @@ TABS = ("Gates", "Inspector", "Result", "Export", "Turns")
 GATES_TAB, INSPECTOR_TAB, RESULT_TAB = TABS.index("Gates"), TABS.index("Inspector"), TABS.index("Result")
 PANEL_CSS = "fractal-panel"  # the class views/static/panel.css styles the panel by
 RUN_TIP = "Work with the chosen number of workers"
-RESUME_TIP = "Go on past the budget the last run stopped at, with the chosen number of workers"
+RESUME_TIP = "Run again once the cause of the failure is gone, with the chosen number of workers"
+NEW_BUDGET_TIP = "A new turn under the same limits (each run has its own circuit breaker), then run on"
 
 
 class ExplorationView(widgets.VBox):  # type: ignore[misc]
@@ -339,8 +342,12 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         return text, bool(failed) and len(failed) == done
 
     def _run(self) -> tuple[str, bool]:
-        # Run reads "Resume" on a budget_exhausted or error graph: clicking it is the explicit act.
-        resume = self.exploration.status in (GraphStatus.BUDGET_EXHAUSTED, GraphStatus.ERROR)
+        # Run reads "Resume" on an error graph and "New budget" on a budget_exhausted one: clicking it is
+        # the explicit act; budget_exhausted is terminal for resume, going on a new turn (its own record).
+        status = self.exploration.status
+        if status == GraphStatus.BUDGET_EXHAUSTED:
+            self.exploration.new_budget()
+        resume = status == GraphStatus.ERROR
         report = self.exploration.run(self.workers.value, progress=False, on_step=self._record, resume=resume)
         return report.headline(), report.status in MODEL_FAILED | {RunOutcome.ERROR}
 
@@ -432,10 +439,15 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         busy = self._busy()
         state, blocked = self.status_rows.blocked(counts, held=len(self.gates.held_cards))
         for control in (self.step_button, self.step_n_button, self.run_button):
-            control.disabled = busy or state not in ("", "stopped")
-        stopped = state == "stopped"
+            control.disabled = busy or state not in ("", "stopped", "budget")
+        self.step_button.disabled |= state == "budget"  # a step is no new budget: Run's New budget is
+        self.step_n_button.disabled |= state == "budget"
         self.run_button.description, self.run_button.tooltip = (
-            ("Resume", RESUME_TIP) if stopped else ("Run", RUN_TIP)
+            ("Resume", RESUME_TIP)
+            if state == "stopped"
+            else ("New budget", NEW_BUDGET_TIP)
+            if state == "budget"
+            else ("Run", RUN_TIP)
         )
         self.pause_button.disabled = not busy
         self.steering.show_controls(busy, self.network.feed.status)

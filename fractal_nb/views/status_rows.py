@@ -175,7 +175,7 @@ class StatusRows:
         show(self.recover_button, not busy and bool(self._failed))
         # Finishing with the work left as gaps is a next step when the graph cannot simply go on.
         finish = state in ("stuck", "spent") or (
-            state in ("", "stopped") and status != GraphStatus.ACTIVE and counts["total"] > 1
+            state in ("", "stopped", "budget") and status != GraphStatus.ACTIVE and counts["total"] > 1
         )
         finish = not busy and finish and status != GraphStatus.ERROR
         show(self.finish_button, finish)
@@ -206,16 +206,20 @@ class StatusRows:
         return html.escape(f"{state}: {work}. {go_on}; {FINISH_NEXT}")
 
     def _budget_state_now(self) -> tuple[str, str]:
-        """A budget_exhausted graph: ``spent`` (tokens or cost: raise it in code) or ``stopped`` (Resume)."""
+        """A budget_exhausted graph: ``spent`` (tokens or cost: a new one in code) or ``budget`` (New budget).
+
+        Terminal for resume (docs/architecture/store.md, "The graph contract"): going on is a new turn.
+        """
         spent = self.exploration.budget_reached()
         if spent:
             return "spent", html.escape(
-                f"The run stopped: {spent}. To go on, raise it in code "
-                f"(e.g. ex.run(max_tokens=...)); {FINISH_NEXT}"
+                f"The run stopped: {spent}. To go on, give it a new budget in code "
+                f"(e.g. ex.new_budget(max_tokens=...), then Run); {FINISH_NEXT}"
             )
-        return "stopped", html.escape(
+        return "budget", html.escape(
             f"The last run stopped at its budget ({self.exploration.status_reason}); the "
-            f"questions it left are marked unexplored. Resume goes on past it; {FINISH_NEXT}"
+            f"questions it left are marked unexplored. New budget opens a new turn under the same "
+            f"limits and runs on; {FINISH_NEXT}"
         )
 
     def _failed_now(self) -> list[QuestionItem]:

@@ -184,10 +184,10 @@ def button(tab: Any, label: str) -> Any:
 
 
 def run_to_the_end(tab: Any, label: str, runs: int = 10) -> None:
-    """Click ``label`` (Run or Resume), then Resume after each run the circuit breaker stopped.
+    """Click ``label`` (Run or New budget), then New budget after each run the circuit breaker stopped.
 
     Each step waits for the run's own outcome message; the buttons' state arrives
-    after it, so the next click waits for Resume to be there and enabled.
+    after it, so the next click waits for New budget to be there and enabled.
     """
     for _ in range(runs):
         before = tab.evaluate(RUN_MESSAGE)
@@ -200,7 +200,7 @@ def run_to_the_end(tab: Any, label: str, runs: int = 10) -> None:
         if outcome.startswith("run: all_complete"):
             return
         assert outcome.startswith("run: budget_exhausted (circuit breaker)"), f"{label}: {outcome}"
-        label = "Resume"
+        label = "New budget"  # budget_exhausted is terminal for resume: a new turn goes on
     raise AssertionError(f"not complete after {runs} runs")
 
 
@@ -364,7 +364,7 @@ def test_the_app_notebook_steps_and_runs_and_follows_the_tree(
         # reader's moves, and the view froze in "Showing the past" mid-run: issue 38).
         tab.evaluate(WATCH_PAST)
         # Each worker stops after max_depth x 3 nodes (the circuit breaker): a run may end
-        # budget_exhausted with questions left; Run then reads Resume, and the visitor goes on.
+        # budget_exhausted with questions left; Run then reads New budget, and the visitor goes on.
         run_to_the_end(tab, "Run")
         tab.wait_for_selector("text=Nothing is left to explore", timeout=30_000)
         assert tab.evaluate("() => window.fractalPastSeen") == [], "the view went into the past mid-run"
@@ -401,7 +401,7 @@ view
 """
 
 
-def test_a_run_stopped_at_its_circuit_breaker_resumes_from_the_panel(
+def test_a_run_stopped_at_its_circuit_breaker_goes_on_by_a_new_budget_from_the_panel(
     page: tuple[Any, Any], tmp_path: Path
 ) -> None:
     tab, traffic = page
@@ -409,11 +409,11 @@ def test_a_run_stopped_at_its_circuit_breaker_resumes_from_the_panel(
         tab.goto(url, timeout=90_000)
         wait_for(tab, "el.dataset.drawn === '1'", timeout_s=90)
         button(tab, "Run").click()
-        tab.wait_for_selector("text=Resume goes on past it", timeout=120_000)
+        tab.wait_for_selector("text=New budget opens a new turn under the same limits", timeout=120_000)
         assert tab.get_by_text("run: budget_exhausted (circuit breaker)").count() == 1
-        assert button(tab, "Resume").is_enabled() and button(tab, "Run").count() == 0
+        assert button(tab, "New budget").is_enabled() and button(tab, "Run").count() == 0
         screenshot(tab, "voila-resume-light")
-        run_to_the_end(tab, "Resume")  # each resume is one more run of one worker
+        run_to_the_end(tab, "New budget")  # each click is a new turn and one more run of one worker
         tab.wait_for_selector("text=Nothing is left to explore", timeout=30_000)
         assert button(tab, "Run").is_disabled()
     assert traffic.aborted == [] and traffic.errors == []

@@ -42,7 +42,8 @@ def test_a_run_climbs_and_asks_the_whole_graph_only_at_its_end(backend: Backend,
         asked = counting_ready_queries(ex)
         report, runs = ex.run(max_workers=workers, progress=False), 1
         while report == "budget_exhausted":  # the circuit breaker: each run is a new round of workers
-            report, runs = ex.run(max_workers=workers, progress=False, resume=True), runs + 1
+            ex.new_budget()  # budget_exhausted is terminal for resume: a new turn goes on
+            report, runs = ex.run(max_workers=workers, progress=False), runs + 1
         assert report == "all_complete"
         events = ex.events()
         syntheses = len(events.query("kind == 'synthesis_claimed'"))
@@ -89,7 +90,8 @@ def test_a_synthesis_given_back_is_synthesized_in_the_same_run(backend: Backend,
     ) as ex:
         report = ex.run(max_workers=workers, progress=False)
         while report == "budget_exhausted":
-            report = ex.run(max_workers=workers, progress=False, resume=True)
+            ex.new_budget()
+            report = ex.run(max_workers=workers, progress=False)
         assert report == "all_complete"
         given_back_then_done(ex)
 
@@ -120,7 +122,8 @@ def test_a_worker_claims_and_reads_in_one_call(backend: Backend, workers: int) -
                 return _read(graph_id, node_id, **kw)
 
             setattr(ex.store, name, read)
-        ex.run(max_workers=workers, progress=False)
+        if ex.run(max_workers=workers, progress=False) == "budget_exhausted":
+            ex.new_budget()  # the circuit breaker: terminal for resume, a new turn goes on
         ex.step(2)
         events = ex.events()
         assert len(events.query("kind == 'claimed'")) > 5

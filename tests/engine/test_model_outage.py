@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from fractal_nb import Exploration, LLMError, LLMOutputError, LLMUnavailableError, SimulatedLLM
+from fractal_nb import Exploration, LLMError, LLMOutputError, LLMUnavailableError, SimulatedLLM, StateError
 from fractal_nb.engine.calls import FAILING_AFTER, UNAVAILABLE_AFTER, ModelCaller
 from fractal_nb.llm.openai_llm import OpenAILLM
 from fractal_nb.store import GraphStore
@@ -126,12 +126,12 @@ def test_step_stops_where_a_run_would_when_the_model_dies(tmp_path: Path) -> Non
         assert len(ex.llm_calls()) > calls_before
 
 
-def test_step_stops_at_a_spent_budget() -> None:
+def test_a_step_at_a_spent_budget_is_refused() -> None:
     with Exploration.create(SEED, intensity="explore", llm=SimulatedLLM(seed=2), clock=FAST) as ex:
-        ex.run(progress=False, max_tokens=4_000)
+        assert ex.run(progress=False, max_tokens=4_000) == "budget_exhausted"
         spent = len(ex.llm_calls())
-        records = ex.step(50)
-        assert len(records) <= 1  # the budget refuses the first step's call: no claim after it
+        with pytest.raises(StateError, match="terminal for resume.*new_budget"):  # seed 001: no silent resume
+            ex.step(50)
         assert len(ex.llm_calls()) == spent  # nothing more paid for
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from fractal_nb import Exploration, SimulatedLLM
-from fractal_nb.errors import InvalidInputError, StateError
+from fractal_nb.errors import InvalidInputError, InvalidTransitionError, StateError
 from fractal_nb.results.run_report import RunReport
 from tests.engine.test_runs import FAST
 
@@ -207,15 +207,78 @@ def test_a_token_budget_stops_a_run_mid_way_and_going_on_is_explicit() -> None:
         assert report.status_reason == f"token budget of 8,000 reached ({spent:,} spent)"
         assert report.open_questions_remaining > 0
         assert any(w.exit_reason == "budget" for w in report.worker_reports)
-        with pytest.raises(StateError, match="budget_exhausted.*run\\(resume=True\\)"):
-            ex.run(progress=False)  # seed 001: no silent resume
-        again = ex.run(progress=False, resume=True)  # the budget is still spent: it stops at once
-        assert again == "budget_exhausted" and again.nodes_processed == 0
+        # Seed 001: budget_exhausted is terminal for resume (run() and run(resume=True) alike, and the
+        # store's resume_graph, MCP fractal_resume_graph); each refusal names the way on and changes nothing.
+        events = len(ex.events())
+        for refused in (lambda: ex.run(progress=False), lambda: ex.run(progress=False, resume=True)):
+            with pytest.raises(StateError, match="budget_exhausted.*new turn with a new budget.*max_tokens"):
+                refused()
+        with pytest.raises(InvalidTransitionError, match="terminal for a resume.*new turn with a new budget"):
+            ex.store.resume_graph(ex.graph_id)
+        with pytest.raises(InvalidTransitionError, match="new turn with a new budget"):
+            ex.store.update_graph_status(ex.graph_id, "active")
+        assert ex.status == "budget_exhausted" and len(ex.events()) == events
         preview = ex.preview()
         assert any("token budget" in g for g in preview.gaps)
-        done = ex.run(progress=False, max_tokens=10**9)  # raising the budget goes on
+        done = ex.run(progress=False, max_tokens=10**9)  # going on: a new turn with a new budget
         assert done == "all_complete"
+        turns = ex.store.list_turns(ex.graph_id)
+        assert [(t["turn"], t["kind"], t["status"]) for t in turns] == [
+            (1, "seed", "budget_exhausted"),  # the turn the budget stopped ended in a head
+            (2, "budget", None),
+        ]
+        assert turns[1]["requests"][0]["arguments"]["limits"]["max_tokens"] == 10**9
         assert ex.harvest().status == "completed"
+
+
+def test_a_circuit_breaker_stop_goes_on_only_by_new_budget_and_each_refusal_changes_nothing(
+    tmp_path: Any,
+) -> None:
+    with explore(path=tmp_path / "cb.duckdb") as ex:
+        assert ex.run(1, progress=False) == "budget_exhausted" and ex.status_reason == "circuit breaker"
+        events = len(ex.events())
+        refusals = (
+            lambda: ex.run(1, progress=False, resume=True),
+            lambda: ex.step(),
+            lambda: ex.approve(),
+        )
+        for refused in refusals:
+            with pytest.raises(
+                StateError, match=r"\(circuit breaker\): it is terminal for resume.*new_budget"
+            ):
+                refused()
+        with pytest.raises(InvalidInputError, match="max_tokens"):
+            ex.new_budget(max_tokens=-5)
+        assert ex.status == "budget_exhausted" and len(ex.events()) == events, "nothing written"
+        assert ex.state().resume_from.endswith(
+            "once new_budget() opens a new turn: the graph is budget_exhausted, terminal for resume"
+        )
+        step = ex.new_budget()  # the same limits: each run has its own circuit breaker
+        assert (step.turn, step.kind, step.created) == (2, "budget", ())
+        with pytest.raises(
+            StateError, match="is 'active': a new budget opens a turn only on a 'budget_exhausted'"
+        ):
+            ex.new_budget()
+        while ex.run(1, progress=False) == "budget_exhausted":
+            ex.new_budget()
+        turns = ex.turns()
+        assert list(turns["kind"]) == ["seed"] + ["budget"] * (len(turns) - 1)
+        assert turns["asked"].iloc[1] == "budget(limits={})"
+    with Exploration.open(tmp_path / "cb.duckdb", read_only=True) as ro:
+        with pytest.raises(StateError, match="read_only"):
+            ro.new_budget(max_tokens=10)
+
+
+def test_a_budget_exhausted_graph_is_harvested_as_it_stands_without_a_resume() -> None:
+    with explore("pulse") as ex:
+        assert ex.run(progress=False, max_tokens=1_000) == "budget_exhausted"
+        with pytest.raises(StateError, match="the new budget is spent already"):
+            ex.new_budget(max_tokens=1_000)
+        result = ex.harvest()  # not a resume: the harvest's own move, the graph completed
+        assert result.status == "completed" and "unexplored" in set(ex.gaps()["kind"])
+        assert [(t, s) for t, s in zip(ex.turns()["kind"], ex.turns()["status"], strict=True)] == [
+            ("seed", "completed")
+        ]
 
 
 def test_budgets_are_kept_from_create_and_checked_before_anything_changes() -> None:
@@ -377,7 +440,8 @@ def test_every_pruned_failed_or_budget_cut_question_is_a_gap_row() -> None:
         assert ex.run(progress=False, max_tokens=6_000) == "budget_exhausted"
         unfinished = ex.nodes().query("node_type == 'question' and depth == 1 and status == 'answered'")
         assert len(unfinished), "a branch with work below it"
-        pruned = ex.prune(unfinished.iloc[0]["node_id"])  # a person's act: it resumes the graph
+        pruned = ex.prune(unfinished.iloc[0]["node_id"])  # a person's act: the graph stays budget_exhausted
+        assert ex.status == "budget_exhausted"  # terminal for resume: only a new budget goes on
         gaps = ex.gaps()
         assert list(gaps.columns) == ["node_id", "depth", "kind", "question", "detail"]
         assert gaps["node_id"].is_unique

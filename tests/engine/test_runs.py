@@ -161,8 +161,8 @@ def test_run_refuses_a_finished_graph_and_bad_arguments() -> None:
 def test_one_worker_repeats_a_run_exactly_tokens_included() -> None:
     def run_once() -> tuple[list[str], dict[str, list[int]]]:
         with explore("explore", SimulatedLLM(seed=11)) as ex:
-            while ex.run(max_workers=1, progress=False, resume=True) == "budget_exhausted":
-                pass
+            while ex.run(max_workers=1, progress=False) == "budget_exhausted":
+                ex.new_budget()  # the circuit breaker: a new turn, the same limits (seed 001)
             texts = ex.nodes()["text"].str.replace(r"n-[0-9a-f]{1,16}", "n-ID", regex=True).tolist()
             calls = ex.llm_calls().groupby("role")[["prompt_tokens", "completion_tokens"]].sum()
             return texts, {role: [int(v) for v in row] for role, row in calls.iterrows()}

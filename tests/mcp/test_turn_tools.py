@@ -30,6 +30,7 @@ TURN_TOOLS = {
     "fractal_deepen",
     "fractal_redecompose",
     "fractal_add_note",
+    "fractal_new_budget",
     "fractal_list_turns",
     "fractal_list_heads",
     "fractal_get_state_at",

@@ -1086,7 +1086,15 @@ class GraphMachine(RuleBasedStateMachine):
                 goal,
                 expect_ok=False,
             )
-        if back == "resume":
+        if goal == "budget_exhausted":  # terminal for resume (store.md, "The graph contract")
+            self.call("resume_graph", self.store.resume_graph, self.gid, expect_ok=False)
+            self.call(
+                "update_graph_status", self.store.update_graph_status, self.gid, "active", expect_ok=False
+            )
+            out = self.call("new_budget", self.store.new_budget, self.gid, {}, expect_ok=True)  # a new turn
+            assert out.after.status == "active" and out.after.nodes == out.before.nodes
+            assert out.result["kind"] == "budget"
+        elif back == "resume":
             out = self.call("resume_graph", self.store.resume_graph, self.gid, expect_ok=True)
             assert out.result == out.after.snap
         else:

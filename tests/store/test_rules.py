@@ -367,7 +367,6 @@ def test_stuck_node_does_not_block_graph_done_forever(tree: Tree, clock: FakeClo
     [
         (["paused", "active"], True),
         (["paused", "completed"], True),
-        (["budget_exhausted", "active"], True),
         (["budget_exhausted", "completed"], True),
         (["error"], True),
         (["paused", "budget_exhausted"], False),
@@ -399,8 +398,9 @@ def test_resume_graph(fresh_store: GraphStore) -> None:
     fresh_store.update_graph_status(g, "paused")
     snap = fresh_store.resume_graph(g)
     assert snap["status"] == "active" and snap["nodes"][0]["depth"] == 0
-    fresh_store.update_graph_status(g, "budget_exhausted")
-    assert fresh_store.resume_graph(g)["status"] == "active"
+    fresh_store.update_graph_status(g, "budget_exhausted")  # terminal for resume: test_budget_turns.py
+    with pytest.raises(InvalidTransitionError, match="terminal for a resume.*new_budget"):
+        fresh_store.resume_graph(g)
     fresh_store.update_graph_status(g, "completed")
     with pytest.raises(InvalidTransitionError, match="terminal"):
         fresh_store.resume_graph(g)
@@ -415,10 +415,11 @@ def test_writes_need_active_graph_and_claims_say_why(fresh_store: GraphStore, st
         lambda: t.answer(t.seeds[0]),
         lambda: fresh_store.update_node(t.graph_id, t.seeds[0], {"k": 1}),
         lambda: fresh_store.mark_saturated(t.graph_id, t.seeds[0], "derivable"),
-        lambda: fresh_store.prune_branch(t.graph_id, t.seeds[0]),
         lambda: fresh_store.synthesize_node(t.graph_id, t.root, "x"),
         lambda: fresh_store.approve_gate(t.graph_id),
     ]
+    if status != "budget_exhausted":  # a prune spends nothing: it cuts one (test_budget_turns.py)
+        writes.append(lambda: fresh_store.prune_branch(t.graph_id, t.seeds[0]))
     for write in writes:
         with pytest.raises(StateError, match=f"is '{status}'"):
             write()

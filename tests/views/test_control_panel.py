@@ -249,7 +249,7 @@ def test_a_failing_model_shows_in_the_panel_and_leaves_the_node_recoverable() ->
         assert set(ex.nodes().status) <= {"open", "error"}
 
 
-def test_a_run_stopped_by_its_circuit_breaker_offers_resume_which_goes_on() -> None:
+def test_a_run_stopped_by_its_circuit_breaker_offers_a_new_budget_which_goes_on_as_a_turn() -> None:
     # One explore worker stops at max_depth x 3 = 12 nodes: the run ends budget_exhausted with work left.
     with Exploration.create("Why?", intensity="explore", llm=SimulatedLLM(seed=3), clock=FAST) as ex:
         view = ex.view()
@@ -260,12 +260,14 @@ def test_a_run_stopped_by_its_circuit_breaker_offers_resume_which_goes_on() -> N
             ex.status == "budget_exhausted"
             and "run: budget_exhausted (circuit breaker)" in view.message.value
         )
-        assert view.run_button.description == "Resume" and not view.run_button.disabled
+        # budget_exhausted is terminal for resume (seed 001): Run offers the new budget, a turn of its own.
+        assert view.run_button.description == "New budget" and not view.run_button.disabled
+        assert view.step_button.disabled and view.step_n_button.disabled, "a step is no new budget"
         assert (
             "stopped at its budget (circuit breaker)" in view.status_rows.guide.value
-            and "Resume goes on" in view.status_rows.guide.value
+            and "New budget opens a new turn under the same limits" in view.status_rows.guide.value
         )
-        for _ in range(20):  # each resume is one more run of one worker, as a visitor clicks
+        for _ in range(20):  # each click is a new turn and one more run of one worker, as a visitor clicks
             view.run_button.click()
             settle(view)
             assert "error" not in view.message.value
@@ -273,6 +275,9 @@ def test_a_run_stopped_by_its_circuit_breaker_offers_resume_which_goes_on() -> N
                 break
         assert "run: all_complete" in view.message.value and view.run_button.description == "Run"
         assert "Nothing is left to explore" in view.status_rows.guide.value
+        turns = ex.turns()
+        assert list(turns["kind"]) == ["seed"] + ["budget"] * (len(turns) - 1) and len(turns) > 1
+        assert set(turns["status"].iloc[:-1]) == {"budget_exhausted"}, "each stopped turn ended in a head"
 
 
 def test_an_engine_failure_offers_resume_which_runs_again_once_the_cause_is_gone() -> None:

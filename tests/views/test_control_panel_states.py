@@ -337,3 +337,14 @@ def test_a_spent_budget_offers_finish_and_harvest_beside_its_reason() -> None:
         settle(view)
         assert ex.status == "completed" and "unexplored" in set(ex.gaps()["kind"])
         view.close()
+
+
+def test_a_spent_budget_names_the_new_budget_and_run_does_not_resume_it() -> None:
+    with Exploration.create("Why?", intensity="pulse", llm=SimulatedLLM(seed=3), clock=FAST) as ex:
+        ex.run(progress=False, max_tokens=1_000)
+        view = ex.view()
+        guide = view.status_rows.guide.value
+        assert "give it a new budget in code (e.g. ex.new_budget(max_tokens=...), then Run)" in guide
+        assert view.run_button.disabled and view.step_button.disabled, "budget_exhausted: no silent resume"
+        view.close()
+        assert ex.status == "budget_exhausted" and list(ex.turns()["kind"]) == ["seed"]

@@ -236,6 +236,7 @@ class RemoteStore(WorkerStore):
     deepen = remote_method(Store.deepen)
     redecompose = remote_method(Store.redecompose)
     add_note = remote_method(Store.add_note)
+    new_budget = remote_method(Store.new_budget)
     list_turns = remote_method(Store.list_turns)
     list_heads = remote_method(Store.list_heads)
     get_state_at = remote_method(Store.get_state_at)
