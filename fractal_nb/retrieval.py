@@ -89,6 +89,11 @@ class SourceIndex:
             self._bm25 = bm25s.BM25(k1=K1, b=B)
             self._bm25.index(corpus, show_progress=False)
 
+    @property
+    def chunks(self) -> Sequence[ChunkRecord]:
+        """The chunks the index holds, in the order it was given them (never changed)."""
+        return self._chunks
+
     def __len__(self) -> int:
         """How many chunks the index holds."""
         return len(self._chunks)
