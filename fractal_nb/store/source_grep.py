@@ -43,7 +43,7 @@ def glob_match(name: str, pattern: str) -> bool:
 
 
 class SourceGrep:
-    """``glob_sources`` and ``grep_sources`` over the chunks :class:`~fractal_nb.store.sources.Sources` keeps."""
+    """``glob_sources`` and ``grep_sources`` over the chunks that ``Sources`` keeps."""
 
     def __init__(self, sources: Sources) -> None:
         self._sources = sources
