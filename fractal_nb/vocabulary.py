@@ -267,7 +267,7 @@ class Support(StrEnum):
     NO_SOURCES = "no_sources"
 
 
-TOOL_NAMES = ("search_sources", "read_source")
+TOOL_NAMES = ("search_sources", "read_source", "glob_sources", "grep_sources")
 """The tools a model may call before it answers (engine/evidence_tools.py); the ledger logs each
 call as role ``tool:<name>`` (``tool:unknown`` for one the model made up; docs/architecture/engine.md,
 "Tool calls")."""
