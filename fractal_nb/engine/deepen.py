@@ -28,9 +28,9 @@ MAX_SUBTRACKS = 4
 MIN_SUBTRACKS = 2
 
 
-def needs_deepening(found: SkillEvidence, threshold: int = DEEPEN_AT) -> bool:
-    """Whether the track's measured complexity passes ``threshold``."""
-    return found.complexity > threshold
+def needs_deepening(found: SkillEvidence, threshold: int | None = None) -> bool:
+    """Whether the track's measured complexity passes ``threshold`` (None: :data:`DEEPEN_AT`)."""
+    return found.complexity > (DEEPEN_AT if threshold is None else threshold)
 
 
 def subtracks(track: Mapping[str, Any], files: Sequence[str]) -> list[dict[str, Any]]:
@@ -40,10 +40,10 @@ def subtracks(track: Mapping[str, Any], files: Sequence[str]) -> list[dict[str, 
     ``skill``) and its ``files``; near-duplicates are merged as the tracks seed merges
     them. Fewer than two distinct groups: none (the track is explored whole).
 
-    >>> subs = subtracks({"name": "errors", "focus": "f", "approach": "a", "deliverable": "d",
-    ...                   "skill": "ImplementationScan"}, ["p/a/x.py", "p/a/y.py", "p/b/z.py"])
-    >>> [(s["name"], s["files"]) for s in subs]
-    [('errors/p/a', ['p/a/x.py', 'p/a/y.py']), ('errors/p/b', ['p/b/z.py'])]
+    >>> track = {"name": "errors", "focus": "f", "approach": "a", "deliverable": "d"}
+    >>> subs = subtracks(track, ["pkg/store/claim.py", "pkg/store/answer.py", "pkg/engine/work.py"])
+    >>> [(s["name"], len(s["files"])) for s in subs]
+    [('errors/pkg/store', 2), ('errors/pkg/engine', 1)]
     """
     groups: dict[str, list[str]] = {}
     for name in dict.fromkeys(files):
@@ -62,10 +62,10 @@ def subtracks(track: Mapping[str, Any], files: Sequence[str]) -> list[dict[str, 
 
 
 def _subtrack(track: Mapping[str, Any], label: str, names: Sequence[str]) -> dict[str, Any]:
-    stems = ", ".join(posixpath.basename(n) for n in names[:8]) + (" …" if len(names) > 8 else "")
+    shown = ", ".join(names[:8]) + (" …" if len(names) > 8 else "")
     return {
         "name": f"{track['name']}/{label}"[:80],
-        "focus": f"{label}: {stems}",
+        "focus": f"{label}: {shown}",
         "approach": track.get("approach", ""),
         "deliverable": f"{track.get('deliverable', '')} (within {label})",
         "skill": track.get("skill"),
