@@ -239,10 +239,14 @@ def test_a_preset_run_on_this_repository_cites_the_claim_step() -> None:
 
 def test_the_skills_evidence_reaches_a_model_without_tools(code: Path) -> None:
     with FakeOpenAI("ok", responder=role_responder()) as server:
-        llm = OpenAILLM(model="fake", base_url=server.base_url, api_key="x", max_retries=0, tool_calls=False)
-        with Exploration.create(
-            QUESTION, preset="architecture", sources=code, llm=llm, intensity="pulse"
-        ) as ex:
+        with (
+            OpenAILLM(
+                model="fake", base_url=server.base_url, api_key="x", max_retries=0, tool_calls=False
+            ) as llm,
+            Exploration.create(
+                QUESTION, preset="architecture", sources=code, llm=llm, intensity="pulse"
+            ) as ex,
+        ):
             ex.run(progress=False)
             track_prompts = [first_user(r) for r in server.requests if schema_name(r) == "TrackFindings"]
             assert not any(r.get("tools") for r in server.requests)
