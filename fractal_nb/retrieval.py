@@ -131,6 +131,11 @@ class SourceIndex:
             [tokenize(chunk["source"]) + tokenize(chunk["text"]) for chunk in self._chunks]
         )
 
+    @property
+    def chunks(self) -> Sequence[ChunkRecord]:
+        """The chunks the index holds, in the order it was given them (never changed)."""
+        return self._chunks
+
     def __len__(self) -> int:
         """How many chunks the index holds."""
         return len(self._chunks)

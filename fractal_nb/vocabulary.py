@@ -154,6 +154,27 @@ DEFAULT_STRATEGY: Final = Strategy.FRACTAL
 """The way a graph thinks when its metadata names none: kept and shown only when another."""
 
 
+class Preset(StrEnum):
+    """A tracks graph's fixed track set, seed 003's (docs/architecture/engine.md, "Tracks": presets).
+
+    ``architecture``: ArchitectureUnderstanding (services, layers, errors, config);
+    ``feature``: FeatureInvestigation (models, ui-state, api, errors). Kept as the
+    graph's metadata ``preset``; it implies the tracks strategy.
+    """
+
+    ARCHITECTURE = "architecture"
+    FEATURE = "feature"
+
+
+class Skill(StrEnum):
+    """How a track gathers its evidence over a codebase, run by the engine (engine/skills.py)."""
+
+    PATTERN_SEARCH = "PatternSearch"
+    DEPENDENCY_TRACE = "DependencyTrace"
+    IMPLEMENTATION_SCAN = "ImplementationScan"
+    BOUNDARY_EXPLORE = "BoundaryExplore"
+
+
 class ExitReason(StrEnum):
     """Why a worker left the worker loop (``WorkerReport.exit_reason``; engine/dispatcher.py)."""
 
@@ -247,7 +268,7 @@ class Support(StrEnum):
     NO_SOURCES = "no_sources"
 
 
-TOOL_NAMES = ("search_sources", "read_source")
+TOOL_NAMES = ("search_sources", "read_source", "glob_sources", "grep_sources")
 """The tools a model may call before it answers (engine/evidence_tools.py); the ledger logs each
 call as role ``tool:<name>`` (``tool:unknown`` for one the model made up; docs/architecture/engine.md,
 "Tool calls")."""

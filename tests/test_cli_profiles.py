@@ -143,3 +143,29 @@ def test_run_takes_a_strategy_and_sources(tmp_path: Path, capsys: pytest.Capture
         and "--sources missing: no such file or folder" in capsys.readouterr().err
     )
     assert not Path("m.duckdb").exists()
+
+
+def test_run_takes_a_preset_and_names_its_citations(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = tmp_path / "pkg"
+    (code / "store").mkdir(parents=True)
+    (code / "store" / "claim.py").write_text(
+        '"""The claim step."""\n\n\ndef claim_question(db):\n'
+        '    return db.execute("UPDATE nodes SET status = 1")\n'
+    )
+    argv = ["run", "How does a claim stay atomic?", "--intensity", "pulse", "--quiet", "--sources", str(code)]
+    assert main([*argv, "--preset", "architecture", "--db", "p.duckdb"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "[pkg/store/claim.py:L" in out, out
+    with only_graph("p.duckdb") as ex:
+        assert ex.state().strategy == "tracks"
+        assert ex.store.get_graph(ex.graph_id)["metadata"]["preset"] == "architecture"
+    for bad, said in (
+        (["--preset", "architecture", "--strategy", "fractal"], "--strategy fractal takes no preset"),
+        (["--preset", "archi"], "invalid choice: 'archi'"),
+    ):
+        with pytest.raises(SystemExit) as info:
+            main([*argv, *bad, "--db", "m.duckdb"])
+        assert info.value.code == EXIT_USAGE and said in capsys.readouterr().err
+        assert not Path("m.duckdb").exists()

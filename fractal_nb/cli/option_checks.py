@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from ..arguments import check_bind_host, check_store_target, check_token
 from ..checks import require_id, require_text
 from ..errors import InvalidInputError
-from ..vocabulary import CheckpointMode, Intensity
+from ..vocabulary import CheckpointMode, Intensity, Strategy
 from .parser import EXPORT_AT_TABLES, EXPORT_FORMATS, INSPECTION_HELP
 
 if TYPE_CHECKING:
@@ -68,6 +68,12 @@ def _check_stores(args: argparse.Namespace) -> None:
 
 def _check_texts(args: argparse.Namespace) -> None:
     """The question, the ids and the checkpoint a command takes, checked as the facade checks them."""
+    preset, strategy = getattr(args, "preset", None), getattr(args, "strategy", None)
+    if preset is not None and strategy not in (None, Strategy.TRACKS):
+        raise InvalidInputError(
+            f"--preset {preset} poses the tracks strategy's tracks; --strategy {strategy} takes no preset "
+            "(pass --strategy tracks, or leave it out)"
+        )
     if args.command == "seed" and args.seed is not None:
         if args.graph_id is not None:
             raise InvalidInputError("SEED makes a new graph: --graph-id names one to seed instead; pass one")

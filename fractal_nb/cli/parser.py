@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 
-from ..vocabulary import DEFAULT_STRATEGY, Strategy
+from ..vocabulary import DEFAULT_STRATEGY, Preset, Strategy
 from .exit_codes import EXIT_CODES
 
 DEMO_SEED = "Should a mid-sized city build a tram line or expand its bus network?"
@@ -404,8 +404,16 @@ def _add_making_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--strategy",
         choices=[s.value for s in Strategy],
-        default=DEFAULT_STRATEGY.value,
-        help=f"how the graph thinks (default {DEFAULT_STRATEGY.value}); docs/strategies.md",
+        default=None,
+        help=f"how the graph thinks (default {DEFAULT_STRATEGY.value}; tracks with --preset); "
+        "docs/strategies.md",
+    )
+    parser.add_argument(
+        "--preset",
+        choices=[p.value for p in Preset],
+        default=None,
+        help="explore a codebase (--sources FOLDER) with seed 003's tracks: architecture (services, layers, "
+        "errors, config) or feature (models, ui-state, api, errors); implies --strategy tracks",
     )
     parser.add_argument(
         "--sources",

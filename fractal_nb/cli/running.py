@@ -77,13 +77,15 @@ def seed(args: argparse.Namespace, llm: LLM) -> int:
 def _created(seed: str, args: argparse.Namespace, llm: LLM) -> Exploration:
     """A new exploration of ``seed`` in ``--db`` as the options shape it (run, demo, seed).
 
-    ``--strategy`` and ``--sources`` where the command takes them (demo: neither).
+    ``--strategy``, ``--preset`` and ``--sources`` where the command takes them (demo: none).
     """
     from ..exploration.exploration import Exploration
 
     making: dict[str, Any] = {}
     if getattr(args, "strategy", None) is not None:
         making["strategy"] = args.strategy
+    if getattr(args, "preset", None) is not None:
+        making["preset"] = args.preset
     if getattr(args, "sources", None):
         making["sources"] = [Path(source) for source in args.sources]
     return Exploration.create(
@@ -263,9 +265,21 @@ def render(result: FractalResult, *, run_status: str, path: str) -> str:
         f"  {result.summary}",
     ]
     if result.findings:
-        lines += ["", "Findings:"] + [f"  - {f['finding']} ({f['confidence']})" for f in result.findings]
+        lines += ["", "Findings:"] + [
+            f"  - {f['finding']} ({f['confidence']}){_cites(f)}" for f in result.findings
+        ]
     if result.gaps:
         lines += ["", f"Gaps ({len(result.gaps)}):"] + [f"  - {g}" for g in result.gaps[:10]]
         if len(result.gaps) > 10:
             lines.append(f"  ... and {len(result.gaps) - 10} more")
     return "\n".join(lines)
+
+
+def _cites(finding: dict[str, Any]) -> str:
+    """A finding's citations as ``file:L12-L14`` labels after it ("" for none)."""
+    from ..results.evidence import citation_label
+
+    labels = [
+        citation_label(c["source"], c["line_start"], c["line_end"]) for c in finding.get("citations") or []
+    ]
+    return f" [{', '.join(labels)}]" if labels else ""

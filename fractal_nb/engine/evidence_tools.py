@@ -1,8 +1,10 @@
 """``SourceTools``: the graph's sources as tools a model may call before it answers.
 
-Two tools (docs/architecture/engine.md, "Tool calls"): ``search_sources(query, k)`` (the
-store's lexical search over the graph's source chunks) and ``read_source(source,
-line_start, line_end)`` (a span of one source's lines). Each result is compact text
+Four tools (docs/architecture/engine.md, "Tool calls"): ``search_sources(query, k)`` (the
+store's lexical search over the graph's source chunks), ``read_source(source,
+line_start, line_end)`` (a span of one source's lines), ``glob_sources(pattern)`` (the
+sources' names matching a glob) and ``grep_sources(pattern, glob)`` (the lines matching a
+regular expression, each as ``name:line: text``; "Tracks", skills). Each result is compact text
 the model can quote from: a ``[name:L1-L30]`` header, then the lines, each after its
 number. A refusal (an unknown source, lines past the end, a bad argument) is a
 :class:`~fractal_nb.errors.FractalError` whose message the model reads instead.
@@ -22,6 +24,8 @@ MAX_K = 8  # chunks one search may return
 MAX_LINES = 60  # lines one read may return (a longer span is cut there, and the result says so)
 MAX_RESULT_CHARS = 6_000  # what one result may hold; the backend cuts a longer one (llm/openai_llm.py)
 MAX_QUERY_CHARS = 500
+MAX_GLOB_NAMES = 100  # names one glob returns
+MAX_GREP_LINES = 40  # lines one grep returns
 
 _DEFINITIONS: list[dict[str, Any]] = [
     {
@@ -75,6 +79,36 @@ _DEFINITIONS: list[dict[str, Any]] = [
             },
         },
     },
+    {
+        "type": "function",
+        "function": {
+            "name": "glob_sources",
+            "description": "List the sources whose names match a glob, e.g. '**/*.py' or '*claim*'.",
+            "parameters": {
+                "type": "object",
+                "properties": {"pattern": {"type": "string", "description": "A glob over source names."}},
+                "required": ["pattern"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "grep_sources",
+            "description": (
+                "Find the lines of the sources matching a regular expression (case-insensitive); returns "
+                f"at most {MAX_GREP_LINES} lines as source:line: text."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "description": "A regular expression, e.g. 'def claim'."},
+                    "glob": {"type": "string", "description": "Only sources whose names match this glob."},
+                },
+                "required": ["pattern"],
+            },
+        },
+    },
 ]
 
 
@@ -117,7 +151,7 @@ class SourceTools:
         return f"SourceTools({self.graph_id!r}, max_calls={self.max_calls})"
 
     def definitions(self) -> list[dict[str, Any]]:
-        """``search_sources`` and ``read_source``, as OpenAI tool definitions."""
+        """``search_sources``, ``read_source``, ``glob_sources`` and ``grep_sources``, as OpenAI tools."""
         return _DEFINITIONS
 
     def run(self, name: str, arguments: dict[str, Any]) -> str:
@@ -128,7 +162,27 @@ class SourceTools:
             return self.read(
                 _text(arguments, "source"), _whole(arguments, "line_start"), _whole(arguments, "line_end")
             )
+        if name == "glob_sources":
+            return self.glob(_text(arguments, "pattern"))
+        if name == "grep_sources":
+            where = arguments.get("glob")
+            return self.grep(_text(arguments, "pattern"), None if where is None else _text(arguments, "glob"))
         raise InvalidInputError(f"there is no tool {name!r}; the tools: {', '.join(TOOL_NAMES)}")
+
+    def glob(self, pattern: str) -> str:
+        """The names of the sources matching ``pattern``, one a line (at most :data:`MAX_GLOB_NAMES`)."""
+        names = self.store.glob_sources(self.graph_id, pattern)
+        if not names:
+            return f"no source name matches {pattern[:80]!r}"
+        more = f"\n(and {len(names) - MAX_GLOB_NAMES} more)" if len(names) > MAX_GLOB_NAMES else ""
+        return "\n".join(one_line(n) for n in names[:MAX_GLOB_NAMES]) + more
+
+    def grep(self, pattern: str, glob: str | None = None) -> str:
+        """The lines matching ``pattern`` as ``name:line: text`` (at most :data:`MAX_GREP_LINES`)."""
+        hits = self.store.grep_sources(self.graph_id, pattern, glob=glob, k=MAX_GREP_LINES)
+        if not hits:
+            return f"no line of the sources matches {pattern[:80]!r}"
+        return "\n".join(f"{one_line(h['source'])}:{h['line']}: {one_line(h['text'])}" for h in hits)
 
     def search(self, query: str, k: int = 5) -> str:
         """The ``k`` passages that best match ``query``, each as a :func:`source_block`."""

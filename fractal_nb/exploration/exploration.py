@@ -24,7 +24,6 @@ from ..store.frame_sql import SqlParams
 from ..store.records import Chosen, Recovered, Saturated
 from ..store.stops import refuse_not_held, resolve_choice
 from ..vocabulary import (
-    DEFAULT_STRATEGY,
     Budget,
     CheckpointMode,
     GraphStatus,
@@ -113,15 +112,20 @@ class Exploration:
         max_wall_s: float | None = None,
         node_timeout_s: float | None = None,
         sources: object = None,
-        strategy: str = DEFAULT_STRATEGY.value,
+        strategy: str | None = None,
         prompts: dict[str, str] | None = None,
+        preset: str | None = None,
     ) -> Exploration:
         """Start a new exploration of ``seed`` in a new or existing DuckDB file (None: in memory).
 
         The budgets (see :meth:`run`) are kept with the graph: every run of it honours them.
         ``strategy``: ``"fractal"`` (sub-questions synthesized bottom-up) or ``"tracks"``
         (at least three orthogonal tracks with cited findings, aggregated into a synthesis
-        object; docs/architecture/engine.md, "Tracks"), kept with the graph.
+        object; docs/architecture/engine.md, "Tracks"), kept with the graph; None: ``"fractal"``,
+        or ``"tracks"`` with a preset.
+        ``preset``: ``"architecture"`` or ``"feature"``, seed 003's fixed track sets for exploring a
+        codebase given as ``sources``, each track's evidence gathered by its skill (glob, grep and
+        read over the sources, run by the engine); it implies ``strategy="tracks"`` and refuses another.
         ``sources``: the evidence its answers cite, an item or a list of items as
         :meth:`add_sources` takes them, added with the graph in one transaction.
         ``prompts``: with ``strategy="thinkon"``, the caller's own Think and Eval templates
@@ -143,7 +147,15 @@ class Exploration:
             node_timeout_s=node_timeout_s,
         )
         store, graph_id = new_graph(
-            seed, intensity, checkpoint, limits, strategy, sources=sources, path=path, prompts=prompts
+            seed,
+            intensity,
+            checkpoint,
+            limits,
+            strategy,
+            sources=sources,
+            path=path,
+            prompts=prompts,
+            preset=preset,
         )
         return cls(store, graph_id, llm, clock=clock, owns_store=True)
 

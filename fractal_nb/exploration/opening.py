@@ -15,6 +15,7 @@ from typing import Any
 from ..arguments import STORE_LOG, check_llm, check_store_target
 from ..checks import require_flag, require_id
 from ..engine import Limits, own_prompts, strategy_part
+from ..engine.presets import check_preset
 from ..errors import InvalidInputError
 from ..llm.protocol import LLM
 from ..llm.read_only import ReadOnlyLLM
@@ -30,18 +31,25 @@ def new_graph(
     intensity: str,
     checkpoint: str,
     limits: Limits,
-    strategy: str,
+    strategy: str | None,
     *,
     sources: object,
     path: str | Path | None,
     prompts: object = None,
+    preset: object = None,
 ) -> tuple[Store, str]:
     """A store holding a new graph of ``seed`` and its sources, and its id; see ``Exploration.create``.
 
-    ``seed``, ``intensity``, ``checkpoint`` and ``limits`` are checked already; the strategy,
-    the sources and the path are checked here before the file is opened.
+    ``seed``, ``intensity``, ``checkpoint`` and ``limits`` are checked already; the strategy
+    (None: tracks with a preset, else the default), the preset, the sources and the path are
+    checked here before the file is opened.
     """
+    chosen = check_preset(preset, strategy)
+    if strategy is None:
+        strategy = Strategy.TRACKS if chosen is not None else DEFAULT_STRATEGY
     kept = _graph_metadata(limits, strategy_part(strategy).name, prompts)
+    if chosen is not None:
+        kept = {**(kept or {}), "preset": chosen.value}
     tables, texts = _given_sources(sources)
     file = None if path is None else check_store_target(path)
     made = isinstance(file, Path) and not file.exists()

@@ -37,6 +37,7 @@ _TRACK_DIMENSIONS = [
     ),
     ("history", "how {w} changed over time", "[simulated] compare versions", "a timeline of {w}"),
 ]
+_WORDS = re.compile(r"[^\W\d_]{3,}")  # a quote's words: a finding never echoes code or JSON
 _TRACK_STOP = frozenset({"what", "which", "when", "where", "does", "that", "this", "with", "from", "have"})
 
 
@@ -78,7 +79,7 @@ def track_synthesis_reply(prompt: str, rng: random.Random) -> dict[str, Any]:
         findings.append(
             {
                 "finding": f"[simulated] {source} line {line} bears on {_clip_words(focus, 12)}: "
-                f"{_clip_words(quote, 16)}",
+                f"it names {_clip_words(' '.join(_WORDS.findall(quote)), 12)}",
                 "confidence": rng.choice(["high", "medium"]),
                 "citations": [{"source": source, "line_start": line, "line_end": line, "quote": quote}],
             }

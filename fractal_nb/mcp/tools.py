@@ -607,6 +607,27 @@ TOOLS: tuple[Tool, ...] = (
         ),
     ),
     Tool(
+        "glob_sources",
+        "The names of the graph's sources that match a glob (fnmatch-style: '**/*.py', '*claim*'), in "
+        "the order they were added.",
+        (GRAPH_ID, Param("pattern", _text("A glob over the sources' names, e.g. '**/store/*.py'."))),
+        result_key="names",
+    ),
+    Tool(
+        "grep_sources",
+        "The lines of the graph's sources that match a regular expression (case-insensitive), in source "
+        "order: each hit is source, line (its number, as citations use it) and text.",
+        (
+            GRAPH_ID,
+            Param("pattern", _text("A regular expression, e.g. 'def claim|UPDATE'.")),
+            Param(
+                "glob", _text("Only sources whose names match this glob (optional)."), Wire.OPTIONAL_TEXT, ""
+            ),
+            Param("k", _whole("The most hits (default 50)."), default=50),
+        ),
+        result_key="hits",
+    ),
+    Tool(
         "check_citations",
         "Check citations against the graph's sources without writing anything: each comes back with its "
         "status (verified | no_such_source | no_such_lines | misquoted) and, when it failed, why.",

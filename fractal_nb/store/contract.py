@@ -40,6 +40,7 @@ from .records import (
     GateList,
     GraphList,
     GraphRecord,
+    GrepHit,
     Halted,
     Heartbeat,
     LineageRecord,
@@ -231,6 +232,14 @@ class WorkerStore(Protocol):
 
     def read_source(self, graph_id: str, source: str, line_start: int, line_end: int) -> SourceLines:
         """A span of a source's lines as stored (:meth:`Sources.read`)."""
+
+    def glob_sources(self, graph_id: str, pattern: str) -> list[str]:
+        """The names of the graph's sources matching a glob such as ``**/*.py`` (:meth:`SourceGrep.glob`)."""
+
+    def grep_sources(
+        self, graph_id: str, pattern: str, glob: str | None = None, k: int = 50
+    ) -> list[GrepHit]:
+        """The lines of the graph's sources matching a regular expression (:meth:`SourceGrep.grep`)."""
 
     # -- the thinkon strategy (store/chain.py) ----------------------------------------
 

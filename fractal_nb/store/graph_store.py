@@ -44,6 +44,7 @@ from .records import LineageRecord, SourceRecord, TurnRecord
 from .reopening import Reopening
 from .replay import Replay
 from .round_trips import RoundTrips
+from .source_grep import SourceGrep
 from .sources import Sources
 from .stops import Stops
 from .synthesis import Synthesis
@@ -152,6 +153,7 @@ class GraphStore(Store):
         self._requests = TurnRequests(core, children, self._turns, Reopening(core))
         self._budgets = BudgetTurns(core, self._turns)
         self._sources = Sources(core, citations)
+        self._grep = SourceGrep(self._sources)
         self._replay = Replay(self._db)
         self._lineage = Lineage(core, self._replay)
 
@@ -265,6 +267,8 @@ class GraphStore(Store):
     source_chunks = delegate(Store.source_chunks, lambda s: s._sources.chunks)
     read_source = delegate(Store.read_source, lambda s: s._sources.read)
     search_sources = delegate(Store.search_sources, lambda s: s._sources.search)
+    glob_sources = delegate(Store.glob_sources, lambda s: s._grep.glob)
+    grep_sources = delegate(Store.grep_sources, lambda s: s._grep.grep)
     check_citations = delegate(Store.check_citations, lambda s: s._sources.check)
     table_lines = delegate(Store.table_lines, lambda s: s._sources.table_lines)
 

@@ -558,6 +558,14 @@ class SourceLines(TypedDict):
     lines: list[str]
 
 
+class GrepHit(TypedDict):
+    """``grep_sources``: one line of a source that matches, by its number (1-based)."""
+
+    source: str
+    line: int
+    text: str
+
+
 class SourceHit(ChunkRecord):
     """``search_sources``: a chunk and its retrieval score (higher: more relevant)."""
 

@@ -19,7 +19,7 @@ import pytest
 from pydantic import BaseModel
 
 from fractal_nb import Exploration, GraphStore, InvalidInputError, LLMError, SimulatedLLM, Snippet
-from fractal_nb.engine.strategies.tracks import near_duplicates, similar
+from fractal_nb.engine.orthogonality import near_duplicates, similar
 from fractal_nb.engine.synthesis_object import checked_object
 from fractal_nb.llm.openai_llm import OpenAILLM
 from fractal_nb.llm.protocol import Message

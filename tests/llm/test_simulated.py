@@ -16,7 +16,7 @@ import pytest
 from pydantic import BaseModel
 
 from fractal_nb import InvalidInputError, LLMError, SimulatedLLM
-from fractal_nb.engine.strategies.tracks import near_duplicates
+from fractal_nb.engine.orthogonality import near_duplicates
 from fractal_nb.llm.protocol import LLM, Message, estimate_tokens, messages_tokens, metered
 from fractal_nb.llm.schemas import (
     SCHEMAS,

@@ -246,6 +246,8 @@ class RemoteStore(WorkerStore):
     add_source_text = remote_method(Store.add_source_text)
     search_sources = remote_method(Store.search_sources)
     read_source = remote_method(Store.read_source)
+    glob_sources = remote_method(Store.glob_sources)
+    grep_sources = remote_method(Store.grep_sources)
     check_citations = remote_method(Store.check_citations)
     thinkon_level = remote_method(Store.thinkon_level)
     thinkon_chain = remote_method(Store.thinkon_chain)
