@@ -18,6 +18,9 @@ from typing import Any
 
 from ..errors import BudgetExhaustedError, InvalidInputError
 
+SOLVE_TIME = "solve time limit"
+"""How the ``budget_reason`` of a thinkon level the per-Solve limit cut begins (strategies/thinkon_time.py);
+engine/result_of.py counts those levels among a result's degraded reasons."""
 Prices = dict[str, tuple[float, float]]
 """Per model: (input, output) price per million tokens, in the currency the user thinks in."""
 

@@ -25,12 +25,10 @@ from typing import TYPE_CHECKING
 
 from ...store.records import ThinkonLevel
 from ...text import clip
+from ..limits import SOLVE_TIME
 
 if TYPE_CHECKING:
     from ..run_state import RunState
-
-SOLVE_TIME = "solve time limit"
-"""How the ``budget_reason`` of a level this limit cut begins (engine/result_of.py reads it)."""
 
 
 def past_solve_time(run: RunState, level: ThinkonLevel) -> tuple[list[ThinkonLevel], str] | None:
