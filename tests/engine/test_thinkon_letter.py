@@ -350,3 +350,22 @@ def test_a_solve_time_is_refused_for_a_graph_without_levels(tmp_path: Path) -> N
         with pytest.raises(StateError, match="solve_time_s bounds a thinkon sub-goal's Solve"):
             ex.run(progress=False, solve_time_s=6)
         assert "limits" not in ex.store.get_graph(ex.graph_id)["metadata"], "nothing was written"
+
+
+def test_the_ledger_takes_a_callers_tool_role_and_refuses_a_name_no_tool_has() -> None:
+    with GraphStore() as store:
+        graph_id = store.create_graph(GOAL, "pulse")["graph_id"]
+        row = {
+            "graph_id": graph_id,
+            "role": "tool:river_length",
+            "model": "m",
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "attempts": 0,
+            "latency_s": 0.0,
+            "outcome": "ok",
+        }
+        store.record_llm_calls([row])
+        with pytest.raises(InvalidInputError, match="or tool:<name> for a call of a caller's own tool"):
+            store.record_llm_calls([{**row, "role": "tool:river length!"}])
+        assert [c["role"] for c in store.get_llm_calls(graph_id)["calls"]] == ["tool:river_length"]
