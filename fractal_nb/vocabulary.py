@@ -269,9 +269,11 @@ class Support(StrEnum):
 
 
 TOOL_NAMES = ("search_sources", "read_source", "glob_sources", "grep_sources")
-"""The tools a model may call before it answers (engine/evidence_tools.py); the ledger logs each
-call as role ``tool:<name>`` (``tool:unknown`` for one the model made up; docs/architecture/engine.md,
-"Tool calls")."""
+"""The source tools a model may call before it answers (engine/evidence_tools.py); the ledger logs each
+call as role ``tool:<name>``, a caller's own tool's too (engine/caller_tools.py), and ``tool:unknown``
+one the model made up (docs/architecture/engine.md, "Tool calls")."""
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""What a tool's name may be (OpenAI's rule for a function's name): ``tool:<name>`` is its ledger role."""
 
 
 class HaltKind(StrEnum):

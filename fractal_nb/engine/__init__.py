@@ -10,6 +10,7 @@ directly.
 
 from __future__ import annotations
 
+from .caller_tools import CallerTool, caller_tools
 from .calls import ModelCaller
 from .dispatcher import Clock, RealClock, ScaledClock, WorkerReport
 from .gaps import current, gap_rows
@@ -24,6 +25,7 @@ from .widening import propose_seed_questions
 
 __all__ = [
     "LEFTOVERS",
+    "CallerTool",
     "Clock",
     "Limits",
     "ModelCaller",
@@ -33,6 +35,7 @@ __all__ = [
     "ScaledClock",
     "StrategyPart",
     "WorkerReport",
+    "caller_tools",
     "checked_by",
     "current",
     "gap_rows",

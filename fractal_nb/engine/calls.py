@@ -60,7 +60,7 @@ from ..llm.quality import ReplyContext
 from ..llm.schemas import role_of
 from ..store import WorkerStore
 from ..store.records import CallRow
-from ..vocabulary import TOOL_NAMES, CallOutcome
+from ..vocabulary import CallOutcome
 from .limits import Allowance, Limits
 
 T = TypeVar("T", bound=BaseModel)
@@ -279,7 +279,7 @@ class ModelCaller:
                 allowance.settle(held, spend.prompt_tokens, spend.completion_tokens, spent=not usage.cached)
         failure = error or crash
         call = self._row(role, node_id, worker, spend, usage, time.perf_counter() - started, failure)
-        rows = [*self._tool_rows(usage.tool_calls, node_id, worker), call]
+        rows = [*self._tool_rows(usage.tool_calls, node_id, worker, box), call]
         if crash is None:
             self._observe(error)
         if pending is not None:
@@ -324,18 +324,21 @@ class ModelCaller:
             "refused_usage": _refused_usage(spend.refused_usage),
         }
 
-    def _tool_rows(self, calls: Sequence[ToolCall], node_id: str | None, worker: str | None) -> list[CallRow]:
+    def _tool_rows(
+        self, calls: Sequence[ToolCall], node_id: str | None, worker: str | None, box: ToolBox | None
+    ) -> list[CallRow]:
         """The ledger rows of a call's tool calls: role ``tool:<name>``, no tokens, no requests.
 
-        A tool the model made up (not one of :data:`~fractal_nb.vocabulary.TOOL_NAMES`) is
-        ``tool:unknown``; the row's ``error`` says which it called.
+        A tool the model made up (not one the call offered: a source tool or a caller's
+        own) is ``tool:unknown``; the row's ``error`` says which it called.
         """
+        offered = {d["function"]["name"] for d in box.definitions()} if box is not None and calls else set()
         return [
             {
                 "graph_id": self.graph_id,
                 "node_id": node_id,
                 "worker": worker,
-                "role": f"tool:{c.name if c.name in TOOL_NAMES else 'unknown'}",
+                "role": f"tool:{c.name if c.name in offered else 'unknown'}",
                 "model": self.model,
                 "prompt_tokens": 0,  # the tool round trips' tokens are the call's own row's
                 "completion_tokens": 0,

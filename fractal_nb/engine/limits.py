@@ -4,7 +4,8 @@ The intensity bounds agents and depth; these bound what a run may spend. Tokens
 and cost count the graph's whole call log (a ceiling for the exploration, kept
 with the graph); wall time counts one ``run()``. Tokens and cost are admitted
 before each model call by an :class:`Allowance`; wall time is checked before
-each claim.
+each claim. ``solve_time_s``, a thinkon chain's per-Solve limit, is checked by the
+strategy before each Think or Eval (engine/strategies/thinkon_time.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from typing import Any
 
 from ..errors import BudgetExhaustedError, InvalidInputError
 
+SOLVE_TIME = "solve time limit"
+"""How the ``budget_reason`` of a thinkon level the per-Solve limit cut begins (strategies/thinkon_time.py);
+engine/result_of.py counts those levels among a result's degraded reasons."""
 Prices = dict[str, tuple[float, float]]
 """Per model: (input, output) price per million tokens, in the currency the user thinks in."""
 
@@ -30,6 +34,8 @@ class Limits:
     max_wall_s: float | None = None
     node_timeout_s: float | None = None
     prices: Prices = field(default_factory=dict)
+    # A thinkon sub-goal's Solve: its subtree's running time (docs/architecture/engine.md, "Thinkon")
+    solve_time_s: float | None = None
 
     @classmethod
     def parse(
@@ -40,6 +46,7 @@ class Limits:
         max_wall_s: object = None,
         node_timeout_s: object = None,
         prices: object = None,
+        solve_time_s: object = None,
     ) -> Limits:
         """Check the keyword arguments a person passed; InvalidInputError naming the bad one."""
         limits = cls(
@@ -48,6 +55,7 @@ class Limits:
             max_wall_s=_positive("max_wall_s", max_wall_s),
             node_timeout_s=_positive("node_timeout_s", node_timeout_s),
             prices=_prices(prices),
+            solve_time_s=_positive("solve_time_s", solve_time_s),
         )
         if limits.max_cost is not None and not limits.prices:
             raise InvalidInputError(

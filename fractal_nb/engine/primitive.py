@@ -22,7 +22,6 @@ from ..errors import (
     LLMUnavailableError,
     NodeTimeLimitError,
 )
-from ..llm.protocol import ToolUsingLLM
 from ..llm.schemas import (
     Answer,
     Connections,
@@ -39,8 +38,8 @@ from ..store.records import Claim, QuestionContext, SynthesisClaim
 from ..text import clip, normalize
 from ..vocabulary import MAX_SUB_QUESTIONS, UNEXPLORED, CheckpointKind, HaltKind, NodeStatus, SaturationReason
 from . import evidence
+from .caller_tools import offered_tools
 from .calls import PendingCalls
-from .evidence_tools import SourceTools
 
 if TYPE_CHECKING:
     from .run_state import RunState
@@ -79,7 +78,9 @@ def work_question(run: RunState, claim: Claim, worker: str) -> StepRecord:
                     node_id=node_id,
                     worker=worker,
                     pending=calls,
-                    tools=_source_tools(run),  # with sources, a model that takes tools reads them itself
+                    tools=offered_tools(
+                        run
+                    ),  # the sources and the caller's tools, for a model that takes tools
                 )
             except LLMError as exc:
                 return _release(run, node_id, question, worker, exc)
@@ -499,11 +500,3 @@ def _distinct(claims: list[StatedClaim]) -> list[StatedClaim]:
     for claim in claims:
         kept.setdefault(normalize(claim.text), claim)
     return list(kept.values())
-
-
-def _source_tools(run: RunState) -> SourceTools | None:
-    """The answer's tools: the graph's sources, if any, for a model that takes tools ("Tool calls")."""
-    llm = run.call.llm
-    if not (isinstance(llm, ToolUsingLLM) and llm.takes_tools and run.has_sources):
-        return None
-    return SourceTools(run.store, run.graph_id)

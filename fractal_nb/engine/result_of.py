@@ -17,6 +17,7 @@ from ..store.records import NodeRecord, Snapshot
 from ..vocabulary import GraphStatus, NodeStatus, SaturationReason, Strategy, Support, WeakReason
 from . import evidence
 from .gaps import current, gap_rows
+from .limits import SOLVE_TIME
 
 if TYPE_CHECKING:
     from .run_state import RunState
@@ -277,6 +278,13 @@ def _degraded_reasons(
     joined = sum(bool(n["metadata"].get("synthesis_failed")) for n in questions)
     if joined:
         reasons.append(f"{joined} synthesis(es) failed and were joined from sub-findings without the model")
+    timed = sum(str(n["metadata"].get("budget_reason") or "").startswith(SOLVE_TIME) for n in questions)
+    if (
+        timed
+    ):  # a thinkon sub-goal past its Solve time returned its partial state (strategies/thinkon_time.py)
+        reasons.append(
+            f"{timed} sub-goal level(s) ran past the per-Solve time limit and returned a partial state"
+        )
     answered = replies.get("accepted", 0) + replies.get("corrected", 0)
     refused = replies.get("rejected", 0)
     if refused and refused >= REFUSED_SHARE * (answered + refused):

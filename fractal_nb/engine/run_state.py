@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import StateError
 from ..llm.protocol import LLM
@@ -13,8 +14,12 @@ from ..store.records import GraphRecord
 from ..vocabulary import BUDGETS, DEFAULT_STRATEGY, Budget, CheckpointMode, Intensity
 from . import evidence
 from .calls import ModelCaller
+from .dispatcher import Clock, RealClock
 from .limits import Limits
 from .strategies import StrategyPart, strategy_part
+
+if TYPE_CHECKING:
+    from .caller_tools import CallerTool
 
 
 @dataclass
@@ -41,6 +46,10 @@ class RunState:
     prompts: Mapping[str, str] = field(default_factory=dict)
     # The whole local store behind ``store`` (``local``); None for a worker's store (mcp/remote/worker.py).
     whole: Store | None = None
+    # The caller's own tools for this process's runs (engine/caller_tools.py): code, never in the file.
+    tools: tuple[CallerTool, ...] = ()
+    # The run's clock: what a thinkon level's steps are timed by (engine/strategies/thinkon_time.py).
+    clock: Clock = field(default_factory=RealClock)
 
     @classmethod
     def for_graph(
@@ -51,12 +60,17 @@ class RunState:
         *,
         limits: Limits | None = None,
         whole: Store | None = None,
+        tools: tuple[CallerTool, ...] = (),
+        clock: Clock | None = None,
     ) -> RunState:
         """The run state of ``graph`` (a ``get_graph`` record) on ``store`` with ``llm``.
 
         ``whole``: the same store as a whole local :class:`~fractal_nb.store.Store`, in the
-        process that owns the graph's file (``local``); None for a worker's store.
+        process that owns the graph's file (``local``); None for a worker's store. Without
+        ``limits``, the graph's per-Solve limit still holds (a worker in another process
+        applies it: it needs no whole store). ``tools``: the caller's (``caller_tools``).
         """
+        kept = Limits.from_metadata(graph["metadata"])
         state = cls(
             store=store,
             whole=whole,
@@ -68,8 +82,10 @@ class RunState:
             call=ModelCaller(llm, store, graph["graph_id"]),
             part=strategy_part(graph["metadata"].get("strategy", DEFAULT_STRATEGY)),
             prompts=dict(graph["metadata"].get("prompts") or {}),
+            tools=tools,
+            clock=clock or RealClock(),
         )
-        state.arm(limits or Limits())
+        state.arm(limits or Limits(solve_time_s=kept.solve_time_s))
         return state
 
     @property

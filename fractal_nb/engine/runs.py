@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 from ..results.result import StepRecord
 from ..results.run_report import WorkerReport
 from ..vocabulary import RunOutcome
-from .dispatcher import Clock, Dispatcher, OnStepError, RealClock, heartbeat
+from .dispatcher import Clock, Dispatcher, OnStepError, heartbeat
 from .outcome import after_seed, failed, held_back
 from .primitive import claim_question, leftovers, process
 
@@ -54,8 +54,10 @@ def run(
     step, from the worker's thread (if it raises, ``stop`` is set and the error is
     raised from here as it is: the caller's, not the engine's); setting ``stop``
     pauses the run. Any other error is a failure the engine cannot recover from:
-    the graph records it (:func:`.outcome.failed`), then it is raised.
+    the graph records it (:func:`.outcome.failed`), then it is raised. ``clock`` (None: the
+    state's) becomes the run's: the dispatcher's waits and the thinkon levels' steps are timed by it.
     """
+    state.clock = clock or state.clock
     state.arm(limits)
     state.convergence_found.clear()
     state.call.reset_health()  # the model may be back
@@ -82,7 +84,7 @@ def run(
             dispatcher = Dispatcher(
                 state,
                 workers=min(workers, state.budget.max_agents),
-                clock=clock or RealClock(),
+                clock=state.clock,
                 on_step=stepped,
                 stop=stop,
             )
@@ -146,7 +148,8 @@ def work(
     store's ceiling holds (docs/architecture/store.md, rule 17).
     """
     threads = min(threads, state.budget.max_agents)
+    state.clock = clock or state.clock  # the run's clock, as run()'s
     dispatcher = Dispatcher(
-        state, workers=threads, clock=clock or RealClock(), worker_prefix=worker_prefix, patient=True
+        state, workers=threads, clock=state.clock, worker_prefix=worker_prefix, patient=True
     )
     return dispatcher.work(threads)

@@ -12,8 +12,8 @@ import pandas as pd
 
 from ..arguments import check_llm, check_store_target
 from ..checks import require_flag, require_id, require_text
-from ..engine import Clock, Limits, RealClock, RunState, gap_rows, preview
-from ..errors import InvalidInputError
+from ..engine import Clock, Limits, RealClock, RunState, caller_tools, gap_rows, preview
+from ..errors import InvalidInputError, StateError
 from ..llm.protocol import LLM
 from ..results.evidence import Evidence, evidence_of, node_evidence
 from ..results.export import to_networkx
@@ -77,16 +77,19 @@ class Exploration:
         *,
         clock: Clock | None = None,
         owns_store: bool = False,
+        tools: object = None,
     ) -> None:
         graph = store.get_graph(graph_id)
         self.store = store
         self.graph_id = graph_id
         self.llm = llm
         self._owns_store = owns_store
-        self._state = RunState.for_graph(
-            store, graph, llm, limits=Limits.from_metadata(graph["metadata"]), whole=store
-        )
         self._clock = clock or RealClock()
+        # The caller's tools are this process's, never the file's (docs/notebook.md, "Your own tools").
+        limits, tools = Limits.from_metadata(graph["metadata"]), caller_tools(tools)
+        self._state = RunState.for_graph(
+            store, graph, llm, limits=limits, whole=store, tools=tools, clock=self._clock
+        )
         # One run per graph in this process, whichever Exploration object asks (a notebook
         # may open the same file again while a Run goes on).
         running = store.run_lock(graph_id)
@@ -115,6 +118,8 @@ class Exploration:
         strategy: str | None = None,
         prompts: dict[str, str] | None = None,
         preset: str | None = None,
+        solve_time_s: float | None = None,
+        tools: list[Callable[..., object]] | None = None,
     ) -> Exploration:
         """Start a new exploration of ``seed`` in a new or existing DuckDB file (None: in memory).
 
@@ -131,6 +136,10 @@ class Exploration:
         ``prompts``: with ``strategy="thinkon"``, the caller's own Think and Eval templates
         (``{"think": Prompt_t, "eval": Prompt_e}``, either or both; ``$goal``, ``$done``… as
         docs/strategies.md lists), kept with the graph; the engine adds the reply format.
+        ``solve_time_s``: with ``strategy="thinkon"``, each sub-goal's Solve time (its subtree's),
+        kept with the graph (docs/notebook.md, "Budgets"). ``tools``: functions the model may
+        call (docs/notebook.md, "Your own tools"), for the runs of this Exploration in this
+        process: tools are code, so the file does not keep them (pass them to :meth:`open` again).
         Every argument is checked before the file is opened: a refused one creates nothing
         (a :class:`~fractal_nb.exploration.source_inputs.Table` is read once the file is open,
         before the graph is made).
@@ -145,7 +154,9 @@ class Exploration:
             prices=prices,
             max_wall_s=max_wall_s,
             node_timeout_s=node_timeout_s,
+            solve_time_s=solve_time_s,
         )
+        checked = caller_tools(tools)
         store, graph_id = new_graph(
             seed,
             intensity,
@@ -157,7 +168,7 @@ class Exploration:
             prompts=prompts,
             preset=preset,
         )
-        return cls(store, graph_id, llm, clock=clock, owns_store=True)
+        return cls(store, graph_id, llm, clock=clock, owns_store=True, tools=checked)
 
     @classmethod
     def open(
@@ -168,6 +179,7 @@ class Exploration:
         llm: LLM | None = None,
         clock: Clock | None = None,
         read_only: bool = False,
+        tools: list[Callable[..., object]] | None = None,
     ) -> Exploration:
         """Reopen an exploration from its file; claims left by a dead run go back to open.
 
@@ -181,10 +193,11 @@ class Exploration:
         with :class:`~fractal_nb.StateError` before the model is called. The
         ``fractal-nb`` inspection commands open files this way. Reading needs no model:
         ``llm`` may then be left out (a run, a step or a steering call is refused, naming
-        ``llm=``); opening to write needs it.
+        ``llm=``); opening to write needs it. ``tools``: as :meth:`create`'s, for this process.
         """
+        checked = caller_tools(tools)
         store, opened, model = opened_graph(path, graph_id, llm, clock, read_only=read_only)
-        return cls(store, opened, model, clock=clock, owns_store=True)
+        return cls(store, opened, model, clock=clock, owns_store=True, tools=checked)
 
     @staticmethod
     def graphs(path: str | Path, *, read_only: bool = False) -> pd.DataFrame:
@@ -276,6 +289,7 @@ class Exploration:
         prices: dict[str, tuple[float, float]] | None = None,
         max_wall_s: float | None = None,
         node_timeout_s: float | None = None,
+        solve_time_s: float | None = None,
     ) -> RunReport:
         """Seed if needed, then work with up to ``max_workers`` threads until done, paused or out of budget.
 
@@ -294,7 +308,8 @@ class Exploration:
         ``max_tokens`` and ``max_cost`` (with ``prices``: {model: (input, output)}
         per million tokens) for the graph's whole call log, ``max_wall_s`` for
         this run, ``node_timeout_s`` for each node's model calls. Reaching one
-        ends the run as ``budget_exhausted`` with the reason.
+        ends the run as ``budget_exhausted`` with the reason. ``solve_time_s`` (a thinkon
+        graph's) ends only the sub-goal past it, with its partial state; the run goes on.
         ``on_step`` is called (from worker threads) after each node, once its
         writes are committed; if it raises, the run stops and the error is raised
         here, the graph left as it is (it is the caller's error, not the engine's).
@@ -318,6 +333,7 @@ class Exploration:
             prices=prices,
             max_wall_s=max_wall_s,
             node_timeout_s=node_timeout_s,
+            solve_time_s=solve_time_s,
         )
         return self._runner.run(workers, asked, progress=progress, on_step=on_step, resume=resume)
 

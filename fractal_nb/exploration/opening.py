@@ -124,6 +124,10 @@ def _only_graph(store: Store) -> str:
 def _graph_metadata(limits: Limits, strategy: str, prompts: object) -> dict[str, Any] | None:
     """What a new graph keeps of its creation: its limits, strategy and own prompts, each only when given."""
     kept: dict[str, Any] = {}
+    if limits.solve_time_s is not None and strategy != Strategy.THINKON:
+        raise InvalidInputError(
+            f"solve_time_s= bounds a thinkon sub-goal's Solve; strategy {strategy!r} has no Solve to bound"
+        )
     if prompts is not None:
         if strategy != Strategy.THINKON:
             raise InvalidInputError(

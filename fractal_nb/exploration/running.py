@@ -27,7 +27,15 @@ from ..results.run_report import RunReport, Usage
 from ..store import Store
 from ..store.records import ModelSpend, TurnRequest
 from ..store.stops import refuse_held
-from ..vocabulary import TERMINAL_GRAPH, GraphStatus, NodeStatus, NodeType, parse_metadata, pending_counts
+from ..vocabulary import (
+    TERMINAL_GRAPH,
+    GraphStatus,
+    NodeStatus,
+    NodeType,
+    Strategy,
+    parse_metadata,
+    pending_counts,
+)
 
 STEP_WORKER = "stepper"
 
@@ -198,6 +206,11 @@ class Runner:
 
     def _limits_with(self, asked: Limits) -> tuple[Limits, dict[str, Any]]:
         """The graph's limits with ``asked`` merged in, and the metadata keeping them (checked, unwritten)."""
+        if asked.solve_time_s is not None and self._state.strategy != Strategy.THINKON:
+            raise StateError(
+                f"graph {self._graph_id} is a {self._state.strategy} graph: solve_time_s bounds a thinkon "
+                "sub-goal's Solve, and it has none"
+            )
         limits = self.limits().merged(asked)
         kept = {"limits": limits.to_metadata()}
         parse_metadata(kept)

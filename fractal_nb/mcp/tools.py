@@ -112,6 +112,10 @@ def _text(description: str) -> Any:
     return Annotated[str, Field(description=description)]
 
 
+def _seconds(description: str) -> Any:
+    return Annotated[float, Field(description=description, ge=0)]
+
+
 def _whole(description: str) -> Any:
     """A whole-number parameter, strictly: true, "2" or 2.0 are refused by the schema, not read as 1 or 2."""
     return Annotated[int, Field(description=description, strict=True)]
@@ -784,7 +788,8 @@ TOOLS: tuple[Tool, ...] = (
         "record_llm_calls",
         "Append model-call log records to the ledger budgets count. Each record is an object: "
         "graph_id, role (seed|answer|connect|synthesize|harvest|widen|think|eval|single|judge, or "
-        "tool:search_sources|tool:read_source|tool:unknown for a model's tool call), model, prompt_tokens, "
+        "tool:search_sources|tool:read_source|tool:unknown|tool:<name> of a caller's own tool for a model's "
+        "tool call), model, prompt_tokens, "
         "completion_tokens, attempts, latency_s, outcome (ok|cached|error|discarded); optional "
         "node_id (a node of that graph), worker, corrections, queue_s, mode, error, tokens_estimated, "
         "retry_sampling (JSON text), refused_usage (JSON text: usage figures the server reported that no "
@@ -804,6 +809,14 @@ TOOLS: tuple[Tool, ...] = (
 )
 # The thinkon strategy (docs/architecture/engine.md, "Thinkon"): an outside agent works the chain with these,
 # claiming the level that acts next with fractal_claim_work like any question.
+SPENT_S = Param(
+    "spent_s",
+    _seconds(
+        "Seconds this step ran (its model call and write), added to the level's spent_s: what a per-Solve "
+        "time limit reads (0 if not timed)."
+    ),
+    default=0.0,
+)
 TOOLS += (
     Tool(
         "thinkon_level",
@@ -826,6 +839,7 @@ TOOLS += (
             NODE_ID,
             Param("todo", _text("The plan in plain language, e.g. numbered items t1, t2.")),
             WORKER_ID,
+            SPENT_S,
         ),
     ),
     Tool(
@@ -837,6 +851,7 @@ TOOLS += (
             NODE_ID,
             Param("goal", _text("The sub-goal, stated so it can be done on its own.")),
             WORKER_ID,
+            SPENT_S,
         ),
     ),
     Tool(
@@ -852,6 +867,7 @@ TOOLS += (
             WORKER_ID,
             Param("outcome", _text("returned, failed or cut."), default="returned"),
             Param("reason", _text("Why it failed or was cut; empty for returned."), Wire.OPTIONAL_TEXT, ""),
+            SPENT_S,
         ),
         result_key="parent",
     ),

@@ -12,6 +12,10 @@ outside agent over MCP cannot break them either:
   killed run resumes with it.
 - One chain: at most one level is open or claimed at a time (the one whose step
   is next); the levels above it wait ``answered``.
+- ``spent_s``: each write adds the seconds the step that made it ran (the run's clock)
+  to the level's state, and a return adds the level's whole ``spent_s`` to its parent's,
+  so a level's ``spent_s`` is its steps' and its returned sub-goals' running time: what
+  the engine's per-Solve limit reads (engine/strategies/thinkon_time.py).
 
 The plan is the level's answer node and a sub-goal hangs under it, so every face
 that draws questions and answers draws a chain too.
@@ -19,9 +23,10 @@ that draws questions and answers draws a chain too.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from ..checks import require_id, require_text
+from ..checks import require_id, require_seconds, require_text
 from ..errors import StateError
 from ..vocabulary import (
     NodeStatus,
@@ -53,14 +58,16 @@ def require_chain(graph: GraphRow) -> GraphRow:
 
 
 def level_state(meta: dict[str, Any]) -> dict[str, Any]:
-    """A level's ``{phase, todo, done}`` from its metadata (a new level's when it has none)."""
+    """A level's ``{phase, todo, done, spent_s}`` from its metadata (a new level's when it has none)."""
     state = meta.get(KEY)
     state = state if isinstance(state, dict) else {}
     done = state.get("done")
+    spent = state.get("spent_s")
     return {
         "phase": str(state.get("phase") or ThinkonPhase.THINK),
         "todo": state.get("todo") if isinstance(state.get("todo"), str) else None,
         "done": [d for d in done if isinstance(d, dict)] if isinstance(done, list) else [],
+        "spent_s": float(spent) if isinstance(spent, int | float) and not isinstance(spent, bool) else 0.0,
     }
 
 
@@ -88,14 +95,18 @@ class ThinkonWrites:
             )
             return [self._level(graph.graph_id, n) for n in sorted(nodes, key=lambda n: n.depth)]
 
-    def thinkon_plan(self, graph_id: str, node_id: str, todo: str, *, worker_id: str) -> ThinkonLevel:
+    def thinkon_plan(
+        self, graph_id: str, node_id: str, todo: str, *, worker_id: str, spent_s: float = 0.0
+    ) -> ThinkonLevel:
         """Think's plan: written to the level's ``todo`` (and as its answer); the level's Eval is next."""
         todo = require_text(todo, "todo")
+        spent_s = require_seconds(spent_s, "spent_s")
         with self._db.write():
             graph, level = self._acting(graph_id, node_id, worker_id, ThinkonPhase.THINK)
             now = self._core.clock()
             self._children.add(graph, level, NodeType.ANSWER, [(todo, {KEY: "plan"})], worker_id)
-            state = {**level_state(level.metadata), "phase": ThinkonPhase.EVAL.value, "todo": todo}
+            state = level_state(level.metadata)
+            state |= {"phase": ThinkonPhase.EVAL.value, "todo": todo, "spent_s": state["spent_s"] + spent_s}
             self._open(
                 self._core.node(graph.graph_id, level.node_id),
                 state,
@@ -106,13 +117,16 @@ class ThinkonWrites:
             )
             return self._level(graph.graph_id, self._core.node(graph.graph_id, level.node_id))
 
-    def thinkon_call(self, graph_id: str, node_id: str, goal: str, *, worker_id: str) -> ThinkonLevel:
+    def thinkon_call(
+        self, graph_id: str, node_id: str, goal: str, *, worker_id: str, spent_s: float = 0.0
+    ) -> ThinkonLevel:
         """Eval's call: a sub-goal, a new level under this one's plan; this level waits for its return.
 
         Returns the new level. A sub-goal past the depth budget is refused (BudgetError):
         the engine returns the level's state instead (docs/architecture/engine.md, "Thinkon").
         """
         goal = require_text(goal, "goal")
+        spent_s = require_seconds(spent_s, "spent_s")
         with self._db.write():
             graph, level = self._acting(graph_id, node_id, worker_id, ThinkonPhase.EVAL)
             plan = self._plan_of(level)
@@ -120,6 +134,13 @@ class ThinkonWrites:
             (child,) = self._children.add(
                 graph, plan, NodeType.QUESTION, [(goal, fresh)], worker_id, question=level
             )
+            if spent_s:  # the Eval's time is the level's own
+                state = level_state(level.metadata)
+                state["spent_s"] += spent_s
+                self._db.execute(
+                    "UPDATE nodes SET metadata = ? WHERE node_id = ?",
+                    [json.dumps({**level.metadata, KEY: state}), level.node_id],
+                )
             self._core.log(
                 graph.graph_id,
                 level.node_id,
@@ -139,6 +160,7 @@ class ThinkonWrites:
         worker_id: str,
         outcome: ThinkonOutcome | str = ThinkonOutcome.RETURNED,
         reason: str | None = None,
+        spent_s: float = 0.0,
     ) -> ThinkonLevel | None:
         """A level's return: its result (its synthesis), appended to the parent's ``done`` at once.
 
@@ -148,8 +170,10 @@ class ThinkonWrites:
         return a level nobody holds (open or gated) or another worker's (the chain unwinding).
         The parent must wait for this level: answered, its return not in ``done`` yet.
         Returns the parent's level, open for its next Eval, or None for the root.
+        ``spent_s``: the step's time; the level's whole ``spent_s`` is added to its parent's.
         """
         result = require_text(result, "result")
+        spent_s = require_seconds(spent_s, "spent_s")
         how = parse_choice(ThinkonOutcome, outcome, "outcome")
         if how != ThinkonOutcome.RETURNED:
             reason = require_text(reason, "reason")
@@ -157,6 +181,7 @@ class ThinkonWrites:
             graph, level = self._acting(graph_id, node_id, worker_id, None, unheld=how == ThinkonOutcome.CUT)
             now = self._core.clock()
             state = level_state(level.metadata)
+            state["spent_s"] += spent_s
             if state["todo"] is None and how == ThinkonOutcome.RETURNED:  # Think returned at once: its answer
                 self._children.add(graph, level, NodeType.ANSWER, [(result, {KEY: "result"})], worker_id)
                 level = self._core.node(graph.graph_id, level.node_id)
@@ -182,14 +207,21 @@ class ThinkonWrites:
             )
             if level.question_id is None:  # the root: the chain's result
                 return None
-            return self._append_done(graph, level, result, how, worker_id, now)
+            return self._append_done(graph, level, result, how, worker_id, now, state["spent_s"])
 
     # -- internals ----------------------------------------------------------------
 
     def _append_done(
-        self, graph: GraphRow, level: NodeRow, result: str, how: ThinkonOutcome, worker_id: str, now: float
+        self,
+        graph: GraphRow,
+        level: NodeRow,
+        result: str,
+        how: ThinkonOutcome,
+        worker_id: str,
+        now: float,
+        spent_s: float,
     ) -> ThinkonLevel:
-        """A level's return appended to its parent's ``done``; the parent, open for its next Eval."""
+        """A level's return appended to its parent's ``done`` (its time to the parent's); the parent, open."""
         assert level.question_id is not None, "the root has no parent to return to"
         above = self._core.node(graph.graph_id, level.question_id)
         parent_state = level_state(above.metadata)
@@ -209,6 +241,7 @@ class ThinkonWrites:
             "outcome": how.value,
         }
         parent_state["done"] = [*parent_state["done"], entry]
+        parent_state["spent_s"] += spent_s
         payload = {"child": level.node_id, "index": len(parent_state["done"]) - 1, "outcome": how.value}
         self._open(above, parent_state, worker_id, now, "done_appended", payload)
         return self._level(graph.graph_id, self._core.node(graph.graph_id, above.node_id))
@@ -296,6 +329,7 @@ class ThinkonWrites:
             "status": node.status,
             "phase": state["phase"],
             "todo": state["todo"],
+            "spent_s": state["spent_s"],
             "done": [
                 {
                     "node_id": str(d.get("node_id")),

@@ -249,10 +249,14 @@ class WorkerStore(Protocol):
     def thinkon_chain(self, graph_id: str) -> list[ThinkonLevel]:
         """The levels that have not returned, root first: the chain as it stands (the last acts next)."""
 
-    def thinkon_plan(self, graph_id: str, node_id: str, todo: str, *, worker_id: str) -> ThinkonLevel:
+    def thinkon_plan(
+        self, graph_id: str, node_id: str, todo: str, *, worker_id: str, spent_s: float = 0.0
+    ) -> ThinkonLevel:
         """Think's plan: written to the level's ``todo`` (and as its answer); the level's Eval is next."""
 
-    def thinkon_call(self, graph_id: str, node_id: str, goal: str, *, worker_id: str) -> ThinkonLevel:
+    def thinkon_call(
+        self, graph_id: str, node_id: str, goal: str, *, worker_id: str, spent_s: float = 0.0
+    ) -> ThinkonLevel:
         """Eval's call: a sub-goal, a new level under this one's plan; this level waits for its return."""
 
     def thinkon_return(
@@ -264,6 +268,7 @@ class WorkerStore(Protocol):
         worker_id: str,
         outcome: ThinkonOutcome | str = ThinkonOutcome.RETURNED,
         reason: str | None = None,
+        spent_s: float = 0.0,
     ) -> ThinkonLevel | None:
         """A level's return: its result (its synthesis), appended to the parent's ``done`` at once."""
 

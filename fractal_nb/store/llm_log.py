@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from ..checks import optional_name, require_id
 from ..errors import InvalidInputError, NotFoundError
-from ..vocabulary import MAX_CALL_TOKENS, TOOL_NAMES, CallOutcome
+from ..vocabulary import MAX_CALL_TOKENS, TOOL_NAME, TOOL_NAMES, CallOutcome
 from .base import StoreCore
 from .records import CallRow, CallRows, ModelSpend
 from .rows import iso
@@ -267,6 +267,14 @@ class LLMLog:
         )
 
 
+def _caller_tool(role: object) -> bool:
+    """Whether ``role`` is ``tool:<name>``: a call of a caller's own tool.
+
+    docs/architecture/engine.md, "Tool calls".
+    """
+    return isinstance(role, str) and role.startswith("tool:") and TOOL_NAME.fullmatch(role[5:]) is not None
+
+
 def _checked_call(index: int, call: object) -> CallRow:
     """One call record as the ledger keeps it, or InvalidInputError saying what is wrong and allowed."""
     where = f"calls[{index}]"
@@ -274,8 +282,11 @@ def _checked_call(index: int, call: object) -> CallRow:
     row["graph_id"] = require_id(row["graph_id"], f"{where}.graph_id")
     row["node_id"] = None if row["node_id"] is None else require_id(row["node_id"], f"{where}.node_id")
     row["worker"] = optional_name(row["worker"], f"{where}.worker")
-    if row["role"] not in ROLES:
-        raise InvalidInputError(f"{where}.role {row['role']!r} is not a role; roles: {', '.join(ROLES)}")
+    if row["role"] not in ROLES and not _caller_tool(row["role"]):
+        raise InvalidInputError(
+            f"{where}.role {row['role']!r} is not a role; roles: {', '.join(ROLES)}, or tool:<name> "
+            "for a call of a caller's own tool"
+        )
     if row["outcome"] not in OUTCOMES:
         raise InvalidInputError(
             f"{where}.outcome {row['outcome']!r} is invalid; valid values: {', '.join(OUTCOMES)}"

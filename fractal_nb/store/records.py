@@ -451,6 +451,7 @@ class ThinkonLevel(TypedDict):
     status: str
     phase: str  # a ThinkonPhase value
     todo: str | None  # the plan, written only by Think
+    spent_s: float  # the running time of its steps and its returned sub-goals (store/chain.py)
     done: list[DoneEntry]  # every sub-goal's return, in order
 
 

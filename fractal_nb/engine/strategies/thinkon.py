@@ -15,6 +15,9 @@ keeps the limits:
 - **tokens, cost, time**: the graph's budgets (engine/limits.py), checked before
   each call; a call the budget refuses returns the level's state, and the run's
   harvest unwinds the rest of the chain the same way (:func:`unwind`);
+- **a sub-goal's Solve time** (``solve_time_s``): checked before each Think or Eval of its
+  subtree; past it, the sub-goal and the levels below it return their state, and its
+  parent's Eval goes on (thinkon_time.py);
 - **a reply that is no valid Think or Eval** (after the correction round trip)
   ends that level only: it returns failed into its parent's ``done``, and the
   parent's Eval goes on.
@@ -48,6 +51,8 @@ from ...store.chain import level_state
 from ...store.records import Claim, DoneEntry, NodeRecord, SynthesisClaim, ThinkonLevel
 from ...text import clip, normalize
 from ...vocabulary import MAX_CHILDREN, ThinkonOutcome, ThinkonPhase
+from ..caller_tools import offered_tools
+from .thinkon_time import past_solve_time
 
 if TYPE_CHECKING:
     from ...llm.protocol import Message
@@ -124,11 +129,14 @@ def advance(run: RunState, claim: Claim, worker: str) -> StepRecord:
     """One step of the chain on the level ``worker`` claimed: its Think, or its Eval."""
     node_id = claim["node_id"]
     assert node_id is not None, "callers pass only claims that found a level"
+    started = run.clock.now()
     level = run.store.thinkon_level(run.graph_id, node_id)
     try:
+        if (past := past_solve_time(run, level)) is not None:  # before the call (thinkon_time.py)
+            return _past_solve_time(run, level, worker, *past)
         if level["phase"] == ThinkonPhase.THINK:
-            return _think(run, level, worker)
-        return _eval(run, level, worker)
+            return _think(run, level, worker, started)
+        return _eval(run, level, worker, started)
     except FractalError as exc:  # pruned, taken over, cut by a harvest or stopped meanwhile: refused whole
         return StepRecord(node_id, worker, level["goal"], error=f"write refused: {exc}")
 
@@ -143,21 +151,24 @@ def _where(run: RunState, level: ThinkonLevel) -> dict[str, object]:
     }
 
 
-def _think(run: RunState, level: ThinkonLevel, worker: str) -> StepRecord:
+def _think(run: RunState, level: ThinkonLevel, worker: str, started: float) -> StepRecord:
+    """Think, with the tools (the sources', the caller's) for a model that takes them ("Tool calls")."""
     prompt = _messages(run, "think", **_where(run, level))
+    tools = offered_tools(run)
     try:
         with run.call.time_limit(run.limits.node_timeout_s):
-            reply = run.call(Think, prompt, node_id=level["node_id"], worker=worker)
+            reply = run.call(Think, prompt, node_id=level["node_id"], worker=worker, tools=tools)
     except LLMError as exc:
-        return _failed_call(run, level, worker, exc)
+        return _failed_call(run, level, worker, exc, run.clock.now() - started)
+    spent = run.clock.now() - started
     if reply.type == ThinkChoice.RETURN:
-        return _return(run, level, worker, reply.description)
-    run.store.thinkon_plan(run.graph_id, level["node_id"], reply.description, worker_id=worker)
+        return _return(run, level, worker, reply.description, spent)
+    run.store.thinkon_plan(run.graph_id, level["node_id"], reply.description, worker_id=worker, spent_s=spent)
     run.announce_work()
     return StepRecord(level["node_id"], worker, level["goal"], thinkon="plan")
 
 
-def _eval(run: RunState, level: ThinkonLevel, worker: str) -> StepRecord:
+def _eval(run: RunState, level: ThinkonLevel, worker: str, started: float) -> StepRecord:
     prompt = _messages(
         run,
         "eval",
@@ -169,28 +180,30 @@ def _eval(run: RunState, level: ThinkonLevel, worker: str) -> StepRecord:
         with run.call.time_limit(run.limits.node_timeout_s):
             reply = run.call(Eval, prompt, node_id=level["node_id"], worker=worker)
     except LLMError as exc:
-        return _failed_call(run, level, worker, exc)
+        return _failed_call(run, level, worker, exc, run.clock.now() - started)
+    spent = run.clock.now() - started
     if reply.type == EvalChoice.RETURN:
-        return _return(run, level, worker, reply.description)
+        return _return(run, level, worker, reply.description, spent)
     loop = repeated(level["done"], reply.description)
     if loop is not None:
-        return _cut(run, level, worker, loop)
+        return _cut(run, level, worker, loop, spent=spent)
     if len(level["done"]) >= MAX_CHILDREN:  # each call is a child of the plan, and each returned
-        return _cut(
-            run, level, worker, f"width limit: {len(level['done'])} sub-goals called, at most {MAX_CHILDREN}"
-        )
+        width = f"width limit: {len(level['done'])} sub-goals called, at most {MAX_CHILDREN}"
+        return _cut(run, level, worker, width, spent=spent)
     try:
-        child = run.store.thinkon_call(run.graph_id, level["node_id"], reply.description, worker_id=worker)
+        child = run.store.thinkon_call(
+            run.graph_id, level["node_id"], reply.description, worker_id=worker, spent_s=spent
+        )
     except BudgetError as exc:  # the depth budget (the store's rule, a deepened branch's ceiling included)
-        return _cut(run, level, worker, f"depth limit: {exc}")
+        return _cut(run, level, worker, f"depth limit: {exc}", spent=spent)
     run.announce_work()
     return StepRecord(
         level["node_id"], worker, level["goal"], sub_questions=(child["node_id"],), thinkon="call"
     )
 
 
-def _return(run: RunState, level: ThinkonLevel, worker: str, result: str) -> StepRecord:
-    run.store.thinkon_return(run.graph_id, level["node_id"], result, worker_id=worker)
+def _return(run: RunState, level: ThinkonLevel, worker: str, result: str, spent: float) -> StepRecord:
+    run.store.thinkon_return(run.graph_id, level["node_id"], result, worker_id=worker, spent_s=spent)
     run.announce_work()
     return StepRecord(
         level["node_id"], worker, level["goal"], synthesized=(level["node_id"],), thinkon="return"
@@ -198,7 +211,13 @@ def _return(run: RunState, level: ThinkonLevel, worker: str, result: str) -> Ste
 
 
 def _cut(
-    run: RunState, level: ThinkonLevel, worker: str, reason: str, *, budget: str | None = None
+    run: RunState,
+    level: ThinkonLevel,
+    worker: str,
+    reason: str,
+    *,
+    budget: str | None = None,
+    spent: float = 0.0,
 ) -> StepRecord:
     run.store.thinkon_return(
         run.graph_id,
@@ -207,6 +226,7 @@ def _cut(
         worker_id=worker,
         outcome=ThinkonOutcome.CUT,
         reason=reason,
+        spent_s=spent,
     )
     run.announce_work()
     return StepRecord(
@@ -219,7 +239,23 @@ def _cut(
     )
 
 
-def _failed_call(run: RunState, level: ThinkonLevel, worker: str, exc: LLMError) -> StepRecord:
+def _past_solve_time(
+    run: RunState, level: ThinkonLevel, worker: str, levels: list[ThinkonLevel], reason: str
+) -> StepRecord:
+    """The sub-goal past its Solve time returns its state, the levels below it (``level`` first) before it.
+
+    No model call; the parent's Eval goes on (thinkon_time.py). ``level`` is the worker's; the
+    levels above it are open once the one below returned, so this worker returns them too.
+    """
+    record = _cut(run, level, worker, reason)
+    for above in levels[1:]:
+        _cut(run, run.store.thinkon_level(run.graph_id, above["node_id"]), worker, reason)
+    return record
+
+
+def _failed_call(
+    run: RunState, level: ThinkonLevel, worker: str, exc: LLMError, spent: float = 0.0
+) -> StepRecord:
     """A call that failed: the level given back, cut, or ended.
 
     The model unreachable gives the level back (open, resumable); a spent budget or
@@ -234,9 +270,9 @@ def _failed_call(run: RunState, level: ThinkonLevel, worker: str, exc: LLMError)
             pass
         return StepRecord(level["node_id"], worker, level["goal"], error=error)
     if isinstance(exc, BudgetExhaustedError):
-        return _cut(run, level, worker, str(exc), budget=str(exc))
+        return _cut(run, level, worker, str(exc), budget=str(exc), spent=spent)
     if isinstance(exc, NodeTimeLimitError):
-        return _cut(run, level, worker, str(exc), budget=f"{exc} (on {level['node_id']})")
+        return _cut(run, level, worker, str(exc), budget=f"{exc} (on {level['node_id']})", spent=spent)
     failed = f"Failed: {level['goal']} ({error})"
     run.store.thinkon_return(
         run.graph_id,
@@ -245,6 +281,7 @@ def _failed_call(run: RunState, level: ThinkonLevel, worker: str, exc: LLMError)
         worker_id=worker,
         outcome=ThinkonOutcome.FAILED,
         reason=clip(error, 2000),
+        spent_s=spent,
     )
     run.announce_work()
     return StepRecord(level["node_id"], worker, level["goal"], error=error, thinkon="failed")
