@@ -33,8 +33,8 @@ Job = Callable[[str, Callable[[], tuple[str, bool]]], None]
 """The panel's ``_start``: run a named piece of work in the background, its outcome the message."""
 # The Turns tab's tables: the short columns side by side, the long ones on a line of their own below each
 # row, so each table fits the tab's 300 px column and its header reads whole (issue 42: it was clipped).
-TURN_TABLE = ["turn", "kind", "started_event", "head_event", "status", "tokens"]
-TURN_BELOW = ["asked"]
+TURN_TABLE = ["turn", "kind", "head_event", "status", "tokens"]
+TURN_BELOW = ["asked", "started_event"]
 HEAD_TABLE = ["turn", "head_event", "status"]
 HEAD_BELOW = ["open", "synthesized", "saturated", "superseded", "root_synthesis"]
 THIS_GRAPH = " (this graph)"
