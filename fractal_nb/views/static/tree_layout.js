@@ -97,7 +97,7 @@ function compileTree(tree, forms) {
     box,
     // Each question's box in each label form (by the form's lines), where a form makes it short.
     shortBox: new Map(
-      [...new Set(forms.flatMap((f) => [f.lines, f.seedLines || 0]).filter(Boolean))].map((lines) => [
+      [...new Set(forms.filter((f) => f.lines).map((f) => f.lines))].map((lines) => [
         lines,
         ids.map((id, i) => (depth[i] >= 1 ? tree.shortBox(id, lines) : box[i])),
       ]),
@@ -126,8 +126,7 @@ function arrangeTree(c, plan, twoSided) {
     if (labelled) labelScale = Math.min(labelScale, s[i]);
   }
   for (let i = n - 1; i >= 0; i -= 1) {
-    const short = c.depth[i] === 1 && plan.form.seedLines ? plan.form.seedLines : plan.form.lines;
-    const box = c.depth[i] >= plan.form.from ? c.shortBox.get(short)[i] : c.box[i];
+    const box = c.depth[i] >= plan.form.from ? c.shortBox.get(plan.form.lines)[i] : c.box[i];
     const own = c.answers[i];
     const answersH = own.reduce((sum, a) => sum + a.h * s[i] + ROW_GAP * s[i] * 0.5, 0);
     const answersW = own.length ? COLUMN_GAP * s[i] * 0.6 + Math.max(...own.map((a) => a.w)) * s[i] : 0;
@@ -341,17 +340,10 @@ function bestPlan(c, width, height, twoSided, form) {
 
 // The labels' forms, the more text first: whole labels, or from depth ``from`` on, short ones of
 // ``lines`` lines (network.js questionShortLines). The last, short from the seeds on, only where the
-// seed questions read no other way (a notebook's panel: a canvas of 600 px beside its tabs); there the
-// seeds take ``seedLines`` lines (three, then two), wrapped narrower than a whole label, so they read
-// whole as on a wide canvas, their sub-questions one line as there.
+// seed questions read no other way (a notebook's panel: a canvas of 600 px beside its tabs).
 const WHOLE = { from: Infinity, lines: 0 };
 const LABEL_FORMS = [WHOLE, { from: 2, lines: 2 }, { from: 2, lines: 1 }];
-const LAST_FORMS = [
-  { from: 1, lines: 1, seedLines: 3 },
-  { from: 1, lines: 2 },
-  { from: 1, lines: 1, seedLines: 2 },
-  { from: 1, lines: 1 },
-];
+const LAST_FORMS = [{ from: 1, lines: 2 }, { from: 1, lines: 1 }];
 
 // The layout for a canvas: of the shapes (two-sided or one-sided, since a narrow canvas has no room
 // for two sides, in each of LABEL_FORMS), the one whose fitted view labels the most questions; at a tie
@@ -373,14 +365,8 @@ function chooseLayout(tree, width, height) {
       }),
     );
   let shapes = shapesOf(LABEL_FORMS);
-  let key = (s) => [s.readable, s.count.questions, s.count.gated, s.rank, s.twoSided, s.fit];
-  if (!shapes.some((shape) => shape.readable)) {
-    // A narrow canvas: the seed questions' text comes first (a form with more lines of it wins while it
-    // reads), then the questions labelled (issue 42: the seeds read cut to one line of 20 characters in
-    // a notebook, whole in the Voila app).
-    shapes = shapesOf(LAST_FORMS);
-    key = (s) => [s.readable, s.rank, s.count.questions, s.count.gated, s.twoSided, s.fit];
-  }
+  if (!shapes.some((shape) => shape.readable)) shapes = shapesOf(LAST_FORMS);
+  const key = (s) => [s.readable, s.count.questions, s.count.gated, s.rank, s.twoSided, s.fit];
   const better = (a, b) => {
     const [x, y] = [key(a), key(b)];
     for (let i = 0; i < x.length; i += 1) if (x[i] !== y[i]) return x[i] > y[i] ? a : b;
