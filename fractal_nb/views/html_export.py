@@ -33,6 +33,7 @@ from .assets import static_text, view_script, vis_network_source
 from .citations_html import evidence_html
 from .downloads import file_stem
 from .lab_link import lab_server
+from .result_html import result_html
 
 if TYPE_CHECKING:
     from ..results.result import FractalResult
@@ -168,7 +169,7 @@ def _report(result: FractalResult | None) -> tuple[str, str]:
         if result.degraded
         else ""
     )
-    section = f'<section class="fractal-report">\n<h2>Result</h2>\n{result._repr_html_()}\n</section>\n'
+    section = f'<section class="fractal-report">\n<h2>Result</h2>\n{result_html(result)}\n</section>\n'
     return warning, section
 
 
@@ -205,8 +206,9 @@ def render_html(
     """The page for a whole graph (``GraphStore.get_question_items``): everything inlined, nothing fetched.
 
     With ``result`` (``Exploration.preview()``), the page shows what ``report()``
-    shows: the degraded warning above the tree, the summary, findings, gaps and
-    synthesis chain below it. With ``evidence`` (``Exploration.evidence()``), an
+    shows: the degraded warning above the tree, the conclusion (the root's synthesis) and findings
+    below it, then the synthesis chain, then the gaps folded under their count (``result_html``).
+    With ``evidence`` (``Exploration.evidence()``), an
     Evidence section follows: the synthesis object, the tracks, the findings with
     their citations (the unsupported under their own heading), and each cited answer
     with its support and citations, every quote and stored line escaped. Below the title, the page's

@@ -13,6 +13,7 @@ import ipywidgets as widgets
 ERROR_STYLE = "color:var(--jp-error-color1, #b42323)"
 MUTED_STYLE = "color:var(--jp-ui-font-color2, #57606a)"
 LINES = "line-height:1.45"  # a status line that wraps reads as a paragraph (ipywidgets sets 28 px lines)
+SCROLLED_CSS = "fractal-scrolled"  # the class static/panel.css gives a tab's scrolling box
 
 
 def button(
@@ -36,10 +37,12 @@ def show(control: widgets.Button, shown: bool) -> None:
 
 def scrolled(content: widgets.Widget) -> widgets.Box:
     """``content`` in a box that takes the page's room left and scrolls (never pushes what is pinned)."""
-    return widgets.Box(
+    box = widgets.Box(
         [content],
         layout=widgets.Layout(flex="1 1 auto", min_height="0", overflow="auto", width="100%"),
     )
+    box.add_class(SCROLLED_CSS)  # static/panel.css: its content keeps its height, the box scrolls it
+    return box
 
 
 def pinned(*controls: widgets.Widget) -> widgets.VBox:

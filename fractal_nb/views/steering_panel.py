@@ -31,17 +31,12 @@ MUTED_STYLE = "color:var(--jp-ui-font-color2, #57606a)"
 ASK_UNDER = (("under the root", "root"), ("under the selected question", "selected"))
 Job = Callable[[str, Callable[[], tuple[str, bool]]], None]
 """The panel's ``_start``: run a named piece of work in the background, its outcome the message."""
-TURN_TABLE = ["turn", "kind", "asked", "started_event", "head_event", "status", "tokens"]
-HEAD_TABLE = [
-    "turn",
-    "head_event",
-    "status",
-    "open",
-    "synthesized",
-    "saturated",
-    "superseded",
-    "root_synthesis",
-]
+# The Turns tab's tables: the short columns side by side, the long ones on a line of their own below each
+# row, so each table fits the tab's 300 px column and its header reads whole (issue 42: it was clipped).
+TURN_TABLE = ["turn", "kind", "head_event", "status", "tokens"]
+TURN_BELOW = ["asked", "started_event"]
+HEAD_TABLE = ["turn", "head_event", "status"]
+HEAD_BELOW = ["open", "synthesized", "saturated", "superseded", "root_synthesis"]
 THIS_GRAPH = " (this graph)"
 
 
@@ -60,17 +55,36 @@ def step_text(step: TurnStep, what: str) -> str:
     )
 
 
-def frame_html(frame: pd.DataFrame, columns: list[str], empty: str) -> str:
-    """``columns`` of ``frame`` as an escaped HTML table (text on one line, clipped), or ``empty`` in italics.
+def frame_html(frame: pd.DataFrame, columns: list[str], empty: str, below: tuple[str, ...] = ()) -> str:
+    """``frame`` as an escaped HTML table (text on one line, clipped), or ``empty`` in italics.
 
-    >>> frame_html(pd.DataFrame({"a": ["<b>x</b>"]}), ["a"], "none")
-    '<table border="1" class="dataframe fractal-turns">...&lt;b&gt;x&lt;/b&gt;...'
+    ``columns`` stand side by side, headed by their names in words; each of ``below`` is a
+    ``name value`` on a line under its row, spanning the table, so a long text wraps there.
+
+    >>> frame = pd.DataFrame({"turn": [1], "head_event": [9], "asked": ["<b>x</b>"]})
+    >>> print(frame_html(frame, ["turn", "head_event"], "none", below=("asked",)))
+    <table class="fractal-turns"><thead><tr><th>turn</th><th>head event</th></tr></thead><tbody>\
+<tr class="fractal-record"><td>1</td><td>9</td></tr><tr class="fractal-below"><td colspan="2">\
+<span class="fractal-field"><b>asked</b> &lt;b&gt;x&lt;/b&gt;</span></td></tr></tbody></table>
     """
     if frame.empty:
         return f"<p><i>{html.escape(empty)}</i></p>"
-    shown = frame[columns].astype(object).map(_cell)
-    table: str = shown.to_html(index=False, escape=True, classes="fractal-turns", na_rep="", justify="left")
-    return table
+    head = "".join(f"<th>{html.escape(c.replace('_', ' '))}</th>" for c in columns)
+    rows = []
+    for record in frame.to_dict("records"):
+        cells = "".join(f"<td>{html.escape(_cell(record[c]))}</td>" for c in columns)
+        rows.append(f'<tr class="fractal-record">{cells}</tr>')
+        fields = " · ".join(
+            f'<span class="fractal-field"><b>{html.escape(c.replace("_", " "))}</b> '
+            f"{html.escape(_cell(record[c]))}</span>"
+            for c in below
+            if _cell(record[c])
+        )
+        if fields:
+            rows.append(f'<tr class="fractal-below"><td colspan="{len(columns)}">{fields}</td></tr>')
+    return (
+        f'<table class="fractal-turns"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
 
 
 def lineage_lines(lineage: pd.DataFrame, graph_id: str, at_head: dict[int, int]) -> list[str]:
@@ -345,8 +359,10 @@ class SteeringControls:
         which it cannot be forked at (their events are the source's), so their buttons wait.
         """
         turns, heads = self.exploration.turns(), self.exploration.heads()
-        self.turns_table.value = frame_html(turns, TURN_TABLE, "No turns yet.")
-        self.heads_table.value = frame_html(heads, HEAD_TABLE, "No heads yet: Harvest ends a turn in a head.")
+        self.turns_table.value = frame_html(turns, TURN_TABLE, "No turns yet.", below=tuple(TURN_BELOW))
+        self.heads_table.value = frame_html(
+            heads, HEAD_TABLE, "No heads yet: Harvest ends a turn in a head.", below=tuple(HEAD_BELOW)
+        )
         self.show_forks(heads)
         events = [int(e) for e in heads["head_event"]]
         if events != self._heads:

@@ -389,3 +389,39 @@ def test_a_click_on_a_node_brings_its_details_into_view(
         assert details.is_visible() and label["id"] in details.inner_text()
         screenshot(tab, "export-click-details")
         assert traffic.errors == []
+
+
+# Where the page's result shows its conclusion (the root's synthesis, the chain's first entry), its chain
+# and its gaps, top to bottom, and whether the gaps are folded and what their fold says.
+RESULT_ORDER = """() => {
+    const report = document.querySelector('section.fractal-report');
+    const top = (e) => (e ? e.getBoundingClientRect().top + scrollY : null);
+    const chain = report.querySelector('details.fractal-chain');
+    const gaps = report.querySelector('details.fractal-gaps');
+    const root = chain.querySelector('li').cloneNode(true);  // the root's question, synthesis, link
+    root.querySelector('b').remove();
+    root.querySelector('a')?.remove();
+    const conclusion = [...report.querySelectorAll('.fractal-result > p')]
+        .find((p) => p.textContent.trim() === root.textContent.trim());
+    return { conclusion: top(conclusion), chain: top(chain), gaps: top(gaps), chainOpen: chain.open,
+             gapsOpen: gaps.open, fold: gaps.querySelector('summary').innerText,
+             gapsShown: gaps.querySelector('li').checkVisibility() };
+}"""
+
+
+def test_the_result_leads_with_the_conclusion_and_its_chain_then_the_gaps_folded(
+    page: tuple[Any, Any], exported: tuple[Path, int, int]
+) -> None:
+    """Issue 42: every gap (50 of them) stood between the conclusion and the chain of syntheses."""
+    tab, traffic = page
+    path, _questions, _total = exported
+    tab.goto(path.as_uri())
+    drawn(tab)
+    shown = tab.evaluate(RESULT_ORDER)
+    assert shown["conclusion"] is not None, "the conclusion is the root's synthesis, shown as a paragraph"
+    assert shown["conclusion"] < shown["chain"] < shown["gaps"], shown
+    assert shown["chainOpen"] and not shown["gapsOpen"] and not shown["gapsShown"], shown
+    assert shown["fold"].startswith("Gaps (") and int(shown["fold"][6:-1]) > 10, shown
+    tab.locator("section.fractal-report").scroll_into_view_if_needed()
+    screenshot(tab, "export-result-order")
+    assert traffic.aborted == [] and traffic.errors == []

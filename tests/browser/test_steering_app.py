@@ -17,7 +17,7 @@ import pytest
 from fractal_nb import Exploration, SimulatedLLM
 from tests.browser.conftest import guarded_page
 from tests.browser.test_voila_app import attr, button, json_counts, voila, wait_for
-from tests.browser.tree_checks import low_contrast, low_text_contrast, screenshot
+from tests.browser.tree_checks import contrast, low_contrast, low_text_contrast, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -32,6 +32,21 @@ ex.run(progress=False)
 ex.harvest(finish=True)
 widgets.VBox([widgets.Label(f"head 1 holds {len(ex.nodes())} nodes"), ex.view(height="380px")])
 """
+# Each header cell of the Turns tab's tables: its text and its right edge on the page.
+HEADERS = """() => [...document.querySelectorAll('table.fractal-turns th')]
+    .map((th) => [th.innerText.trim(), th.getBoundingClientRect().right])"""
+# The Inspector's text: whether its own box holds it, and, its scrolling box scrolled to the end, whether
+# its foot is in view (issue 42: laid out as tall as the box, the rest of a long answer cut).
+INSPECTOR_TEXT = """() => {
+    const text = [...document.querySelectorAll('.widget-tab-contents .widget-html-content')]
+        .find((e) => e.offsetParent && e.textContent.includes('Question:'));
+    let box = text.parentElement;
+    while (box && !['auto', 'scroll'].includes(getComputedStyle(box).overflowY)) box = box.parentElement;
+    box.scrollTop = box.scrollHeight;
+    const [t, b] = [text.getBoundingClientRect(), box.getBoundingClientRect()];
+    return { scrollHeight: text.scrollHeight, clientHeight: text.clientHeight,
+             foot: t.bottom, end: b.bottom };
+}"""
 # The panel's message once the click's job ended.
 MESSAGE = """(prefix) => [...document.querySelectorAll('.widget-html-content')]
     .map((e) => e.textContent).find((t) => t.startsWith(prefix) && !t.includes('working')) || null"""
@@ -73,7 +88,12 @@ def test_ask_run_harvest_then_replay_to_head_one_and_back(browser: Any, tmp_path
         fork_buttons = tab.locator("button.widget-button", has_text="Fork here")
         fork_buttons.nth(1).wait_for(timeout=30_000)
         assert fork_buttons.count() == 2, "two heads"
-        assert tab.locator("table.fractal-turns").nth(1).locator("tbody tr").count() == 2
+        assert tab.locator("table.fractal-turns").nth(1).locator("tbody tr.fractal-record").count() == 2
+        # Each table's header reads whole inside the tab (issue 42: clipped at the tab's right edge).
+        page = tab.locator(".widget-tab-contents .widget-vbox:visible").first.bounding_box()
+        headers = tab.evaluate(HEADERS)
+        assert headers and all(text for text, _ in headers), f"a header cell is empty: {headers}"
+        assert all(right <= page["x"] + page["width"] + 1 for _, right in headers), (headers, page)
         assert "<b>ports</b>" not in tab.locator("table.fractal-turns").nth(0).inner_html()
         assert (
             "ask(question='What do <b>ports</b> add?')"
@@ -126,18 +146,30 @@ def shown(tab: Any, label: str) -> Any:
     return button(tab, label).locator("visible=true")
 
 
+# Bring a node where a reader clicks it, as a reader does: when it is the selection, Zoom to selection
+# (the view stops following the fit and keeps the selected question in place however the tree is laid
+# out again); else the fitted view, which a harvested graph's tree keeps until it changes. Then listen
+# for the canvas's own click, which the view selects from. Issue 42: the test moved the view behind its
+# back (vis-network's focus), so a redraw after Redecompose put the fit back and the click landed
+# beside the node; and it waited for a selection the node already had, true before the click was read.
+CLICK_AT = """(id) => {
+    const el = document.querySelector('.fractal-network'), net = el.visNetwork;
+    window.__clicked = null;
+    net.once('click', (params) => { window.__clicked = params.nodes.map(String); });
+    const p = net.canvasToDOM(net.getPositions([id])[id]);
+    const box = el.querySelector('canvas').getBoundingClientRect();
+    return { x: box.left + p.x, y: box.top + p.y }; }"""
+
+
 def click_node(tab: Any, node_id: str) -> None:
     """Click ``node_id`` on the canvas, as a reader does, and wait for the view to select it."""
-    at = tab.evaluate(
-        """(id) => {
-        const el = document.querySelector('.fractal-network'), net = el.visNetwork;
-        net.focus(id, { scale: net.getScale(), animation: false });
-        const p = net.canvasToDOM(net.getPositions([id])[id]);
-        const box = el.querySelector('canvas').getBoundingClientRect();
-        return { x: box.left + p.x, y: box.top + p.y }; }""",
-        node_id,
-    )
+    if attr(tab, "selected") == node_id:
+        tab.locator(".fractal-toolbar button", has_text="Zoom to selection").click()
+        wait_for(tab, "el.dataset.follow === '0'")
+    at = tab.evaluate(CLICK_AT, node_id)
     tab.mouse.click(at["x"], at["y"])
+    clicked = tab.wait_for_function("() => window.__clicked", timeout=30_000).json_value()
+    assert clicked == [node_id], f"the click reached {clicked}, not {node_id}"
     wait_for(tab, f"el.dataset.selected === '{node_id}'")
 
 
@@ -171,6 +203,15 @@ def test_an_answered_question_can_be_steered_from_the_inspector(
             page["x"] + page["width"],
         )
         assert wide == 0, f"{wide} text block(s) run past the tab's right edge"
+        text = tab.evaluate(INSPECTOR_TEXT)
+        assert text["scrollHeight"] <= text["clientHeight"] + 1, f"the text overflows its own box: {text}"
+        assert text["foot"] <= text["end"] + 1, f"scrolled to its end, the text's foot is cut: {text}"
+        # Run and Pause: their text at 4.5:1 or more on their colour (issue 42: 4.1:1 and 2.7:1).
+        for label in ("Run", "Pause"):
+            colours = button(tab, label).evaluate(
+                "(b) => [getComputedStyle(b).color, getComputedStyle(b).backgroundColor]"
+            )
+            assert contrast(*colours) >= 4.5, f"{theme}: {label} {colours} at {contrast(*colours):.2f}:1"
         screenshot(tab, f"inspector-{theme}-answered")
 
         tab.get_by_placeholder("Your evidence or correction…").fill("Ports <b>matter</b> too.")

@@ -1,6 +1,6 @@
 """to_html: one offline page (vis-network and our view inlined), no CDN, model text kept out of HTML.
 
-Covers: views/assets.py.
+Covers: views/assets.py, views/result_html.py.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import pytest
 
 from fractal_nb import Exploration, GraphStore, InvalidInputError, SimulatedLLM
 from fractal_nb.views.html_export import render_html
+from fractal_nb.views.result_html import result_html
 from tests.engine.test_runs import FAST
 from tests.graph_builder import grow_graph
 
@@ -199,9 +200,27 @@ def test_the_page_shows_the_degraded_warning_and_the_result_report_shows(
         < before.index('id="fractal-view"')
         < before.index("<h2>Result</h2>")
     )
-    assert result._repr_html_() in before, "the result as report() shows it"
+    assert result_html(result) in before, "the result as the panel's Result tab shows it"
     assert all(html.escape(gap, quote=True) in before for gap in result.gaps) and len(result.gaps) == 3
     assert "<img src=x" not in before + after, "model text and errors stay text"
     sound = fresh_store.create_graph("Why?", "pulse", "autonomous")
     clean = Exploration(fresh_store, sound["graph_id"], SimulatedLLM(), clock=FAST)
     assert 'class="fractal-warning"' not in clean.to_html(tmp_path / "sound.html").read_text()
+
+
+def test_the_page_leads_with_the_conclusion_and_its_chain_and_folds_the_gaps(tmp_path: Path) -> None:
+    """Issue 42: a graph cut short listed every gap between its conclusion and the chain of syntheses."""
+    with Exploration.create("Why do tides turn?", intensity="pulse", llm=SimulatedLLM(seed=3)) as ex:
+        ex.step(12)
+        result = ex.preview()
+        page = ex.to_html(tmp_path / "page.html").read_text(encoding="utf-8")
+    assert result.gaps and result.synthesis_chain
+    start = page.index('<section class="fractal-report">')
+    report = page[start : page.index("</section>", start)]
+    conclusion = report.index(html.escape(result.summary))
+    chain = report.index("<details class='fractal-chain' open>")
+    gaps = report.index("<details class='fractal-gaps'>")
+    assert conclusion < chain < gaps, "the conclusion, then its chain, then the gaps"
+    assert f"<b>Gaps</b> ({len(result.gaps)})</summary>" in report, "the gaps folded under their count"
+    assert report.count("<b>Gaps</b>") == 1 and report.count("Synthesis chain") == 1, "each shown once"
+    assert all(html.escape(gap) in report[gaps:] for gap in result.gaps)
