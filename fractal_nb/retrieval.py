@@ -90,7 +90,7 @@ class TermIndex:
         return self._count
 
     def search(self, query: str, k: int = DEFAULT_K) -> list[tuple[int, float]]:
-        """The positions of the ``k`` documents that best match ``query``, best first, each with its score (> 0).
+        """The positions of the ``k`` documents that best match ``query``, best first, with scores (> 0).
 
         A query with no indexed term (empty, stopwords only, words no document has)
         finds nothing. Equal scores keep the documents' order.

@@ -13,7 +13,7 @@ import pandas as pd
 from ..arguments import check_llm, check_store_target
 from ..checks import require_flag, require_id, require_text
 from ..engine import Clock, Limits, RealClock, RunState, caller_tools, gap_rows, preview
-from ..errors import InvalidInputError, StateError
+from ..errors import InvalidInputError
 from ..llm.protocol import LLM
 from ..results.evidence import Evidence, evidence_of, node_evidence
 from ..results.export import to_networkx
@@ -34,7 +34,7 @@ from ..vocabulary import (
     is_chain,
     parse_choice,
 )
-from .frames import call_frame, edge_frame, event_frame, node_frame, synthesis_frame
+from .frames import call_frame, edge_frame, event_frame, gate_frame, held_rows, node_frame, synthesis_frame
 from .graph_sql import GAP_COLUMNS, run_sql
 from .history import GraphAt, event_point, lineage_frame, own_event
 from .opening import check_clock, new_graph, opened_graph
@@ -469,27 +469,11 @@ class Exploration:
         ``asks`` what the worker asks you and ``options`` the ambiguity's options
         (``{option, tradeoffs}``, numbered from 0 for ``choose``).
         """
-        nodes = self.nodes()
-        gated = nodes[nodes["status"] == "gated"].reset_index(drop=True)
-        halts = {g["node_id"]: g["halt"] for g in self.store.list_gates(self.graph_id)["gates"] if g["halt"]}
-        gated["held"] = [halts[n]["kind"] if n in halts else None for n in gated["node_id"]]
-        gated["asks"] = [halts[n]["question"] if n in halts else None for n in gated["node_id"]]
-        gated["options"] = [list(halts[n]["options"]) if n in halts else [] for n in gated["node_id"]]
-        return gated
+        return gate_frame(self.nodes(), self.store.list_gates(self.graph_id)["gates"])
 
     def held(self) -> list[dict[str, Any]]:
         """Questions a worker holds for your answer (``choose``): node_id, question, kind, asks, options."""
-        return [
-            {
-                "node_id": g["node_id"],
-                "question": g["text"],
-                "kind": g["halt"]["kind"],
-                "asks": g["halt"]["question"],
-                "options": list(g["halt"]["options"]),
-            }
-            for g in self.store.list_gates(self.graph_id)["gates"]
-            if g["halt"] is not None
-        ]
+        return held_rows(self.store.list_gates(self.graph_id)["gates"])
 
     # -- data frames ------------------------------------------------------------------
 

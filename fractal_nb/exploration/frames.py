@@ -2,7 +2,7 @@
 
 ``Exploration.nodes()`` / ``edges()`` and the state at an event (``Exploration.at``) both build
 their frames here, so the two are the same shape column for column; ``syntheses()``,
-``events()``, ``llm_calls()`` and ``inspect()`` take theirs from here too.
+``events()``, ``llm_calls()``, ``inspect()``, ``gates`` and ``held()`` take theirs from here too.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..store.records import EdgeRecord, NodeRecord
+from ..store.records import EdgeRecord, GateRecord, NodeRecord
 from ..vocabulary import Support, WeakReason, track_name, track_of
 
 NODE_COLUMNS = [
@@ -102,6 +102,31 @@ def event_frame(events: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
 def call_frame(calls: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """Model calls in the order given: role, node, worker, model, tokens, latency, outcome, error."""
     return timestamps(pd.DataFrame(list(calls), columns=CALL_COLUMNS), ["created_at"])
+
+
+def gate_frame(nodes: pd.DataFrame, gates: Sequence[GateRecord]) -> pd.DataFrame:
+    """The gated rows of :func:`node_frame`'s ``nodes``, with their halts' ``held``, ``asks``, ``options``."""
+    gated = nodes[nodes["status"] == "gated"].reset_index(drop=True)
+    halts = {g["node_id"]: g["halt"] for g in gates if g["halt"]}
+    gated["held"] = [halts[n]["kind"] if n in halts else None for n in gated["node_id"]]
+    gated["asks"] = [halts[n]["question"] if n in halts else None for n in gated["node_id"]]
+    gated["options"] = [list(halts[n]["options"]) if n in halts else [] for n in gated["node_id"]]
+    return gated
+
+
+def held_rows(gates: Sequence[GateRecord]) -> list[dict[str, Any]]:
+    """The questions a worker holds for the person: node_id, question, kind, asks, options."""
+    return [
+        {
+            "node_id": g["node_id"],
+            "question": g["text"],
+            "kind": g["halt"]["kind"],
+            "asks": g["halt"]["question"],
+            "options": list(g["halt"]["options"]),
+        }
+        for g in gates
+        if g["halt"] is not None
+    ]
 
 
 def timestamps(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
