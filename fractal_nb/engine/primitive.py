@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from .run_state import RunState
 
 MAX_LINKS = 2  # links kept per answer and kind: a few strong ones beat many weak ones
-# Other branches' answers an answer prompt shows (docs/architecture/engine.md, "Context from the whole graph").
+# Other branches' answers an answer shows (docs/architecture/engine.md, "Context from the whole graph")
 ELSEWHERE = 3
 ELSEWHERE_CHARS = 300  # each cut there: the section stays under a thousand characters
 
