@@ -74,25 +74,9 @@ class NodeContext:
         self, graph: GraphRow, question: NodeRow, *, limit: int = 6, candidates: int = 8
     ) -> QuestionContext:
         """:meth:`get_context` of a question row already read (``claim_work(with_context=True)``'s)."""
-        g, above = graph.graph_id, question.ancestors
-        seen, ranked = self._answers.ranked(
-            question, candidates
-        )  # what it read before: the query fetches them
-        params: dict[str, list[object]] = {
-            "ancestor": [g, *above],
-            "ancestor_answer": [g, *above],
-            "sibling": [g, question.question_id, question.node_id, limit],
-            "synthesis": [g, question.branch_id, question.node_id, limit],
-            "sibling_answer": [g, g, question.question_id, question.node_id, candidates - candidates // 2],
-            "new_answer": [g, seen],
-            "related": [g, *ranked],
-        }
-        parts = [p for p in params if (above or not p.startswith("ancestor")) and (ranked or p != "related")]
-        sql = _near(parts, len(above), len(ranked))
-        rows = self._db.fetchall(sql, [value for part in parts for value in params[part]])
-        by_part: dict[str, list[tuple[Any, ...]]] = {part: [] for part in params}
-        for row in rows:
-            by_part[row[0]].append(row[1:])
+        # The answers it ranked from what it had read: the one query brings their current rows.
+        seen, ranked = self._answers.ranked(question, candidates)
+        by_part = self._near(graph.graph_id, question, (limit, candidates), seen, ranked)
         first_answer: dict[str, str] = {}
         for _nid, text, _status, _meta, _depth, _seq, _branch, qid, _superseded in by_part["ancestor_answer"]:
             first_answer.setdefault(qid, text)
@@ -134,6 +118,28 @@ class NodeContext:
             # Below this depth no sub-question can sit: the intensity's, or a deepened branch's.
             "max_depth": self._core.depth_ceiling(graph, question, question.depth + 1),
         }
+
+    def _near(
+        self, g: str, question: NodeRow, caps: tuple[int, int], seen: int, ranked: list[str]
+    ) -> dict[str, list[tuple[Any, ...]]]:
+        """Each part of :data:`_PARTS` for ``question``, in one query (``caps``: limit and candidates)."""
+        (limit, candidates), above = caps, question.ancestors
+        params: dict[str, list[object]] = {
+            "ancestor": [g, *above],
+            "ancestor_answer": [g, *above],
+            "sibling": [g, question.question_id, question.node_id, limit],
+            "synthesis": [g, question.branch_id, question.node_id, limit],
+            "sibling_answer": [g, g, question.question_id, question.node_id, candidates - candidates // 2],
+            "new_answer": [g, seen],
+            "related": [g, *ranked],
+        }
+        parts = [p for p in params if (above or not p.startswith("ancestor")) and (ranked or p != "related")]
+        sql = _near(parts, len(above), len(ranked))
+        rows = self._db.fetchall(sql, [value for part in parts for value in params[part]])
+        by_part: dict[str, list[tuple[Any, ...]]] = {part: [] for part in params}
+        for row in rows:
+            by_part[row[0]].append(row[1:])
+        return by_part
 
     def _current_answers(self, ids: list[str]) -> dict[str, tuple[str, int]]:
         """The text and depth of those of ``ids`` that are current answers (not superseded)."""
