@@ -102,7 +102,13 @@ def prompts(case: int) -> dict[str, tuple[type[Any], list[Message]]]:
         ),
         "synthesize": (
             Synthesis,
-            chat("synthesize", question=seed, answer=first, children=f"- {question}\n  {first}\n- {second}"),
+            chat(
+                "synthesize",
+                question=seed,
+                conclusion=render("conclusion"),  # the seed's synthesis: the run's conclusion
+                answer=first,
+                children=f"- {question}\n  {first}\n- {second}",
+            ),
         ),
         "connect": (
             Connections,

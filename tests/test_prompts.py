@@ -40,7 +40,10 @@ EXAMPLES = {
     "seed": (SeedPlan, {"seed": "Why do some cities grow faster than others?", "lo": 3, "hi": 4}),
     "answer_branch": (Answer, None),
     "answer_leaf": (LeafAnswer, None),
-    "synthesize": (Synthesis, {"question": "Why do cities grow?", "answer": "Jobs.", "children": "- x"}),
+    "synthesize": (
+        Synthesis,
+        {"question": "Why do cities grow?", "conclusion": "", "answer": "Jobs.", "children": "- x"},
+    ),
     "connect": (
         Connections,
         {"question": "Why do cities grow?", "node_id": "n-1", "answer": "Jobs.", "candidates": "- x"},

@@ -137,6 +137,9 @@ NO_ANSWER = "says nothing a reader can use: answer in full sentences, and say wh
 ANSWER_ASKS = "is a question, not an answer: answer the question asked"
 VAGUE = "names nothing it asks about: ask about something specific"
 OFF_TOPIC = "shares no word with the question asked: write about that question"
+NOT_THE_SEED = (
+    "is the exploration's conclusion but shares no word with its seed question: answer that question"
+)
 MARKUP = "holds HTML markup: write plain sentences"
 CORRECTION = (
     "That reply was not a valid {schema}: {problem}. Reply again with only the corrected JSON object."
@@ -218,6 +221,7 @@ class ReplyContext:
     subject: frozenset[str] = frozenset()
     borrowed: frozenset[str] = frozenset()
     material: frozenset[str] = frozenset()
+    conclusion: bool = False  # the root's synthesis (prompts/conclusion.txt): judged against the seed alone
 
     @classmethod
     def of(cls, messages: list[Message], schema: type[BaseModel]) -> ReplyContext:
@@ -250,6 +254,7 @@ class ReplyContext:
             subject=subject,
             borrowed=stems(_QUOTED_WORD.sub(" ", " ".join(examples))) - subject,
             material=stems(" ".join(shown)),
+            conclusion=_conclusion_marker() in prompt,
         )
 
     def after(self, correction: str) -> ReplyContext:
@@ -398,9 +403,15 @@ def on_topic(text: str, info: ValidationInfo) -> str:
     A synthesis of "What causes inflation to rise after a pandemic?" that speaks of
     a student's books, and of nothing its sub-questions found, is about something
     else. Judged only where the prompt names its subject (:class:`ReplyContext`).
+    The root's synthesis, the exploration's conclusion, must share a word with the
+    seed itself: sub-questions' syntheses that drifted off the seed do not carry it.
     """
     context = _context(info)
-    if not context.trusted and context.subject and not stems(text) & (context.subject | context.material):
+    if context.trusted or not context.subject:
+        return related(text, info)
+    if context.conclusion and not stems(text) & context.subject:
+        raise Refusal(text, NOT_THE_SEED)
+    if not stems(text) & (context.subject | context.material):
         raise Refusal(text, OFF_TOPIC)
     return related(text, info)
 
@@ -459,6 +470,14 @@ def _reply_hints(content: str) -> list[str]:
 def _context(info: ValidationInfo) -> ReplyContext:
     context = info.context
     return context if isinstance(context, ReplyContext) else ReplyContext()
+
+
+@cache
+def _conclusion_marker() -> str:
+    """The sentence that marks a root's synthesis prompt (prompts/conclusion.txt), normalized."""
+    return normalize(
+        resources.files("fractal_nb.prompts").joinpath("conclusion.txt").read_text(encoding="utf-8")
+    )
 
 
 @cache

@@ -276,7 +276,7 @@ def test_the_fake_model_answers_every_role_validly() -> None:
             syntheses="(none yet)",
             elsewhere="(none yet)",
         ),
-        Synthesis: chat("synthesize", question="Why jobs?", answer="x", children="- a\n  b"),
+        Synthesis: chat("synthesize", question="Why jobs?", conclusion="", answer="x", children="- a\n  b"),
         Connections: chat(
             "connect",
             question="Why?",

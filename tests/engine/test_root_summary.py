@@ -96,3 +96,27 @@ def test_a_gap_the_harvest_names_again_and_again_is_one_gap() -> None:
         ex.run(progress=False)
         gaps = ex.harvest().gaps
     assert gaps.count("Whether the second line pays for itself.") == gaps.count("Who rides at night.") == 1
+
+
+def test_only_the_roots_synthesis_is_asked_as_the_conclusion_and_judged_against_the_seed() -> None:
+    """Through the real openai client: the marker of prompts/conclusion.txt is in the root's request alone."""
+    from fractal_nb.prompts import render
+    from tests.engine.test_openai_runs import role_responder
+    from tests.llm.fake_openai import FakeOpenAI
+
+    marker = render("conclusion")
+    with (
+        FakeOpenAI(responder=role_responder()) as server,
+        Exploration.create(SEED, intensity="explore", llm=server.llm(), clock=FAST) as ex,
+    ):
+        assert ex.run(progress=False) == "all_complete"
+        root = root_synthesis(ex)
+    prompts = [
+        m["content"]
+        for body in server.requests
+        for m in body["messages"]
+        if m["role"] == "user" and "Syntheses of its sub-questions" in m["content"]
+    ]
+    marked = [p for p in prompts if marker in p]
+    assert len(prompts) > 1 and len(marked) == 1 and f"Question: {SEED}" in marked[0]
+    assert {"city", "grow"} & {w[:4] for w in root.lower().replace("cities", "city").split()}

@@ -312,7 +312,9 @@ def test_answers_that_build_on_their_parent_pass(text: str) -> None:
 def test_copies_of_the_instructions_or_the_schema_with_small_edits_are_refused() -> None:
     from fractal_nb.prompts import chat
 
-    messages = chat("synthesize", question="Why do cities grow?", answer="Jobs.", children="- a\n  b")
+    messages = chat(
+        "synthesize", question="Why do cities grow?", conclusion="", answer="Jobs.", children="- a\n  b"
+    )
     context = ReplyContext.of(messages, Synthesis)
     copied = "Compose a synthesis that answers the question from its sub-questions' syntheses, briefly."
     assert "repeats the instructions" in refusal(Synthesis, {"synthesis": copied}, context)
@@ -357,7 +359,9 @@ def test_a_heading_of_the_prompt_with_a_word_dropped_is_refused(text: str) -> No
     """
     from fractal_nb.prompts import chat
 
-    messages = chat("synthesize", question="Why do cities grow?", answer="Jobs.", children="- a\n  b")
+    messages = chat(
+        "synthesize", question="Why do cities grow?", conclusion="", answer="Jobs.", children="- a\n  b"
+    )
     assert "repeats the instructions" in refusal(
         Synthesis, {"synthesis": text}, ReplyContext.of(messages, Synthesis)
     )
@@ -379,3 +383,38 @@ def test_a_short_answer_in_the_questions_own_words_passes(question: str, text: s
         {"role": "user", "content": f"Seed: {question}\nQuestion to answer now (depth 1 of 3):\n{question}"}
     ]
     assert LeafAnswer.model_validate(answer(text), context=ReplyContext.of(prompt, LeafAnswer))
+
+
+def _synthesis_prompt(conclusion: bool) -> list[Message]:
+    from fractal_nb.prompts import chat, render
+
+    children = (
+        "- Who hires tram builders?\n  The construction industry has been a source of labor for decades, "
+        "but it's now being replaced by robots and automation."
+    )
+    return chat(
+        "synthesize",
+        question="Why would a city build a tram line?",
+        conclusion=render("conclusion") if conclusion else "",
+        answer="It depends on the streets.",
+        children=children,
+    )
+
+
+DRIFTED = (
+    "The construction industry has long been a source of labor, but robots and automation now replace it."
+)
+
+
+def test_a_conclusion_that_shares_no_word_with_the_seed_is_refused() -> None:
+    """`demo --local` (issue 42): the root's synthesis on robots, kept because the syntheses below drifted.
+
+    A synthesis below the root may rest on its material alone; the conclusion must answer the seed.
+    """
+    below = ReplyContext.of(_synthesis_prompt(conclusion=False), Synthesis)
+    assert Synthesis.model_validate({"synthesis": DRIFTED}, context=below).synthesis == DRIFTED
+    root = ReplyContext.of(_synthesis_prompt(conclusion=True), Synthesis)
+    assert root.conclusion and not below.conclusion
+    assert "shares no word with its seed question" in refusal(Synthesis, {"synthesis": DRIFTED}, root)
+    answered = "A city builds a tram line where buses are full and the streets have room for tracks."
+    assert Synthesis.model_validate({"synthesis": answered}, context=root).synthesis == answered

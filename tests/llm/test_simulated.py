@@ -85,6 +85,7 @@ PROMPTS: dict[type[BaseModel], list[Message]] = {
     Synthesis: chat(
         "synthesize",
         question="What drives growth?",
+        conclusion="",
         answer="Jobs and land.",
         children="- Which jobs?\n  Services.\n- Which land?\n  Cheap land at the edge.",
     ),

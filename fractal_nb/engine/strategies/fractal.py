@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import BudgetExhaustedError, LLMError
 from ...llm.schemas import Finding, HarvestFindings, SeedPlan, Synthesis
-from ...prompts import chat
+from ...prompts import chat, render
 from ...results.result import StepRecord, synthesis_chain
 from ...store.records import Claim, NodeRecord, SubQuestionBrief, SynthesisClaim, SynthesisInputs
 from ...text import clip, normalize
@@ -118,7 +118,14 @@ def synthesize(run: RunState, inputs: SynthesisInputs, worker: str) -> Synthesis
     with run.call.pending() as calls:
         result = run.call(
             Synthesis,
-            chat("synthesize", question=inputs["node"]["text"], answer=clip(answer, 1200), children=children),
+            chat(
+                "synthesize",
+                question=inputs["node"]["text"],
+                # The root's synthesis is the conclusion: it must answer the seed (llm/quality.py, on_topic).
+                conclusion=render("conclusion") if inputs["node"]["depth"] == 0 else "",
+                answer=clip(answer, 1200),
+                children=children,
+            ),
             node_id=node_id,
             worker=worker,
             pending=calls,
