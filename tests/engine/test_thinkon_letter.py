@@ -22,6 +22,7 @@ import pytest
 from fractal_nb import Exploration, GraphStore, ScriptedLLM, SimulatedLLM
 from fractal_nb.engine import RunState, ScaledClock
 from fractal_nb.errors import InvalidInputError, StateError
+from fractal_nb.vocabulary import TOOL_NAMES
 from tests.engine.chain_script import assert_chain_invariant, call, ret, todo
 from tests.engine.test_openai_runs import FAST, role_responder, schema_name
 from tests.engine.test_thinkon import events, parents, root_done
@@ -88,7 +89,7 @@ def test_think_searches_the_sources_then_returns_and_the_tool_call_is_logged() -
             assert ledger(ex) == [("tool:search_sources", "ok", root), ("think", "ok", root)]
             assert ex.harvest().summary == FINAL
     offered = [[t["function"]["name"] for t in r["tools"]] for r in server.requests if r.get("tools")]
-    assert offered == [["search_sources", "read_source"]] * 2, "Think's call carried the source tools"
+    assert offered == [list(TOOL_NAMES)] * 2, "Think's call carried the source tools"
     (found,) = tool_messages(server.requests[1])
     assert found.startswith("[notes/rivers.md:L") and "outer bank of a bend erodes" in found
 
@@ -205,7 +206,7 @@ BAD_TOOLS: list[tuple[object, str]] = [
     ([no_docstring], "has no docstring"),
     ([unsupported], "annotations cannot be a tool's JSON schema"),
     ([variadic], "cannot be passed by name"),
-    ([search_sources], "none of search_sources, read_source, unknown"),
+    ([search_sources], f"none of {', '.join(TOOL_NAMES)}, unknown"),
     ([no_docstring, no_docstring], "tools[0]"),
     (no_docstring, "tools must be a list of functions"),
     (["river_length"], "tools[0] must be a function"),

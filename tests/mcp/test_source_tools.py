@@ -32,6 +32,8 @@ SOURCE_TOOLS = {
     "fractal_search_sources",
     "fractal_read_source",
     "fractal_check_citations",
+    "fractal_glob_sources",
+    "fractal_grep_sources",
 }
 INTERVIEW = "\n".join(
     [
@@ -158,6 +160,35 @@ def test_an_agent_adds_searches_reads_and_submits_cited_and_miscited_answers(sto
     assert answers["w2"]["support"] == "unsupported"
     # Nothing the refusals asked for was written: one source, with its one text.
     assert len(store.list_sources(seen["gid"])) == 1
+
+
+def test_an_agent_globs_and_greps_the_sources_as_a_preset_skill_does(store: GraphStore) -> None:
+    """The reads a preset's skills make (engine/skills.py), served as tools: names, then numbered lines."""
+
+    async def scenario(client: Client) -> dict[str, Any]:
+        gid, _ = await seeded(client)
+        for name, text in (("notes/interview.txt", INTERVIEW), ("notes/log.md", "Tide at 6.\nNo moon.")):
+            await call(client, "fractal_add_source_text", graph_id=gid, name=name, text=text)
+        return {
+            "all": await call(client, "fractal_glob_sources", graph_id=gid, pattern="**/*.txt"),
+            "none": await call(client, "fractal_glob_sources", graph_id=gid, pattern="*.py"),
+            "hits": await call(client, "fractal_grep_sources", graph_id=gid, pattern=r"\bmoon\b"),
+            "in_md": await call(client, "fractal_grep_sources", graph_id=gid, pattern="moon", glob="*.md"),
+            "bad": await refused(client, "fractal_grep_sources", graph_id=gid, pattern="(unclosed"),
+            "sources": await call(client, "fractal_list_sources", graph_id=gid),
+        }
+
+    seen = run(store, scenario)
+    assert seen["all"]["names"] == ["notes/interview.txt"] and seen["none"]["names"] == []
+    assert [(h["source"], h["line"]) for h in seen["hits"]["hits"]] == [
+        ("notes/interview.txt", 3),
+        ("notes/interview.txt", 4),
+        ("notes/interview.txt", 5),
+        ("notes/log.md", 2),
+    ]
+    assert [h["text"] for h in seen["in_md"]["hits"]] == ["No moon."]
+    assert "(unclosed" in seen["bad"]
+    assert len(seen["sources"]["sources"]) == 2  # the refusal wrote nothing
 
 
 def test_a_tracks_findings_travel_in_synthesize_node(store: GraphStore) -> None:

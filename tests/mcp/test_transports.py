@@ -47,7 +47,7 @@ def test_stdio_from_the_cli(tmp_path: Path) -> None:
             return len(tools), g, open_questions
 
     count, g, open_questions = asyncio.run(scenario())
-    assert count == len(TOOLS) + len(READS) == 54 + 7 and open_questions["count"] == 1
+    assert count == len(TOOLS) + len(READS) == 56 + 7 and open_questions["count"] == 1
     with GraphStore(db, read_only=True) as store:  # the server process has exited: the file is ours
         assert store.get_graph(g["graph_id"])["seed"] == "Why do tides turn?"
 
