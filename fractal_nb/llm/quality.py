@@ -119,6 +119,9 @@ NEVER_CONTENT_SHARE = 0.8
 # refused, while an answer that restates its question and adds a clause passes; the simulated model's
 # texts, which quote their question, stay below 0.85 (tests/llm/test_quality.py).
 NEAR_COPY_SHARE = 0.9
+# A conclusion whose words are this share or more the instructions' (beyond the seed's) speaks of the task:
+# "A worker in an exploratory exploration builds a graph of questions and answers." (demo --local) is 5 in 6.
+TASK_WORDS_SHARE = 0.75
 
 # The gates' own wording (docs/models.md, "Output you can trust"): each refusal says why, after the text
 # it quotes.
@@ -140,6 +143,7 @@ OFF_TOPIC = "shares no word with the question asked: write about that question"
 NOT_THE_SEED = (
     "is the exploration's conclusion but shares no word with its seed question: answer that question"
 )
+ABOUT_THE_TASK = "speaks of the task (the worker, the graph, its questions), not of the seed: answer the seed"
 MARKUP = "holds HTML markup: write plain sentences"
 CORRECTION = (
     "That reply was not a valid {schema}: {problem}. Reply again with only the corrected JSON object."
@@ -160,6 +164,8 @@ _GATES = (
     ANSWER_ASKS,
     VAGUE,
     OFF_TOPIC,
+    NOT_THE_SEED,
+    ABOUT_THE_TASK,
     MARKUP,
 )
 # Replies that answer nothing, whatever was asked ("Yes" to "How do transport links change which cities
@@ -411,6 +417,8 @@ def on_topic(text: str, info: ValidationInfo) -> str:
         return related(text, info)
     if context.conclusion and not stems(text) & context.subject:
         raise Refusal(text, NOT_THE_SEED)
+    if context.conclusion and _about_the_task(stems(text), context.subject):
+        raise Refusal(text, ABOUT_THE_TASK)
     if not stems(text) & (context.subject | context.material):
         raise Refusal(text, OFF_TOPIC)
     return related(text, info)
@@ -470,6 +478,26 @@ def _reply_hints(content: str) -> list[str]:
 def _context(info: ValidationInfo) -> ReplyContext:
     context = info.context
     return context if isinstance(context, ReplyContext) else ReplyContext()
+
+
+def _about_the_task(words: frozenset[str], subject: frozenset[str]) -> bool:
+    """Whether three or more content words are mostly the instructions' own, beyond the seed's.
+
+    >>> _about_the_task(stems("A worker in an exploratory exploration builds a graph of questions."),
+    ...                 stems("Should a city build a tram line?"))
+    True
+    >>> _about_the_task(stems("A tram line carries more people than buses, but costs more to build."),
+    ...                 stems("Should a city build a tram line?"))
+    False
+    """
+    task = words & (_instruction_stems() - subject)
+    return len(words) >= 3 and len(task) >= TASK_WORDS_SHARE * len(words)
+
+
+@cache
+def _instruction_stems() -> frozenset[str]:
+    """The stems of the prompts' fixed text, worked examples aside: what the task itself is made of."""
+    return frozenset().union(*(stems(" ".join(words)) for words in _instruction_lines()))
 
 
 @cache

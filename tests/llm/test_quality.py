@@ -418,3 +418,15 @@ def test_a_conclusion_that_shares_no_word_with_the_seed_is_refused() -> None:
     assert "shares no word with its seed question" in refusal(Synthesis, {"synthesis": DRIFTED}, root)
     answered = "A city builds a tram line where buses are full and the streets have room for tracks."
     assert Synthesis.model_validate({"synthesis": answered}, context=root).synthesis == answered
+
+
+def test_a_conclusion_that_speaks_of_the_task_is_refused() -> None:
+    """`demo --local` (issue 42) then wrote the system prompt back as its conclusion: "builds" is the seed's.
+
+    Five of its six words are the instructions': it says nothing of trams or buses.
+    """
+    root = ReplyContext.of(_synthesis_prompt(conclusion=True), Synthesis)
+    task = "A worker in an exploratory exploration builds a graph of questions and answers."
+    assert "speaks of the task" in refusal(Synthesis, {"synthesis": task}, root)
+    below = ReplyContext.of(_synthesis_prompt(conclusion=False), Synthesis)
+    assert Synthesis.model_validate({"synthesis": task}, context=below).synthesis == task  # not a conclusion
