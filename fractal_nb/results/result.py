@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..text import clip
 from ..text import markdown_escape as _md
-from ..vocabulary import DEFAULT_STRATEGY, NODE_ID_PATTERN, NodeStatus
+from ..vocabulary import DEFAULT_STRATEGY, NODE_ID_PATTERN, GapKind, NodeStatus
 
 if TYPE_CHECKING:  # the store's package loads DuckDB; a result is read without it
     from ..store.records import NodeRecord
@@ -238,7 +238,14 @@ class FractalResult:
             + (f"<p><b>Evidence:</b> {html.escape(_evidence(self))}</p>" if self.has_sources else "")
             + _findings_html(self)
             + _open_html(self)
-            + (f"<details><summary>Synthesis chain</summary><ul>{chain}</ul></details>" if chain else "")
+            # The chain the conclusion rests on, then what is left open (docs/architecture/faces.md).
+            + (
+                f"<details class='fractal-chain' open><summary><b>Synthesis chain</b> "
+                f"({len(self.synthesis_chain)})</summary><ul>{chain}</ul></details>"
+                if chain
+                else ""
+            )
+            + gaps_html(self.gaps)
             + "</div>"
         )
 
@@ -412,21 +419,37 @@ def _findings_html(result: FractalResult) -> str:
 
 
 def _open_html(result: FractalResult) -> str:
-    """What is left open: questions waiting for the person, blocked ones, and the gaps."""
+    """Questions waiting for the person and blocked ones (the gaps follow the chain: :func:`gaps_html`)."""
     return (
-        (
-            f"<p class='fractal-held'><b>Waiting for your answer</b> (<code>ex.choose(node_id, "
-            f"choice)</code>)</p><ul>{_items([_held(h) for h in result.held])}</ul>"
-            if result.held
-            else ""
-        )
-        + (
-            "<p class='fractal-blocked'><b>Blocked</b></p>"
-            f"<ul>{_items([_blocked(b) for b in result.blocked])}</ul>"
-            if result.blocked
-            else ""
-        )
-        + (f"<p><b>Gaps</b></p><ul>{_items(result.gaps)}</ul>" if result.gaps else "")
+        f"<p class='fractal-held'><b>Waiting for your answer</b> (<code>ex.choose(node_id, "
+        f"choice)</code>)</p><ul>{_items([_held(h) for h in result.held])}</ul>"
+        if result.held
+        else ""
+    ) + (
+        "<p class='fractal-blocked'><b>Blocked</b></p>"
+        f"<ul>{_items([_blocked(b) for b in result.blocked])}</ul>"
+        if result.blocked
+        else ""
+    )
+
+
+def gaps_html(gaps: list[str]) -> str:
+    """The gaps under their count ('' for none), after the chain: folded, open when a question failed.
+
+    A failed question is a defect of the run the person must see (the result says it
+    is degraded); unexplored, pruned and budget-cut ones can be many, and wait folded.
+
+    >>> gaps_html(["<b>x</b>"])
+    "<details class='fractal-gaps'><summary><b>Gaps</b> (1)</summary><ul><li>&lt;b&gt;x&lt;/b&gt;</li>..."
+    >>> gaps_html(["unexplored: Why?", "failed: How?"]).startswith("<details class='fractal-gaps' open>")
+    True
+    """
+    if not gaps:
+        return ""
+    shown = " open" if any(gap.startswith(f"{GapKind.FAILED}:") for gap in gaps) else ""
+    return (
+        f"<details class='fractal-gaps'{shown}><summary><b>Gaps</b> ({len(gaps)})</summary>"
+        f"<ul>{_items(gaps)}</ul></details>"
     )
 
 

@@ -40,7 +40,6 @@ from .kernel_pump import KernelPump
 from .lab_link import lab_server
 from .network_widget import NetworkWidget
 from .panel_layout import ERROR_STYLE, LINES, button, pinned, scrolled, show
-from .result_html import result_html
 from .status_rows import StatusRows, question_link
 from .steering_panel import SteeringControls
 
@@ -409,9 +408,9 @@ class ExplorationView(widgets.VBox):  # type: ignore[misc]
         self.message.value = f"<div style='{style}'>{html.escape(prefix + text)}</div>"
 
     def _show_result(self, result: FractalResult) -> None:
-        """The result in the Result tab (``result_html``: the chain before the gaps); a degraded one warns."""
+        """The result in the Result tab (the conclusion, its chain, then the gaps); a degraded one warns."""
         evidence = evidence_html(self.exploration.evidence(), lab_server())
-        self.result.value = result_html(result) + (
+        self.result.value = result._repr_html_() + (
             f"<div class='fractal-evidence'><h3>Evidence</h3>{evidence}</div>" if evidence else ""
         )
         # One line above the tree (it must not push the tree off the screen): the first reason, its

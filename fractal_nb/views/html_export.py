@@ -33,7 +33,6 @@ from .assets import static_text, view_script, vis_network_source
 from .citations_html import evidence_html
 from .downloads import file_stem
 from .lab_link import lab_server
-from .result_html import result_html
 
 if TYPE_CHECKING:
     from ..results.result import FractalResult
@@ -169,7 +168,7 @@ def _report(result: FractalResult | None) -> tuple[str, str]:
         if result.degraded
         else ""
     )
-    section = f'<section class="fractal-report">\n<h2>Result</h2>\n{result_html(result)}\n</section>\n'
+    section = f'<section class="fractal-report">\n<h2>Result</h2>\n{result._repr_html_()}\n</section>\n'
     return warning, section
 
 
@@ -207,7 +206,7 @@ def render_html(
 
     With ``result`` (``Exploration.preview()``), the page shows what ``report()``
     shows: the degraded warning above the tree, the conclusion (the root's synthesis) and findings
-    below it, then the synthesis chain, then the gaps folded under their count (``result_html``).
+    below it, then the synthesis chain, then the gaps under their count (``FractalResult._repr_html_``).
     With ``evidence`` (``Exploration.evidence()``), an
     Evidence section follows: the synthesis object, the tracks, the findings with
     their citations (the unsupported under their own heading), and each cited answer

@@ -15,7 +15,6 @@ import pytest
 
 from fractal_nb import Exploration, SimulatedLLM
 from fractal_nb.views import ExplorationView
-from fractal_nb.views.result_html import result_html
 from tests.engine.test_runs import FAST
 
 
@@ -386,7 +385,7 @@ def test_failures_show_in_the_counts_the_inspector_and_a_degraded_warning() -> N
         # The weak syntheses fold away, each a link that selects its node.
         assert "<details class='fractal-weak'>" in view.result.value
         assert f'data-fractal-node="{built["weak"]}"' in view.result.value
-        assert view.result.value == result_html(result) and "failed: Which loads" in view.result.value
+        assert view.result.value == result._repr_html_() and "failed: Which loads" in view.result.value
         assert HOSTILE not in view.result.value + view.inspector.value + view.warning.value
         view.close()
 

@@ -1,6 +1,6 @@
 """to_html: one offline page (vis-network and our view inlined), no CDN, model text kept out of HTML.
 
-Covers: views/assets.py, views/result_html.py.
+Covers: views/assets.py.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import pytest
 
 from fractal_nb import Exploration, GraphStore, InvalidInputError, SimulatedLLM
 from fractal_nb.views.html_export import render_html
-from fractal_nb.views.result_html import result_html
 from tests.engine.test_runs import FAST
 from tests.graph_builder import grow_graph
 
@@ -200,7 +199,7 @@ def test_the_page_shows_the_degraded_warning_and_the_result_report_shows(
         < before.index('id="fractal-view"')
         < before.index("<h2>Result</h2>")
     )
-    assert result_html(result) in before, "the result as the panel's Result tab shows it"
+    assert result._repr_html_() in before, "the result as the panel's Result tab shows it"
     assert all(html.escape(gap, quote=True) in before for gap in result.gaps) and len(result.gaps) == 3
     assert "<img src=x" not in before + after, "model text and errors stay text"
     sound = fresh_store.create_graph("Why?", "pulse", "autonomous")
