@@ -95,16 +95,32 @@ function compileTree(tree, forms) {
     kids,
     depth,
     box,
-    // Each question's box in each label form (by the form's lines), where a form makes it short.
+    // Each question's short box in each short shape the forms use (by its lines and their width).
     shortBox: new Map(
-      [...new Set(forms.filter((f) => f.lines).map((f) => f.lines))].map((lines) => [
-        lines,
-        ids.map((id, i) => (depth[i] >= 1 ? tree.shortBox(id, lines) : box[i])),
-      ]),
+      forms
+        .flatMap((f) => [f.root, f.seeds, f.below])
+        .filter(Boolean)
+        .map((cut) => [shortKey(cut), ids.map((id) => tree.shortBox(id, cut.lines, cut.chars))]),
     ),
     gated: ids.map((id) => tree.gated(id)),
     answers: ids.map((id) => tree.answers(id)),
   };
+}
+
+// A short label's key among a compiled tree's boxes: its lines and their width.
+function shortKey(cut) {
+  return `${cut.lines}x${cut.chars}`;
+}
+
+// The short label ``form`` gives a question at ``depth`` ({lines, chars}), or null: its whole label.
+function shortAt(form, depth) {
+  return (depth < 1 ? form.root : depth === 1 ? form.seeds : form.below) || null;
+}
+
+// A question's box at a labelled question's size in ``form``.
+function boxIn(c, form, i) {
+  const cut = shortAt(form, c.depth[i]);
+  return cut ? c.shortBox.get(shortKey(cut))[i] : c.box[i];
 }
 
 // Place a compiled tree. ``plan``: {k, labelled: Uint8Array (1: labelled, by index; the root and the
@@ -126,7 +142,7 @@ function arrangeTree(c, plan, twoSided) {
     if (labelled) labelScale = Math.min(labelScale, s[i]);
   }
   for (let i = n - 1; i >= 0; i -= 1) {
-    const box = c.depth[i] >= plan.form.from ? c.shortBox.get(plan.form.lines)[i] : c.box[i];
+    const box = boxIn(c, plan.form, i);
     const own = c.answers[i];
     const answersH = own.reduce((sum, a) => sum + a.h * s[i] + ROW_GAP * s[i] * 0.5, 0);
     const answersW = own.length ? COLUMN_GAP * s[i] * 0.6 + Math.max(...own.map((a) => a.w)) * s[i] : 0;
@@ -338,20 +354,55 @@ function bestPlan(c, width, height, twoSided, form) {
   return { arranged, k, readable: true, twoSided, form };
 }
 
-// The labels' forms, the more text first: whole labels, or from depth ``from`` on, short ones of
-// ``lines`` lines (network.js questionShortLines). The last, short from the seeds on, only where the
-// seed questions read no other way (a notebook's panel: a canvas of 600 px beside its tabs).
-const WHOLE = { from: Infinity, lines: 0 };
-const LABEL_FORMS = [WHOLE, { from: 2, lines: 2 }, { from: 2, lines: 1 }];
-const LAST_FORMS = [{ from: 1, lines: 2 }, { from: 1, lines: 1 }];
+// The labels' forms: a short label ({lines, chars}: network.js questionShortLines) or null (whole) for
+// the root, the seed questions and the questions below them. LABEL_FORMS, the more text first: whole
+// labels, or below the seeds short ones of two lines or one. LAST_FORMS only where the seed questions
+// read no other way (a notebook's panel: a canvas of 600 px beside its tabs): the seeds and the root
+// wrapped narrower, in more lines, so that both sides of the tree fit and the seeds still read whole
+// (issue 42: one clipped line of 20 characters, one-sided, the left half of the canvas empty), the
+// narrowest and one line last.
+const TWO_LINES = { lines: 2, chars: 20 };
+const ONE_LINE = { lines: 1, chars: 20 };
+const WHOLE = { root: null, seeds: null, below: null };
+const LABEL_FORMS = [WHOLE, { ...WHOLE, below: TWO_LINES }, { ...WHOLE, below: ONE_LINE }];
+const NARROW_ROOT = { lines: 4, chars: 16 };
+const NARROW_SEEDS = [
+  [4, 18],
+  [3, 20],
+  [4, 16],
+  [3, 18],
+  [4, 14],
+  [3, 16],
+  [2, 20],
+  [1, 20],
+].map(([lines, chars]) => ({ lines, chars }));
+const LAST_FORMS = NARROW_SEEDS.flatMap((seeds) => [TWO_LINES, ONE_LINE].map((below) => ({ root: NARROW_ROOT, seeds, below })));
+
+// How much of the seed questions' text ``form`` shows (in characters, the lines joined).
+function seedText(c, form) {
+  return c.kids[0].reduce((sum, i) => sum + boxIn(c, form, i).lines.join(" ").replace(/…/g, "").length, 0);
+}
+
+// Of ``forms``, those whose seed questions read on either side's shape (the dots below them at their
+// smallest) and show the most of the seeds' text; all of them where none reads.
+function mostSeedText(c, forms, width, height) {
+  const labelled = new Uint8Array(c.ids.length);
+  const reads = forms.filter((form) =>
+    [true, false].some((twoSided) => labelsRead(arrangeTree(c, { k: K_MIN, labelled, form }, twoSided), width, height)),
+  );
+  if (!reads.length) return forms;
+  const most = Math.max(...reads.map((form) => seedText(c, form)));
+  return reads.filter((form) => seedText(c, form) === most);
+}
 
 // The layout for a canvas: of the shapes (two-sided or one-sided, since a narrow canvas has no room
 // for two sides, in each of LABEL_FORMS), the one whose fitted view labels the most questions; at a tie
 // the one labelling more gated questions, then the form with more text, then two sides, then larger
-// labels. Where no shape reads the seed questions, the same choice among LAST_FORMS. ``readable`` says
-// whether the seed questions' labels read at all (if not, the caller closes deeper branches); with no
-// shape readable, the one with the larger seeds. Returns placedOf's shape with k, readable, form and
-// labelled (how many questions the fitted view labels).
+// labels. Where no shape reads the seed questions, the seeds' text comes first: the same choice among
+// the LAST_FORMS that read the seeds and show the most of their text. ``readable`` says whether the seed
+// questions' labels read at all (if not, the caller closes deeper branches); with no shape readable,
+// the one with the larger seeds. Returns placedOf's shape with k, readable, form and labelled (how many
+// questions the fitted view labels).
 function chooseLayout(tree, width, height) {
   const c = compileTree(tree, [...LABEL_FORMS, ...LAST_FORMS]);
   const shapesOf = (forms) =>
@@ -365,7 +416,7 @@ function chooseLayout(tree, width, height) {
       }),
     );
   let shapes = shapesOf(LABEL_FORMS);
-  if (!shapes.some((shape) => shape.readable)) shapes = shapesOf(LAST_FORMS);
+  if (!shapes.some((shape) => shape.readable)) shapes = shapesOf(mostSeedText(c, LAST_FORMS, width, height));
   const key = (s) => [s.readable, s.count.questions, s.count.gated, s.rank, s.twoSided, s.fit];
   const better = (a, b) => {
     const [x, y] = [key(a), key(b)];
