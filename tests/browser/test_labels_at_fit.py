@@ -169,6 +169,17 @@ def test_the_seed_questions_read_whole_on_a_narrow_canvas(browser: Any, tmp_path
         )
         assert drawn["use"]["x"] >= 0.9, "the tree spans the canvas"
         screenshot(tab, f"labels-narrow-{size}")
+
+        # Zoomed in, a seed's label keeps its lines and grows with the zoom (it holds the whole text: no
+        # swap to the whole label's wider lines, smaller in the same box).
+        plus = tab.locator(f"{NETWORK} .fractal-toolbar button", has_text="+")
+        plus.click()
+        plus.click()
+        fitted = {s["id"]: s for s in seeds}
+        for label in frame(tab)["labels"]:
+            if label["id"] in fitted:
+                assert label["lines"] == fitted[label["id"]]["lines"]
+                assert label["px"] == pytest.approx(fitted[label["id"]]["px"] * 1.4**2, rel=0.01)
         assert traffic.errors == []
 
 

@@ -302,8 +302,11 @@ export function createView(
       bold: q.root,
       ring: matched.has(q.id),
     };
+    // A short label that cut the text shows its whole label once that reads in the box; one that holds
+    // every word (wrapped narrower: a notebook's seeds) keeps its lines, the larger text.
     const full = shortAt(placed.form, q.depth) ? questionLines(q, false) : null;
-    if (full) look.whole = { lines: full, font: fontToFit(full, p.w, p.h, p.s) };
+    const words = (text) => text.join(" ").split(/\s+/).join(" ");
+    if (full && words(full) !== words(lines)) look.whole = { lines: full, font: fontToFit(full, p.w, p.h, p.s) };
     if (q.weak) {
       // A weak synthesis keeps its status colour, drawn with the failed border, dashed.
       Object.assign(look, { border: colors.failed.border, borderWidth: 3, dashes: [4, 3] });

@@ -12,8 +12,9 @@
 // times its parent's size, its box, gaps and rows scaled alike, so the branch under a labelled question
 // is the same picture, only smaller: dots at the fit, labelled as the reader zooms in. chooseLayout
 // picks which questions are labelled, k, the sides and the labels' form (whole, or two or one clipped
-// lines below the seeds; below the root only where the seeds read no other way) by counting the
-// questions the fitted view labels (issue 38: 161 of 172 were dots).
+// lines below the seeds; where the seeds read no other way, the root and the seeds wrapped narrower in
+// more lines, their text first) by counting the questions the fitted view labels (issue 38: 161 of 172
+// were dots).
 
 const LEVEL_FONT = 13; // CSS px of a labelled question's label at a zoom of 1 / WORLD
 // World units per CSS px: the tree is drawn WORLD times larger than it reads, so that vis-network's
