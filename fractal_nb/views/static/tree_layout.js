@@ -70,11 +70,11 @@ function fontToFit(lines, w, h, s) {
 
 // The visible tree read once into arrays, so that placing it is cheap enough to try a few hundred
 // times while choosing a layout. ``tree``: {root, kids(id) -> visible child ids, depth(id), box(id) ->
-// {lines, w, h} at a labelled question's size, shortBox(id, lines) (its short form in that many
+// {lines, w, h} at a labelled question's size, shortBox(id, lines, chars) (its short form in that many
 // lines), gated(id), answers(id) -> [{id, lines, w, h}] (the Q/A graph: boxes beside their question;
 // else [])}. Questions are in pre-order (a parent before its sub-questions, which come in their
 // order); 0 is the root.
-function compileTree(tree, forms) {
+function compileTree(tree) {
   const ids = [];
   const parent = [];
   const stack = tree.root ? [[tree.root, -1]] : [];
@@ -90,27 +90,22 @@ function compileTree(tree, forms) {
   for (let i = 1; i < ids.length; i += 1) kids[parent[i]].push(i);
   const depth = ids.map((id) => tree.depth(id));
   const box = ids.map((id) => tree.box(id));
+  const short = new Map(); // a short label's key -> each question's box in it, made when a form asks
   return {
     ids,
     parent,
     kids,
     depth,
     box,
-    // Each question's short box in each short shape the forms use (by its lines and their width).
-    shortBox: new Map(
-      forms
-        .flatMap((f) => [f.root, f.seeds, f.below])
-        .filter(Boolean)
-        .map((cut) => [shortKey(cut), ids.map((id) => tree.shortBox(id, cut.lines, cut.chars))]),
-    ),
+    // Each question's box in the short label ``cut`` ({lines, chars}).
+    shortBox(cut) {
+      const key = `${cut.lines}x${cut.chars}`;
+      if (!short.has(key)) short.set(key, ids.map((id) => tree.shortBox(id, cut.lines, cut.chars)));
+      return short.get(key);
+    },
     gated: ids.map((id) => tree.gated(id)),
     answers: ids.map((id) => tree.answers(id)),
   };
-}
-
-// A short label's key among a compiled tree's boxes: its lines and their width.
-function shortKey(cut) {
-  return `${cut.lines}x${cut.chars}`;
 }
 
 // The short label ``form`` gives a question at ``depth`` ({lines, chars}), or null: its whole label.
@@ -121,7 +116,7 @@ function shortAt(form, depth) {
 // A question's box at a labelled question's size in ``form``.
 function boxIn(c, form, i) {
   const cut = shortAt(form, c.depth[i]);
-  return cut ? c.shortBox.get(shortKey(cut))[i] : c.box[i];
+  return cut ? c.shortBox(cut)[i] : c.box[i];
 }
 
 // Place a compiled tree. ``plan``: {k, labelled: Uint8Array (1: labelled, by index; the root and the
@@ -240,7 +235,7 @@ function placedOf(c, arranged) {
 
 // Place ``tree`` (see compileTree) with ``plan`` ({k, labelled: Set of ids, form}): placedOf's shape.
 function placeTree(tree, plan, twoSided = true) {
-  const c = compileTree(tree, [plan.form]);
+  const c = compileTree(tree);
   const labelled = Uint8Array.from(c.ids, (id) => (plan.labelled.has(id) ? 1 : 0));
   return placedOf(c, arrangeTree(c, { ...plan, labelled }, twoSided));
 }
@@ -405,7 +400,7 @@ function mostSeedText(c, forms, width, height) {
 // the one with the larger seeds. Returns placedOf's shape with k, readable, form and labelled (how many
 // questions the fitted view labels).
 function chooseLayout(tree, width, height) {
-  const c = compileTree(tree, [...LABEL_FORMS, ...LAST_FORMS]);
+  const c = compileTree(tree);
   const shapesOf = (forms) =>
     forms.flatMap((form, rank) =>
       [true, false].map((twoSided) => {
@@ -438,7 +433,7 @@ function chooseLayout(tree, width, height) {
 // at their smallest, on either side's shape): what decides where big trees open closed.
 function seedsRead(tree, width, height) {
   const forms = [...LABEL_FORMS, ...LAST_FORMS];
-  const c = compileTree(tree, forms);
+  const c = compileTree(tree);
   const labelled = new Uint8Array(c.ids.length);
   return forms.some((form) =>
     [true, false].some((twoSided) => labelsRead(arrangeTree(c, { k: K_MIN, labelled, form }, twoSided), width, height)),
