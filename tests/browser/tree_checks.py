@@ -140,6 +140,19 @@ def seeds_unlabelled(drawn: dict[str, Any]) -> int:
     return int(drawn["depths"].get("1", 0)) - labelled
 
 
+def seeds_cut(drawn: dict[str, Any]) -> list[tuple[str, str]]:
+    """Seed questions whose drawn label does not hold their whole label's words, in order (a short label
+    clipped them): each with the text drawn."""
+    cut = []
+    for label in drawn["labels"]:
+        if label["depth"] != 1:
+            continue
+        shown = " ".join(line for line in label["lines"] if not line.startswith("▸ "))
+        if shown.split() != label["label"].split():
+            cut.append((label["id"], shown))
+    return cut
+
+
 MIN_LABEL_PX = 11  # the least size a label is drawn at (static/tree_layout.js MIN_LABEL_PX; issue 38)
 
 

@@ -245,12 +245,13 @@ export function createView(
     return lines;
   }
 
-  // The short form of a question's label in ``count`` lines (a layout may choose it, to label more
-  // questions at the fit: tree_layout.js chooseLayout): its marks as signs, its text clipped; zooming
-  // in shows the whole label in the same box, and the tooltip and the details keep the whole text.
-  function questionShortLines(q, everything, count) {
+  // The short form of a question's label in ``count`` lines of ``chars`` characters (a layout may
+  // choose it, to label more questions at the fit or to read the seed questions on a narrow canvas:
+  // tree_layout.js chooseLayout): its marks as signs, its text wrapped narrower and clipped; zooming in
+  // shows the whole label in the same box, and the tooltip and the details keep the whole text.
+  function questionShortLines(q, everything, count, chars) {
     const marks = `${q.weak ? "⚠ " : ""}${q.unsupported ? "✗ " : ""}${q.track ? "▣ " : ""}`;
-    const lines = shortLines(`${marks}${q.label.replace(/\n/g, " ")}`, SHORT_LABEL_CHARS, count);
+    const lines = shortLines(`${marks}${q.label.replace(/\n/g, " ")}`, chars, count);
     const hidden = !everything && isClosed(q.id) ? countBelow(q.id) : 0;
     if (hidden) lines.push(`▸ ${hidden} more`);
     return lines;
@@ -275,8 +276,8 @@ export function createView(
       depth: (id) => questions.get(id).depth,
       gated: (id) => questions.get(id).status === "gated",
       box: (id) => box(id, id, () => questionLines(questions.get(id), everything)),
-      shortBox: (id, count) =>
-        box(`\u0001${count}${id}`, id, () => questionShortLines(questions.get(id), everything, count)),
+      shortBox: (id, count, chars) =>
+        box(`\u0001${count}x${chars}${id}`, id, () => questionShortLines(questions.get(id), everything, count, chars)),
       answers: (id) =>
         mode === "graph"
           ? questions.get(id).answers.map((a) => ({ id: a.id, ...box(a.id, a.id, () => answerLines(a)) }))
@@ -301,8 +302,11 @@ export function createView(
       bold: q.root,
       ring: matched.has(q.id),
     };
-    const full = q.depth >= placed.form.from ? questionLines(q, false) : null;
-    if (full) look.whole = { lines: full, font: fontToFit(full, p.w, p.h, p.s) };
+    // A short label that cut the text shows its whole label once that reads in the box; one that holds
+    // every word (wrapped narrower: a notebook's seeds) keeps its lines, the larger text.
+    const full = shortAt(placed.form, q.depth) ? questionLines(q, false) : null;
+    const words = (text) => text.join(" ").split(/\s+/).join(" ");
+    if (full && words(full) !== words(lines)) look.whole = { lines: full, font: fontToFit(full, p.w, p.h, p.s) };
     if (q.weak) {
       // A weak synthesis keeps its status colour, drawn with the failed border, dashed.
       Object.assign(look, { border: colors.failed.border, borderWidth: 3, dashes: [4, 3] });

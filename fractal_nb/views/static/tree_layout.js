@@ -12,8 +12,9 @@
 // times its parent's size, its box, gaps and rows scaled alike, so the branch under a labelled question
 // is the same picture, only smaller: dots at the fit, labelled as the reader zooms in. chooseLayout
 // picks which questions are labelled, k, the sides and the labels' form (whole, or two or one clipped
-// lines below the seeds; below the root only where the seeds read no other way) by counting the
-// questions the fitted view labels (issue 38: 161 of 172 were dots).
+// lines below the seeds; where the seeds read no other way, the root and the seeds wrapped narrower in
+// more lines, their text first) by counting the questions the fitted view labels (issue 38: 161 of 172
+// were dots).
 
 const LEVEL_FONT = 13; // CSS px of a labelled question's label at a zoom of 1 / WORLD
 // World units per CSS px: the tree is drawn WORLD times larger than it reads, so that vis-network's
@@ -69,11 +70,11 @@ function fontToFit(lines, w, h, s) {
 
 // The visible tree read once into arrays, so that placing it is cheap enough to try a few hundred
 // times while choosing a layout. ``tree``: {root, kids(id) -> visible child ids, depth(id), box(id) ->
-// {lines, w, h} at a labelled question's size, shortBox(id, lines) (its short form in that many
+// {lines, w, h} at a labelled question's size, shortBox(id, lines, chars) (its short form in that many
 // lines), gated(id), answers(id) -> [{id, lines, w, h}] (the Q/A graph: boxes beside their question;
 // else [])}. Questions are in pre-order (a parent before its sub-questions, which come in their
 // order); 0 is the root.
-function compileTree(tree, forms) {
+function compileTree(tree) {
   const ids = [];
   const parent = [];
   const stack = tree.root ? [[tree.root, -1]] : [];
@@ -89,22 +90,33 @@ function compileTree(tree, forms) {
   for (let i = 1; i < ids.length; i += 1) kids[parent[i]].push(i);
   const depth = ids.map((id) => tree.depth(id));
   const box = ids.map((id) => tree.box(id));
+  const short = new Map(); // a short label's key -> each question's box in it, made when a form asks
   return {
     ids,
     parent,
     kids,
     depth,
     box,
-    // Each question's box in each label form (by the form's lines), where a form makes it short.
-    shortBox: new Map(
-      [...new Set(forms.filter((f) => f.lines).map((f) => f.lines))].map((lines) => [
-        lines,
-        ids.map((id, i) => (depth[i] >= 1 ? tree.shortBox(id, lines) : box[i])),
-      ]),
-    ),
+    // Each question's box in the short label ``cut`` ({lines, chars}).
+    shortBox(cut) {
+      const key = `${cut.lines}x${cut.chars}`;
+      if (!short.has(key)) short.set(key, ids.map((id) => tree.shortBox(id, cut.lines, cut.chars)));
+      return short.get(key);
+    },
     gated: ids.map((id) => tree.gated(id)),
     answers: ids.map((id) => tree.answers(id)),
   };
+}
+
+// The short label ``form`` gives a question at ``depth`` ({lines, chars}), or null: its whole label.
+function shortAt(form, depth) {
+  return (depth < 1 ? form.root : depth === 1 ? form.seeds : form.below) || null;
+}
+
+// A question's box at a labelled question's size in ``form``.
+function boxIn(c, form, i) {
+  const cut = shortAt(form, c.depth[i]);
+  return cut ? c.shortBox(cut)[i] : c.box[i];
 }
 
 // Place a compiled tree. ``plan``: {k, labelled: Uint8Array (1: labelled, by index; the root and the
@@ -126,7 +138,7 @@ function arrangeTree(c, plan, twoSided) {
     if (labelled) labelScale = Math.min(labelScale, s[i]);
   }
   for (let i = n - 1; i >= 0; i -= 1) {
-    const box = c.depth[i] >= plan.form.from ? c.shortBox.get(plan.form.lines)[i] : c.box[i];
+    const box = boxIn(c, plan.form, i);
     const own = c.answers[i];
     const answersH = own.reduce((sum, a) => sum + a.h * s[i] + ROW_GAP * s[i] * 0.5, 0);
     const answersW = own.length ? COLUMN_GAP * s[i] * 0.6 + Math.max(...own.map((a) => a.w)) * s[i] : 0;
@@ -223,7 +235,7 @@ function placedOf(c, arranged) {
 
 // Place ``tree`` (see compileTree) with ``plan`` ({k, labelled: Set of ids, form}): placedOf's shape.
 function placeTree(tree, plan, twoSided = true) {
-  const c = compileTree(tree, [plan.form]);
+  const c = compileTree(tree);
   const labelled = Uint8Array.from(c.ids, (id) => (plan.labelled.has(id) ? 1 : 0));
   return placedOf(c, arrangeTree(c, { ...plan, labelled }, twoSided));
 }
@@ -338,22 +350,57 @@ function bestPlan(c, width, height, twoSided, form) {
   return { arranged, k, readable: true, twoSided, form };
 }
 
-// The labels' forms, the more text first: whole labels, or from depth ``from`` on, short ones of
-// ``lines`` lines (network.js questionShortLines). The last, short from the seeds on, only where the
-// seed questions read no other way (a notebook's panel: a canvas of 600 px beside its tabs).
-const WHOLE = { from: Infinity, lines: 0 };
-const LABEL_FORMS = [WHOLE, { from: 2, lines: 2 }, { from: 2, lines: 1 }];
-const LAST_FORMS = [{ from: 1, lines: 2 }, { from: 1, lines: 1 }];
+// The labels' forms: a short label ({lines, chars}: network.js questionShortLines) or null (whole) for
+// the root, the seed questions and the questions below them. LABEL_FORMS, the more text first: whole
+// labels, or below the seeds short ones of two lines or one. LAST_FORMS only where the seed questions
+// read no other way (a notebook's panel: a canvas of 600 px beside its tabs): the seeds and the root
+// wrapped narrower, in more lines, so that both sides of the tree fit and the seeds still read whole
+// (issue 42: one clipped line of 20 characters, one-sided, the left half of the canvas empty), the
+// narrowest and one line last.
+const TWO_LINES = { lines: 2, chars: 20 };
+const ONE_LINE = { lines: 1, chars: 20 };
+const WHOLE = { root: null, seeds: null, below: null };
+const LABEL_FORMS = [WHOLE, { ...WHOLE, below: TWO_LINES }, { ...WHOLE, below: ONE_LINE }];
+const NARROW_ROOT = { lines: 4, chars: 16 };
+const NARROW_SEEDS = [
+  [4, 18],
+  [3, 20],
+  [4, 16],
+  [3, 18],
+  [4, 14],
+  [3, 16],
+  [2, 20],
+  [1, 20],
+].map(([lines, chars]) => ({ lines, chars }));
+const LAST_FORMS = NARROW_SEEDS.flatMap((seeds) => [TWO_LINES, ONE_LINE].map((below) => ({ root: NARROW_ROOT, seeds, below })));
+
+// How much of the seed questions' text ``form`` shows (in characters, the lines joined).
+function seedText(c, form) {
+  return c.kids[0].reduce((sum, i) => sum + boxIn(c, form, i).lines.join(" ").replace(/…/g, "").length, 0);
+}
+
+// Of ``forms``, those whose seed questions read on either side's shape (the dots below them at their
+// smallest) and show the most of the seeds' text; all of them where none reads.
+function mostSeedText(c, forms, width, height) {
+  const labelled = new Uint8Array(c.ids.length);
+  const reads = forms.filter((form) =>
+    [true, false].some((twoSided) => labelsRead(arrangeTree(c, { k: K_MIN, labelled, form }, twoSided), width, height)),
+  );
+  if (!reads.length) return forms;
+  const most = Math.max(...reads.map((form) => seedText(c, form)));
+  return reads.filter((form) => seedText(c, form) === most);
+}
 
 // The layout for a canvas: of the shapes (two-sided or one-sided, since a narrow canvas has no room
 // for two sides, in each of LABEL_FORMS), the one whose fitted view labels the most questions; at a tie
 // the one labelling more gated questions, then the form with more text, then two sides, then larger
-// labels. Where no shape reads the seed questions, the same choice among LAST_FORMS. ``readable`` says
-// whether the seed questions' labels read at all (if not, the caller closes deeper branches); with no
-// shape readable, the one with the larger seeds. Returns placedOf's shape with k, readable, form and
-// labelled (how many questions the fitted view labels).
+// labels. Where no shape reads the seed questions, the seeds' text comes first: the same choice among
+// the LAST_FORMS that read the seeds and show the most of their text. ``readable`` says whether the seed
+// questions' labels read at all (if not, the caller closes deeper branches); with no shape readable,
+// the one with the larger seeds. Returns placedOf's shape with k, readable, form and labelled (how many
+// questions the fitted view labels).
 function chooseLayout(tree, width, height) {
-  const c = compileTree(tree, [...LABEL_FORMS, ...LAST_FORMS]);
+  const c = compileTree(tree);
   const shapesOf = (forms) =>
     forms.flatMap((form, rank) =>
       [true, false].map((twoSided) => {
@@ -365,7 +412,7 @@ function chooseLayout(tree, width, height) {
       }),
     );
   let shapes = shapesOf(LABEL_FORMS);
-  if (!shapes.some((shape) => shape.readable)) shapes = shapesOf(LAST_FORMS);
+  if (!shapes.some((shape) => shape.readable)) shapes = shapesOf(mostSeedText(c, LAST_FORMS, width, height));
   const key = (s) => [s.readable, s.count.questions, s.count.gated, s.rank, s.twoSided, s.fit];
   const better = (a, b) => {
     const [x, y] = [key(a), key(b)];
@@ -386,7 +433,7 @@ function chooseLayout(tree, width, height) {
 // at their smallest, on either side's shape): what decides where big trees open closed.
 function seedsRead(tree, width, height) {
   const forms = [...LABEL_FORMS, ...LAST_FORMS];
-  const c = compileTree(tree, forms);
+  const c = compileTree(tree);
   const labelled = new Uint8Array(c.ids.length);
   return forms.some((form) =>
     [true, false].some((twoSided) => labelsRead(arrangeTree(c, { k: K_MIN, labelled, form }, twoSided), width, height)),

@@ -17,9 +17,6 @@ const UNSUPPORTED = "✗ unsupported answer";
 const VISIBLE_CAP = 600;
 const OUTLINE_MIN_WIDTH = 900; // px of the view under which it opens without the outline beside the tree
 const TITLE_CHARS = 600;
-// The short label a layout may give questions (tree_layout.js chooseLayout): one or two lines, each
-// shorter than a whole label's, so a column of them takes less room.
-const SHORT_LABEL_CHARS = 20;
 
 // ``text`` in at most ``count`` lines of ``chars`` characters: wrapped at spaces, the last line holding
 // the rest of the text, clipped with "…" when it goes on (so a one-line label is as full as it can be).
