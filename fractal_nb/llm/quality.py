@@ -415,7 +415,11 @@ def on_topic(text: str, info: ValidationInfo) -> str:
     context = _context(info)
     if context.trusted or not context.subject:
         return related(text, info)
-    if context.conclusion and not stems(text) & context.subject:
+    # A conclusion names the seed's own topic: a word the instructions use too ("build": "built
+    # recursively") does not count, unless the seed has no other (demo --local: an apartment block
+    # "built" for a seed on building a tram line).
+    seed_words = (context.subject - _instruction_stems()) or context.subject
+    if context.conclusion and not stems(text) & seed_words:
         raise Refusal(text, NOT_THE_SEED)
     if context.conclusion and _about_the_task(stems(text), context.subject):
         raise Refusal(text, ABOUT_THE_TASK)

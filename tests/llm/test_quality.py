@@ -423,10 +423,26 @@ def test_a_conclusion_that_shares_no_word_with_the_seed_is_refused() -> None:
 def test_a_conclusion_that_speaks_of_the_task_is_refused() -> None:
     """`demo --local` (issue 42) then wrote the system prompt back as its conclusion: "builds" is the seed's.
 
-    Five of its six words are the instructions': it says nothing of trams or buses.
+    Its one word of the seed's is the instructions' too; a conclusion whose words are mostly the
+    instructions' says nothing of trams or buses, even where it names the city.
     """
     root = ReplyContext.of(_synthesis_prompt(conclusion=True), Synthesis)
     task = "A worker in an exploratory exploration builds a graph of questions and answers."
-    assert "speaks of the task" in refusal(Synthesis, {"synthesis": task}, root)
+    assert "shares no word with its seed question" in refusal(Synthesis, {"synthesis": task}, root)
+    vacuous = "The answer depends on the question: each city differs, and what we know is uncertain."
+    assert "speaks of the task" in refusal(Synthesis, {"synthesis": vacuous}, root)
     below = ReplyContext.of(_synthesis_prompt(conclusion=False), Synthesis)
     assert Synthesis.model_validate({"synthesis": task}, context=below).synthesis == task  # not a conclusion
+
+
+def test_a_conclusion_must_share_a_word_of_the_seeds_own_topic() -> None:
+    """`demo --local` (issue 42): an apartment block "built", for a seed on building a tram line.
+
+    "build" is the instructions' word too ("built recursively"), so it does not make a conclusion
+    about the seed; "tram" does, however short the conclusion.
+    """
+    root = ReplyContext.of(_synthesis_prompt(conclusion=True), Synthesis)
+    block = "A six-story apartment complex is 80 percent built, and they propose to build more floors on it."
+    assert "shares no word with its seed question" in refusal(Synthesis, {"synthesis": block}, root)
+    short = "Trams carry more people than buses but cost more to lay down."
+    assert Synthesis.model_validate({"synthesis": short}, context=root).synthesis == short
