@@ -120,6 +120,10 @@ class PostgresDatabase:
         self.commit_hook: CommitHook | None = None  # set by the store's journal
         self._local = threading.local()
         self._closed = False
+        # The server pids of this store's own connections (each added as the pool opens it): their
+        # commits are no news from elsewhere.
+        self._own_pids: set[int] = set()
+        self._listen_guard = threading.Lock()  # guards the pids, the listeners and the listening thread
         self._pool = psycopg_pool.ConnectionPool(
             url,
             min_size=1,
@@ -150,7 +154,6 @@ class PostgresDatabase:
             self._channel = f"fractal_nb_{digest.hex()}"  # NOTIFY's channel: this schema's
             self._listeners: list[Callable[[str], None]] = []
             self._listening: threading.Thread | None = None
-            self._listen_guard = threading.Lock()  # guards the two above
             self.file = for_file(f"{self.location}#{self.schema}")
             self.file.opened()
             self._migrate()
@@ -173,7 +176,7 @@ class PostgresDatabase:
             self.execute("SELECT pg_notify(?, ?)", [self._channel, ",".join(sorted(set(graph_ids)))])
 
     def listen(self, wake: Callable[[str], None]) -> Callable[[], None]:
-        """Call ``wake(graph_id)`` for each graph another commit says gained work (``LISTEN``).
+        """Call ``wake(graph_id)`` for each graph another store's commit says gained work (``LISTEN``).
 
         One thread per store listens on a connection of its own while anyone listens.
         """
@@ -206,7 +209,9 @@ class PostgresDatabase:
                             return
                     for note in conn.notifies(timeout=1.0):
                         with self._listen_guard:
-                            listeners = list(self._listeners)
+                            # This store's own commit, heard late (under load, after its worker began
+                            # to wait): its workers announce their work themselves (engine/run_state.py).
+                            listeners = [] if note.pid in self._own_pids else list(self._listeners)
                         for graph_id in note.payload.split(","):
                             for wake in listeners:
                                 wake(graph_id)
@@ -225,6 +230,8 @@ class PostgresDatabase:
         return time.time() + self._offset
 
     def _configure(self, conn: Any) -> None:
+        with self._listen_guard:
+            self._own_pids.add(conn.info.backend_pid)
         conn.adapters.register_loader("numeric", _NumberLoader)
         if self.read_only:
             conn.execute("SET default_transaction_read_only = on")

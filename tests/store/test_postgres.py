@@ -184,7 +184,7 @@ def test_a_notebooks_live_feed_shows_work_other_processes_did(seeded: tuple[str,
         assert after == GraphFeed(store, graph_id).snapshot()["counts"]  # the deltas add up to the whole
 
 
-def test_a_watcher_hears_work_another_store_adds_and_not_its_claims(backend: Backend) -> None:
+def test_a_watcher_hears_work_another_store_adds_and_not_its_claims_nor_its_own(backend: Backend) -> None:
     """Two stores on one schema (two connection pools, as two processes have): NOTIFY carries the news."""
     from tests.conftest import make_tree
 
@@ -201,6 +201,8 @@ def test_a_watcher_hears_work_another_store_adds_and_not_its_claims(backend: Bac
         stops = [here.watch(tree.graph_id, wake), here.watch(other, barrier.set)]
         try:
             there.claim_work(tree.graph_id, "elsewhere")  # takes work: tells nothing
+            # Its own commit is no news from elsewhere: its workers announce their work themselves.
+            here.add_node(tree.graph_id, tree.seeds[0], "answer", "This store's own answer.")
             there.add_node(other, there.get_graph(other)["root_node_id"], "answer", "Another graph's news.")
             # One listener hears the commits in their order: once the later one is heard, so was the claim.
             assert barrier.wait(30), "no news of the other graph's answer"
