@@ -78,19 +78,21 @@ class _GraphAnswers:
     terms: list[frozenset[str]] = field(default_factory=list)
     index: TermIndex = field(default_factory=lambda: TermIndex([]))
 
-    def take(self, fresh: list[Fresh]) -> None:
-        """Take in the answers above :attr:`seen` (once each: another thread's read may have taken some)."""
-        for answer in fresh:
+    def take(self, fresh: list[Fresh], tokens: list[tuple[str, ...]]) -> list[tuple[str, ...]] | None:
+        """Take in the answers above :attr:`seen` with their ``tokens`` (once each: another thread may have).
+
+        Returns what the index should now cover when it is stale (None: it is not): the
+        caller builds it outside the lock (:meth:`AnswerIndex.related`).
+        """
+        for answer, terms in zip(fresh, tokens, strict=True):
             if answer.seq > self.seen:
-                tokens = tuple(tokenize(answer.text))
                 self.ids.append(answer.node_id)
                 self.branches.append(answer.branch_id)
-                self.tokens.append(tokens)
-                self.terms.append(frozenset(tokens))
+                self.tokens.append(terms)
+                self.terms.append(frozenset(terms))
                 self.seen = answer.seq
         mark = indexed(len(self.ids))
-        if mark != len(self.index):
-            self.index = TermIndex(self.tokens[:mark])
+        return self.tokens[:mark] if mark > len(self.index) else None
 
     def pool(self, question: NodeRow, size: int) -> list[str]:
         """Ids of other branches' answers for ``question``: the index's best and the tail's alternately."""
@@ -143,11 +145,18 @@ class AnswerIndex:
         not bring are read with ``read_more``.
         """
         rows, fresh = read
+        tokens = [tuple(tokenize(a.text)) for a in fresh]  # outside the lock: other readers go on
         with self._lock:
             answers = self._graphs.setdefault(question.graph_id, _GraphAnswers())
-            answers.take(fresh)
-            if question.branch_id is None or k < 1:
-                return []
+            covering = answers.take(fresh, tokens)
+        if covering is not None:  # built outside the lock too; meanwhile readers use the old one
+            built = TermIndex(covering)
+            with self._lock:
+                if len(built) > len(answers.index):
+                    answers.index = built
+        if question.branch_id is None or k < 1:
+            return []
+        with self._lock:
             pool = answers.pool(question, k * POOL_FACTOR)
         known = {**rows, **{a.node_id: (a.text, a.depth) for a in fresh if a.current}}
         brought = set(asked) | {a.node_id for a in fresh}
