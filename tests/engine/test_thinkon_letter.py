@@ -24,7 +24,12 @@ from fractal_nb.engine import RunState, ScaledClock
 from fractal_nb.errors import InvalidInputError, StateError
 from fractal_nb.vocabulary import TOOL_NAMES
 from tests.engine.chain_script import assert_chain_invariant, call, ret, todo
-from tests.engine.test_openai_runs import FAST, role_responder, schema_name
+from tests.engine.test_openai_runs import (
+    FAST,
+    _no_proxy,  # noqa: F401 - the same autouse fixture
+    role_responder,
+    schema_name,
+)
 from tests.engine.test_thinkon import events, parents, root_done
 from tests.llm.fake_openai import FakeOpenAI, ToolCalls
 
@@ -37,19 +42,6 @@ NOTES = "\n".join(
     ]
 )
 FINAL = "Bends grow because the outer bank erodes while the inner bank gains sediment."
-
-
-@pytest.fixture(autouse=True)
-def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (
-        "OPENAI_BASE_URL",
-        "OPENAI_API_KEY",
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "http_proxy",
-        "https_proxy",
-    ):
-        monkeypatch.delenv(name, raising=False)
 
 
 def tool_messages(body: dict[str, Any]) -> list[str]:
