@@ -36,6 +36,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError, ValidationInfo
 
+from ..prompts import render
 from ..text import clip, content_words, normalize
 from .copies import Shingles, covered, runs, shingles, tokens
 from .protocol import Message
@@ -507,9 +508,7 @@ def _instruction_stems() -> frozenset[str]:
 @cache
 def _conclusion_marker() -> str:
     """The sentence that marks a root's synthesis prompt (prompts/conclusion.txt), normalized."""
-    return normalize(
-        resources.files("fractal_nb.prompts").joinpath("conclusion.txt").read_text(encoding="utf-8")
-    )
+    return normalize(render("conclusion"))
 
 
 @cache
