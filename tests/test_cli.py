@@ -338,7 +338,7 @@ def test_a_model_that_is_down_exits_3_with_the_graph_paused_and_resume_runs_it_o
     assert code == EXIT_MODEL
     assert "Run: model_unavailable" in out and "is paused in down.duckdb" in out
     assert f"cannot reach the model server at {url}" in out and "connection refused" in out
-    assert "Nothing was harvested" in out and "fractal-nb resume --db down.duckdb" in out
+    assert "Nothing was harvested" in out and "fractal-nb resume down.duckdb --graph-id" in out
     with GraphStore(tmp_path / "down.duckdb") as store:
         [graph] = store.list_graphs()["graphs"]
         assert graph["status"] == "paused" and "connection refused" in graph["status_reason"]
@@ -354,7 +354,8 @@ def test_gates_exit_4_unharvested_and_resume_approve_goes_on(
     assert main(["run", "Why?", "--checkpoint", "depth:1", "--db", "g.duckdb", "--quiet"]) == EXIT_STOPPED
     out = capsys.readouterr().out
     assert "Run: paused" in out and "gated question(s) await approval" in out and "--approve" in out
-    assert main(["resume", "--db", "g.duckdb", "--approve", "--quiet"]) == EXIT_OK
+    # The file as the inspection commands take it (issue 42, point 8): FILE, or --db FILE.
+    assert main(["resume", "g.duckdb", "--approve", "--quiet"]) == EXIT_OK
     assert "Approved" in capsys.readouterr().out
 
 
@@ -372,6 +373,21 @@ def test_harvest_finishes_a_paused_graph_on_request(capsys: pytest.CaptureFixtur
     assert main(["harvest", "--db", "h.duckdb"]) == EXIT_OK
     out = capsys.readouterr().out
     assert "Run: harvested" in out and "is completed" in out and "unexplored" in out
+    assert main(["harvest", "h.duckdb"]) == EXIT_OK  # FILE as report takes it: the result, read back
+    assert "Run: harvested" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["resume", "harvest", "fork", "serve-mcp", "ask"])
+def test_a_command_that_writes_a_file_says_it_needs_one_and_writes_nothing(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [command, *(["Why?"] if command == "ask" else ["--head", "1"] if command == "fork" else [])]
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert f"fractal-nb {command} FILE (or --db FILE)" in err
+    assert not list(tmp_path.iterdir())
 
 
 HOLDER = textwrap.dedent("""
@@ -702,7 +718,7 @@ def test_resume_of_a_finished_graph_points_to_the_harvest_command(capsys: pytest
     capsys.readouterr()
     assert main(["resume", "--db", "done.duckdb", "--quiet"]) == EXIT_ERROR
     err = capsys.readouterr().err
-    assert "is completed: nothing is left to run" in err and "`fractal-nb harvest --db done.duckdb" in err
+    assert "is completed: nothing is left to run" in err and "`fractal-nb harvest done.duckdb" in err
     assert "harvest()" not in err
 
 

@@ -1,6 +1,6 @@
 """``fractal-nb report | events | edges | tree | export``: read-only commands on a fixture file.
 
-Covers: cli/inspection.py, cli/parser.py.
+Covers: cli/inspection.py, cli/inspection_help.py, cli/parser.py.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ import pytest
 from fractal_nb import Exploration, SimulatedLLM
 from fractal_nb.cli.exit_codes import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from fractal_nb.cli.inspection import COMMANDS
+from fractal_nb.cli.inspection_help import INSPECTION_HELP
 from fractal_nb.cli.main import main
-from fractal_nb.cli.parser import EXPORT_TABLES, INSPECTION_HELP
+from fractal_nb.cli.parser import EXPORT_TABLES
 from fractal_nb.exploration.graph_sql import TABLES
 from tests.test_cli import console_script
 
@@ -267,6 +268,22 @@ def test_the_console_script_prints_json(fixture_file: Path, tmp_path: Path) -> N
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["tree"][0]["text"] == SEED
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback(fixture_file: Path, tmp_path: Path) -> None:
+    """``fractal-nb tree FILE | head -1``: the pipe closes before the tree is written."""
+    with subprocess.Popen(
+        [*console_script(), "tree", str(fixture_file)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as child:
+        assert child.stdout is not None and child.stderr is not None
+        child.stdout.close()  # closed before the command has imported anything: its first write fails
+        err = child.stderr.read()
+        assert child.wait(timeout=300) == EXIT_OK
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
 
 
 def test_the_commands_and_tables_agree_with_their_modules() -> None:

@@ -61,6 +61,9 @@ def test_a_profile_fills_what_is_not_typed_and_what_is_typed_wins(capsys: pytest
     )
     with only_graph("typed.duckdb") as ex:
         assert ex.store.get_graph(ex.graph_id)["intensity"] == "explore"
+    # A typed FILE wins over the profile's db too: the result read back is typed.duckdb's.
+    assert main(["--profile", "lab", "harvest", "typed.duckdb"]) in (EXIT_OK, 4)
+    assert "in typed.duckdb" in capsys.readouterr().out
 
 
 def test_the_environment_names_the_profile_and_its_endpoint_is_the_one_called(

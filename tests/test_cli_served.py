@@ -1,7 +1,7 @@
 """Inspecting a file another process serves: ``fractal-nb report FILE`` reads through its MCP server,
 found from ``FILE.mcp.json`` without retyping the URL (issue 42, point 7).
 
-Covers: mcp/announce.py, cli/serving.py.
+Covers: mcp/announce.py, cli/serving.py, mcp/server.py.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -168,6 +169,30 @@ def test_serve_mcp_in_a_notebook_says_where_and_withdraws_it(tmp_path: Path) -> 
     with Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM()) as ex:  # in memory: no file
         ex.serve_mcp()
         ex.stop_mcp()
+
+
+def test_serve_mcp_returns_once_it_has_said_where(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ex.serve_mcp()`` returns after FILE.mcp.json is written, not as soon as uvicorn listens.
+
+    uvicorn's ``started`` comes just before the announcement; a slow write (here it waits, up to
+    a second, for ``serve_mcp()`` to return) once let a caller read the file before it was there.
+    """
+    from fractal_nb.mcp import server as mcp_server
+
+    returned = threading.Event()
+    real = mcp_server.announce
+
+    def announce(db: Any, url: str, *, token_required: bool) -> Path | None:
+        returned.wait(1.0)  # on the code before, serve_mcp() returned meanwhile
+        return real(db, url, token_required=token_required)
+
+    monkeypatch.setattr(mcp_server, "announce", announce)
+    path = tmp_path / "slow.duckdb"
+    with Exploration.create(SEED, intensity="pulse", llm=SimulatedLLM(), path=path) as ex:
+        url = ex.serve_mcp()
+        there = Path(f"{path}.mcp.json").exists()
+        returned.set()
+        assert there and json.loads(Path(f"{path}.mcp.json").read_text())["url"] == url
 
 
 def test_serve_mcp_says_where_only_once_it_listens(

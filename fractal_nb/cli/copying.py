@@ -38,8 +38,8 @@ def fork(args: argparse.Namespace) -> int:
                 f"Forked {exploration.graph_id} at event {forked.lineage()['forked_at'].iloc[-1]} into "
                 f"{forked.graph_id} ({forked.status}, {len(forked.nodes())} nodes) in {db}.\n"
                 f"  see it:  fractal-nb report {db} --graph-id {forked.graph_id}\n"
-                f"  run it on:  fractal-nb resume --db {db} --graph-id {forked.graph_id} [--llm …]\n"
-                f"  or ask it a follow-up:  fractal-nb ask --db {db} --graph-id {forked.graph_id} QUESTION\n"
+                f"  run it on:  fractal-nb resume {db} --graph-id {forked.graph_id} [--llm …]\n"
+                f"  or ask it a follow-up:  fractal-nb ask {db} QUESTION --graph-id {forked.graph_id}\n"
                 f"  in a notebook:  Exploration.open({db!r}, {forked.graph_id!r}, llm=...)"
             )
     return EXIT_OK

@@ -396,7 +396,7 @@ def locked_message(path: Path | str, pid: int | None) -> str:
         f"{path} is in use by {holder}, which has it open for writing: DuckDB then lets no other "
         "process open it, not even to read. Ways round: wait until that process closes it (a run "
         "ends, a notebook calls ex.close()); or read through that process's MCP server (a "
-        f"`fractal-nb serve-mcp --db {path} --http` it runs, or a notebook's ex.serve_mcp()): its tools "
+        f"`fractal-nb serve-mcp {path} --http` it runs, or a notebook's ex.serve_mcp()): its tools "
         "fractal_list_graphs, fractal_get_graph and fractal_get_snapshot (every node and edge) read the "
         "same data, fractal_query_convergence and fractal_query_contradictions its links, "
         "fractal_list_turns, fractal_list_heads and fractal_get_state_at its turns, heads and the state at "

@@ -14,16 +14,22 @@ commands that need them, so ``--help``, ``--version`` and usage errors answer at
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from typing import TYPE_CHECKING
 
 from ..errors import FractalError, InvalidInputError
 from .copying import copy, fork
 from .exit_codes import EXIT_ERROR, EXIT_OK
+from .inspection_help import INSPECTION_HELP
 from .option_checks import checked_model
-from .parser import INSPECTION_HELP, build_parser
+from .parser import build_parser
 from .profiles import with_profile
 from .running import ask, demo_local, explore, harvest, resume, seed
 from .serving import serve, work
+
+if TYPE_CHECKING:
+    from ..llm.protocol import LLM
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,6 +41,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     args = parser.parse_args(argv)
     llm = checked_model(parser, args)  # every option, before any file is touched
+    try:
+        return _dispatch(parser, args, llm)
+    except BrokenPipeError:  # the reader left (`| head`): what was written stands, no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's own flush is quiet
+        return EXIT_OK
+
+
+def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, llm: LLM | None) -> int:
     try:
         if args.command in INSPECTION_HELP:
             return _inspect(parser, args)

@@ -18,7 +18,8 @@ from ..arguments import check_bind_host, check_store_target, check_token
 from ..checks import require_id, require_text
 from ..errors import InvalidInputError
 from ..vocabulary import CheckpointMode, Intensity, Strategy
-from .parser import EXPORT_AT_TABLES, EXPORT_FORMATS, INSPECTION_HELP
+from .inspection_help import INSPECTION_HELP
+from .parser import EXPORT_AT_TABLES, EXPORT_FORMATS, FILE_COMMANDS
 
 if TYPE_CHECKING:
     from ..llm.protocol import LLM
@@ -59,6 +60,10 @@ def _check_stores(args: argparse.Namespace) -> None:
     for source in getattr(args, "sources", None) or []:  # the facade checks what is inside
         if not Path(source).exists():
             raise InvalidInputError(f"--sources {source}: no such file or folder")
+    if args.command in FILE_COMMANDS and args.db is None:
+        raise InvalidInputError(
+            f"the exploration's file is needed: fractal-nb {args.command} FILE (or --db FILE)"
+        )
     if getattr(args, "db", None) is not None:
         existing = args.command in ("resume", "harvest", "worker") or (
             args.command == "seed" and not args.seed

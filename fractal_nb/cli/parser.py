@@ -14,70 +14,18 @@ from typing import Any, TypeAlias
 
 from ..vocabulary import DEFAULT_STRATEGY, Preset, Strategy
 from .exit_codes import EXIT_CODES
+from .inspection_help import INSPECTION_HELP
 
 DEMO_SEED = "Should a mid-sized city build a tram line or expand its bus network?"
 DEMO_DB = "fractal-demo.duckdb"
 
-# The read-only commands (docs/architecture/facade.md, "Inspecting a file"): name -> (help, description).
-# Each is one function of inspection.COMMANDS; a new one is a row here and a function there.
-INSPECTION_HELP = {
-    "report": (
-        "print the result as the graph stands (read-only)",
-        "Print the exploration's result as it stands (summary, findings, gaps, synthesis chain) as "
-        "Markdown; never harvests.",
-    ),
-    "events": (
-        "print the event log (read-only)",
-        "Print the graph's event log, one row per change, oldest first.",
-    ),
-    "edges": (
-        "print the edges (read-only)",
-        "Print every edge of the graph: the tree and the links between answers.",
-    ),
-    "tree": (
-        "print the question tree with statuses (read-only)",
-        "Print the question tree, indented by level, each question with its status (and why) and id.",
-    ),
-    "export": (
-        "write the graph as Markdown, HTML or Parquet (FILE read-only)",
-        "Write the graph to --to: .md the report, .html the self-contained page with the tree, "
-        ".parquet one table (--table, default nodes); with --at, one table (nodes, edges or gaps) as "
-        "Parquet as it was at that event.",
-    ),
-    "heads": (
-        "print the heads, the current one last (read-only)",
-        "Print one row per head (where a turn ended at harvest): its event, turn, status, counts, "
-        "spend and what the turn asked; the last row is the head a new turn or resume continues from.",
-    ),
-    "state": (
-        "print where the exploration stands (read-only)",
-        "Print the exploration's state from the file alone: the line of work turn by turn, the "
-        "branches and why each exists, the verified (a citation the store checked says it), stated "
-        "(on the model's word), assumed, missing and failed values with node ids, "
-        "the head resume uses, the earlier heads worth attaching from, and the checks.",
-    ),
-    "turns": (
-        "print the turns (read-only)",
-        "Print one row per turn (the seed is turn 1): its kind, what it asked, the event it started at "
-        "and its head's event (empty for the open turn).",
-    ),
-    "sources": (
-        "print the sources the answers may cite (read-only)",
-        "Print one row per source of the graph: its name (what citations name), kind, lines and chunks, "
-        "and whether the file on disk changed since it was added (citations check the text as added).",
-    ),
-    "payload": (
-        "print one node's whole record (read-only)",
-        "Print one node's whole record: its text, status and metadata (its claims among them), its "
-        "citations with the store's check of each, its children and links, and the model calls made "
-        "for it (role, model, tokens, outcome, error). Prompts and replies are not kept per node.",
-    ),
-}
 # The commands that take --at EVENT: the state at that event (tree, edges, export), or the rows
 # written by then (events, heads, turns).
 AT_COMMANDS = ("tree", "edges", "export", "events", "heads", "turns")
 # The commands that read through the MCP server of a process serving FILE (mcp/reads.py READS).
 SERVED_READS = ("report", "state", "events", "heads", "turns", "tree", "payload")
+# The commands that write to an exploration's FILE, typed as inspection takes it or as --db FILE.
+FILE_COMMANDS = ("resume", "harvest", "ask", "fork", "serve-mcp")
 EXPORT_FORMATS = (".md", ".html", ".parquet")
 EXPORT_TABLES = ("nodes", "edges", "events", "llm_calls", "gaps", "turns", "heads")  # graph_sql.TABLES
 EXPORT_AT_TABLES = ("nodes", "edges", "gaps")  # export --at: the tables the state at an event holds
@@ -226,7 +174,7 @@ def _add_serving(commands: Commands) -> None:
         "from a DuckDB file, so MCP agents and worker processes share its graphs. This "
         "process owns the file while it runs.",
     )
-    serve.add_argument("--db", required=True, help="DuckDB file (created if missing)")
+    _add_file(serve, "the DuckDB file to serve (created if missing)")
     serve.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
@@ -424,8 +372,18 @@ def _add_making_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_graph_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", required=True, help="the exploration's DuckDB file")
+    _add_file(parser, "the exploration's DuckDB file or postgresql:// URL")
     parser.add_argument("--graph-id", help="the graph (default: the file's only graph)")
+
+
+def _add_file(parser: argparse.ArgumentParser, what: str) -> None:
+    """FILE as the inspection commands take it, or ``--db FILE`` (either; option_checks needs one).
+
+    Both fill ``db``; the positional's SUPPRESS default leaves a ``--db`` (a profile's too) in place
+    when FILE is not typed, and FILE typed after it wins, as a later option would.
+    """
+    parser.add_argument("db", nargs="?", default=argparse.SUPPRESS, metavar="FILE", help=what)
+    parser.add_argument("--db", dest="db", default=None, metavar="FILE", help="FILE, as an option")
 
 
 class _Version(argparse.Action):

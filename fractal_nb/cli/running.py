@@ -69,7 +69,7 @@ def seed(args: argparse.Namespace, llm: LLM) -> int:
         print(
             f"{exploration.graph_id} in {db} {done}: {len(questions)} seed question(s), no worker ran.\n"
             f"  work it from any process:  fractal-nb worker {where} [--threads N] [--llm …]\n"
-            f"  or run it whole here:  fractal-nb resume {where}"
+            f"  or run it whole here:  fractal-nb resume {db} --graph-id {exploration.graph_id}"
         )
     return EXIT_OK
 
@@ -125,7 +125,7 @@ def resume(args: argparse.Namespace, llm: LLM) -> int:
             db = shown_target(args.db)
             raise FractalError(
                 f"graph {exploration.graph_id} in {db} is completed: nothing is left to run; "
-                f"`fractal-nb harvest --db {db} --graph-id {exploration.graph_id}` prints its result"
+                f"`fractal-nb harvest {db} --graph-id {exploration.graph_id}` prints its result"
             )
         if exploration.status == "budget_exhausted":
             # Terminal for resume (docs/architecture/store.md, "The graph contract"): a new budget goes on.
@@ -143,7 +143,7 @@ def budget_refusal(exploration: Exploration, db: str) -> str:
     """Why ``resume`` refuses a budget_exhausted graph, and the option that goes on."""
     return (
         f"graph {exploration.graph_id} in {db} is budget_exhausted ({exploration.status_reason}): it is "
-        f"terminal for resume; going on is a new turn with a new budget: `fractal-nb resume --db {db} "
+        f"terminal for resume; going on is a new turn with a new budget: `fractal-nb resume {db} "
         f"--graph-id {exploration.graph_id} --new-budget [--max-tokens N] [--max-wall-s S]` (a spent token "
         f"budget needs a larger --max-tokens); `fractal-nb harvest` finishes it as it stands"
     )
@@ -230,7 +230,7 @@ def _render_unfinished(exploration: Exploration, status: str, db: str) -> str:
     """A run that stopped before the end: why, what is left, and the commands that go on."""
     graph = exploration.store.get_graph(exploration.graph_id)
     counts = exploration.nodes().query("node_type == 'question'")["status"].value_counts()
-    where = f"--db {db} --graph-id {exploration.graph_id}"
+    where = f"{db} --graph-id {exploration.graph_id}"
     lines = [
         f"Seed: {graph['seed']}",
         f"Run: {status}; graph {exploration.graph_id} is {graph['status']} in {db}",

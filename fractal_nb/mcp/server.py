@@ -130,6 +130,8 @@ class AnnouncingServer(uvicorn.Server):
         self._db, self._token_required = db, token_required
         self.announcement: Path | None = None
         self.url = ""  # where it listens, once it does
+        # Set once it listens and has said so: uvicorn's ``started`` comes before the announcement.
+        self.announced = threading.Event()
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         """Uvicorn's startup, then the announcement once it listens."""
@@ -138,6 +140,7 @@ class AnnouncingServer(uvicorn.Server):
             port = int(self.servers[0].sockets[0].getsockname()[1])
             self.url = client_url(self.config.host, port)
             self.announcement = announce(self._db, self.url, token_required=self._token_required)
+            self.announced.set()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         """The announcement withdrawn, then uvicorn's shutdown."""
@@ -296,11 +299,10 @@ class BackgroundServer:
         """Start serving; returns the URL (the port chosen by the system when 0 was asked)."""
         self._thread.start()
         deadline = time.monotonic() + timeout_s
-        while not self._server.started:
+        while not self._server.announced.wait(0.01):  # a caller may read FILE.mcp.json at once
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError(f"the MCP server did not start on {self.host}:{self.port}")
-            time.sleep(0.01)
         self.port = int(self._server.servers[0].sockets[0].getsockname()[1])
         if not is_loopback(self.host):
             hint = (
