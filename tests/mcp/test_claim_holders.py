@@ -36,6 +36,7 @@ from tests.engine.test_openai_runs import role_responder
 from tests.llm.fake_openai import FakeOpenAI
 from tests.local_port import free_port, listening
 from tests.mcp.conftest import serve_mcp_command, wait_until, worker_command
+from tests.mcp.test_transports import unexplained_reclaims
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_S = 120.0
@@ -114,7 +115,7 @@ def test_four_worker_processes_pay_once_per_synthesis(
         assert not again, f"synthesis paid more than once: {again}"
         assert set(synth["outcome"]) <= {"ok", "discarded", "error"}
         claims = ex.events().query("kind == 'claimed'")
-        assert claims["node_id"].is_unique, "no question claimed twice"
+        assert not unexplained_reclaims(ex.events()), "no question claimed twice"
         # The work was shared (a process that starts last may find it all taken: no timing assumed).
         assert len({actor[:2] for actor in claims["actor"]}) >= 2
         nodes = ex.nodes()
@@ -350,5 +351,5 @@ def test_each_synthesis_is_paid_once_by_many_mcp_clients(backend: Backend, clien
         paid = synth.groupby("node_id").size()
         syntheses = 1 + events[events["kind"] == "reopened"].groupby("node_id").size()
         assert not {n: int(c) for n, c in paid.items() if c > syntheses.get(n, 1)}, "paid twice"
-        claims = events.query("kind == 'claimed'")
-        assert claims["node_id"].is_unique, "no question claimed twice"
+        # Claimed again only once given back: a reply the gates refused releases its question.
+        assert not unexplained_reclaims(events), "no question claimed twice"
