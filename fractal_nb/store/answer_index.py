@@ -149,14 +149,12 @@ class AnswerIndex:
         with self._lock:
             answers = self._graphs.setdefault(question.graph_id, _GraphAnswers())
             covering = answers.take(fresh, tokens)
-        if covering is not None:  # built outside the lock too; meanwhile readers use the old one
-            built = TermIndex(covering)
-            with self._lock:
-                if len(built) > len(answers.index):
-                    answers.index = built
-        if question.branch_id is None or k < 1:
-            return []
+        built = None if covering is None else TermIndex(covering)  # outside the lock too: readers use the old
         with self._lock:
+            if built is not None and len(built) > len(answers.index):
+                answers.index = built
+            if question.branch_id is None or k < 1:
+                return []
             pool = answers.pool(question, k * POOL_FACTOR)
         known = {**rows, **{a.node_id: (a.text, a.depth) for a in fresh if a.current}}
         brought = set(asked) | {a.node_id for a in fresh}

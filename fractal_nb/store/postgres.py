@@ -28,6 +28,7 @@ import logging
 import re
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
@@ -120,10 +121,8 @@ class PostgresDatabase:
         self.commit_hook: CommitHook | None = None  # set by the store's journal
         self._local = threading.local()
         self._closed = False
-        # The server pids of this store's own connections (each added as the pool opens it): their
-        # commits are no news from elsewhere.
-        self._own_pids: set[int] = set()
-        self._listen_guard = threading.Lock()  # guards the pids, the listeners and the listening thread
+        # Signs this store's notifications: its own commits are no news from elsewhere.
+        self._sender = uuid.uuid4().hex
         self._pool = psycopg_pool.ConnectionPool(
             url,
             min_size=1,
@@ -154,6 +153,7 @@ class PostgresDatabase:
             self._channel = f"fractal_nb_{digest.hex()}"  # NOTIFY's channel: this schema's
             self._listeners: list[Callable[[str], None]] = []
             self._listening: threading.Thread | None = None
+            self._listen_guard = threading.Lock()  # guards the two above
             self.file = for_file(f"{self.location}#{self.schema}")
             self.file.opened()
             self._migrate()
@@ -173,7 +173,8 @@ class PostgresDatabase:
     def notify(self, graph_ids: Sequence[str]) -> None:
         """``NOTIFY`` this schema's channel with the graph ids, delivered when the transaction commits."""
         if graph_ids:
-            self.execute("SELECT pg_notify(?, ?)", [self._channel, ",".join(sorted(set(graph_ids)))])
+            payload = f"{self._sender}:{','.join(sorted(set(graph_ids)))}"
+            self.execute("SELECT pg_notify(?, ?)", [self._channel, payload])
 
     def listen(self, wake: Callable[[str], None]) -> Callable[[], None]:
         """Call ``wake(graph_id)`` for each graph another store's commit says gained work (``LISTEN``).
@@ -208,11 +209,14 @@ class PostgresDatabase:
                             self._listening = None
                             return
                     for note in conn.notifies(timeout=1.0):
-                        with self._listen_guard:
+                        sender, _, graph_ids = note.payload.rpartition(":")
+                        if sender == self._sender:
                             # This store's own commit, heard late (under load, after its worker began
                             # to wait): its workers announce their work themselves (engine/run_state.py).
-                            listeners = [] if note.pid in self._own_pids else list(self._listeners)
-                        for graph_id in note.payload.split(","):
+                            continue
+                        with self._listen_guard:
+                            listeners = list(self._listeners)
+                        for graph_id in graph_ids.split(","):
                             for wake in listeners:
                                 wake(graph_id)
         except psycopg.Error:  # the server went away: workers fall back to their backoff
@@ -230,8 +234,6 @@ class PostgresDatabase:
         return time.time() + self._offset
 
     def _configure(self, conn: Any) -> None:
-        with self._listen_guard:
-            self._own_pids.add(conn.info.backend_pid)
         conn.adapters.register_loader("numeric", _NumberLoader)
         if self.read_only:
             conn.execute("SET default_transaction_read_only = on")
