@@ -330,9 +330,11 @@ def is_heading_echo(words: list[str]) -> bool:
     dropped: "Syntheses of sub-questions" shares no run of :data:`~.copies.COPY_RUN`
     words with "Syntheses of its sub-questions", yet says nothing. A text of at most
     :data:`HEADING_ECHO_MOST_WORDS` words, every one of them in one line of the
-    prompts' fixed text (prompts/*.txt, worked examples aside), is that line again.
+    prompts' fixed text (prompts/*.txt, worked examples aside) or of a correction, is that line again.
 
     >>> is_heading_echo(["syntheses", "of", "sub", "questions"])
+    True
+    >>> is_heading_echo(["value", "error"])  # a correction's words, written back as an answer
     True
     >>> is_heading_echo(["rents", "rose", "as", "the", "tram", "opened"])
     False
@@ -524,17 +526,21 @@ def _instruction_lines() -> tuple[frozenset[str], ...]:
     """The words of each line of the prompts' fixed text, worked examples aside (:func:`is_heading_echo`)."""
     return tuple(
         frozenset(words)
-        for text in _instructions()
+        for text in [*_instructions(), *_corrections()]
         for line in text.splitlines()
         if not line.startswith(_EXAMPLE_LINE) and (words := tokens(line))
     )
 
 
+def _corrections() -> list[str]:
+    """What a correction round trip tells the model: each gate's refusal as pydantic words it, CORRECTION."""
+    return [f"value error, {gate}" for gate in _GATES] + [CORRECTION.format(schema="", problem="")]
+
+
 @cache
 def _never_content() -> Shingles:
     """What no reply may consist of: the gates' wording and every prompt's fixed instructions."""
-    texts = [f"value error, {gate}" for gate in _GATES] + [CORRECTION.format(schema="", problem="")]
-    return frozenset().union(*(shingles(tokens(t)) for t in [*texts, *_instructions()]))
+    return frozenset().union(*(shingles(tokens(t)) for t in [*_corrections(), *_instructions()]))
 
 
 def _instructions() -> Iterator[str]:

@@ -367,6 +367,12 @@ def test_a_heading_of_the_prompt_with_a_word_dropped_is_refused(text: str) -> No
     )
 
 
+def test_a_corrections_words_written_back_as_an_answer_are_refused() -> None:
+    """Gemma 270M answered "Value error" after a correction (demo --local, issue 42), and it was kept."""
+    context = ReplyContext.of(PROMPT, LeafAnswer)
+    assert "repeats the instructions or a correction" in refusal(LeafAnswer, answer("Value error"), context)
+
+
 @pytest.mark.parametrize(
     ("question", "text"),
     [
